@@ -1,0 +1,5 @@
+#include "commands.h"
+
+namespace wgfuse::cli {
+void add_bench(CLI::App&, GlobalOptions&) {}
+}  // namespace wgfuse::cli

@@ -1,0 +1,21 @@
+// Each wgfuse subcommand registers itself on the CLI11 app; main() only wires them together.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "gpu/context.h"
+
+namespace wgfuse::cli {
+
+// Options every command that touches the GPU takes.
+struct GlobalOptions {
+  std::string adapter = "auto";
+  std::string backend = "any";
+  double timeout_s = 120;
+  gpu::ContextOptions context_options() const;
+};
+
+void add_info(CLI::App& app, GlobalOptions& g);
+void add_bench(CLI::App& app, GlobalOptions& g);
+
+}  // namespace wgfuse::cli

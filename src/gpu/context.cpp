@@ -1,0 +1,485 @@
+#include "gpu/context.h"
+#include "gpu/context_state.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "gpu/profiler.h"
+#include "gpu/recorder.h"
+#include "util/error.h"
+#include "webgpu/strings.h"
+
+namespace wgfuse::gpu {
+namespace {
+
+using webgpu::api;
+using webgpu::Handle;
+
+// Where Debian's chromium-common puts SwiftShader's Vulkan driver (our CPU adapter).
+constexpr const char* kSwiftShaderIcd = "/usr/lib/chromium/vk_swiftshader_icd.json";
+
+using webgpu::str;
+using webgpu::sv;
+
+std::string backend_name(WGPUBackendType t) {
+  switch (t) {
+    case WGPUBackendType_Null: return "Null";
+    case WGPUBackendType_WebGPU: return "WebGPU";
+    case WGPUBackendType_D3D11: return "D3D11";
+    case WGPUBackendType_D3D12: return "D3D12";
+    case WGPUBackendType_Metal: return "Metal";
+    case WGPUBackendType_Vulkan: return "Vulkan";
+    case WGPUBackendType_OpenGL: return "OpenGL";
+    case WGPUBackendType_OpenGLES: return "OpenGLES";
+    default: return "undefined";
+  }
+}
+
+std::string adapter_type_name(WGPUAdapterType t) {
+  switch (t) {
+    case WGPUAdapterType_DiscreteGPU: return "discrete GPU";
+    case WGPUAdapterType_IntegratedGPU: return "integrated GPU";
+    case WGPUAdapterType_CPU: return "CPU";
+    default: return "unknown";
+  }
+}
+
+std::string feature_name(WGPUFeatureName f) {
+  static const std::map<uint32_t, const char*> names = {
+      {0x01, "depth-clip-control"}, {0x02, "depth32float-stencil8"}, {0x03, "timestamp-query"},
+      {0x04, "texture-compression-bc"}, {0x05, "texture-compression-bc-sliced-3d"},
+      {0x06, "texture-compression-etc2"}, {0x07, "texture-compression-astc"},
+      {0x08, "texture-compression-astc-sliced-3d"}, {0x09, "indirect-first-instance"},
+      {0x0A, "shader-f16"}, {0x0B, "rg11b10ufloat-renderable"}, {0x0C, "bgra8unorm-storage"},
+      {0x0D, "float32-filterable"}, {0x0E, "float32-blendable"}, {0x0F, "clip-distances"},
+      {0x10, "dual-source-blending"}, {0x11, "subgroups"}, {0x12, "core-features-and-limits"},
+      {0x50003, "chromium-experimental-timestamp-query-inside-passes"},
+      {0x50005, "chromium-experimental-immediate-data"}, {0x50008, "subgroups-f16"},
+      {0x50038, "chromium-experimental-subgroup-matrix"}};
+  if (auto it = names.find(f); it != names.end()) return it->second;
+  std::ostringstream os;
+  os << "0x" << std::hex << uint32_t(f);
+  return os.str();
+}
+
+WGPUBackendType to_wgpu(Backend b) {
+  switch (b) {
+    case Backend::Vulkan: return WGPUBackendType_Vulkan;
+    case Backend::OpenGL: return WGPUBackendType_OpenGL;
+    case Backend::OpenGLES: return WGPUBackendType_OpenGLES;
+    case Backend::Null: return WGPUBackendType_Null;
+    default: return WGPUBackendType_Undefined;
+  }
+}
+
+struct AdapterResult {
+  Handle<WGPUAdapter> adapter;
+  std::string message;
+};
+
+}  // namespace
+
+AdapterChoice parse_adapter_choice(std::string_view s) {
+  if (s == "auto") return AdapterChoice::Auto;
+  if (s == "gpu") return AdapterChoice::Gpu;
+  if (s == "cpu") return AdapterChoice::Cpu;
+  throw Error("unknown adapter '" + std::string(s) + "': expected one of auto, gpu, cpu");
+}
+
+Backend parse_backend(std::string_view s) {
+  if (s == "any" || s == "auto") return Backend::Any;
+  if (s == "vulkan") return Backend::Vulkan;
+  if (s == "opengl") return Backend::OpenGL;
+  if (s == "opengles") return Backend::OpenGLES;
+  if (s == "null") return Backend::Null;
+  throw Error("unknown backend '" + std::string(s) +
+              "': expected one of any, vulkan, opengl, opengles, null (this Dawn build for Linux "
+              "has no d3d11, d3d12 or metal)");
+}
+
+std::string to_string(Backend b) {
+  switch (b) {
+    case Backend::Vulkan: return "vulkan";
+    case Backend::OpenGL: return "opengl";
+    case Backend::OpenGLES: return "opengles";
+    case Backend::Null: return "null";
+    default: return "any";
+  }
+}
+
+namespace {
+
+void on_uncaptured_error(const WGPUDevice*, WGPUErrorType type, WGPUStringView message, void* ud1,
+                         void*) {
+  auto* s = static_cast<Context::State*>(ud1);
+  std::lock_guard lock(s->error_mutex);
+  const char* kind = type == WGPUErrorType_Validation    ? "validation error"
+                     : type == WGPUErrorType_OutOfMemory ? "out of GPU memory"
+                     : type == WGPUErrorType_Internal    ? "internal GPU error"
+                                                         : "GPU error";
+  s->uncaptured.push_back(std::string(kind) + ": " + str(message));
+}
+
+void on_device_lost(const WGPUDevice*, WGPUDeviceLostReason reason, WGPUStringView message,
+                    void* ud1, void*) {
+  auto* s = static_cast<Context::State*>(ud1);
+  std::lock_guard lock(s->error_mutex);
+  if (s->destroying || reason == WGPUDeviceLostReason_CallbackCancelled) return;
+  s->lost = "GPU device lost (reason " + std::to_string(uint32_t(reason)) + "): " + str(message);
+}
+
+// forceFallbackAdapter stays off: it asks for Dawn's built-in SwiftShader, which this build lacks;
+// Chromium's SwiftShader is reached through the Vulkan loader instead (VK_DRIVER_FILES).
+AdapterResult request_adapter(WGPUInstance instance, WGPUBackendType backend,
+                              std::chrono::milliseconds timeout) {
+  WGPURequestAdapterOptions opts{};
+  opts.featureLevel = WGPUFeatureLevel_Core;
+  opts.powerPreference = WGPUPowerPreference_HighPerformance;
+  opts.backendType = backend;
+  AdapterResult result;
+  WGPURequestAdapterCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPURequestAdapterStatus status, WGPUAdapter a, WGPUStringView msg, void* ud1,
+                   void*) {
+    auto* r = static_cast<AdapterResult*>(ud1);
+    if (status == WGPURequestAdapterStatus_Success && a)
+      r->adapter = Handle<WGPUAdapter>(a);
+    else
+      r->message = str(msg).empty() ? "no adapter (status " + std::to_string(status) + ")" : str(msg);
+  };
+  cb.userdata1 = &result;
+  WGPUFutureWaitInfo wait{api().InstanceRequestAdapter(instance, &opts, cb), 0};
+  auto st = api().InstanceWaitAny(instance, 1, &wait, uint64_t(timeout.count()) * 1'000'000);
+  if (st != WGPUWaitStatus_Success) result.message = "timed out waiting for an adapter";
+  return result;
+}
+
+Handle<WGPUInstance> create_instance() {
+  WGPUInstanceDescriptor desc{};
+  desc.capabilities.timedWaitAnyEnable = 1;  // every wait below has a timeout
+  desc.capabilities.timedWaitAnyMaxCount = 1;
+  WGPUInstance inst = api().CreateInstance(&desc);
+  if (!inst) throw Error("wgpuCreateInstance failed (library " + webgpu::library_path() + ")");
+  return Handle<WGPUInstance>(inst);
+}
+
+WGPUAdapterType adapter_type(WGPUAdapter a) {
+  WGPUAdapterInfo info{};
+  api().AdapterGetInfo(a, &info);
+  auto t = info.adapterType;
+  api().AdapterInfoFreeMembers(info);
+  return t;
+}
+
+std::string adapter_summary(WGPUAdapter a) {
+  WGPUAdapterInfo info{};
+  api().AdapterGetInfo(a, &info);
+  auto s = str(info.device) + " on " + backend_name(info.backendType);
+  api().AdapterInfoFreeMembers(info);
+  return s;
+}
+
+}  // namespace
+
+Context::Context(const ContextOptions& options) : s_(std::make_unique<State>()) {
+  auto t0 = std::chrono::steady_clock::now();
+  s_->timeout = options.timeout;
+  const WGPUBackendType backend = to_wgpu(options.backend);
+  std::vector<std::string> tried;
+
+  auto try_hardware = [&] {
+    s_->instance = create_instance();
+    auto r = request_adapter(s_->instance.get(), backend, options.timeout);
+    if (!r.adapter) {
+      tried.push_back("hardware adapter on backend " + to_string(options.backend) + ": " + r.message);
+      return false;
+    }
+    if (adapter_type(r.adapter.get()) == WGPUAdapterType_CPU) {
+      tried.push_back("hardware adapter on backend " + to_string(options.backend) +
+                      ": only a CPU adapter was offered (" + adapter_summary(r.adapter.get()) + ")");
+      if (options.adapter == AdapterChoice::Gpu) return false;
+    }
+    s_->adapter = std::move(r.adapter);
+    return true;
+  };
+  auto try_swiftshader = [&] {
+    // The Vulkan loader reads VK_DRIVER_FILES when an instance is created: point it at
+    // SwiftShader unless the user chose drivers already.
+    const char* user_icd = std::getenv("VK_DRIVER_FILES");
+    if (!user_icd || !*user_icd) {
+      if (!std::filesystem::exists(kSwiftShaderIcd)) {
+        tried.push_back(std::string("SwiftShader (CPU): ") + kSwiftShaderIcd +
+                        " not found (install Debian's chromium package: scripts/setup does)");
+        return false;
+      }
+      setenv("VK_DRIVER_FILES", kSwiftShaderIcd, 1);
+    }
+    s_->adapter.reset();
+    s_->instance = create_instance();
+    auto r = request_adapter(s_->instance.get(), backend, options.timeout);
+    if (!r.adapter) {
+      tried.push_back("SwiftShader (CPU) with VK_DRIVER_FILES=" +
+                      std::string(std::getenv("VK_DRIVER_FILES")) + ": " + r.message);
+      return false;
+    }
+    s_->adapter = std::move(r.adapter);
+    return true;
+  };
+
+  bool ok = false;
+  switch (options.adapter) {
+    case AdapterChoice::Gpu: ok = try_hardware(); break;
+    case AdapterChoice::Cpu: ok = try_swiftshader(); break;
+    case AdapterChoice::Auto:
+      ok = try_hardware() && adapter_type(s_->adapter.get()) != WGPUAdapterType_CPU;
+      if (!ok) {
+        ok = try_swiftshader();
+        if (ok) {
+          s_->info.fallback_note = "no hardware GPU adapter found (" + tried.front() +
+                                   "); using the SwiftShader CPU adapter";
+          if (!options.quiet) std::fprintf(stderr, "wgfuse: note: %s\n", s_->info.fallback_note.c_str());
+        }
+      }
+      break;
+  }
+  if (!ok) {
+    std::string msg = "no usable WebGPU adapter. Tried:";
+    for (auto& t : tried) msg += "\n  - " + t;
+    msg += "\nFixes: install a Vulkan driver for your GPU (and libvulkan1), or run scripts/setup "
+           "for the SwiftShader CPU adapter and use --adapter cpu; set VK_DRIVER_FILES to choose "
+           "a Vulkan driver explicitly.";
+    throw Error(msg);
+  }
+
+  WGPUAdapter adapter = s_->adapter.get();
+  {
+    WGPUAdapterInfo ai{};
+    api().AdapterGetInfo(adapter, &ai);
+    auto& i = s_->info;
+    i.vendor = str(ai.vendor);
+    i.architecture = str(ai.architecture);
+    i.device = str(ai.device);
+    i.description = str(ai.description);
+    i.backend = backend_name(ai.backendType);
+    i.adapter_type = adapter_type_name(ai.adapterType);
+    i.vendor_id = ai.vendorID;
+    i.device_id = ai.deviceID;
+    i.subgroup_min_size = ai.subgroupMinSize;
+    i.subgroup_max_size = ai.subgroupMaxSize;
+    i.is_cpu = ai.adapterType == WGPUAdapterType_CPU;
+    api().AdapterInfoFreeMembers(ai);
+  }
+  {
+    WGPUSupportedFeatures sf{};
+    api().AdapterGetFeatures(adapter, &sf);
+    for (size_t k = 0; k < sf.featureCount; ++k) s_->features.all.push_back(feature_name(sf.features[k]));
+    api().SupportedFeaturesFreeMembers(sf);
+    std::sort(s_->features.all.begin(), s_->features.all.end());
+  }
+  std::vector<WGPUFeatureName> wanted;
+  for (auto f : {WGPUFeatureName_Subgroups, WGPUFeatureName_TimestampQuery, WGPUFeatureName_ShaderF16})
+    if (api().AdapterHasFeature(adapter, f)) wanted.push_back(f);
+
+  WGPULimits adapter_limits{};
+  if (api().AdapterGetLimits(adapter, &adapter_limits) != WGPUStatus_Success)
+    throw Error("wgpuAdapterGetLimits failed");
+
+  WGPUDeviceDescriptor dd{};
+  dd.label = sv("wgfuse");
+  dd.requiredFeatureCount = wanted.size();
+  dd.requiredFeatures = wanted.data();
+  dd.requiredLimits = &adapter_limits;  // raise every limit to the adapter's maximum
+  dd.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
+  dd.deviceLostCallbackInfo.callback = on_device_lost;
+  dd.deviceLostCallbackInfo.userdata1 = s_.get();
+  dd.uncapturedErrorCallbackInfo.callback = on_uncaptured_error;
+  dd.uncapturedErrorCallbackInfo.userdata1 = s_.get();
+
+  struct DeviceResult {
+    WGPUDevice device = nullptr;
+    std::string message;
+  } dr;
+  WGPURequestDeviceCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPURequestDeviceStatus st, WGPUDevice d, WGPUStringView msg, void* ud1, void*) {
+    auto* r = static_cast<DeviceResult*>(ud1);
+    if (st == WGPURequestDeviceStatus_Success) r->device = d;
+    else r->message = str(msg);
+  };
+  cb.userdata1 = &dr;
+  WGPUFutureWaitInfo wait{api().AdapterRequestDevice(adapter, &dd, cb), 0};
+  if (api().InstanceWaitAny(s_->instance.get(), 1, &wait, uint64_t(options.timeout.count()) * 1'000'000) !=
+      WGPUWaitStatus_Success)
+    throw Error("timed out requesting a device from " + s_->info.device);
+  if (!dr.device) throw Error("requesting a device from " + s_->info.device + " failed: " + dr.message);
+  s_->device = Handle<WGPUDevice>(dr.device);
+  s_->queue = Handle<WGPUQueue>(api().DeviceGetQueue(dr.device));
+
+  for (auto f : wanted) {
+    if (f == WGPUFeatureName_Subgroups) s_->features.subgroups = true;
+    if (f == WGPUFeatureName_TimestampQuery) s_->features.timestamp_query = true;
+    if (f == WGPUFeatureName_ShaderF16) s_->features.shader_f16 = true;
+  }
+  WGPULimits dl{};
+  api().DeviceGetLimits(dr.device, &dl);
+  auto& l = s_->limits;
+  l.max_buffer_size = dl.maxBufferSize;
+  l.max_storage_buffer_binding_size = dl.maxStorageBufferBindingSize;
+  l.max_uniform_buffer_binding_size = dl.maxUniformBufferBindingSize;
+  l.max_storage_buffers_per_shader_stage = dl.maxStorageBuffersPerShaderStage;
+  l.max_compute_invocations_per_workgroup = dl.maxComputeInvocationsPerWorkgroup;
+  l.max_compute_workgroup_size_x = dl.maxComputeWorkgroupSizeX;
+  l.max_compute_workgroup_storage_size = dl.maxComputeWorkgroupStorageSize;
+  l.max_compute_workgroups_per_dimension = dl.maxComputeWorkgroupsPerDimension;
+  l.max_bind_groups = dl.maxBindGroups;
+  l.min_storage_buffer_offset_alignment = dl.minStorageBufferOffsetAlignment;
+  l.min_uniform_buffer_offset_alignment = dl.minUniformBufferOffsetAlignment;
+  s_->creation_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+Context::~Context() = default;
+Context::Context(Context&&) noexcept = default;
+Context& Context::operator=(Context&&) noexcept = default;
+
+const AdapterInfo& Context::adapter() const { return s_->info; }
+const Features& Context::features() const { return s_->features; }
+const Limits& Context::limits() const { return s_->limits; }
+double Context::device_creation_ms() const { return s_->creation_ms; }
+std::string Context::library_path() const { return webgpu::library_path(); }
+WGPUDevice Context::raw_device() const { return s_->device.get(); }
+WGPUQueue Context::raw_queue() const { return s_->queue.get(); }
+WGPUInstance Context::raw_instance() const { return s_->instance.get(); }
+std::chrono::milliseconds Context::timeout() const { return s_->timeout; }
+
+void Context::check() {
+  std::lock_guard lock(s_->error_mutex);
+  if (!s_->lost.empty()) throw Error(s_->lost);
+  if (!s_->uncaptured.empty()) {
+    std::string msg = s_->uncaptured.front();
+    if (s_->uncaptured.size() > 1)
+      msg += " (and " + std::to_string(s_->uncaptured.size() - 1) + " more errors)";
+    s_->uncaptured.clear();
+    throw Error(msg);
+  }
+}
+
+void Context::wait_future(WGPUFuture f, std::string_view what) {
+  WGPUFutureWaitInfo info{f, 0};
+  auto st = api().InstanceWaitAny(s_->instance.get(), 1, &info, uint64_t(s_->timeout.count()) * 1'000'000);
+  if (st == WGPUWaitStatus_TimedOut) {
+    check();  // a lost device explains a time-out better than the time-out does
+    throw Error("timed out after " + std::to_string(s_->timeout.count() / 1000.0) + " s waiting for " +
+                std::string(what) + " on " + s_->info.device);
+  }
+  if (st != WGPUWaitStatus_Success) throw Error("waiting for " + std::string(what) + " failed");
+}
+
+void Context::wait() {
+  WGPUQueueWorkDoneCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPUQueueWorkDoneStatus, void*, void*) {};
+  wait_future(api().QueueOnSubmittedWorkDone(s_->queue.get(), cb), "submitted GPU work");
+  check();
+}
+
+void Context::scoped(std::string_view what, const std::function<void()>& fn) {
+  WGPUDevice d = s_->device.get();
+  const WGPUErrorFilter filters[] = {WGPUErrorFilter_Validation, WGPUErrorFilter_OutOfMemory,
+                                     WGPUErrorFilter_Internal};
+  for (auto f : filters) api().DevicePushErrorScope(d, f);
+  std::exception_ptr thrown;
+  try {
+    fn();
+  } catch (...) {
+    thrown = std::current_exception();
+  }
+  std::string first;
+  for (int k = 0; k < 3; ++k) {
+    std::string msg;
+    WGPUPopErrorScopeCallbackInfo cb{};
+    cb.mode = WGPUCallbackMode_WaitAnyOnly;
+    cb.callback = [](WGPUPopErrorScopeStatus, WGPUErrorType type, WGPUStringView m, void* ud1, void*) {
+      if (type != WGPUErrorType_NoError) *static_cast<std::string*>(ud1) = str(m);
+    };
+    cb.userdata1 = &msg;
+    wait_future(api().DevicePopErrorScope(d, cb), "an error scope");
+    if (first.empty()) first = msg;
+  }
+  if (thrown) std::rethrow_exception(thrown);
+  if (!first.empty()) throw Error(std::string(what) + ": " + first);
+}
+
+Buffer Context::buffer(uint64_t bytes, BufferUsage usage, std::string_view label) {
+  if (bytes > s_->limits.max_buffer_size)
+    throw Error("buffer '" + std::string(label) + "' of " + std::to_string(bytes) +
+                " bytes exceeds the device limit maxBufferSize = " +
+                std::to_string(s_->limits.max_buffer_size));
+  if (has(usage, BufferUsage::Storage) && bytes > s_->limits.max_storage_buffer_binding_size)
+    throw Error("storage buffer '" + std::string(label) + "' of " + std::to_string(bytes) +
+                " bytes exceeds the device limit maxStorageBufferBindingSize = " +
+                std::to_string(s_->limits.max_storage_buffer_binding_size));
+  WGPUBufferDescriptor d{};
+  d.label = sv(label);
+  d.usage = uint64_t(usage);
+  d.size = (std::max<uint64_t>(bytes, 4) + 3) / 4 * 4;  // copies and writes move whole words
+  Handle<WGPUBuffer> h;
+  scoped("creating buffer '" + std::string(label) + "'",
+         [&] { h = Handle<WGPUBuffer>(api().DeviceCreateBuffer(s_->device.get(), &d)); });
+  return Buffer(std::move(h), d.size, usage, s_->next_buffer_id++);
+}
+
+void Context::write(const Buffer& dst, uint64_t offset, std::span<const std::byte> bytes) {
+  if (offset % 4 || bytes.size() % 4)
+    throw Error("buffer write of " + std::to_string(bytes.size()) + " bytes at offset " +
+                std::to_string(offset) + ": offset and size must be multiples of 4");
+  if (offset + bytes.size() > dst.size())
+    throw Error("buffer write of " + std::to_string(bytes.size()) + " bytes at offset " +
+                std::to_string(offset) + " overruns a buffer of " + std::to_string(dst.size()));
+  api().QueueWriteBuffer(s_->queue.get(), dst.raw(), offset, bytes.data(), bytes.size());
+}
+
+std::vector<std::byte> Context::read_bytes(const Buffer& src, uint64_t offset, uint64_t bytes) {
+  if (offset % 4 || bytes % 4)
+    throw Error("buffer read of " + std::to_string(bytes) + " bytes at offset " +
+                std::to_string(offset) + ": offset and size must be multiples of 4");
+  if (offset + bytes > src.size())
+    throw Error("buffer read of " + std::to_string(bytes) + " bytes at offset " +
+                std::to_string(offset) + " overruns a buffer of " + std::to_string(src.size()));
+  if (!has(src.usage(), BufferUsage::CopySrc))
+    throw Error("buffer read: the source buffer was not created with CopySrc usage");
+  std::vector<std::byte> out(bytes);
+  if (bytes == 0) return out;
+  Buffer staging = buffer(bytes, BufferUsage::MapRead | BufferUsage::CopyDst, "readback");
+  Recorder rec(*this);
+  rec.copy(src, offset, staging, 0, bytes);
+  rec.submit();
+  struct MapResult {
+    bool ok = false;
+    std::string message;
+  } mr;
+  WGPUBufferMapCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPUMapAsyncStatus st, WGPUStringView m, void* ud1, void*) {
+    auto* r = static_cast<MapResult*>(ud1);
+    r->ok = st == WGPUMapAsyncStatus_Success;
+    r->message = str(m);
+  };
+  cb.userdata1 = &mr;
+  wait_future(api().BufferMapAsync(staging.raw(), WGPUMapMode_Read, 0, bytes, cb), "a buffer read-back");
+  check();
+  if (!mr.ok) throw Error("mapping a read-back buffer failed: " + mr.message);
+  const void* p = api().BufferGetConstMappedRange(staging.raw(), 0, bytes);
+  if (!p) throw Error("mapping a read-back buffer returned no memory");
+  std::memcpy(out.data(), p, bytes);
+  api().BufferUnmap(staging.raw());
+  return out;
+}
+
+Recorder Context::recorder() { return Recorder(*this); }
+
+}  // namespace wgfuse::gpu

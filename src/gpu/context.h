@@ -1,0 +1,145 @@
+// Context: one WebGPU instance, adapter, device and queue, with the device's features and limits,
+// error capture, and the caches of kernels and bind groups. Moves, never copies.
+//
+// Errors are loud: uncaptured errors and device loss are stored by callbacks and thrown as
+// wgfuse::Error at the next sync point (wait, read, check); every wait has a timeout.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpu/buffer.h"
+#include "gpu/kernel.h"
+#include "webgpu/handle.h"
+
+namespace wgfuse::gpu {
+
+enum class AdapterChoice { Auto, Gpu, Cpu };
+enum class Backend { Any, Vulkan, OpenGL, OpenGLES, Null };
+
+AdapterChoice parse_adapter_choice(std::string_view s);  // throws Error listing the valid names
+Backend parse_backend(std::string_view s);                // throws Error listing the valid names
+std::string to_string(Backend b);
+
+struct ContextOptions {
+  AdapterChoice adapter = AdapterChoice::Auto;
+  Backend backend = Backend::Any;
+  std::chrono::milliseconds timeout{120'000};  // for every wait on the GPU
+  bool quiet = false;                          // no note on stderr when falling back to the CPU
+};
+
+struct AdapterInfo {
+  std::string vendor, architecture, device, description;
+  std::string backend;       // "Vulkan", "OpenGL", ...
+  std::string adapter_type;  // "discrete GPU", "integrated GPU", "CPU", "unknown"
+  uint32_t vendor_id = 0, device_id = 0;
+  uint32_t subgroup_min_size = 0, subgroup_max_size = 0;
+  bool is_cpu = false;
+  std::string fallback_note;  // why the CPU adapter was chosen under --adapter auto, else empty
+};
+
+struct Features {
+  bool subgroups = false;
+  bool timestamp_query = false;
+  bool shader_f16 = false;
+  std::vector<std::string> all;  // every feature the adapter reports, by name or hex id
+};
+
+struct Limits {
+  uint64_t max_buffer_size = 0;
+  uint64_t max_storage_buffer_binding_size = 0;
+  uint64_t max_uniform_buffer_binding_size = 0;
+  uint32_t max_storage_buffers_per_shader_stage = 0;
+  uint32_t max_compute_invocations_per_workgroup = 0;
+  uint32_t max_compute_workgroup_size_x = 0;
+  uint32_t max_compute_workgroup_storage_size = 0;
+  uint32_t max_compute_workgroups_per_dimension = 0;
+  uint32_t max_bind_groups = 0;
+  uint32_t min_storage_buffer_offset_alignment = 0;
+  uint32_t min_uniform_buffer_offset_alignment = 0;
+};
+
+class Recorder;
+class Profiler;
+
+class Context {
+ public:
+  explicit Context(const ContextOptions& options = {});
+  ~Context();
+  Context(Context&&) noexcept;
+  Context& operator=(Context&&) noexcept;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const AdapterInfo& adapter() const;
+  const Features& features() const;
+  const Limits& limits() const;
+  double device_creation_ms() const;
+  std::string library_path() const;
+
+  // ---- Buffers ----
+  Buffer buffer(uint64_t bytes, BufferUsage usage, std::string_view label = {});
+  template <typename T>
+  Buffer upload(std::span<const T> data, BufferUsage usage, std::string_view label = {}) {
+    Buffer b = buffer(data.size_bytes(), usage | BufferUsage::CopyDst, label);
+    write(b, 0, std::as_bytes(data));
+    return b;
+  }
+  void write(const Buffer& dst, uint64_t offset, std::span<const std::byte> bytes);
+  template <typename T>
+  void write_value(const Buffer& dst, uint64_t offset, const T& value) {
+    write(dst, offset, std::as_bytes(std::span<const T, 1>(&value, 1)));
+  }
+  // Copies `bytes` from `src` (needs CopySrc) into host memory: waits for all work submitted so
+  // far, maps a staging buffer with the context's timeout.
+  std::vector<std::byte> read_bytes(const Buffer& src, uint64_t offset, uint64_t bytes);
+  template <typename T>
+  std::vector<T> read(const Buffer& src, uint64_t offset_elems = 0, uint64_t count = 0) {
+    if (count == 0) count = src.size() / sizeof(T) - offset_elems;
+    auto raw = read_bytes(src, offset_elems * sizeof(T), count * sizeof(T));
+    std::vector<T> out(count);
+    std::memcpy(out.data(), raw.data(), raw.size());
+    return out;
+  }
+
+  // ---- Kernels ----
+  // Compiled once per key (name, entry point, overrides) and cached. A WGSL error throws with the
+  // kernel's name, line, column and message.
+  Kernel& kernel(const KernelDesc& desc);
+  // A bind group for group 0 of `kernel`, binding i = buffers[i] (whole buffer), cached.
+  BindGroup bind(const Kernel& kernel, std::initializer_list<BufferBinding> buffers);
+  BindGroup bind(const Kernel& kernel, std::span<const BufferBinding> buffers);
+
+  // ---- Work ----
+  Recorder recorder();
+  // Blocks until all submitted work has finished (with the timeout), then check()s.
+  void wait();
+  // Throws the first stored uncaptured error or device loss, if any.
+  void check();
+
+  // Runs `fn` inside validation + out-of-memory + internal error scopes and throws the first
+  // error they catch, prefixed with `what`.
+  void scoped(std::string_view what, const std::function<void()>& fn);
+
+  // For src/gpu and the raw-API arm of the benchmark.
+  WGPUDevice raw_device() const;
+  WGPUQueue raw_queue() const;
+  WGPUInstance raw_instance() const;
+  std::chrono::milliseconds timeout() const;
+  // Waits on a future with the context's timeout; throws naming `what` on time-out.
+  void wait_future(WGPUFuture f, std::string_view what);
+
+  struct State;  // implementation detail (context.cpp)
+
+ private:
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace wgfuse::gpu

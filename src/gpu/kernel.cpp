@@ -1,0 +1,148 @@
+#include <functional>
+#include <sstream>
+
+#include "gpu/context.h"
+#include "gpu/context_state.h"
+#include "webgpu/strings.h"
+#include "util/error.h"
+
+namespace wgfuse::gpu {
+namespace {
+
+using webgpu::api;
+using webgpu::Handle;
+
+using webgpu::str;
+using webgpu::sv;
+
+// The WGSL compiler's errors for `module`, as "name:line:column: message" lines; empty if none.
+std::string compilation_errors(Context& ctx, WGPUShaderModule module, const std::string& name) {
+  std::string errors;
+  struct Out {
+    std::string* errors;
+    const std::string* name;
+  } out{&errors, &name};
+  WGPUCompilationInfoCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPUCompilationInfoRequestStatus, const WGPUCompilationInfo* info, void* ud1, void*) {
+    auto* o = static_cast<Out*>(ud1);
+    if (!info) return;
+    for (size_t k = 0; k < info->messageCount; ++k) {
+      const auto& m = info->messages[k];
+      if (m.type != WGPUCompilationMessageType_Error) continue;
+      *o->errors += "kernel '" + *o->name + "': WGSL error at line " + std::to_string(m.lineNum) +
+                    ", column " + std::to_string(m.linePos) + ": " + str(m.message) + "\n";
+    }
+  };
+  cb.userdata1 = &out;
+  ctx.wait_future(api().ShaderModuleGetCompilationInfo(module, cb), "WGSL compilation info");
+  return errors;
+}
+
+}  // namespace
+
+std::string KernelKey::label() const {
+  std::ostringstream os;
+  os << name << ':' << entry;
+  if (!overrides.empty()) {
+    os << '{';
+    bool first = true;
+    for (auto& [k, v] : overrides) {
+      os << (first ? "" : ",") << k << '=' << v;
+      first = false;
+    }
+    os << '}';
+  }
+  return os.str();
+}
+
+KernelDesc embedded_kernel(std::string_view family, std::string entry,
+                           std::map<std::string, double> overrides) {
+  return {std::string(family), std::string(kernel_source(family)), std::move(entry), std::move(overrides)};
+}
+
+Kernel& Context::kernel(const KernelDesc& desc) {
+  KernelKey key{desc.name, desc.entry, desc.overrides, std::hash<std::string>{}(desc.source)};
+  auto& cache = s_->kernels;
+  if (auto it = cache.find(key); it != cache.end()) return *it->second;
+
+  const std::string label = key.label();
+  WGPUDevice device = raw_device();
+  Handle<WGPUShaderModule> module;
+  Handle<WGPUComputePipeline> pipeline;
+  Handle<WGPUBindGroupLayout> layout;
+  std::string wgsl_errors;
+  try {
+    scoped("compiling kernel '" + label + "'", [&] {
+      WGPUShaderSourceWGSL src{};
+      src.chain.sType = WGPUSType_ShaderSourceWGSL;
+      src.code = sv(desc.source);
+      WGPUShaderModuleDescriptor md{};
+      md.nextInChain = &src.chain;
+      md.label = sv(label);
+      module = Handle<WGPUShaderModule>(api().DeviceCreateShaderModule(device, &md));
+      wgsl_errors = compilation_errors(*this, module.get(), desc.name);
+      if (!wgsl_errors.empty()) return;
+      std::vector<WGPUConstantEntry> constants;
+      for (auto& [k, v] : desc.overrides) {
+        WGPUConstantEntry e{};
+        e.key = sv(k);
+        e.value = v;
+        constants.push_back(e);
+      }
+      WGPUComputePipelineDescriptor pd{};
+      pd.label = sv(label);
+      pd.layout = nullptr;  // "auto": derived from the shader
+      pd.compute.module = module.get();
+      pd.compute.entryPoint = sv(desc.entry);
+      pd.compute.constantCount = constants.size();
+      pd.compute.constants = constants.data();
+      pipeline = Handle<WGPUComputePipeline>(api().DeviceCreateComputePipeline(device, &pd));
+      layout = Handle<WGPUBindGroupLayout>(api().ComputePipelineGetBindGroupLayout(pipeline.get(), 0));
+    });
+  } catch (const Error& e) {
+    // The compiler's own line and column say more than the scope's summary.
+    if (!wgsl_errors.empty()) throw Error(wgsl_errors.substr(0, wgsl_errors.size() - 1));
+    throw;
+  }
+  if (!wgsl_errors.empty()) throw Error(wgsl_errors.substr(0, wgsl_errors.size() - 1));
+  auto k = std::make_unique<Kernel>(key, std::move(pipeline), std::move(layout));
+  return *cache.emplace(std::move(key), std::move(k)).first->second;
+}
+
+BindGroup Context::bind(const Kernel& kernel, std::initializer_list<BufferBinding> buffers) {
+  return bind(kernel, std::span<const BufferBinding>(buffers.begin(), buffers.size()));
+}
+
+BindGroup Context::bind(const Kernel& kernel, std::span<const BufferBinding> buffers) {
+  std::vector<uint64_t> key{reinterpret_cast<uint64_t>(kernel.raw_pipeline())};
+  for (auto& b : buffers) key.insert(key.end(), {b.buffer->id(), b.offset, b.size});
+  if (auto it = s_->bind_groups.find(key); it != s_->bind_groups.end()) return BindGroup(it->second);
+
+  std::vector<WGPUBindGroupEntry> entries;
+  std::vector<Buffer> keep;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    WGPUBindGroupEntry e{};
+    e.binding = uint32_t(i);
+    e.buffer = buffers[i].buffer->raw();
+    e.offset = buffers[i].offset;
+    e.size = buffers[i].size;
+    entries.push_back(e);
+    keep.push_back(*buffers[i].buffer);
+  }
+  WGPUBindGroupDescriptor d{};
+  d.layout = kernel.raw_layout();
+  d.entryCount = entries.size();
+  d.entries = entries.data();
+  std::shared_ptr<Handle<WGPUBindGroup>> group;
+  scoped("binding " + std::to_string(buffers.size()) + " buffers to kernel '" + kernel.key().label() + "'",
+         [&] {
+           group = std::make_shared<Handle<WGPUBindGroup>>(
+               api().DeviceCreateBindGroup(raw_device(), &d));
+         });
+  s_->bind_group_buffers.emplace(key, std::move(keep));
+  s_->bind_groups.emplace(std::move(key), group);
+  return BindGroup(group);
+}
+
+}  // namespace wgfuse::gpu

@@ -1,0 +1,54 @@
+// Kernel: WGSL source + entry point + override constants -> a compute pipeline, compiled once
+// and cached in the Context under its KernelKey.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "webgpu/handle.h"
+
+namespace wgfuse::gpu {
+
+struct KernelDesc {
+  std::string name;    // for messages and labels, e.g. "elementwise.scale"
+  std::string source;  // WGSL
+  std::string entry = "main";
+  std::map<std::string, double> overrides;  // WGSL `override` constants
+};
+
+// The cache key: what makes two pipelines differ.
+struct KernelKey {
+  std::string name, entry;
+  std::map<std::string, double> overrides;
+  size_t source_hash;
+  auto operator<=>(const KernelKey&) const = default;
+  std::string label() const;  // "name:entry{k=v,...}"
+};
+
+class Kernel {
+ public:
+  Kernel(KernelKey key, webgpu::Handle<WGPUComputePipeline> pipeline,
+         webgpu::Handle<WGPUBindGroupLayout> layout)
+      : key_(std::move(key)), pipeline_(std::move(pipeline)), layout_(std::move(layout)) {}
+  const KernelKey& key() const { return key_; }
+  WGPUComputePipeline raw_pipeline() const { return pipeline_.get(); }
+  WGPUBindGroupLayout raw_layout() const { return layout_.get(); }
+
+ private:
+  KernelKey key_;
+  webgpu::Handle<WGPUComputePipeline> pipeline_;
+  webgpu::Handle<WGPUBindGroupLayout> layout_;
+};
+
+// The WGSL of a kernel family embedded from kernels/NAME.wgsl at build time. Throws Error
+// listing the known families when `family` is unknown.
+std::string_view kernel_source(std::string_view family);
+// The description of entry point `entry` of embedded family `family`.
+KernelDesc embedded_kernel(std::string_view family, std::string entry,
+                           std::map<std::string, double> overrides = {});
+std::vector<std::string> kernel_families();
+
+}  // namespace wgfuse::gpu

@@ -1,0 +1,47 @@
+#include "gpu/profiler.h"
+
+#include "gpu/context.h"
+#include "gpu/recorder.h"
+
+namespace wgfuse::gpu {
+
+using webgpu::api;
+using webgpu::Handle;
+
+Profiler::Profiler(Context& ctx, uint32_t max_passes) : ctx_(&ctx), capacity_(max_passes) {
+  if (!ctx.features().timestamp_query || max_passes == 0) return;
+  WGPUQuerySetDescriptor d{};
+  d.type = WGPUQueryType_Timestamp;
+  d.count = 2 * max_passes;
+  ctx.scoped("creating a timestamp query set", [&] {
+    queries_ = Handle<WGPUQuerySet>(api().DeviceCreateQuerySet(ctx.raw_device(), &d));
+  });
+  resolved_ = ctx.buffer(uint64_t(d.count) * 8, BufferUsage::QueryResolve | BufferUsage::CopySrc,
+                         "timestamps");
+}
+
+bool Profiler::next_slot(uint32_t& begin_index, uint32_t& end_index) {
+  if (!enabled() || used_ >= capacity_) return false;
+  begin_index = 2 * used_;
+  end_index = 2 * used_ + 1;
+  ++used_;
+  return true;
+}
+
+void Profiler::resolve(Recorder& rec) {
+  if (!enabled() || used_ == 0) return;
+  api().CommandEncoderResolveQuerySet(rec.raw_encoder_outside_pass(), queries_.get(), 0, 2 * used_,
+                                      resolved_.raw(), 0);
+}
+
+std::vector<double> Profiler::read_ns() {
+  std::vector<double> out;
+  if (!enabled() || used_ == 0) return out;
+  auto ticks = ctx_->read<uint64_t>(resolved_, 0, 2 * used_);
+  for (uint32_t k = 0; k < used_; ++k)
+    out.push_back(ticks[2 * k + 1] >= ticks[2 * k] ? double(ticks[2 * k + 1] - ticks[2 * k]) : 0.0);
+  used_ = 0;
+  return out;
+}
+
+}  // namespace wgfuse::gpu

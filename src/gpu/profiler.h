@@ -1,0 +1,39 @@
+// Profiler: GPU timestamps (timestamp-query) at the start and end of compute passes. Where the
+// device lacks the feature, enabled() is false, timed passes are plain passes and read_ns()
+// returns nothing: callers report "n/a" rather than fail.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gpu/buffer.h"
+#include "webgpu/handle.h"
+
+namespace wgfuse::gpu {
+
+class Context;
+class Recorder;
+
+class Profiler {
+ public:
+  Profiler(Context& ctx, uint32_t max_passes);
+  bool enabled() const { return static_cast<bool>(queries_); }
+
+  // Called by Recorder when it opens a timed pass: the two query indices for it.
+  bool next_slot(uint32_t& begin_index, uint32_t& end_index);
+  WGPUQuerySet raw_query_set() const { return queries_.get(); }
+
+  // Records the resolve of all timed passes so far into `rec`'s command buffer; submit after.
+  void resolve(Recorder& rec);
+  // GPU time of each timed pass, in nanoseconds (waits for submitted work). Resets the slots.
+  std::vector<double> read_ns();
+
+ private:
+  Context* ctx_;
+  uint32_t capacity_;
+  uint32_t used_ = 0;
+  webgpu::Handle<WGPUQuerySet> queries_;
+  Buffer resolved_;
+};
+
+}  // namespace wgfuse::gpu

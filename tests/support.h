@@ -1,0 +1,64 @@
+// Shared test helpers: one Context per test binary (device creation on SwiftShader costs
+// ~100 ms), random data that is never zeros, and comparisons that print the first mismatch.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "gpu/context.h"
+
+namespace wgfuse::test {
+
+// The adapter under test: WGFUSE_TEST_ADAPTER (auto | gpu | cpu), default auto, which is
+// SwiftShader on a machine without a GPU.
+inline gpu::Context& context() {
+  static gpu::Context ctx = [] {
+    gpu::ContextOptions o;
+    const char* a = std::getenv("WGFUSE_TEST_ADAPTER");
+    o.adapter = gpu::parse_adapter_choice(a && *a ? a : "auto");
+    o.quiet = true;
+    o.timeout = std::chrono::milliseconds(300'000);
+    return gpu::Context(o);
+  }();
+  return ctx;
+}
+
+// Uniform in [lo, hi), nonzero by construction when lo > 0 or hi < 0.
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = 0.5f, float hi = 2.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+inline std::vector<uint32_t> random_words(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint32_t> v(n);
+  for (auto& x : v) x = rng() | 1u;  // never zero
+  return v;
+}
+
+// Relative comparison; on failure reports the first differing index and the max error.
+inline ::testing::AssertionResult all_close(const std::vector<float>& got, const std::vector<double>& want,
+                                            double rtol) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
+  double max_err = 0;
+  long first = -1;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double err = std::abs(got[i] - want[i]) / std::max(1e-30, std::abs(want[i]));
+    if (!(err <= rtol) && first < 0) first = long(i);
+    if (!(err <= max_err)) max_err = err;
+  }
+  if (first < 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "first mismatch at " << first << ": got " << got[first]
+                                       << ", want " << want[first] << "; max relative error " << max_err
+                                       << " > " << rtol;
+}
+
+}  // namespace wgfuse::test
