@@ -18,7 +18,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <map>
 #include <random>
@@ -546,7 +545,6 @@ int main(int argc, char** argv) {
   CUDA_CHECK(cudaDeviceSynchronize());
   CUDA_CHECK(cudaMemcpy(buf_a, pristine, large_bytes, cudaMemcpyDeviceToDevice));
 
-  // The small kernel works on buf_b so that it never shares lines with buf_a.
   const KernelCase cases[] = {
       {"empty", 0, max_dispatches, nullptr},
       {"small", kSmallElements, max_dispatches, buf_b},
