@@ -1,7 +1,10 @@
 // Kernels for measuring the cost of a dispatch itself.
 
-// No memory, one workgroup: what is left is the API and launch cost.
-@compute @workgroup_size(64)
+// No memory, one workgroup: what is left is the API and launch cost. EMPTY_WG only makes a
+// second, distinct pipeline for the pipeline-change variant.
+override EMPTY_WG: u32 = 64;
+
+@compute @workgroup_size(EMPTY_WG)
 fn empty() {}
 
 // A dependent step on u32 words: each dispatch reads what the previous one wrote, so the

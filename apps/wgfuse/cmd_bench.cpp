@@ -1,5 +1,64 @@
+// wgfuse bench: the dispatch-overhead characterization (docs/METHODOLOGY.md).
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "bench/dispatch_bench.h"
 #include "commands.h"
+#include "util/error.h"
 
 namespace wgfuse::cli {
-void add_bench(CLI::App&, GlobalOptions&) {}
+
+namespace {
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  if (!f) throw Error("cannot write " + path);
+  f << text;
+  if (!f.flush()) throw Error("writing " + path + " failed");
+}
+}  // namespace
+
+void add_bench(CLI::App& app, GlobalOptions& g) {
+  auto* cmd = app.add_subcommand("bench", "Measure WebGPU dispatch overhead and what fusion saves");
+  struct Opts {
+    bool quick = false;
+    std::string json, csv;
+    uint32_t reps = 0, max_dispatches = 0;
+    std::vector<std::string> kernels;
+  };
+  static Opts o;
+  cmd->add_flag("--quick", o.quick, "CI scale: fewer repetitions, N up to 64, a 1M-float large kernel");
+  cmd->add_option("--json", o.json, "write the report as JSON (schema docs/bench.schema.json)");
+  cmd->add_option("--csv", o.csv, "write every measured point as CSV");
+  cmd->add_option("--reps", o.reps, "timed repetitions per point (default 10, quick 3)")->check(CLI::Range(1, 1000));
+  cmd->add_option("--max-dispatches", o.max_dispatches, "largest N of the sweep (default 4096, quick 64)")
+      ->check(CLI::Range(4, 65536));
+  cmd->add_option("--kernels", o.kernels, "only these of: empty small large")
+      ->check(CLI::IsMember({"empty", "small", "large"}))
+      ->delimiter(',');
+  cmd->callback([&g] {
+    gpu::Context ctx(g.context_options());
+    bench::BenchConfig cfg =
+        o.quick ? bench::BenchConfig::quick_config() : bench::BenchConfig::default_for(ctx.adapter());
+    if (o.reps) cfg.reps = o.reps;
+    if (o.max_dispatches) cfg.max_dispatches = o.max_dispatches;
+    cfg.only_kernels = o.kernels;
+    const bool tty = isatty(fileno(stderr));
+    std::fprintf(stderr, "wgfuse bench on %s (%s)%s\n", ctx.adapter().device.c_str(), ctx.adapter().backend.c_str(),
+                 o.quick ? ", quick" : "");
+    auto report = bench::run_dispatch_bench(ctx, cfg, [tty](const std::string& stage) {
+      if (tty) std::fprintf(stderr, "\r\033[K  %s", stage.c_str());
+      else std::fprintf(stderr, "  %s\n", stage.c_str());
+    });
+    if (tty) std::fprintf(stderr, "\r\033[K");
+    std::printf("%s", bench::to_table(report, ctx.adapter()).c_str());
+    if (!o.json.empty()) write_file(o.json, bench::to_json(report, adapter_json(ctx)).dump(2) + "\n");
+    if (!o.csv.empty()) write_file(o.csv, bench::to_csv(report));
+    bool ok = true;
+    for (auto& c : report.chain) ok &= c.passed;
+    if (!ok) throw Error("a fused/unfused chain check failed: the timings above compare unequal work");
+  });
+}
+
 }  // namespace wgfuse::cli

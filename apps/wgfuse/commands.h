@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "gpu/context.h"
 
@@ -14,6 +15,9 @@ struct GlobalOptions {
   double timeout_s = 120;
   gpu::ContextOptions context_options() const;
 };
+
+// The adapter, features and limits as JSON (info --json, and every report's "adapter").
+nlohmann::json adapter_json(const gpu::Context& ctx);
 
 void add_info(CLI::App& app, GlobalOptions& g);
 void add_bench(CLI::App& app, GlobalOptions& g);

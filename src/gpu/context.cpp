@@ -354,6 +354,7 @@ std::string Context::library_path() const { return webgpu::library_path(); }
 WGPUDevice Context::raw_device() const { return s_->device.get(); }
 WGPUQueue Context::raw_queue() const { return s_->queue.get(); }
 WGPUInstance Context::raw_instance() const { return s_->instance.get(); }
+WGPUAdapter Context::raw_adapter() const { return s_->adapter.get(); }
 std::chrono::milliseconds Context::timeout() const { return s_->timeout; }
 
 void Context::check() {

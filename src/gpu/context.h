@@ -132,6 +132,7 @@ class Context {
   WGPUDevice raw_device() const;
   WGPUQueue raw_queue() const;
   WGPUInstance raw_instance() const;
+  WGPUAdapter raw_adapter() const;
   std::chrono::milliseconds timeout() const;
   // Waits on a future with the context's timeout; throws naming `what` on time-out.
   void wait_future(WGPUFuture f, std::string_view what);

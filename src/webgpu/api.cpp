@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -65,10 +66,17 @@ Api load() {
 }  // namespace
 
 const Api& api() {
-  static std::once_flag once;
-  static Api table;
-  std::call_once(once, [] { table = load(); });
-  return table;
+  // Not std::call_once: libstdc++'s terminates when the function throws (GCC bug 66146).
+  static std::mutex mutex;
+  static std::atomic<const Api*> loaded{nullptr};
+  if (const Api* a = loaded.load(std::memory_order_acquire)) return *a;
+  std::lock_guard lock(mutex);
+  if (!loaded.load(std::memory_order_relaxed)) {
+    static Api table;
+    table = load();  // throws, leaving nothing loaded, when the library is unusable
+    loaded.store(&table, std::memory_order_release);
+  }
+  return *loaded.load(std::memory_order_relaxed);
 }
 
 std::string library_path() { return api().path; }

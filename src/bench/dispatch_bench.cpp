@@ -1,0 +1,513 @@
+#include "bench/dispatch_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <random>
+
+#include "gpu/profiler.h"
+#include "gpu/recorder.h"
+#include "util/error.h"
+#include "webgpu/api.h"
+
+namespace wgfuse::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using gpu::BindGroup;
+using gpu::Buffer;
+using gpu::BufferBinding;
+using gpu::BufferUsage;
+using gpu::Kernel;
+
+double us_since(Clock::time_point t0, Clock::time_point t1) {
+  return std::chrono::duration<double, std::micro>(t1 - t0).count();
+}
+
+constexpr uint32_t kUniformSlot = 256;  // minUniformBufferOffsetAlignment is at most 256
+constexpr uint32_t kIndependentBuffers = 4;
+
+// One sample of a series at n dispatches.
+struct Sample {
+  double total_us = 0, issue_us = 0, gpu_us = -1;
+};
+using Run = std::function<Sample(uint32_t n)>;
+
+struct SeriesPlan {
+  Series series;
+  Run run;
+  bool active = true;
+};
+
+// 2D grid covering `groups` workgroups (one dimension holds at most 65,535).
+std::pair<uint32_t, uint32_t> grid(uint64_t groups) {
+  uint64_t x = std::min<uint64_t>(groups, 32768);
+  return {uint32_t(x), uint32_t((groups + x - 1) / x)};
+}
+
+ChainParams chain_params(uint32_t n, uint32_t first, uint32_t count) {
+  ChainParams p{};
+  p.n = n;
+  p.first = first;
+  p.count = count;
+  for (uint32_t j = 0; j < 16; ++j) p.a[j] = chain_factor(j);
+  return p;
+}
+
+std::vector<float> random_data(uint64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(0.5f, 2.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// What one benchmarked kernel needs: two pipelines (A, and B with another workgroup size for the
+// pipeline-change variant), its data, and bind groups.
+struct KernelSetup {
+  KernelReport report;
+  Kernel* a = nullptr;
+  Kernel* b = nullptr;
+  std::pair<uint32_t, uint32_t> grid_a{1, 1}, grid_b{1, 1};
+  bool has_data = false;
+  Buffer data, uniform, uniform2;
+  BindGroup group_a, group_a2, group_b;  // group_a2: same bindings, other uniform copy
+  std::vector<Buffer> independent_data;
+  std::vector<BindGroup> independent_groups;
+};
+
+KernelSetup make_empty(gpu::Context& ctx) {
+  KernelSetup s;
+  s.report.name = "empty";
+  s.report.description = "one workgroup of 64, no memory: API and launch cost";
+  s.a = &ctx.kernel(gpu::embedded_kernel("dispatch", "empty", {{"EMPTY_WG", 64}}));
+  s.b = &ctx.kernel(gpu::embedded_kernel("dispatch", "empty", {{"EMPTY_WG", 32}}));
+  return s;
+}
+
+KernelSetup make_elementwise(gpu::Context& ctx, const std::string& name, uint32_t n) {
+  KernelSetup s;
+  s.report.name = name;
+  s.report.elements = n;
+  s.report.bytes_per_dispatch = uint64_t(n) * 8;  // 4 B read + 4 B written per element
+  s.report.description = "x = x * a on " + std::to_string(n) + " f32, in place";
+  s.has_data = true;
+  s.a = &ctx.kernel(gpu::embedded_kernel("elementwise", "chain", {{"WORKGROUP_SIZE", 256}}));
+  s.b = &ctx.kernel(gpu::embedded_kernel("elementwise", "chain", {{"WORKGROUP_SIZE", 128}}));
+  s.grid_a = grid((n + 255) / 256);
+  s.grid_b = grid((n + 127) / 128);
+  auto init = random_data(n, 1234 + n);
+  s.data = ctx.upload<float>(init, BufferUsage::StorageIO, name + ".x");
+  auto p = chain_params(n, 0, 1);
+  s.uniform = ctx.buffer(sizeof p, BufferUsage::Uniform | BufferUsage::CopyDst, name + ".params");
+  s.uniform2 = ctx.buffer(sizeof p, BufferUsage::Uniform | BufferUsage::CopyDst, name + ".params2");
+  ctx.write_value(s.uniform, 0, p);
+  ctx.write_value(s.uniform2, 0, p);
+  s.group_a = ctx.bind(*s.a, {s.data, s.uniform});
+  s.group_a2 = ctx.bind(*s.a, {s.data, s.uniform2});
+  s.group_b = ctx.bind(*s.b, {s.data, s.uniform});
+  for (uint32_t i = 0; i < kIndependentBuffers; ++i) {
+    s.independent_data.push_back(ctx.upload<float>(init, BufferUsage::StorageIO, name + ".xi"));
+    s.independent_groups.push_back(ctx.bind(*s.a, {s.independent_data.back(), s.uniform}));
+  }
+  return s;
+}
+
+// The bare C API doing what the runtime's Recorder does for the same variant; pipelines and bind
+// groups come from the runtime (creation is not measured).
+void raw_one_pass(gpu::Context& ctx, const KernelSetup& s, uint32_t n) {
+  const auto& a = webgpu::api();
+  WGPUCommandEncoder enc = a.DeviceCreateCommandEncoder(ctx.raw_device(), nullptr);
+  WGPUComputePassEncoder pass = a.CommandEncoderBeginComputePass(enc, nullptr);
+  a.ComputePassEncoderSetPipeline(pass, s.a->raw_pipeline());
+  if (s.has_data) a.ComputePassEncoderSetBindGroup(pass, 0, s.group_a.raw(), 0, nullptr);
+  for (uint32_t i = 0; i < n; ++i) a.ComputePassEncoderDispatchWorkgroups(pass, s.grid_a.first, s.grid_a.second, 1);
+  a.ComputePassEncoderEnd(pass);
+  WGPUCommandBuffer cb = a.CommandEncoderFinish(enc, nullptr);
+  a.QueueSubmit(ctx.raw_queue(), 1, &cb);
+  a.CommandBufferRelease(cb);
+  a.ComputePassEncoderRelease(pass);
+  a.CommandEncoderRelease(enc);
+}
+
+void raw_submit_per_dispatch(gpu::Context& ctx, const KernelSetup& s, uint32_t n) {
+  const auto& a = webgpu::api();
+  for (uint32_t i = 0; i < n; ++i) {
+    WGPUCommandEncoder enc = a.DeviceCreateCommandEncoder(ctx.raw_device(), nullptr);
+    WGPUComputePassEncoder pass = a.CommandEncoderBeginComputePass(enc, nullptr);
+    a.ComputePassEncoderSetPipeline(pass, s.a->raw_pipeline());
+    if (s.has_data) a.ComputePassEncoderSetBindGroup(pass, 0, s.group_a.raw(), 0, nullptr);
+    a.ComputePassEncoderDispatchWorkgroups(pass, s.grid_a.first, s.grid_a.second, 1);
+    a.ComputePassEncoderEnd(pass);
+    WGPUCommandBuffer cb = a.CommandEncoderFinish(enc, nullptr);
+    a.QueueSubmit(ctx.raw_queue(), 1, &cb);
+    a.CommandBufferRelease(cb);
+    a.ComputePassEncoderRelease(pass);
+    a.CommandEncoderRelease(enc);
+  }
+}
+
+std::vector<SeriesPlan> plan_series(gpu::Context& ctx, KernelSetup& s, gpu::Profiler& prof) {
+  std::vector<SeriesPlan> plans;
+  auto add = [&](std::string variant, std::string api, std::string description, Run run) {
+    SeriesPlan p;
+    p.series.variant = std::move(variant);
+    p.series.api = std::move(api);
+    p.series.description = std::move(description);
+    p.run = std::move(run);
+    plans.push_back(std::move(p));
+  };
+  // Times `issue` (which records and submits), then the wait for the GPU.
+  auto timed = [&ctx](const std::function<void()>& issue) {
+    Sample out;
+    auto t0 = Clock::now();
+    issue();
+    auto t1 = Clock::now();
+    ctx.wait();
+    auto t2 = Clock::now();
+    out.issue_us = us_since(t0, t1);
+    out.total_us = us_since(t0, t2);
+    return out;
+  };
+  auto dispatch_a = [&s](gpu::Recorder& r, const BindGroup& g) {
+    r.dispatch(*s.a, g, s.grid_a.first, s.grid_a.second);
+  };
+
+  add("naive", "runtime", "encode one dispatch, submit, wait; repeated", [&ctx, &s, dispatch_a](uint32_t n) {
+    Sample out;
+    auto t0 = Clock::now();
+    gpu::Recorder r(ctx);
+    for (uint32_t i = 0; i < n; ++i) {
+      dispatch_a(r, s.group_a);
+      r.submit();
+      ctx.wait();
+    }
+    out.total_us = out.issue_us = us_since(t0, Clock::now());
+    return out;
+  });
+  add("one_pass", "runtime", "all dispatches in one compute pass, one command buffer, one submit",
+      [&ctx, &s, &prof, timed, dispatch_a](uint32_t n) {
+        auto out = timed([&] {
+          gpu::Recorder r(ctx);
+          r.time_next_pass(prof);
+          for (uint32_t i = 0; i < n; ++i) dispatch_a(r, s.group_a);
+          prof.resolve(r);
+          r.submit();
+        });
+        auto ns = prof.read_ns();
+        if (!ns.empty()) out.gpu_us = ns[0] / 1000.0;
+        return out;
+      });
+  add("pass_per_dispatch", "runtime", "one compute pass per dispatch, one command buffer",
+      [&ctx, &s, timed, dispatch_a](uint32_t n) {
+        return timed([&] {
+          gpu::Recorder r(ctx);
+          for (uint32_t i = 0; i < n; ++i) {
+            dispatch_a(r, s.group_a);
+            r.end_pass();
+          }
+          r.submit();
+        });
+      });
+  add("submit_per_dispatch", "runtime",
+      "one command buffer and submit per dispatch, one wait at the end (the paper's method)",
+      [&ctx, &s, timed, dispatch_a](uint32_t n) {
+        return timed([&] {
+          gpu::Recorder r(ctx);
+          for (uint32_t i = 0; i < n; ++i) {
+            dispatch_a(r, s.group_a);
+            r.submit();
+          }
+        });
+      });
+  add("pipeline_change", "runtime", "one pass, alternating between two pipelines",
+      [&ctx, &s, timed](uint32_t n) {
+        return timed([&] {
+          gpu::Recorder r(ctx);
+          for (uint32_t i = 0; i < n; ++i) {
+            if (i % 2) r.dispatch(*s.b, s.group_b, s.grid_b.first, s.grid_b.second);
+            else r.dispatch(*s.a, s.group_a, s.grid_a.first, s.grid_a.second);
+          }
+          r.submit();
+        });
+      });
+  if (s.has_data) {
+    add("bindgroup_change", "runtime", "one pass, alternating between two bind groups (dependent)",
+        [&ctx, &s, timed, dispatch_a](uint32_t n) {
+          return timed([&] {
+            gpu::Recorder r(ctx);
+            for (uint32_t i = 0; i < n; ++i) dispatch_a(r, i % 2 ? s.group_a2 : s.group_a);
+            r.submit();
+          });
+        });
+    add("independent", "runtime",
+        "one pass, rotating over " + std::to_string(kIndependentBuffers) +
+            " separate buffers (no dependency between neighbours)",
+        [&ctx, &s, timed, dispatch_a](uint32_t n) {
+          return timed([&] {
+            gpu::Recorder r(ctx);
+            for (uint32_t i = 0; i < n; ++i) dispatch_a(r, s.independent_groups[i % kIndependentBuffers]);
+            r.submit();
+          });
+        });
+    add("uniform_update", "runtime", "a queue write of the params before each dispatch, submit each",
+        [&ctx, &s, timed, dispatch_a](uint32_t n) {
+          const ChainParams p = chain_params(uint32_t(s.report.elements), 0, 1);
+          return timed([&] {
+            gpu::Recorder r(ctx);
+            for (uint32_t i = 0; i < n; ++i) {
+              ctx.write_value(s.uniform, 0, p);
+              dispatch_a(r, s.group_a);
+              r.submit();
+            }
+          });
+        });
+  }
+  add("one_pass", "raw", "the one_pass variant through bare C API calls",
+      [&ctx, &s, timed](uint32_t n) { return timed([&] { raw_one_pass(ctx, s, n); }); });
+  add("submit_per_dispatch", "raw", "the submit_per_dispatch variant through bare C API calls",
+      [&ctx, &s, timed](uint32_t n) { return timed([&] { raw_submit_per_dispatch(ctx, s, n); }); });
+  return plans;
+}
+
+// Sweeps n = 1, 2, 4, … with all series interleaved at each n (so drift hits all alike); a
+// series stops growing once one repetition's median passes the budget, after at least 3 points.
+void sweep(std::vector<SeriesPlan>& plans, const BenchConfig& cfg, const std::string& kernel,
+           const Progress& progress) {
+  for (uint32_t n = 1; n <= cfg.max_dispatches; n *= 2) {
+    bool any = false;
+    for (auto& p : plans) any |= p.active;
+    if (!any) break;
+    progress(kernel + ": " + std::to_string(n) + " dispatches");
+    std::vector<std::vector<Sample>> samples(plans.size());
+    for (size_t i = 0; i < plans.size(); ++i)
+      if (plans[i].active) plans[i].run(n);  // warm-up
+    for (uint32_t rep = 0; rep < cfg.reps; ++rep)
+      for (size_t i = 0; i < plans.size(); ++i)
+        if (plans[i].active) samples[i].push_back(plans[i].run(n));
+    for (size_t i = 0; i < plans.size(); ++i) {
+      if (!plans[i].active) continue;
+      std::vector<double> total, issue, gpu;
+      for (auto& s : samples[i]) {
+        total.push_back(s.total_us);
+        issue.push_back(s.issue_us);
+        if (s.gpu_us >= 0) gpu.push_back(s.gpu_us);
+      }
+      Point pt;
+      pt.n = n;
+      pt.total_us = summarize(total);
+      pt.issue_us = summarize(issue);
+      if (!gpu.empty()) pt.gpu_us = summarize(gpu).median;
+      plans[i].series.points.push_back(pt);
+      if (pt.total_us.median > cfg.point_budget_ms * 1000 && plans[i].series.points.size() >= 3)
+        plans[i].active = false;
+    }
+  }
+  for (auto& p : plans) {
+    std::vector<double> x, t, is, g;
+    for (auto& pt : p.series.points) {
+      x.push_back(pt.n);
+      t.push_back(pt.total_us.median);
+      is.push_back(pt.issue_us.median);
+      if (pt.gpu_us >= 0) g.push_back(pt.gpu_us);
+    }
+    p.series.total = fit_line(x, t);
+    p.series.issue = fit_line(x, is);
+    if (g.size() == x.size()) {
+      p.series.has_gpu = true;
+      p.series.gpu = fit_line(x, g);
+    }
+  }
+}
+
+// Device-to-device copy bandwidth, counting bytes read and written, from the wall time of
+// enough back-to-back copies to dwarf the wait.
+double measure_copy_bandwidth(gpu::Context& ctx, uint64_t bytes, uint32_t reps) {
+  Buffer src = ctx.buffer(bytes, BufferUsage::CopySrc | BufferUsage::CopyDst, "copy.src");
+  Buffer dst = ctx.buffer(bytes, BufferUsage::CopySrc | BufferUsage::CopyDst, "copy.dst");
+  auto run = [&](uint32_t m) {
+    auto t0 = Clock::now();
+    gpu::Recorder r(ctx);
+    for (uint32_t i = 0; i < m; ++i) r.copy(src, 0, dst, 0, bytes);
+    r.submit();
+    ctx.wait();
+    return us_since(t0, Clock::now());
+  };
+  run(1);
+  double one = run(1);
+  uint32_t m = uint32_t(std::clamp(20'000.0 / std::max(one, 1.0), 2.0, 256.0));  // ~20 ms
+  std::vector<double> gbs;
+  for (uint32_t i = 0; i < reps; ++i) gbs.push_back(2.0 * double(bytes) * m / (run(m) * 1e3));
+  return summarize(gbs).median;
+}
+
+// k dispatches of one op each vs one dispatch of k ops, on the same data, same arithmetic.
+std::vector<ChainResult> run_chain(gpu::Context& ctx, const BenchConfig& cfg, uint32_t n, double copy_gbs,
+                                   gpu::Profiler& prof, const Progress& progress) {
+  auto& k = ctx.kernel(gpu::embedded_kernel("elementwise", "chain", {{"WORKGROUP_SIZE", 256}}));
+  const auto g = grid((n + 255) / 256);
+  const auto init = random_data(n, 99 + n);
+  Buffer x = ctx.upload<float>(init, BufferUsage::StorageIO, "chain.x");
+  // Slots 0..15: op j alone (unfused); slot 16: ops 0..k-1 (fused), rewritten for each k.
+  Buffer u = ctx.buffer(17 * kUniformSlot, BufferUsage::Uniform | BufferUsage::CopyDst, "chain.params");
+  std::vector<BindGroup> single;
+  for (uint32_t j = 0; j < 16; ++j) {
+    ctx.write_value(u, j * kUniformSlot, chain_params(n, j, 1));
+    single.push_back(ctx.bind(k, {x, BufferBinding(u, j * kUniformSlot, sizeof(ChainParams))}));
+  }
+  BindGroup fused = ctx.bind(k, {x, BufferBinding(u, 16 * kUniformSlot, sizeof(ChainParams))});
+
+  auto record = [&](gpu::Recorder& r, uint32_t ops, bool as_fused, uint32_t runs) {
+    for (uint32_t m = 0; m < runs; ++m) {
+      if (as_fused) r.dispatch(k, fused, g.first, g.second);
+      else
+        for (uint32_t j = 0; j < ops; ++j) r.dispatch(k, single[j], g.first, g.second);
+    }
+  };
+  // One sample: `runs` chain runs in one timed pass; wall µs per run and GPU µs per run.
+  auto sample = [&](uint32_t ops, bool as_fused, uint32_t runs) {
+    ctx.write(x, 0, std::as_bytes(std::span(init)));  // same starting data every time
+    ctx.wait();
+    auto t0 = Clock::now();
+    gpu::Recorder r(ctx);
+    r.time_next_pass(prof);
+    record(r, ops, as_fused, runs);
+    prof.resolve(r);
+    r.submit();
+    ctx.wait();
+    double wall = us_since(t0, Clock::now()) / runs;
+    auto ns = prof.read_ns();
+    return std::pair<double, double>{wall, ns.empty() ? -1.0 : ns[0] / 1000.0 / runs};
+  };
+
+  std::vector<ChainResult> results;
+  std::vector<uint32_t> ks;
+  for (uint32_t kk = 1; kk <= cfg.max_chain; kk = cfg.all_chain_lengths ? kk + 1 : kk * 2) ks.push_back(kk);
+  for (uint32_t ops : ks) {
+    progress("chain of " + std::to_string(ops) + " ops on " + std::to_string(n) + " floats");
+    ctx.write_value(u, 16 * kUniformSlot, chain_params(n, 0, ops));
+    ChainResult c;
+    c.elements = n;
+    c.k = ops;
+
+    // Equivalence: both from the same data, compared bitwise and against double precision.
+    std::vector<std::vector<float>> out(2);
+    for (int f = 0; f < 2; ++f) {
+      ctx.write(x, 0, std::as_bytes(std::span(init)));
+      gpu::Recorder r(ctx);
+      record(r, ops, f == 1, 1);
+      r.submit();
+      out[f] = ctx.read<float>(x, 0, n);
+    }
+    c.bitwise_equal = std::memcmp(out[0].data(), out[1].data(), size_t(n) * 4) == 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      double want = init[i];
+      for (uint32_t j = 0; j < ops; ++j) want *= double(chain_factor(j));
+      c.max_rel_diff = std::max(c.max_rel_diff, std::abs(double(out[1][i]) - out[0][i]) / std::abs(want));
+      c.max_rel_err_cpu = std::max(c.max_rel_err_cpu, std::abs(double(out[1][i]) - want) / std::abs(want));
+    }
+    // k f32 roundings of at most 2^-24 relative each.
+    c.passed = c.max_rel_diff <= 1e-5 && c.max_rel_err_cpu <= ops * 6e-8 + 1e-7;
+
+    // Enough runs per sample that the wait (tens of µs) is small against the work.
+    auto [pilot, pilot_gpu] = sample(ops, false, 1);
+    (void)pilot_gpu;
+    c.runs_per_sample = uint32_t(std::clamp(5000.0 / std::max(pilot, 1.0), 1.0, 256.0));
+    std::vector<double> uw, fw, ug, fg;
+    for (uint32_t rep = 0; rep < cfg.reps; ++rep) {
+      auto [a, ag] = sample(ops, false, c.runs_per_sample);
+      auto [b, bg] = sample(ops, true, c.runs_per_sample);
+      uw.push_back(a);
+      fw.push_back(b);
+      if (ag >= 0) ug.push_back(ag);
+      if (bg >= 0) fg.push_back(bg);
+    }
+    c.unfused_us = summarize(uw);
+    c.fused_us = summarize(fw);
+    if (!ug.empty()) c.unfused_gpu_us = summarize(ug).median;
+    if (!fg.empty()) c.fused_gpu_us = summarize(fg).median;
+    c.unfused_bytes = 2ull * ops * 4 * n;
+    c.fused_bytes = 2ull * 4 * n;
+    c.unfused_bound_us = double(c.unfused_bytes) / (copy_gbs * 1e3);
+    c.fused_bound_us = double(c.fused_bytes) / (copy_gbs * 1e3);
+    results.push_back(c);
+  }
+  return results;
+}
+
+}  // namespace
+
+float chain_factor(uint32_t j) { return 1.0f + 1e-4f * float(j + 1); }
+
+BenchConfig BenchConfig::quick_config() {
+  BenchConfig c;
+  c.quick = true;
+  c.reps = 3;
+  c.max_dispatches = 64;
+  c.point_budget_ms = 50;
+  c.large_elements = 1u << 20;
+  c.max_chain = 8;
+  c.all_chain_lengths = false;
+  return c;
+}
+
+BenchConfig BenchConfig::default_for(const gpu::AdapterInfo& adapter) {
+  BenchConfig c;
+  if (adapter.is_cpu) {
+    c.reps = 5;
+    c.max_dispatches = 1024;
+    c.large_elements = 1u << 20;
+    c.all_chain_lengths = false;
+  }
+  return c;
+}
+
+BenchReport run_dispatch_bench(gpu::Context& ctx, const BenchConfig& cfg, const Progress& progress) {
+  auto t0 = Clock::now();
+  BenchReport r;
+  r.config = cfg;
+  r.date_utc = utc_now();
+  gpu::Profiler prof(ctx, 1);
+
+  const uint64_t copy_bytes = std::min<uint64_t>(uint64_t(cfg.large_elements) * 4, ctx.limits().max_buffer_size);
+  progress("device copy bandwidth");
+  r.copy_bandwidth_gbs = measure_copy_bandwidth(ctx, copy_bytes, cfg.quick ? 3 : 5);
+
+  auto wanted = [&](const std::string& name) {
+    return cfg.only_kernels.empty() ||
+           std::find(cfg.only_kernels.begin(), cfg.only_kernels.end(), name) != cfg.only_kernels.end();
+  };
+  std::vector<std::function<KernelSetup()>> makers;
+  if (wanted("empty")) makers.push_back([&] { return make_empty(ctx); });
+  if (wanted("small")) makers.push_back([&] { return make_elementwise(ctx, "small", cfg.small_elements); });
+  if (wanted("large")) makers.push_back([&] { return make_elementwise(ctx, "large", cfg.large_elements); });
+  for (auto& make : makers) {
+    KernelSetup s = make();
+    auto plans = plan_series(ctx, s, prof);
+    sweep(plans, cfg, s.report.name, progress);
+    for (auto& p : plans) {
+      if (p.series.api == "runtime" && p.series.variant == "one_pass" && p.series.has_gpu &&
+          p.series.gpu.slope > 0 && s.report.bytes_per_dispatch > 0)
+        s.report.achieved_bandwidth_gbs = double(s.report.bytes_per_dispatch) / (p.series.gpu.slope * 1e3);
+      s.report.series.push_back(std::move(p.series));
+    }
+    r.kernels.push_back(std::move(s.report));
+  }
+  for (uint32_t n : {cfg.small_elements, cfg.large_elements}) {
+    auto c = run_chain(ctx, cfg, n, r.copy_bandwidth_gbs, prof, progress);
+    r.chain.insert(r.chain.end(), c.begin(), c.end());
+  }
+  r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace wgfuse::bench

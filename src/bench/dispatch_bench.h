@@ -1,0 +1,103 @@
+// The dispatch-overhead characterization (docs/METHODOLOGY.md): how much issuing one dispatch
+// costs on this adapter, by method and variant, through wgfuse's runtime and through the bare C
+// API, and what fusing an elementwise chain into one dispatch saves.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench/stats.h"
+#include "gpu/context.h"
+
+namespace wgfuse::bench {
+
+// Mirrors `ChainParams` in kernels/elementwise.wgsl.
+struct ChainParams {
+  uint32_t n, first, count, pad;
+  float a[16];
+};
+static_assert(sizeof(ChainParams) == 80);
+static_assert(offsetof(ChainParams, first) == 4 && offsetof(ChainParams, count) == 8);
+static_assert(offsetof(ChainParams, a) == 16);
+
+// Factor of op j of the chain: 1 + 1e-4·(j+1), as in bench/baselines/dispatch_cuda.cu.
+float chain_factor(uint32_t j);
+
+struct BenchConfig {
+  bool quick = false;
+  uint32_t reps = 10;                  // timed repetitions per point, after one warm-up
+  uint32_t max_dispatches = 4096;      // sweep 1, 2, 4, … up to this
+  double point_budget_ms = 250;        // a series stops growing N once one repetition takes longer
+  uint32_t small_elements = 4096;
+  uint32_t large_elements = 16u << 20;  // 16M floats = 64 MiB
+  uint32_t max_chain = 16;
+  std::vector<std::string> only_kernels;  // empty: all of empty, small, large
+  static BenchConfig quick_config();      // CI scale
+  // The default suite sized for the adapter: on a CPU adapter (SwiftShader) the large kernel has
+  // 1M floats, 5 repetitions and chains of 1, 2, 4, 8, 16 ops, so that it ends in minutes.
+  static BenchConfig default_for(const gpu::AdapterInfo& adapter);
+  bool all_chain_lengths = true;          // k = 1 .. max_chain; else powers of two
+};
+
+struct Point {
+  uint32_t n = 0;
+  Summary total_us;      // first encode .. wait returned
+  Summary issue_us;      // first encode .. last submit returned (CPU side)
+  double gpu_us = -1;    // GPU time of the work by timestamps (median), < 0 when not measured
+};
+
+struct Series {
+  std::string variant;      // e.g. "one_pass"
+  std::string api;          // "runtime" or "raw"
+  std::string description;
+  std::vector<Point> points;
+  LinearFit total, issue;   // slopes: µs per dispatch
+  bool has_gpu = false;
+  LinearFit gpu;
+};
+
+struct KernelReport {
+  std::string name;         // empty | small | large
+  std::string description;
+  uint64_t elements = 0;
+  uint64_t bytes_per_dispatch = 0;
+  std::vector<Series> series;
+  double achieved_bandwidth_gbs = -1;  // bytes_per_dispatch / GPU slope, when measured
+};
+
+struct ChainResult {
+  uint64_t elements = 0;
+  uint32_t k = 0;
+  uint32_t runs_per_sample = 0;
+  Summary unfused_us, fused_us;      // per chain run, wall clock
+  double unfused_gpu_us = -1, fused_gpu_us = -1;
+  uint64_t unfused_bytes = 0, fused_bytes = 0;
+  double unfused_bound_us = 0, fused_bound_us = 0;  // bytes / measured copy bandwidth
+  bool bitwise_equal = false;
+  double max_rel_diff = 0;       // fused vs unfused
+  double max_rel_err_cpu = 0;    // fused vs double-precision CPU reference
+  bool passed = false;
+};
+
+struct BenchReport {
+  BenchConfig config;
+  std::string date_utc;
+  double copy_bandwidth_gbs = 0;
+  std::vector<KernelReport> kernels;
+  std::vector<ChainResult> chain;
+  double wall_s = 0;
+};
+
+using Progress = std::function<void(const std::string&)>;
+
+BenchReport run_dispatch_bench(gpu::Context& ctx, const BenchConfig& config, const Progress& progress);
+
+// Output. The JSON schema is docs/bench.schema.json ("wgfuse.bench/1").
+nlohmann::json to_json(const BenchReport& r, const nlohmann::json& adapter);
+std::string to_table(const BenchReport& r, const gpu::AdapterInfo& adapter);
+std::string to_csv(const BenchReport& r);
+
+}  // namespace wgfuse::bench

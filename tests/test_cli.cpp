@@ -1,0 +1,67 @@
+// The command line as a user meets it: help, bad options, info --json.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace wgfuse {
+namespace {
+
+struct Run {
+  int rc;
+  std::string out;  // stdout and stderr together
+};
+
+Run run(const std::string& args, const char* stderr_to = "&1") {
+  std::string cmd = std::string(WGFUSE_BINARY) + " " + args + " 2>" + stderr_to;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::string out;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, p)) out += buf;
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+Run run_stdout(const std::string& args) { return run(args, "/dev/null"); }
+
+// Test that --help lists the commands.
+TEST(Cli, HelpListsCommands) {
+  auto r = run("--help");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_NE(r.out.find("info"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bench"), std::string::npos) << r.out;
+}
+
+// Test that an unknown backend is refused with the valid choices, before any GPU work.
+TEST(Cli, UnknownBackendIsAClearError) {
+  auto r = run("--backend metal info");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("metal"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("vulkan"), std::string::npos) << r.out;
+}
+
+// Test that an unknown option and an unknown command fail with non-zero exit.
+TEST(Cli, UnknownOptionAndCommandFail) {
+  auto a = run("info --frobnicate");
+  EXPECT_NE(a.rc, 0);
+  EXPECT_NE(a.out.find("frobnicate"), std::string::npos) << a.out;
+  auto b = run("fly");
+  EXPECT_NE(b.rc, 0);
+}
+
+// Test that info --json is valid JSON describing a usable adapter.
+TEST(Cli, InfoJson) {
+  auto r = run_stdout("info --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j.at("device").get<std::string>().empty());
+  EXPECT_EQ(j.at("backend"), "Vulkan");
+  EXPECT_TRUE(j.at("features").at("timestamp_query").get<bool>());
+  EXPECT_GE(j.at("limits").at("max_storage_buffer_binding_size").get<uint64_t>(), 128ull << 20);
+  EXPECT_GT(j.at("device_creation_ms").get<double>(), 0.0);
+}
+
+}  // namespace
+}  // namespace wgfuse

@@ -1,0 +1,69 @@
+// The statistics behind every benchmark figure.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "bench/stats.h"
+#include "util/error.h"
+
+namespace wgfuse::bench {
+namespace {
+
+// Test that the fit recovers a known slope and intercept exactly from points on a line.
+TEST(Stats, FitRecoversExactLine) {
+  std::vector<double> x, y;
+  for (double n : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096}) {
+    x.push_back(n);
+    y.push_back(4.75 * n + 53.0);
+  }
+  auto f = fit_line(x, y);
+  EXPECT_NEAR(f.slope, 4.75, 1e-12);
+  EXPECT_NEAR(f.intercept, 53.0, 1e-9);
+  EXPECT_NEAR(f.r2, 1.0, 1e-12);
+}
+
+// Test that on noisy synthetic data the slope is close to the truth and R² below 1, and that
+// total/N (the paper's estimator) would have been biased by the intercept.
+TEST(Stats, FitOnNoisyDataIsCloseAndRSquaredDrops) {
+  std::mt19937 rng(42);
+  std::normal_distribution<double> noise(0.0, 2.0);
+  std::vector<double> x, y;
+  for (int rep = 0; rep < 5; ++rep)
+    for (double n = 1; n <= 4096; n *= 2) {
+      x.push_back(n);
+      y.push_back(5.0 * n + 200.0 + noise(rng));
+    }
+  auto f = fit_line(x, y);
+  EXPECT_NEAR(f.slope, 5.0, 0.01);
+  EXPECT_NEAR(f.intercept, 200.0, 2.0);
+  EXPECT_LT(f.r2, 1.0);
+  EXPECT_GT(f.r2, 0.999);
+  EXPECT_GT(y[0] / x[0], 100.0);  // at N = 1, total/N is 40 times the true per-dispatch cost
+}
+
+// Test R² of uncorrelated data is near zero.
+TEST(Stats, RSquaredOfFlatNoiseIsLow) {
+  std::vector<double> x{1, 2, 3, 4, 5, 6}, y{3, 1, 4, 1, 5, 2};
+  auto f = fit_line(x, y);
+  EXPECT_LT(f.r2, 0.2);
+}
+
+// Test that degenerate input is refused.
+TEST(Stats, DegenerateInputThrows) {
+  EXPECT_THROW(fit_line({1}, {2}), Error);
+  EXPECT_THROW(fit_line({3, 3, 3}, {1, 2, 3}), Error);
+  EXPECT_THROW(summarize({}), Error);
+}
+
+// Test medians of odd and even samples and min–max.
+TEST(Stats, SummaryMedianMinMax) {
+  auto a = summarize({5, 1, 9, 3, 7});
+  EXPECT_EQ(a.median, 5);
+  EXPECT_EQ(a.min, 1);
+  EXPECT_EQ(a.max, 9);
+  auto b = summarize({4, 1, 3, 2});
+  EXPECT_EQ(b.median, 2.5);
+}
+
+}  // namespace
+}  // namespace wgfuse::bench
