@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "wgfuse " WGFUSE_VERSION);
   add_info(app, g);
   add_bench(app, g);
+  add_sim(app, g);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,106 @@
+// Acrobot-v1 as Gymnasium defines it (gymnasium/envs/classic_control/acrobot.py; Sutton 1996,
+// Sutton and Barto 2018): the book dynamics, one classic RK4 step over [0, dt = 0.2] with the
+// torque held, angles wrapped to [-pi, pi], velocities clipped to +-4 pi and +-9 pi; reward -1
+// per step until the terminal step (0), terminal when -cos(th1) - cos(th2 + th1) > 1.
+// Policy: MLP 6 -> 16 (tanh) -> 3 on (cos th1, sin th1, cos th2, sin th2, dth1, dth2),
+// torque = action - 1 with action = argmax (ties -> lowest). Genome (163 f32):
+//   W1[16][6] row-major, b1[16], W2[3][16], b2[3].
+
+struct State {
+  th1: f32,
+  th2: f32,
+  dth1: f32,
+  dth2: f32,
+  ret: f32,
+  done: u32,
+}
+
+const PI: f32 = 3.14159265358979323846;
+
+fn sim_init(ind: u32) -> State {
+  return State(init_uniform(ind, 0u, 0.1), init_uniform(ind, 1u, 0.1),
+               init_uniform(ind, 2u, 0.1), init_uniform(ind, 3u, 0.1), 0.0, 0u);
+}
+
+// d/dt of (th1, th2, dth1, dth2) under torque a.
+fn acrobot_dsdt(s: vec4<f32>, a: f32) -> vec4<f32> {
+  let m1 = 1.0;
+  let m2 = 1.0;
+  let l1 = 1.0;
+  let lc1 = 0.5;
+  let lc2 = 0.5;
+  let I1 = 1.0;
+  let I2 = 1.0;
+  let g = 9.8;
+  let theta1 = s.x;
+  let theta2 = s.y;
+  let dtheta1 = s.z;
+  let dtheta2 = s.w;
+  let d1 = m1 * lc1 * lc1 + m2 * (l1 * l1 + lc2 * lc2 + 2.0 * l1 * lc2 * cos(theta2)) + I1 + I2;
+  let d2 = m2 * (lc2 * lc2 + l1 * lc2 * cos(theta2)) + I2;
+  let phi2 = m2 * lc2 * g * cos(theta1 + theta2 - PI / 2.0);
+  let phi1 = -m2 * l1 * lc2 * dtheta2 * dtheta2 * sin(theta2) -
+             2.0 * m2 * l1 * lc2 * dtheta2 * dtheta1 * sin(theta2) +
+             (m1 * lc1 + m2 * l1) * g * cos(theta1 - PI / 2.0) + phi2;
+  let ddtheta2 = (a + d2 / d1 * phi1 - m2 * l1 * lc2 * dtheta1 * dtheta1 * sin(theta2) - phi2) /
+                 (m2 * lc2 * lc2 + I2 - d2 * d2 / d1);
+  let ddtheta1 = -(d2 * ddtheta2 + phi1) / d1;
+  return vec4<f32>(dtheta1, dtheta2, ddtheta1, ddtheta2);
+}
+
+fn wrap_angle(x: f32) -> f32 {
+  var y = x;
+  while (y > PI) {
+    y = y - 2.0 * PI;
+  }
+  while (y < -PI) {
+    y = y + 2.0 * PI;
+  }
+  return y;
+}
+
+fn acrobot_action(s: vec4<f32>, ind: u32) -> u32 {
+  let obs = array<f32, 6>(cos(s.x), sin(s.x), cos(s.y), sin(s.y), s.z, s.w);
+  var l = array<f32, 3>(gene(ind, 160u), gene(ind, 161u), gene(ind, 162u));
+  for (var j = 0u; j < 16u; j++) {
+    var a = gene(ind, 96u + j);
+    for (var k = 0u; k < 6u; k++) {
+      a = a + gene(ind, j * 6u + k) * obs[k];
+    }
+    let h = tanh_safe(a);
+    for (var o = 0u; o < 3u; o++) {
+      l[o] = l[o] + gene(ind, 112u + o * 16u + j) * h;
+    }
+  }
+  var best = 0u;
+  if (l[1] > l[best]) { best = 1u; }
+  if (l[2] > l[best]) { best = 2u; }
+  return best;
+}
+
+fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
+  if ((*s).done != 0u) {
+    return;
+  }
+  let y0 = vec4<f32>((*s).th1, (*s).th2, (*s).dth1, (*s).dth2);
+  let torque = f32(acrobot_action(y0, ind)) - 1.0;
+  let dt = 0.2;
+  let k1 = acrobot_dsdt(y0, torque);
+  let k2 = acrobot_dsdt(y0 + dt / 2.0 * k1, torque);
+  let k3 = acrobot_dsdt(y0 + dt / 2.0 * k2, torque);
+  let k4 = acrobot_dsdt(y0 + dt * k3, torque);
+  let y1 = y0 + dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
+  (*s).th1 = wrap_angle(y1.x);
+  (*s).th2 = wrap_angle(y1.y);
+  (*s).dth1 = clamp(y1.z, -4.0 * PI, 4.0 * PI);
+  (*s).dth2 = clamp(y1.w, -9.0 * PI, 9.0 * PI);
+  if (-cos((*s).th1) - cos((*s).th2 + (*s).th1) > 1.0) {
+    (*s).done = 1u;
+  } else {
+    (*s).ret = (*s).ret - 1.0;
+  }
+}
+
+fn sim_fitness(s: State) -> f32 {
+  return s.ret;
+}

@@ -1,0 +1,68 @@
+// CartPole-v1 as Gymnasium defines it (gymnasium/envs/classic_control/cartpole.py; Barto, Sutton
+// and Anderson 1983): Euler integration with tau = 0.02, force +-10, reward +1 for every step
+// taken (the terminating one included), termination at |x| > 2.4 or |theta| > 12 degrees.
+// Policy: MLP 4 -> 16 (tanh) -> 2, action = argmax (ties -> 0). Genome (114 f32):
+//   W1[16][4] row-major, b1[16], W2[2][16], b2[2].
+
+struct State {
+  x: f32,
+  x_dot: f32,
+  theta: f32,
+  theta_dot: f32,
+  ret: f32,
+  done: u32,
+}
+
+fn sim_init(ind: u32) -> State {
+  return State(init_uniform(ind, 0u, 0.05), init_uniform(ind, 1u, 0.05),
+               init_uniform(ind, 2u, 0.05), init_uniform(ind, 3u, 0.05), 0.0, 0u);
+}
+
+fn cartpole_action(obs: array<f32, 4>, ind: u32) -> u32 {
+  var l0 = gene(ind, 112u);
+  var l1 = gene(ind, 113u);
+  for (var j = 0u; j < 16u; j++) {
+    var a = gene(ind, 64u + j);
+    for (var k = 0u; k < 4u; k++) {
+      a = a + gene(ind, j * 4u + k) * obs[k];
+    }
+    let h = tanh_safe(a);
+    l0 = l0 + gene(ind, 80u + j) * h;
+    l1 = l1 + gene(ind, 96u + j) * h;
+  }
+  return select(0u, 1u, l1 > l0);
+}
+
+fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
+  if ((*s).done != 0u) {
+    return;
+  }
+  let obs = array<f32, 4>((*s).x, (*s).x_dot, (*s).theta, (*s).theta_dot);
+  let action = cartpole_action(obs, ind);
+  let gravity = 9.8;
+  let masspole = 0.1;
+  let total_mass = 1.1;      // masscart 1.0 + masspole
+  let length = 0.5;          // half the pole's length
+  let polemass_length = 0.05;
+  let tau = 0.02;
+  let force = select(-10.0, 10.0, action == 1u);
+  let costheta = cos((*s).theta);
+  let sintheta = sin((*s).theta);
+  let temp = (force + polemass_length * (*s).theta_dot * (*s).theta_dot * sintheta) / total_mass;
+  let thetaacc = (gravity * sintheta - costheta * temp) /
+                 (length * (4.0 / 3.0 - masspole * costheta * costheta / total_mass));
+  let xacc = temp - polemass_length * thetaacc * costheta / total_mass;
+  (*s).x = (*s).x + tau * (*s).x_dot;
+  (*s).x_dot = (*s).x_dot + tau * xacc;
+  (*s).theta = (*s).theta + tau * (*s).theta_dot;
+  (*s).theta_dot = (*s).theta_dot + tau * thetaacc;
+  (*s).ret = (*s).ret + 1.0;
+  let theta_limit = 0.20943951023931953;  // 12 * 2 * pi / 360
+  if ((*s).x < -2.4 || (*s).x > 2.4 || (*s).theta < -theta_limit || (*s).theta > theta_limit) {
+    (*s).done = 1u;
+  }
+}
+
+fn sim_fitness(s: State) -> f32 {
+  return s.ret;
+}

@@ -1,0 +1,69 @@
+// The fixed head of every simulation kernel. wgfuse::fuse::SimProgram builds one WGSL module as
+//   sim_common.wgsl + sim_<workload>.wgsl + sim_entries.wgsl
+// The workload file defines only the simulation (see docs/SIMULATIONS.md):
+//   struct State { ... }                                  (f32/u32 fields: it lives in a storage
+//                                                          buffer for per-step and batched runs)
+//   fn sim_init(ind: u32) -> State
+//   fn sim_step(t: u32, s: ptr<function, State>, ind: u32)
+//   fn sim_fitness(s: State) -> f32
+// and reads its genome with gene(ind, k) and shared data (market prices) with data(t, k).
+// This file declares nothing a workload must not see and has no entry point.
+
+override WORKGROUP_SIZE: u32 = 64;
+
+// Mirrored by wgfuse::fuse::SimParams (static_asserted): 32 bytes.
+struct SimParams {
+  pop: u32,
+  steps: u32,       // L: the loop length of the episode
+  genome_len: u32,  // f32 words per individual
+  seed: u32,
+  data_stride: u32,  // f32 words per step record in sim_data (0 when there is no data)
+  _pad0: u32,
+  _pad1: u32,
+  _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: SimParams;
+@group(0) @binding(1) var<storage, read> genomes: array<f32>;
+@group(0) @binding(2) var<storage, read> sim_data: array<f32>;
+@group(0) @binding(3) var<storage, read_write> fitness: array<f32>;
+
+// Counter-based RNG, identical in C++ (src/sim/rng.h), Python and CUDA (bench/baselines):
+// the PCG hash of Jarzynski and Olano (JCGT 2020), chained over the key words.
+fn pcg_hash(v: u32) -> u32 {
+  let state = v * 747796405u + 2891336453u;
+  let word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;
+  return (word >> 22u) ^ word;
+}
+
+fn hash4(a: u32, b: u32, c: u32, d: u32) -> u32 {
+  return pcg_hash(pcg_hash(pcg_hash(pcg_hash(a) + b) + c) + d);
+}
+
+// Key streams (the second key word).
+const STREAM_GENOME: u32 = 1u;
+const STREAM_STATE: u32 = 2u;
+
+// A multiple of 2^-23 in [-1, 1): exact in f32, so every implementation gets the same number.
+fn unit_sym(h: u32) -> f32 {
+  return f32(h >> 8u) * (1.0 / 8388608.0) - 1.0;
+}
+
+// Initial state variable k of individual ind: uniform in [-scale, scale) (one f32 rounding).
+fn init_uniform(ind: u32, k: u32, scale: f32) -> f32 {
+  return scale * unit_sym(hash4(params.seed, STREAM_STATE, ind, k));
+}
+
+fn gene(ind: u32, k: u32) -> f32 {
+  return genomes[ind * params.genome_len + k];
+}
+
+fn data(t: u32, k: u32) -> f32 {
+  return sim_data[t * params.data_stride + k];
+}
+
+// tanh without overflow for large |x| (some implementations compute (e^2x - 1) / (e^2x + 1)).
+fn tanh_safe(x: f32) -> f32 {
+  let e = exp(-2.0 * abs(x));
+  return sign(x) * (1.0 - e) / (1.0 + e);
+}

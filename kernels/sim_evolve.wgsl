@@ -1,0 +1,179 @@
+// One generation of the genetic algorithm on the GPU (docs/SIMULATIONS.md says why a GA):
+//   reduce: one workgroup: best fitness, its index (ties -> lowest), mean, count of non-finite;
+//   select: per child: elitism for child 0 (the best), two size-T tournaments for the others;
+//   breed:  per gene: uniform crossover of the two parents, then Gaussian mutation with
+//           probability `rate`, clamped to [lo, hi]; child 0 copies the best unchanged.
+// Every random number is a hash of (seed, stream, generation, child, gene), so a generation is
+// reproducible whatever the dispatch order. Non-finite fitness loses every comparison.
+
+override WORKGROUP_SIZE: u32 = 64;
+const REDUCE_SIZE: u32 = 256u;
+
+// Mirrored by wgfuse::fuse::EvolveParams (static_asserted): 48 bytes.
+struct EvolveParams {
+  pop: u32,
+  genome_len: u32,
+  generation: u32,
+  seed: u32,
+  tournament: u32,
+  _pad0: u32,
+  rate: f32,
+  sigma: f32,
+  lo: f32,
+  hi: f32,
+  _pad1: u32,
+  _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> ep: EvolveParams;
+@group(0) @binding(1) var<storage, read> fit: array<f32>;
+@group(0) @binding(2) var<storage, read_write> stats: array<u32>;  // best, mean (f32 bits), best index, non-finite
+@group(0) @binding(3) var<storage, read_write> parents: array<u32>;
+@group(0) @binding(4) var<storage, read> src: array<f32>;
+@group(0) @binding(5) var<storage, read_write> dst: array<f32>;
+
+fn ev_pcg_hash(v: u32) -> u32 {
+  let state = v * 747796405u + 2891336453u;
+  let word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;
+  return (word >> 22u) ^ word;
+}
+
+fn ev_hash5(a: u32, b: u32, c: u32, d: u32, e: u32) -> u32 {
+  return ev_pcg_hash(ev_pcg_hash(ev_pcg_hash(ev_pcg_hash(ev_pcg_hash(a) + b) + c) + d) + e);
+}
+
+const STREAM_SELECT: u32 = 3u;
+const STREAM_CROSS: u32 = 4u;
+const STREAM_MUTATE: u32 = 5u;
+
+fn ev_use_all_bindings() {
+  _ = ep.pop;
+  _ = fit[0];
+  _ = stats[0];
+  _ = parents[0];
+  _ = src[0];
+  _ = dst[0];
+}
+
+fn finite(x: f32) -> bool {
+  return x == x && abs(x) <= 3.4028234e38;
+}
+
+// a (index ia) beats b (index ib): larger finite fitness, ties to the lower index.
+fn beats(a: f32, ia: u32, b: f32, ib: u32) -> bool {
+  if (!finite(a)) { return false; }
+  if (!finite(b)) { return true; }
+  return a > b || (a == b && ia < ib);
+}
+
+var<workgroup> red_best: array<f32, REDUCE_SIZE>;
+var<workgroup> red_idx: array<u32, REDUCE_SIZE>;
+var<workgroup> red_sum: array<f32, REDUCE_SIZE>;
+var<workgroup> red_bad: array<u32, REDUCE_SIZE>;
+
+@compute @workgroup_size(REDUCE_SIZE)
+fn reduce(@builtin(local_invocation_index) lid: u32) {
+  if (ep.pop == 0u) {
+    ev_use_all_bindings();
+  }
+  var best = fit[0];
+  var best_i = 0u;
+  var sum = 0.0;
+  var bad = 0u;
+  for (var i = lid; i < ep.pop; i += REDUCE_SIZE) {
+    let f = fit[i];
+    if (finite(f)) {
+      sum = sum + f;
+    } else {
+      bad = bad + 1u;
+    }
+    if (beats(f, i, best, best_i)) {
+      best = f;
+      best_i = i;
+    }
+  }
+  red_best[lid] = best;
+  red_idx[lid] = best_i;
+  red_sum[lid] = sum;
+  red_bad[lid] = bad;
+  workgroupBarrier();
+  for (var w = REDUCE_SIZE / 2u; w > 0u; w = w / 2u) {
+    if (lid < w) {
+      if (beats(red_best[lid + w], red_idx[lid + w], red_best[lid], red_idx[lid])) {
+        red_best[lid] = red_best[lid + w];
+        red_idx[lid] = red_idx[lid + w];
+      }
+      red_sum[lid] = red_sum[lid] + red_sum[lid + w];
+      red_bad[lid] = red_bad[lid] + red_bad[lid + w];
+    }
+    workgroupBarrier();
+  }
+  if (lid == 0u) {
+    stats[0] = bitcast<u32>(red_best[0]);
+    let good = ep.pop - red_bad[0];
+    stats[1] = bitcast<u32>(select(0.0, red_sum[0] / f32(max(good, 1u)), good > 0u));
+    stats[2] = red_idx[0];
+    stats[3] = red_bad[0];
+  }
+}
+
+fn tournament(child: u32, which: u32) -> u32 {
+  var w = ev_hash5(ep.seed, STREAM_SELECT, ep.generation, child, which * 64u) % ep.pop;
+  for (var k = 1u; k < ep.tournament; k++) {
+    let c = ev_hash5(ep.seed, STREAM_SELECT, ep.generation, child, which * 64u + k) % ep.pop;
+    if (beats(fit[c], c, fit[w], w)) {
+      w = c;
+    }
+  }
+  return w;
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn select_parents(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let c = gid.x;
+  if (c >= ep.pop) {
+    ev_use_all_bindings();
+    return;
+  }
+  if (c == 0u) {
+    parents[0] = stats[2];
+    parents[1] = stats[2];
+    return;
+  }
+  parents[2u * c] = tournament(c, 0u);
+  parents[2u * c + 1u] = tournament(c, 1u);
+}
+
+// (0, 1], never 0 (log in Box-Muller).
+fn unit_open(h: u32) -> f32 {
+  return (f32(h >> 8u) + 1.0) * (1.0 / 16777216.0);
+}
+
+// 2D grid over pop x genome_len genes (more than 65,535 workgroups in one dimension otherwise).
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn breed(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let e = gid.y * groups.x * WORKGROUP_SIZE + gid.x;
+  if (e >= ep.pop * ep.genome_len) {
+    ev_use_all_bindings();
+    return;
+  }
+  let c = e / ep.genome_len;
+  let k = e % ep.genome_len;
+  let pa = parents[2u * c];
+  let pb = parents[2u * c + 1u];
+  if (c == 0u) {
+    dst[e] = src[pa * ep.genome_len + k];
+    return;
+  }
+  let hc = ev_hash5(ep.seed, STREAM_CROSS, ep.generation, c, k);
+  let p = select(pb, pa, (hc & 1u) == 0u);
+  var g = src[p * ep.genome_len + k];
+  let hm = ev_hash5(ep.seed, STREAM_MUTATE, ep.generation, c, k);
+  if (unit_open(hm) <= ep.rate) {
+    let u1 = unit_open(ev_pcg_hash(hm + 1u));
+    let u2 = unit_open(ev_pcg_hash(hm + 2u));
+    let z = sqrt(-2.0 * log(u1)) * cos(6.2831853071795864 * u2);
+    g = clamp(g + ep.sigma * z, ep.lo, ep.hi);
+  }
+  dst[e] = g;
+}

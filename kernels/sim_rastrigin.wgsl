@@ -1,0 +1,20 @@
+// Rastrigin, the embarrassingly parallel control case: the genome is the point x (dimension
+// D = L), and step t adds the t-th term of f(x) = 10 D + sum_t (x_t^2 - 10 cos(2 pi x_t)).
+// Fitness = -f (the GA maximises). Rastrigin (1974); Muehlenbein et al. (1991).
+
+struct State {
+  sum: f32,
+}
+
+fn sim_init(ind: u32) -> State {
+  return State(0.0);
+}
+
+fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
+  let x = gene(ind, t);
+  (*s).sum = (*s).sum + (x * x - 10.0 * cos(6.2831853071795864 * x) + 10.0);
+}
+
+fn sim_fitness(s: State) -> f32 {
+  return -s.sum;
+}

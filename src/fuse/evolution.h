@@ -1,0 +1,62 @@
+// The genetic algorithm's generation step on the GPU (kernels/sim_evolve.wgsl): three dispatches
+// (reduce, select, breed), then one 16-byte read-back of the statistics (best, mean). Genomes are double-buffered: breed reads one buffer and writes the other.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gpu/buffer.h"
+#include "gpu/context.h"
+#include "gpu/recorder.h"
+
+namespace wgfuse::fuse {
+
+// Mirrors EvolveParams in kernels/sim_evolve.wgsl.
+struct EvolveParams {
+  uint32_t pop, genome_len, generation, seed, tournament, pad0;
+  float rate, sigma, lo, hi;
+  uint32_t pad1, pad2;
+};
+static_assert(sizeof(EvolveParams) == 48);
+static_assert(offsetof(EvolveParams, rate) == 24);
+static_assert(offsetof(EvolveParams, hi) == 36);
+
+struct GaConfig {
+  uint32_t tournament = 3;
+  float rate = 0.1f;    // probability that a gene mutates
+  float sigma = 0.1f;   // standard deviation of a mutation
+  float lo = -1e30f, hi = 1e30f;  // genes are clamped to [lo, hi] after mutation
+  uint32_t seed = 1;
+};
+
+struct GenerationStats {
+  float best = 0, mean = 0;
+  uint32_t best_index = 0, nonfinite = 0;
+};
+
+class Evolution {
+ public:
+  Evolution(gpu::Context& ctx, uint32_t pop, uint32_t genome_len, GaConfig config);
+  void compile();
+  // Records reduce + select + breed (src -> dst). Returns the number of dispatches (3).
+  uint32_t record(gpu::Recorder& rec, uint32_t generation, const gpu::Buffer& fitness,
+                  const gpu::Buffer& src, const gpu::Buffer& dst);
+  // Only the statistics of `fitness` (one dispatch): for an evaluation without evolution.
+  void record_stats(gpu::Recorder& rec, const gpu::Buffer& fitness, const gpu::Buffer& any_genomes);
+  // Reads the statistics recorded last (waits for submitted work).
+  GenerationStats read_stats();
+
+ private:
+  gpu::BindGroup group(const gpu::Kernel& k, const gpu::Buffer& fitness, const gpu::Buffer& src,
+                       const gpu::Buffer& dst);
+  gpu::KernelDesc desc(const char* entry) const;
+  gpu::Context* ctx_;
+  uint32_t pop_, genome_len_;
+  GaConfig cfg_;
+  // The params are rewritten (queue write) when a generation is recorded: the previous
+  // generation has been read back by then, so no submitted work still reads them.
+  gpu::Buffer params_, stats_, parents_, scratch_;
+  uint32_t breed_x_ = 0, breed_y_ = 0;
+};
+
+}  // namespace wgfuse::fuse

@@ -1,0 +1,152 @@
+#include "fuse/sim_program.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "util/error.h"
+
+namespace wgfuse::fuse {
+
+std::string to_string(Strategy s) {
+  switch (s) {
+    case Strategy::PerStep: return "perstep";
+    case Strategy::Batched: return "batched";
+    case Strategy::Fused: return "fused";
+  }
+  return "?";
+}
+
+Strategy parse_strategy(std::string_view s) {
+  if (s == "perstep") return Strategy::PerStep;
+  if (s == "batched") return Strategy::Batched;
+  if (s == "fused") return Strategy::Fused;
+  throw Error("unknown strategy '" + std::string(s) + "' (known: perstep, batched, fused)");
+}
+
+std::string generated_source(const SimSpec& spec) {
+  std::string src;
+  src += "// ---- kernels/sim_common.wgsl ----\n";
+  src += gpu::kernel_source("sim_common");
+  src += "\n// ---- kernels/" + spec.family + ".wgsl ----\n";
+  src += gpu::kernel_source(spec.family);
+  src += "\n// ---- kernels/sim_entries.wgsl ----\n";
+  src += gpu::kernel_source("sim_entries");
+  return src;
+}
+
+SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t steps, uint32_t genome_len,
+                       uint32_t seed, std::span<const float> data, uint32_t data_stride)
+    : ctx_(&ctx), spec_(std::move(spec)), params_{pop, steps, genome_len, seed, data_stride, 0, 0, 0} {
+  if (pop == 0 || steps == 0 || genome_len == 0)
+    throw Error("simulation '" + spec_.name + "': population, steps and genome length must be positive");
+  const auto& lim = ctx.limits();
+  groups_ = (pop + spec_.workgroup_size - 1) / spec_.workgroup_size;
+  if (groups_ > lim.max_compute_workgroups_per_dimension)
+    throw Error("simulation '" + spec_.name + "': population " + std::to_string(pop) + " needs " +
+                std::to_string(groups_) + " workgroups of " + std::to_string(spec_.workgroup_size) +
+                ", over the device's maxComputeWorkgroupsPerDimension (" +
+                std::to_string(lim.max_compute_workgroups_per_dimension) + ")");
+  slot_bytes_ = 4 + spec_.state_bytes;
+  uint64_t slot_total = uint64_t(pop) * slot_bytes_;
+  if (slot_total > lim.max_storage_buffer_binding_size)
+    throw Error("simulation '" + spec_.name + "': the state of " + std::to_string(pop) + " individuals (" +
+                std::to_string(slot_total) + " bytes) is over the device's maxStorageBufferBindingSize (" +
+                std::to_string(lim.max_storage_buffer_binding_size) + ")");
+  uint64_t data_bytes = data.size_bytes();
+  if (data_bytes > lim.max_storage_buffer_binding_size)
+    throw Error("simulation '" + spec_.name + "': its data (" + std::to_string(data_bytes) +
+                " bytes) is over the device's maxStorageBufferBindingSize (" +
+                std::to_string(lim.max_storage_buffer_binding_size) + ")");
+  source_ = generated_source(spec_);
+  params_buf_ = ctx.upload<SimParams>(std::span<const SimParams>(&params_, 1),
+                                      gpu::BufferUsage::Uniform, spec_.name + ".params");
+  if (data.empty()) {
+    const float zero = 0;
+    data_ = ctx.upload<float>(std::span<const float>(&zero, 1), gpu::BufferUsage::Storage, spec_.name + ".nodata");
+  } else {
+    data_ = ctx.upload<float>(data, gpu::BufferUsage::Storage, spec_.name + ".data");
+  }
+}
+
+void SimProgram::ensure_slots() {
+  if (slots_ && slots_.size() >= uint64_t(params_.pop) * slot_bytes_) return;
+  slots_ = ctx_->buffer(uint64_t(params_.pop) * slot_bytes_, gpu::BufferUsage::StorageIO, spec_.name + ".slots");
+}
+
+void SimProgram::compile() {
+  for (const char* e : {kInitEntry, kStepEntry, kFitnessEntry, kFusedEntry})
+    ctx_->kernel({"sim." + spec_.name, source_, e, {{"WORKGROUP_SIZE", double(spec_.workgroup_size)}}});
+}
+
+gpu::BindGroup SimProgram::group(const gpu::Kernel& k, const gpu::Buffer& genomes, const gpu::Buffer& fitness) {
+  const gpu::Buffer* slots = &slots_;
+  if (!slots_) {
+    // The fused strategy never touches the slots; bind one slot's worth.
+    if (!fitness_placeholder_)
+      fitness_placeholder_ = ctx_->buffer(slot_bytes_, gpu::BufferUsage::StorageIO, spec_.name + ".noslots");
+    slots = &fitness_placeholder_;
+  }
+  return ctx_->bind(k, {params_buf_, genomes, data_, fitness, *slots});
+}
+
+uint64_t SimProgram::dispatches(Strategy s) const {
+  return s == Strategy::Fused ? 1 : uint64_t(params_.steps) + 2;
+}
+
+void SimProgram::record_init_and_steps(gpu::Recorder& rec, const gpu::Buffer& genomes, uint32_t n) {
+  ensure_slots();
+  auto kd = [&](const char* e) {
+    return gpu::KernelDesc{"sim." + spec_.name, source_, e, {{"WORKGROUP_SIZE", double(spec_.workgroup_size)}}};
+  };
+  auto& init = ctx_->kernel(kd(kInitEntry));
+  auto& step = ctx_->kernel(kd(kStepEntry));
+  // The fitness binding is unused by init and step; the genomes buffer cannot stand in (read-only
+  // and read-write use of one buffer in a dispatch is invalid), so bind a placeholder.
+  if (!fitness_placeholder_ || fitness_placeholder_.size() < 4)
+    fitness_placeholder_ = ctx_->buffer(std::max<uint64_t>(slot_bytes_, 4), gpu::BufferUsage::StorageIO,
+                                        spec_.name + ".placeholder");
+  auto g_init = group(init, genomes, fitness_placeholder_);
+  rec.dispatch(init, g_init, groups_);
+  auto g_step = group(step, genomes, fitness_placeholder_);
+  for (uint32_t t = 0; t < n; ++t) rec.dispatch(step, g_step, groups_);
+}
+
+EvalCounts SimProgram::evaluate(Strategy strategy, gpu::Recorder& rec, const gpu::Buffer& genomes,
+                                const gpu::Buffer& fitness) {
+  auto kd = [&](const char* e) {
+    return gpu::KernelDesc{"sim." + spec_.name, source_, e, {{"WORKGROUP_SIZE", double(spec_.workgroup_size)}}};
+  };
+  EvalCounts c;
+  if (strategy == Strategy::Fused) {
+    auto& k = ctx_->kernel(kd(kFusedEntry));
+    rec.dispatch(k, group(k, genomes, fitness), groups_);
+    c.dispatches = 1;
+    return c;
+  }
+  ensure_slots();
+  auto& init = ctx_->kernel(kd(kInitEntry));
+  auto& step = ctx_->kernel(kd(kStepEntry));
+  auto& fit = ctx_->kernel(kd(kFitnessEntry));
+  auto g_init = group(init, genomes, fitness);
+  auto g_step = group(step, genomes, fitness);
+  auto g_fit = group(fit, genomes, fitness);
+  const bool per_step = strategy == Strategy::PerStep;
+  auto sync = [&] {
+    if (!per_step) return;
+    rec.submit();
+    ++c.submits;
+    ctx_->wait();
+    ++c.waits;
+  };
+  rec.dispatch(init, g_init, groups_);
+  sync();
+  for (uint32_t t = 0; t < params_.steps; ++t) {
+    rec.dispatch(step, g_step, groups_);
+    sync();
+  }
+  rec.dispatch(fit, g_fit, groups_);
+  c.dispatches = params_.steps + 2;
+  return c;
+}
+
+}  // namespace wgfuse::fuse

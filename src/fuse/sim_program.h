@@ -1,0 +1,103 @@
+// One definition of a simulation, several execution strategies.
+//
+// A simulation is written once, in kernels/sim_<workload>.wgsl: a State struct, sim_init,
+// sim_step and sim_fitness (the contract is at the top of kernels/sim_common.wgsl). SimProgram
+// wraps that one source in a fixed head (sim_common.wgsl: bindings, params, RNG, genome access)
+// and tail (sim_entries.wgsl: the entry points of every strategy) and runs it as
+//   PerStep: init, then one dispatch per time step with a submit and a wait after each,
+//            then fitness: what an eager framework does;
+//   Batched: the same dispatches recorded into one command buffer, one wait;
+//   Fused:   one dispatch for the whole episode, one invocation per individual, the step loop
+//            inside the shader and the state in registers.
+// PerStep and Batched run the same kernels in the same order, so they agree bitwise; Fused
+// compiles the same functions into one loop and may differ by floating-point contraction.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "gpu/buffer.h"
+#include "gpu/context.h"
+#include "gpu/recorder.h"
+
+namespace wgfuse::fuse {
+
+enum class Strategy { PerStep, Batched, Fused };
+std::string to_string(Strategy s);
+Strategy parse_strategy(std::string_view s);  // perstep | batched | fused; throws Error
+
+struct SimSpec {
+  std::string name;    // for labels and messages, e.g. "acrobot"
+  std::string family;  // the embedded kernel family holding the definition, e.g. "sim_acrobot"
+  uint32_t state_bytes = 0;  // size of the WGSL State struct (slot = 4 + state_bytes, rounded)
+  uint32_t workgroup_size = 64;
+};
+
+// Mirrors SimParams in kernels/sim_common.wgsl.
+struct SimParams {
+  uint32_t pop, steps, genome_len, seed, data_stride, pad0, pad1, pad2;
+};
+static_assert(sizeof(SimParams) == 32);
+static_assert(offsetof(SimParams, data_stride) == 16);
+
+// The generated WGSL for `spec`: sim_common + the workload's file + sim_entries.
+std::string generated_source(const SimSpec& spec);
+
+// Entry points of the generated module.
+inline constexpr const char* kInitEntry = "sim_init_main";
+inline constexpr const char* kStepEntry = "sim_step_main";
+inline constexpr const char* kFitnessEntry = "sim_fitness_main";
+inline constexpr const char* kFusedEntry = "sim_fused_main";
+
+struct EvalCounts {
+  uint64_t dispatches = 0;
+  uint64_t submits = 0;
+  uint64_t waits = 0;
+};
+
+class SimProgram {
+ public:
+  // `data` is the workload's shared read-only data (may be empty: a 4-byte placeholder is bound).
+  // Throws Error naming the device limit when the sizes cannot run on this device.
+  SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t steps, uint32_t genome_len,
+             uint32_t seed, std::span<const float> data, uint32_t data_stride);
+
+  uint32_t pop() const { return params_.pop; }
+  uint32_t steps() const { return params_.steps; }
+  uint32_t genome_len() const { return params_.genome_len; }
+  const SimSpec& spec() const { return spec_; }
+
+  // Compiles every pipeline now (otherwise on first use).
+  void compile();
+
+  // Evaluates `genomes` (pop x genome_len f32, Storage) into `fitness` (pop f32, StorageIO).
+  // PerStep submits and waits after every dispatch (the work already recorded in `rec` is
+  // submitted first). Batched and Fused record into `rec` and neither submit nor wait: the
+  // caller submits, so that the evolution step can follow in the same command buffer.
+  EvalCounts evaluate(Strategy strategy, gpu::Recorder& rec, const gpu::Buffer& genomes,
+                      const gpu::Buffer& fitness);
+
+  // The slot buffer of the per-step strategies (t, then State, per individual); for tests that
+  // read the state after a number of steps. Allocated on first per-step use.
+  const gpu::Buffer& slots() const { return slots_; }
+  uint32_t slot_bytes() const { return slot_bytes_; }
+  // Records init and then `n` step dispatches only (no fitness): for state trajectories.
+  void record_init_and_steps(gpu::Recorder& rec, const gpu::Buffer& genomes, uint32_t n);
+
+  // Dispatches per evaluation of each strategy.
+  uint64_t dispatches(Strategy s) const;
+
+ private:
+  gpu::BindGroup group(const gpu::Kernel& k, const gpu::Buffer& genomes, const gpu::Buffer& fitness);
+  void ensure_slots();
+  gpu::Context* ctx_;
+  SimSpec spec_;
+  SimParams params_;
+  std::string source_;
+  gpu::Buffer params_buf_, data_, slots_, fitness_placeholder_;
+  uint32_t slot_bytes_ = 0;
+  uint32_t groups_ = 0;
+};
+
+}  // namespace wgfuse::fuse

@@ -1,0 +1,42 @@
+// CPU references in double precision, written from the published equations (Gymnasium's
+// classic-control environments, Rastrigin, the Market definition of docs/SIMULATIONS.md). They
+// start from the same f32 initial states and genomes as the GPU (src/sim/rng.h) and compute
+// everything else in double.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sim/workloads.h"
+
+namespace wgfuse::sim {
+
+struct AcrobotState {
+  double th1, th2, dth1, dth2;
+};
+// One Acrobot-v1 step: RK4 over [0, 0.2] with the torque held, wrap, clip.
+AcrobotState acrobot_step(const AcrobotState& s, double torque);
+bool acrobot_terminal(const AcrobotState& s);
+
+struct CartPoleState {
+  double x, x_dot, theta, theta_dot;
+};
+CartPoleState cartpole_step(const CartPoleState& s, int action);  // action 0 pushes left, 1 right
+bool cartpole_terminal(const CartPoleState& s);
+
+struct MountainCarState {
+  double pos, vel;
+};
+MountainCarState mountaincar_step(const MountainCarState& s, int action);  // 0 left, 1 none, 2 right
+bool mountaincar_terminal(const MountainCarState& s);
+
+// The initial population (pop x genome_len), as uploaded to the GPU.
+std::vector<float> initial_genomes(const Workload& w, uint32_t pop, uint32_t steps, uint32_t seed);
+
+// The fitness of individual `ind` with genome `genome` after `steps` steps, in double.
+// `market` holds the Market records (steps x 22) and is ignored by the other workloads.
+double reference_fitness(const Workload& w, std::span<const float> genome, uint32_t ind, uint32_t steps,
+                         uint32_t seed, std::span<const float> market);
+
+}  // namespace wgfuse::sim

@@ -1,0 +1,143 @@
+#include "sim/runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "gpu/recorder.h"
+#include "sim/reference.h"
+#include "util/error.h"
+
+namespace wgfuse::sim {
+
+using fuse::Strategy;
+
+Agreement compare_fitness(const std::vector<float>& a, const std::vector<float>& b, double rtol) {
+  if (a.size() != b.size()) throw Error("compare_fitness: sizes differ");
+  Agreement r;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::memcmp(&a[i], &b[i], 4) != 0) r.bitwise = false;
+    double x = a[i], y = b[i];
+    double den = std::max(std::abs(x), std::abs(y));
+    double rel = (x == y) ? 0.0 : (den > 0 ? std::abs(x - y) / den : INFINITY);
+    if (std::isnan(x) || std::isnan(y)) rel = (std::isnan(x) && std::isnan(y)) ? 0.0 : INFINITY;
+    r.max_rel = std::max(r.max_rel, rel);
+    if (!(rel <= rtol)) {
+      if (r.first_over < 0) r.first_over = int64_t(i);
+      ++r.over;
+    }
+  }
+  return r;
+}
+
+SimRunner::SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_t steps, uint32_t seed)
+    : ctx_(&ctx), w_(&w), pop_(pop), steps_(steps), seed_(seed), genome_len_(w.genome_length(steps)) {
+  if (pop < 2) throw Error("population must be at least 2");
+  if (steps < 1) throw Error("steps must be at least 1");
+  const auto& lim = ctx.limits();
+  uint64_t genome_bytes = uint64_t(pop) * genome_len_ * 4;
+  if (genome_bytes > lim.max_storage_buffer_binding_size)
+    throw Error(w.name + ": population " + std::to_string(pop) + " x " + std::to_string(genome_len_) +
+                " genes (" + std::to_string(genome_bytes) + " bytes) is over the device's " +
+                "maxStorageBufferBindingSize (" + std::to_string(lim.max_storage_buffer_binding_size) + ")");
+  if (w.needs_market_data) market_ = generate_market(steps, seed);
+  auto cfg = w.ga;
+  cfg.seed = seed;
+  evo_ = std::make_unique<fuse::Evolution>(ctx, pop, genome_len_, cfg);
+  program(steps);  // checks the sizes against the device before anything big is allocated
+  initial_ = sim::initial_genomes(w, pop, steps, seed);
+  for (int i = 0; i < 2; ++i)
+    genomes_[i] = ctx.buffer(genome_bytes, gpu::BufferUsage::StorageIO, w.name + ".genomes" + std::to_string(i));
+  fitness_ = ctx.buffer(uint64_t(pop) * 4, gpu::BufferUsage::StorageIO, w.name + ".fitness");
+}
+
+fuse::SimProgram& SimRunner::program(uint32_t steps) {
+  auto& p = programs_[steps];
+  if (!p) {
+    std::span<const float> data;
+    uint32_t stride = 0;
+    if (w_->needs_market_data) {
+      data = std::span<const float>(market_.records).first(size_t(steps) * kMarketRecord);
+      stride = kMarketRecord;
+    }
+    p = std::make_unique<fuse::SimProgram>(*ctx_, w_->spec, pop_, steps, w_->genome_length(steps), seed_, data,
+                                           stride);
+  }
+  return *p;
+}
+
+void SimRunner::compile() {
+  program(steps_).compile();
+  evo_->compile();
+}
+
+std::vector<float> SimRunner::evaluate_initial(Strategy s, uint32_t steps) {
+  if (steps == 0) steps = steps_;
+  if (w_->genome_length(steps) != genome_len_)
+    throw Error(w_->name + ": the genome length is the step count, so it cannot be evaluated at other lengths");
+  ctx_->write(genomes_[0], 0, std::as_bytes(std::span<const float>(initial_)));
+  gpu::Recorder rec(*ctx_);
+  program(steps).evaluate(s, rec, genomes_[0], fitness_);
+  rec.submit();
+  return ctx_->read<float>(fitness_, 0, pop_);
+}
+
+ModeRun SimRunner::run(Strategy s, uint32_t generations,
+                       const std::function<void(uint32_t, const fuse::GenerationStats&, double)>& progress) {
+  ModeRun out;
+  out.strategy = s;
+  auto& prog = program(steps_);
+  auto generation = [&](uint32_t g, int cur) {
+    gpu::Recorder rec(*ctx_);
+    auto c = prog.evaluate(s, rec, genomes_[cur], fitness_);
+    uint32_t d = evo_->record(rec, g, fitness_, genomes_[cur], genomes_[1 - cur]);
+    rec.submit();
+    auto st = evo_->read_stats();
+    out.dispatches_per_generation = c.dispatches + d;
+    out.submits_per_generation = c.submits + 1;
+    return st;
+  };
+  // Warm-up: first use of pipelines and buffers, discarded.
+  ctx_->write(genomes_[0], 0, std::as_bytes(std::span<const float>(initial_)));
+  generation(0, 0);
+  ctx_->write(genomes_[0], 0, std::as_bytes(std::span<const float>(initial_)));
+  ctx_->wait();
+  int cur = 0;
+  for (uint32_t g = 0; g < generations; ++g) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto st = generation(g, cur);
+    double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    out.seconds.push_back(sec);
+    out.stats.push_back(st);
+    cur = 1 - cur;
+    if (progress) progress(g, st, sec);
+  }
+  return out;
+}
+
+ReferenceCheck SimRunner::check_reference(Strategy s, uint32_t samples) {
+  ReferenceCheck r;
+  r.horizon = std::min(steps_, w_->reference_horizon);
+  r.samples = std::min(samples, pop_);
+  auto got = evaluate_initial(s, r.horizon);
+  for (uint32_t k = 0; k < r.samples; ++k) {
+    uint32_t i = uint32_t(uint64_t(k) * pop_ / r.samples);
+    std::span<const float> genome(initial_.data() + size_t(i) * genome_len_, genome_len_);
+    double want = reference_fitness(*w_, genome, i, r.horizon, seed_, market_.records);
+    double err = std::abs(double(got[i]) - want);
+    double rel = want != 0 ? err / std::abs(want) : (err == 0 ? 0 : INFINITY);
+    r.max_abs = std::max(r.max_abs, err);
+    r.max_rel = std::max(r.max_rel, rel);
+    if (err <= std::max(w_->reference_atol, w_->reference_rtol * std::abs(want))) {
+      ++r.agree;
+    } else if (r.first_bad < 0) {
+      r.first_bad = i;
+      r.got = got[i];
+      r.want = want;
+    }
+  }
+  return r;
+}
+
+}  // namespace wgfuse::sim

@@ -1,0 +1,80 @@
+// Runs a workload on the GPU: the initial population, evaluation under each strategy, timed
+// generations (evaluation + GA step + one read-back), and the equivalence checks behind
+// `wgfuse sim --check`.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "fuse/evolution.h"
+#include "fuse/sim_program.h"
+#include "gpu/context.h"
+#include "sim/market_data.h"
+#include "sim/workloads.h"
+
+namespace wgfuse::sim {
+
+struct ModeRun {
+  fuse::Strategy strategy;
+  std::vector<double> seconds;  // wall time of each timed generation
+  std::vector<fuse::GenerationStats> stats;
+  uint64_t dispatches_per_generation = 0, submits_per_generation = 0;
+};
+
+// Agreement of two fitness vectors.
+struct Agreement {
+  bool bitwise = true;
+  double max_rel = 0;        // max |a - b| / max(|a|, |b|) (0 where both are 0)
+  uint32_t over = 0;         // individuals over the tolerance
+  int64_t first_over = -1;
+};
+Agreement compare_fitness(const std::vector<float>& a, const std::vector<float>& b, double rtol);
+
+struct ReferenceCheck {
+  uint32_t horizon = 0, samples = 0, agree = 0;
+  double max_abs = 0, max_rel = 0;
+  int64_t first_bad = -1;
+  double got = 0, want = 0;  // at first_bad
+  bool pass() const { return samples > 0 && agree == samples; }
+};
+
+class SimRunner {
+ public:
+  SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_t steps, uint32_t seed);
+
+  const Workload& workload() const { return *w_; }
+  uint32_t pop() const { return pop_; }
+  uint32_t steps() const { return steps_; }
+  uint32_t genome_len() const { return genome_len_; }
+  const std::vector<float>& initial_genomes() const { return initial_; }
+  const MarketData& market() const { return market_; }
+
+  // Compiles every kernel (simulation entry points and the GA).
+  void compile();
+  // The fitness of the initial population after `steps` steps (default: the run's steps).
+  std::vector<float> evaluate_initial(fuse::Strategy s, uint32_t steps = 0);
+  // One warm-up generation (not timed, discarded), then `generations` timed generations from the
+  // initial population. `progress` is called after each timed generation.
+  ModeRun run(fuse::Strategy s, uint32_t generations,
+              const std::function<void(uint32_t, const fuse::GenerationStats&, double)>& progress = {});
+  // GPU fitness (under `s`, at min(steps, horizon)) of a sample of individuals against the
+  // double-precision reference.
+  ReferenceCheck check_reference(fuse::Strategy s, uint32_t samples);
+
+  fuse::SimProgram& program(uint32_t steps);
+
+ private:
+  gpu::Context* ctx_;
+  const Workload* w_;
+  uint32_t pop_, steps_, seed_, genome_len_;
+  MarketData market_;
+  std::vector<float> initial_;
+  std::map<uint32_t, std::unique_ptr<fuse::SimProgram>> programs_;
+  std::unique_ptr<fuse::Evolution> evo_;
+  gpu::Buffer genomes_[2], fitness_;
+};
+
+}  // namespace wgfuse::sim

@@ -1,0 +1,284 @@
+// One definition, three strategies, on a real adapter: per-step, batched and fused agree with each
+// other and with the CPU double-precision reference; the per-step state trajectories follow the
+// reference step by step; the GA on the GPU keeps its elite and reduces correctly.
+#include <cmath>
+#include <cstring>
+
+#include "fuse/evolution.h"
+#include "fuse/sim_program.h"
+#include "gpu/recorder.h"
+#include "sim/reference.h"
+#include "sim/rng.h"
+#include "sim/runner.h"
+#include "support.h"
+#include "util/error.h"
+
+namespace wgfuse {
+namespace {
+
+using fuse::Strategy;
+using test::context;
+
+struct Case {
+  const char* workload;
+  uint32_t pop, steps;
+};
+
+class FuseStrategies : public ::testing::TestWithParam<Case> {};
+
+// Test that per-step and batched agree bitwise, fused within 1e-5 relative, for every
+// individual of an odd-sized population, and all three with the CPU reference on a sample.
+TEST_P(FuseStrategies, AgreeWithEachOtherAndTheReference) {
+  auto c = GetParam();
+  const auto& w = sim::find_workload(c.workload);
+  sim::SimRunner r(context(), w, c.pop, c.steps, 7);
+  auto fp = r.evaluate_initial(Strategy::PerStep);
+  auto fb = r.evaluate_initial(Strategy::Batched);
+  auto ff = r.evaluate_initial(Strategy::Fused);
+  auto pb = sim::compare_fitness(fp, fb, 0);
+  EXPECT_TRUE(pb.bitwise) << "per-step vs batched: first difference at " << pb.first_over;
+  auto pf = sim::compare_fitness(fp, ff, 1e-5);
+  EXPECT_EQ(pf.over, 0u) << "fused vs per-step: max rel " << pf.max_rel << ", first at " << pf.first_over << ": "
+                         << (pf.first_over >= 0 ? ff[pf.first_over] : 0) << " vs "
+                         << (pf.first_over >= 0 ? fp[pf.first_over] : 0);
+  // Not a constant: the population spreads.
+  float lo = *std::min_element(fp.begin(), fp.end()), hi = *std::max_element(fp.begin(), fp.end());
+  if (w.name != "acrobot") {
+    EXPECT_LT(lo, hi) << "all individuals have the same fitness";
+  }
+  for (auto s : {Strategy::PerStep, Strategy::Batched, Strategy::Fused}) {
+    auto ref = r.check_reference(s, 32);
+    EXPECT_TRUE(ref.pass()) << fuse::to_string(s) << ": " << ref.agree << "/" << ref.samples << " at "
+                            << ref.horizon << " steps; first bad " << ref.first_bad << ": GPU " << ref.got
+                            << ", reference " << ref.want;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(FuseWorkloads, FuseStrategies,
+                         ::testing::Values(Case{"rastrigin", 67, 301}, Case{"acrobot", 67, 120},
+                                           Case{"cartpole", 67, 200}, Case{"mountaincar", 67, 200},
+                                           Case{"market", 67, 300}),
+                         [](const auto& info) { return std::string(info.param.workload); });
+
+// Reads the per-step slots: word 0 is t, then the State's words.
+std::vector<float> slot_words(const fuse::SimProgram& p, uint32_t ind) {
+  auto all = context().read<float>(p.slots(), 0, p.slots().size() / 4);
+  uint32_t words = p.slot_bytes() / 4;
+  return std::vector<float>(all.begin() + size_t(ind) * words, all.begin() + size_t(ind + 1) * words);
+}
+
+uint32_t as_u32(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// Test that the GPU's Acrobot state follows the double-precision reference step by step for 25
+// steps (5 s simulated), within f32 error, from the same initial state and with the same actions.
+TEST(FuseTrajectories, AcrobotFollowsTheReference) {
+  const auto& w = sim::find_workload("acrobot");
+  const uint32_t pop = 5, n = 25;
+  sim::SimRunner r(context(), w, pop, n, 3);
+  auto& prog = r.program(n);
+  auto genomes = context().upload<float>(r.initial_genomes(), gpu::BufferUsage::StorageIO, "genomes");
+  for (uint32_t ind = 0; ind < pop; ++ind) {
+    std::span<const float> g(r.initial_genomes().data() + ind * 163, 163);
+    sim::AcrobotState s{sim::init_uniform(3, ind, 0, 0.1f), sim::init_uniform(3, ind, 1, 0.1f),
+                        sim::init_uniform(3, ind, 2, 0.1f), sim::init_uniform(3, ind, 3, 0.1f)};
+    for (uint32_t t = 1; t <= n; t += 6) {
+      gpu::Recorder rec(context());
+      prog.record_init_and_steps(rec, genomes, t);
+      rec.submit();
+      auto words = slot_words(prog, ind);
+      ASSERT_EQ(as_u32(words[0]), t);
+      // The reference from the start, with the actions of its own policy.
+      sim::AcrobotState ref = s;
+      for (uint32_t k = 0; k < t; ++k) {
+        double obs[6] = {std::cos(ref.th1), std::sin(ref.th1), std::cos(ref.th2), std::sin(ref.th2), ref.dth1,
+                         ref.dth2};
+        // mlp: W1[16][6], b1, W2[3][16], b2
+        double l[3] = {g[160], g[161], g[162]};
+        for (int j = 0; j < 16; ++j) {
+          double a = g[96 + j];
+          for (int q = 0; q < 6; ++q) a += double(g[j * 6 + q]) * obs[q];
+          for (int o = 0; o < 3; ++o) l[o] += double(g[112 + o * 16 + j]) * std::tanh(a);
+        }
+        int act = 0;
+        if (l[1] > l[act]) act = 1;
+        if (l[2] > l[act]) act = 2;
+        if (sim::acrobot_terminal(ref)) break;
+        ref = sim::acrobot_step(ref, act - 1.0);
+      }
+      EXPECT_NEAR(words[1], ref.th1, 2e-4) << "individual " << ind << " step " << t;
+      EXPECT_NEAR(words[2], ref.th2, 2e-4) << "individual " << ind << " step " << t;
+      EXPECT_NEAR(words[3], ref.dth1, 1e-3) << "individual " << ind << " step " << t;
+      EXPECT_NEAR(words[4], ref.dth2, 1e-3) << "individual " << ind << " step " << t;
+    }
+  }
+}
+
+// Test that the GPU's CartPole and MountainCar states follow the reference step by step, within
+// the error WGSL allows its sin and cos.
+TEST(FuseTrajectories, CartPoleAndMountainCarFollowTheReference) {
+  {
+    const auto& w = sim::find_workload("cartpole");
+    sim::SimRunner r(context(), w, 3, 30, 5);
+    auto& prog = r.program(30);
+    auto genomes = context().upload<float>(r.initial_genomes(), gpu::BufferUsage::StorageIO, "genomes");
+    gpu::Recorder rec(context());
+    prog.record_init_and_steps(rec, genomes, 12);
+    rec.submit();
+    for (uint32_t ind = 0; ind < 3; ++ind) {
+      std::span<const float> g(r.initial_genomes().data() + ind * 114, 114);
+      sim::CartPoleState s{sim::init_uniform(5, ind, 0, 0.05f), sim::init_uniform(5, ind, 1, 0.05f),
+                           sim::init_uniform(5, ind, 2, 0.05f), sim::init_uniform(5, ind, 3, 0.05f)};
+      uint32_t taken = 0;
+      for (; taken < 12 && !sim::cartpole_terminal(s); ++taken) {
+        double obs[4] = {s.x, s.x_dot, s.theta, s.theta_dot};
+        double l0 = g[112], l1 = g[113];
+        for (int j = 0; j < 16; ++j) {
+          double a = g[64 + j];
+          for (int q = 0; q < 4; ++q) a += double(g[j * 4 + q]) * obs[q];
+          l0 += double(g[80 + j]) * std::tanh(a);
+          l1 += double(g[96 + j]) * std::tanh(a);
+        }
+        s = sim::cartpole_step(s, l1 > l0 ? 1 : 0);
+      }
+      // WGSL allows sin and cos an absolute error of 2^-11 (SwiftShader's measured ~1e-5 here):
+      // about 2e-4 per step on theta_dot at worst, so 12 steps stay within 2e-3. A wrong
+      // equation is off by far more (the states move by ~1 over these steps).
+      auto words = slot_words(prog, ind);
+      EXPECT_NEAR(words[1], s.x, 2e-3) << ind;
+      EXPECT_NEAR(words[2], s.x_dot, 2e-3) << ind;
+      EXPECT_NEAR(words[3], s.theta, 2e-3) << ind;
+      EXPECT_NEAR(words[4], s.theta_dot, 2e-3) << ind;
+      EXPECT_EQ(words[5], float(taken)) << ind;  // return = steps taken
+    }
+  }
+  {
+    const auto& w = sim::find_workload("mountaincar");
+    sim::SimRunner r(context(), w, 3, 50, 5);
+    auto& prog = r.program(50);
+    auto genomes = context().upload<float>(r.initial_genomes(), gpu::BufferUsage::StorageIO, "genomes");
+    gpu::Recorder rec(context());
+    prog.record_init_and_steps(rec, genomes, 50);
+    rec.submit();
+    for (uint32_t ind = 0; ind < 3; ++ind) {
+      std::span<const float> g(r.initial_genomes().data() + ind * 99, 99);
+      sim::MountainCarState s{double(-0.5f + sim::init_uniform(5, ind, 0, 0.1f)), 0.0};
+      for (int t = 0; t < 50; ++t) {
+        double obs[2] = {s.pos, s.vel / 0.07};
+        double l[3] = {g[96], g[97], g[98]};
+        for (int j = 0; j < 16; ++j) {
+          double h = std::tanh(g[32 + j] + double(g[j * 2]) * obs[0] + double(g[j * 2 + 1]) * obs[1]);
+          for (int o = 0; o < 3; ++o) l[o] += double(g[48 + o * 16 + j]) * h;
+        }
+        int act = 0;
+        if (l[1] > l[act]) act = 1;
+        if (l[2] > l[act]) act = 2;
+        s = sim::mountaincar_step(s, act);
+      }
+      // cos(3 pos) within 2^-11 (WGSL): velocity error <= 50 x 0.0025 x 2^-11 = 6e-5 after 50
+      // steps, position error a multiple of that.
+      auto words = slot_words(prog, ind);
+      EXPECT_NEAR(words[1], s.pos, 1e-3) << ind;
+      EXPECT_NEAR(words[2], s.vel, 6e-5) << ind;
+    }
+  }
+}
+
+// Test the GA's reduction (best, its index, mean) against the CPU on an odd-sized fitness vector
+// with ties and a NaN, and that child 0 is the elite, copied unchanged.
+TEST(FuseEvolution, ReduceAndElitism) {
+  auto& ctx = context();
+  const uint32_t pop = 1001, len = 13;
+  auto fit = test::random_floats(pop, 21, -5.0f, 5.0f);
+  fit[500] = 7.5f;
+  fit[800] = 7.5f;  // a tie: the lower index wins
+  fit[3] = NAN;
+  auto genomes = test::random_floats(size_t(pop) * len, 22, -1.0f, 1.0f);
+  auto fbuf = ctx.upload<float>(fit, gpu::BufferUsage::StorageIO, "fit");
+  auto src = ctx.upload<float>(genomes, gpu::BufferUsage::StorageIO, "src");
+  auto dst = ctx.buffer(genomes.size() * 4, gpu::BufferUsage::StorageIO, "dst");
+  fuse::GaConfig cfg;
+  cfg.seed = 9;
+  cfg.lo = -1;
+  cfg.hi = 1;
+  fuse::Evolution evo(ctx, pop, len, cfg);
+  gpu::Recorder rec(ctx);
+  EXPECT_EQ(evo.record(rec, 0, fbuf, src, dst), 3u);
+  rec.submit();
+  auto st = evo.read_stats();
+  double sum = 0;
+  for (uint32_t i = 0; i < pop; ++i)
+    if (i != 3) sum += fit[i];
+  EXPECT_EQ(st.best, 7.5f);
+  EXPECT_EQ(st.best_index, 500u);
+  EXPECT_EQ(st.nonfinite, 1u);
+  EXPECT_NEAR(st.mean, sum / (pop - 1), 1e-4);
+  auto out = ctx.read<float>(dst);
+  for (uint32_t k = 0; k < len; ++k) EXPECT_EQ(out[k], genomes[500 * len + k]) << k;
+  // Other children: every gene in range, most copied from some parent unchanged.
+  size_t copied = 0;
+  for (size_t e = len; e < out.size(); ++e) {
+    ASSERT_GE(out[e], -1.0f);
+    ASSERT_LE(out[e], 1.0f);
+    size_t k = e % len;
+    for (uint32_t p = 0; p < pop; ++p)
+      if (genomes[p * len + k] == out[e]) {
+        ++copied;
+        break;
+      }
+  }
+  double frac = double(copied) / double(out.size() - len);
+  EXPECT_GT(frac, 0.85);  // mutation rate 0.1
+  EXPECT_LT(frac, 0.95);
+}
+
+// Test that evolution on the GPU improves CartPole and never loses its best (elitism): the best
+// fitness per generation is non-decreasing and the same under all three strategies.
+TEST(FuseEvolution, ImprovesAndAgreesAcrossStrategies) {
+  const auto& w = sim::find_workload("cartpole");
+  sim::SimRunner r(context(), w, 128, 150, 11);
+  auto fused = r.run(Strategy::Fused, 6);
+  auto batched = r.run(Strategy::Batched, 6);
+  ASSERT_EQ(fused.stats.size(), 6u);
+  for (size_t g = 1; g < fused.stats.size(); ++g) EXPECT_GE(fused.stats[g].best, fused.stats[g - 1].best) << g;
+  EXPECT_GT(fused.stats.back().mean, fused.stats.front().mean);
+  for (size_t g = 0; g < fused.stats.size(); ++g) {
+    EXPECT_EQ(fused.stats[g].best, batched.stats[g].best) << g;
+    EXPECT_EQ(fused.stats[g].mean, batched.stats[g].mean) << g;
+  }
+  EXPECT_EQ(fused.dispatches_per_generation, 4u);
+  EXPECT_EQ(batched.dispatches_per_generation, 150u + 2 + 3);
+}
+
+// Test that the generated module is the three files in order and names every entry point.
+TEST(FuseSource, GeneratedFromOneDefinition) {
+  const auto& w = sim::find_workload("acrobot");
+  auto src = fuse::generated_source(w.spec);
+  auto a = src.find("fn pcg_hash"), b = src.find("fn acrobot_dsdt"), c = src.find("fn sim_fused_main");
+  ASSERT_NE(a, std::string::npos);
+  ASSERT_NE(b, std::string::npos);
+  ASSERT_NE(c, std::string::npos);
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, c);
+  for (auto e : {fuse::kInitEntry, fuse::kStepEntry, fuse::kFitnessEntry, fuse::kFusedEntry})
+    EXPECT_NE(src.find(std::string("fn ") + e), std::string::npos) << e;
+}
+
+// Test that a population needing more workgroups than a dimension allows is refused by name.
+TEST(FuseLimits, TooManyWorkgroupsNamesTheLimit) {
+  auto& ctx = context();
+  const auto& w = sim::find_workload("rastrigin");
+  uint32_t pop = (ctx.limits().max_compute_workgroups_per_dimension + 1) * 64;
+  try {
+    fuse::SimProgram p(ctx, w.spec, pop, 4, 4, 1, {}, 0);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("maxComputeWorkgroupsPerDimension"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace wgfuse
