@@ -253,6 +253,8 @@ TEST(SimCli, CheckPassesAndJsonHasTheFields) {
   EXPECT_TRUE(j["speedups"].contains("fused_vs_perstep"));
   EXPECT_TRUE(j["adapter"].contains("device"));
   EXPECT_EQ(j["sample_fitness"]["values"].size(), 64u);
+  EXPECT_EQ(j["sample_fitness"]["reference"].size(), 64u);
+  EXPECT_EQ(j["sample_fitness"]["indices"][1], 1);  // 1 * 67 / 64
 }
 
 // Test that an unknown workload and a population over the device's limits are clear errors.

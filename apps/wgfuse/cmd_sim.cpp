@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "fuse/sim_program.h"
+#include "sim/reference.h"
 #include "sim/runner.h"
 #include "sim/workloads.h"
 #include "util/error.h"
@@ -159,16 +160,31 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
     j["trajectory_agreement"] = jt;
   }
 
-  // A sample of generation-0 fitness values, for the baselines to compare against.
+  // A sample of generation-0 fitness values at L and at the reference horizon, with the CPU
+  // double-precision reference at both, for the baselines to compare against.
   {
-    auto f = runner.evaluate_initial(modes.back());
-    nlohmann::json js = nlohmann::json::array();
-    uint32_t n = std::min<uint32_t>(o.samples, pop);
+    const auto strategy = modes.back();
+    const uint32_t n = std::min<uint32_t>(o.samples, pop);
+    const uint32_t horizon = std::min(steps, w.reference_horizon);
+    auto f = runner.evaluate_initial(strategy);
+    auto fh = horizon == steps ? f : runner.evaluate_initial(strategy, horizon);
+    nlohmann::json idx = nlohmann::json::array(), v = nlohmann::json::array(), vh = nlohmann::json::array(),
+                   ref = nlohmann::json::array(), refh = nlohmann::json::array();
+    const auto& genomes = runner.initial_genomes();
+    const uint32_t len = runner.genome_len();
     for (uint32_t k = 0; k < n; ++k) {
       uint32_t i = uint32_t(uint64_t(k) * pop / n);
-      js.push_back({{"index", i}, {"fitness", f[i]}});
+      std::span<const float> genome(genomes.data() + size_t(i) * len, len);
+      idx.push_back(i);
+      v.push_back(f[i]);
+      vh.push_back(fh[i]);
+      ref.push_back(sim::reference_fitness(w, genome, i, steps, o.seed, runner.market().records));
+      refh.push_back(horizon == steps ? ref.back().get<double>()
+                                      : sim::reference_fitness(w, genome, i, horizon, o.seed, runner.market().records));
     }
-    j["sample_fitness"] = {{"strategy", fuse::to_string(modes.back())}, {"values", js}};
+    j["sample_fitness"] = {{"strategy", fuse::to_string(strategy)}, {"indices", idx}, {"steps", steps},
+                           {"values", v}, {"reference", ref}, {"horizon", horizon},
+                           {"values_at_horizon", vh}, {"reference_at_horizon", refh}};
   }
 
   bool ok = true;
