@@ -54,8 +54,10 @@ fn init_uniform(ind: u32, k: u32, scale: f32) -> f32 {
   return scale * unit_sym(hash4(params.seed, STREAM_STATE, ind, k));
 }
 
+// Genomes are stored gene-major: gene k of individual i at k * pop + i, so that the invocations
+// of a workgroup (consecutive individuals) reading gene k read consecutive words (coalesced).
 fn gene(ind: u32, k: u32) -> f32 {
-  return genomes[ind * params.genome_len + k];
+  return genomes[k * params.pop + ind];
 }
 
 fn data(t: u32, k: u32) -> f32 {

@@ -149,7 +149,7 @@ fn unit_open(h: u32) -> f32 {
   return (f32(h >> 8u) + 1.0) * (1.0 / 16777216.0);
 }
 
-// 2D grid over pop x genome_len genes (more than 65,535 workgroups in one dimension otherwise).
+// 2D grid over genome_len x pop genes (more than 65,535 workgroups in one dimension otherwise).
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn breed(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let e = gid.y * groups.x * WORKGROUP_SIZE + gid.x;
@@ -157,17 +157,18 @@ fn breed(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     ev_use_all_bindings();
     return;
   }
-  let c = e / ep.genome_len;
-  let k = e % ep.genome_len;
+  // Gene-major storage (as sim_common.wgsl): e = k * pop + c.
+  let k = e / ep.pop;
+  let c = e % ep.pop;
   let pa = parents[2u * c];
   let pb = parents[2u * c + 1u];
   if (c == 0u) {
-    dst[e] = src[pa * ep.genome_len + k];
+    dst[e] = src[k * ep.pop + pa];
     return;
   }
   let hc = ev_hash5(ep.seed, STREAM_CROSS, ep.generation, c, k);
   let p = select(pb, pa, (hc & 1u) == 0u);
-  var g = src[p * ep.genome_len + k];
+  var g = src[k * ep.pop + p];
   let hm = ev_hash5(ep.seed, STREAM_MUTATE, ep.generation, c, k);
   if (unit_open(hm) <= ep.rate) {
     let u1 = unit_open(ev_pcg_hash(hm + 1u));

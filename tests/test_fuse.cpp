@@ -80,7 +80,7 @@ TEST(FuseTrajectories, AcrobotFollowsTheReference) {
   const uint32_t pop = 5, n = 25;
   sim::SimRunner r(context(), w, pop, n, 3);
   auto& prog = r.program(n);
-  auto genomes = context().upload<float>(r.initial_genomes(), gpu::BufferUsage::StorageIO, "genomes");
+  auto genomes = context().upload<float>(r.initial_genomes_device(), gpu::BufferUsage::StorageIO, "genomes");
   for (uint32_t ind = 0; ind < pop; ++ind) {
     std::span<const float> g(r.initial_genomes().data() + ind * 163, 163);
     sim::AcrobotState s{sim::init_uniform(3, ind, 0, 0.1f), sim::init_uniform(3, ind, 1, 0.1f),
@@ -124,7 +124,7 @@ TEST(FuseTrajectories, CartPoleAndMountainCarFollowTheReference) {
     const auto& w = sim::find_workload("cartpole");
     sim::SimRunner r(context(), w, 3, 30, 5);
     auto& prog = r.program(30);
-    auto genomes = context().upload<float>(r.initial_genomes(), gpu::BufferUsage::StorageIO, "genomes");
+    auto genomes = context().upload<float>(r.initial_genomes_device(), gpu::BufferUsage::StorageIO, "genomes");
     gpu::Recorder rec(context());
     prog.record_init_and_steps(rec, genomes, 12);
     rec.submit();
@@ -159,7 +159,7 @@ TEST(FuseTrajectories, CartPoleAndMountainCarFollowTheReference) {
     const auto& w = sim::find_workload("mountaincar");
     sim::SimRunner r(context(), w, 3, 50, 5);
     auto& prog = r.program(50);
-    auto genomes = context().upload<float>(r.initial_genomes(), gpu::BufferUsage::StorageIO, "genomes");
+    auto genomes = context().upload<float>(r.initial_genomes_device(), gpu::BufferUsage::StorageIO, "genomes");
     gpu::Recorder rec(context());
     prog.record_init_and_steps(rec, genomes, 50);
     rec.submit();
@@ -216,16 +216,18 @@ TEST(FuseEvolution, ReduceAndElitism) {
   EXPECT_EQ(st.best_index, 500u);
   EXPECT_EQ(st.nonfinite, 1u);
   EXPECT_NEAR(st.mean, sum / (pop - 1), 1e-4);
+  // Gene-major storage: gene k of individual c at k * pop + c.
   auto out = ctx.read<float>(dst);
-  for (uint32_t k = 0; k < len; ++k) EXPECT_EQ(out[k], genomes[500 * len + k]) << k;
+  for (uint32_t k = 0; k < len; ++k) EXPECT_EQ(out[k * pop], genomes[k * pop + 500]) << k;
   // Other children: every gene in range, most copied from some parent unchanged.
   size_t copied = 0;
-  for (size_t e = len; e < out.size(); ++e) {
+  for (size_t e = 0; e < out.size(); ++e) {
+    if (e % pop == 0) continue;
     ASSERT_GE(out[e], -1.0f);
     ASSERT_LE(out[e], 1.0f);
-    size_t k = e % len;
+    size_t k = e / pop;
     for (uint32_t p = 0; p < pop; ++p)
-      if (genomes[p * len + k] == out[e]) {
+      if (genomes[k * pop + p] == out[e]) {
         ++copied;
         break;
       }

@@ -48,6 +48,12 @@ __device__ inline float tanh_safe(float x) {
 
 constexpr float PI_F = 3.14159265358979323846f;
 
+struct Genome {
+  const float* __restrict__ base;
+  uint32_t pop;
+  __device__ float operator[](uint32_t k) const { return __ldg(base + size_t(k) * pop); }
+};
+
 // ---- Acrobot-v1 (Gymnasium): book dynamics, RK4 dt 0.2, MLP 6-16-3 ----
 __device__ inline void acrobot_dsdt(const float s[4], float a, float out[4]) {
   const float m1 = 1, m2 = 1, l1 = 1, lc1 = 0.5f, lc2 = 0.5f, I1 = 1, I2 = 1, g = 9.8f;
@@ -76,7 +82,8 @@ __global__ void acrobot_episode(const float* __restrict__ genomes, float* __rest
                                 uint32_t steps, uint32_t seed) {
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= pop) return;
-  const float* g = genomes + size_t(i) * 163;
+  // Gene-major genomes (gene k of individual i at k * pop + i): a warp's loads are coalesced.
+  Genome g{genomes + i, pop};
   float y[4] = {init_uniform(seed, i, 0, 0.1f), init_uniform(seed, i, 1, 0.1f), init_uniform(seed, i, 2, 0.1f),
                 init_uniform(seed, i, 3, 0.1f)};
   float ret = 0;
@@ -116,17 +123,24 @@ __global__ void acrobot_episode(const float* __restrict__ genomes, float* __rest
 }
 
 // ---- Market: RNN 8-16-6, 2 outputs fed back; records of 22 f32 per step ----
+// MARKET_UNROLL picks how far the loops over hidden units unroll: fully (16), the compiler hoists
+// all 502 weights out of the time loop into registers and spills; 1 keeps the weight loads in
+// the loop (L1/L2 hits). run_sim.sh builds both and reports each.
+#ifndef MARKET_UNROLL
+#define MARKET_UNROLL 1
+#endif
+constexpr int kMarketUnroll = MARKET_UNROLL;
 __global__ void market_episode(const float* __restrict__ genomes, const float* __restrict__ data,
                                float* __restrict__ fitness, uint32_t pop, uint32_t steps) {
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= pop) return;
-  const float* g = genomes + size_t(i) * 502;
+  Genome g{genomes + i, pop};
   float h[16] = {}, pos[4] = {}, fb0 = 0, fb1 = 0, sr = 0, sr2 = 0, eq = 0, peak = 0, mdd = 0;
   for (uint32_t t = 0; t < steps; ++t) {
     const float* rec = data + size_t(t) * 22;
     float x[8] = {rec[0], rec[1], rec[2], rec[3], rec[4], rec[5], fb0, fb1};
     float hn[16];
-#pragma unroll
+#pragma unroll kMarketUnroll
     for (int j = 0; j < 16; ++j) {
       float a = g[384 + j];
 #pragma unroll
@@ -140,7 +154,7 @@ __global__ void market_episode(const float* __restrict__ genomes, const float* _
 #pragma unroll
     for (int o = 0; o < 6; ++o) {
       float a = g[496 + o];
-#pragma unroll
+#pragma unroll kMarketUnroll
       for (int j = 0; j < 16; ++j) a += g[400 + o * 16 + j] * hn[j];
       out[o] = a;
     }
@@ -228,12 +242,12 @@ __global__ void ga_breed(const float* src, float* dst, const uint32_t* parents, 
                          uint32_t gen, uint32_t seed, float rate, float sigma, float lo, float hi) {
   uint64_t e = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (e >= uint64_t(pop) * len) return;
-  uint32_t c = uint32_t(e / len), k = uint32_t(e % len);
+  uint32_t k = uint32_t(e / pop), c = uint32_t(e % pop);  // gene-major: e = k * pop + c
   uint32_t pa = parents[2 * c], pb = parents[2 * c + 1];
-  if (c == 0) { dst[e] = src[size_t(pa) * len + k]; return; }
+  if (c == 0) { dst[e] = src[size_t(k) * pop + pa]; return; }
   uint32_t hc = hash5(seed, 4u, gen, c, k);
   uint32_t p = (hc & 1u) == 0 ? pa : pb;
-  float g = src[size_t(p) * len + k];
+  float g = src[size_t(k) * pop + p];
   uint32_t hm = hash5(seed, 5u, gen, c, k);
   if (unit_open(hm) <= rate) {
     float u1 = unit_open(pcg_hash(hm + 1u)), u2 = unit_open(pcg_hash(hm + 2u));
@@ -301,13 +315,13 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
-  std::string js = "{\n  \"framework\": \"cuda\", \"mode\": \"hand-written fused episode kernel\", \"workload\": \"" +
-                   workload + "\", \"device\": \"" + prop.name + "\",\n  \"points\": [";
+  std::string js = "{\n  \"framework\": \"cuda\", \"mode\": \"hand-written fused episode kernel\", \"market_unroll\": " +
+                   std::to_string(MARKET_UNROLL) + ", \"workload\": \"" + workload + "\", \"device\": \"" + prop.name + "\",\n  \"points\": [";
   for (size_t pi = 0; pi < points.size(); ++pi) {
     const uint32_t pop = points[pi].pop, steps = points[pi].steps;
     std::vector<float> g0(size_t(pop) * len);
     for (uint32_t i = 0; i < pop; ++i)
-      for (uint32_t k = 0; k < len; ++k) g0[size_t(i) * len + k] = 1.0f * unit_sym(hash4(seed, 1u, i, k));
+      for (uint32_t k = 0; k < len; ++k) g0[size_t(k) * pop + i] = 1.0f * unit_sym(hash4(seed, 1u, i, k));
     float *d_g[2], *d_fit;
     uint32_t *d_stats, *d_par;
     CK(cudaMalloc(&d_g[0], g0.size() * 4));

@@ -71,7 +71,8 @@ class SimProgram {
   // Compiles every pipeline now (otherwise on first use).
   void compile();
 
-  // Evaluates `genomes` (pop x genome_len f32, Storage) into `fitness` (pop f32, StorageIO).
+  // Evaluates `genomes` (genome_len x pop f32, gene-major: gene k of individual i at k * pop + i;
+  // Storage) into `fitness` (pop f32, StorageIO).
   // PerStep submits and waits after every dispatch (the work already recorded in `rec` is
   // submitted first). Batched and Fused record into `rec` and neither submit nor wait: the
   // caller submits, so that the evolution step can follow in the same command buffer.

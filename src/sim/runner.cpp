@@ -31,6 +31,13 @@ Agreement compare_fitness(const std::vector<float>& a, const std::vector<float>&
   return r;
 }
 
+std::vector<float> gene_major(const std::vector<float>& genomes, uint32_t pop, uint32_t len) {
+  std::vector<float> out(genomes.size());
+  for (uint32_t i = 0; i < pop; ++i)
+    for (uint32_t k = 0; k < len; ++k) out[size_t(k) * pop + i] = genomes[size_t(i) * len + k];
+  return out;
+}
+
 SimRunner::SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_t steps, uint32_t seed)
     : ctx_(&ctx), w_(&w), pop_(pop), steps_(steps), seed_(seed), genome_len_(w.genome_length(steps)) {
   if (pop < 2) throw Error("population must be at least 2");
@@ -47,6 +54,7 @@ SimRunner::SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_
   evo_ = std::make_unique<fuse::Evolution>(ctx, pop, genome_len_, cfg);
   program(steps);  // checks the sizes against the device before anything big is allocated
   initial_ = sim::initial_genomes(w, pop, steps, seed);
+  initial_device_ = gene_major(initial_, pop, genome_len_);
   for (int i = 0; i < 2; ++i)
     genomes_[i] = ctx.buffer(genome_bytes, gpu::BufferUsage::StorageIO, w.name + ".genomes" + std::to_string(i));
   fitness_ = ctx.buffer(uint64_t(pop) * 4, gpu::BufferUsage::StorageIO, w.name + ".fitness");
@@ -76,7 +84,7 @@ std::vector<float> SimRunner::evaluate_initial(Strategy s, uint32_t steps) {
   if (steps == 0) steps = steps_;
   if (w_->genome_length(steps) != genome_len_)
     throw Error(w_->name + ": the genome length is the step count, so it cannot be evaluated at other lengths");
-  ctx_->write(genomes_[0], 0, std::as_bytes(std::span<const float>(initial_)));
+  ctx_->write(genomes_[0], 0, std::as_bytes(std::span<const float>(initial_device_)));
   gpu::Recorder rec(*ctx_);
   program(steps).evaluate(s, rec, genomes_[0], fitness_);
   rec.submit();
@@ -99,9 +107,9 @@ ModeRun SimRunner::run(Strategy s, uint32_t generations,
     return st;
   };
   // Warm-up: first use of pipelines and buffers, discarded.
-  ctx_->write(genomes_[0], 0, std::as_bytes(std::span<const float>(initial_)));
+  ctx_->write(genomes_[0], 0, std::as_bytes(std::span<const float>(initial_device_)));
   generation(0, 0);
-  ctx_->write(genomes_[0], 0, std::as_bytes(std::span<const float>(initial_)));
+  ctx_->write(genomes_[0], 0, std::as_bytes(std::span<const float>(initial_device_)));
   ctx_->wait();
   int cur = 0;
   for (uint32_t g = 0; g < generations; ++g) {

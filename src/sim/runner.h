@@ -41,6 +41,9 @@ struct ReferenceCheck {
   bool pass() const { return samples > 0 && agree == samples; }
 };
 
+// Individual-major genomes (pop x len) to the GPU's gene-major layout (len x pop).
+std::vector<float> gene_major(const std::vector<float>& genomes, uint32_t pop, uint32_t len);
+
 class SimRunner {
  public:
   SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_t steps, uint32_t seed);
@@ -49,7 +52,10 @@ class SimRunner {
   uint32_t pop() const { return pop_; }
   uint32_t steps() const { return steps_; }
   uint32_t genome_len() const { return genome_len_; }
+  // The initial population, one genome after another (the documented layout).
   const std::vector<float>& initial_genomes() const { return initial_; }
+  // The same, as stored on the GPU: gene-major (gene k of individual i at k * pop + i).
+  const std::vector<float>& initial_genomes_device() const { return initial_device_; }
   const MarketData& market() const { return market_; }
 
   // Compiles every kernel (simulation entry points and the GA).
@@ -71,7 +77,7 @@ class SimRunner {
   const Workload* w_;
   uint32_t pop_, steps_, seed_, genome_len_;
   MarketData market_;
-  std::vector<float> initial_;
+  std::vector<float> initial_, initial_device_;
   std::map<uint32_t, std::unique_ptr<fuse::SimProgram>> programs_;
   std::unique_ptr<fuse::Evolution> evo_;
   gpu::Buffer genomes_[2], fitness_;
