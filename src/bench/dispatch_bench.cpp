@@ -38,6 +38,7 @@ using Run = std::function<Sample(uint32_t n)>;
 struct SeriesPlan {
   Series series;
   Run run;
+  Run gpu_run;  // the same work in one timestamped pass, when the variant is one pass
   bool active = true;
 };
 
@@ -158,12 +159,13 @@ void raw_submit_per_dispatch(gpu::Context& ctx, const KernelSetup& s, uint32_t n
 
 std::vector<SeriesPlan> plan_series(gpu::Context& ctx, KernelSetup& s, gpu::Profiler& prof) {
   std::vector<SeriesPlan> plans;
-  auto add = [&](std::string variant, std::string api, std::string description, Run run) {
+  auto add = [&](std::string variant, std::string api, std::string description, Run run, Run gpu_run = {}) {
     SeriesPlan p;
     p.series.variant = std::move(variant);
     p.series.api = std::move(api);
     p.series.description = std::move(description);
     p.run = std::move(run);
+    p.gpu_run = std::move(gpu_run);
     plans.push_back(std::move(p));
   };
   // Times `issue` (which records and submits), then the wait for the GPU.
@@ -194,15 +196,22 @@ std::vector<SeriesPlan> plan_series(gpu::Context& ctx, KernelSetup& s, gpu::Prof
     out.total_us = out.issue_us = us_since(t0, Clock::now());
     return out;
   });
-  add("one_pass", "runtime", "all dispatches in one compute pass, one command buffer, one submit",
-      [&ctx, &s, &prof, timed, dispatch_a](uint32_t n) {
-        auto out = timed([&] {
+  add(
+      "one_pass", "runtime", "all dispatches in one compute pass, one command buffer, one submit",
+      [&ctx, &s, timed, dispatch_a](uint32_t n) {
+        return timed([&] {
           gpu::Recorder r(ctx);
-          r.time_next_pass(prof);
           for (uint32_t i = 0; i < n; ++i) dispatch_a(r, s.group_a);
-          prof.resolve(r);
           r.submit();
         });
+      },
+      [&ctx, &s, &prof, dispatch_a](uint32_t n) {
+        Sample out;
+        gpu::Recorder r(ctx);
+        r.time_next_pass(prof);
+        for (uint32_t i = 0; i < n; ++i) dispatch_a(r, s.group_a);
+        prof.resolve(r);
+        r.submit();
         auto ns = prof.read_ns();
         if (!ns.empty()) out.gpu_us = ns[0] / 1000.0;
         return out;
@@ -300,8 +309,10 @@ void sweep(std::vector<SeriesPlan>& plans, const BenchConfig& cfg, const std::st
       for (auto& s : samples[i]) {
         total.push_back(s.total_us);
         issue.push_back(s.issue_us);
-        if (s.gpu_us >= 0) gpu.push_back(s.gpu_us);
       }
+      if (plans[i].gpu_run)
+        for (uint32_t rep = 0; rep < cfg.reps; ++rep)
+          if (double g = plans[i].gpu_run(n).gpu_us; g >= 0) gpu.push_back(g);
       Point pt;
       pt.n = n;
       pt.total_us = summarize(total);
@@ -313,15 +324,22 @@ void sweep(std::vector<SeriesPlan>& plans, const BenchConfig& cfg, const std::st
     }
   }
   for (auto& p : plans) {
-    std::vector<double> x, t, is, g;
+    std::vector<double> x, t, is, g, xs, ts, iss;
     for (auto& pt : p.series.points) {
       x.push_back(pt.n);
       t.push_back(pt.total_us.median);
       is.push_back(pt.issue_us.median);
       if (pt.gpu_us >= 0) g.push_back(pt.gpu_us);
+      if (pt.n <= kSteadyMaxN) {
+        xs.push_back(pt.n);
+        ts.push_back(pt.total_us.median);
+        iss.push_back(pt.issue_us.median);
+      }
     }
     p.series.total = fit_line(x, t);
     p.series.issue = fit_line(x, is);
+    p.series.total_steady = xs.size() >= 2 ? fit_line(xs, ts) : p.series.total;
+    p.series.issue_steady = xs.size() >= 2 ? fit_line(xs, iss) : p.series.issue;
     if (g.size() == x.size()) {
       p.series.has_gpu = true;
       p.series.gpu = fit_line(x, g);
@@ -332,8 +350,9 @@ void sweep(std::vector<SeriesPlan>& plans, const BenchConfig& cfg, const std::st
 // Device-to-device copy bandwidth, counting bytes read and written, from the wall time of
 // enough back-to-back copies to dwarf the wait.
 double measure_copy_bandwidth(gpu::Context& ctx, uint64_t bytes, uint32_t reps) {
-  Buffer src = ctx.buffer(bytes, BufferUsage::CopySrc | BufferUsage::CopyDst, "copy.src");
-  Buffer dst = ctx.buffer(bytes, BufferUsage::CopySrc | BufferUsage::CopyDst, "copy.dst");
+  // Storage usage too, as a tensor has: Dawn may place copy-only buffers in host memory.
+  Buffer src = ctx.buffer(bytes, BufferUsage::StorageIO, "copy.src");
+  Buffer dst = ctx.buffer(bytes, BufferUsage::StorageIO, "copy.dst");
   auto run = [&](uint32_t m) {
     auto t0 = Clock::now();
     gpu::Recorder r(ctx);

@@ -42,11 +42,15 @@ struct BenchConfig {
   bool all_chain_lengths = true;          // k = 1 .. max_chain; else powers of two
 };
 
+constexpr uint32_t kSteadyMaxN = 256;
+
 struct Point {
   uint32_t n = 0;
   Summary total_us;      // first encode .. wait returned
   Summary issue_us;      // first encode .. last submit returned (CPU side)
-  double gpu_us = -1;    // GPU time of the work by timestamps (median), < 0 when not measured
+  // GPU time of the same work by timestamps (median of separate timed runs, so that timestamp
+  // writes and their resolve never sit inside the wall-clock samples); < 0 when not measured.
+  double gpu_us = -1;
 };
 
 struct Series {
@@ -54,7 +58,10 @@ struct Series {
   std::string api;          // "runtime" or "raw"
   std::string description;
   std::vector<Point> points;
-  LinearFit total, issue;   // slopes: µs per dispatch
+  LinearFit total, issue;   // slopes: µs per dispatch, over every N
+  // Over N <= kSteadyMaxN only: where a queue holds few submits, the per-dispatch cost is flat;
+  // past it Dawn's cost per submit grows (docs/METHODOLOGY.md), which the all-N fit mixes in.
+  LinearFit total_steady, issue_steady;
   bool has_gpu = false;
   LinearFit gpu;
 };

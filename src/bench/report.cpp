@@ -43,6 +43,7 @@ nlohmann::json to_json(const BenchReport& r, const nlohmann::json& adapter) {
                  {"max_chain", c.max_chain},
                  {"all_chain_lengths", c.all_chain_lengths}};
   j["copy_bandwidth_gbs"] = r.copy_bandwidth_gbs;
+  j["steady_max_n"] = kSteadyMaxN;
   j["wall_s"] = r.wall_s;
   j["kernels"] = nlohmann::json::array();
   for (auto& k : r.kernels) {
@@ -57,10 +58,12 @@ nlohmann::json to_json(const BenchReport& r, const nlohmann::json& adapter) {
     for (auto& s : k.series) {
       nlohmann::json sj = {{"variant", s.variant}, {"api", s.api},          {"description", s.description},
                            {"total", fit_json(s.total)}, {"cpu_issue", fit_json(s.issue)},
+                           {"total_steady", fit_json(s.total_steady)}, {"cpu_issue_steady", fit_json(s.issue_steady)},
                            {"points", nlohmann::json::array()}};
       sj["gpu"] = s.has_gpu ? fit_json(s.gpu) : nlohmann::json(nullptr);
-      sj["naive_ratio"] = naive && s.total.slope > 0 ? nlohmann::json(naive->total.slope / s.total.slope)
-                                                     : nlohmann::json(nullptr);
+      sj["naive_ratio"] = naive && s.total_steady.slope > 0
+                              ? nlohmann::json(naive->total_steady.slope / s.total_steady.slope)
+                              : nlohmann::json(nullptr);
       for (auto& p : s.points) {
         nlohmann::json pj = {{"n", p.n}, {"total_us", summary_json(p.total_us)}, {"cpu_issue_us", summary_json(p.issue_us)}};
         pj["gpu_us"] = p.gpu_us >= 0 ? nlohmann::json(p.gpu_us) : nlohmann::json(nullptr);
@@ -73,12 +76,12 @@ nlohmann::json to_json(const BenchReport& r, const nlohmann::json& adapter) {
       const Series* raw = find(k, v, "raw");
       if (rt && raw)
         kj["framework_overhead"].push_back({{"variant", v},
-                                            {"runtime_slope_us", rt->total.slope},
-                                            {"raw_slope_us", raw->total.slope},
-                                            {"difference_us", rt->total.slope - raw->total.slope},
-                                            {"runtime_issue_slope_us", rt->issue.slope},
-                                            {"raw_issue_slope_us", raw->issue.slope},
-                                            {"issue_difference_us", rt->issue.slope - raw->issue.slope}});
+                                            {"runtime_slope_us", rt->total_steady.slope},
+                                            {"raw_slope_us", raw->total_steady.slope},
+                                            {"difference_us", rt->total_steady.slope - raw->total_steady.slope},
+                                            {"runtime_issue_slope_us", rt->issue_steady.slope},
+                                            {"raw_issue_slope_us", raw->issue_steady.slope},
+                                            {"issue_difference_us", rt->issue_steady.slope - raw->issue_steady.slope}});
     }
     j["kernels"].push_back(kj);
   }
@@ -108,32 +111,37 @@ std::string to_table(const BenchReport& r, const gpu::AdapterInfo& a) {
   o << "adapter: " << a.device << " | " << a.backend << " | " << a.adapter_type << " | " << a.description << "\n";
   o << "device copy bandwidth: " << fmt("%.0f", r.copy_bandwidth_gbs) << " GB/s (bytes read + written)\n\n";
   o << "Per-dispatch cost: slope of a least-squares fit of time against dispatch count N = 1, 2, 4, ...\n";
-  o << "(median of " << r.config.reps << " repetitions per N; total = encode .. GPU done; issue = CPU encode+submit;\n";
-  o << " GPU = timestamp queries; naive/this = how much cheaper than submit+wait per dispatch)\n\n";
+  o << "(median of " << r.config.reps << " repetitions per N; total = encode .. GPU done, fitted over N <= "
+    << kSteadyMaxN << " and over all N;\n";
+  o << " issue = CPU encode+submit (N <= " << kSteadyMaxN
+    << "); GPU = timestamp queries; naive/this = naive slope / this slope, N <= " << kSteadyMaxN << ")\n\n";
   char line[256];
-  std::snprintf(line, sizeof line, "%-6s %-20s %-7s %14s %7s %12s %12s %10s %6s\n", "kernel", "variant", "api",
-                "total us/disp", "R^2", "issue us/d", "GPU us/d", "naive/this", "max N");
+  std::snprintf(line, sizeof line, "%-6s %-20s %-7s %12s %7s %11s %11s %10s %10s %6s\n", "kernel", "variant", "api",
+                "us/d N<=256", "R^2", "us/d all N", "issue us/d", "GPU us/d", "naive/this", "max N");
   o << line;
   for (auto& k : r.kernels) {
     const Series* naive = find(k, "naive", "runtime");
     for (auto& s : k.series) {
       std::string gpu = s.has_gpu ? fmt("%.3f", s.gpu.slope) : "-";
-      std::string ratio = naive && s.total.slope > 0 ? fmt("%.1fx", naive->total.slope / s.total.slope) : "-";
-      std::snprintf(line, sizeof line, "%-6s %-20s %-7s %14.3f %7.4f %12.3f %12s %10s %6u\n", k.name.c_str(),
-                    s.variant.c_str(), s.api.c_str(), s.total.slope, s.total.r2, s.issue.slope, gpu.c_str(),
-                    ratio.c_str(), s.points.empty() ? 0 : s.points.back().n);
+      std::string ratio =
+          naive && s.total_steady.slope > 0 ? fmt("%.1fx", naive->total_steady.slope / s.total_steady.slope) : "-";
+      std::snprintf(line, sizeof line, "%-6s %-20s %-7s %12.3f %7.4f %11.3f %11.3f %10s %10s %6u\n",
+                    k.name.c_str(), s.variant.c_str(), s.api.c_str(), s.total_steady.slope, s.total_steady.r2,
+                    s.total.slope, s.issue_steady.slope, gpu.c_str(), ratio.c_str(),
+                    s.points.empty() ? 0 : s.points.back().n);
       o << line;
     }
   }
-  o << "\nFramework overhead, wgfuse runtime minus bare C API (us per dispatch, total / CPU issue):\n";
+  o << "\nFramework overhead, wgfuse runtime minus bare C API (us per dispatch, N <= " << kSteadyMaxN
+    << ", total / CPU issue):\n";
   for (auto& k : r.kernels)
     for (const char* v : {"one_pass", "submit_per_dispatch"}) {
       const Series* rt = find(k, v, "runtime");
       const Series* raw = find(k, v, "raw");
       if (!rt || !raw) continue;
       std::snprintf(line, sizeof line, "  %-6s %-20s runtime %8.3f  raw %8.3f  difference %+7.3f / %+7.3f\n",
-                    k.name.c_str(), v, rt->total.slope, raw->total.slope, rt->total.slope - raw->total.slope,
-                    rt->issue.slope - raw->issue.slope);
+                    k.name.c_str(), v, rt->total_steady.slope, raw->total_steady.slope,
+                    rt->total_steady.slope - raw->total_steady.slope, rt->issue_steady.slope - raw->issue_steady.slope);
       o << line;
     }
   for (auto& k : r.kernels)

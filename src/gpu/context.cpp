@@ -288,7 +288,15 @@ Context::Context(const ContextOptions& options) : s_(std::make_unique<State>()) 
   if (api().AdapterGetLimits(adapter, &adapter_limits) != WGPUStatus_Success)
     throw Error("wgpuAdapterGetLimits failed");
 
+  // Dawn rounds timestamps down to 2^16 ns by default (a browser's defence against timing
+  // attacks); a benchmark needs them exact.
+  const char* disabled_toggles[] = {"timestamp_quantization"};
+  WGPUDawnTogglesDescriptor toggles{};
+  toggles.chain.sType = WGPUSType_DawnTogglesDescriptor;
+  toggles.disabledToggleCount = 1;
+  toggles.disabledToggles = disabled_toggles;
   WGPUDeviceDescriptor dd{};
+  dd.nextInChain = &toggles.chain;
   dd.label = sv("wgfuse");
   dd.requiredFeatureCount = wanted.size();
   dd.requiredFeatures = wanted.data();
@@ -380,7 +388,17 @@ void Context::wait_future(WGPUFuture f, std::string_view what) {
   if (st != WGPUWaitStatus_Success) throw Error("waiting for " + std::string(what) + " failed");
 }
 
+void Context::submit(WGPUCommandBuffer commands) {
+  api().QueueSubmit(s_->queue.get(), 1, &commands);
+  s_->writes_pending = false;
+}
+
 void Context::wait() {
+  if (s_->writes_pending) {
+    Handle<WGPUCommandEncoder> enc(api().DeviceCreateCommandEncoder(s_->device.get(), nullptr));
+    Handle<WGPUCommandBuffer> cb(api().CommandEncoderFinish(enc.get(), nullptr));
+    submit(cb.get());
+  }
   WGPUQueueWorkDoneCallbackInfo cb{};
   cb.mode = WGPUCallbackMode_WaitAnyOnly;
   cb.callback = [](WGPUQueueWorkDoneStatus, void*, void*) {};
@@ -442,6 +460,7 @@ void Context::write(const Buffer& dst, uint64_t offset, std::span<const std::byt
     throw Error("buffer write of " + std::to_string(bytes.size()) + " bytes at offset " +
                 std::to_string(offset) + " overruns a buffer of " + std::to_string(dst.size()));
   api().QueueWriteBuffer(s_->queue.get(), dst.raw(), offset, bytes.data(), bytes.size());
+  s_->writes_pending = true;
 }
 
 std::vector<std::byte> Context::read_bytes(const Buffer& src, uint64_t offset, uint64_t bytes) {

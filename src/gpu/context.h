@@ -119,7 +119,11 @@ class Context {
 
   // ---- Work ----
   Recorder recorder();
-  // Blocks until all submitted work has finished (with the timeout), then check()s.
+  // Submits a finished command buffer (Recorder::submit calls this).
+  void submit(WGPUCommandBuffer commands);
+  // Blocks until all submitted work has finished (with the timeout), then check()s. Queued
+  // buffer writes count as submitted: Dawn sends them with the next submit, so wait() submits
+  // an empty command buffer first when writes are pending.
   void wait();
   // Throws the first stored uncaptured error or device loss, if any.
   void check();

@@ -24,6 +24,7 @@ struct Context::State {
   double creation_ms = 0;
   std::chrono::milliseconds timeout{};
   uint64_t next_buffer_id = 1;
+  bool writes_pending = false;  // queue writes not yet followed by a submit
 
   std::mutex error_mutex;
   std::vector<std::string> uncaptured;  // guarded by error_mutex

@@ -76,8 +76,7 @@ void Recorder::submit() {
   if (!encoder_) return;
   Handle<WGPUCommandBuffer> cb(api().CommandEncoderFinish(encoder_.get(), nullptr));
   encoder_.reset();
-  WGPUCommandBuffer raw = cb.get();
-  api().QueueSubmit(ctx_->raw_queue(), 1, &raw);
+  ctx_->submit(cb.get());
   ++submits_;
 }
 
