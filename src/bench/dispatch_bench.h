@@ -30,7 +30,7 @@ struct BenchConfig {
   bool quick = false;
   uint32_t reps = 10;                  // timed repetitions per point, after one warm-up
   uint32_t max_dispatches = 4096;      // sweep 1, 2, 4, … up to this
-  double point_budget_ms = 250;        // a series stops growing N once one repetition takes longer
+  double point_budget_ms = 40;         // a series stops growing N once one repetition takes longer
   uint32_t small_elements = 4096;
   uint32_t large_elements = 16u << 20;  // 16M floats = 64 MiB
   uint32_t max_chain = 16;
