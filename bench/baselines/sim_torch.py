@@ -76,6 +76,7 @@ class Rastrigin:
     def init(pop, seed, dev):
         return (torch.zeros(pop, device=dev),)
 
+
     @staticmethod
     def step(s, w, x):
         (acc,) = s
@@ -262,8 +263,9 @@ class Market:
 WORKLOADS = {c.name: c for c in (Rastrigin, Acrobot, CartPole, MountainCar, Market)}
 
 
-def episode(W, G, data, steps, seed, step_fn):
-    s = W.init(G.shape[0], seed, G.device)
+def episode(W, G, s0, data, steps, step_fn):
+    """Fitness of every individual after `steps` steps from the initial state s0."""
+    s = s0
     w = W.weights(G)
     for x in W.inputs(G, data, steps):
         s = step_fn(s, w, x)
@@ -291,10 +293,11 @@ def run_point(W, pop, steps, gens, seed, dev, episode_fn):
     glen = C.genome_length(W.name, steps)
     cfg = C.WORKLOADS[W.name]["ga"]
     G0 = torch.from_numpy(C.initial_genomes(pop, glen, seed, C.WORKLOADS[W.name]["scale"])).to(dev)
+    s0 = W.init(pop, seed, dev)  # the initial states (hash-seeded, as wgfuse), made once
     torch.manual_seed(seed)
 
     def generation(G, g):
-        fit = episode_fn(G, steps)
+        fit = episode_fn(G, s0, steps)
         child, best, mean = ga_step(G, fit, cfg)
         return child, best.item(), mean.item(), fit  # .item(): the one read-back per generation
 
@@ -311,7 +314,7 @@ def run_point(W, pop, steps, gens, seed, dev, episode_fn):
         mean.append(m)
     return {"pop": pop, "steps": steps, "generations": gens, "gen_per_s": C.summarize(secs),
             "seconds_per_generation": secs, "warmup_seconds": warm, "best_fitness": best, "mean_fitness": mean,
-            "G0": G0}
+            "G0": G0, "s0": s0}
 
 
 def main():
@@ -345,25 +348,28 @@ def main():
         C.log(f"[torch {a.mode}] {a.workload} pop {pop} steps {steps}")
         try:
             if a.mode == "eager":
-                step_fn = W.step
-                episode_fn = lambda G, L: episode(W, G, data, L, a.seed, step_fn)  # noqa: E731
+                episode_fn = lambda G, s0, L: episode(W, G, s0, data, L, W.step)  # noqa: E731
             elif a.mode == "compile-step":
                 if compiled_step is None:
                     compiled_step = torch.compile(W.step)
-                step_fn = compiled_step
-                episode_fn = lambda G, L: episode(W, G, data, L, a.seed, step_fn)  # noqa: E731
+                episode_fn = lambda G, s0, L: episode(W, G, s0, data, L, compiled_step)  # noqa: E731
             else:
-                compiled_episode = torch.compile(lambda G: episode(W, G, data, steps, a.seed, W.step))
-                episode_fn = lambda G, L: (compiled_episode(G) if L == steps  # noqa: E731
-                                           else episode(W, G, data, L, a.seed, W.step))
+                compiled_episode = torch.compile(lambda G, s0: episode(W, G, s0, data, steps, W.step))
+                episode_fn = lambda G, s0, L: (compiled_episode(G, s0) if L == steps  # noqa: E731
+                                               else episode(W, G, s0, data, L, W.step))
+            # Written before the point runs, so that a point killed by a time limit shows as such.
+            out["points"].append({"pop": pop, "steps": steps,
+                                  "error": "did not finish (killed by the time limit or crashed)"})
+            C.write_json(a.json, out)
             r = run_point(W, pop, steps, a.generations, a.seed, dev, episode_fn)
-            G0 = r.pop("G0")
+            out["points"].pop()
+            G0, s0 = r.pop("G0"), r.pop("s0")
             if (pop, steps) == (spec["pop"], spec["steps"]) or len(points) == 1:
                 idx = C.sample_indices(pop)
-                f = episode_fn(G0, steps)
+                f = episode_fn(G0, s0, steps)
                 vals = [float(v) for v in f[idx].cpu()]
                 H = C.horizon(a.workload, steps)
-                vh = vals if H == steps else [float(v) for v in episode(W, G0, data, H, a.seed, W.step)[idx].cpu()]
+                vh = vals if H == steps else [float(v) for v in episode(W, G0, s0, data, H, W.step)[idx].cpu()]
                 r["sample_fitness"] = {"indices": idx, "values": vals, "horizon": H, "values_at_horizon": vh}
                 r["comparison"] = C.compare_with_wgfuse(vals, vh, a.compare)
             C.log(f"  {r['gen_per_s']['median']:.4g} gen/s (warm-up {r['warmup_seconds']:.1f} s)")
@@ -371,6 +377,8 @@ def main():
         except Exception as e:  # report failures as they are (torch.compile on long episodes)
             msg = f"{type(e).__name__}: {str(e)[:2000]}"
             C.log(f"  FAILED: {msg}")
+            if out["points"] and "did not finish" in str(out["points"][-1].get("error", "")):
+                out["points"].pop()
             out["points"].append({"pop": pop, "steps": steps, "error": msg,
                                   "traceback_tail": traceback.format_exc()[-3000:]})
         C.write_json(a.json, out)

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Runs every `wgfuse sim` measurement and its baselines on an NVIDIA GPU machine, writing JSON and
+# logs into $OUT, then bench/baselines/sim_report.py turns them into the tables of docs/RESULTS.md.
+#
+#   OUT=/some/dir bench/baselines/run_sim.sh          (from the repository root)
+#
+# Needs: wgfuse built (dist/wgfuse-linux-x64/ from scripts/package, or build/wgfuse with the Dawn
+# library of node_modules/bun-webgpu-linux-x64 or WGFUSE_WEBGPU_LIB), python3 with torch, jax and
+# numpy, nvcc. Designed to finish in about 8 minutes on an H100: stages run in order of
+# importance and a stage is skipped (and logged as skipped) when the time budget is spent.
+#
+# Stages: 1 wgfuse, default sizes, all three strategies, --check (5 workloads)
+#         2 hand-written CUDA (acrobot, market; default sizes and the sweeps)
+#         3 JAX jit+lax.scan+vmap, default sizes (5 workloads)
+#         4 PyTorch eager per step, default sizes (5 workloads)
+#         5 wgfuse sweeps: population 512..65,536 at the default L, L 100..5,000 at the default
+#           population (acrobot, market)
+#         6 JAX sweeps (acrobot, market)
+#         7 PyTorch eager L sweep (acrobot, market)
+#         8 torch.compile of the step function (acrobot, market)
+#         9 torch.compile of the whole episode (acrobot L=100 and 500; failures reported as they are)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+: "${OUT:?set OUT to the output directory}"
+mkdir -p "$OUT"
+BUDGET=${BUDGET:-400}  # seconds: no stage starts after this
+HARD=${HARD:-500}      # seconds: no command runs past this
+PY=${PY:-python3}
+NVCC=${NVCC:-nvcc}
+command -v "$NVCC" >/dev/null || NVCC=/usr/local/cuda/bin/nvcc
+
+# The newer of the package (scripts/package) and the build, unless WGFUSE names one.
+if [[ -z ${WGFUSE:-} ]]; then
+  WGFUSE=build/wgfuse
+  if [[ -x dist/wgfuse-linux-x64/wgfuse && ( ! -x build/wgfuse || dist/wgfuse-linux-x64/wgfuse -nt build/wgfuse ) ]]; then
+    WGFUSE=dist/wgfuse-linux-x64/wgfuse
+  fi
+fi
+if [[ -z ${WGFUSE_WEBGPU_LIB:-} && ! -f $(dirname "$WGFUSE")/libwebgpu_wrapper.so &&
+      -f node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so ]]; then
+  export WGFUSE_WEBGPU_LIB=$PWD/node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so
+fi
+ADAPTER=${ADAPTER:-gpu}
+
+LOG=$OUT/run_sim.log
+: >"$LOG"
+log() { echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$LOG"; }
+
+# run NAME LIMIT CMD...: runs CMD with stdout+stderr to $OUT/NAME.txt, at most LIMIT seconds and
+# never past HARD; records the exit status (124 = timed out) in the log.
+run() {
+  local name=$1 limit=$2
+  shift 2
+  local left=$((HARD - SECONDS))
+  ((left < limit)) && limit=$left
+  if ((limit < 10)); then
+    log "SKIPPED $name (time budget spent)"
+    return 0
+  fi
+  log "start $name (limit ${limit}s): $*"
+  timeout "$limit" "$@" >"$OUT/$name.txt" 2>&1
+  local rc=$?
+  log "end   $name: exit $rc$([[ $rc == 124 ]] && echo ' (timed out)')"
+  return 0
+}
+stage() {
+  if ((SECONDS > BUDGET)); then
+    log "SKIPPED stage $1 (over the ${BUDGET}s budget)"
+    return 1
+  fi
+  log "=== stage $1"
+  return 0
+}
+
+log "wgfuse: $WGFUSE, WGFUSE_WEBGPU_LIB=${WGFUSE_WEBGPU_LIB:-}, adapter $ADAPTER, git $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1 || true
+"$WGFUSE" --adapter "$ADAPTER" info --json >"$OUT/wgfuse_info.json" 2>"$OUT/wgfuse_info.err" || log "wgfuse info failed"
+"$PY" -c "import torch, jax; print('torch', torch.__version__, 'jax', jax.__version__, jax.devices())" \
+  >"$OUT/python_versions.txt" 2>&1 || true
+"$NVCC" --version >"$OUT/nvcc_version.txt" 2>&1 || true
+
+WORKLOADS="rastrigin acrobot cartpole mountaincar market"
+# The Market prices: prefix-consistent, so one 5,000-step file serves every L up to 5,000.
+DATA=$OUT/market_5000.f32
+"$WGFUSE" --adapter "$ADAPTER" sim market --pop 64 --steps 5000 --generations 1 --mode fused --quiet \
+  --write-data "$DATA" >"$OUT/market_data.txt" 2>&1 || log "writing the market data failed"
+
+ACRO_POPS="512,2048,8192,32768,65536"
+MARKET_POPS="512,2048,10000,32768,65536"
+LS="100,500,1500,5000"
+sizes() {  # sizes POPS L  |  sizes POP Ls  -> "PxL,..."
+  local a=$1 b=$2 out="" x
+  if [[ $a == *,* ]]; then for x in ${a//,/ }; do out+="${out:+,}${x}x$b"; done
+  else for x in ${b//,/ }; do out+="${out:+,}${a}x$x"; done; fi
+  echo "$out"
+}
+
+if stage "1: wgfuse default sizes, all strategies, --check"; then
+  for w in $WORKLOADS; do
+    run "wgfuse_$w" 150 "$WGFUSE" --adapter "$ADAPTER" sim "$w" --generations 10 --check --quiet --json "$OUT/wgfuse_$w.json"
+  done
+fi
+
+if stage "2: hand-written CUDA"; then
+  run cuda_build 120 bash -c "$NVCC -O3 -arch=sm_90 -DMARKET_UNROLL=1 -o '$OUT/sim_cuda_u1' bench/baselines/sim_cuda.cu &&
+    $NVCC -O3 -arch=sm_90 -DMARKET_UNROLL=16 -o '$OUT/sim_cuda_u16' bench/baselines/sim_cuda.cu"
+  if [[ -x $OUT/sim_cuda_u1 ]]; then
+    run cuda_acrobot 60 "$OUT/sim_cuda_u1" acrobot --sizes "4096x500,$(sizes $ACRO_POPS 500),$(sizes 4096 $LS)" --generations 10 --json "$OUT/cuda_acrobot.json"
+    for u in 1 16; do
+      run "cuda_market_u$u" 90 "$OUT/sim_cuda_u$u" market --data "$DATA" --sizes "10000x1500,$(sizes $MARKET_POPS 1500),$(sizes 10000 $LS)" --generations 5 --json "$OUT/cuda_market_u$u.json"
+    done
+  fi
+fi
+
+if stage "3: JAX default sizes"; then
+  for w in $WORKLOADS; do
+    run "jax_$w" 90 "$PY" bench/baselines/sim_jax.py "$w" --generations 5 --data "$DATA" --compare "$OUT/wgfuse_$w.json" --json "$OUT/jax_$w.json"
+  done
+fi
+
+if stage "4: PyTorch eager default sizes"; then
+  for w in $WORKLOADS; do
+    run "torch_eager_$w" 90 "$PY" bench/baselines/sim_torch.py "$w" --mode eager --generations 2 --data "$DATA" --compare "$OUT/wgfuse_$w.json" --json "$OUT/torch_eager_$w.json"
+  done
+fi
+
+if stage "5: wgfuse sweeps"; then
+  mkdir -p "$OUT/sweep"
+  for p in ${ACRO_POPS//,/ }; do
+    run "sweep/wgfuse_acrobot_p${p}_L500" 60 "$WGFUSE" --adapter "$ADAPTER" sim acrobot --pop "$p" --steps 500 --generations 3 --quiet --json "$OUT/sweep/wgfuse_acrobot_p${p}_L500.json"
+  done
+  for L in ${LS//,/ }; do
+    run "sweep/wgfuse_acrobot_p4096_L$L" 60 "$WGFUSE" --adapter "$ADAPTER" sim acrobot --pop 4096 --steps "$L" --generations 3 --quiet --json "$OUT/sweep/wgfuse_acrobot_p4096_L$L.json"
+  done
+  for p in ${MARKET_POPS//,/ }; do
+    run "sweep/wgfuse_market_p${p}_L1500" 60 "$WGFUSE" --adapter "$ADAPTER" sim market --pop "$p" --steps 1500 --generations 3 --quiet --json "$OUT/sweep/wgfuse_market_p${p}_L1500.json"
+  done
+  for L in ${LS//,/ }; do
+    run "sweep/wgfuse_market_p10000_L$L" 60 "$WGFUSE" --adapter "$ADAPTER" sim market --pop 10000 --steps "$L" --generations 3 --quiet --json "$OUT/sweep/wgfuse_market_p10000_L$L.json"
+  done
+fi
+
+if stage "6: JAX sweeps"; then
+  run jax_sweep_acrobot 90 "$PY" bench/baselines/sim_jax.py acrobot --sizes "$(sizes $ACRO_POPS 500),$(sizes 4096 $LS)" --generations 3 --json "$OUT/jax_sweep_acrobot.json"
+  run jax_sweep_market 120 "$PY" bench/baselines/sim_jax.py market --data "$DATA" --sizes "$(sizes $MARKET_POPS 1500),$(sizes 10000 $LS)" --generations 3 --json "$OUT/jax_sweep_market.json"
+fi
+
+if stage "7: PyTorch eager L sweep"; then
+  run torch_eager_sweep_acrobot 60 "$PY" bench/baselines/sim_torch.py acrobot --mode eager --sizes "$(sizes 4096 $LS)" --generations 1 --json "$OUT/torch_eager_sweep_acrobot.json"
+  run torch_eager_sweep_market 90 "$PY" bench/baselines/sim_torch.py market --mode eager --data "$DATA" --sizes "$(sizes 10000 $LS)" --generations 1 --json "$OUT/torch_eager_sweep_market.json"
+fi
+
+if stage "8: torch.compile of the step"; then
+  for w in acrobot market; do
+    run "torch_compile_step_$w" 120 "$PY" bench/baselines/sim_torch.py "$w" --mode compile-step --generations 2 --data "$DATA" --compare "$OUT/wgfuse_$w.json" --json "$OUT/torch_compile_step_$w.json"
+  done
+fi
+
+if stage "9: torch.compile of the whole episode"; then
+  run torch_compile_episode_acrobot 150 "$PY" bench/baselines/sim_torch.py acrobot --mode compile-episode --sizes "4096x100,4096x500" --generations 2 --json "$OUT/torch_compile_episode_acrobot.json"
+fi
+
+"$PY" bench/baselines/sim_report.py "$OUT" >"$OUT/report.md" 2>"$OUT/report.err" || log "sim_report.py failed (see report.err)"
+log "done in ${SECONDS}s; report: $OUT/report.md"

@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Turns the output directory of run_sim.sh into Markdown tables for docs/RESULTS.md.
+
+Run: python3 bench/baselines/sim_report.py OUT_DIR > report.md
+
+Everything printed is read from the JSON files; nothing is filled in by hand.
+Missing measurements print as "-", failures with their message.
+"""
+
+import glob
+import json
+import os
+import re
+import sys
+
+WORKLOADS = ["rastrigin", "acrobot", "cartpole", "mountaincar", "market"]
+DEFAULT = {"rastrigin": (4096, 2000), "acrobot": (4096, 500), "cartpole": (4096, 500),
+           "mountaincar": (4096, 200), "market": (10000, 1500)}
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def fmt(x, digits=4):
+    if x is None:
+        return "-"
+    if isinstance(x, str):
+        return x
+    if x == 0:
+        return "0"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}g}"
+
+
+def point(j, pop, steps):
+    """The measured point (pop, steps) of a baseline's JSON, or None."""
+    if not j:
+        return None
+    for p in j.get("points", []):
+        if p.get("pop") == pop and p.get("steps") == steps:
+            return p
+    return None
+
+
+def rate(p):
+    if not p:
+        return None
+    if "error" in p:
+        return "failed"
+    return p["gen_per_s"]["median"]
+
+
+def agreement(mine, theirs, tol_rel=1e-4, tol_abs=1e-3):
+    if not mine or not theirs or len(mine) != len(theirs):
+        return None
+    ok = sum(1 for a, b in zip(mine, theirs) if abs(a - b) <= max(tol_abs, tol_rel * abs(b)))
+    return f"{ok}/{len(theirs)}"
+
+
+def ratio(a, b):
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b > 0:
+        return a / b
+    return None
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "."
+    info = load(os.path.join(out, "wgfuse_info.json")) or {}
+    print("## wgfuse sim: results\n")
+    smi = ""
+    try:
+        with open(os.path.join(out, "nvidia-smi.txt")) as f:
+            m = re.search(r"NVIDIA [A-Z0-9 ]+\S*", f.read())
+            smi = m.group(0) if m else ""
+    except OSError:
+        pass
+    print(f"- adapter (wgfuse): {info.get('device', '?')} ({info.get('backend', '?')}, {info.get('adapter_type', '?')}),"
+          f" driver {info.get('description', '?')}")
+    if smi:
+        print(f"- nvidia-smi: {smi}")
+    for name in ("python_versions.txt", "nvcc_version.txt"):
+        try:
+            with open(os.path.join(out, name)) as f:
+                lines = [ln.strip() for ln in f if ln.strip()]
+                print(f"- {name.split('.')[0]}: {lines[-1] if lines else '?'}")
+        except OSError:
+            pass
+    try:
+        with open(os.path.join(out, "run_sim.log")) as f:
+            first = f.readline().strip()
+            print(f"- run: {first}")
+    except OSError:
+        pass
+    print()
+
+    # ---- default sizes ----
+    print("### Default sizes: generations per second (median), one generation = evaluation + GA + read-back\n")
+    print("| workload | pop x L | wgfuse per-step | wgfuse batched | wgfuse fused | CUDA (hand-fused) | JAX scan+vmap |"
+          " PyTorch eager | torch.compile (step) | fused / JAX | fused / eager | CUDA / fused |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    targets = []
+    for w in WORKLOADS:
+        pop, L = DEFAULT[w]
+        wj = load(os.path.join(out, f"wgfuse_{w}.json"))
+        modes = (wj or {}).get("modes", {})
+        r = {m: modes.get(m, {}).get("gen_per_s", {}).get("median") for m in ("perstep", "batched", "fused")}
+        cuda = None
+        if w in ("acrobot", "market"):
+            cands = [rate(point(load(os.path.join(out, f)), pop, L))
+                     for f in (["cuda_acrobot.json"] if w == "acrobot" else ["cuda_market_u1.json", "cuda_market_u16.json"])]
+            nums = [c for c in cands if isinstance(c, (int, float))]
+            cuda = max(nums) if nums else (cands[0] if cands else None)
+        jax_r = rate(point(load(os.path.join(out, f"jax_{w}.json")), pop, L))
+        eager = rate(point(load(os.path.join(out, f"torch_eager_{w}.json")), pop, L))
+        comp = rate(point(load(os.path.join(out, f"torch_compile_step_{w}.json")), pop, L))
+        fj, fe, cf = ratio(r["fused"], jax_r), ratio(r["fused"], eager), ratio(cuda, r["fused"])
+        print(f"| {w} | {pop:,} x {L:,} | {fmt(r['perstep'])} | {fmt(r['batched'])} | {fmt(r['fused'])} | {fmt(cuda)} |"
+              f" {fmt(jax_r)} | {fmt(eager)} | {fmt(comp)} | {fmt(fj, 3)} | {fmt(fe, 3)} | {fmt(cf, 3)} |")
+        if w in ("acrobot", "market"):
+            targets.append((w, fj, fe, cf))
+    print()
+    print("Targets (Market and Acrobot): fused >= 5x JAX, >= 100x PyTorch eager, within 2x of the CUDA kernel.\n")
+    for w, fj, fe, cf in targets:
+        def verdict(v, ok):
+            return "not measured" if v is None else (f"{v:.3g} ({'met' if ok(v) else 'NOT met'})")
+        print(f"- {w}: fused/JAX {verdict(fj, lambda v: v >= 5)}; fused/eager {verdict(fe, lambda v: v >= 100)};"
+              f" CUDA/fused {verdict(cf, lambda v: v <= 2)}")
+    print()
+
+    # ---- checks ----
+    print("### Equivalence (generation-0 population)\n")
+    print("| workload | per-step = batched | fused vs per-step (max rel diff) | GPU vs CPU double (agree, horizon) |"
+          " JAX vs wgfuse (at L / at horizon) | eager vs wgfuse | CUDA vs wgfuse | JAX vs CPU double at L |")
+    print("|---|---|---|---|---|---|---|---|")
+    for w in WORKLOADS:
+        pop, L = DEFAULT[w]
+        wj = load(os.path.join(out, f"wgfuse_{w}.json")) or {}
+        c = wj.get("check", {})
+        pb = c.get("perstep_vs_batched", {})
+        pf = c.get("fused_vs_perstep", {})
+        ref = c.get("reference", {}).get("fused", {})
+        s = wj.get("sample_fitness", {})
+
+        def vs(j):
+            p = point(j, pop, L)
+            if not p:
+                return "-"
+            if "error" in p:
+                return "failed"
+            sf = p.get("sample_fitness")
+            if not sf or not s:
+                return "-"
+            a = agreement(sf.get("values"), s.get("values"))
+            b = agreement(sf.get("values_at_horizon"), s.get("values_at_horizon"))
+            return f"{a} / {b} (H={s.get('horizon')})"
+
+        def vs_ref(j):
+            p = point(j, pop, L)
+            sf = (p or {}).get("sample_fitness")
+            return agreement(sf.get("values"), s.get("reference")) if sf and s else "-"
+
+        cuda_j = None
+        if w == "acrobot":
+            cuda_j = load(os.path.join(out, "cuda_acrobot.json"))
+        elif w == "market":
+            cuda_j = load(os.path.join(out, "cuda_market_u1.json"))
+        jax_j = load(os.path.join(out, f"jax_{w}.json"))
+        print(f"| {w} | {('yes' if pb.get('bitwise') else 'NO') if pb else '-'} |"
+              f" {(('ok ' if pf.get('pass') else 'FAIL ') + fmt(pf.get('max_rel'), 3)) if pf else '-'} |"
+              f" {(str(ref.get('agree')) + '/' + str(ref.get('samples')) + ' at ' + str(ref.get('horizon'))) if ref else '-'} |"
+              f" {vs(jax_j)} | {vs(load(os.path.join(out, f'torch_eager_{w}.json')))} |"
+              f" {vs(cuda_j) if cuda_j else 'n/a'} | {vs_ref(jax_j)} |")
+    print("\nAgreement counts individuals of the 64-individual sample whose fitness matches within"
+          " max(1e-3, 1e-4 x |value|). Acrobot is chaotic: different f32 implementations part after"
+          " ~100 steps, so its comparisons are also given at the horizon H (docs/SIMULATIONS.md).\n")
+
+    # ---- sweeps ----
+    def sweep_table(w, axis, values, fixed):
+        print(f"#### {w}: {'episode length L' if axis == 'L' else 'population'} sweep"
+              f" ({'pop' if axis == 'L' else 'L'} = {fixed:,})\n")
+        print("| " + ("L" if axis == "L" else "pop") + " | wgfuse per-step | wgfuse batched | wgfuse fused | fused/batched |"
+              " fused/per-step | CUDA | JAX | fused/JAX | PyTorch eager |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        cuda_files = ["cuda_acrobot.json"] if w == "acrobot" else ["cuda_market_u1.json", "cuda_market_u16.json"]
+        for v in values:
+            pop, L = (fixed, v) if axis == "L" else (v, fixed)
+            wj = load(os.path.join(out, "sweep", f"wgfuse_{w}_p{pop}_L{L}.json")) or {}
+            m = wj.get("modes", {})
+            r = {k: m.get(k, {}).get("gen_per_s", {}).get("median") for k in ("perstep", "batched", "fused")}
+            cands = [rate(point(load(os.path.join(out, f)), pop, L)) for f in cuda_files]
+            nums = [c for c in cands if isinstance(c, (int, float))]
+            cuda = max(nums) if nums else None
+            jx = rate(point(load(os.path.join(out, f"jax_sweep_{w}.json")), pop, L))
+            te = rate(point(load(os.path.join(out, f"torch_eager_sweep_{w}.json")), pop, L))
+            print(f"| {v:,} | {fmt(r['perstep'])} | {fmt(r['batched'])} | {fmt(r['fused'])} |"
+                  f" {fmt(ratio(r['fused'], r['batched']), 3)} | {fmt(ratio(r['fused'], r['perstep']), 3)} |"
+                  f" {fmt(cuda)} | {fmt(jx)} | {fmt(ratio(r['fused'], jx), 3)} | {fmt(te)} |")
+        print()
+
+    print("### Sweeps (generations per second, median)\n")
+    Ls = [100, 500, 1500, 5000]
+    sweep_table("acrobot", "L", Ls, 4096)
+    sweep_table("acrobot", "pop", [512, 2048, 8192, 32768, 65536], 500)
+    sweep_table("market", "L", Ls, 10000)
+    sweep_table("market", "pop", [512, 2048, 10000, 32768, 65536], 1500)
+
+    # ---- failures ----
+    print("### Failures and skipped stages, as reported\n")
+    any_ = False
+    for f in sorted(glob.glob(os.path.join(out, "*.json"))):
+        j = load(f)
+        for p in (j or {}).get("points", []) if isinstance(j, dict) else []:
+            if "error" in p:
+                any_ = True
+                print(f"- {os.path.basename(f)} pop {p.get('pop')} L {p.get('steps')}: {p['error'][:300]}")
+    try:
+        with open(os.path.join(out, "run_sim.log")) as f:
+            for ln in f:
+                if "SKIPPED" in ln or ("exit" in ln and "exit 0" not in ln):
+                    any_ = True
+                    print(f"- log: {ln.strip()}")
+    except OSError:
+        pass
+    if not any_:
+        print("- none")
+
+
+if __name__ == "__main__":
+    main()
