@@ -230,7 +230,8 @@ class Market:
     def inputs(G, data, steps):
         feats = data[:steps, :6]
         group = (data[:steps, 6:22].reshape(steps, 4, 4).sum(2)) * 0.25
-        return [(feats[t], group[t]) for t in range(steps)]
+        # Contiguous per-step tensors: the same shapes and strides at every step (no recompiles).
+        return [(feats[t].clone(), group[t].clone()) for t in range(steps)]
 
     @staticmethod
     def init(pop, seed, dev):
@@ -331,6 +332,7 @@ def main():
     a = ap.parse_args()
     W = WORKLOADS[a.workload]
     dev = torch.device(a.device)
+    torch.backends.cuda.matmul.allow_tf32 = False  # f32 arithmetic, as wgfuse
     spec = C.WORKLOADS[a.workload]
     points = [tuple(int(v) for v in p.split("x")) for p in a.sizes.split(",") if p] or [(spec["pop"], spec["steps"])]
     max_steps = max(s for _, s in points)
