@@ -70,7 +70,9 @@ class Rastrigin:
 
     @staticmethod
     def inputs(G, data, steps):
-        return [G[:, t] for t in range(steps)]
+        # The terms are independent: the natural PyTorch form is one vectorised sum over all
+        # dimensions (the embarrassingly parallel control case), not a loop over them.
+        return [G[:, :steps]]
 
     @staticmethod
     def init(pop, seed, dev):
@@ -80,7 +82,7 @@ class Rastrigin:
     @staticmethod
     def step(s, w, x):
         (acc,) = s
-        return (acc + (x * x - 10.0 * torch.cos(2 * PI * x) + 10.0),)
+        return (acc + (x * x - 10.0 * torch.cos(2 * PI * x) + 10.0).sum(1),)
 
     @staticmethod
     def fitness(s, steps):
