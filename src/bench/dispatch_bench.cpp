@@ -6,6 +6,7 @@
 #include <cstring>
 #include <ctime>
 #include <random>
+#include <tuple>
 
 #include "gpu/profiler.h"
 #include "gpu/recorder.h"
@@ -48,13 +49,12 @@ std::pair<uint32_t, uint32_t> grid(uint64_t groups) {
   return {uint32_t(x), uint32_t((groups + x - 1) / x)};
 }
 
-ChainParams chain_params(uint32_t n, uint32_t first, uint32_t count) {
-  ChainParams p{};
-  p.n = n;
-  p.first = first;
-  p.count = count;
-  for (uint32_t j = 0; j < 16; ++j) p.a[j] = chain_factor(j);
-  return p;
+ChainParams chain_params(uint32_t n, uint32_t first, uint32_t count) { return {n, first, count, 0}; }
+
+std::vector<float> chain_factors() {
+  std::vector<float> f(kMaxChain);
+  for (uint32_t j = 0; j < kMaxChain; ++j) f[j] = chain_factor(j);
+  return f;
 }
 
 std::vector<float> random_data(uint64_t n, uint32_t seed) {
@@ -80,7 +80,7 @@ struct KernelSetup {
   Kernel* b = nullptr;
   std::pair<uint32_t, uint32_t> grid_a{1, 1}, grid_b{1, 1};
   bool has_data = false;
-  Buffer data, uniform, uniform2;
+  Buffer data, uniform, uniform2, factors;
   BindGroup group_a, group_a2, group_b;  // group_a2: same bindings, other uniform copy
   std::vector<Buffer> independent_data;
   std::vector<BindGroup> independent_groups;
@@ -113,12 +113,13 @@ KernelSetup make_elementwise(gpu::Context& ctx, const std::string& name, uint32_
   s.uniform2 = ctx.buffer(sizeof p, BufferUsage::Uniform | BufferUsage::CopyDst, name + ".params2");
   ctx.write_value(s.uniform, 0, p);
   ctx.write_value(s.uniform2, 0, p);
-  s.group_a = ctx.bind(*s.a, {s.data, s.uniform});
-  s.group_a2 = ctx.bind(*s.a, {s.data, s.uniform2});
-  s.group_b = ctx.bind(*s.b, {s.data, s.uniform});
+  s.factors = ctx.upload<float>(chain_factors(), BufferUsage::Storage, name + ".factors");
+  s.group_a = ctx.bind(*s.a, {s.data, s.uniform, s.factors});
+  s.group_a2 = ctx.bind(*s.a, {s.data, s.uniform2, s.factors});
+  s.group_b = ctx.bind(*s.b, {s.data, s.uniform, s.factors});
   for (uint32_t i = 0; i < kIndependentBuffers; ++i) {
     s.independent_data.push_back(ctx.upload<float>(init, BufferUsage::StorageIO, name + ".xi"));
-    s.independent_groups.push_back(ctx.bind(*s.a, {s.independent_data.back(), s.uniform}));
+    s.independent_groups.push_back(ctx.bind(*s.a, {s.independent_data.back(), s.uniform, s.factors}));
   }
   return s;
 }
@@ -347,26 +348,47 @@ void sweep(std::vector<SeriesPlan>& plans, const BenchConfig& cfg, const std::st
   }
 }
 
-// Device-to-device copy bandwidth, counting bytes read and written, from the wall time of
-// enough back-to-back copies to dwarf the wait.
-double measure_copy_bandwidth(gpu::Context& ctx, uint64_t bytes, uint32_t reps) {
-  // Storage usage too, as a tensor has: Dawn may place copy-only buffers in host memory.
+// Device copy bandwidth, counting bytes read and written: (1) a vec4 copy kernel timed by GPU
+// timestamps (the roofline reference for our kernels; wall clock where timestamps are missing),
+// (2) copyBufferToBuffer, by the wall time of enough back-to-back copies to dwarf the wait.
+std::pair<double, double> measure_copy_bandwidth(gpu::Context& ctx, gpu::Profiler& prof, uint64_t bytes,
+                                                 uint32_t reps) {
+  bytes = bytes / 16 * 16;
   Buffer src = ctx.buffer(bytes, BufferUsage::StorageIO, "copy.src");
   Buffer dst = ctx.buffer(bytes, BufferUsage::StorageIO, "copy.dst");
-  auto run = [&](uint32_t m) {
+  auto& k = ctx.kernel(gpu::embedded_kernel("elementwise", "copy_vec4", {{"WORKGROUP_SIZE", 256}}));
+  auto group = ctx.bind(k, {src, dst});
+  const auto g = grid((bytes / 16 + 255) / 256);
+  auto kernel_run = [&](uint32_t m) {  // returns µs per copy
+    auto t0 = Clock::now();
+    gpu::Recorder r(ctx);
+    r.time_next_pass(prof);
+    for (uint32_t i = 0; i < m; ++i) r.dispatch(k, group, g.first, g.second);
+    prof.resolve(r);
+    r.submit();
+    ctx.wait();
+    double wall = us_since(t0, Clock::now());
+    auto ns = prof.read_ns();
+    return (ns.empty() ? wall : ns[0] / 1000.0) / m;
+  };
+  auto command_run = [&](uint32_t m) {  // µs per copy
     auto t0 = Clock::now();
     gpu::Recorder r(ctx);
     for (uint32_t i = 0; i < m; ++i) r.copy(src, 0, dst, 0, bytes);
     r.submit();
     ctx.wait();
-    return us_since(t0, Clock::now());
+    return us_since(t0, Clock::now()) / m;
   };
-  run(1);
-  double one = run(1);
-  uint32_t m = uint32_t(std::clamp(20'000.0 / std::max(one, 1.0), 2.0, 256.0));  // ~20 ms
-  std::vector<double> gbs;
-  for (uint32_t i = 0; i < reps; ++i) gbs.push_back(2.0 * double(bytes) * m / (run(m) * 1e3));
-  return summarize(gbs).median;
+  kernel_run(1);
+  command_run(1);
+  // ~20 ms of copies per sample.
+  const uint32_t m = uint32_t(std::clamp(20'000.0 / std::max(command_run(1), 1.0), 2.0, 256.0));
+  std::vector<double> by_kernel, by_command;
+  for (uint32_t i = 0; i < reps; ++i) {
+    by_kernel.push_back(2.0 * double(bytes) / (kernel_run(m) * 1e3));
+    by_command.push_back(2.0 * double(bytes) / (command_run(m) * 1e3));
+  }
+  return {summarize(by_kernel).median, summarize(by_command).median};
 }
 
 // k dispatches of one op each vs one dispatch of k ops, on the same data, same arithmetic.
@@ -375,15 +397,24 @@ std::vector<ChainResult> run_chain(gpu::Context& ctx, const BenchConfig& cfg, ui
   auto& k = ctx.kernel(gpu::embedded_kernel("elementwise", "chain", {{"WORKGROUP_SIZE", 256}}));
   const auto g = grid((n + 255) / 256);
   const auto init = random_data(n, 99 + n);
+  Buffer pristine = ctx.upload<float>(init, BufferUsage::StorageIO, "chain.init");
   Buffer x = ctx.upload<float>(init, BufferUsage::StorageIO, "chain.x");
+  Buffer factors = ctx.upload<float>(chain_factors(), BufferUsage::Storage, "chain.factors");
   // Slots 0..15: op j alone (unfused); slot 16: ops 0..k-1 (fused), rewritten for each k.
-  Buffer u = ctx.buffer(17 * kUniformSlot, BufferUsage::Uniform | BufferUsage::CopyDst, "chain.params");
+  Buffer u = ctx.buffer((kMaxChain + 1) * kUniformSlot, BufferUsage::Uniform | BufferUsage::CopyDst, "chain.params");
   std::vector<BindGroup> single;
-  for (uint32_t j = 0; j < 16; ++j) {
+  for (uint32_t j = 0; j < kMaxChain; ++j) {
     ctx.write_value(u, j * kUniformSlot, chain_params(n, j, 1));
-    single.push_back(ctx.bind(k, {x, BufferBinding(u, j * kUniformSlot, sizeof(ChainParams))}));
+    single.push_back(ctx.bind(k, {x, BufferBinding(u, j * kUniformSlot, sizeof(ChainParams)), factors}));
   }
-  BindGroup fused = ctx.bind(k, {x, BufferBinding(u, 16 * kUniformSlot, sizeof(ChainParams))});
+  BindGroup fused = ctx.bind(k, {x, BufferBinding(u, kMaxChain * kUniformSlot, sizeof(ChainParams)), factors});
+  // Every sample starts from the same data, restored on the GPU (no host transfer near timing).
+  auto reset = [&] {
+    gpu::Recorder r(ctx);
+    r.copy(pristine, 0, x, 0, uint64_t(n) * 4);
+    r.submit();
+    ctx.wait();
+  };
 
   auto record = [&](gpu::Recorder& r, uint32_t ops, bool as_fused, uint32_t runs) {
     for (uint32_t m = 0; m < runs; ++m) {
@@ -394,8 +425,7 @@ std::vector<ChainResult> run_chain(gpu::Context& ctx, const BenchConfig& cfg, ui
   };
   // One sample: `runs` chain runs in one timed pass; wall µs per run and GPU µs per run.
   auto sample = [&](uint32_t ops, bool as_fused, uint32_t runs) {
-    ctx.write(x, 0, std::as_bytes(std::span(init)));  // same starting data every time
-    ctx.wait();
+    reset();
     auto t0 = Clock::now();
     gpu::Recorder r(ctx);
     r.time_next_pass(prof);
@@ -413,7 +443,7 @@ std::vector<ChainResult> run_chain(gpu::Context& ctx, const BenchConfig& cfg, ui
   for (uint32_t kk = 1; kk <= cfg.max_chain; kk = cfg.all_chain_lengths ? kk + 1 : kk * 2) ks.push_back(kk);
   for (uint32_t ops : ks) {
     progress("chain of " + std::to_string(ops) + " ops on " + std::to_string(n) + " floats");
-    ctx.write_value(u, 16 * kUniformSlot, chain_params(n, 0, ops));
+    ctx.write_value(u, kMaxChain * kUniformSlot, chain_params(n, 0, ops));
     ChainResult c;
     c.elements = n;
     c.k = ops;
@@ -421,7 +451,7 @@ std::vector<ChainResult> run_chain(gpu::Context& ctx, const BenchConfig& cfg, ui
     // Equivalence: both from the same data, compared bitwise and against double precision.
     std::vector<std::vector<float>> out(2);
     for (int f = 0; f < 2; ++f) {
-      ctx.write(x, 0, std::as_bytes(std::span(init)));
+      reset();
       gpu::Recorder r(ctx);
       record(r, ops, f == 1, 1);
       r.submit();
@@ -437,10 +467,9 @@ std::vector<ChainResult> run_chain(gpu::Context& ctx, const BenchConfig& cfg, ui
     // k f32 roundings of at most 2^-24 relative each.
     c.passed = c.max_rel_diff <= 1e-5 && c.max_rel_err_cpu <= ops * 6e-8 + 1e-7;
 
-    // Enough runs per sample that the wait (tens of µs) is small against the work.
-    auto [pilot, pilot_gpu] = sample(ops, false, 1);
-    (void)pilot_gpu;
-    c.runs_per_sample = uint32_t(std::clamp(5000.0 / std::max(pilot, 1.0), 1.0, 256.0));
+    // Enough runs per sample (~20 ms) that the submit and wait are small against the work.
+    const double pilot = sample(ops, false, 1).first;
+    c.runs_per_sample = uint32_t(std::clamp(20'000.0 / std::max(pilot, 1.0), 1.0, 1024.0));
     std::vector<double> uw, fw, ug, fg;
     for (uint32_t rep = 0; rep < cfg.reps; ++rep) {
       auto [a, ag] = sample(ops, false, c.runs_per_sample);
@@ -499,7 +528,8 @@ BenchReport run_dispatch_bench(gpu::Context& ctx, const BenchConfig& cfg, const 
 
   const uint64_t copy_bytes = std::min<uint64_t>(uint64_t(cfg.large_elements) * 4, ctx.limits().max_buffer_size);
   progress("device copy bandwidth");
-  r.copy_bandwidth_gbs = measure_copy_bandwidth(ctx, copy_bytes, cfg.quick ? 3 : 5);
+  std::tie(r.copy_bandwidth_gbs, r.copy_command_bandwidth_gbs) =
+      measure_copy_bandwidth(ctx, prof, copy_bytes, cfg.quick ? 3 : 5);
 
   auto wanted = [&](const std::string& name) {
     return cfg.only_kernels.empty() ||

@@ -17,11 +17,10 @@ namespace wgfuse::bench {
 // Mirrors `ChainParams` in kernels/elementwise.wgsl.
 struct ChainParams {
   uint32_t n, first, count, pad;
-  float a[16];
 };
-static_assert(sizeof(ChainParams) == 80);
+static_assert(sizeof(ChainParams) == 16);
 static_assert(offsetof(ChainParams, first) == 4 && offsetof(ChainParams, count) == 8);
-static_assert(offsetof(ChainParams, a) == 16);
+constexpr uint32_t kMaxChain = 16;
 
 // Factor of op j of the chain: 1 + 1e-4·(j+1), as in bench/baselines/dispatch_cuda.cu.
 float chain_factor(uint32_t j);
@@ -92,7 +91,8 @@ struct ChainResult {
 struct BenchReport {
   BenchConfig config;
   std::string date_utc;
-  double copy_bandwidth_gbs = 0;
+  double copy_bandwidth_gbs = 0;           // copy kernel (vec4), by GPU timestamps where available
+  double copy_command_bandwidth_gbs = 0;   // copyBufferToBuffer, by wall clock
   std::vector<KernelReport> kernels;
   std::vector<ChainResult> chain;
   double wall_s = 0;
