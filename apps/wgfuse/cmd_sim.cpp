@@ -103,6 +103,13 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
                        {"min", gps.empty() ? 0 : *std::min_element(gps.begin(), gps.end())},
                        {"max", gps.empty() ? 0 : *std::max_element(gps.begin(), gps.end())}};
     jm["seconds_per_generation"] = r.seconds;
+    if (r.gpu_eval_ms.empty()) {
+      jm["gpu_evaluation_ms"] = nullptr;
+    } else {
+      jm["gpu_evaluation_ms"] = {{"median", median(r.gpu_eval_ms)},
+                                 {"min", *std::min_element(r.gpu_eval_ms.begin(), r.gpu_eval_ms.end())},
+                                 {"max", *std::max_element(r.gpu_eval_ms.begin(), r.gpu_eval_ms.end())}};
+    }
     jm["dispatches_per_generation"] = r.dispatches_per_generation;
     jm["submits_per_generation"] = r.submits_per_generation;
     std::vector<double> best, mean;
@@ -116,13 +123,17 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
     runs[m] = std::move(r);
   }
 
-  std::printf("\n  %-8s %12s %21s %14s %12s\n", "mode", "gen/s", "min - max", "dispatches/gen", "submits/gen");
+  std::printf("\n  %-8s %12s %21s %14s %12s %14s\n", "mode", "gen/s", "min - max", "dispatches/gen", "submits/gen",
+              "GPU eval ms");
   for (auto m : modes) {
     auto& jm = j["modes"][fuse::to_string(m)];
-    std::printf("  %-8s %12.4g %10.4g - %-10.4g %14llu %12llu\n", fuse::to_string(m).c_str(), rate[m],
+    char gpu[32] = "-";
+    if (!jm["gpu_evaluation_ms"].is_null())
+      std::snprintf(gpu, sizeof gpu, "%.4g", jm["gpu_evaluation_ms"]["median"].get<double>());
+    std::printf("  %-8s %12.4g %10.4g - %-10.4g %14llu %12llu %14s\n", fuse::to_string(m).c_str(), rate[m],
                 jm["gen_per_s"]["min"].get<double>(), jm["gen_per_s"]["max"].get<double>(),
                 (unsigned long long)runs[m].dispatches_per_generation,
-                (unsigned long long)runs[m].submits_per_generation);
+                (unsigned long long)runs[m].submits_per_generation, gpu);
   }
   j["speedups"] = nlohmann::json::object();
   if (rate.count(fuse::Strategy::Fused)) {

@@ -102,8 +102,8 @@ def main():
     # ---- default sizes ----
     print("### Default sizes: generations per second (median), one generation = evaluation + GA + read-back\n")
     print("| workload | pop x L | wgfuse per-step | wgfuse batched | wgfuse fused | CUDA (hand-fused) | JAX scan+vmap |"
-          " PyTorch eager | torch.compile (step) | fused / JAX | fused / eager | CUDA / fused |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          " PyTorch eager | torch.compile (step) | fused / JAX | fused / eager | CUDA / fused | fused GPU ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     targets = []
     for w in WORKLOADS:
         pop, L = DEFAULT[w]
@@ -120,8 +120,9 @@ def main():
         eager = rate(point(load(os.path.join(out, f"torch_eager_{w}.json")), pop, L))
         comp = rate(point(load(os.path.join(out, f"torch_compile_step_{w}.json")), pop, L))
         fj, fe, cf = ratio(r["fused"], jax_r), ratio(r["fused"], eager), ratio(cuda, r["fused"])
+        gms = (modes.get("fused", {}).get("gpu_evaluation_ms") or {}).get("median")
         print(f"| {w} | {pop:,} x {L:,} | {fmt(r['perstep'])} | {fmt(r['batched'])} | {fmt(r['fused'])} | {fmt(cuda)} |"
-              f" {fmt(jax_r)} | {fmt(eager)} | {fmt(comp)} | {fmt(fj, 3)} | {fmt(fe, 3)} | {fmt(cf, 3)} |")
+              f" {fmt(jax_r)} | {fmt(eager)} | {fmt(comp)} | {fmt(fj, 3)} | {fmt(fe, 3)} | {fmt(cf, 3)} | {fmt(gms)} |")
         if w in ("acrobot", "market"):
             targets.append((w, fj, fe, cf))
     print()

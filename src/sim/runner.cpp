@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "gpu/profiler.h"
 #include "gpu/recorder.h"
 #include "sim/reference.h"
 #include "util/error.h"
@@ -96,10 +97,15 @@ ModeRun SimRunner::run(Strategy s, uint32_t generations,
   ModeRun out;
   out.strategy = s;
   auto& prog = program(steps_);
+  gpu::Profiler prof(*ctx_, 1);
+  const bool timed_gpu = prof.enabled() && s != Strategy::PerStep;
   auto generation = [&](uint32_t g, int cur) {
     gpu::Recorder rec(*ctx_);
+    if (timed_gpu) rec.time_next_pass(prof);
     auto c = prog.evaluate(s, rec, genomes_[cur], fitness_);
+    rec.end_pass();  // the evaluation in its own pass (timed), the GA in the next
     uint32_t d = evo_->record(rec, g, fitness_, genomes_[cur], genomes_[1 - cur]);
+    if (timed_gpu) prof.resolve(rec);
     rec.submit();
     auto st = evo_->read_stats();
     out.dispatches_per_generation = c.dispatches + d;
@@ -109,6 +115,7 @@ ModeRun SimRunner::run(Strategy s, uint32_t generations,
   // Warm-up: first use of pipelines and buffers, discarded.
   ctx_->write(genomes_[0], 0, std::as_bytes(std::span<const float>(initial_device_)));
   generation(0, 0);
+  prof.read_ns();
   ctx_->write(genomes_[0], 0, std::as_bytes(std::span<const float>(initial_device_)));
   ctx_->wait();
   int cur = 0;
@@ -118,6 +125,10 @@ ModeRun SimRunner::run(Strategy s, uint32_t generations,
     double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     out.seconds.push_back(sec);
     out.stats.push_back(st);
+    if (timed_gpu) {
+      auto ns = prof.read_ns();  // after the clock stopped: its read-back is not part of a generation
+      if (!ns.empty()) out.gpu_eval_ms.push_back(ns[0] / 1e6);
+    }
     cur = 1 - cur;
     if (progress) progress(g, st, sec);
   }

@@ -21,6 +21,9 @@ struct ModeRun {
   fuse::Strategy strategy;
   std::vector<double> seconds;  // wall time of each timed generation
   std::vector<fuse::GenerationStats> stats;
+  // GPU time of the evaluation pass of each timed generation (timestamp queries), in ms; empty
+  // for per-step (one pass per dispatch) or where the device has no timestamp-query.
+  std::vector<double> gpu_eval_ms;
   uint64_t dispatches_per_generation = 0, submits_per_generation = 0;
 };
 
