@@ -79,14 +79,10 @@ void SimProgram::compile() {
 }
 
 gpu::BindGroup SimProgram::group(const gpu::Kernel& k, const gpu::Buffer& genomes, const gpu::Buffer& fitness) {
-  const gpu::Buffer* slots = &slots_;
-  if (!slots_) {
-    // The fused strategy never touches the slots; bind one slot's worth.
-    if (!fitness_placeholder_)
-      fitness_placeholder_ = ctx_->buffer(slot_bytes_, gpu::BufferUsage::StorageIO, spec_.name + ".noslots");
-    slots = &fitness_placeholder_;
-  }
-  return ctx_->bind(k, {params_buf_, genomes, data_, fitness, *slots});
+  // The fused strategy never touches the slots: without per-step runs, bind one slot's worth.
+  if (!slots_ && !no_slots_)
+    no_slots_ = ctx_->buffer(slot_bytes_, gpu::BufferUsage::StorageIO, spec_.name + ".noslots");
+  return ctx_->bind(k, {params_buf_, genomes, data_, fitness, slots_ ? slots_ : no_slots_});
 }
 
 uint64_t SimProgram::dispatches(Strategy s) const {
@@ -102,12 +98,10 @@ void SimProgram::record_init_and_steps(gpu::Recorder& rec, const gpu::Buffer& ge
   auto& step = ctx_->kernel(kd(kStepEntry));
   // The fitness binding is unused by init and step; the genomes buffer cannot stand in (read-only
   // and read-write use of one buffer in a dispatch is invalid), so bind a placeholder.
-  if (!fitness_placeholder_ || fitness_placeholder_.size() < 4)
-    fitness_placeholder_ = ctx_->buffer(std::max<uint64_t>(slot_bytes_, 4), gpu::BufferUsage::StorageIO,
-                                        spec_.name + ".placeholder");
-  auto g_init = group(init, genomes, fitness_placeholder_);
+  if (!no_fitness_) no_fitness_ = ctx_->buffer(4, gpu::BufferUsage::StorageIO, spec_.name + ".nofitness");
+  auto g_init = group(init, genomes, no_fitness_);
   rec.dispatch(init, g_init, groups_);
-  auto g_step = group(step, genomes, fitness_placeholder_);
+  auto g_step = group(step, genomes, no_fitness_);
   for (uint32_t t = 0; t < n; ++t) rec.dispatch(step, g_step, groups_);
 }
 

@@ -73,9 +73,10 @@ class SimProgram {
 
   // Evaluates `genomes` (genome_len x pop f32, gene-major: gene k of individual i at k * pop + i;
   // Storage) into `fitness` (pop f32, StorageIO).
-  // PerStep submits and waits after every dispatch (the work already recorded in `rec` is
-  // submitted first). Batched and Fused record into `rec` and neither submit nor wait: the
-  // caller submits, so that the evolution step can follow in the same command buffer.
+  // PerStep submits and waits after the init dispatch and after every step dispatch (work
+  // already recorded in `rec` goes with the first submit); its fitness dispatch, like all of
+  // Batched and Fused, is only recorded: the caller submits, so that the GA's dispatches follow
+  // in the same command buffer.
   EvalCounts evaluate(Strategy strategy, gpu::Recorder& rec, const gpu::Buffer& genomes,
                       const gpu::Buffer& fitness);
 
@@ -96,7 +97,7 @@ class SimProgram {
   SimSpec spec_;
   SimParams params_;
   std::string source_;
-  gpu::Buffer params_buf_, data_, slots_, fitness_placeholder_;
+  gpu::Buffer params_buf_, data_, slots_, no_slots_, no_fitness_;
   uint32_t slot_bytes_ = 0;
   uint32_t groups_ = 0;
 };
