@@ -72,9 +72,9 @@ __device__ inline void acrobot_dsdt(const float s[4], float a, float out[4]) {
   out[3] = dd2;
 }
 
-__device__ inline float wrap_pi(float x) {
-  while (x > PI_F) x -= 2.0f * PI_F;
-  while (x < -PI_F) x += 2.0f * PI_F;
+__device__ inline float wrap_pi(float x) {  // bounded, as kernels/sim_acrobot.wgsl
+  for (int n = 0; n < 16 && x > PI_F; ++n) x -= 2.0f * PI_F;
+  for (int n = 0; n < 16 && x < -PI_F; ++n) x += 2.0f * PI_F;
   return x;
 }
 
