@@ -88,6 +88,7 @@ DATA=$OUT/market_5000.f32
 ACRO_POPS="512,2048,8192,32768,65536"
 MARKET_POPS="512,2048,10000,32768,65536"
 LS="100,500,1500,5000"
+dedup() { echo "$1" | tr ',' '\n' | awk 'NF && !seen[$0]++' | paste -sd, -; }
 sizes() {  # sizes POPS L  |  sizes POP Ls  -> "PxL,..."
   local a=$1 b=$2 out="" x
   if [[ $a == *,* ]]; then for x in ${a//,/ }; do out+="${out:+,}${x}x$b"; done
@@ -105,9 +106,9 @@ if stage "2: hand-written CUDA"; then
   run cuda_build 120 bash -c "$NVCC -O3 -arch=sm_90 -DMARKET_UNROLL=1 -o '$OUT/sim_cuda_u1' bench/baselines/sim_cuda.cu &&
     $NVCC -O3 -arch=sm_90 -DMARKET_UNROLL=16 -o '$OUT/sim_cuda_u16' bench/baselines/sim_cuda.cu"
   if [[ -x $OUT/sim_cuda_u1 ]]; then
-    run cuda_acrobot 60 "$OUT/sim_cuda_u1" acrobot --sizes "4096x500,$(sizes $ACRO_POPS 500),$(sizes 4096 $LS)" --generations 10 --json "$OUT/cuda_acrobot.json"
+    run cuda_acrobot 60 "$OUT/sim_cuda_u1" acrobot --sizes "$(dedup "4096x500,$(sizes $ACRO_POPS 500),$(sizes 4096 $LS)")" --generations 10 --json "$OUT/cuda_acrobot.json"
     for u in 1 16; do
-      run "cuda_market_u$u" 90 "$OUT/sim_cuda_u$u" market --data "$DATA" --sizes "10000x1500,$(sizes $MARKET_POPS 1500),$(sizes 10000 $LS)" --generations 5 --json "$OUT/cuda_market_u$u.json"
+      run "cuda_market_u$u" 90 "$OUT/sim_cuda_u$u" market --data "$DATA" --sizes "$(dedup "10000x1500,$(sizes $MARKET_POPS 1500),$(sizes 10000 $LS)")" --generations 5 --json "$OUT/cuda_market_u$u.json"
     done
   fi
 fi
@@ -141,8 +142,8 @@ if stage "5: wgfuse sweeps"; then
 fi
 
 if stage "6: JAX sweeps"; then
-  run jax_sweep_acrobot 90 "$PY" bench/baselines/sim_jax.py acrobot --sizes "$(sizes $ACRO_POPS 500),$(sizes 4096 $LS)" --generations 3 --json "$OUT/jax_sweep_acrobot.json"
-  run jax_sweep_market 120 "$PY" bench/baselines/sim_jax.py market --data "$DATA" --sizes "$(sizes $MARKET_POPS 1500),$(sizes 10000 $LS)" --generations 3 --json "$OUT/jax_sweep_market.json"
+  run jax_sweep_acrobot 90 "$PY" bench/baselines/sim_jax.py acrobot --sizes "$(dedup "$(sizes $ACRO_POPS 500),$(sizes 4096 $LS)")" --generations 3 --json "$OUT/jax_sweep_acrobot.json"
+  run jax_sweep_market 120 "$PY" bench/baselines/sim_jax.py market --data "$DATA" --sizes "$(dedup "$(sizes $MARKET_POPS 1500),$(sizes 10000 $LS)")" --generations 3 --json "$OUT/jax_sweep_market.json"
 fi
 
 if stage "7: PyTorch eager L sweep"; then
