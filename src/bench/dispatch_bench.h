@@ -41,7 +41,7 @@ struct BenchConfig {
   bool all_chain_lengths = true;          // k = 1 .. max_chain; else powers of two
 };
 
-constexpr uint32_t kSteadyMaxN = 256;
+constexpr uint32_t kSteadyMaxN = 128;
 
 struct Point {
   uint32_t n = 0;
@@ -58,8 +58,8 @@ struct Series {
   std::string description;
   std::vector<Point> points;
   LinearFit total, issue;   // slopes: µs per dispatch, over every N
-  // Over N <= kSteadyMaxN only: where a queue holds few submits, the per-dispatch cost is flat;
-  // past it Dawn's cost per submit grows (docs/METHODOLOGY.md), which the all-N fit mixes in.
+  // Over N <= kSteadyMaxN only: for the first hundred or so submits of a batch the per-dispatch
+  // cost is flat; past that it steps up (docs/METHODOLOGY.md), which the all-N fit mixes in.
   LinearFit total_steady, issue_steady;
   bool has_gpu = false;
   LinearFit gpu;

@@ -118,8 +118,9 @@ std::string to_table(const BenchReport& r, const gpu::AdapterInfo& a) {
   o << " issue = CPU encode+submit (N <= " << kSteadyMaxN
     << "); GPU = timestamp queries; naive/this = naive slope / this slope, N <= " << kSteadyMaxN << ")\n\n";
   char line[256];
+  const std::string steady_head = "us/d N<=" + std::to_string(kSteadyMaxN);
   std::snprintf(line, sizeof line, "%-6s %-20s %-7s %12s %7s %11s %11s %10s %10s %6s\n", "kernel", "variant", "api",
-                "us/d N<=256", "R^2", "us/d all N", "issue us/d", "GPU us/d", "naive/this", "max N");
+                steady_head.c_str(), "R^2", "us/d all N", "issue us/d", "GPU us/d", "naive/this", "max N");
   o << line;
   for (auto& k : r.kernels) {
     const Series* naive = find(k, "naive", "runtime");
