@@ -24,6 +24,8 @@ struct Case {
   uint32_t pop, steps;
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.workload << " pop " << c.pop << " L " << c.steps; }
+
 class FuseStrategies : public ::testing::TestWithParam<Case> {};
 
 // Test that per-step and batched agree bitwise, fused within 1e-5 relative, for every

@@ -257,6 +257,17 @@ TEST(SimCli, CheckPassesAndJsonHasTheFields) {
   EXPECT_EQ(j["sample_fitness"]["indices"][1], 1);  // 1 * 67 / 64
 }
 
+// Test that `wgfuse sim W --check` passes for every workload at small sizes (what CI runs on
+// SwiftShader).
+TEST(SimCli, CheckPassesForEveryWorkloadAtSmallSizes) {
+  for (auto& w : sim::workloads()) {
+    int rc = 0;
+    auto out = run_cli("--adapter cpu sim " + w.name + " --pop 33 --steps 70 --generations 1 --check --quiet", rc);
+    EXPECT_EQ(rc, 0) << w.name << ":\n" << out;
+    EXPECT_NE(out.find("check passed"), std::string::npos) << w.name << ":\n" << out;
+  }
+}
+
 // Test that an unknown workload and a population over the device's limits are clear errors.
 TEST(SimCli, ClearErrors) {
   int rc = 0;
