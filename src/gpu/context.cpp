@@ -319,10 +319,7 @@ Context::Context(const ContextOptions& options) : s_(std::make_unique<State>()) 
     else r->message = str(msg);
   };
   cb.userdata1 = &dr;
-  WGPUFutureWaitInfo wait{api().AdapterRequestDevice(adapter, &dd, cb), 0};
-  if (api().InstanceWaitAny(s_->instance.get(), 1, &wait, uint64_t(options.timeout.count()) * 1'000'000) !=
-      WGPUWaitStatus_Success)
-    throw Error("timed out requesting a device from " + s_->info.device);
+  wait_future(api().AdapterRequestDevice(adapter, &dd, cb), "a device");
   if (!dr.device) throw Error("requesting a device from " + s_->info.device + " failed: " + dr.message);
   s_->device = Handle<WGPUDevice>(dr.device);
   s_->queue = Handle<WGPUQueue>(api().DeviceGetQueue(dr.device));
@@ -452,24 +449,24 @@ Buffer Context::buffer(uint64_t bytes, BufferUsage usage, std::string_view label
   return Buffer(std::move(h), d.size, usage, s_->next_buffer_id++);
 }
 
+namespace {
+// WebGPU copies and writes move whole 4-byte words inside the buffer.
+void check_range(const char* what, const Buffer& b, uint64_t offset, uint64_t bytes) {
+  const std::string access = std::string("buffer ") + what + " of " + std::to_string(bytes) +
+                             " bytes at offset " + std::to_string(offset);
+  if (offset % 4 || bytes % 4) throw Error(access + ": offset and size must be multiples of 4");
+  if (offset + bytes > b.size()) throw Error(access + " overruns a buffer of " + std::to_string(b.size()));
+}
+}  // namespace
+
 void Context::write(const Buffer& dst, uint64_t offset, std::span<const std::byte> bytes) {
-  if (offset % 4 || bytes.size() % 4)
-    throw Error("buffer write of " + std::to_string(bytes.size()) + " bytes at offset " +
-                std::to_string(offset) + ": offset and size must be multiples of 4");
-  if (offset + bytes.size() > dst.size())
-    throw Error("buffer write of " + std::to_string(bytes.size()) + " bytes at offset " +
-                std::to_string(offset) + " overruns a buffer of " + std::to_string(dst.size()));
+  check_range("write", dst, offset, bytes.size());
   api().QueueWriteBuffer(s_->queue.get(), dst.raw(), offset, bytes.data(), bytes.size());
   s_->writes_pending = true;
 }
 
 std::vector<std::byte> Context::read_bytes(const Buffer& src, uint64_t offset, uint64_t bytes) {
-  if (offset % 4 || bytes % 4)
-    throw Error("buffer read of " + std::to_string(bytes) + " bytes at offset " +
-                std::to_string(offset) + ": offset and size must be multiples of 4");
-  if (offset + bytes > src.size())
-    throw Error("buffer read of " + std::to_string(bytes) + " bytes at offset " +
-                std::to_string(offset) + " overruns a buffer of " + std::to_string(src.size()));
+  check_range("read", src, offset, bytes);
   if (!has(src.usage(), BufferUsage::CopySrc))
     throw Error("buffer read: the source buffer was not created with CopySrc usage");
   std::vector<std::byte> out(bytes);
