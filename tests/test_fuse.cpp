@@ -286,3 +286,51 @@ TEST(FuseLimits, TooManyWorkgroupsNamesTheLimit) {
 
 }  // namespace
 }  // namespace wgfuse
+
+namespace wgfuse {
+namespace {
+
+// Test that the comparisons behind --check can fail: one ulp is not bitwise, a relative
+// difference over the tolerance is counted, NaN against a number is a difference, and a
+// reference check with an unexplained difference, or with more boundary cases than agreements,
+// does not pass.
+TEST(FuseChecks, ComparisonsCanFail) {
+  std::vector<float> a{1.0f, -2.0f, 0.0f, 5.0f}, b = a;
+  EXPECT_TRUE(sim::compare_fitness(a, b, 0).bitwise);
+  b[1] = std::nextafter(-2.0f, 0.0f);
+  auto r = sim::compare_fitness(a, b, 1e-5);
+  EXPECT_FALSE(r.bitwise);
+  EXPECT_EQ(r.over, 0u);
+  b[3] = 5.001f;
+  r = sim::compare_fitness(a, b, 1e-5);
+  EXPECT_EQ(r.over, 1u);
+  EXPECT_EQ(r.first_over, 3);
+  b[3] = NAN;
+  EXPECT_EQ(sim::compare_fitness(a, b, 1e-5).over, 1u);
+  sim::ReferenceCheck c;
+  c.samples = 10;
+  c.agree = 10;
+  EXPECT_TRUE(c.pass());
+  c.agree = 9;
+  EXPECT_FALSE(c.pass());  // one unexplained difference
+  c.at_boundary = 1;
+  EXPECT_TRUE(c.pass());
+  c.agree = 4;
+  c.at_boundary = 6;
+  EXPECT_FALSE(c.pass());  // mostly "at a boundary" is no evidence
+}
+
+// Test that the reference reports how close an episode came to a decision: a policy with all
+// logits equal is exactly at an argmax tie.
+TEST(FuseChecks, ReferenceMarginSeesTies) {
+  const auto& cp = sim::find_workload("cartpole");
+  std::vector<float> zero(114, 0.0f);
+  auto r = sim::reference_run(cp, zero, 0, 50, 1, {});
+  EXPECT_EQ(r.min_margin, 0.0);
+  const auto& rs = sim::find_workload("rastrigin");
+  std::vector<float> x(10, 0.5f);
+  EXPECT_TRUE(std::isinf(sim::reference_run(rs, x, 0, 10, 1, {}).min_margin));
+}
+
+}  // namespace
+}  // namespace wgfuse

@@ -220,18 +220,22 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
     bool ref_ok = true;
     for (auto m : {fuse::Strategy::PerStep, fuse::Strategy::Batched, fuse::Strategy::Fused}) {
       auto r = runner.check_reference(m, o.samples);
-      std::printf("    %-7s vs CPU double reference: %s (%u/%u samples agree at %u steps, max abs %.3g, max rel %.3g)\n",
-                  fuse::to_string(m).c_str(), r.pass() ? "ok" : "FAIL", r.agree, r.samples, r.horizon, r.max_abs,
-                  r.max_rel);
-      if (!r.pass())
-        std::printf("      first disagreement: individual %lld, GPU %.9g, reference %.9g\n", (long long)r.first_bad,
-                    r.got, r.want);
+      std::printf("    %-7s vs CPU double reference: %s (%u/%u samples agree at %u steps, %u at a decision boundary; "
+                  "max abs %.3g, max rel %.3g)\n",
+                  fuse::to_string(m).c_str(), r.pass() ? "ok" : "FAIL", r.agree, r.samples, r.horizon, r.at_boundary,
+                  r.max_abs, r.max_rel);
+      if (r.first_bad >= 0)
+        std::printf("      first disagreement: individual %lld, GPU %.9g, reference %.9g (closest decision margin %.3g)\n",
+                    (long long)r.first_bad, r.got, r.want, r.margin);
       jr[fuse::to_string(m)] = {{"horizon", r.horizon}, {"samples", r.samples}, {"agree", r.agree},
-                                {"max_abs", r.max_abs}, {"max_rel", r.max_rel}, {"pass", r.pass()}};
+                                {"at_boundary", r.at_boundary}, {"max_boundary_margin", r.max_boundary_margin},
+                                {"max_abs", r.max_abs}, {"max_rel", r.max_rel},
+                                {"pass", r.pass()}};
       ref_ok = ref_ok && r.pass();
     }
     jr["rtol"] = w.reference_rtol;
     jr["atol"] = w.reference_atol;
+    jr["boundary_margin"] = w.boundary_margin;
     jc["reference"] = jr;
     ok = pb_ok && pf_ok && ref_ok;
     jc["pass"] = ok;

@@ -15,7 +15,7 @@ constexpr double kPi = std::numbers::pi;
 
 // One hidden tanh layer then linear logits; returns argmax (ties -> lowest index).
 // Genome layout: W1[hidden][in] row-major, b1[hidden], W2[out][hidden], b2[out].
-int mlp_argmax(std::span<const float> g, int in, int hidden, int out, const double* obs) {
+int mlp_argmax(std::span<const float> g, int in, int hidden, int out, const double* obs, double& margin) {
   const size_t b1 = size_t(hidden) * in, w2 = b1 + hidden, b2 = w2 + size_t(out) * hidden;
   double logits[8];
   for (int o = 0; o < out; ++o) logits[o] = g[b2 + o];
@@ -28,6 +28,8 @@ int mlp_argmax(std::span<const float> g, int in, int hidden, int out, const doub
   int best = 0;
   for (int o = 1; o < out; ++o)
     if (logits[o] > logits[best]) best = o;
+  for (int o = 0; o < out; ++o)
+    if (o != best) margin = std::min(margin, logits[best] - logits[o]);  // distance to a flip
   return best;
 }
 
@@ -56,52 +58,61 @@ double wrap(double x, double m, double M) {
   return x;
 }
 
-double rastrigin(std::span<const float> x) {
+ReferenceRun rastrigin(std::span<const float> x) {
   double f = 0;
   for (float v : x) f += double(v) * v - 10.0 * std::cos(2.0 * kPi * v) + 10.0;
-  return -f;
+  return {-f, INFINITY};
 }
 
-double acrobot(std::span<const float> g, uint32_t ind, uint32_t steps, uint32_t seed) {
+ReferenceRun acrobot(std::span<const float> g, uint32_t ind, uint32_t steps, uint32_t seed) {
   AcrobotState s{init_uniform(seed, ind, 0, 0.1f), init_uniform(seed, ind, 1, 0.1f),
                  init_uniform(seed, ind, 2, 0.1f), init_uniform(seed, ind, 3, 0.1f)};
-  double ret = 0;
+  double ret = 0, margin = INFINITY;
   for (uint32_t t = 0; t < steps; ++t) {
     double obs[6] = {std::cos(s.th1), std::sin(s.th1), std::cos(s.th2), std::sin(s.th2), s.dth1, s.dth2};
-    int action = mlp_argmax(g, 6, 16, 3, obs);
+    int action = mlp_argmax(g, 6, 16, 3, obs, margin);
     s = acrobot_step(s, action - 1.0);
+    margin = std::min(margin, std::abs(-std::cos(s.th1) - std::cos(s.th2 + s.th1) - 1.0));
     if (acrobot_terminal(s)) break;
     ret -= 1;
   }
-  return ret;
+  return {ret, margin};
 }
 
-double cartpole(std::span<const float> g, uint32_t ind, uint32_t steps, uint32_t seed) {
+ReferenceRun cartpole(std::span<const float> g, uint32_t ind, uint32_t steps, uint32_t seed) {
   CartPoleState s{init_uniform(seed, ind, 0, 0.05f), init_uniform(seed, ind, 1, 0.05f),
                   init_uniform(seed, ind, 2, 0.05f), init_uniform(seed, ind, 3, 0.05f)};
-  double ret = 0;
+  double ret = 0, margin = INFINITY;
+  const double theta_limit = 12 * 2 * kPi / 360;
   for (uint32_t t = 0; t < steps; ++t) {
     double obs[4] = {s.x, s.x_dot, s.theta, s.theta_dot};
-    s = cartpole_step(s, mlp_argmax(g, 4, 16, 2, obs));
+    s = cartpole_step(s, mlp_argmax(g, 4, 16, 2, obs, margin));
     ret += 1;
+    margin = std::min({margin, std::abs(std::abs(s.x) - 2.4), std::abs(std::abs(s.theta) - theta_limit)});
     if (cartpole_terminal(s)) break;
   }
-  return ret;
+  return {ret, margin};
 }
 
-double mountaincar(std::span<const float> g, uint32_t ind, uint32_t steps, uint32_t seed) {
+ReferenceRun mountaincar(std::span<const float> g, uint32_t ind, uint32_t steps, uint32_t seed) {
   MountainCarState s{double(-0.5f + init_uniform(seed, ind, 0, 0.1f)), 0.0};
-  double ret = 0;
+  double ret = 0, margin = INFINITY;
   for (uint32_t t = 0; t < steps; ++t) {
     double obs[2] = {s.pos, s.vel / 0.07};
-    s = mountaincar_step(s, mlp_argmax(g, 2, 16, 3, obs));
+    int action = mlp_argmax(g, 2, 16, 3, obs, margin);
+    // The left wall zeroes the velocity when pos + v' < -1.2: a discontinuity too.
+    double v = std::clamp(s.vel + ((action - 1) * 0.001 + std::cos(3 * s.pos) * (-0.0025)), -0.07, 0.07);
+    if (v < 0) margin = std::min(margin, std::abs(s.pos + v + 1.2));
+    s = mountaincar_step(s, action);
     ret -= 1;
+    margin = std::min(margin, std::abs(s.pos - 0.5));
+    if (s.pos >= 0.5) margin = std::min(margin, std::abs(s.vel));
     if (mountaincar_terminal(s)) break;
   }
-  return ret;
+  return {ret, margin};
 }
 
-double market(std::span<const float> g, uint32_t steps, std::span<const float> data) {
+ReferenceRun market(std::span<const float> g, uint32_t steps, std::span<const float> data) {
   if (data.size() < size_t(steps) * kMarketRecord) throw Error("market reference: too little data");
   double h[16] = {}, pos[4] = {}, fb[2] = {};
   double sum_r = 0, sum_r2 = 0, equity = 0, peak = 0, mdd = 0;
@@ -144,7 +155,7 @@ double market(std::span<const float> g, uint32_t steps, std::span<const float> d
     mdd = std::max(mdd, peak - equity);
   }
   double n = steps, mean = sum_r / n, var = std::max(sum_r2 / n - mean * mean, 0.0);
-  return mean / std::sqrt(var + 1e-12) * std::sqrt(8760.0) - 5.0 * mdd;
+  return {mean / std::sqrt(var + 1e-12) * std::sqrt(8760.0) - 5.0 * mdd, INFINITY};
 }
 
 }  // namespace
@@ -204,8 +215,8 @@ std::vector<float> initial_genomes(const Workload& w, uint32_t pop, uint32_t ste
   return g;
 }
 
-double reference_fitness(const Workload& w, std::span<const float> genome, uint32_t ind, uint32_t steps,
-                         uint32_t seed, std::span<const float> market_records) {
+ReferenceRun reference_run(const Workload& w, std::span<const float> genome, uint32_t ind, uint32_t steps,
+                           uint32_t seed, std::span<const float> market_records) {
   if (genome.size() != w.genome_length(steps)) throw Error("reference: genome length mismatch");
   if (w.name == "rastrigin") return rastrigin(genome);
   if (w.name == "acrobot") return acrobot(genome, ind, steps, seed);
@@ -213,6 +224,11 @@ double reference_fitness(const Workload& w, std::span<const float> genome, uint3
   if (w.name == "mountaincar") return mountaincar(genome, ind, steps, seed);
   if (w.name == "market") return market(genome, steps, market_records);
   throw Error("no reference for workload '" + w.name + "'");
+}
+
+double reference_fitness(const Workload& w, std::span<const float> genome, uint32_t ind, uint32_t steps,
+                         uint32_t seed, std::span<const float> market_records) {
+  return reference_run(w, genome, ind, steps, seed, market_records).fitness;
 }
 
 }  // namespace wgfuse::sim

@@ -34,6 +34,17 @@ bool mountaincar_terminal(const MountainCarState& s);
 // The initial population (pop x genome_len), as uploaded to the GPU.
 std::vector<float> initial_genomes(const Workload& w, uint32_t pop, uint32_t steps, uint32_t seed);
 
+// A reference episode: its fitness, and how close it came to a discrete decision boundary: the
+// smallest gap between the chosen logit and another one, or between the state and a termination
+// threshold (infinity for the continuous workloads). An f32 run can only end with a different
+// step count where that margin is within its own error.
+struct ReferenceRun {
+  double fitness;
+  double min_margin;
+};
+ReferenceRun reference_run(const Workload& w, std::span<const float> genome, uint32_t ind, uint32_t steps,
+                           uint32_t seed, std::span<const float> market);
+
 // The fitness of individual `ind` with genome `genome` after `steps` steps, in double.
 // `market` holds the Market records (steps x 22) and is ignored by the other workloads.
 double reference_fitness(const Workload& w, std::span<const float> genome, uint32_t ind, uint32_t steps,

@@ -143,17 +143,22 @@ ReferenceCheck SimRunner::check_reference(Strategy s, uint32_t samples) {
   for (uint32_t k = 0; k < r.samples; ++k) {
     uint32_t i = uint32_t(uint64_t(k) * pop_ / r.samples);
     std::span<const float> genome(initial_.data() + size_t(i) * genome_len_, genome_len_);
-    double want = reference_fitness(*w_, genome, i, r.horizon, seed_, market_.records);
+    auto ref = reference_run(*w_, genome, i, r.horizon, seed_, market_.records);
+    double want = ref.fitness;
     double err = std::abs(double(got[i]) - want);
     double rel = want != 0 ? err / std::abs(want) : (err == 0 ? 0 : INFINITY);
-    r.max_abs = std::max(r.max_abs, err);
-    r.max_rel = std::max(r.max_rel, rel);
     if (err <= std::max(w_->reference_atol, w_->reference_rtol * std::abs(want))) {
       ++r.agree;
+      r.max_abs = std::max(r.max_abs, err);
+      r.max_rel = std::max(r.max_rel, rel);
+    } else if (ref.min_margin < w_->boundary_margin) {
+      ++r.at_boundary;
+      r.max_boundary_margin = std::max(r.max_boundary_margin, ref.min_margin);
     } else if (r.first_bad < 0) {
       r.first_bad = i;
       r.got = got[i];
       r.want = want;
+      r.margin = ref.min_margin;
     }
   }
   return r;

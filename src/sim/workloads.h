@@ -28,6 +28,11 @@ struct Workload {
   uint32_t reference_horizon = 0;
   double reference_rtol = 0;  // relative tolerance, with reference_atol as a floor
   double reference_atol = 0;
+  // A sampled individual whose fitness differs from the reference is accepted as "at a decision
+  // boundary" only when the reference episode came within this margin of one (an argmax gap or a
+  // termination threshold; reference.h): f32 arithmetic and WGSL's sin/cos (absolute error up to
+  // 2^-11) can decide such a step the other way. Every other difference fails the check.
+  double boundary_margin = 0;
 
   uint32_t genome_length(uint32_t steps) const { return genome_len ? genome_len : steps; }
 };
