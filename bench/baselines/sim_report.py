@@ -225,7 +225,16 @@ def main():
             for ln in f:
                 if "SKIPPED" in ln or ("exit" in ln and "exit 0" not in ln):
                     any_ = True
-                    print(f"- log: {ln.strip()}")
+                    tail = ""
+                    m = re.search(r"end   (\S+):", ln)
+                    if m:
+                        try:
+                            with open(os.path.join(out, m.group(1) + ".txt")) as t:
+                                lines = [x.strip() for x in t if x.strip()]
+                                tail = f" -- last output: `{lines[-1][:300]}`" if lines else ""
+                        except OSError:
+                            pass
+                    print(f"- log: {ln.strip()}{tail}")
     except OSError:
         pass
     if not any_:
