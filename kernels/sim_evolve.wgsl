@@ -1,13 +1,16 @@
 // One generation of the genetic algorithm on the GPU (docs/SIMULATIONS.md says why a GA):
-//   reduce: one workgroup: best fitness, its index (ties -> lowest), mean, count of non-finite;
-//   select: per child: elitism for child 0 (the best), two size-T tournaments for the others;
+//   reduce: one workgroup: best fitness, mean, count of non-finite, and the indices of the E best
+//           (the elites; ties -> lowest index), one pass over the population per elite;
+//   select: per child: children 0..E-1 are the elites, the others get two size-T tournaments;
 //   breed:  per gene: uniform crossover of the two parents, then Gaussian mutation with
-//           probability `rate`, clamped to [lo, hi]; child 0 copies the best unchanged.
+//           probability `rate`, clamped to [lo, hi]; the elites are copied unchanged.
 // Every random number is a hash of (seed, stream, generation, child, gene), so a generation is
 // reproducible whatever the dispatch order. Non-finite fitness loses every comparison.
 
 override WORKGROUP_SIZE: u32 = 64;
 const REDUCE_SIZE: u32 = 256u;
+const MAX_ELITES: u32 = 8u;
+const NONE: u32 = 0xffffffffu;
 
 // Mirrored by wgfuse::fuse::EvolveParams (static_asserted): 48 bytes.
 struct EvolveParams {
@@ -16,7 +19,7 @@ struct EvolveParams {
   generation: u32,
   seed: u32,
   tournament: u32,
-  _pad0: u32,
+  elites: u32,  // E, 1 <= E <= MAX_ELITES
   rate: f32,
   sigma: f32,
   lo: f32,
@@ -27,7 +30,8 @@ struct EvolveParams {
 
 @group(0) @binding(0) var<uniform> ep: EvolveParams;
 @group(0) @binding(1) var<storage, read> fit: array<f32>;
-@group(0) @binding(2) var<storage, read_write> stats: array<u32>;  // best, mean (f32 bits), best index, non-finite
+// best, mean (f32 bits), best index, non-finite count, then the E elite indices.
+@group(0) @binding(2) var<storage, read_write> stats: array<u32>;
 @group(0) @binding(3) var<storage, read_write> parents: array<u32>;
 @group(0) @binding(4) var<storage, read> src: array<f32>;
 @group(0) @binding(5) var<storage, read_write> dst: array<f32>;
@@ -66,54 +70,76 @@ fn beats(a: f32, ia: u32, b: f32, ib: u32) -> bool {
   return a > b || (a == b && ia < ib);
 }
 
+// As beats(), where NONE (no candidate yet) loses to any candidate.
+fn better(a: f32, ia: u32, b: f32, ib: u32) -> bool {
+  if (ia == NONE) { return false; }
+  if (ib == NONE) { return true; }
+  return beats(a, ia, b, ib);
+}
+
 var<workgroup> red_best: array<f32, REDUCE_SIZE>;
 var<workgroup> red_idx: array<u32, REDUCE_SIZE>;
 var<workgroup> red_sum: array<f32, REDUCE_SIZE>;
 var<workgroup> red_bad: array<u32, REDUCE_SIZE>;
+var<workgroup> elite: array<u32, MAX_ELITES>;
 
 @compute @workgroup_size(REDUCE_SIZE)
 fn reduce(@builtin(local_invocation_index) lid: u32) {
   if (ep.pop == 0u) {
     ev_use_all_bindings();
   }
-  var best = fit[0];
-  var best_i = 0u;
-  var sum = 0.0;
-  var bad = 0u;
-  for (var i = lid; i < ep.pop; i += REDUCE_SIZE) {
-    let f = fit[i];
-    if (finite(f)) {
-      sum = sum + f;
-    } else {
-      bad = bad + 1u;
-    }
-    if (beats(f, i, best, best_i)) {
-      best = f;
-      best_i = i;
-    }
-  }
-  red_best[lid] = best;
-  red_idx[lid] = best_i;
-  red_sum[lid] = sum;
-  red_bad[lid] = bad;
-  workgroupBarrier();
-  for (var w = REDUCE_SIZE / 2u; w > 0u; w = w / 2u) {
-    if (lid < w) {
-      if (beats(red_best[lid + w], red_idx[lid + w], red_best[lid], red_idx[lid])) {
-        red_best[lid] = red_best[lid + w];
-        red_idx[lid] = red_idx[lid + w];
+  for (var e = 0u; e < ep.elites; e++) {
+    // The best individual that is not already an elite.
+    var best = 0.0;
+    var best_i = NONE;
+    var sum = 0.0;
+    var bad = 0u;
+    for (var i = lid; i < ep.pop; i += REDUCE_SIZE) {
+      let f = fit[i];
+      if (e == 0u) {
+        if (finite(f)) {
+          sum = sum + f;
+        } else {
+          bad = bad + 1u;
+        }
       }
-      red_sum[lid] = red_sum[lid] + red_sum[lid + w];
-      red_bad[lid] = red_bad[lid] + red_bad[lid + w];
+      var taken = false;
+      for (var k = 0u; k < e; k++) {
+        taken = taken || elite[k] == i;
+      }
+      if (!taken && better(f, i, best, best_i)) {
+        best = f;
+        best_i = i;
+      }
+    }
+    red_best[lid] = best;
+    red_idx[lid] = best_i;
+    red_sum[lid] = sum;
+    red_bad[lid] = bad;
+    workgroupBarrier();
+    for (var w = REDUCE_SIZE / 2u; w > 0u; w = w / 2u) {
+      if (lid < w) {
+        if (better(red_best[lid + w], red_idx[lid + w], red_best[lid], red_idx[lid])) {
+          red_best[lid] = red_best[lid + w];
+          red_idx[lid] = red_idx[lid + w];
+        }
+        red_sum[lid] = red_sum[lid] + red_sum[lid + w];
+        red_bad[lid] = red_bad[lid] + red_bad[lid + w];
+      }
+      workgroupBarrier();
+    }
+    if (lid == 0u) {
+      elite[e] = red_idx[0];
+      stats[4u + e] = red_idx[0];
+      if (e == 0u) {
+        stats[0] = bitcast<u32>(red_best[0]);
+        let good = ep.pop - red_bad[0];
+        stats[1] = bitcast<u32>(select(0.0, red_sum[0] / f32(max(good, 1u)), good > 0u));
+        stats[2] = red_idx[0];
+        stats[3] = red_bad[0];
+      }
     }
     workgroupBarrier();
-  }
-  if (lid == 0u) {
-    stats[0] = bitcast<u32>(red_best[0]);
-    let good = ep.pop - red_bad[0];
-    stats[1] = bitcast<u32>(select(0.0, red_sum[0] / f32(max(good, 1u)), good > 0u));
-    stats[2] = red_idx[0];
-    stats[3] = red_bad[0];
   }
 }
 
@@ -135,9 +161,9 @@ fn select_parents(@builtin(global_invocation_id) gid: vec3<u32>) {
     ev_use_all_bindings();
     return;
   }
-  if (c == 0u) {
-    parents[0] = stats[2];
-    parents[1] = stats[2];
+  if (c < ep.elites) {
+    parents[2u * c] = stats[4u + c];
+    parents[2u * c + 1u] = stats[4u + c];
     return;
   }
   parents[2u * c] = tournament(c, 0u);
@@ -162,7 +188,7 @@ fn breed(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
   let c = e % ep.pop;
   let pa = parents[2u * c];
   let pb = parents[2u * c + 1u];
-  if (c == 0u) {
+  if (c < ep.elites) {
     dst[e] = src[k * ep.pop + pa];
     return;
   }

@@ -189,14 +189,15 @@ TEST(FuseTrajectories, CartPoleAndMountainCarFollowTheReference) {
   }
 }
 
-// Test the GA's reduction (best, its index, mean) against the CPU on an odd-sized fitness vector
-// with ties and a NaN, and that child 0 is the elite, copied unchanged.
+// Test the GA's reduction (best, its index, mean, the elites) against the CPU on an odd-sized
+// fitness vector with a tie and a NaN, and that the elites are copied unchanged.
 TEST(FuseEvolution, ReduceAndElitism) {
   auto& ctx = context();
   const uint32_t pop = 1001, len = 13;
   auto fit = test::random_floats(pop, 21, -5.0f, 5.0f);
-  fit[500] = 7.5f;
-  fit[800] = 7.5f;  // a tie: the lower index wins
+  fit[800] = 7.5f;
+  fit[500] = 7.5f;  // a tie: the lower index first
+  fit[77] = 6.0f;
   fit[3] = NAN;
   auto genomes = test::random_floats(size_t(pop) * len, 22, -1.0f, 1.0f);
   auto fbuf = ctx.upload<float>(fit, gpu::BufferUsage::StorageIO, "fit");
@@ -206,6 +207,7 @@ TEST(FuseEvolution, ReduceAndElitism) {
   cfg.seed = 9;
   cfg.lo = -1;
   cfg.hi = 1;
+  cfg.elites = 3;
   fuse::Evolution evo(ctx, pop, len, cfg);
   gpu::Recorder rec(ctx);
   EXPECT_EQ(evo.record(rec, 0, fbuf, src, dst), 3u);
@@ -218,13 +220,18 @@ TEST(FuseEvolution, ReduceAndElitism) {
   EXPECT_EQ(st.best_index, 500u);
   EXPECT_EQ(st.nonfinite, 1u);
   EXPECT_NEAR(st.mean, sum / (pop - 1), 1e-4);
-  // Gene-major storage: gene k of individual c at k * pop + c.
+  // Gene-major storage: gene k of individual c at k * pop + c. Children 0, 1, 2 are the elites
+  // 500, 800, 77 in that order.
   auto out = ctx.read<float>(dst);
-  for (uint32_t k = 0; k < len; ++k) EXPECT_EQ(out[k * pop], genomes[k * pop + 500]) << k;
+  const uint32_t elites[3] = {500, 800, 77};
+  for (uint32_t c = 0; c < 3; ++c)
+    for (uint32_t k = 0; k < len; ++k)
+      EXPECT_EQ(out[k * pop + c], genomes[k * pop + elites[c]]) << "elite " << c << " gene " << k;
   // Other children: every gene in range, most copied from some parent unchanged.
-  size_t copied = 0;
+  size_t copied = 0, others = 0;
   for (size_t e = 0; e < out.size(); ++e) {
-    if (e % pop == 0) continue;
+    if (e % pop < 3) continue;
+    ++others;
     ASSERT_GE(out[e], -1.0f);
     ASSERT_LE(out[e], 1.0f);
     size_t k = e / pop;
@@ -234,7 +241,7 @@ TEST(FuseEvolution, ReduceAndElitism) {
         break;
       }
   }
-  double frac = double(copied) / double(out.size() - len);
+  double frac = double(copied) / double(others);
   EXPECT_GT(frac, 0.85);  // mutation rate 0.1
   EXPECT_LT(frac, 0.95);
 }

@@ -72,8 +72,9 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
   j["generations"] = o.generations;
   j["seed"] = o.seed;
   j["compile_seconds"] = compile_s;
-  j["ga"] = {{"kind", "GA: tournament selection, uniform crossover, Gaussian mutation, elitism 1"},
-             {"tournament", w.ga.tournament}, {"mutation_rate", w.ga.rate}, {"sigma", w.ga.sigma},
+  j["ga"] = {{"kind", "GA: tournament selection, uniform crossover, Gaussian mutation, elitism"},
+             {"tournament", w.ga.tournament}, {"elites", w.ga.elites}, {"mutation_rate", w.ga.rate},
+             {"sigma", w.ga.sigma},
              {"lo", w.ga.lo}, {"hi", w.ga.hi}};
   j["adapter"] = adapter_json(ctx);
   j["modes"] = nlohmann::json::object();

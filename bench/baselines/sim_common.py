@@ -66,6 +66,8 @@ def initial_state(pop, nvars, seed, scale):
     return (np.float32(scale) * u).astype(np.float32)
 
 
+ELITES = 2  # the GA keeps the 2 best unchanged (src/sim/workloads.cpp)
+
 # name -> sizes, genome length, init scale, GA settings (tournament, rate, sigma, lo, hi),
 # the reference horizon (see docs/SIMULATIONS.md).
 WORKLOADS = {

@@ -190,42 +190,61 @@ __device__ inline bool beats(float a, uint32_t ia, float b, uint32_t ib) {
   return a > b || (a == b && ia < ib);
 }
 
-__global__ void ga_reduce(const float* fit, uint32_t pop, uint32_t* stats) {
+constexpr uint32_t NONE = 0xffffffffu, MAX_ELITES = 8;
+__device__ inline bool better(float a, uint32_t ia, float b, uint32_t ib) {
+  if (ia == NONE) return false;
+  if (ib == NONE) return true;
+  return beats(a, ia, b, ib);
+}
+
+// stats: best, mean (f32 bits), best index, non-finite count, then the E elite indices.
+__global__ void ga_reduce(const float* fit, uint32_t pop, uint32_t elites, uint32_t* stats) {
   __shared__ float sb[256], ss[256];
-  __shared__ uint32_t si[256], sbad[256];
+  __shared__ uint32_t si[256], sbad[256], elite[MAX_ELITES];
   uint32_t lid = threadIdx.x;
-  float best = fit[0], sum = 0;
-  uint32_t bi = 0, bad = 0;
-  for (uint32_t i = lid; i < pop; i += 256) {
-    float f = fit[i];
-    if (finite_f(f)) sum += f; else ++bad;
-    if (beats(f, i, best, bi)) { best = f; bi = i; }
-  }
-  sb[lid] = best; si[lid] = bi; ss[lid] = sum; sbad[lid] = bad;
-  __syncthreads();
-  for (uint32_t w = 128; w > 0; w /= 2) {
-    if (lid < w) {
-      if (beats(sb[lid + w], si[lid + w], sb[lid], si[lid])) { sb[lid] = sb[lid + w]; si[lid] = si[lid + w]; }
-      ss[lid] += ss[lid + w];
-      sbad[lid] += sbad[lid + w];
+  for (uint32_t e = 0; e < elites; ++e) {
+    float best = 0, sum = 0;
+    uint32_t bi = NONE, bad = 0;
+    for (uint32_t i = lid; i < pop; i += 256) {
+      float f = fit[i];
+      if (e == 0) {
+        if (finite_f(f)) sum += f; else ++bad;
+      }
+      bool taken = false;
+      for (uint32_t k = 0; k < e; ++k) taken = taken || elite[k] == i;
+      if (!taken && better(f, i, best, bi)) { best = f; bi = i; }
+    }
+    sb[lid] = best; si[lid] = bi; ss[lid] = sum; sbad[lid] = bad;
+    __syncthreads();
+    for (uint32_t w = 128; w > 0; w /= 2) {
+      if (lid < w) {
+        if (better(sb[lid + w], si[lid + w], sb[lid], si[lid])) { sb[lid] = sb[lid + w]; si[lid] = si[lid + w]; }
+        ss[lid] += ss[lid + w];
+        sbad[lid] += sbad[lid + w];
+      }
+      __syncthreads();
+    }
+    if (lid == 0) {
+      elite[e] = si[0];
+      stats[4 + e] = si[0];
+      if (e == 0) {
+        uint32_t good = pop - sbad[0];
+        float mean = good ? ss[0] / float(good) : 0.0f;
+        std::memcpy(&stats[0], &sb[0], 4);
+        std::memcpy(&stats[1], &mean, 4);
+        stats[2] = si[0];
+        stats[3] = sbad[0];
+      }
     }
     __syncthreads();
-  }
-  if (lid == 0) {
-    uint32_t good = pop - sbad[0];
-    float mean = good ? ss[0] / float(good) : 0.0f;
-    std::memcpy(&stats[0], &sb[0], 4);
-    std::memcpy(&stats[1], &mean, 4);
-    stats[2] = si[0];
-    stats[3] = sbad[0];
   }
 }
 
 __global__ void ga_select(const float* fit, const uint32_t* stats, uint32_t* parents, uint32_t pop, uint32_t gen,
-                          uint32_t seed, uint32_t tour) {
+                          uint32_t seed, uint32_t tour, uint32_t elites) {
   uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= pop) return;
-  if (c == 0) { parents[0] = parents[1] = stats[2]; return; }
+  if (c < elites) { parents[2 * c] = parents[2 * c + 1] = stats[4 + c]; return; }
   for (uint32_t which = 0; which < 2; ++which) {
     uint32_t w = hash5(seed, 3u, gen, c, which * 64u) % pop;
     for (uint32_t k = 1; k < tour; ++k) {
@@ -239,12 +258,12 @@ __global__ void ga_select(const float* fit, const uint32_t* stats, uint32_t* par
 __device__ inline float unit_open(uint32_t h) { return (float(h >> 8u) + 1.0f) * (1.0f / 16777216.0f); }
 
 __global__ void ga_breed(const float* src, float* dst, const uint32_t* parents, uint32_t pop, uint32_t len,
-                         uint32_t gen, uint32_t seed, float rate, float sigma, float lo, float hi) {
+                         uint32_t gen, uint32_t seed, float rate, float sigma, float lo, float hi, uint32_t elites) {
   uint64_t e = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (e >= uint64_t(pop) * len) return;
   uint32_t k = uint32_t(e / pop), c = uint32_t(e % pop);  // gene-major: e = k * pop + c
   uint32_t pa = parents[2 * c], pb = parents[2 * c + 1];
-  if (c == 0) { dst[e] = src[size_t(k) * pop + pa]; return; }
+  if (c < elites) { dst[e] = src[size_t(k) * pop + pa]; return; }
   uint32_t hc = hash5(seed, 4u, gen, c, k);
   uint32_t p = (hc & 1u) == 0 ? pa : pb;
   float g = src[size_t(k) * pop + p];
@@ -289,7 +308,7 @@ int main(int argc, char** argv) {
   if (!acrobot && workload != "market") { std::fprintf(stderr, "workloads: acrobot, market\n"); return 2; }
   const uint32_t len = acrobot ? 163 : 502;
   const float rate = 0.1f, sigma = acrobot ? 0.1f : 0.05f, lo = -10.0f, hi = 10.0f;
-  const uint32_t tour = 3;
+  const uint32_t tour = 3, elites = 2;
   std::vector<Point> points;
   if (sizes.empty()) points.push_back(acrobot ? Point{4096, 500} : Point{10000, 1500});
   for (size_t p = 0; p < sizes.size();) {
@@ -327,7 +346,7 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&d_g[0], g0.size() * 4));
     CK(cudaMalloc(&d_g[1], g0.size() * 4));
     CK(cudaMalloc(&d_fit, pop * 4));
-    CK(cudaMalloc(&d_stats, 16));
+    CK(cudaMalloc(&d_stats, 16 + 4 * MAX_ELITES));
     CK(cudaMalloc(&d_par, size_t(pop) * 8));
     const uint32_t B = 64, blocks = (pop + B - 1) / B;
     const uint64_t genes = uint64_t(pop) * len;
@@ -338,9 +357,9 @@ int main(int argc, char** argv) {
     };
     auto generation = [&](uint32_t g, int cur, float& best, float& mean) {
       evaluate(d_g[cur], steps);
-      ga_reduce<<<1, 256>>>(d_fit, pop, d_stats);
-      ga_select<<<blocks, B>>>(d_fit, d_stats, d_par, pop, g, seed, tour);
-      ga_breed<<<bblocks, 256>>>(d_g[cur], d_g[1 - cur], d_par, pop, len, g, seed, rate, sigma, lo, hi);
+      ga_reduce<<<1, 256>>>(d_fit, pop, elites, d_stats);
+      ga_select<<<blocks, B>>>(d_fit, d_stats, d_par, pop, g, seed, tour, elites);
+      ga_breed<<<bblocks, 256>>>(d_g[cur], d_g[1 - cur], d_par, pop, len, g, seed, rate, sigma, lo, hi, elites);
       uint32_t st[4];
       CK(cudaMemcpy(st, d_stats, 16, cudaMemcpyDeviceToHost));  // the one read-back per generation
       std::memcpy(&best, &st[0], 4);

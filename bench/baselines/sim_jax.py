@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """JAX baseline for `wgfuse sim`: jit + lax.scan over the time steps + vmap over
 the population, with the GA step (tournament selection of size 3, uniform
-crossover, Gaussian mutation, elitism 1, jax.random) jitted into the same
+crossover, Gaussian mutation, elitism 2, jax.random) jitted into the same
 generation function, and one read-back of best and mean fitness per generation.
 f32 matmuls at "highest" precision (no TF32), as wgfuse computes in f32.
 
@@ -176,7 +176,8 @@ def ga_step(key, G, fit, cfg):
     child = jnp.where(cross, G[win[:, 0]], G[win[:, 1]])
     mut = jax.random.uniform(k3, (pop, glen)) < rate
     child = jnp.where(mut, jnp.clip(child + sigma * jax.random.normal(k4, (pop, glen)), lo, hi), child)
-    child = child.at[0].set(G[best])
+    elite = lax.top_k(fitn, C.ELITES)[1]  # the E best, kept unchanged
+    child = child.at[:C.ELITES].set(G[elite])
     return child, fitn[best], mean
 
 

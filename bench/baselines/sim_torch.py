@@ -11,7 +11,7 @@ Modes (--mode):
                    beyond 500 steps; failures are reported as they are.
 
 A generation = evaluate every individual for L steps + the GA step (tournament
-selection of size 3, uniform crossover, Gaussian mutation, elitism 1, the same
+selection of size 3, uniform crossover, Gaussian mutation, elitism 2, the same
 as kernels/sim_evolve.wgsl but with torch's RNG) + one read-back of best and
 mean fitness. Initial genomes and states come from the same counter-based hash
 as wgfuse, so generation-0 fitness can be compared individual by individual
@@ -288,7 +288,8 @@ def ga_step(G, fit, cfg):
     child = torch.where(cross, G[win[:, 0]], G[win[:, 1]])
     mut = torch.rand(pop, glen, device=G.device) < rate
     child = torch.where(mut, (child + sigma * torch.randn(pop, glen, device=G.device)).clamp(lo, hi), child)
-    child[0] = G[best]
+    elite = torch.topk(fitn, C.ELITES).indices  # the E best, kept unchanged
+    child[:C.ELITES] = G[elite]
     return child, fitn[best], mean
 
 

@@ -15,6 +15,8 @@ Evolution::Evolution(gpu::Context& ctx, uint32_t pop, uint32_t genome_len, GaCon
     : ctx_(&ctx), pop_(pop), genome_len_(genome_len), cfg_(config) {
   if (pop < 2) throw Error("the genetic algorithm needs a population of at least 2");
   if (cfg_.tournament < 1) throw Error("tournament size must be at least 1");
+  if (cfg_.elites < 1 || cfg_.elites > kMaxElites || cfg_.elites >= pop)
+    throw Error("elites must be between 1 and " + std::to_string(kMaxElites) + " and below the population");
   const auto& lim = ctx.limits();
   uint64_t genes = uint64_t(pop) * genome_len;
   if (genes * 4 > lim.max_storage_buffer_binding_size)
@@ -28,7 +30,7 @@ Evolution::Evolution(gpu::Context& ctx, uint32_t pop, uint32_t genome_len, GaCon
   breed_y_ = uint32_t((groups + breed_x_ - 1) / breed_x_);
   if (breed_y_ > max_x) throw Error("too many genes for one 2D dispatch on this device");
   params_ = ctx.buffer(sizeof(EvolveParams), gpu::BufferUsage::Uniform | gpu::BufferUsage::CopyDst, "ga.params");
-  stats_ = ctx.buffer(16, gpu::BufferUsage::StorageIO, "ga.stats");
+  stats_ = ctx.buffer(16 + 4 * kMaxElites, gpu::BufferUsage::StorageIO, "ga.stats");
   parents_ = ctx.buffer(uint64_t(pop) * 8, gpu::BufferUsage::StorageIO, "ga.parents");
   scratch_ = ctx.buffer(16, gpu::BufferUsage::StorageIO, "ga.scratch");
 }
@@ -48,7 +50,7 @@ gpu::BindGroup Evolution::group(const gpu::Kernel& k, const gpu::Buffer& fitness
 
 uint32_t Evolution::record(gpu::Recorder& rec, uint32_t generation, const gpu::Buffer& fitness,
                            const gpu::Buffer& src, const gpu::Buffer& dst) {
-  EvolveParams p{pop_, genome_len_, generation, cfg_.seed, cfg_.tournament, 0,
+  EvolveParams p{pop_, genome_len_, generation, cfg_.seed, cfg_.tournament, cfg_.elites,
                  cfg_.rate, cfg_.sigma, cfg_.lo, cfg_.hi, 0, 0};
   ctx_->write_value(params_, 0, p);
   auto& reduce = ctx_->kernel(desc("reduce"));
@@ -61,7 +63,7 @@ uint32_t Evolution::record(gpu::Recorder& rec, uint32_t generation, const gpu::B
 }
 
 void Evolution::record_stats(gpu::Recorder& rec, const gpu::Buffer& fitness, const gpu::Buffer& any_genomes) {
-  EvolveParams p{pop_, genome_len_, 0, cfg_.seed, cfg_.tournament, 0, cfg_.rate, cfg_.sigma, cfg_.lo, cfg_.hi, 0, 0};
+  EvolveParams p{pop_, genome_len_, 0, cfg_.seed, cfg_.tournament, cfg_.elites, cfg_.rate, cfg_.sigma, cfg_.lo, cfg_.hi, 0, 0};
   ctx_->write_value(params_, 0, p);
   auto& reduce = ctx_->kernel(desc("reduce"));
   rec.dispatch(reduce, group(reduce, fitness, any_genomes, scratch_), 1);

@@ -13,7 +13,7 @@ namespace wgfuse::fuse {
 
 // Mirrors EvolveParams in kernels/sim_evolve.wgsl.
 struct EvolveParams {
-  uint32_t pop, genome_len, generation, seed, tournament, pad0;
+  uint32_t pop, genome_len, generation, seed, tournament, elites;
   float rate, sigma, lo, hi;
   uint32_t pad1, pad2;
 };
@@ -21,8 +21,11 @@ static_assert(sizeof(EvolveParams) == 48);
 static_assert(offsetof(EvolveParams, rate) == 24);
 static_assert(offsetof(EvolveParams, hi) == 36);
 
+inline constexpr uint32_t kMaxElites = 8;  // MAX_ELITES in kernels/sim_evolve.wgsl
+
 struct GaConfig {
   uint32_t tournament = 3;
+  uint32_t elites = 1;  // the E best are kept unchanged, 1 <= E <= kMaxElites
   float rate = 0.1f;    // probability that a gene mutates
   float sigma = 0.1f;   // standard deviation of a mutation
   float lo = -1e30f, hi = 1e30f;  // genes are clamped to [lo, hi] after mutation

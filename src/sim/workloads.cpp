@@ -16,7 +16,7 @@ const std::vector<Workload>& workloads() {
       r.default_steps = 2000;
       r.genome_len = 0;
       r.init_scale = 5.12f;
-      r.ga = {3, 0.05f, 0.3f, -5.12f, 5.12f, 0};
+      r.ga = {3, 2, 0.05f, 0.3f, -5.12f, 5.12f, 0};
       r.reference_horizon = 1u << 30;
       r.reference_rtol = 1e-4;  // f32 sum of 2,000 terms with GPU cos: ~1e-6 measured
       r.reference_atol = 1e-2;
@@ -30,7 +30,7 @@ const std::vector<Workload>& workloads() {
       a.default_pop = 4096;
       a.default_steps = 500;
       a.genome_len = 163;
-      a.ga = {3, 0.1f, 0.1f, -10.0f, 10.0f, 0};
+      a.ga = {3, 2, 0.1f, 0.1f, -10.0f, 10.0f, 0};
       a.reference_horizon = 60;
       a.reference_rtol = 0;
       a.reference_atol = 0.5;  // fitness counts steps: equal step counts
@@ -45,7 +45,7 @@ const std::vector<Workload>& workloads() {
       c.default_pop = 4096;
       c.default_steps = 500;
       c.genome_len = 114;
-      c.ga = {3, 0.1f, 0.1f, -10.0f, 10.0f, 0};
+      c.ga = {3, 2, 0.1f, 0.1f, -10.0f, 10.0f, 0};
       c.reference_horizon = 500;
       c.reference_atol = 0.5;
       c.boundary_margin = 2e-2;  // 46 of 4,096 differ on SwiftShader, all within 4.4e-3
@@ -59,7 +59,7 @@ const std::vector<Workload>& workloads() {
       m.default_pop = 4096;
       m.default_steps = 200;
       m.genome_len = 99;
-      m.ga = {3, 0.1f, 0.1f, -10.0f, 10.0f, 0};
+      m.ga = {3, 2, 0.1f, 0.1f, -10.0f, 10.0f, 0};
       m.reference_horizon = 200;
       m.reference_atol = 0.5;
       m.boundary_margin = 5e-3;  // 1 of 4,096 differs on SwiftShader, within 1.7e-4
@@ -73,7 +73,7 @@ const std::vector<Workload>& workloads() {
       k.default_pop = 10000;
       k.default_steps = 1500;
       k.genome_len = 502;
-      k.ga = {3, 0.1f, 0.05f, -10.0f, 10.0f, 0};
+      k.ga = {3, 2, 0.1f, 0.05f, -10.0f, 10.0f, 0};
       k.needs_market_data = true;
       k.reference_horizon = 1u << 30;
       k.reference_rtol = 2e-3;  // f32 sums of 1,500 returns and a difference of moments
