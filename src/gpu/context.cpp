@@ -471,14 +471,21 @@ std::vector<std::byte> Context::read_bytes(const Buffer& src, uint64_t offset, u
     throw Error("buffer read: the source buffer was not created with CopySrc usage");
   std::vector<std::byte> out(bytes);
   if (bytes == 0) return out;
-  Buffer staging = buffer(bytes, BufferUsage::MapRead | BufferUsage::CopyDst, "readback");
+  // One staging buffer, reused: creating one per read cost a buffer creation and its error
+  // scopes on every read-back (a generation's 16-byte statistics among them).
+  if (!s_->staging || s_->staging.size() < bytes)
+    s_->staging = buffer(std::max<uint64_t>(bytes, 4096), BufferUsage::MapRead | BufferUsage::CopyDst, "readback");
+  const Buffer& staging = s_->staging;
   Recorder rec(*this);
   rec.copy(src, offset, staging, 0, bytes);
   rec.submit();
   struct MapResult {
     bool ok = false;
     std::string message;
-  } mr;
+  };
+  // On the heap: if the wait times out, the callback may still run later, so the result is left
+  // to it (a leak on a path that ends in an error) and the staging buffer is dropped.
+  auto* mr = new MapResult;
   WGPUBufferMapCallbackInfo cb{};
   cb.mode = WGPUCallbackMode_WaitAnyOnly;
   cb.callback = [](WGPUMapAsyncStatus st, WGPUStringView m, void* ud1, void*) {
@@ -486,14 +493,23 @@ std::vector<std::byte> Context::read_bytes(const Buffer& src, uint64_t offset, u
     r->ok = st == WGPUMapAsyncStatus_Success;
     r->message = str(m);
   };
-  cb.userdata1 = &mr;
-  wait_future(api().BufferMapAsync(staging.raw(), WGPUMapMode_Read, 0, bytes, cb), "a buffer read-back");
-  check();
-  if (!mr.ok) throw Error("mapping a read-back buffer failed: " + mr.message);
-  const void* p = api().BufferGetConstMappedRange(staging.raw(), 0, bytes);
+  cb.userdata1 = mr;
+  try {
+    wait_future(api().BufferMapAsync(staging.raw(), WGPUMapMode_Read, 0, bytes, cb), "a buffer read-back");
+  } catch (...) {
+    s_->staging = Buffer{};
+    throw;
+  }
+  std::unique_ptr<MapResult> result(mr);
+  const void* p = nullptr;
+  if (result->ok) {
+    p = api().BufferGetConstMappedRange(staging.raw(), 0, bytes);
+    if (p) std::memcpy(out.data(), p, bytes);
+    api().BufferUnmap(staging.raw());
+  }
+  check();  // an error of the work that produced the data says more than a failed map
+  if (!result->ok) throw Error("mapping a read-back buffer failed: " + result->message);
   if (!p) throw Error("mapping a read-back buffer returned no memory");
-  std::memcpy(out.data(), p, bytes);
-  api().BufferUnmap(staging.raw());
   return out;
 }
 

@@ -25,6 +25,7 @@ struct Context::State {
   std::chrono::milliseconds timeout{};
   uint64_t next_buffer_id = 1;
   bool writes_pending = false;  // queue writes not yet followed by a submit
+  Buffer staging;               // MapRead buffer reused by read_bytes, grown on demand
 
   std::mutex error_mutex;
   std::vector<std::string> uncaptured;  // guarded by error_mutex
@@ -36,6 +37,7 @@ struct Context::State {
   std::map<std::vector<uint64_t>, std::vector<Buffer>> bind_group_buffers;  // kept alive
 
   ~State() {
+    staging = Buffer{};
     bind_groups.clear();
     kernels.clear();
     queue.reset();
