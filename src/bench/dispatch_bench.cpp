@@ -49,12 +49,10 @@ std::pair<uint32_t, uint32_t> grid(uint64_t groups) {
   return {uint32_t(x), uint32_t((groups + x - 1) / x)};
 }
 
-ChainParams chain_params(uint32_t n, uint32_t first, uint32_t count) { return {n, first, count, 0}; }
-
-std::vector<float> chain_factors() {
-  std::vector<float> f(kMaxChain);
-  for (uint32_t j = 0; j < kMaxChain; ++j) f[j] = chain_factor(j);
-  return f;
+ChainParams chain_params(uint32_t n, uint32_t first, uint32_t count) {
+  ChainParams p{n, first, count, 0, {}};
+  for (uint32_t j = 0; j < kMaxChain; ++j) p.factors[j] = chain_factor(j);
+  return p;
 }
 
 std::vector<float> random_data(uint64_t n, uint32_t seed) {
@@ -80,7 +78,7 @@ struct KernelSetup {
   Kernel* b = nullptr;
   std::pair<uint32_t, uint32_t> grid_a{1, 1}, grid_b{1, 1};
   bool has_data = false;
-  Buffer data, uniform, uniform2, factors;
+  Buffer data, uniform, uniform2;
   BindGroup group_a, group_a2, group_b;  // group_a2: same bindings, other uniform copy
   std::vector<Buffer> independent_data;
   std::vector<BindGroup> independent_groups;
@@ -113,13 +111,12 @@ KernelSetup make_elementwise(gpu::Context& ctx, const std::string& name, uint32_
   s.uniform2 = ctx.buffer(sizeof p, BufferUsage::Uniform | BufferUsage::CopyDst, name + ".params2");
   ctx.write_value(s.uniform, 0, p);
   ctx.write_value(s.uniform2, 0, p);
-  s.factors = ctx.upload<float>(chain_factors(), BufferUsage::Storage, name + ".factors");
-  s.group_a = ctx.bind(*s.a, {s.data, s.uniform, s.factors});
-  s.group_a2 = ctx.bind(*s.a, {s.data, s.uniform2, s.factors});
-  s.group_b = ctx.bind(*s.b, {s.data, s.uniform, s.factors});
+  s.group_a = ctx.bind(*s.a, {s.data, s.uniform});
+  s.group_a2 = ctx.bind(*s.a, {s.data, s.uniform2});
+  s.group_b = ctx.bind(*s.b, {s.data, s.uniform});
   for (uint32_t i = 0; i < kIndependentBuffers; ++i) {
     s.independent_data.push_back(ctx.upload<float>(init, BufferUsage::StorageIO, name + ".xi"));
-    s.independent_groups.push_back(ctx.bind(*s.a, {s.independent_data.back(), s.uniform, s.factors}));
+    s.independent_groups.push_back(ctx.bind(*s.a, {s.independent_data.back(), s.uniform}));
   }
   return s;
 }
@@ -387,15 +384,14 @@ std::vector<ChainResult> run_chain(gpu::Context& ctx, const BenchConfig& cfg, ui
   const auto init = random_data(n, 99 + n);
   Buffer pristine = ctx.upload<float>(init, BufferUsage::StorageIO, "chain.init");
   Buffer x = ctx.upload<float>(init, BufferUsage::StorageIO, "chain.x");
-  Buffer factors = ctx.upload<float>(chain_factors(), BufferUsage::Storage, "chain.factors");
   // Slots 0..15: op j alone (unfused); slot 16: ops 0..k-1 (fused), rewritten for each k.
   Buffer u = ctx.buffer((kMaxChain + 1) * kUniformSlot, BufferUsage::Uniform | BufferUsage::CopyDst, "chain.params");
   std::vector<BindGroup> single;
   for (uint32_t j = 0; j < kMaxChain; ++j) {
     ctx.write_value(u, j * kUniformSlot, chain_params(n, j, 1));
-    single.push_back(ctx.bind(k, {x, BufferBinding(u, j * kUniformSlot, sizeof(ChainParams)), factors}));
+    single.push_back(ctx.bind(k, {x, BufferBinding(u, j * kUniformSlot, sizeof(ChainParams))}));
   }
-  BindGroup fused = ctx.bind(k, {x, BufferBinding(u, kMaxChain * kUniformSlot, sizeof(ChainParams)), factors});
+  BindGroup fused = ctx.bind(k, {x, BufferBinding(u, kMaxChain * kUniformSlot, sizeof(ChainParams))});
   // Every sample starts from the same data, restored on the GPU (no host transfer near timing).
   auto reset = [&] {
     gpu::Recorder r(ctx);

@@ -15,12 +15,14 @@
 namespace wgfuse::bench {
 
 // Mirrors `ChainParams` in kernels/elementwise.wgsl.
+constexpr uint32_t kMaxChain = 16;
 struct ChainParams {
   uint32_t n, first, count, pad;
+  float factors[kMaxChain];
 };
-static_assert(sizeof(ChainParams) == 16);
+static_assert(sizeof(ChainParams) == 80);
 static_assert(offsetof(ChainParams, first) == 4 && offsetof(ChainParams, count) == 8);
-constexpr uint32_t kMaxChain = 16;
+static_assert(offsetof(ChainParams, factors) == 16);
 
 // Factor of op j of the chain: 1 + 1e-4·(j+1), as in bench/baselines/dispatch_cuda.cu.
 float chain_factor(uint32_t j);
