@@ -30,33 +30,82 @@ fn sim_init(ind: u32) -> State {
   return s;
 }
 
-fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
+// The dynamics, in pieces that every strategy calls: sim_step below (per-step, batched, fused)
+// and the cooperative kernel (kernels/sim_market_coop.wgsl), which keeps each lane's weights in
+// registers and exchanges the hidden state through workgroup memory. One definition of the
+// observation, the recurrent unit, the readout, the trade and the reward.
+
+// The policy's input at step t: the 6 features of record t and the 2 fed-back outputs.
+fn market_observe(t: u32, s: State) -> array<f32, 8> {
   var x: array<f32, 8>;
   for (var k = 0u; k < 6u; k++) {
     x[k] = data(t, k);
   }
-  x[6] = (*s).fb0;
-  x[7] = (*s).fb1;
-  var hn: array<f32, 16>;
+  x[6] = s.fb0;
+  x[7] = s.fb1;
+  return x;
+}
+
+// The weights of hidden unit j: W_in[j][0..8], W_h[j][0..16], b[j].
+struct MarketUnit {
+  w_in: array<f32, 8>,
+  w_h: array<f32, 16>,
+  b: f32,
+}
+
+fn market_unit(ind: u32, j: u32) -> MarketUnit {
+  var u: MarketUnit;
+  for (var k = 0u; k < 8u; k++) {
+    u.w_in[k] = gene(ind, j * 8u + k);
+  }
+  for (var m = 0u; m < 16u; m++) {
+    u.w_h[m] = gene(ind, 128u + j * 16u + m);
+  }
+  u.b = gene(ind, 384u + j);
+  return u;
+}
+
+// h'_j = tanh(b_j + W_in[j] . x + W_h[j] . h / 4)
+fn market_hidden(u: MarketUnit, x: array<f32, 8>, h: array<f32, 16>) -> f32 {
+  var a = u.b;
+  for (var k = 0u; k < 8u; k++) {
+    a = a + u.w_in[k] * x[k];
+  }
+  var rec = 0.0;
+  for (var m = 0u; m < 16u; m++) {
+    rec = rec + u.w_h[m] * h[m];
+  }
+  return tanh_safe(a + 0.25 * rec);
+}
+
+// The weights of output o: W_out[o][0..16], b_out[o].
+struct MarketReadout {
+  w: array<f32, 16>,
+  b: f32,
+}
+
+fn market_readout(ind: u32, o: u32) -> MarketReadout {
+  var r: MarketReadout;
   for (var j = 0u; j < 16u; j++) {
-    var a = gene(ind, 384u + j);
-    for (var k = 0u; k < 8u; k++) {
-      a = a + gene(ind, j * 8u + k) * x[k];
-    }
-    var rec = 0.0;
-    for (var m = 0u; m < 16u; m++) {
-      rec = rec + gene(ind, 128u + j * 16u + m) * (*s).h[m];
-    }
-    hn[j] = tanh_safe(a + 0.25 * rec);
+    r.w[j] = gene(ind, 400u + o * 16u + j);
   }
-  var out: array<f32, 6>;
-  for (var o = 0u; o < 6u; o++) {
-    var a = gene(ind, 496u + o);
-    for (var j = 0u; j < 16u; j++) {
-      a = a + gene(ind, 400u + o * 16u + j) * hn[j];
-    }
-    out[o] = a;
+  r.b = gene(ind, 496u + o);
+  return r;
+}
+
+// out_o = b_out[o] + W_out[o] . h'
+fn market_output(r: MarketReadout, hn: array<f32, 16>) -> f32 {
+  var a = r.b;
+  for (var j = 0u; j < 16u; j++) {
+    a = a + r.w[j] * hn[j];
   }
+  return a;
+}
+
+// Everything after the policy: positions, the portfolio return of hour t net of costs, the
+// fed-back outputs, and the statistics the fitness is computed from. Touches every field of
+// State but h.
+fn market_trade(t: u32, s: ptr<function, State>, out: array<f32, 6>) {
   var r = 0.0;
   var turnover = 0.0;
   for (var g = 0u; g < 4u; g++) {
@@ -68,7 +117,6 @@ fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
     (*s).pos[g] = p;
   }
   r = r - 0.0005 * turnover;
-  (*s).h = hn;
   (*s).fb0 = tanh_safe(out[4]);
   (*s).fb1 = tanh_safe(out[5]);
   (*s).sum_r = (*s).sum_r + r;
@@ -76,6 +124,20 @@ fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
   (*s).equity = (*s).equity + r;
   (*s).peak = max((*s).peak, (*s).equity);
   (*s).mdd = max((*s).mdd, (*s).peak - (*s).equity);
+}
+
+fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
+  let x = market_observe(t, *s);
+  var hn: array<f32, 16>;
+  for (var j = 0u; j < 16u; j++) {
+    hn[j] = market_hidden(market_unit(ind, j), x, (*s).h);
+  }
+  var out: array<f32, 6>;
+  for (var o = 0u; o < 6u; o++) {
+    out[o] = market_output(market_readout(ind, o), hn);
+  }
+  (*s).h = hn;
+  market_trade(t, s, out);
 }
 
 // The annualised Sharpe ratio of the hourly returns minus 5 x the maximum drawdown.

@@ -1,15 +1,18 @@
 // wgfuse sim: evolve neural policies on sequential simulations, each individual's whole episode
-// run per step (one dispatch + wait per step), batched (one command buffer) or fused (one
-// dispatch for the episode), with the fitness of the three checked against each other and
+// run per step (one dispatch + wait per step), batched (one command buffer), fused (one
+// dispatch for the episode) or, where the workload has one, cooperative (one dispatch, a team
+// of invocations per individual), with the fitness of all checked against each other and
 // against a double-precision CPU reference. docs/SIMULATIONS.md describes the workloads.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "fuse/sim_program.h"
+#include "gpu/recorder.h"
 #include "sim/reference.h"
 #include "sim/runner.h"
 #include "sim/workloads.h"
@@ -35,6 +38,18 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The generation-0 fitness under `s`, evaluated into a fresh NaN-filled buffer, so that an
+// individual the strategy did not write cannot keep an earlier strategy's value and pass.
+std::vector<float> evaluate_fresh(gpu::Context& ctx, sim::SimRunner& r, fuse::Strategy s) {
+  auto genomes = ctx.upload<float>(r.initial_genomes_device(), gpu::BufferUsage::StorageIO, "check.genomes");
+  std::vector<float> nan(r.pop(), std::numeric_limits<float>::quiet_NaN());
+  auto fitness = ctx.upload<float>(nan, gpu::BufferUsage::StorageIO, "check.fitness");
+  gpu::Recorder rec(ctx);
+  r.program(r.steps()).evaluate(s, rec, genomes, fitness);
+  rec.submit();
+  return ctx.read<float>(fitness, 0, r.pop());
+}
+
 void run_sim(const SimOptions& o, const GlobalOptions& g) {
   const auto& w = sim::find_workload(o.workload);
   if (o.dump_wgsl) {
@@ -44,10 +59,14 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
   const uint32_t pop = o.pop ? o.pop : w.default_pop;
   const uint32_t steps = o.steps ? o.steps : w.default_steps;
   std::vector<fuse::Strategy> modes;
-  if (o.mode == "all")
+  const bool coop = w.spec.has_coop();
+  if (o.mode == "all") {
     modes = {fuse::Strategy::PerStep, fuse::Strategy::Batched, fuse::Strategy::Fused};
-  else
+    if (coop) modes.push_back(fuse::Strategy::Coop);
+  } else {
     modes = {fuse::parse_strategy(o.mode)};
+    if (modes[0] == fuse::Strategy::Coop) fuse::require_coop(w.spec);
+  }
 
   gpu::Context ctx(g.context_options());
   sim::SimRunner runner(ctx, w, pop, steps, o.seed);
@@ -78,6 +97,7 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
              {"lo", w.ga.lo}, {"hi", w.ga.hi}};
   j["adapter"] = adapter_json(ctx);
   j["modes"] = nlohmann::json::object();
+  if (!coop) j["modes_unavailable"] = {{"coop", w.name + " has no cooperative form (only market has one)"}};
 
   std::map<fuse::Strategy, double> rate;
   std::map<fuse::Strategy, sim::ModeRun> runs;
@@ -124,6 +144,8 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
     runs[m] = std::move(r);
   }
 
+  if (!coop && o.mode == "all")
+    std::printf("\n  (coop: not run, %s has no cooperative form; only market has one)\n", w.name.c_str());
   std::printf("\n  %-8s %12s %21s %14s %12s %14s\n", "mode", "gen/s", "min - max", "dispatches/gen", "submits/gen",
               "GPU eval ms");
   for (auto m : modes) {
@@ -143,6 +165,14 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
       double s = rate[fuse::Strategy::Fused] / rate[m];
       j["speedups"]["fused_vs_" + fuse::to_string(m)] = s;
       std::printf("  speedup fused vs %s: %.2fx\n", fuse::to_string(m).c_str(), s);
+    }
+  }
+  if (rate.count(fuse::Strategy::Coop)) {
+    for (auto m : {fuse::Strategy::PerStep, fuse::Strategy::Batched, fuse::Strategy::Fused}) {
+      if (!rate.count(m) || rate[m] <= 0) continue;
+      double s = rate[fuse::Strategy::Coop] / rate[m];
+      j["speedups"]["coop_vs_" + fuse::to_string(m)] = s;
+      std::printf("  speedup coop vs %s: %.2fx\n", fuse::to_string(m).c_str(), s);
     }
   }
   if (rate.count(fuse::Strategy::PerStep) && rate.count(fuse::Strategy::Batched) && rate[fuse::Strategy::PerStep] > 0)
@@ -175,7 +205,9 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
   // A sample of generation-0 fitness values at L and at the reference horizon, with the CPU
   // double-precision reference at both, for the baselines to compare against.
   {
-    const auto strategy = modes.back();
+    // Fused where it ran (what the baselines have always been compared with), else the last mode.
+    const auto strategy = std::count(modes.begin(), modes.end(), fuse::Strategy::Fused) ? fuse::Strategy::Fused
+                                                                                        : modes.back();
     const uint32_t n = std::min<uint32_t>(o.samples, pop);
     const uint32_t horizon = std::min(steps, w.reference_horizon);
     auto f = runner.evaluate_initial(strategy);
@@ -203,9 +235,9 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
   if (o.check) {
     std::printf("\n  check (generation-0 population, all individuals):\n");
     const double rtol = 1e-5;
-    auto fp = runner.evaluate_initial(fuse::Strategy::PerStep);
-    auto fb = runner.evaluate_initial(fuse::Strategy::Batched);
-    auto ff = runner.evaluate_initial(fuse::Strategy::Fused);
+    auto fp = evaluate_fresh(ctx, runner, fuse::Strategy::PerStep);
+    auto fb = evaluate_fresh(ctx, runner, fuse::Strategy::Batched);
+    auto ff = evaluate_fresh(ctx, runner, fuse::Strategy::Fused);
     auto pb = sim::compare_fitness(fp, fb, 0.0);
     auto pf = sim::compare_fitness(fp, ff, rtol);
     bool pb_ok = pb.bitwise, pf_ok = pf.over == 0;
@@ -217,9 +249,22 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
     jc["perstep_vs_batched"] = {{"bitwise", pb.bitwise}, {"max_rel", pb.max_rel}, {"pass", pb_ok}};
     jc["fused_vs_perstep"] = {{"bitwise", pf.bitwise}, {"max_rel", pf.max_rel}, {"over", pf.over},
                               {"rtol", rtol}, {"pass", pf_ok}};
+    std::vector<fuse::Strategy> checked = {fuse::Strategy::PerStep, fuse::Strategy::Batched, fuse::Strategy::Fused};
+    bool pc_ok = true;
+    if (coop) {
+      // The same functions called from another kernel: contraction may differ, as for fused.
+      auto fc = evaluate_fresh(ctx, runner, fuse::Strategy::Coop);
+      auto pc = sim::compare_fitness(fp, fc, rtol);
+      pc_ok = pc.over == 0;
+      std::printf("    coop vs perstep:    %s (max rel diff %.3g, %s, %u over %.0e)\n", pc_ok ? "ok" : "FAIL",
+                  pc.max_rel, pc.bitwise ? "bitwise equal" : "not bitwise", pc.over, rtol);
+      jc["coop_vs_perstep"] = {{"bitwise", pc.bitwise}, {"max_rel", pc.max_rel}, {"over", pc.over},
+                               {"rtol", rtol}, {"pass", pc_ok}};
+      checked.push_back(fuse::Strategy::Coop);
+    }
     nlohmann::json jr = nlohmann::json::object();
     bool ref_ok = true;
-    for (auto m : {fuse::Strategy::PerStep, fuse::Strategy::Batched, fuse::Strategy::Fused}) {
+    for (auto m : checked) {
       auto r = runner.check_reference(m, o.samples);
       std::printf("    %-7s vs CPU double reference: %s (%u/%u samples agree at %u steps, %u at a decision boundary; "
                   "max abs %.3g, max rel %.3g)\n",
@@ -238,7 +283,7 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
     jr["atol"] = w.reference_atol;
     jr["boundary_margin"] = w.boundary_margin;
     jc["reference"] = jr;
-    ok = pb_ok && pf_ok && ref_ok;
+    ok = pb_ok && pf_ok && pc_ok && ref_ok;
     jc["pass"] = ok;
     j["check"] = jc;
     std::printf("  check %s\n", ok ? "passed" : "FAILED");
@@ -257,7 +302,7 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
 
 void add_sim(CLI::App& app, GlobalOptions& g) {
   auto* cmd = app.add_subcommand(
-      "sim", "Evolve policies on a sequential simulation: per-step vs batched vs fused execution");
+      "sim", "Evolve policies on a sequential simulation: per-step vs batched vs fused (vs cooperative) execution");
   static SimOptions o;
   std::string names;
   for (auto& w : sim::workloads()) names += (names.empty() ? "" : " | ") + w.name;
@@ -267,8 +312,9 @@ void add_sim(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--generations", o.generations, "timed generations per mode")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--mode", o.mode, "perstep | batched | fused | all")
-      ->check(CLI::IsMember({"perstep", "batched", "fused", "all"}))
+  cmd->add_option("--mode", o.mode, "perstep | batched | fused | coop (market only) | all (coop included where the "
+                                    "workload has it)")
+      ->check(CLI::IsMember({"perstep", "batched", "fused", "coop", "all"}))
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "seed of the population, initial states, GA and market data")
       ->capture_default_str();

@@ -12,6 +12,7 @@ std::string to_string(Strategy s) {
     case Strategy::PerStep: return "perstep";
     case Strategy::Batched: return "batched";
     case Strategy::Fused: return "fused";
+    case Strategy::Coop: return "coop";
   }
   return "?";
 }
@@ -20,7 +21,14 @@ Strategy parse_strategy(std::string_view s) {
   if (s == "perstep") return Strategy::PerStep;
   if (s == "batched") return Strategy::Batched;
   if (s == "fused") return Strategy::Fused;
-  throw Error("unknown strategy '" + std::string(s) + "' (known: perstep, batched, fused)");
+  if (s == "coop") return Strategy::Coop;
+  throw Error("unknown strategy '" + std::string(s) + "' (known: perstep, batched, fused, coop)");
+}
+
+void require_coop(const SimSpec& spec) {
+  if (!spec.has_coop())
+    throw Error("simulation '" + spec.name +
+                "' has no cooperative form (strategy coop): only market has one; use perstep, batched or fused");
 }
 
 std::string generated_source(const SimSpec& spec) {
@@ -31,6 +39,10 @@ std::string generated_source(const SimSpec& spec) {
   src += gpu::kernel_source(spec.family);
   src += "\n// ---- kernels/sim_entries.wgsl ----\n";
   src += gpu::kernel_source("sim_entries");
+  if (spec.has_coop()) {
+    src += "\n// ---- kernels/" + spec.coop_family + ".wgsl ----\n";
+    src += gpu::kernel_source(spec.coop_family);
+  }
   return src;
 }
 
@@ -76,6 +88,7 @@ void SimProgram::ensure_slots() {
 void SimProgram::compile() {
   for (const char* e : {kInitEntry, kStepEntry, kFitnessEntry, kFusedEntry})
     ctx_->kernel({"sim." + spec_.name, source_, e, {{"WORKGROUP_SIZE", double(spec_.workgroup_size)}}});
+  if (spec_.has_coop()) ctx_->kernel({"sim." + spec_.name, source_, kCoopEntry, {}});
 }
 
 gpu::BindGroup SimProgram::group(const gpu::Kernel& k, const gpu::Buffer& genomes, const gpu::Buffer& fitness) {
@@ -86,7 +99,7 @@ gpu::BindGroup SimProgram::group(const gpu::Kernel& k, const gpu::Buffer& genome
 }
 
 uint64_t SimProgram::dispatches(Strategy s) const {
-  return s == Strategy::Fused ? 1 : uint64_t(params_.steps) + 2;
+  return (s == Strategy::Fused || s == Strategy::Coop) ? 1 : uint64_t(params_.steps) + 2;
 }
 
 void SimProgram::record_init_and_steps(gpu::Recorder& rec, const gpu::Buffer& genomes, uint32_t n) {
@@ -111,6 +124,21 @@ EvalCounts SimProgram::evaluate(Strategy strategy, gpu::Recorder& rec, const gpu
     return gpu::KernelDesc{"sim." + spec_.name, source_, e, {{"WORKGROUP_SIZE", double(spec_.workgroup_size)}}};
   };
   EvalCounts c;
+  if (strategy == Strategy::Coop) {
+    require_coop(spec_);
+    // Its own workgroup size (fixed in the kernel), so no WORKGROUP_SIZE override.
+    const uint32_t per = spec_.coop_per_workgroup;
+    const uint32_t groups = (params_.pop + per - 1) / per;
+    if (groups > ctx_->limits().max_compute_workgroups_per_dimension)
+      throw Error("simulation '" + spec_.name + "': population " + std::to_string(params_.pop) + " needs " +
+                  std::to_string(groups) + " workgroups of the cooperative kernel (" + std::to_string(per) +
+                  " individuals each), over the device's maxComputeWorkgroupsPerDimension (" +
+                  std::to_string(ctx_->limits().max_compute_workgroups_per_dimension) + ")");
+    auto& k = ctx_->kernel({"sim." + spec_.name, source_, kCoopEntry, {}});
+    rec.dispatch(k, group(k, genomes, fitness), groups);
+    c.dispatches = 1;
+    return c;
+  }
   if (strategy == Strategy::Fused) {
     auto& k = ctx_->kernel(kd(kFusedEntry));
     rec.dispatch(k, group(k, genomes, fitness), groups_);

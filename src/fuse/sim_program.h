@@ -9,8 +9,13 @@
 //   Batched: the same dispatches recorded into one command buffer, one wait;
 //   Fused:   one dispatch for the whole episode, one invocation per individual, the step loop
 //            inside the shader and the state in registers.
+//   Coop:    one dispatch for the whole episode, a team of invocations per individual, each
+//            holding its slice of the weights in registers and exchanging the hidden state
+//            through workgroup memory every step (only for workloads with a coop kernel:
+//            SimSpec::coop_family; it calls the same pieces of the definition as sim_step).
 // PerStep and Batched run the same kernels in the same order, so they agree bitwise; Fused
-// compiles the same functions into one loop and may differ by floating-point contraction.
+// compiles the same functions into one loop and may differ by floating-point contraction; Coop
+// calls the same functions from a different kernel and may differ likewise.
 #pragma once
 
 #include <cstdint>
@@ -23,15 +28,21 @@
 
 namespace wgfuse::fuse {
 
-enum class Strategy { PerStep, Batched, Fused };
+enum class Strategy { PerStep, Batched, Fused, Coop };
 std::string to_string(Strategy s);
-Strategy parse_strategy(std::string_view s);  // perstep | batched | fused; throws Error
+Strategy parse_strategy(std::string_view s);  // perstep | batched | fused | coop; throws Error
 
 struct SimSpec {
   std::string name;    // for labels and messages, e.g. "acrobot"
   std::string family;  // the embedded kernel family holding the definition, e.g. "sim_acrobot"
   uint32_t state_bytes = 0;  // size of the WGSL State struct (slot = 4 + state_bytes, rounded)
   uint32_t workgroup_size = 64;
+  // The cooperative strategy: the kernel family appended after sim_entries.wgsl that defines
+  // sim_coop_main (empty: the workload has no cooperative form), and the individuals one of its
+  // workgroups evaluates (mirrors COOP_TEAMS in that file).
+  std::string coop_family = {};
+  uint32_t coop_per_workgroup = 0;
+  bool has_coop() const { return !coop_family.empty(); }
 };
 
 // Mirrors SimParams in kernels/sim_common.wgsl.
@@ -41,7 +52,8 @@ struct SimParams {
 static_assert(sizeof(SimParams) == 32);
 static_assert(offsetof(SimParams, data_stride) == 16);
 
-// The generated WGSL for `spec`: sim_common + the workload's file + sim_entries.
+// The generated WGSL for `spec`: sim_common + the workload's file + sim_entries (+ the workload's
+// cooperative kernel, where it has one).
 std::string generated_source(const SimSpec& spec);
 
 // Entry points of the generated module.
@@ -49,6 +61,10 @@ inline constexpr const char* kInitEntry = "sim_init_main";
 inline constexpr const char* kStepEntry = "sim_step_main";
 inline constexpr const char* kFitnessEntry = "sim_fitness_main";
 inline constexpr const char* kFusedEntry = "sim_fused_main";
+inline constexpr const char* kCoopEntry = "sim_coop_main";
+
+// Throws Error when `spec` has no cooperative form, saying which workloads have one.
+void require_coop(const SimSpec& spec);
 
 struct EvalCounts {
   uint64_t dispatches = 0;
@@ -73,6 +89,7 @@ class SimProgram {
 
   // Evaluates `genomes` (genome_len x pop f32, gene-major: gene k of individual i at k * pop + i;
   // Storage) into `fitness` (pop f32, StorageIO).
+  // Coop throws Error when the workload has no cooperative form.
   // PerStep submits and waits after the init dispatch and after every step dispatch (work
   // already recorded in `rec` goes with the first submit); its fitness dispatch, like all of
   // Batched and Fused, is only recorded: the caller submits, so that the GA's dispatches follow

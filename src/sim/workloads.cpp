@@ -70,6 +70,8 @@ const std::vector<Workload>& workloads() {
       k.name = "market";
       k.summary = "16 synthetic assets, hourly, RNN 8-16-6 with 2 outputs fed back, Sharpe - 5 x drawdown";
       k.spec = {"market", "sim_market", 27 * 4};
+      k.spec.coop_family = "sim_market_coop";
+      k.spec.coop_per_workgroup = 8;  // COOP_TEAMS: 32 invocations, 4 lanes per individual
       k.default_pop = 10000;
       k.default_steps = 1500;
       k.genome_len = 502;
