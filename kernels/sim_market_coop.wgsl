@@ -30,8 +30,22 @@ const COOP_OUTS: u32 = (6u + COOP_LANES - 1u) / COOP_LANES;  // outputs per lane
 const COOP_WG: u32 = 32u;
 const COOP_TEAMS: u32 = COOP_WG / COOP_LANES;                // individuals per workgroup
 
-var<workgroup> coop_h: array<array<f32, 16>, 2u * COOP_TEAMS>;  // [buffer * COOP_TEAMS + team]
+// h as 4 vec4s per row: read with 16-byte loads (a row of 16 scalars read by the 8 teams of a
+// warp would put 4 teams on each bank).
+var<workgroup> coop_h: array<array<vec4<f32>, 4>, 2u * COOP_TEAMS>;  // [buffer * COOP_TEAMS + team]
 var<workgroup> coop_out: array<array<f32, 6>, COOP_TEAMS>;
+
+fn coop_load_h(row: u32) -> array<f32, 16> {
+  var h: array<f32, 16>;
+  for (var q = 0u; q < 4u; q++) {
+    let v = coop_h[row][q];
+    h[4u * q] = v.x;
+    h[4u * q + 1u] = v.y;
+    h[4u * q + 2u] = v.z;
+    h[4u * q + 3u] = v.w;
+  }
+  return h;
+}
 
 @compute @workgroup_size(COOP_WG)
 fn sim_coop_main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
@@ -55,23 +69,24 @@ fn sim_coop_main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
   var s = sim_init(src);
   for (var u = 0u; u < COOP_UNITS; u++) {
     let j = lane + u * COOP_LANES;
-    coop_h[team][j] = s.h[j];
+    coop_h[team][j / 4u][j % 4u] = s.h[j];
   }
   workgroupBarrier();
   var cur = 0u;
   for (var t = 0u; t < params.steps; t++) {
     let x = market_observe(t, s);
-    let h = coop_h[cur * COOP_TEAMS + team];
+    let h = coop_load_h(cur * COOP_TEAMS + team);
     let nxt = 1u - cur;
     var hn: array<f32, COOP_UNITS>;
     for (var u = 0u; u < COOP_UNITS; u++) {
       hn[u] = market_hidden(units[u], x, h);
     }
     for (var u = 0u; u < COOP_UNITS; u++) {
-      coop_h[nxt * COOP_TEAMS + team][lane + u * COOP_LANES] = hn[u];
+      let j = lane + u * COOP_LANES;
+      coop_h[nxt * COOP_TEAMS + team][j / 4u][j % 4u] = hn[u];
     }
     workgroupBarrier();
-    let hall = coop_h[nxt * COOP_TEAMS + team];
+    let hall = coop_load_h(nxt * COOP_TEAMS + team);
     for (var q = 0u; q < COOP_OUTS; q++) {
       let o = lane + q * COOP_LANES;
       if (o < 6u) {
@@ -83,7 +98,7 @@ fn sim_coop_main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
     cur = nxt;
   }
   // Not needed by sim_fitness, but the state is then the one sim_step would leave.
-  s.h = coop_h[cur * COOP_TEAMS + team];
+  s.h = coop_load_h(cur * COOP_TEAMS + team);
   if (ind < params.pop && lane == 0u) {
     fitness[ind] = sim_fitness(s);
   }
