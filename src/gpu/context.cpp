@@ -358,9 +358,7 @@ double Context::device_creation_ms() const { return s_->creation_ms; }
 std::string Context::library_path() const { return webgpu::library_path(); }
 WGPUDevice Context::raw_device() const { return s_->device.get(); }
 WGPUQueue Context::raw_queue() const { return s_->queue.get(); }
-WGPUInstance Context::raw_instance() const { return s_->instance.get(); }
 WGPUAdapter Context::raw_adapter() const { return s_->adapter.get(); }
-std::chrono::milliseconds Context::timeout() const { return s_->timeout; }
 
 void Context::check() {
   std::lock_guard lock(s_->error_mutex);
@@ -513,6 +511,5 @@ std::vector<std::byte> Context::read_bytes(const Buffer& src, uint64_t offset, u
   return out;
 }
 
-Recorder Context::recorder() { return Recorder(*this); }
 
 }  // namespace wgfuse::gpu

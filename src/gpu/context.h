@@ -66,8 +66,6 @@ struct Limits {
   uint32_t min_uniform_buffer_offset_alignment = 0;
 };
 
-class Recorder;
-class Profiler;
 
 class Context {
  public:
@@ -118,7 +116,6 @@ class Context {
   BindGroup bind(const Kernel& kernel, std::span<const BufferBinding> buffers);
 
   // ---- Work ----
-  Recorder recorder();
   // Submits a finished command buffer (Recorder::submit calls this).
   void submit(WGPUCommandBuffer commands);
   // Blocks until all submitted work has finished (with the timeout), then check()s. Queued
@@ -135,9 +132,7 @@ class Context {
   // For src/gpu and the raw-API arm of the benchmark.
   WGPUDevice raw_device() const;
   WGPUQueue raw_queue() const;
-  WGPUInstance raw_instance() const;
   WGPUAdapter raw_adapter() const;
-  std::chrono::milliseconds timeout() const;
   // Waits on a future with the context's timeout; throws naming `what` on time-out.
   void wait_future(WGPUFuture f, std::string_view what);
 

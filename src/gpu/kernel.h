@@ -49,6 +49,5 @@ std::string_view kernel_source(std::string_view family);
 // The description of entry point `entry` of embedded family `family`.
 KernelDesc embedded_kernel(std::string_view family, std::string entry,
                            std::map<std::string, double> overrides = {});
-std::vector<std::string> kernel_families();
 
 }  // namespace wgfuse::gpu
