@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -36,18 +35,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// The generation-0 fitness under `s`, evaluated into a fresh NaN-filled buffer, so that an
-// individual the strategy did not write cannot keep an earlier strategy's value and pass.
-std::vector<float> evaluate_fresh(gpu::Context& ctx, sim::SimRunner& r, fuse::Strategy s) {
-  auto genomes = ctx.upload<float>(r.initial_genomes_device(), gpu::BufferUsage::StorageIO, "check.genomes");
-  std::vector<float> nan(r.pop(), std::numeric_limits<float>::quiet_NaN());
-  auto fitness = ctx.upload<float>(nan, gpu::BufferUsage::StorageIO, "check.fitness");
-  gpu::Recorder rec(ctx);
-  r.program(r.steps()).evaluate(s, rec, genomes, fitness);
-  rec.submit();
-  return ctx.read<float>(fitness, 0, r.pop());
 }
 
 void run_sim(const SimOptions& o, const GlobalOptions& g) {
@@ -235,9 +222,9 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
   if (o.check) {
     std::printf("\n  check (generation-0 population, all individuals):\n");
     const double rtol = 1e-5;
-    auto fp = evaluate_fresh(ctx, runner, fuse::Strategy::PerStep);
-    auto fb = evaluate_fresh(ctx, runner, fuse::Strategy::Batched);
-    auto ff = evaluate_fresh(ctx, runner, fuse::Strategy::Fused);
+    auto fp = runner.evaluate_initial(fuse::Strategy::PerStep);
+    auto fb = runner.evaluate_initial(fuse::Strategy::Batched);
+    auto ff = runner.evaluate_initial(fuse::Strategy::Fused);
     auto pb = sim::compare_fitness(fp, fb, 0.0);
     auto pf = sim::compare_fitness(fp, ff, rtol);
     bool pb_ok = pb.bitwise, pf_ok = pf.over == 0;
@@ -253,7 +240,7 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
     bool pc_ok = true;
     if (coop) {
       // The same functions called from another kernel: contraction may differ, as for fused.
-      auto fc = evaluate_fresh(ctx, runner, fuse::Strategy::Coop);
+      auto fc = runner.evaluate_initial(fuse::Strategy::Coop);
       auto pc = sim::compare_fitness(fp, fc, rtol);
       pc_ok = pc.over == 0;
       std::printf("    coop vs perstep:    %s (max rel diff %.3g, %s, %u over %.0e)\n", pc_ok ? "ok" : "FAIL",

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "gpu/profiler.h"
 #include "gpu/recorder.h"
@@ -86,6 +87,10 @@ std::vector<float> SimRunner::evaluate_initial(Strategy s, uint32_t steps) {
   if (w_->genome_length(steps) != genome_len_)
     throw Error(w_->name + ": the genome length is the step count, so it cannot be evaluated at other lengths");
   ctx_->write(genomes_[0], 0, std::as_bytes(std::span<const float>(initial_device_)));
+  // NaN first: an individual the strategy did not write cannot keep an earlier evaluation's
+  // value and pass a comparison.
+  const std::vector<float> nan(pop_, std::numeric_limits<float>::quiet_NaN());
+  ctx_->write(fitness_, 0, std::as_bytes(std::span<const float>(nan)));
   gpu::Recorder rec(*ctx_);
   program(steps).evaluate(s, rec, genomes_[0], fitness_);
   rec.submit();
