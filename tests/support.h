@@ -4,8 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -41,6 +45,24 @@ inline std::vector<uint32_t> random_words(size_t n, uint32_t seed) {
   std::vector<uint32_t> v(n);
   for (auto& x : v) x = rng() | 1u;  // never zero
   return v;
+}
+
+// The wgfuse binary run as a user would: `env` (assignments) before it, stderr folded into the
+// output unless `stderr_to` names where it goes instead.
+struct CliRun {
+  int rc;           // exit status, -1 if the command did not exit normally
+  std::string out;  // stdout (and stderr)
+};
+inline CliRun run_wgfuse(const std::string& args, const std::string& env = "", const std::string& stderr_to = "&1") {
+  const std::string cmd = env + " " + WGFUSE_BINARY + " " + args + " 2>" + stderr_to;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed: " + cmd};
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 // Relative comparison; on failure reports the first differing index and the max error.

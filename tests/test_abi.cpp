@@ -119,16 +119,10 @@ TEST(Abi, RawComputeRoundTrip) {
 // Test that a library path that does not exist is a clear error naming it (in a child process,
 // since the table is loaded once per process).
 TEST(Abi, MissingLibraryIsAClearError) {
-  std::string cmd = std::string("WGFUSE_WEBGPU_LIB=/nonexistent/libdawn.so ") + WGFUSE_BINARY + " info 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[512];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  int rc = pclose(p);
-  EXPECT_NE(rc, 0);
-  EXPECT_NE(out.find("/nonexistent/libdawn.so"), std::string::npos) << out;
-  EXPECT_NE(out.find("WGFUSE_WEBGPU_LIB"), std::string::npos) << out;
+  auto r = test::run_wgfuse("info", "WGFUSE_WEBGPU_LIB=/nonexistent/libdawn.so");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("/nonexistent/libdawn.so"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("WGFUSE_WEBGPU_LIB"), std::string::npos) << r.out;
 }
 
 }  // namespace

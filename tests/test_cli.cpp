@@ -1,30 +1,13 @@
 // The command line as a user meets it: help, bad options, info --json.
-#include <gtest/gtest.h>
-
-#include <cstdio>
 #include <nlohmann/json.hpp>
-#include <string>
+
+#include "support.h"
 
 namespace wgfuse {
 namespace {
 
-struct Run {
-  int rc;
-  std::string out;  // stdout and stderr together
-};
-
-Run run(const std::string& args, const char* stderr_to = "&1") {
-  std::string cmd = std::string(WGFUSE_BINARY) + " " + args + " 2>" + stderr_to;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-Run run_stdout(const std::string& args) { return run(args, "/dev/null"); }
+test::CliRun run(const std::string& args) { return test::run_wgfuse(args); }
+test::CliRun run_stdout(const std::string& args) { return test::run_wgfuse(args, "", "/dev/null"); }
 
 // Test that --help lists the commands.
 TEST(Cli, HelpListsCommands) {

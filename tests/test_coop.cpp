@@ -116,14 +116,9 @@ TEST(Coop, OneDefinitionAndClearRefusal) {
 }
 
 std::string run_cli(const std::string& args, int& rc) {
-  std::string cmd = std::string(WGFUSE_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  rc = pclose(p);
-  return out;
+  auto r = test::run_wgfuse(args);
+  rc = r.rc;
+  return r.out;
 }
 
 // Test the command: `--mode all` on Market runs and checks coop and reports it in the JSON;

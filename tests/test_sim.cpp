@@ -217,14 +217,9 @@ TEST(SimReference, RewardConventions) {
 }
 
 std::string run_cli(const std::string& args, int& rc) {
-  std::string cmd = std::string(WGFUSE_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  rc = pclose(p);
-  return out;
+  auto r = test::run_wgfuse(args);
+  rc = r.rc;
+  return r.out;
 }
 
 // Test the command end to end: --check passes at a small size and the JSON has the documented
