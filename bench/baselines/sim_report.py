@@ -4,7 +4,9 @@
 Run: python3 bench/baselines/sim_report.py OUT_DIR > report.md
 
 Everything printed is read from the JSON files; nothing is filled in by hand.
-Missing measurements print as "-", failures with their message.
+Missing measurements print as "-", failures with their message. The cooperative strategy (`coop`,
+Market only) gets its columns and target rows where a wgfuse JSON has it; a run without it (before
+`--mode coop` existed) prints "-" there and leaves it out of the targets.
 """
 
 import glob
@@ -56,6 +58,24 @@ def rate(p):
     return p["gen_per_s"]["median"]
 
 
+def spread(d):
+    """'median [min-max]' of a gen_per_s dict, or '-'."""
+    if not d or d.get("median") is None:
+        return "-"
+    return f"{fmt(d['median'])} [{fmt(d.get('min'))}–{fmt(d.get('max'))}]"
+
+
+def rate_spread(p):
+    if not p:
+        return "-"
+    if "error" in p:
+        return "failed"
+    return spread(p.get("gen_per_s"))
+
+
+STRATEGIES = ("perstep", "batched", "fused", "coop")
+
+
 def agreement(mine, theirs, tol_rel=1e-4, tol_abs=1e-3):
     if not mine or not theirs or len(mine) != len(theirs):
         return None
@@ -101,15 +121,17 @@ def main():
 
     # ---- default sizes ----
     print("### Default sizes: generations per second (median), one generation = evaluation + GA + read-back\n")
-    print("| workload | pop x L | wgfuse per-step | wgfuse batched | wgfuse fused | CUDA (hand-fused) | JAX scan+vmap |"
-          " PyTorch eager | torch.compile (step) | fused / JAX | fused / eager | CUDA / fused | fused GPU ms |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| workload | pop x L | wgfuse per-step | wgfuse batched | wgfuse fused | wgfuse coop | CUDA (hand-fused) |"
+          " JAX scan+vmap | PyTorch eager | torch.compile (step) | fused / JAX | fused / eager | CUDA / fused |"
+          " fused GPU ms | coop GPU ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     targets = []
+    spreads = []
     for w in WORKLOADS:
         pop, L = DEFAULT[w]
         wj = load(os.path.join(out, f"wgfuse_{w}.json"))
         modes = (wj or {}).get("modes", {})
-        r = {m: modes.get(m, {}).get("gen_per_s", {}).get("median") for m in ("perstep", "batched", "fused")}
+        r = {m: modes.get(m, {}).get("gen_per_s", {}).get("median") for m in STRATEGIES}
         cuda = None
         if w in ("acrobot", "market"):
             cands = [rate(point(load(os.path.join(out, f)), pop, L))
@@ -121,31 +143,60 @@ def main():
         comp = rate(point(load(os.path.join(out, f"torch_compile_step_{w}.json")), pop, L))
         fj, fe, cf = ratio(r["fused"], jax_r), ratio(r["fused"], eager), ratio(cuda, r["fused"])
         gms = (modes.get("fused", {}).get("gpu_evaluation_ms") or {}).get("median")
-        print(f"| {w} | {pop:,} x {L:,} | {fmt(r['perstep'])} | {fmt(r['batched'])} | {fmt(r['fused'])} | {fmt(cuda)} |"
-              f" {fmt(jax_r)} | {fmt(eager)} | {fmt(comp)} | {fmt(fj, 3)} | {fmt(fe, 3)} | {fmt(cf, 3)} | {fmt(gms)} |")
+        cms = (modes.get("coop", {}).get("gpu_evaluation_ms") or {}).get("median")
+        print(f"| {w} | {pop:,} x {L:,} | {fmt(r['perstep'])} | {fmt(r['batched'])} | {fmt(r['fused'])} | {fmt(r['coop'])} |"
+              f" {fmt(cuda)} | {fmt(jax_r)} | {fmt(eager)} | {fmt(comp)} | {fmt(fj, 3)} | {fmt(fe, 3)} | {fmt(cf, 3)} |"
+              f" {fmt(gms)} | {fmt(cms)} |")
         if w in ("acrobot", "market"):
-            targets.append((w, fj, fe, cf))
+            for m in ("fused", "coop"):
+                if r[m] is not None:
+                    targets.append((w, m, r[m], jax_r, eager, cuda))
+        cuda_pts = []
+        if w in ("acrobot", "market"):
+            for f in (["cuda_acrobot.json"] if w == "acrobot" else ["cuda_market_u1.json", "cuda_market_u16.json"]):
+                cuda_pts.append(f"{f[5:-5]} {rate_spread(point(load(os.path.join(out, f)), pop, L))}")
+        spreads.append((w, pop, L, [spread(modes.get(m, {}).get("gen_per_s")) for m in STRATEGIES],
+                        "/".join(str(modes[m].get("dispatches_per_generation", "?")) for m in STRATEGIES if m in modes),
+                        "/".join(str(modes[m].get("submits_per_generation", "?")) for m in STRATEGIES if m in modes),
+                        "; ".join(cuda_pts) or "-",
+                        [rate_spread(point(load(os.path.join(out, f"{b}_{w}.json")), pop, L))
+                         for b in ("jax", "torch_eager", "torch_compile_step")]))
     print()
-    print("Targets (Market and Acrobot): fused >= 5x JAX, >= 100x PyTorch eager, within 2x of the CUDA kernel.\n")
-    for w, fj, fe, cf in targets:
-        def verdict(v, ok):
-            return "not measured" if v is None else (f"{v:.3g} ({'met' if ok(v) else 'NOT met'})")
-        print(f"- {w}: fused/JAX {verdict(fj, lambda v: v >= 5)}; fused/eager {verdict(fe, lambda v: v >= 100)};"
-              f" CUDA/fused {verdict(cf, lambda v: v <= 2)}")
+    print("Median [min–max] of the same runs (dispatches and submits per generation in the order of the"
+          " strategies present: per-step/batched/fused[/coop]):\n")
+    print("| workload | pop x L | per-step | batched | fused | coop | dispatches / gen | submits / gen | CUDA |"
+          " JAX | PyTorch eager | torch.compile (step) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for w, pop, L, ws, disp, subm, cuda_s, bs in spreads:
+        print(f"| {w} | {pop:,} x {L:,} | {' | '.join(ws)} | {disp} | {subm} | {cuda_s} | {' | '.join(bs)} |")
+    print()
+    print("Targets (Market and Acrobot), per wgfuse strategy that ran (fused everywhere; coop where the"
+          " workload has it): >= 5x JAX, >= 100x PyTorch eager, within 2x of the (faster) CUDA kernel.\n")
+    print("| workload | strategy | gen/s | vs JAX (>= 5x) | vs PyTorch eager (>= 100x) | CUDA / strategy (<= 2) |")
+    print("|---|---|---|---|---|---|")
+
+    def verdict(v, ok):
+        return "not measured" if v is None else (f"{fmt(v, 3)} ({'met' if ok(v) else 'NOT met'})")
+    for w, m, g, jax_r, eager, cuda in targets:
+        print(f"| {w} | {m} | {fmt(g)} | {verdict(ratio(g, jax_r), lambda v: v >= 5)} |"
+              f" {verdict(ratio(g, eager), lambda v: v >= 100)} | {verdict(ratio(cuda, g), lambda v: v <= 2)} |")
     print()
 
     # ---- checks ----
     print("### Equivalence (generation-0 population)\n")
-    print("| workload | per-step = batched | fused vs per-step (max rel diff) | GPU vs CPU double (agree, horizon) |"
+    print("| workload | per-step = batched | fused vs per-step (max rel diff) | coop vs per-step (max rel diff) |"
+          " GPU vs CPU double (agree, horizon; fused / coop) |"
           " JAX vs wgfuse (at L / at horizon) | eager vs wgfuse | CUDA vs wgfuse | JAX vs CPU double at L |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for w in WORKLOADS:
         pop, L = DEFAULT[w]
         wj = load(os.path.join(out, f"wgfuse_{w}.json")) or {}
         c = wj.get("check", {})
         pb = c.get("perstep_vs_batched", {})
         pf = c.get("fused_vs_perstep", {})
+        pc = c.get("coop_vs_perstep", {})
         ref = c.get("reference", {}).get("fused", {})
+        refc = c.get("reference", {}).get("coop", {})
         s = wj.get("sample_fitness", {})
 
         def vs(j):
@@ -174,7 +225,9 @@ def main():
         jax_j = load(os.path.join(out, f"jax_{w}.json"))
         print(f"| {w} | {('yes' if pb.get('bitwise') else 'NO') if pb else '-'} |"
               f" {(('ok ' if pf.get('pass') else 'FAIL ') + fmt(pf.get('max_rel'), 3)) if pf else '-'} |"
-              f" {(str(ref.get('agree')) + '/' + str(ref.get('samples')) + ' at ' + str(ref.get('horizon'))) if ref else '-'} |"
+              f" {(('ok ' if pc.get('pass') else 'FAIL ') + fmt(pc.get('max_rel'), 3)) if pc else '-'} |"
+              f" {(str(ref.get('agree')) + '/' + str(ref.get('samples')) + ' at ' + str(ref.get('horizon'))) if ref else '-'}"
+              f"{(' / ' + str(refc.get('agree')) + '/' + str(refc.get('samples'))) if refc else ''} |"
               f" {vs(jax_j)} | {vs(load(os.path.join(out, f'torch_eager_{w}.json')))} |"
               f" {vs(cuda_j) if cuda_j else 'n/a'} | {vs_ref(jax_j)} |")
     print("\nAgreement counts individuals of the 64-individual sample whose fitness matches within"
@@ -185,23 +238,28 @@ def main():
     def sweep_table(w, axis, values, fixed):
         print(f"#### {w}: {'episode length L' if axis == 'L' else 'population'} sweep"
               f" ({'pop' if axis == 'L' else 'L'} = {fixed:,})\n")
-        print("| " + ("L" if axis == "L" else "pop") + " | wgfuse per-step | wgfuse batched | wgfuse fused | fused/batched |"
-              " fused/per-step | CUDA | JAX | fused/JAX | PyTorch eager |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("| " + ("L" if axis == "L" else "pop") + " | wgfuse per-step | wgfuse batched | wgfuse fused [min–max] |"
+              " fused GPU ms | wgfuse coop [min–max] | coop GPU ms | fused/batched | fused/per-step | CUDA | JAX |"
+              " fused/JAX | coop/JAX | PyTorch eager |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         cuda_files = ["cuda_acrobot.json"] if w == "acrobot" else ["cuda_market_u1.json", "cuda_market_u16.json"]
         for v in values:
             pop, L = (fixed, v) if axis == "L" else (v, fixed)
             wj = load(os.path.join(out, "sweep", f"wgfuse_{w}_p{pop}_L{L}.json")) or {}
             m = wj.get("modes", {})
-            r = {k: m.get(k, {}).get("gen_per_s", {}).get("median") for k in ("perstep", "batched", "fused")}
-            cands = [rate(point(load(os.path.join(out, f)), pop, L)) for f in cuda_files]
-            nums = [c for c in cands if isinstance(c, (int, float))]
-            cuda = max(nums) if nums else None
+            r = {k: m.get(k, {}).get("gen_per_s", {}).get("median") for k in STRATEGIES}
+            gms = {k: (m.get(k, {}).get("gpu_evaluation_ms") or {}).get("median") for k in STRATEGIES}
+            cands = [(rate(point(load(os.path.join(out, f)), pop, L)), f[5:-5]) for f in cuda_files]
+            nums = [c for c in cands if isinstance(c[0], (int, float))]
+            best = max(nums) if nums else None
+            cuda = best[0] if best else None
+            cuda_s = "-" if not best else (fmt(cuda) + (f" ({best[1].split('_')[-1]})" if len(cuda_files) > 1 else ""))
             jx = rate(point(load(os.path.join(out, f"jax_sweep_{w}.json")), pop, L))
             te = rate(point(load(os.path.join(out, f"torch_eager_sweep_{w}.json")), pop, L))
-            print(f"| {v:,} | {fmt(r['perstep'])} | {fmt(r['batched'])} | {fmt(r['fused'])} |"
+            print(f"| {v:,} | {fmt(r['perstep'])} | {fmt(r['batched'])} | {spread(m.get('fused', {}).get('gen_per_s'))} |"
+                  f" {fmt(gms['fused'], 3)} | {spread(m.get('coop', {}).get('gen_per_s'))} | {fmt(gms['coop'], 3)} |"
                   f" {fmt(ratio(r['fused'], r['batched']), 3)} | {fmt(ratio(r['fused'], r['perstep']), 3)} |"
-                  f" {fmt(cuda)} | {fmt(jx)} | {fmt(ratio(r['fused'], jx), 3)} | {fmt(te)} |")
+                  f" {cuda_s} | {fmt(jx)} | {fmt(ratio(r['fused'], jx), 3)} | {fmt(ratio(r['coop'], jx), 3)} | {fmt(te)} |")
         print()
 
     print("### Sweeps (generations per second, median)\n")
