@@ -28,18 +28,6 @@ struct SimParams {
 @group(0) @binding(2) var<storage, read> sim_data: array<f32>;
 @group(0) @binding(3) var<storage, read_write> fitness: array<f32>;
 
-// Counter-based RNG, identical in C++ (src/sim/rng.h), Python and CUDA (bench/baselines):
-// the PCG hash of Jarzynski and Olano (JCGT 2020), chained over the key words.
-fn pcg_hash(v: u32) -> u32 {
-  let state = v * 747796405u + 2891336453u;
-  let word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;
-  return (word >> 22u) ^ word;
-}
-
-fn hash4(a: u32, b: u32, c: u32, d: u32) -> u32 {
-  return pcg_hash(pcg_hash(pcg_hash(pcg_hash(a) + b) + c) + d);
-}
-
 // Key streams (the second key word).
 const STREAM_GENOME: u32 = 1u;
 const STREAM_STATE: u32 = 2u;

@@ -36,16 +36,7 @@ struct EvolveParams {
 @group(0) @binding(4) var<storage, read> src: array<f32>;
 @group(0) @binding(5) var<storage, read_write> dst: array<f32>;
 
-fn ev_pcg_hash(v: u32) -> u32 {
-  let state = v * 747796405u + 2891336453u;
-  let word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;
-  return (word >> 22u) ^ word;
-}
-
-fn ev_hash5(a: u32, b: u32, c: u32, d: u32, e: u32) -> u32 {
-  return ev_pcg_hash(ev_pcg_hash(ev_pcg_hash(ev_pcg_hash(ev_pcg_hash(a) + b) + c) + d) + e);
-}
-
+// Key streams (the second key word); kernels/sim_common.wgsl uses 1 and 2.
 const STREAM_SELECT: u32 = 3u;
 const STREAM_CROSS: u32 = 4u;
 const STREAM_MUTATE: u32 = 5u;
@@ -144,9 +135,9 @@ fn reduce(@builtin(local_invocation_index) lid: u32) {
 }
 
 fn tournament(child: u32, which: u32) -> u32 {
-  var w = ev_hash5(ep.seed, STREAM_SELECT, ep.generation, child, which * 64u) % ep.pop;
+  var w = hash5(ep.seed, STREAM_SELECT, ep.generation, child, which * 64u) % ep.pop;
   for (var k = 1u; k < ep.tournament; k++) {
-    let c = ev_hash5(ep.seed, STREAM_SELECT, ep.generation, child, which * 64u + k) % ep.pop;
+    let c = hash5(ep.seed, STREAM_SELECT, ep.generation, child, which * 64u + k) % ep.pop;
     if (beats(fit[c], c, fit[w], w)) {
       w = c;
     }
@@ -192,13 +183,13 @@ fn breed(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     dst[e] = src[k * ep.pop + pa];
     return;
   }
-  let hc = ev_hash5(ep.seed, STREAM_CROSS, ep.generation, c, k);
+  let hc = hash5(ep.seed, STREAM_CROSS, ep.generation, c, k);
   let p = select(pb, pa, (hc & 1u) == 0u);
   var g = src[k * ep.pop + p];
-  let hm = ev_hash5(ep.seed, STREAM_MUTATE, ep.generation, c, k);
+  let hm = hash5(ep.seed, STREAM_MUTATE, ep.generation, c, k);
   if (unit_open(hm) <= ep.rate) {
-    let u1 = unit_open(ev_pcg_hash(hm + 1u));
-    let u2 = unit_open(ev_pcg_hash(hm + 2u));
+    let u1 = unit_open(pcg_hash(hm + 1u));
+    let u2 = unit_open(pcg_hash(hm + 2u));
     let z = sqrt(-2.0 * log(u1)) * cos(6.2831853071795864 * u2);
     g = clamp(g + ep.sigma * z, ep.lo, ep.hi);
   }

@@ -36,7 +36,9 @@ Evolution::Evolution(gpu::Context& ctx, uint32_t pop, uint32_t genome_len, GaCon
 }
 
 gpu::KernelDesc Evolution::desc(const char* entry) const {
-  return gpu::embedded_kernel("sim_evolve", entry, {{"WORKGROUP_SIZE", double(kWorkgroup)}});
+  // The GA draws from the same RNG as the simulations: kernels/sim_rng.wgsl, prepended.
+  return {"sim_evolve", std::string(gpu::kernel_source("sim_rng")) + std::string(gpu::kernel_source("sim_evolve")),
+          entry, {{"WORKGROUP_SIZE", double(kWorkgroup)}}};
 }
 
 void Evolution::compile() {

@@ -33,7 +33,9 @@ void require_coop(const SimSpec& spec) {
 
 std::string generated_source(const SimSpec& spec) {
   std::string src;
-  src += "// ---- kernels/sim_common.wgsl ----\n";
+  src += "// ---- kernels/sim_rng.wgsl ----\n";
+  src += gpu::kernel_source("sim_rng");
+  src += "\n// ---- kernels/sim_common.wgsl ----\n";
   src += gpu::kernel_source("sim_common");
   src += "\n// ---- kernels/" + spec.family + ".wgsl ----\n";
   src += gpu::kernel_source(spec.family);
