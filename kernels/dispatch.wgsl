@@ -1,11 +1,14 @@
 // Kernels for measuring the cost of a dispatch itself.
 
-// No memory, one workgroup: what is left is the API and launch cost. EMPTY_WG only makes a
-// second, distinct pipeline for the pipeline-change variant.
-override EMPTY_WG: u32 = 64;
+// Distinguishes otherwise identical pipelines for the pipeline-change variant of the benchmark:
+// a different value makes a different pipeline object, and no value changes what a kernel does.
+override PIPELINE_TAG: u32 = 0u;
 
-@compute @workgroup_size(EMPTY_WG)
-fn empty() {}
+// No memory, one workgroup: what is left is the API and launch cost.
+@compute @workgroup_size(64)
+fn empty() {
+  _ = PIPELINE_TAG;
+}
 
 // A dependent step on u32 words: each dispatch reads what the previous one wrote, so the
 // implementation must order them. Wrapping integer arithmetic keeps the result exact:

@@ -4,6 +4,9 @@
 // Traffic per dispatch: 4 bytes read + 4 bytes written per element.
 
 override WORKGROUP_SIZE: u32 = 256;
+// Distinguishes otherwise identical pipelines (the benchmark's pipeline-change variant); no value
+// changes what the kernel does.
+override PIPELINE_TAG: u32 = 0u;
 
 // Mirrored by wgfuse::bench::ChainParams (static_asserted): 80 bytes.
 struct ChainParams {
@@ -28,7 +31,7 @@ fn apply(v: f32, factor: f32, j: u32) -> f32 {
 fn chain(@builtin(global_invocation_id) gid: vec3<u32>,
          @builtin(num_workgroups) groups: vec3<u32>) {
   let i = gid.y * groups.x * WORKGROUP_SIZE + gid.x;
-  if (i >= p.n) {
+  if (i >= p.n || PIPELINE_TAG == 0xFFFFFFFFu) {
     return;
   }
   // Four factors at a time with constant component indices: a dynamic index into a vec4

@@ -70,13 +70,13 @@ std::string utc_now() {
   return buf;
 }
 
-// What one benchmarked kernel needs: two pipelines (A, and B with another workgroup size for the
-// pipeline-change variant), its data, and bind groups.
+// What one benchmarked kernel needs: two pipelines (A, and B: the same kernel with another
+// PIPELINE_TAG, for the pipeline-change variant), its data, and bind groups.
 struct KernelSetup {
   KernelReport report;
   Kernel* a = nullptr;
   Kernel* b = nullptr;
-  std::pair<uint32_t, uint32_t> grid_a{1, 1}, grid_b{1, 1};
+  std::pair<uint32_t, uint32_t> grid_a{1, 1};
   bool has_data = false;
   Buffer data, uniform, uniform2;
   BindGroup group_a, group_a2, group_b;  // group_a2: same bindings, other uniform copy
@@ -88,8 +88,8 @@ KernelSetup make_empty(gpu::Context& ctx) {
   KernelSetup s;
   s.report.name = "empty";
   s.report.description = "one workgroup of 64, no memory: API and launch cost";
-  s.a = &ctx.kernel(gpu::embedded_kernel("dispatch", "empty", {{"EMPTY_WG", 64}}));
-  s.b = &ctx.kernel(gpu::embedded_kernel("dispatch", "empty", {{"EMPTY_WG", 32}}));
+  s.a = &ctx.kernel(gpu::embedded_kernel("dispatch", "empty"));
+  s.b = &ctx.kernel(gpu::embedded_kernel("dispatch", "empty", {{"PIPELINE_TAG", 1}}));
   return s;
 }
 
@@ -100,10 +100,9 @@ KernelSetup make_elementwise(gpu::Context& ctx, const std::string& name, uint32_
   s.report.bytes_per_dispatch = uint64_t(n) * 8;  // 4 B read + 4 B written per element
   s.report.description = "x = x * a on " + std::to_string(n) + " f32, in place";
   s.has_data = true;
-  s.a = &ctx.kernel(gpu::embedded_kernel("elementwise", "chain", {{"WORKGROUP_SIZE", 256}}));
-  s.b = &ctx.kernel(gpu::embedded_kernel("elementwise", "chain", {{"WORKGROUP_SIZE", 128}}));
+  s.a = &ctx.kernel(gpu::embedded_kernel("elementwise", "chain"));
+  s.b = &ctx.kernel(gpu::embedded_kernel("elementwise", "chain", {{"PIPELINE_TAG", 1}}));
   s.grid_a = grid((n + 255) / 256);
-  s.grid_b = grid((n + 127) / 128);
   auto init = random_data(n, 1234 + n);
   s.data = ctx.upload<float>(init, BufferUsage::StorageIO, name + ".x");
   auto p = chain_params(n, 0, 1);
@@ -225,7 +224,7 @@ std::vector<SeriesPlan> plan_series(gpu::Context& ctx, KernelSetup& s, gpu::Prof
         return timed([&] {
           gpu::Recorder r(ctx);
           for (uint32_t i = 0; i < n; ++i) {
-            if (i % 2) r.dispatch(*s.b, s.group_b, s.grid_b.first, s.grid_b.second);
+            if (i % 2) r.dispatch(*s.b, s.group_b, s.grid_a.first, s.grid_a.second);
             else r.dispatch(*s.a, s.group_a, s.grid_a.first, s.grid_a.second);
           }
           r.submit();
@@ -341,7 +340,7 @@ std::pair<double, double> measure_copy_bandwidth(gpu::Context& ctx, gpu::Profile
   bytes = bytes / 16 * 16;
   Buffer src = ctx.buffer(bytes, BufferUsage::StorageIO, "copy.src");
   Buffer dst = ctx.buffer(bytes, BufferUsage::StorageIO, "copy.dst");
-  auto& k = ctx.kernel(gpu::embedded_kernel("elementwise", "copy_vec4", {{"WORKGROUP_SIZE", 256}}));
+  auto& k = ctx.kernel(gpu::embedded_kernel("elementwise", "copy_vec4"));
   auto group = ctx.bind(k, {src, dst});
   const auto g = grid((bytes / 16 + 255) / 256);
   auto kernel_run = [&](uint32_t m) {  // returns µs per copy
@@ -379,7 +378,7 @@ std::pair<double, double> measure_copy_bandwidth(gpu::Context& ctx, gpu::Profile
 // k dispatches of one op each vs one dispatch of k ops, on the same data, same arithmetic.
 std::vector<ChainResult> run_chain(gpu::Context& ctx, const BenchConfig& cfg, uint32_t n, double copy_gbs,
                                    gpu::Profiler& prof, const Progress& progress) {
-  auto& k = ctx.kernel(gpu::embedded_kernel("elementwise", "chain", {{"WORKGROUP_SIZE", 256}}));
+  auto& k = ctx.kernel(gpu::embedded_kernel("elementwise", "chain"));
   const auto g = grid((n + 255) / 256);
   const auto init = random_data(n, 99 + n);
   Buffer pristine = ctx.upload<float>(init, BufferUsage::StorageIO, "chain.init");
