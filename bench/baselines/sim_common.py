@@ -17,6 +17,7 @@ import os
 import platform
 import statistics
 import time
+import traceback
 
 import numpy as np
 
@@ -146,6 +147,13 @@ def write_json(path, obj):
 
 def log(msg):
     print(msg, flush=True)
+
+
+def failure_point(pop, steps, exc):
+    """A sweep point that failed, reported as it is: the error and the end of its traceback."""
+    msg = f"{type(exc).__name__}: {str(exc)[:2000]}"
+    log(f"  FAILED: {msg}")
+    return {"pop": pop, "steps": steps, "error": msg, "traceback_tail": traceback.format_exc()[-3000:]}
 
 
 PI = math.pi

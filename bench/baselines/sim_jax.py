@@ -13,7 +13,6 @@ import argparse
 import functools
 import sys
 import time
-import traceback
 
 import numpy as np
 import jax
@@ -255,10 +254,7 @@ def main():
             C.log(f"  {r['gen_per_s']['median']:.4g} gen/s (compile + first generation {warm:.1f} s)")
             out["points"].append(r)
         except Exception as e:
-            msg = f"{type(e).__name__}: {str(e)[:2000]}"
-            C.log(f"  FAILED: {msg}")
-            out["points"].append({"pop": pop, "steps": steps, "error": msg,
-                                  "traceback_tail": traceback.format_exc()[-3000:]})
+            out["points"].append(C.failure_point(pop, steps, e))
         C.write_json(a.json, out)
     C.write_json(a.json, out)
 

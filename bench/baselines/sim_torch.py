@@ -24,7 +24,6 @@ Run: python3 sim_torch.py acrobot --mode eager --json out.json
 import argparse
 import sys
 import time
-import traceback
 
 import numpy as np
 import torch
@@ -380,12 +379,9 @@ def main():
             C.log(f"  {r['gen_per_s']['median']:.4g} gen/s (warm-up {r['warmup_seconds']:.1f} s)")
             out["points"].append(r)
         except Exception as e:  # report failures as they are (torch.compile on long episodes)
-            msg = f"{type(e).__name__}: {str(e)[:2000]}"
-            C.log(f"  FAILED: {msg}")
             if out["points"] and "did not finish" in str(out["points"][-1].get("error", "")):
                 out["points"].pop()
-            out["points"].append({"pop": pop, "steps": steps, "error": msg,
-                                  "traceback_tail": traceback.format_exc()[-3000:]})
+            out["points"].append(C.failure_point(pop, steps, e))
         C.write_json(a.json, out)
     C.write_json(a.json, out)
 
