@@ -2,7 +2,6 @@
 // independently here, the RNG, the workload registry and the `wgfuse sim` command.
 #include <array>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>

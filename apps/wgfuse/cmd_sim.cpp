@@ -3,8 +3,10 @@
 // dispatch for the episode) or, where the workload has one, cooperative (one dispatch, a team
 // of invocations per individual), with the fitness of all checked against each other and
 // against a double-precision CPU reference. docs/SIMULATIONS.md describes the workloads.
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "commands.h"
 #include "fuse/sim_program.h"

@@ -1,8 +1,5 @@
 #include "fuse/sim_program.h"
 
-#include <algorithm>
-#include <vector>
-
 #include "util/error.h"
 
 namespace wgfuse::fuse {
