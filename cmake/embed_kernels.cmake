@@ -1,16 +1,100 @@
-# Writes OUT: a C++ file holding every kernels/*.wgsl as a raw string, looked up by family name
-# (the file name without .wgsl). Run at build time so an edited kernel is re-embedded.
-file(GLOB wgsl_files "${KERNEL_DIR}/*.wgsl")
+# Writes OUT: a C++ file holding every KERNEL_DIR/*.wgsl as a raw string, looked up by family
+# name (the file name without .wgsl), with its includes expanded; and, where EXPANDED_DIR is
+# given, each expanded family as EXPANDED_DIR/NAME.wgsl (what a browser page can be served, and
+# what the line numbers of a WGSL compile error refer to). Run at build time so an edited kernel
+# is re-embedded.
+#
+# Includes: a line `// #include "file.wgsl"` (a WGSL comment, so an unexpanded file still parses)
+# is replaced by the text of KERNEL_DIR/file.wgsl, itself expanded. Each file enters a family at
+# most once (include-guard semantics: a later include of the same file is left as a comment), so
+# a diamond (a -> b -> rng, a -> c -> rng) is fine; a cycle (a file including itself through
+# others) and a missing file are errors naming the including file and line. WGSL declarations may
+# come in any order, but `enable` directives must lead the module: keep them in the family's own
+# file, above its includes.
+cmake_minimum_required(VERSION 3.25)
+
+# Appends the expansion of `file` (relative to KERNEL_DIR) to the variable `out_var`. The chain
+# of files being expanded (for cycles) is `stack`; the files already in this family are in the
+# global property WGFUSE_INCLUDED.
+function(wgfuse_expand file stack out_var)
+  set(path "${KERNEL_DIR}/${file}")
+  file(READ "${path}" rest)
+  string(FIND "${rest}" ")wgsl\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${KERNEL_DIR_NAME}/${file} contains the raw-string delimiter )wgsl\"")
+  endif()
+  set_property(GLOBAL APPEND PROPERTY WGFUSE_INCLUDED "${file}")
+  set(out "")
+  set(line 1)
+  set(directive "(^|\n)[ \t]*// #include \"([^\"\n]*)\"[^\n]*")
+  while(TRUE)
+    string(REGEX MATCH "${directive}" m "${rest}")
+    if(m STREQUAL "")
+      break()
+    endif()
+    set(lead "${CMAKE_MATCH_1}")
+    set(inc "${CMAKE_MATCH_2}")
+    string(FIND "${rest}" "${m}" at)
+    string(LENGTH "${lead}" lead_len)
+    math(EXPR cut "${at} + ${lead_len}")
+    string(SUBSTRING "${rest}" 0 ${cut} before)
+    string(LENGTH "${m}" m_len)
+    math(EXPR after_at "${at} + ${m_len}")
+    string(SUBSTRING "${rest}" ${after_at} -1 rest)
+    string(REGEX MATCHALL "\n" newlines "${before}")
+    list(LENGTH newlines n)
+    math(EXPR line "${line} + ${n}")
+    string(APPEND out "${before}")
+
+    get_filename_component(inc_dir "${file}" DIRECTORY)
+    if(inc_dir STREQUAL "")
+      set(target "${inc}")
+    else()
+      set(target "${inc_dir}/${inc}")
+    endif()
+    if(NOT EXISTS "${KERNEL_DIR}/${target}" OR IS_DIRECTORY "${KERNEL_DIR}/${target}")
+      message(FATAL_ERROR "${KERNEL_DIR_NAME}/${file}:${line}: #include \"${inc}\": no such file ${KERNEL_DIR_NAME}/${target}")
+    endif()
+    list(FIND stack "${target}" in_stack)
+    get_property(done GLOBAL PROPERTY WGFUSE_INCLUDED)
+    list(FIND done "${target}" seen)
+    if(NOT in_stack EQUAL -1)
+      list(APPEND stack "${target}")
+      string(REPLACE ";" " -> " chain "${stack}")
+      message(FATAL_ERROR "${KERNEL_DIR_NAME}/${file}:${line}: #include \"${inc}\" makes a cycle: ${chain}")
+    elseif(NOT seen EQUAL -1)
+      string(APPEND out "// #include \"${inc}\": already included above")
+    else()
+      string(APPEND out "// ---- begin ${KERNEL_DIR_NAME}/${target} (included by ${KERNEL_DIR_NAME}/${file}:${line}) ----\n")
+      set(inner "")
+      set(inner_stack ${stack} "${target}")
+      wgfuse_expand("${target}" "${inner_stack}" inner)
+      string(APPEND out "${inner}")
+      if(NOT inner MATCHES "\n$")
+        string(APPEND out "\n")
+      endif()
+      string(APPEND out "// ---- end ${KERNEL_DIR_NAME}/${target} ----")
+    endif()
+  endwhile()
+  string(APPEND out "${rest}")
+  set(${out_var} "${out}" PARENT_SCOPE)
+endfunction()
+
+get_filename_component(KERNEL_DIR_NAME "${KERNEL_DIR}" NAME)  # "kernels", in messages
+file(GLOB wgsl_files RELATIVE "${KERNEL_DIR}" "${KERNEL_DIR}/*.wgsl")
 list(SORT wgsl_files)
 set(body "")
 foreach(f ${wgsl_files})
   get_filename_component(name "${f}" NAME_WE)
-  file(READ "${f}" text)
-  string(FIND "${text}" ")wgsl\"" clash)
-  if(NOT clash EQUAL -1)
-    message(FATAL_ERROR "${f} contains the raw-string delimiter )wgsl\"")
-  endif()
+  set_property(GLOBAL PROPERTY WGFUSE_INCLUDED "")
+  set(text "")
+  wgfuse_expand("${f}" "${f}" text)
   string(APPEND body "    {\"${name}\", R\"wgsl(${text})wgsl\"},\n")
+  if(EXPANDED_DIR)
+    file(WRITE "${EXPANDED_DIR}/${name}.wgsl.tmp" "${text}")
+    file(COPY_FILE "${EXPANDED_DIR}/${name}.wgsl.tmp" "${EXPANDED_DIR}/${name}.wgsl" ONLY_IF_DIFFERENT)
+    file(REMOVE "${EXPANDED_DIR}/${name}.wgsl.tmp")
+  endif()
 endforeach()
 file(WRITE "${OUT}.tmp" "// Generated by cmake/embed_kernels.cmake from kernels/*.wgsl. Do not edit.
 #include <map>
@@ -42,3 +126,4 @@ std::string_view kernel_source(std::string_view family) {
 }  // namespace wgfuse::gpu
 ")
 file(COPY_FILE "${OUT}.tmp" "${OUT}" ONLY_IF_DIFFERENT)
+file(REMOVE "${OUT}.tmp")

@@ -4,7 +4,12 @@
 // per step until the terminal step (0), terminal when -cos(th1) - cos(th2 + th1) > 1.
 // Policy: MLP 6 -> 16 (tanh) -> 3 on (cos th1, sin th1, cos th2, sin th2, dth1, dth2),
 // torque = action - 1 with action = argmax (ties -> lowest). Genome (163 f32):
-//   W1[16][6] row-major, b1[16], W2[3][16], b2[3].
+//   W1[16][6] row-major, b1[16], W2[3][16], b2[3] (kernels/sim_mlp.wgsl).
+// #include "sim_common.wgsl"
+// #include "sim_mlp.wgsl"
+
+const MLP_IN: u32 = 6u;
+const MLP_OUT: u32 = 3u;
 
 struct State {
   th1: f32,
@@ -62,31 +67,13 @@ fn wrap_angle(x: f32) -> f32 {
   return y;
 }
 
-fn acrobot_action(s: vec4<f32>, ind: u32) -> u32 {
-  let obs = array<f32, 6>(cos(s.x), sin(s.x), cos(s.y), sin(s.y), s.z, s.w);
-  var l = array<f32, 3>(gene(ind, 160u), gene(ind, 161u), gene(ind, 162u));
-  for (var j = 0u; j < 16u; j++) {
-    var a = gene(ind, 96u + j);
-    for (var k = 0u; k < 6u; k++) {
-      a = a + gene(ind, j * 6u + k) * obs[k];
-    }
-    let h = tanh_safe(a);
-    for (var o = 0u; o < 3u; o++) {
-      l[o] = l[o] + gene(ind, 112u + o * 16u + j) * h;
-    }
-  }
-  var best = 0u;
-  if (l[1] > l[best]) { best = 1u; }
-  if (l[2] > l[best]) { best = 2u; }
-  return best;
-}
-
 fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
   if ((*s).done != 0u) {
     return;
   }
   let y0 = vec4<f32>((*s).th1, (*s).th2, (*s).dth1, (*s).dth2);
-  let torque = f32(acrobot_action(y0, ind)) - 1.0;
+  let obs = array<f32, 6>(cos(y0.x), sin(y0.x), cos(y0.y), sin(y0.y), y0.z, y0.w);
+  let torque = f32(mlp_argmax(obs, ind)) - 1.0;
   let dt = 0.2;
   let k1 = acrobot_dsdt(y0, torque);
   let k2 = acrobot_dsdt(y0 + dt / 2.0 * k1, torque);
@@ -107,3 +94,6 @@ fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
 fn sim_fitness(s: State) -> f32 {
   return s.ret;
 }
+
+// The entry points of every strategy around this definition.
+// #include "sim_entries.wgsl"

@@ -2,7 +2,12 @@
 // and Anderson 1983): Euler integration with tau = 0.02, force +-10, reward +1 for every step
 // taken (the terminating one included), termination at |x| > 2.4 or |theta| > 12 degrees.
 // Policy: MLP 4 -> 16 (tanh) -> 2, action = argmax (ties -> 0). Genome (114 f32):
-//   W1[16][4] row-major, b1[16], W2[2][16], b2[2].
+//   W1[16][4] row-major, b1[16], W2[2][16], b2[2] (kernels/sim_mlp.wgsl).
+// #include "sim_common.wgsl"
+// #include "sim_mlp.wgsl"
+
+const MLP_IN: u32 = 4u;
+const MLP_OUT: u32 = 2u;
 
 struct State {
   x: f32,
@@ -18,27 +23,12 @@ fn sim_init(ind: u32) -> State {
                init_uniform(ind, 2u, 0.05), init_uniform(ind, 3u, 0.05), 0.0, 0u);
 }
 
-fn cartpole_action(obs: array<f32, 4>, ind: u32) -> u32 {
-  var l0 = gene(ind, 112u);
-  var l1 = gene(ind, 113u);
-  for (var j = 0u; j < 16u; j++) {
-    var a = gene(ind, 64u + j);
-    for (var k = 0u; k < 4u; k++) {
-      a = a + gene(ind, j * 4u + k) * obs[k];
-    }
-    let h = tanh_safe(a);
-    l0 = l0 + gene(ind, 80u + j) * h;
-    l1 = l1 + gene(ind, 96u + j) * h;
-  }
-  return select(0u, 1u, l1 > l0);
-}
-
 fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
   if ((*s).done != 0u) {
     return;
   }
   let obs = array<f32, 4>((*s).x, (*s).x_dot, (*s).theta, (*s).theta_dot);
-  let action = cartpole_action(obs, ind);
+  let action = mlp_argmax(obs, ind);
   let gravity = 9.8;
   let masspole = 0.1;
   let total_mass = 1.1;      // masscart 1.0 + masspole
@@ -66,3 +56,6 @@ fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
 fn sim_fitness(s: State) -> f32 {
   return s.ret;
 }
+
+// The entry points of every strategy around this definition.
+// #include "sim_entries.wgsl"

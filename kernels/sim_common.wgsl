@@ -1,6 +1,7 @@
-// The fixed head of every simulation kernel. wgfuse::fuse::SimProgram builds one WGSL module as
-//   sim_common.wgsl + sim_<workload>.wgsl + sim_entries.wgsl
-// The workload file defines only the simulation (see docs/SIMULATIONS.md):
+// The fixed head of every simulation kernel: each kernels/sim_<workload>.wgsl includes it at its
+// top and sim_entries.wgsl (the strategies' entry points) at its bottom, so that the embedded
+// family is the whole module that wgfuse::fuse::SimProgram compiles. Between the two, the
+// workload file defines only the simulation (see docs/SIMULATIONS.md):
 //   struct State { ... }                                  (f32/u32 fields: it lives in a storage
 //                                                          buffer for per-step and batched runs)
 //   fn sim_init(ind: u32) -> State
@@ -8,6 +9,7 @@
 //   fn sim_fitness(s: State) -> f32
 // and reads its genome with gene(ind, k) and shared data (market prices) with data(t, k).
 // This file declares nothing a workload must not see and has no entry point.
+// #include "sim_rng.wgsl"
 
 override WORKGROUP_SIZE: u32 = 64;
 

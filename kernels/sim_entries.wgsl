@@ -4,6 +4,8 @@
 //                         state of each individual in the storage buffer `slots`;
 //   fused:                sim_fused_main, the whole episode in one invocation, state in registers.
 // Per-step and batched run the same kernels, so their results are bitwise equal.
+// Included at the bottom of every workload file, after its definition.
+// #include "sim_common.wgsl"
 
 struct Slot {
   t: u32,  // steps taken: every step dispatch of the per-step strategies is the same

@@ -6,6 +6,7 @@
 //           probability `rate`, clamped to [lo, hi]; the elites are copied unchanged.
 // Every random number is a hash of (seed, stream, generation, child, gene), so a generation is
 // reproducible whatever the dispatch order. Non-finite fitness loses every comparison.
+// #include "sim_rng.wgsl"
 
 override WORKGROUP_SIZE: u32 = 64;
 const REDUCE_SIZE: u32 = 256u;

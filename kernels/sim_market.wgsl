@@ -11,6 +11,7 @@
 // Portfolio return r_t = sum_g pos_g / 4 * mean(group returns) - 0.0005 * sum_g |pos_g - prev_g| / 4.
 // Fitness = Sharpe (mean / std of r, annualised by sqrt(8760)) - 5 * max drawdown of cum. r.
 // Genome (502 f32): W_in[16][8] row-major, W_h[16][16], b[16], W_out[6][16], b_out[6].
+// #include "sim_common.wgsl"
 
 struct State {
   h: array<f32, 16>,
@@ -147,3 +148,7 @@ fn sim_fitness(s: State) -> f32 {
   let var_r = max(s.sum_r2 / n - mean * mean, 0.0);
   return mean / sqrt(var_r + 1e-12) * 93.59487165438072 - 5.0 * s.mdd;  // sqrt(8760)
 }
+
+// The entry points of every strategy around this definition, then the cooperative one.
+// #include "sim_entries.wgsl"
+// #include "sim_market_coop.wgsl"

@@ -1,9 +1,9 @@
 // The cooperative strategy of Market (docs/SIMULATIONS.md, "Cooperative fused strategy"): the
 // whole episode in one dispatch like sim_fused_main, but a team of COOP_LANES invocations per
-// individual instead of one. Appended after sim_entries.wgsl by fuse::SimProgram for workloads
-// whose SimSpec names it (coop_family); it defines no dynamics of its own: it calls the pieces
-// of kernels/sim_market.wgsl (market_observe, market_unit / market_hidden, market_readout /
-// market_output, market_trade) and sim_init / sim_fitness, exactly as sim_step does.
+// individual instead of one. Included at the bottom of kernels/sim_market.wgsl, after
+// sim_entries.wgsl (SimSpec::coop_family names it); it defines no dynamics of its own: it calls
+// the pieces of kernels/sim_market.wgsl (market_observe, market_unit / market_hidden,
+// market_readout / market_output, market_trade) and sim_init / sim_fitness, exactly as sim_step does.
 //
 //   lane l of a team holds, in registers for the whole episode, the weights of hidden units
 //   l + u * COOP_LANES (u < COOP_UNITS) and of outputs l + q * COOP_LANES (< 6): loaded once
@@ -23,6 +23,7 @@
 // (~134 of them weights). Any COOP_LANES dividing 16 and COOP_WG is correct (tested with 2, 4,
 // 8, 16).
 // Mirrored in C++ by SimSpec::coop_per_workgroup (= COOP_TEAMS).
+// #include "sim_entries.wgsl"
 
 const COOP_LANES: u32 = 4u;                                  // invocations per individual
 const COOP_UNITS: u32 = 16u / COOP_LANES;                    // hidden units per lane

@@ -3,7 +3,12 @@
 // += velocity, clipped to [-1.2, 0.6], velocity zeroed at the left wall; reward -1 every step
 // taken; termination at position >= 0.5 with velocity >= 0. Start: position U(-0.6, -0.4),
 // velocity 0. Policy: MLP 2 -> 16 (tanh) -> 3 on (position, velocity / 0.07), action = argmax
-// (ties -> lowest). Genome (99 f32): W1[16][2], b1[16], W2[3][16], b2[3].
+// (ties -> lowest). Genome (99 f32): W1[16][2], b1[16], W2[3][16], b2[3] (kernels/sim_mlp.wgsl).
+// #include "sim_common.wgsl"
+// #include "sim_mlp.wgsl"
+
+const MLP_IN: u32 = 2u;
+const MLP_OUT: u32 = 3u;
 
 struct State {
   pos: f32,
@@ -16,27 +21,11 @@ fn sim_init(ind: u32) -> State {
   return State(-0.5 + init_uniform(ind, 0u, 0.1), 0.0, 0.0, 0u);
 }
 
-fn mountaincar_action(p: f32, v: f32, ind: u32) -> u32 {
-  var l = array<f32, 3>(gene(ind, 96u), gene(ind, 97u), gene(ind, 98u));
-  let o0 = p;
-  let o1 = v / 0.07;
-  for (var j = 0u; j < 16u; j++) {
-    let h = tanh_safe(gene(ind, 32u + j) + gene(ind, j * 2u) * o0 + gene(ind, j * 2u + 1u) * o1);
-    for (var o = 0u; o < 3u; o++) {
-      l[o] = l[o] + gene(ind, 48u + o * 16u + j) * h;
-    }
-  }
-  var best = 0u;
-  if (l[1] > l[best]) { best = 1u; }
-  if (l[2] > l[best]) { best = 2u; }
-  return best;
-}
-
 fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
   if ((*s).done != 0u) {
     return;
   }
-  let action = mountaincar_action((*s).pos, (*s).vel, ind);
+  let action = mlp_argmax(array<f32, 2>((*s).pos, (*s).vel / 0.07), ind);
   var v = (*s).vel + ((f32(action) - 1.0) * 0.001 + cos(3.0 * (*s).pos) * (-0.0025));
   v = clamp(v, -0.07, 0.07);
   var p = clamp((*s).pos + v, -1.2, 0.6);
@@ -54,3 +43,6 @@ fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
 fn sim_fitness(s: State) -> f32 {
   return s.ret;
 }
+
+// The entry points of every strategy around this definition.
+// #include "sim_entries.wgsl"

@@ -1,6 +1,7 @@
 // Rastrigin, the embarrassingly parallel control case: the genome is the point x (dimension
 // D = L), and step t adds the t-th term of f(x) = 10 D + sum_t (x_t^2 - 10 cos(2 pi x_t)).
 // Fitness = -f (the GA maximises). Rastrigin (1974); Muehlenbein et al. (1991).
+// #include "sim_common.wgsl"
 
 struct State {
   sum: f32,
@@ -18,3 +19,6 @@ fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
 fn sim_fitness(s: State) -> f32 {
   return -s.sum;
 }
+
+// The entry points of every strategy around this definition.
+// #include "sim_entries.wgsl"

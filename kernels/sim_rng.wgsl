@@ -1,6 +1,6 @@
-// Counter-based RNG of the simulation and GA modules (prepended to both), identical in C++
-// (src/sim/rng.h), Python and CUDA (bench/baselines): the PCG hash of Jarzynski and Olano
-// (JCGT 2020), chained over the key words.
+// Counter-based RNG of the simulation and GA modules (included by sim_common.wgsl and
+// sim_evolve.wgsl), identical in C++ (src/sim/rng.h), Python and CUDA (bench/baselines): the PCG
+// hash of Jarzynski and Olano (JCGT 2020), chained over the key words.
 fn pcg_hash(v: u32) -> u32 {
   let state = v * 747796405u + 2891336453u;
   let word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;

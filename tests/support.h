@@ -3,14 +3,13 @@
 #pragma once
 
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gpu/context.h"
@@ -53,7 +52,8 @@ struct CliRun {
   int rc;           // exit status, -1 if the command did not exit normally
   std::string out;  // stdout (and stderr)
 };
-inline CliRun run_wgfuse(const std::string& args, const std::string& env = "", const std::string& stderr_to = "&1") {
+inline CliRun run_wgfuse(const std::string& args, const std::string& env = "",
+                         const std::string& stderr_to = "&1") {
   const std::string cmd = env + " " + WGFUSE_BINARY + " " + args + " 2>" + stderr_to;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {-1, "popen failed: " + cmd};
@@ -78,9 +78,8 @@ inline ::testing::AssertionResult all_close(const std::vector<float>& got, const
     if (!(err <= max_err)) max_err = err;
   }
   if (first < 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "first mismatch at " << first << ": got " << got[first]
-                                       << ", want " << want[first] << "; max relative error " << max_err
-                                       << " > " << rtol;
+  return ::testing::AssertionFailure() << "first mismatch at " << first << ": got " << got[first] << ", want "
+                                       << want[first] << "; max relative error " << max_err << " > " << rtol;
 }
 
 }  // namespace wgfuse::test

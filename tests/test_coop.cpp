@@ -115,19 +115,13 @@ TEST(Coop, OneDefinitionAndClearRefusal) {
   }
 }
 
-std::string run_cli(const std::string& args, int& rc) {
-  auto r = test::run_wgfuse(args);
-  rc = r.rc;
-  return r.out;
-}
-
 // Test the command: `--mode all` on Market runs and checks coop and reports it in the JSON;
 // `--mode coop` on a workload without it is an error that says so, and `all` there says that
 // coop was not run.
 TEST(Coop, Cli) {
   std::string json = ::testing::TempDir() + "/sim_market_coop.json";
-  int rc = 0;
-  auto out = run_cli("--adapter cpu sim market --pop 37 --steps 30 --generations 2 --check --quiet --json " + json, rc);
+  auto [rc, out] = test::run_wgfuse(
+      "--adapter cpu sim market --pop 37 --steps 30 --generations 2 --check --quiet --json " + json);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("coop vs perstep:    ok"), std::string::npos) << out;
   std::ifstream f(json);
@@ -141,12 +135,12 @@ TEST(Coop, Cli) {
   EXPECT_TRUE(j["speedups"].contains("coop_vs_fused"));
   EXPECT_EQ(j["sample_fitness"]["strategy"], "fused");
 
-  out = run_cli("--adapter cpu sim cartpole --mode coop --pop 5 --steps 5", rc);
-  EXPECT_NE(rc, 0);
-  EXPECT_NE(out.find("has no cooperative form"), std::string::npos) << out;
-  out = run_cli("--adapter cpu sim cartpole --pop 5 --steps 5 --generations 1 --quiet", rc);
-  EXPECT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("coop: not run, cartpole has no cooperative form"), std::string::npos) << out;
+  auto refused = test::run_wgfuse("--adapter cpu sim cartpole --mode coop --pop 5 --steps 5");
+  EXPECT_NE(refused.rc, 0);
+  EXPECT_NE(refused.out.find("has no cooperative form"), std::string::npos) << refused.out;
+  auto all = test::run_wgfuse("--adapter cpu sim cartpole --pop 5 --steps 5 --generations 1 --quiet");
+  EXPECT_EQ(all.rc, 0) << all.out;
+  EXPECT_NE(all.out.find("coop: not run, cartpole has no cooperative form"), std::string::npos) << all.out;
 }
 
 }  // namespace

@@ -98,16 +98,7 @@ TEST(FuseTrajectories, AcrobotFollowsTheReference) {
       for (uint32_t k = 0; k < t; ++k) {
         double obs[6] = {std::cos(ref.th1), std::sin(ref.th1), std::cos(ref.th2), std::sin(ref.th2), ref.dth1,
                          ref.dth2};
-        // mlp: W1[16][6], b1, W2[3][16], b2
-        double l[3] = {g[160], g[161], g[162]};
-        for (int j = 0; j < 16; ++j) {
-          double a = g[96 + j];
-          for (int q = 0; q < 6; ++q) a += double(g[j * 6 + q]) * obs[q];
-          for (int o = 0; o < 3; ++o) l[o] += double(g[112 + o * 16 + j]) * std::tanh(a);
-        }
-        int act = 0;
-        if (l[1] > l[act]) act = 1;
-        if (l[2] > l[act]) act = 2;
+        const int act = sim::mlp_argmax(g, 6, 16, 3, obs);
         if (sim::acrobot_terminal(ref)) break;
         ref = sim::acrobot_step(ref, act - 1.0);
       }
@@ -137,14 +128,7 @@ TEST(FuseTrajectories, CartPoleAndMountainCarFollowTheReference) {
       uint32_t taken = 0;
       for (; taken < 12 && !sim::cartpole_terminal(s); ++taken) {
         double obs[4] = {s.x, s.x_dot, s.theta, s.theta_dot};
-        double l0 = g[112], l1 = g[113];
-        for (int j = 0; j < 16; ++j) {
-          double a = g[64 + j];
-          for (int q = 0; q < 4; ++q) a += double(g[j * 4 + q]) * obs[q];
-          l0 += double(g[80 + j]) * std::tanh(a);
-          l1 += double(g[96 + j]) * std::tanh(a);
-        }
-        s = sim::cartpole_step(s, l1 > l0 ? 1 : 0);
+        s = sim::cartpole_step(s, sim::mlp_argmax(g, 4, 16, 2, obs));
       }
       // WGSL allows sin and cos an absolute error of 2^-11 (SwiftShader's measured ~1e-5 here):
       // about 2e-4 per step on theta_dot at worst, so 12 steps stay within 2e-3. A wrong
@@ -170,15 +154,7 @@ TEST(FuseTrajectories, CartPoleAndMountainCarFollowTheReference) {
       sim::MountainCarState s{double(-0.5f + sim::init_uniform(5, ind, 0, 0.1f)), 0.0};
       for (int t = 0; t < 50; ++t) {
         double obs[2] = {s.pos, s.vel / 0.07};
-        double l[3] = {g[96], g[97], g[98]};
-        for (int j = 0; j < 16; ++j) {
-          double h = std::tanh(g[32 + j] + double(g[j * 2]) * obs[0] + double(g[j * 2 + 1]) * obs[1]);
-          for (int o = 0; o < 3; ++o) l[o] += double(g[48 + o * 16 + j]) * h;
-        }
-        int act = 0;
-        if (l[1] > l[act]) act = 1;
-        if (l[2] > l[act]) act = 2;
-        s = sim::mountaincar_step(s, act);
+        s = sim::mountaincar_step(s, sim::mlp_argmax(g, 2, 16, 3, obs));
       }
       // cos(3 pos) within 2^-11 (WGSL): velocity error <= 50 x 0.0025 x 2^-11 = 6e-5 after 50
       // steps, position error a multiple of that.

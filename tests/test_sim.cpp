@@ -2,7 +2,6 @@
 // independently here, the RNG, the workload registry and the `wgfuse sim` command.
 #include <array>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -32,7 +31,8 @@ V4 acrobot_derivative(const V4& s, double a) {
   double phi2 = m2 * lc2 * g * std::sin(s[0] + s[1]);  // cos(x - pi/2) = sin(x)
   double phi1 = -m2 * l1 * lc2 * s[3] * s[3] * s2 - 2 * m2 * l1 * lc2 * s[3] * s[2] * s2 +
                 (m1 * lc1 + m2 * l1) * g * std::sin(s[0]) + phi2;
-  double dd2 = (a + d2 / d1 * phi1 - m2 * l1 * lc2 * s[2] * s[2] * s2 - phi2) / (m2 * lc2 * lc2 + I2 - d2 * d2 / d1);
+  double dd2 =
+      (a + d2 / d1 * phi1 - m2 * l1 * lc2 * s[2] * s[2] * s2 - phi2) / (m2 * lc2 * lc2 + I2 - d2 * d2 / d1);
   double dd1 = -(d2 * dd2 + phi1) / d1;
   return {s[2], s[3], dd1, dd2};
 }
@@ -216,18 +216,30 @@ TEST(SimReference, RewardConventions) {
   EXPECT_EQ(sim::reference_fitness(mc, idle, 0, 200, 1, {}), -200.0);
 }
 
-std::string run_cli(const std::string& args, int& rc) {
-  auto r = test::run_wgfuse(args);
-  rc = r.rc;
-  return r.out;
+// Test the policy against logits worked out by hand: 2 inputs, 2 hidden units, 3 outputs.
+TEST(SimReference, MlpArgmaxByHand) {
+  // W1 = [[1, 0], [0, 1]], b1 = [0, 0.5], W2 = [[1, 0], [0, 1], [-1, -1]], b2 = [0, 0, 0.25]
+  const std::vector<float> g = {1, 0, 0, 1, 0, 0.5f, 1, 0, 0, 1, -1, -1, 0, 0, 0.25f};
+  const double obs[2] = {0.5, 0.0};
+  // h = (tanh 0.5, tanh 0.5); logits = (tanh 0.5, tanh 0.5, 0.25 - 2 tanh 0.5): a tie of 0 and 1.
+  double margin = INFINITY;
+  EXPECT_EQ(sim::mlp_argmax(g, 2, 2, 3, obs, &margin), 0);  // ties -> lowest index
+  EXPECT_EQ(margin, 0.0);
+  const double obs2[2] = {0.3, 0.1};  // h = (tanh 0.3, tanh 0.6): output 1 wins
+  margin = INFINITY;
+  EXPECT_EQ(sim::mlp_argmax(g, 2, 2, 3, obs2, &margin), 1);
+  EXPECT_NEAR(margin, std::tanh(0.6) - std::tanh(0.3), 1e-7);
+  const double obs3[2] = {-1.0, -1.5};  // h = (tanh -1, tanh -1): logit 2 = 0.25 + 2 tanh 1 wins
+  EXPECT_EQ(sim::mlp_argmax(g, 2, 2, 3, obs3), 2);
+  EXPECT_THROW(sim::mlp_argmax(std::span<const float>(g).first(14), 2, 2, 3, obs), Error);
 }
 
 // Test the command end to end: --check passes at a small size and the JSON has the documented
 // fields.
 TEST(SimCli, CheckPassesAndJsonHasTheFields) {
   std::string json = ::testing::TempDir() + "/sim_cartpole.json";
-  int rc = 0;
-  auto out = run_cli("--adapter cpu sim cartpole --pop 67 --steps 40 --generations 2 --check --quiet --json " + json, rc);
+  auto [rc, out] = test::run_wgfuse(
+      "--adapter cpu sim cartpole --pop 67 --steps 40 --generations 2 --check --quiet --json " + json);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("check passed"), std::string::npos) << out;
   std::ifstream f(json);
@@ -256,8 +268,8 @@ TEST(SimCli, CheckPassesAndJsonHasTheFields) {
 // SwiftShader).
 TEST(SimCli, CheckPassesForEveryWorkloadAtSmallSizes) {
   for (auto& w : sim::workloads()) {
-    int rc = 0;
-    auto out = run_cli("--adapter cpu sim " + w.name + " --pop 33 --steps 70 --generations 1 --check --quiet", rc);
+    auto [rc, out] = test::run_wgfuse("--adapter cpu sim " + w.name +
+                                      " --pop 33 --steps 70 --generations 1 --check --quiet");
     EXPECT_EQ(rc, 0) << w.name << ":\n" << out;
     EXPECT_NE(out.find("check passed"), std::string::npos) << w.name << ":\n" << out;
   }
@@ -265,13 +277,12 @@ TEST(SimCli, CheckPassesForEveryWorkloadAtSmallSizes) {
 
 // Test that an unknown workload and a population over the device's limits are clear errors.
 TEST(SimCli, ClearErrors) {
-  int rc = 0;
-  auto out = run_cli("--adapter cpu sim pong", rc);
-  EXPECT_NE(rc, 0);
-  EXPECT_NE(out.find("unknown workload 'pong'"), std::string::npos) << out;
-  out = run_cli("--adapter cpu sim market --pop 4000000 --steps 10", rc);
-  EXPECT_NE(rc, 0);
-  EXPECT_NE(out.find("maxStorageBufferBindingSize"), std::string::npos) << out;
+  auto pong = test::run_wgfuse("--adapter cpu sim pong");
+  EXPECT_NE(pong.rc, 0);
+  EXPECT_NE(pong.out.find("unknown workload 'pong'"), std::string::npos) << pong.out;
+  auto big = test::run_wgfuse("--adapter cpu sim market --pop 4000000 --steps 10");
+  EXPECT_NE(big.rc, 0);
+  EXPECT_NE(big.out.find("maxStorageBufferBindingSize"), std::string::npos) << big.out;
 }
 
 }  // namespace

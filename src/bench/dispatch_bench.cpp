@@ -514,7 +514,7 @@ BenchReport run_dispatch_bench(gpu::Context& ctx, const BenchConfig& cfg, const 
   const uint64_t copy_bytes = std::min<uint64_t>(uint64_t(cfg.large_elements) * 4, ctx.limits().max_buffer_size);
   progress("device copy bandwidth");
   std::tie(r.copy_bandwidth_gbs, r.copy_command_bandwidth_gbs) =
-      measure_copy_bandwidth(ctx, prof, copy_bytes, cfg.quick ? 3 : 5);
+      measure_copy_bandwidth(ctx, prof, copy_bytes, cfg.reps);
 
   auto wanted = [&](const std::string& name) {
     return cfg.only_kernels.empty() ||

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/stats.h"
 #include "gpu/context.h"
+#include "util/stats.h"
 
 namespace wgfuse::bench {
 

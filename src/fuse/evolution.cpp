@@ -32,13 +32,10 @@ Evolution::Evolution(gpu::Context& ctx, uint32_t pop, uint32_t genome_len, GaCon
   params_ = ctx.buffer(sizeof(EvolveParams), gpu::BufferUsage::Uniform | gpu::BufferUsage::CopyDst, "ga.params");
   stats_ = ctx.buffer(16 + 4 * kMaxElites, gpu::BufferUsage::StorageIO, "ga.stats");
   parents_ = ctx.buffer(uint64_t(pop) * 8, gpu::BufferUsage::StorageIO, "ga.parents");
-  scratch_ = ctx.buffer(16, gpu::BufferUsage::StorageIO, "ga.scratch");
 }
 
 gpu::KernelDesc Evolution::desc(const char* entry) const {
-  // The GA draws from the same RNG as the simulations: kernels/sim_rng.wgsl, prepended.
-  return {"sim_evolve", std::string(gpu::kernel_source("sim_rng")) + std::string(gpu::kernel_source("sim_evolve")),
-          entry, {{"WORKGROUP_SIZE", double(kWorkgroup)}}};
+  return gpu::embedded_kernel("sim_evolve", entry, {{"WORKGROUP_SIZE", double(kWorkgroup)}});
 }
 
 void Evolution::compile() {
@@ -62,13 +59,6 @@ uint32_t Evolution::record(gpu::Recorder& rec, uint32_t generation, const gpu::B
   rec.dispatch(select, group(select, fitness, src, dst), (pop_ + kWorkgroup - 1) / kWorkgroup);
   rec.dispatch(breed, group(breed, fitness, src, dst), breed_x_, breed_y_);
   return 3;
-}
-
-void Evolution::record_stats(gpu::Recorder& rec, const gpu::Buffer& fitness, const gpu::Buffer& any_genomes) {
-  EvolveParams p{pop_, genome_len_, 0, cfg_.seed, cfg_.tournament, cfg_.elites, cfg_.rate, cfg_.sigma, cfg_.lo, cfg_.hi, 0, 0};
-  ctx_->write_value(params_, 0, p);
-  auto& reduce = ctx_->kernel(desc("reduce"));
-  rec.dispatch(reduce, group(reduce, fitness, any_genomes, scratch_), 1);
 }
 
 GenerationStats Evolution::read_stats() {

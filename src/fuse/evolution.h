@@ -44,8 +44,6 @@ class Evolution {
   // Records reduce + select + breed (src -> dst). Returns the number of dispatches (3).
   uint32_t record(gpu::Recorder& rec, uint32_t generation, const gpu::Buffer& fitness,
                   const gpu::Buffer& src, const gpu::Buffer& dst);
-  // Only the statistics of `fitness` (one dispatch): for an evaluation without evolution.
-  void record_stats(gpu::Recorder& rec, const gpu::Buffer& fitness, const gpu::Buffer& any_genomes);
   // Reads the statistics recorded last (waits for submitted work).
   GenerationStats read_stats();
 
@@ -58,7 +56,7 @@ class Evolution {
   GaConfig cfg_;
   // The params are rewritten (queue write) when a generation is recorded: the previous
   // generation has been read back by then, so no submitted work still reads them.
-  gpu::Buffer params_, stats_, parents_, scratch_;
+  gpu::Buffer params_, stats_, parents_;
   uint32_t breed_x_ = 0, breed_y_ = 0;
 };
 

@@ -1,8 +1,5 @@
 #include "fuse/sim_program.h"
 
-#include <algorithm>
-#include <vector>
-
 #include "util/error.h"
 
 namespace wgfuse::fuse {
@@ -31,22 +28,7 @@ void require_coop(const SimSpec& spec) {
                 "' has no cooperative form (strategy coop): only market has one; use perstep, batched or fused");
 }
 
-std::string generated_source(const SimSpec& spec) {
-  std::string src;
-  src += "// ---- kernels/sim_rng.wgsl ----\n";
-  src += gpu::kernel_source("sim_rng");
-  src += "\n// ---- kernels/sim_common.wgsl ----\n";
-  src += gpu::kernel_source("sim_common");
-  src += "\n// ---- kernels/" + spec.family + ".wgsl ----\n";
-  src += gpu::kernel_source(spec.family);
-  src += "\n// ---- kernels/sim_entries.wgsl ----\n";
-  src += gpu::kernel_source("sim_entries");
-  if (spec.has_coop()) {
-    src += "\n// ---- kernels/" + spec.coop_family + ".wgsl ----\n";
-    src += gpu::kernel_source(spec.coop_family);
-  }
-  return src;
-}
+std::string generated_source(const SimSpec& spec) { return std::string(gpu::kernel_source(spec.family)); }
 
 SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t steps, uint32_t genome_len,
                        uint32_t seed, std::span<const float> data, uint32_t data_stride)
@@ -160,7 +142,6 @@ EvalCounts SimProgram::evaluate(Strategy strategy, gpu::Recorder& rec, const gpu
     rec.submit();
     ++c.submits;
     ctx_->wait();
-    ++c.waits;
   };
   rec.dispatch(init, g_init, groups_);
   sync();

@@ -1,9 +1,10 @@
 // One definition of a simulation, several execution strategies.
 //
 // A simulation is written once, in kernels/sim_<workload>.wgsl: a State struct, sim_init,
-// sim_step and sim_fitness (the contract is at the top of kernels/sim_common.wgsl). SimProgram
-// wraps that one source in a fixed head (sim_common.wgsl: bindings, params, RNG, genome access)
-// and tail (sim_entries.wgsl: the entry points of every strategy) and runs it as
+// sim_step and sim_fitness (the contract is at the top of kernels/sim_common.wgsl), between a
+// fixed head (#include "sim_common.wgsl": bindings, params, RNG, genome access) and tail
+// (#include "sim_entries.wgsl": the entry points of every strategy), expanded at build time
+// (cmake/embed_kernels.cmake). SimProgram compiles that one module and runs it as
 //   PerStep: init, then one dispatch per time step with a submit and a wait after each,
 //            then fitness: what an eager framework does;
 //   Batched: the same dispatches recorded into one command buffer, one wait;
@@ -37,9 +38,9 @@ struct SimSpec {
   std::string family;  // the embedded kernel family holding the definition, e.g. "sim_acrobot"
   uint32_t state_bytes = 0;  // size of the WGSL State struct (slot = 4 + state_bytes, rounded)
   uint32_t workgroup_size = 64;
-  // The cooperative strategy: the kernel family appended after sim_entries.wgsl that defines
-  // sim_coop_main (empty: the workload has no cooperative form), and the individuals one of its
-  // workgroups evaluates (mirrors COOP_TEAMS in that file).
+  // The cooperative strategy: the kernel file, included by the workload's after sim_entries.wgsl,
+  // that defines sim_coop_main (empty: the workload has no cooperative form), and the
+  // individuals one of its workgroups evaluates (mirrors COOP_TEAMS in that file).
   std::string coop_family = {};
   uint32_t coop_per_workgroup = 0;
   bool has_coop() const { return !coop_family.empty(); }
@@ -52,8 +53,8 @@ struct SimParams {
 static_assert(sizeof(SimParams) == 32);
 static_assert(offsetof(SimParams, data_stride) == 16);
 
-// The generated WGSL for `spec`: sim_common + the workload's file + sim_entries (+ the workload's
-// cooperative kernel, where it has one).
+// The WGSL module of `spec`: its embedded family, includes expanded (sim_common, the workload's
+// definition, sim_entries and, where it has one, its cooperative kernel).
 std::string generated_source(const SimSpec& spec);
 
 // Entry points of the generated module.
@@ -69,7 +70,6 @@ void require_coop(const SimSpec& spec);
 struct EvalCounts {
   uint64_t dispatches = 0;
   uint64_t submits = 0;
-  uint64_t waits = 0;
 };
 
 class SimProgram {

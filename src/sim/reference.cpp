@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <string>
 
 #include "sim/market_data.h"
 #include "sim/rng.h"
@@ -12,26 +13,6 @@ namespace wgfuse::sim {
 namespace {
 
 constexpr double kPi = std::numbers::pi;
-
-// One hidden tanh layer then linear logits; returns argmax (ties -> lowest index).
-// Genome layout: W1[hidden][in] row-major, b1[hidden], W2[out][hidden], b2[out].
-int mlp_argmax(std::span<const float> g, int in, int hidden, int out, const double* obs, double& margin) {
-  const size_t b1 = size_t(hidden) * in, w2 = b1 + hidden, b2 = w2 + size_t(out) * hidden;
-  double logits[8];
-  for (int o = 0; o < out; ++o) logits[o] = g[b2 + o];
-  for (int j = 0; j < hidden; ++j) {
-    double a = g[b1 + j];
-    for (int k = 0; k < in; ++k) a += double(g[size_t(j) * in + k]) * obs[k];
-    double h = std::tanh(a);
-    for (int o = 0; o < out; ++o) logits[o] += double(g[w2 + size_t(o) * hidden + j]) * h;
-  }
-  int best = 0;
-  for (int o = 1; o < out; ++o)
-    if (logits[o] > logits[best]) best = o;
-  for (int o = 0; o < out; ++o)
-    if (o != best) margin = std::min(margin, logits[best] - logits[o]);  // distance to a flip
-  return best;
-}
 
 void acrobot_dsdt(const double s[4], double a, double out[4]) {
   const double m1 = 1, m2 = 1, l1 = 1, lc1 = 0.5, lc2 = 0.5, I1 = 1, I2 = 1, g = 9.8;
@@ -70,7 +51,7 @@ ReferenceRun acrobot(std::span<const float> g, uint32_t ind, uint32_t steps, uin
   double ret = 0, margin = INFINITY;
   for (uint32_t t = 0; t < steps; ++t) {
     double obs[6] = {std::cos(s.th1), std::sin(s.th1), std::cos(s.th2), std::sin(s.th2), s.dth1, s.dth2};
-    int action = mlp_argmax(g, 6, 16, 3, obs, margin);
+    int action = mlp_argmax(g, 6, 16, 3, obs, &margin);
     s = acrobot_step(s, action - 1.0);
     margin = std::min(margin, std::abs(-std::cos(s.th1) - std::cos(s.th2 + s.th1) - 1.0));
     if (acrobot_terminal(s)) break;
@@ -86,7 +67,7 @@ ReferenceRun cartpole(std::span<const float> g, uint32_t ind, uint32_t steps, ui
   const double theta_limit = 12 * 2 * kPi / 360;
   for (uint32_t t = 0; t < steps; ++t) {
     double obs[4] = {s.x, s.x_dot, s.theta, s.theta_dot};
-    s = cartpole_step(s, mlp_argmax(g, 4, 16, 2, obs, margin));
+    s = cartpole_step(s, mlp_argmax(g, 4, 16, 2, obs, &margin));
     ret += 1;
     margin = std::min({margin, std::abs(std::abs(s.x) - 2.4), std::abs(std::abs(s.theta) - theta_limit)});
     if (cartpole_terminal(s)) break;
@@ -99,7 +80,7 @@ ReferenceRun mountaincar(std::span<const float> g, uint32_t ind, uint32_t steps,
   double ret = 0, margin = INFINITY;
   for (uint32_t t = 0; t < steps; ++t) {
     double obs[2] = {s.pos, s.vel / 0.07};
-    int action = mlp_argmax(g, 2, 16, 3, obs, margin);
+    int action = mlp_argmax(g, 2, 16, 3, obs, &margin);
     // The left wall zeroes the velocity when pos + v' < -1.2: a discontinuity too.
     double v = std::clamp(s.vel + ((action - 1) * 0.001 + std::cos(3 * s.pos) * (-0.0025)), -0.07, 0.07);
     if (v < 0) margin = std::min(margin, std::abs(s.pos + v + 1.2));
@@ -139,7 +120,8 @@ ReferenceRun market(std::span<const float> g, uint32_t steps, std::span<const fl
     double r = 0, turnover = 0;
     for (int gr = 0; gr < 4; ++gr) {
       double p = std::tanh(out[gr]);
-      double group_ret = (double(rec[6 + 4 * gr]) + rec[7 + 4 * gr] + rec[8 + 4 * gr] + rec[9 + 4 * gr]) * 0.25;
+      double group_ret =
+          (double(rec[6 + 4 * gr]) + rec[7 + 4 * gr] + rec[8 + 4 * gr] + rec[9 + 4 * gr]) * 0.25;
       r += p * 0.25 * group_ret;
       turnover += std::abs(p - pos[gr]) * 0.25;
       pos[gr] = p;
@@ -160,6 +142,28 @@ ReferenceRun market(std::span<const float> g, uint32_t steps, std::span<const fl
 
 }  // namespace
 
+int mlp_argmax(std::span<const float> g, int in, int hidden, int out, const double* obs, double* margin) {
+  const size_t b1 = size_t(hidden) * in, w2 = b1 + hidden, b2 = w2 + size_t(out) * hidden;
+  if (out < 1 || out > kMaxMlpOutputs || g.size() < b2 + out)
+    throw Error("mlp_argmax: " + std::to_string(out) + " outputs (1 to " + std::to_string(kMaxMlpOutputs) +
+                ") need a genome of " + std::to_string(b2 + out) + " floats, got " +
+                std::to_string(g.size()));
+  double logits[kMaxMlpOutputs];
+  for (int o = 0; o < out; ++o) logits[o] = g[b2 + o];
+  for (int j = 0; j < hidden; ++j) {
+    double a = g[b1 + j];
+    for (int k = 0; k < in; ++k) a += double(g[size_t(j) * in + k]) * obs[k];
+    double h = std::tanh(a);
+    for (int o = 0; o < out; ++o) logits[o] += double(g[w2 + size_t(o) * hidden + j]) * h;
+  }
+  int best = 0;
+  for (int o = 1; o < out; ++o)
+    if (logits[o] > logits[best]) best = o;
+  for (int o = 0; o < out; ++o)
+    if (margin && o != best) *margin = std::min(*margin, logits[best] - logits[o]);  // distance to a flip
+  return best;
+}
+
 AcrobotState acrobot_step(const AcrobotState& s, double torque) {
   const double dt = 0.2, dt2 = dt / 2.0;
   const double y0[4] = {s.th1, s.th2, s.dth1, s.dth2};
@@ -177,7 +181,9 @@ AcrobotState acrobot_step(const AcrobotState& s, double torque) {
           std::clamp(ns[3], -9 * kPi, 9 * kPi)};
 }
 
-bool acrobot_terminal(const AcrobotState& s) { return -std::cos(s.th1) - std::cos(s.th2 + s.th1) > 1.0; }
+bool acrobot_terminal(const AcrobotState& s) {
+  return -std::cos(s.th1) - std::cos(s.th2 + s.th1) > 1.0;
+}
 
 CartPoleState cartpole_step(const CartPoleState& s, int action) {
   const double gravity = 9.8, masscart = 1.0, masspole = 0.1, total_mass = masspole + masscart;
@@ -185,10 +191,11 @@ CartPoleState cartpole_step(const CartPoleState& s, int action) {
   const double force = action == 1 ? force_mag : -force_mag;
   const double costheta = std::cos(s.theta), sintheta = std::sin(s.theta);
   const double temp = (force + polemass_length * s.theta_dot * s.theta_dot * sintheta) / total_mass;
-  const double thetaacc =
-      (gravity * sintheta - costheta * temp) / (length * (4.0 / 3.0 - masspole * costheta * costheta / total_mass));
+  const double thetaacc = (gravity * sintheta - costheta * temp) /
+                          (length * (4.0 / 3.0 - masspole * costheta * costheta / total_mass));
   const double xacc = temp - polemass_length * thetaacc * costheta / total_mass;
-  return {s.x + tau * s.x_dot, s.x_dot + tau * xacc, s.theta + tau * s.theta_dot, s.theta_dot + tau * thetaacc};
+  return {s.x + tau * s.x_dot, s.x_dot + tau * xacc, s.theta + tau * s.theta_dot,
+          s.theta_dot + tau * thetaacc};
 }
 
 bool cartpole_terminal(const CartPoleState& s) {
@@ -205,7 +212,9 @@ MountainCarState mountaincar_step(const MountainCarState& s, int action) {
   return {position, velocity};
 }
 
-bool mountaincar_terminal(const MountainCarState& s) { return s.pos >= 0.5 && s.vel >= 0.0; }
+bool mountaincar_terminal(const MountainCarState& s) {
+  return s.pos >= 0.5 && s.vel >= 0.0;
+}
 
 std::vector<float> initial_genomes(const Workload& w, uint32_t pop, uint32_t steps, uint32_t seed) {
   const uint32_t len = w.genome_length(steps);

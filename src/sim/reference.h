@@ -31,6 +31,16 @@ struct MountainCarState {
 MountainCarState mountaincar_step(const MountainCarState& s, int action);  // 0 left, 1 none, 2 right
 bool mountaincar_terminal(const MountainCarState& s);
 
+// The policy of the classic-control workloads (kernels/sim_mlp.wgsl), in double: `hidden` tanh
+// units on the `in` observations `obs`, then `out` linear logits; returns their argmax (ties ->
+// lowest index). Genome layout: W1[hidden][in] row-major, b1[hidden], W2[out][hidden], b2[out].
+// Where `margin` is given, it is lowered to the gap between the chosen logit and every other one
+// (how close the decision came to flipping). Throws Error for more than kMaxMlpOutputs outputs or
+// a genome too short for the sizes.
+inline constexpr int kMaxMlpOutputs = 8;
+int mlp_argmax(std::span<const float> genome, int in, int hidden, int out, const double* obs,
+               double* margin = nullptr);
+
 // The initial population (pop x genome_len), as uploaded to the GPU.
 std::vector<float> initial_genomes(const Workload& w, uint32_t pop, uint32_t steps, uint32_t seed);
 

@@ -4,7 +4,11 @@
 // not today's standard header's: ShaderF16 is 0x0A and WGPULimits is 168 bytes here.
 // Every struct below is static_asserted against the measured facts (shared/reference/dawn-abi.json).
 //
-// Only src/webgpu includes this header. Everything above it sees RAII C++ types.
+// Reached through webgpu/api.h and webgpu/handle.h: src/gpu's public headers hold
+// webgpu::Handle<WGPU...> members (and raw_*() accessors), so code above src/gpu sees these type
+// names, but only src/webgpu and src/gpu's .cpp files call the C API, plus the two documented
+// exceptions that measure against it: the raw arm of the benchmark (src/bench/dispatch_bench.cpp)
+// and the ABI tests (tests/test_abi.cpp). See docs/ARCHITECTURE.md, "Where the C API is called".
 #pragma once
 
 #include <cstddef>

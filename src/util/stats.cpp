@@ -1,11 +1,10 @@
-#include "bench/stats.h"
+#include "util/stats.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "util/error.h"
 
-namespace wgfuse::bench {
+namespace wgfuse {
 
 Summary summarize(std::vector<double> s) {
   if (s.empty()) throw Error("summarize: no samples");
@@ -44,4 +43,4 @@ LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y) {
   return f;
 }
 
-}  // namespace wgfuse::bench
+}  // namespace wgfuse

@@ -1,10 +1,10 @@
-// Statistics for benchmarks: medians with min–max, and the least-squares line through
-// (dispatch count, time) whose slope is the per-dispatch cost.
+// Statistics of every report (bench and sim): medians with min–max, and the least-squares line
+// through (dispatch count, time) whose slope is the per-dispatch cost.
 #pragma once
 
 #include <vector>
 
-namespace wgfuse::bench {
+namespace wgfuse {
 
 struct Summary {
   double median = 0, min = 0, max = 0;
@@ -19,4 +19,4 @@ struct LinearFit {
 // (1 when every point is on the line; defined as 1 when y has no variance). Needs ≥ 2 distinct x.
 LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y);
 
-}  // namespace wgfuse::bench
+}  // namespace wgfuse

@@ -1,0 +1,282 @@
+#include "sim/report.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "sim/reference.h"
+#include "util/stats.h"
+
+namespace wgfuse::sim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using fuse::Strategy;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+nlohmann::json summary_json(const Summary& s) {
+  return {{"median", s.median}, {"min", s.min}, {"max", s.max}};
+}
+
+// One timed mode: its rates, times, counts and fitness trajectory. Also returns the median rate.
+nlohmann::json mode_json(const ModeRun& r, double& median_gen_per_s) {
+  std::vector<double> gps;
+  for (double s : r.seconds) gps.push_back(1.0 / s);
+  const Summary rate = gps.empty() ? Summary{} : summarize(gps);
+  median_gen_per_s = rate.median;
+  nlohmann::json jm;
+  jm["gen_per_s"] = summary_json(rate);
+  jm["seconds_per_generation"] = r.seconds;
+  jm["gpu_evaluation_ms"] =
+      r.gpu_eval_ms.empty() ? nlohmann::json(nullptr) : summary_json(summarize(r.gpu_eval_ms));
+  jm["dispatches_per_generation"] = r.dispatches_per_generation;
+  jm["submits_per_generation"] = r.submits_per_generation;
+  std::vector<double> best, mean;
+  for (auto& st : r.stats) {
+    best.push_back(st.best);
+    mean.push_back(st.mean);
+  }
+  jm["best_fitness"] = best;
+  jm["mean_fitness"] = mean;
+  return jm;
+}
+
+ModeRun run_mode(SimRunner& runner, Strategy m, const SimReportOptions& o) {
+  const auto t_mode = Clock::now();
+  auto last_line = t_mode;
+  auto progress = [&](uint32_t gen, const fuse::GenerationStats& st, double) {
+    if (o.quiet || seconds_since(t_mode) < 3.0 || seconds_since(last_line) < 2.0) return;
+    last_line = Clock::now();
+    std::fprintf(stderr, "  [%s] generation %u/%u, best %.6g, mean %.6g, %.1f s\n",
+                 fuse::to_string(m).c_str(), gen + 1, o.generations, st.best, st.mean, seconds_since(t_mode));
+  };
+  return runner.run(m, o.generations, progress);
+}
+
+void print_table(const std::vector<Strategy>& modes, const std::map<Strategy, ModeRun>& runs,
+                 const std::map<Strategy, double>& rate, const nlohmann::json& jmodes) {
+  std::printf("\n  %-8s %12s %21s %14s %12s %14s\n", "mode", "gen/s", "min - max", "dispatches/gen",
+              "submits/gen", "GPU eval ms");
+  for (auto m : modes) {
+    auto& jm = jmodes[fuse::to_string(m)];
+    char gpu[32] = "-";
+    if (!jm["gpu_evaluation_ms"].is_null())
+      std::snprintf(gpu, sizeof gpu, "%.4g", jm["gpu_evaluation_ms"]["median"].get<double>());
+    std::printf("  %-8s %12.4g %10.4g - %-10.4g %14llu %12llu %14s\n", fuse::to_string(m).c_str(), rate.at(m),
+                jm["gen_per_s"]["min"].get<double>(), jm["gen_per_s"]["max"].get<double>(),
+                (unsigned long long)runs.at(m).dispatches_per_generation,
+                (unsigned long long)runs.at(m).submits_per_generation, gpu);
+  }
+}
+
+// Fused and coop against the slower strategies (printed), and batched against per-step (JSON only).
+nlohmann::json speedups(const std::map<Strategy, double>& rate) {
+  nlohmann::json js = nlohmann::json::object();
+  auto versus = [&](Strategy fast, std::initializer_list<Strategy> slower) {
+    if (!rate.count(fast)) return;
+    for (auto m : slower) {
+      if (!rate.count(m) || rate.at(m) <= 0) continue;
+      const double s = rate.at(fast) / rate.at(m);
+      js[fuse::to_string(fast) + "_vs_" + fuse::to_string(m)] = s;
+      std::printf("  speedup %s vs %s: %.2fx\n", fuse::to_string(fast).c_str(), fuse::to_string(m).c_str(),
+                  s);
+    }
+  };
+  versus(Strategy::Fused, {Strategy::PerStep, Strategy::Batched});
+  versus(Strategy::Coop, {Strategy::PerStep, Strategy::Batched, Strategy::Fused});
+  if (rate.count(Strategy::PerStep) && rate.count(Strategy::Batched) && rate.at(Strategy::PerStep) > 0)
+    js["batched_vs_perstep"] = rate.at(Strategy::Batched) / rate.at(Strategy::PerStep);
+  return js;
+}
+
+// The runs of the different strategies start from the same population with the same GA seed:
+// where the fitness agrees, the whole evolution agrees.
+nlohmann::json trajectory_agreement(const std::map<Strategy, ModeRun>& runs) {
+  nlohmann::json jt = nlohmann::json::object();
+  auto& ref = runs.begin()->second;
+  for (auto& [m, r] : runs) {
+    if (m == ref.strategy) continue;
+    double mx = 0;
+    for (size_t i = 0; i < r.stats.size(); ++i) {
+      double x = ref.stats[i].best, y = r.stats[i].best;
+      double den = std::max(std::abs(x), std::abs(y));
+      mx = std::max(mx, x == y ? 0.0 : std::abs(x - y) / den);
+    }
+    jt[fuse::to_string(m) + "_vs_" + fuse::to_string(ref.strategy) + "_best_max_rel"] = mx;
+  }
+  return jt;
+}
+
+// A sample of generation-0 fitness values at L and at the reference horizon, with the CPU
+// double-precision reference at both, for the baselines to compare against.
+nlohmann::json sample_fitness(SimRunner& runner, const SimReportOptions& o) {
+  const auto& w = runner.workload();
+  const uint32_t pop = runner.pop(), steps = runner.steps();
+  // Fused where it ran (what the baselines have always been compared with), else the last mode.
+  const auto strategy =
+      std::count(o.modes.begin(), o.modes.end(), Strategy::Fused) ? Strategy::Fused : o.modes.back();
+  const uint32_t n = std::min<uint32_t>(o.samples, pop);
+  const uint32_t horizon = std::min(steps, w.reference_horizon);
+  auto f = runner.evaluate_initial(strategy);
+  auto fh = horizon == steps ? f : runner.evaluate_initial(strategy, horizon);
+  nlohmann::json idx = nlohmann::json::array(), v = nlohmann::json::array(), vh = nlohmann::json::array(),
+                 ref = nlohmann::json::array(), refh = nlohmann::json::array();
+  const auto& genomes = runner.initial_genomes();
+  const uint32_t len = runner.genome_len();
+  const auto& market = runner.market().records;
+  for (uint32_t k = 0; k < n; ++k) {
+    uint32_t i = uint32_t(uint64_t(k) * pop / n);
+    std::span<const float> genome(genomes.data() + size_t(i) * len, len);
+    idx.push_back(i);
+    v.push_back(f[i]);
+    vh.push_back(fh[i]);
+    ref.push_back(reference_fitness(w, genome, i, steps, o.seed, market));
+    refh.push_back(horizon == steps ? ref.back().get<double>()
+                                    : reference_fitness(w, genome, i, horizon, o.seed, market));
+  }
+  return {{"strategy", fuse::to_string(strategy)},
+          {"indices", idx},
+          {"steps", steps},
+          {"values", v},
+          {"reference", ref},
+          {"horizon", horizon},
+          {"values_at_horizon", vh},
+          {"reference_at_horizon", refh}};
+}
+
+// Two strategies on the generation-0 population, within rtol, printed as a verdict line.
+nlohmann::json strategy_verdict(const char* label, const Agreement& a, double rtol, bool& pass) {
+  pass = a.over == 0;
+  std::printf("    %s %s (max rel diff %.3g, %s, %u over %.0e)\n", label, pass ? "ok" : "FAIL", a.max_rel,
+              a.bitwise ? "bitwise equal" : "not bitwise", a.over, rtol);
+  return {{"bitwise", a.bitwise}, {"max_rel", a.max_rel}, {"over", a.over}, {"rtol", rtol}, {"pass", pass}};
+}
+
+// The --check verdicts: per-step and batched bitwise equal, fused (and coop) within rtol of
+// per-step, and every strategy against the CPU double reference.
+nlohmann::json check(SimRunner& runner, const SimReportOptions& o, bool& ok) {
+  const auto& w = runner.workload();
+  std::printf("\n  check (generation-0 population, all individuals):\n");
+  const double rtol = 1e-5;
+  auto fp = runner.evaluate_initial(Strategy::PerStep);
+  auto fb = runner.evaluate_initial(Strategy::Batched);
+  auto ff = runner.evaluate_initial(Strategy::Fused);
+  auto pb = compare_fitness(fp, fb, 0.0);
+  const bool pb_ok = pb.bitwise;
+  std::printf("    perstep vs batched: %s (max rel diff %.3g)\n", pb_ok ? "bitwise equal" : "DIFFERENT",
+              pb.max_rel);
+  nlohmann::json jc;
+  jc["perstep_vs_batched"] = {{"bitwise", pb.bitwise}, {"max_rel", pb.max_rel}, {"pass", pb_ok}};
+  bool pf_ok = true, pc_ok = true;
+  jc["fused_vs_perstep"] =
+      strategy_verdict("fused vs perstep:  ", compare_fitness(fp, ff, rtol), rtol, pf_ok);
+  std::vector<Strategy> checked = {Strategy::PerStep, Strategy::Batched, Strategy::Fused};
+  if (w.spec.has_coop()) {
+    // The same functions called from another kernel: contraction may differ, as for fused.
+    auto fc = runner.evaluate_initial(Strategy::Coop);
+    jc["coop_vs_perstep"] =
+        strategy_verdict("coop vs perstep:   ", compare_fitness(fp, fc, rtol), rtol, pc_ok);
+    checked.push_back(Strategy::Coop);
+  }
+  nlohmann::json jr = nlohmann::json::object();
+  bool ref_ok = true;
+  for (auto m : checked) {
+    auto r = runner.check_reference(m, o.samples);
+    std::printf(
+        "    %-7s vs CPU double reference: %s (%u/%u samples agree at %u steps, %u at a decision boundary; "
+        "max abs %.3g, max rel %.3g)\n",
+        fuse::to_string(m).c_str(), r.pass() ? "ok" : "FAIL", r.agree, r.samples, r.horizon, r.at_boundary,
+        r.max_abs, r.max_rel);
+    if (r.first_bad >= 0)
+      std::printf(
+          "      first disagreement: individual %lld, GPU %.9g, reference %.9g (closest decision margin "
+          "%.3g)\n",
+          (long long)r.first_bad, r.got, r.want, r.margin);
+    jr[fuse::to_string(m)] = {{"horizon", r.horizon},
+                              {"samples", r.samples},
+                              {"agree", r.agree},
+                              {"at_boundary", r.at_boundary},
+                              {"max_boundary_margin", r.max_boundary_margin},
+                              {"max_abs", r.max_abs},
+                              {"max_rel", r.max_rel},
+                              {"pass", r.pass()}};
+    ref_ok = ref_ok && r.pass();
+  }
+  jr["rtol"] = w.reference_rtol;
+  jr["atol"] = w.reference_atol;
+  jr["boundary_margin"] = w.boundary_margin;
+  jc["reference"] = jr;
+  ok = pb_ok && pf_ok && pc_ok && ref_ok;
+  jc["pass"] = ok;
+  std::printf("  check %s\n", ok ? "passed" : "FAILED");
+  return jc;
+}
+
+}  // namespace
+
+nlohmann::json run_and_report(SimRunner& runner, const SimReportOptions& o, const std::string& adapter_line,
+                              const nlohmann::json& adapter) {
+  const auto& w = runner.workload();
+  const bool coop = w.spec.has_coop();
+  std::printf("wgfuse sim %s: pop %u, steps %u, genome %u f32, %u generations, seed %u\n", w.name.c_str(),
+              runner.pop(), runner.steps(), runner.genome_len(), o.generations, o.seed);
+  std::printf("  %s\n", w.summary.c_str());
+  std::printf("  adapter: %s\n", adapter_line.c_str());
+  const auto t_compile = Clock::now();
+  runner.compile();
+  const double compile_s = seconds_since(t_compile);
+
+  nlohmann::json j;
+  j["workload"] = w.name;
+  j["pop"] = runner.pop();
+  j["steps"] = runner.steps();
+  j["genome_len"] = runner.genome_len();
+  j["generations"] = o.generations;
+  j["seed"] = o.seed;
+  j["compile_seconds"] = compile_s;
+  j["ga"] = {{"kind", "GA: tournament selection, uniform crossover, Gaussian mutation, elitism"},
+             {"tournament", w.ga.tournament},
+             {"elites", w.ga.elites},
+             {"mutation_rate", w.ga.rate},
+             {"sigma", w.ga.sigma},
+             {"lo", w.ga.lo},
+             {"hi", w.ga.hi}};
+  j["adapter"] = adapter;
+  j["modes"] = nlohmann::json::object();
+  if (!coop) j["modes_unavailable"] = {{"coop", w.name + " has no cooperative form (only market has one)"}};
+
+  std::map<Strategy, double> rate;
+  std::map<Strategy, ModeRun> runs;
+  for (auto m : o.modes) {
+    auto r = run_mode(runner, m, o);
+    j["modes"][fuse::to_string(m)] = mode_json(r, rate[m]);
+    runs[m] = std::move(r);
+  }
+
+  if (!coop && o.all_modes)
+    std::printf("\n  (coop: not run, %s has no cooperative form; only market has one)\n", w.name.c_str());
+  print_table(o.modes, runs, rate, j["modes"]);
+  j["speedups"] = speedups(rate);
+
+  const auto& shown = runs.count(Strategy::Fused) ? runs[Strategy::Fused] : runs.begin()->second;
+  std::printf("\n  best fitness per generation (%s):", fuse::to_string(shown.strategy).c_str());
+  for (size_t i = 0; i < shown.stats.size(); ++i)
+    std::printf("%s %.6g", i % 10 == 0 ? "\n   " : "", shown.stats[i].best);
+  std::printf("\n");
+
+  if (runs.size() > 1) j["trajectory_agreement"] = trajectory_agreement(runs);
+  j["sample_fitness"] = sample_fitness(runner, o);
+  if (o.check) {
+    bool ok = false;
+    j["check"] = check(runner, o, ok);
+  }
+  j["wgfuse_version"] = WGFUSE_VERSION;
+  return j;
+}
+
+}  // namespace wgfuse::sim

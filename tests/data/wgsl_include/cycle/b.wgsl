@@ -1,0 +1,3 @@
+// b: includes c, which includes b again
+// #include "c.wgsl"
+fn b() {}

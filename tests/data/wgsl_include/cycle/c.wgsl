@@ -1,0 +1,4 @@
+// c
+
+// #include "b.wgsl"
+fn c() {}

@@ -1,0 +1,4 @@
+// top
+fn top() {}
+
+  // #include "nope.wgsl"
