@@ -174,6 +174,14 @@ TEST(ModelFiles, HalfAndBfloatRoundingKnownValues) {
       EXPECT_EQ(got[i], want[i]) << dtype_name(dtype) << " of " << in[i];
       EXPECT_EQ(round_to_dtype(in[i], dtype), want[i]) << dtype_name(dtype) << " of " << in[i];
     }
+    // Chunk by chunk (as an upload converts), and a chunk of the wrong length refused.
+    std::vector<float> chunked(in.size());
+    const auto bytes = f.tensors()[0].bytes;
+    to_f32(dtype, bytes.first(5 * 2), std::span(chunked).first(5));
+    to_f32(dtype, bytes.subspan(5 * 2), std::span(chunked).subspan(5));
+    EXPECT_EQ(chunked, got);
+    EXPECT_TRUE(throws_error([&] { to_f32(dtype, bytes.first(3), std::span(chunked).first(2)); },
+                             {"3 bytes of", "for 2 values"}));
   }
 }
 

@@ -269,22 +269,22 @@ float half_to_float(uint16_t h) {
 
 }  // namespace
 
-void to_f32(const TensorRef& t, std::span<float> out) {
-  const uint64_t n = t.elements();
-  if (out.size() != n || t.bytes.size() != n * dtype_bytes(t.dtype))
-    throw Error("to_f32: tensor \"" + t.name + "\" has " + std::to_string(n) + " elements in " +
-                std::to_string(t.bytes.size()) + " bytes, output holds " + std::to_string(out.size()));
-  const std::byte* p = t.bytes.data();
-  switch (t.dtype) {
+void to_f32(DType dtype, std::span<const std::byte> in, std::span<float> out) {
+  const size_t n = out.size();
+  if (in.size() != n * dtype_bytes(dtype))
+    throw Error(std::string("to_f32: ") + std::to_string(in.size()) + " bytes of " + dtype_name(dtype) +
+                " for " + std::to_string(n) + " values");
+  const std::byte* p = in.data();
+  switch (dtype) {
     case DType::F32:
       if (n) std::memcpy(out.data(), p, n * 4);
       break;
     case DType::F16:
     case DType::BF16:
-      for (uint64_t i = 0; i < n; ++i) {
+      for (size_t i = 0; i < n; ++i) {
         uint16_t h;
         std::memcpy(&h, p + 2 * i, 2);
-        if (t.dtype == DType::F16) {
+        if (dtype == DType::F16) {
           out[i] = half_to_float(h);
         } else {
           const uint32_t bits = uint32_t(h) << 16;  // bf16 is the top half of a float
@@ -297,7 +297,7 @@ void to_f32(const TensorRef& t, std::span<float> out) {
 
 std::vector<float> to_f32(const TensorRef& t) {
   std::vector<float> v(t.elements());
-  to_f32(t, v);
+  to_f32(t.dtype, t.bytes, v);
   return v;
 }
 

@@ -59,8 +59,9 @@ class SafetensorsFile {
 };
 
 // Tensor data as f32 on the host (for the CPU reference and for conversions before upload):
-// F32 copied, F16 and BF16 widened exactly. `out` must hold t.elements() values.
-void to_f32(const TensorRef& t, std::span<float> out);
+// F32 copied, F16 and BF16 widened exactly. `in` holds out.size() elements of `dtype`, so a
+// loader can convert a tensor chunk by chunk.
+void to_f32(DType dtype, std::span<const std::byte> in, std::span<float> out);
 std::vector<float> to_f32(const TensorRef& t);
 
 // The name used in files ("F32", "F16", "BF16").

@@ -100,7 +100,8 @@ void write_safetensors(const std::filesystem::path& file, const std::vector<Tens
     std::string shape;
     for (uint64_t d : t.shape) {
       n *= d;
-      shape += (shape.empty() ? "" : ",") + std::to_string(d);
+      if (!shape.empty()) shape += ',';
+      shape += std::to_string(d);
     }
     if (n != t.values.size())
       throw Error("write_safetensors: " + t.name + " has " + std::to_string(t.values.size()) +
@@ -118,7 +119,8 @@ void write_safetensors(const std::filesystem::path& file, const std::vector<Tens
         data.append(bytes, 2);
       }
     }
-    header += "," + json_string(t.name) + ":{\"dtype\":\"" + dtype_text + "\",\"shape\":[" + shape +
+    header += ',';
+    header += json_string(t.name) + ":{\"dtype\":\"" + dtype_text + "\",\"shape\":[" + shape +
               "],\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(data.size()) + "]}";
   }
   header += "}";
@@ -164,8 +166,8 @@ void write_model_folder(const std::filesystem::path& dir, const std::string& con
     const std::vector<TensorData> part(tensors.begin() + long(lo), tensors.begin() + long(hi));
     write_safetensors(dir / name, part, dtype);
     for (const TensorData& t : part) {
-      weight_map +=
-          (weight_map.empty() ? "\n    " : ",\n    ") + json_string(t.name) + ": " + json_string(name);
+      weight_map += weight_map.empty() ? "\n    " : ",\n    ";
+      weight_map += json_string(t.name) + ": " + json_string(name);
       total += t.values.size() * dtype_bytes(dtype);
     }
   }
