@@ -105,7 +105,9 @@ TEST_P(ModelFilesRoundTrip, ValuesAndConfigExact) {
   const ModelConfig want = small_config(tied);
   const auto written = write_random_qwen2(dir.path, want, dtype, 1234, shards);
 
-  const ModelFiles files(dir.path);
+  // Moved after opening: the TensorRefs must stay valid (the mappings do not move).
+  ModelFiles opened(dir.path);
+  const ModelFiles files = std::move(opened);
   files.validate_qwen2();
   const ModelConfig& got = files.config();
   EXPECT_EQ(got.vocab_size, 300u);
