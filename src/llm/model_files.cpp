@@ -69,6 +69,17 @@ std::optional<bool> bool_field(const json& j, const char* key, const std::string
   return it->get<bool>();
 }
 
+// Without throwing std::filesystem_error: an unreadable path counts as absent, and opening it
+// then gives our own error.
+bool path_exists(const std::filesystem::path& p) {
+  std::error_code ec;
+  return std::filesystem::exists(p, ec);
+}
+bool is_folder(const std::filesystem::path& p) {
+  std::error_code ec;
+  return std::filesystem::is_directory(p, ec);
+}
+
 std::string read_text_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   if (!in) throw Error(p.string() + ": cannot open");
@@ -211,22 +222,21 @@ std::vector<ExpectedTensor> qwen2_expected_tensors(const ModelConfig& c) {
 }
 
 ModelFiles::ModelFiles(const std::filesystem::path& dir) : dir_(dir) {
-  if (!std::filesystem::is_directory(dir))
-    throw Error(dir.string() + ": not a model folder (no such directory)");
+  if (!is_folder(dir)) throw Error(dir.string() + ": not a model folder (no such directory)");
   const auto config_path = dir / "config.json";
   const std::string config_text = read_text_file(config_path);
   config_ = parse_model_config(config_text, config_path.string());
   apply_generation_config(config_text, config_path.string(), generation_);  // token ids, if any
-  if (const auto gen = dir / "generation_config.json"; std::filesystem::exists(gen))
+  if (const auto gen = dir / "generation_config.json"; path_exists(gen))
     apply_generation_config(read_text_file(gen), gen.string(), generation_);
 
   const auto single = dir / "model.safetensors";
   const auto index_path = dir / "model.safetensors.index.json";
-  if (std::filesystem::exists(single)) {
+  if (path_exists(single)) {
     index_file(SafetensorsFile(single.string()));
     return;
   }
-  if (!std::filesystem::exists(index_path))
+  if (!path_exists(index_path))
     throw Error(dir.string() + ": no model.safetensors and no model.safetensors.index.json");
 
   // Sharded: the index maps each tensor name to the shard that holds it.
@@ -248,7 +258,7 @@ ModelFiles::ModelFiles(const std::filesystem::path& dir) : dir_(dir) {
   }
   for (const auto& [shard, tensor] : first_tensor_in) {
     const auto p = dir / shard;
-    if (!std::filesystem::exists(p))
+    if (!path_exists(p))
       throw Error(index_name + ": shard \"" + shard + "\" (holding \"" + tensor +
                   "\" and others) is missing from " + dir.string());
     index_file(SafetensorsFile(p.string()));
