@@ -95,6 +95,14 @@ struct RoundTripCase {
   int shards;
 };
 
+std::string case_name(const RoundTripCase& c) {
+  return std::string(dtype_name(c.dtype)) + (c.tied ? "_tied_" : "_untied_") + std::to_string(c.shards) +
+         "shard";
+}
+void PrintTo(const RoundTripCase& c, std::ostream* os) {
+  *os << case_name(c);
+}
+
 class ModelFilesRoundTrip : public ::testing::TestWithParam<RoundTripCase> {};
 
 // Test that a written folder reads back: config fields, every tensor's shape and every value
@@ -152,7 +160,8 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, ModelFilesRoundTrip,
                                            RoundTripCase{DType::F16, false, 1},
                                            RoundTripCase{DType::BF16, true, 1},
                                            RoundTripCase{DType::BF16, false, 3},
-                                           RoundTripCase{DType::F16, true, 2}));
+                                           RoundTripCase{DType::F16, true, 2}),
+                         [](const auto& info) { return case_name(info.param); });
 
 // Test that the writer rounds to nearest even and the reader widens exactly, on values whose
 // stored form is known by hand (ties, subnormals, overflow).
@@ -194,6 +203,10 @@ struct BadHeader {
   std::vector<std::string> message;  // parts the error must contain
   uint64_t declared_len = 0;         // the length field when it lies
 };
+
+void PrintTo(const BadHeader& c, std::ostream* os) {
+  *os << c.label;
+}
 
 class SafetensorsBadHeader : public ::testing::TestWithParam<BadHeader> {};
 
