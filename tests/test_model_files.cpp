@@ -1,0 +1,482 @@
+// Model folders: safetensors parsing, config.json / generation_config.json, sharding, and every
+// bad input the loader must refuse with a message naming the file and the problem. Folders are
+// written by src/llm/safetensors_writer (which shares no code with the reader) or byte by byte.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "llm/model_files.h"
+#include "llm/safetensors.h"
+#include "llm/safetensors_writer.h"
+#include "util/error.h"
+
+namespace wgfuse::llm {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh directory, removed with everything in it at the end of the test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int counter = 0;
+    path = fs::temp_directory_path() /
+           ("wgfuse_model_files_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+// Odd sizes, GQA: 4 query heads share 2 KV heads, head_dim 10.
+ModelConfig small_config(bool tied) {
+  ModelConfig c;
+  c.vocab_size = 300;
+  c.hidden_size = 40;
+  c.intermediate_size = 72;
+  c.num_layers = 3;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 10;
+  c.max_position_embeddings = 512;
+  c.rope_theta = 1e6;
+  c.rms_norm_eps = 1e-6;
+  c.tie_word_embeddings = tied;
+  return c;
+}
+
+// Runs `f`, which must throw a wgfuse::Error whose message contains every one of `parts`.
+::testing::AssertionResult throws_error(const std::function<void()>& f,
+                                        const std::vector<std::string>& parts) {
+  try {
+    f();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const auto& p : parts)
+      if (msg.find(p) == std::string::npos)
+        return ::testing::AssertionFailure() << "message lacks \"" << p << "\": " << msg;
+    return ::testing::AssertionSuccess() << msg;
+  } catch (const std::exception& e) {
+    return ::testing::AssertionFailure() << "not a wgfuse::Error: " << e.what();
+  }
+  return ::testing::AssertionFailure() << "no error";
+}
+
+// A safetensors file from its parts: 8-byte little-endian length, header text (padded with
+// spaces so that the data starts 8-byte aligned), data bytes (nonzero filler).
+std::vector<std::byte> raw_safetensors(std::string header, size_t data_bytes, uint64_t declared_len = 0) {
+  header.append((8 - header.size() % 8) % 8, ' ');
+  const uint64_t len = declared_len ? declared_len : header.size();
+  std::vector<std::byte> f(8 + header.size() + data_bytes, std::byte{0x3c});
+  for (int i = 0; i < 8; ++i) f[i] = std::byte((len >> (8 * i)) & 0xff);
+  std::memcpy(f.data() + 8, header.data(), header.size());
+  return f;
+}
+
+void write_bytes(const fs::path& p, const std::vector<std::byte>& bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+struct RoundTripCase {
+  DType dtype;
+  bool tied;
+  int shards;
+};
+
+std::string case_name(const RoundTripCase& c) {
+  return std::string(dtype_name(c.dtype)) + (c.tied ? "_tied_" : "_untied_") + std::to_string(c.shards) +
+         "shard";
+}
+void PrintTo(const RoundTripCase& c, std::ostream* os) {
+  *os << case_name(c);
+}
+
+class ModelFilesRoundTrip : public ::testing::TestWithParam<RoundTripCase> {};
+
+// Test that a written folder reads back: config fields, every tensor's shape and every value
+// bit-exact (the writer rounds to the dtype, the reader widens exactly).
+TEST_P(ModelFilesRoundTrip, ValuesAndConfigExact) {
+  const auto [dtype, tied, shards] = GetParam();
+  TempDir dir;
+  const ModelConfig want = small_config(tied);
+  const auto written = write_random_qwen2(dir.path, want, dtype, 1234, shards);
+
+  // Moved after opening: the TensorRefs must stay valid (the mappings do not move).
+  ModelFiles opened(dir.path);
+  const ModelFiles files = std::move(opened);
+  files.validate_qwen2();
+  const ModelConfig& got = files.config();
+  EXPECT_EQ(got.vocab_size, 300u);
+  EXPECT_EQ(got.hidden_size, 40u);
+  EXPECT_EQ(got.intermediate_size, 72u);
+  EXPECT_EQ(got.num_layers, 3u);
+  EXPECT_EQ(got.num_heads, 4u);
+  EXPECT_EQ(got.num_kv_heads, 2u);
+  EXPECT_EQ(got.head_dim, 10u);
+  EXPECT_EQ(got.max_position_embeddings, 512u);
+  EXPECT_EQ(got.rope_theta, 1e6);
+  EXPECT_EQ(got.rms_norm_eps, 1e-6);
+  EXPECT_EQ(got.tie_word_embeddings, tied);
+  EXPECT_EQ(got.architecture, "Qwen2ForCausalLM");
+
+  // Names and shapes spelled out here, independently of qwen2_expected_tensors.
+  ASSERT_NE(files.find("model.layers.2.self_attn.k_proj.bias"), nullptr);
+  EXPECT_EQ(files.find("model.layers.2.self_attn.k_proj.bias")->shape, (std::vector<uint64_t>{20}));
+  EXPECT_EQ(files.find("model.layers.0.self_attn.o_proj.weight")->shape, (std::vector<uint64_t>{40, 40}));
+  EXPECT_EQ(files.find("model.layers.1.mlp.down_proj.weight")->shape, (std::vector<uint64_t>{40, 72}));
+  EXPECT_EQ(files.find("model.embed_tokens.weight")->shape, (std::vector<uint64_t>{300, 40}));
+  EXPECT_EQ(files.find("lm_head.weight") != nullptr, !tied);
+  EXPECT_EQ(files.find("model.layers.3.input_layernorm.weight"), nullptr);
+  EXPECT_EQ(files.tensor_count(), 2 + 3 * 12 + (tied ? 0 : 1));
+
+  uint64_t bytes = 0;
+  for (const TensorData& t : written) {
+    const TensorRef* ref = files.find(t.name);
+    ASSERT_NE(ref, nullptr) << t.name;
+    EXPECT_EQ(ref->dtype, dtype);
+    EXPECT_EQ(ref->shape, t.shape) << t.name;
+    const std::vector<float> values = to_f32(*ref);
+    ASSERT_EQ(values.size(), t.values.size());
+    for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(values[i], t.values[i]) << t.name << "[" << i << "]";
+    bytes += ref->bytes.size();
+  }
+  EXPECT_EQ(files.total_bytes(), bytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, ModelFilesRoundTrip,
+                         ::testing::Values(RoundTripCase{DType::F32, true, 1},
+                                           RoundTripCase{DType::F16, false, 1},
+                                           RoundTripCase{DType::BF16, true, 1},
+                                           RoundTripCase{DType::BF16, false, 3},
+                                           RoundTripCase{DType::F16, true, 2}),
+                         [](const auto& info) { return case_name(info.param); });
+
+// Test that the writer rounds to nearest even and the reader widens exactly, on values whose
+// stored form is known by hand (ties, subnormals, overflow).
+TEST(ModelFiles, HalfAndBfloatRoundingKnownValues) {
+  TempDir dir;
+  const std::vector<float> in = {
+      1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65519.0f, 65520.0f, 0x1p-24f,       1.5f * 0x1p-25f,
+      0x1p-25f,        3 * 0x1p-25f,        -2.5f,    0.1f,     1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f};
+  const std::vector<float> f16 = {1.0f,     1.0f + 0x1p-9f, 65504.0f,       INFINITY,
+                                  0x1p-24f, 0x1p-24f,       0.0f,           0x1p-23f,
+                                  -2.5f,    0x1.998p-4f,    1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f};
+  const std::vector<float> bf16 = {1.0f,     1.0f,         65536.0f, 65536.0f,   0x1p-24f, 1.5f * 0x1p-25f,
+                                   0x1p-25f, 3 * 0x1p-25f, -2.5f,    0x1.9ap-4f, 1.0f,     1.0f + 0x1p-6f};
+  for (auto [dtype, want] : {std::pair{DType::F16, f16}, {DType::BF16, bf16}}) {
+    const fs::path p = dir.path / "t.safetensors";
+    write_safetensors(p, {{"x", {3, 4}, in}}, dtype);
+    const SafetensorsFile f(p.string());
+    ASSERT_EQ(f.tensors().size(), 1u);
+    const std::vector<float> got = to_f32(f.tensors()[0]);
+    for (size_t i = 0; i < in.size(); ++i) {
+      EXPECT_EQ(got[i], want[i]) << dtype_name(dtype) << " of " << in[i];
+      EXPECT_EQ(round_to_dtype(in[i], dtype), want[i]) << dtype_name(dtype) << " of " << in[i];
+    }
+    // Chunk by chunk (as an upload converts), and a chunk of the wrong length refused.
+    std::vector<float> chunked(in.size());
+    const auto bytes = f.tensors()[0].bytes;
+    to_f32(dtype, bytes.first(5 * 2), std::span(chunked).first(5));
+    to_f32(dtype, bytes.subspan(5 * 2), std::span(chunked).subspan(5));
+    EXPECT_EQ(chunked, got);
+    EXPECT_TRUE(throws_error([&] { to_f32(dtype, bytes.first(3), std::span(chunked).first(2)); },
+                             {"3 bytes of", "for 2 values"}));
+  }
+}
+
+struct BadHeader {
+  const char* label;
+  std::string header;
+  size_t data_bytes;
+  std::vector<std::string> message;  // parts the error must contain
+  uint64_t declared_len = 0;         // the length field when it lies
+};
+
+void PrintTo(const BadHeader& c, std::ostream* os) {
+  *os << c.label;
+}
+
+class SafetensorsBadHeader : public ::testing::TestWithParam<BadHeader> {};
+
+// Test that each corrupt file is refused with a message naming the file, the tensor and the problem.
+TEST_P(SafetensorsBadHeader, RefusedWithClearError) {
+  const BadHeader& c = GetParam();
+  const auto bytes = raw_safetensors(c.header, c.data_bytes, c.declared_len);
+  std::vector<std::string> parts = c.message;
+  parts.push_back("bad.safetensors");
+  EXPECT_TRUE(throws_error([&] { parse_safetensors(bytes, "bad.safetensors"); }, parts));
+}
+
+const std::string kF32x4 = R"("dtype":"F32","shape":[4])";
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SafetensorsBadHeader,
+    ::testing::Values(
+        BadHeader{"LengthPastFile", "{}", 0, {"header length 1000 runs past the end", "16 bytes"}, 1000},
+        BadHeader{"InvalidJson", R"({"a":{"dtype":)", 0, {"not valid JSON"}},
+        BadHeader{"NotAnObject", "[1, 2]", 0, {"does not start with '{'"}},
+        BadHeader{"OutOfRange",
+                  R"({"w":{)" + kF32x4 + R"(,"data_offsets":[0,64]}})",
+                  16,
+                  {"\"w\"", "[0, 64] out of range", "holds 16 bytes"}},
+        BadHeader{"Overlap",
+                  R"({"a":{)" + kF32x4 + R"(,"data_offsets":[0,16]},"b":{)" + kF32x4 +
+                      R"(,"data_offsets":[8,24]}})",
+                  24,
+                  {"\"b\"", "overlap tensor \"a\""}},
+        BadHeader{"Hole",
+                  R"({"a":{)" + kF32x4 + R"(,"data_offsets":[0,16]},"b":{)" + kF32x4 +
+                      R"(,"data_offsets":[20,36]}})",
+                  36,
+                  {"\"b\"", "[16, 20)", "no holes"}},
+        BadHeader{"TrailingBytes",
+                  R"({"a":{)" + kF32x4 + R"(,"data_offsets":[0,16]}})",
+                  20,
+                  {"holds 20 bytes", "cover only 16"}},
+        BadHeader{"Unaligned",
+                  R"({"a":{"dtype":"F16","shape":[1],"data_offsets":[0,2]},)"
+                  R"("b":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}})",
+                  6,
+                  {"\"b\"", "unaligned", "element size 4"}},
+        BadHeader{"UnknownDtype",
+                  R"({"w":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}})",
+                  16,
+                  {"\"w\"", "unsupported dtype \"I64\""}},
+        BadHeader{"SizeMismatch",
+                  R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})",
+                  16,
+                  {"\"w\"", "[3] x F32 is 12 bytes", "hold 16"}},
+        BadHeader{"NegativeDim",
+                  R"({"w":{"dtype":"F32","shape":[-4],"data_offsets":[0,16]}})",
+                  16,
+                  {"\"w\"", "not a size"}},
+        BadHeader{"ShapeOverflow",
+                  R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,16]}})",
+                  16,
+                  {"\"w\"", "overflows 64 bits"}},
+        BadHeader{"MissingOffsets", R"({"w":{"dtype":"F32","shape":[4]}})", 16, {"\"w\"", "data_offsets"}},
+        BadHeader{"DuplicateName",
+                  R"({"a":{)" + kF32x4 + R"(,"data_offsets":[0,16]},"a":{)" + kF32x4 +
+                      R"(,"data_offsets":[0,16]}})",
+                  16,
+                  {"\"a\"", "named twice"}}),
+    [](const auto& info) { return std::string(info.param.label); });
+
+// Test that a well-formed header with metadata and an empty tensor parses, pointing into the bytes.
+TEST(Safetensors, ValidHeaderPointsIntoTheFile) {
+  const std::string header =
+      R"({"__metadata__":{"format":"pt"},"b":{"dtype":"BF16","shape":[2,3],"data_offsets":[16,28]},)"
+      R"("a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"e":{"dtype":"F16","shape":[0,5],"data_offsets":[28,28]}})";
+  const auto bytes = raw_safetensors(header, 28);
+  const auto refs = parse_safetensors(bytes, "ok.safetensors");
+  ASSERT_EQ(refs.size(), 3u);
+  EXPECT_EQ(refs[0].name, "a");  // in file order
+  EXPECT_EQ(refs[0].bytes.data(), bytes.data() + bytes.size() - 28);
+  EXPECT_EQ(refs[1].name, "b");
+  EXPECT_EQ(refs[1].dtype, DType::BF16);
+  EXPECT_EQ(refs[1].shape, (std::vector<uint64_t>{2, 3}));
+  EXPECT_EQ(refs[1].bytes.size(), 12u);
+  EXPECT_EQ(refs[2].elements(), 0u);
+}
+
+// Test that a file shorter than the length field, and one cut inside its data, are refused by
+// name when opened from disk.
+TEST(Safetensors, TruncatedFilesOnDisk) {
+  TempDir dir;
+  const fs::path p = dir.path / "model.safetensors";
+  write_bytes(p, {std::byte{1}, std::byte{2}, std::byte{3}});
+  EXPECT_TRUE(throws_error([&] { SafetensorsFile f(p.string()); }, {p.string(), "truncated: 3 bytes"}));
+  write_bytes(p, {});
+  EXPECT_TRUE(throws_error([&] { SafetensorsFile f(p.string()); }, {p.string(), "truncated: 0 bytes"}));
+
+  write_safetensors(p, {{"w", {8}, std::vector<float>(8, 0.75f)}}, DType::F32);
+  const std::string whole = slurp(p);
+  fs::resize_file(p, whole.size() - 5);
+  EXPECT_TRUE(throws_error([&] { SafetensorsFile f(p.string()); }, {p.string(), "\"w\"", "out of range"}));
+  EXPECT_TRUE(
+      throws_error([&] { SafetensorsFile f((dir.path / "none").string()); }, {"none", "cannot open"}));
+}
+
+// Test that a missing shard is named, with the index file and a tensor it should hold.
+TEST(ModelFiles, MissingShardNamed) {
+  TempDir dir;
+  write_random_qwen2(dir.path, small_config(false), DType::BF16, 7, 3);
+  fs::remove(dir.path / "model-00002-of-00003.safetensors");
+  EXPECT_TRUE(throws_error(
+      [&] { ModelFiles f(dir.path); },
+      {"model.safetensors.index.json", "shard \"model-00002-of-00003.safetensors\"", "missing"}));
+}
+
+// Test that an index naming the wrong shard for a tensor is refused.
+TEST(ModelFiles, IndexDisagreeingWithShards) {
+  TempDir dir;
+  write_random_qwen2(dir.path, small_config(true), DType::F16, 7, 2);
+  auto index = nlohmann::json::parse(slurp(dir.path / "model.safetensors.index.json"));
+  index["weight_map"]["model.norm.weight"] = "model-00001-of-00002.safetensors";
+  std::ofstream(dir.path / "model.safetensors.index.json") << index.dump();
+  EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path); }, {"model.norm.weight", "does not hold it"}));
+}
+
+// Test that validate_qwen2 names a tensor that no file holds (here the untied lm_head, and a
+// layer's MLP weight).
+TEST(ModelFiles, MissingTensorNamed) {
+  const ModelConfig c = small_config(false);
+  for (const std::string missing : {"lm_head.weight", "model.layers.1.mlp.up_proj.weight"}) {
+    TempDir dir;
+    auto tensors = write_random_qwen2(dir.path, c, DType::F32, 3);
+    std::erase_if(tensors, [&](const TensorData& t) { return t.name == missing; });
+    write_model_folder(dir.path, qwen2_config_json(c), tensors, DType::F32);
+    const ModelFiles files(dir.path);
+    EXPECT_TRUE(throws_error([&] { files.validate_qwen2(); }, {"\"" + missing + "\"", "in none of"}));
+  }
+}
+
+// Test that weights written for another intermediate size disagree with config.json by name
+// and shape.
+TEST(ModelFiles, ShapeDisagreeingWithConfig) {
+  TempDir dir;
+  ModelConfig other = small_config(true);
+  other.intermediate_size = 64;
+  write_random_qwen2(dir.path, other, DType::F32, 3);
+  std::ofstream(dir.path / "config.json") << qwen2_config_json(small_config(true));
+  const ModelFiles files(dir.path);
+  EXPECT_TRUE(throws_error([&] { files.validate_qwen2(); },
+                           {"model.safetensors", "model.layers.0.mlp.gate_proj.weight", "shape [64, 40]",
+                            "expected [72, 40]", "config.json"}));
+  EXPECT_TRUE(throws_error([&] { files.require("model.norm.weight", {41}); }, {"[40]", "expected [41]"}));
+}
+
+// Test that a corrupt weights file fails the folder with the file's path.
+TEST(ModelFiles, CorruptWeightsFileNamed) {
+  TempDir dir;
+  write_random_qwen2(dir.path, small_config(true), DType::F16, 3);
+  const fs::path p = dir.path / "model.safetensors";
+  std::string bytes = slurp(p);
+  bytes[8] = '[';  // the header no longer starts with '{'
+  std::ofstream(p, std::ios::binary) << bytes;
+  EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path); }, {p.string(), "does not start with '{'"}));
+  fs::remove(p);
+  EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path); }, {"no model.safetensors"}));
+  EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path / "nowhere"); }, {"nowhere", "no such directory"}));
+}
+
+nlohmann::json base_config() {
+  return nlohmann::json::parse(qwen2_config_json(small_config(false)));
+}
+
+ModelConfig parse(const nlohmann::json& j) {
+  return parse_model_config(j.dump(), "dir/config.json");
+}
+
+// Test that each required field of config.json, when missing, is named.
+TEST(ModelConfigJson, MissingRequiredFieldNamed) {
+  for (const char* field : {"architectures", "vocab_size", "hidden_size", "intermediate_size",
+                            "num_hidden_layers", "num_attention_heads", "max_position_embeddings"}) {
+    auto j = base_config();
+    j.erase(field);
+    EXPECT_TRUE(
+        throws_error([&] { parse(j); }, {"dir/config.json", std::string("\"") + field + "\"", "missing"}));
+  }
+}
+
+// Test that other architectures and unsupported variants are refused by name and value.
+TEST(ModelConfigJson, UnsupportedRefused) {
+  auto j = base_config();
+  j["architectures"] = {"LlamaForCausalLM"};
+  EXPECT_TRUE(
+      throws_error([&] { parse(j); }, {"dir/config.json", "unsupported architecture \"LlamaForCausalLM\""}));
+  j = base_config();
+  j["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}};
+  EXPECT_TRUE(throws_error([&] { parse(j); }, {"rope_scaling", "yarn"}));
+  j = base_config();
+  j["use_sliding_window"] = true;
+  EXPECT_TRUE(throws_error([&] { parse(j); }, {"use_sliding_window"}));
+  j = base_config();
+  j["num_key_value_heads"] = 3;
+  EXPECT_TRUE(throws_error([&] { parse(j); }, {"num_attention_heads 4", "num_key_value_heads 3"}));
+  j = base_config();
+  j["hidden_size"] = 42;
+  EXPECT_TRUE(throws_error([&] { parse(j); }, {"hidden_size 42", "head_dim"}));
+  j = base_config();
+  j["vocab_size"] = -5;
+  EXPECT_TRUE(throws_error([&] { parse(j); }, {"\"vocab_size\" is -5"}));
+  j = base_config();
+  j["hidden_act"] = "gelu";
+  EXPECT_TRUE(throws_error([&] { parse(j); }, {"hidden_act", "gelu"}));
+  EXPECT_TRUE(throws_error([&] { parse_model_config("{\"vocab_size\": ", "dir/config.json"); },
+                           {"dir/config.json", "not valid JSON"}));
+}
+
+// Test the defaults of transformers' Qwen2Config and the transformers-5 layout (rope_parameters).
+TEST(ModelConfigJson, DefaultsAndNewerLayout) {
+  auto j = base_config();
+  for (const char* k : {"num_key_value_heads", "rope_theta", "rms_norm_eps", "tie_word_embeddings"})
+    j.erase(k);
+  ModelConfig c = parse(j);
+  EXPECT_EQ(c.num_kv_heads, 4u);
+  EXPECT_EQ(c.head_dim, 10u);
+  EXPECT_EQ(c.rope_theta, 10000.0);
+  EXPECT_EQ(c.rms_norm_eps, 1e-6);
+  EXPECT_FALSE(c.tie_word_embeddings);
+
+  j["rope_parameters"] = {{"rope_theta", 1000000.0}, {"rope_type", "default"}};
+  j["head_dim"] = 16;
+  j["layer_types"] = {"full_attention", "full_attention", "full_attention"};
+  c = parse(j);
+  EXPECT_EQ(c.rope_theta, 1e6);
+  EXPECT_EQ(c.head_dim, 16u);
+  j["rope_parameters"]["rope_type"] = "linear";
+  EXPECT_TRUE(throws_error([&] { parse(j); }, {"rope_type \"linear\""}));
+}
+
+// Test generation_config.json: EOS as a list or an int, sampling defaults, a bad value named;
+// config.json's ids are used when there is no generation_config.json.
+TEST(ModelFiles, GenerationConfig) {
+  TempDir dir;
+  const ModelConfig c = small_config(true);
+  auto config = nlohmann::json::parse(qwen2_config_json(c));
+  config["eos_token_id"] = 299;
+  config["bos_token_id"] = 298;
+  const auto tensors = write_random_qwen2(dir.path, c, DType::F32, 3);
+  write_model_folder(dir.path, config.dump(), tensors, DType::F32);
+  {
+    const ModelFiles files(dir.path);
+    EXPECT_EQ(files.generation().eos_token_ids, (std::vector<uint32_t>{299}));
+    EXPECT_EQ(files.generation().bos_token_id, 298u);
+    EXPECT_EQ(files.generation().temperature, 1.0);
+    EXPECT_EQ(files.generation().top_k, 50u);
+  }
+  const std::string gen = R"({"bos_token_id": 297, "do_sample": true, "eos_token_id": [296, 299],
+    "pad_token_id": 297, "repetition_penalty": 1.05, "temperature": 0.7, "top_k": 20, "top_p": 0.8})";
+  write_model_folder(dir.path, config.dump(), tensors, DType::F32, 1, gen);
+  {
+    const ModelFiles files(dir.path);
+    const GenerationConfig& g = files.generation();
+    EXPECT_EQ(g.eos_token_ids, (std::vector<uint32_t>{296, 299}));
+    EXPECT_EQ(g.bos_token_id, 297u);
+    EXPECT_EQ(g.pad_token_id, 297u);
+    EXPECT_TRUE(g.do_sample);
+    EXPECT_EQ(g.temperature, 0.7);
+    EXPECT_EQ(g.top_k, 20u);
+    EXPECT_EQ(g.top_p, 0.8);
+    EXPECT_EQ(g.repetition_penalty, 1.05);
+  }
+  write_model_folder(dir.path, config.dump(), tensors, DType::F32, 1, R"({"top_p": 2})");
+  EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path); }, {"generation_config.json", "top_p"}));
+  write_model_folder(dir.path, config.dump(), tensors, DType::F32, 1, R"({"eos_token_id": [1, "x"]})");
+  EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path); }, {"generation_config.json", "eos_token_id"}));
+}
+
+}  // namespace
+}  // namespace wgfuse::llm
