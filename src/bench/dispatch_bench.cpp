@@ -499,6 +499,7 @@ PlanEncodeResult measure_plan_encode(gpu::Context& ctx, uint32_t dispatches, uin
   std::vector<double> per_dispatch;
   for (uint32_t rep = 0; rep <= reps; ++rep) {  // the first is a warm-up
     gpu::Recorder r(ctx);
+    r.raw_encoder_outside_pass();  // the command encoder exists before: the plan's own cost is timed
     auto t0 = Clock::now();
     plan.encode(r);
     const double us = us_since(t0, Clock::now());
