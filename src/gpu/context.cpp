@@ -222,15 +222,17 @@ std::string adapter_summary(WGPUAdapter a) {
 
 namespace {
 
-// Tries the adapters that `options.adapter` allows, in order; sets s.instance and s.adapter (and
-// the fallback note) or throws listing every attempt and the fixes.
+// Tries the adapters that `options.adapter` allows, in order; sets s.instance and s.adapter and
+// returns why the CPU adapter was chosen under auto (else empty), or throws listing every attempt
+// and the fixes.
 class AdapterChooser {
  public:
   AdapterChooser(Context::State& s, const ContextOptions& options)
       : s_(s), options_(options), backend_(to_wgpu(options.backend)) {}
 
-  void choose() {
+  std::string choose() {
     bool ok = false;
+    std::string note;
     switch (options_.adapter) {
       case AdapterChoice::Gpu:
         ok = try_hardware();
@@ -243,14 +245,14 @@ class AdapterChooser {
         if (!ok) {
           ok = try_swiftshader();
           if (ok) {
-            s_.info.fallback_note =
+            note =
                 "no hardware GPU adapter found (" + tried_.front() + "); using the SwiftShader CPU adapter";
-            if (!options_.quiet) std::fprintf(stderr, "wgfuse: note: %s\n", s_.info.fallback_note.c_str());
+            if (!options_.quiet) std::fprintf(stderr, "wgfuse: note: %s\n", note.c_str());
           }
         }
         break;
     }
-    if (ok) return;
+    if (ok) return note;
     std::string msg = "no usable WebGPU adapter. Tried:";
     for (auto& t : tried_) msg += "\n  - " + t;
     msg +=
@@ -419,10 +421,9 @@ Context::Context(const ContextOptions& options) : s_(std::make_unique<State>()) 
   auto t0 = std::chrono::steady_clock::now();
   s_->timeout = options.timeout;
   s_->bind_groups = BindGroupCache(options.bind_group_cache_capacity);
-  AdapterChooser(*s_, options).choose();
-  auto fallback_note = std::move(s_->info.fallback_note);
+  const std::string fallback_note = AdapterChooser(*s_, options).choose();
   s_->info = read_adapter_info(s_->adapter.get());
-  s_->info.fallback_note = std::move(fallback_note);
+  s_->info.fallback_note = fallback_note;
   s_->features.all = adapter_feature_names(s_->adapter.get());
   request_device(options);
   s_->limits = read_limits(s_->device.get());
