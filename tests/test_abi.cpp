@@ -112,7 +112,7 @@ TEST(Abi, RawComputeRoundTrip) {
     api().ComputePassEncoderRelease(pass);
     api().CommandEncoderRelease(enc);
   });
-  auto out = ctx.read<uint32_t>(buf);
+  auto out = ctx.read_all<uint32_t>(buf);
   for (size_t i = 0; i < init.size(); ++i) ASSERT_EQ(out[i], init[i] * 3u + 1u) << "at " << i;
 }
 

@@ -24,7 +24,9 @@ struct Case {
   uint32_t pop, steps;
 };
 
-void PrintTo(const Case& c, std::ostream* os) { *os << c.workload << " pop " << c.pop << " L " << c.steps; }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.workload << " pop " << c.pop << " L " << c.steps;
+}
 
 class FuseStrategies : public ::testing::TestWithParam<Case> {};
 
@@ -40,8 +42,8 @@ TEST_P(FuseStrategies, AgreeWithEachOtherAndTheReference) {
   auto pb = sim::compare_fitness(fp, fb, 0);
   EXPECT_TRUE(pb.bitwise) << "per-step vs batched: first difference at " << pb.first_over;
   auto pf = sim::compare_fitness(fp, ff, 1e-5);
-  EXPECT_EQ(pf.over, 0u) << "fused vs per-step: max rel " << pf.max_rel << ", first at " << pf.first_over << ": "
-                         << (pf.first_over >= 0 ? ff[pf.first_over] : 0) << " vs "
+  EXPECT_EQ(pf.over, 0u) << "fused vs per-step: max rel " << pf.max_rel << ", first at " << pf.first_over
+                         << ": " << (pf.first_over >= 0 ? ff[pf.first_over] : 0) << " vs "
                          << (pf.first_over >= 0 ? fp[pf.first_over] : 0);
   // Not a constant: the population spreads.
   float lo = *std::min_element(fp.begin(), fp.end()), hi = *std::max_element(fp.begin(), fp.end());
@@ -117,7 +119,8 @@ TEST(FuseTrajectories, CartPoleAndMountainCarFollowTheReference) {
     const auto& w = sim::find_workload("cartpole");
     sim::SimRunner r(context(), w, 3, 30, 5);
     auto& prog = r.program(30);
-    auto genomes = context().upload<float>(r.initial_genomes_device(), gpu::BufferUsage::StorageIO, "genomes");
+    auto genomes =
+        context().upload<float>(r.initial_genomes_device(), gpu::BufferUsage::StorageIO, "genomes");
     gpu::Recorder rec(context());
     prog.record_init_and_steps(rec, genomes, 12);
     rec.submit();
@@ -145,7 +148,8 @@ TEST(FuseTrajectories, CartPoleAndMountainCarFollowTheReference) {
     const auto& w = sim::find_workload("mountaincar");
     sim::SimRunner r(context(), w, 3, 50, 5);
     auto& prog = r.program(50);
-    auto genomes = context().upload<float>(r.initial_genomes_device(), gpu::BufferUsage::StorageIO, "genomes");
+    auto genomes =
+        context().upload<float>(r.initial_genomes_device(), gpu::BufferUsage::StorageIO, "genomes");
     gpu::Recorder rec(context());
     prog.record_init_and_steps(rec, genomes, 50);
     rec.submit();
@@ -198,7 +202,7 @@ TEST(FuseEvolution, ReduceAndElitism) {
   EXPECT_NEAR(st.mean, sum / (pop - 1), 1e-4);
   // Gene-major storage: gene k of individual c at k * pop + c. Children 0, 1, 2 are the elites
   // 500, 800, 77 in that order.
-  auto out = ctx.read<float>(dst);
+  auto out = ctx.read_all<float>(dst);
   const uint32_t elites[3] = {500, 800, 77};
   for (uint32_t c = 0; c < 3; ++c)
     for (uint32_t k = 0; k < len; ++k)
@@ -230,7 +234,8 @@ TEST(FuseEvolution, ImprovesAndAgreesAcrossStrategies) {
   auto fused = r.run(Strategy::Fused, 6);
   auto batched = r.run(Strategy::Batched, 6);
   ASSERT_EQ(fused.stats.size(), 6u);
-  for (size_t g = 1; g < fused.stats.size(); ++g) EXPECT_GE(fused.stats[g].best, fused.stats[g - 1].best) << g;
+  for (size_t g = 1; g < fused.stats.size(); ++g)
+    EXPECT_GE(fused.stats[g].best, fused.stats[g - 1].best) << g;
   EXPECT_GT(fused.stats.back().mean, fused.stats.front().mean);
   for (size_t g = 0; g < fused.stats.size(); ++g) {
     EXPECT_EQ(fused.stats[g].best, batched.stats[g].best) << g;

@@ -32,7 +32,7 @@ TEST(Buffer, PartialWrite) {
   auto buf = ctx.upload<uint32_t>(data, BufferUsage::StorageIO, "partial");
   uint32_t patch[3] = {11, 22, 33};
   ctx.write(buf, 40, std::as_bytes(std::span(patch)));
-  auto back = ctx.read<uint32_t>(buf);
+  auto back = ctx.read_all<uint32_t>(buf);
   for (size_t i = 0; i < 64; ++i) {
     uint32_t want = (i >= 10 && i < 13) ? patch[i - 10] : data[i];
     ASSERT_EQ(back[i], want) << "at " << i;
@@ -110,13 +110,134 @@ TEST(Kernel, UnknownFamilyListsKnown) {
   }
 }
 
-// Test that a validation error (binding a buffer too small for the uniform) is thrown, not logged.
-TEST(Errors, ValidationErrorIsThrown) {
+// Test that a validation error only Dawn can see (a uniform binding smaller than the shader's
+// struct) is thrown at the next sync point, not logged: bind groups are made without error scopes.
+TEST(Errors, ValidationErrorIsThrownAtTheNextSyncPoint) {
   auto& ctx = context();
   auto& k = ctx.kernel(gpu::embedded_kernel("elementwise", "chain"));
   auto x = ctx.buffer(64, BufferUsage::StorageIO, "x");
   auto tiny = ctx.buffer(16, BufferUsage::Uniform | BufferUsage::CopyDst, "tiny-uniform");  // needs 80
-  EXPECT_THROW(ctx.bind(k, {x, tiny}), Error);
+  ctx.bind(k, {x, tiny});
+  try {
+    ctx.wait();
+    FAIL() << "a uniform binding of 16 bytes for an 80-byte struct went unnoticed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("validation"), std::string::npos) << e.what();
+  }
+  ctx.wait();  // reported once
+}
+
+// A second context: a storage binding limit of 128 MiB (the WebGPU default) below maxBufferSize,
+// as on discrete GPUs, and a bind-group cache of 8.
+gpu::Context& limited_context() {
+  static gpu::Context ctx = [] {
+    gpu::ContextOptions o;
+    const char* a = std::getenv("WGFUSE_TEST_ADAPTER");
+    o.adapter = gpu::parse_adapter_choice(a && *a ? a : "auto");
+    o.quiet = true;
+    o.bind_group_cache_capacity = 8;
+    o.max_storage_buffer_binding_size = 128u << 20;
+    return gpu::Context(o);
+  }();
+  return ctx;
+}
+
+std::string bind_error(gpu::Context& ctx, const gpu::Kernel& k, std::initializer_list<gpu::BufferBinding> b) {
+  try {
+    ctx.bind(k, b);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Test that a buffer larger than maxStorageBufferBindingSize is created, that a sub-range of it
+// binds and computes correctly, and that binding all of it names the kernel, the binding, the
+// sizes and the limit.
+TEST(Binding, BigBufferSubRangeWorksAndWholeIsRefused) {
+  auto& ctx = limited_context();
+  const uint64_t limit = ctx.limits().max_storage_buffer_binding_size;
+  if (ctx.limits().max_buffer_size <= limit)
+    GTEST_SKIP() << "the adapter's maxBufferSize is not above 128 MiB";
+  ASSERT_EQ(limit, 128u << 20);
+  const uint64_t align = ctx.limits().min_storage_buffer_offset_alignment;
+  const uint64_t extra = (4096 + align - 1) / align * align;  // room past the limit for a small range
+  auto big = ctx.buffer(limit + extra, BufferUsage::StorageIO, "big");
+  auto& k = ctx.kernel(gpu::embedded_kernel("dispatch", "step_u32"));
+  auto m = bind_error(ctx, k, {big});
+  EXPECT_NE(m.find("kernel 'dispatch:step_u32', binding 0"), std::string::npos) << m;
+  EXPECT_NE(m.find(std::to_string(limit + extra) + " bytes"), std::string::npos) << m;
+  EXPECT_NE(m.find("maxStorageBufferBindingSize = " + std::to_string(limit)), std::string::npos) << m;
+  // The largest binding allowed, at the far end of the buffer, is accepted.
+  ctx.bind(k, {gpu::BufferBinding(big, extra, limit)});
+  // A small range near the end: the kernel sees only it.
+  const uint64_t offset = limit;  // a multiple of the alignment, past what one binding can reach
+  auto words = test::random_words(301, 17);
+  ctx.write(big, offset - 16, std::as_bytes(std::span(words)));  // 4 words before the range too
+  gpu::Recorder rec(ctx);
+  rec.dispatch(k, ctx.bind(k, {gpu::BufferBinding(big, offset, (words.size() - 4) * 4)}), 5);
+  rec.submit();
+  auto got = ctx.read<uint32_t>(big, (offset - 16) / 4, words.size());
+  for (size_t i = 0; i < words.size(); ++i)
+    ASSERT_EQ(got[i], i < 4 ? words[i] : words[i] * 3u + 1u) << "at " << i;
+  ctx.wait();
+}
+
+// Test that a misaligned offset, an overrunning range and an oversized uniform binding are
+// refused at bind time, each naming what and which limit.
+TEST(Binding, ChecksNameTheLimit) {
+  auto& ctx = context();
+  const auto& lim = ctx.limits();
+  auto& step = ctx.kernel(gpu::embedded_kernel("dispatch", "step_u32"));
+  auto buf = ctx.buffer(4 * lim.min_storage_buffer_offset_alignment, BufferUsage::StorageIO, "b");
+  auto m = bind_error(ctx, step, {gpu::BufferBinding(buf, 4, 64)});
+  EXPECT_NE(m.find("binding 0 (storage, 64 bytes at offset 4"), std::string::npos) << m;
+  EXPECT_NE(
+      m.find("minStorageBufferOffsetAlignment = " + std::to_string(lim.min_storage_buffer_offset_alignment)),
+      std::string::npos)
+      << m;
+  m = bind_error(ctx, step, {gpu::BufferBinding(buf, lim.min_storage_buffer_offset_alignment, buf.size())});
+  EXPECT_NE(m.find("overruns"), std::string::npos) << m;
+  m = bind_error(ctx, step, {gpu::BufferBinding(buf, 0, 6)});
+  EXPECT_NE(m.find("multiple of 4"), std::string::npos) << m;
+  auto& chain = ctx.kernel(gpu::embedded_kernel("elementwise", "chain"));
+  const uint64_t too_big = lim.max_uniform_buffer_binding_size + 256;
+  if (too_big <= lim.max_buffer_size) {
+    auto u = ctx.buffer(too_big, BufferUsage::Uniform | BufferUsage::CopyDst, "u");
+    m = bind_error(ctx, chain, {buf, u});
+    EXPECT_NE(m.find("kernel 'elementwise:chain', binding 1 (uniform"), std::string::npos) << m;
+    EXPECT_NE(m.find("maxUniformBufferBindingSize = " + std::to_string(lim.max_uniform_buffer_binding_size)),
+              std::string::npos)
+        << m;
+    m = bind_error(ctx, chain, {buf, gpu::BufferBinding(u, 4, 80)});
+    EXPECT_NE(m.find("minUniformBufferOffsetAlignment"), std::string::npos) << m;
+  }
+}
+
+// Test that the bind-group cache keeps at most its capacity, reuses a hit, and that a group
+// evicted from it still works (it owns its handle and buffers).
+TEST(Binding, CacheIsBoundedAndEvictedGroupsStayValid) {
+  auto& ctx = limited_context();
+  auto& k = ctx.kernel(gpu::embedded_kernel("dispatch", "step_u32"));
+  std::vector<gpu::BindGroup> groups;
+  std::vector<std::vector<uint32_t>> init;
+  std::vector<gpu::Buffer> bufs;
+  for (uint32_t i = 0; i < 20; ++i) {
+    init.push_back(test::random_words(70 + i, 100 + i));
+    bufs.push_back(ctx.upload<uint32_t>(init.back(), BufferUsage::StorageIO, "cache" + std::to_string(i)));
+    groups.push_back(ctx.bind(k, {bufs.back()}));
+    EXPECT_LE(ctx.bind_group_cache_size(), 8u);
+  }
+  EXPECT_EQ(ctx.bind_group_cache_size(), 8u);
+  EXPECT_EQ(ctx.bind(k, {bufs.back()}).raw(), groups.back().raw());    // a hit
+  EXPECT_NE(ctx.bind(k, {bufs.front()}).raw(), groups.front().raw());  // evicted: made anew
+  gpu::Recorder rec(ctx);
+  for (auto& g : groups) rec.dispatch(k, g, 2);  // every group, the evicted ones included
+  rec.submit();
+  for (uint32_t i = 0; i < 20; ++i) {
+    auto got = ctx.read_all<uint32_t>(bufs[i]);
+    for (size_t j = 0; j < init[i].size(); ++j) ASSERT_EQ(got[j], init[i][j] * 3u + 1u) << i << " at " << j;
+  }
 }
 
 // Test that an error raised while recording (dispatch without a bind group) surfaces at the next
@@ -154,7 +275,7 @@ TEST(Recorder, TenThousandDependentDispatchesInOneCommandBuffer) {
   rec.submit();
   EXPECT_EQ(rec.dispatches(), uint64_t(kSteps));
   EXPECT_EQ(rec.submits(), 1u);
-  auto out = ctx.read<uint32_t>(buf);
+  auto out = ctx.read_all<uint32_t>(buf);
   for (size_t i = 0; i < init.size(); ++i) ASSERT_EQ(out[i], step_reference(init[i], kSteps)) << "at " << i;
 }
 
@@ -172,7 +293,7 @@ TEST(Recorder, SubmitPerDispatchMatches) {
     ctx.wait();
   }
   EXPECT_EQ(rec.submits(), 25u);
-  auto out = ctx.read<uint32_t>(buf);
+  auto out = ctx.read_all<uint32_t>(buf);
   for (size_t i = 0; i < init.size(); ++i) ASSERT_EQ(out[i], step_reference(init[i], 25)) << "at " << i;
 }
 

@@ -1,6 +1,7 @@
 #include "bench/dispatch_bench.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <random>
 #include <tuple>
 
+#include "gpu/plan.h"
 #include "gpu/profiler.h"
 #include "gpu/recorder.h"
 #include "util/error.h"
@@ -129,7 +131,8 @@ void raw_submit_pass(gpu::Context& ctx, const KernelSetup& s, uint32_t n) {
   WGPUComputePassEncoder pass = a.CommandEncoderBeginComputePass(enc, nullptr);
   a.ComputePassEncoderSetPipeline(pass, s.a->raw_pipeline());
   if (s.has_data) a.ComputePassEncoderSetBindGroup(pass, 0, s.group_a.raw(), 0, nullptr);
-  for (uint32_t i = 0; i < n; ++i) a.ComputePassEncoderDispatchWorkgroups(pass, s.grid_a.first, s.grid_a.second, 1);
+  for (uint32_t i = 0; i < n; ++i)
+    a.ComputePassEncoderDispatchWorkgroups(pass, s.grid_a.first, s.grid_a.second, 1);
   a.ComputePassEncoderEnd(pass);
   WGPUCommandBuffer cb = a.CommandEncoderFinish(enc, nullptr);
   a.QueueSubmit(ctx.raw_queue(), 1, &cb);
@@ -224,8 +227,10 @@ std::vector<SeriesPlan> plan_series(gpu::Context& ctx, KernelSetup& s, gpu::Prof
         return timed([&] {
           gpu::Recorder r(ctx);
           for (uint32_t i = 0; i < n; ++i) {
-            if (i % 2) r.dispatch(*s.b, s.group_b, s.grid_a.first, s.grid_a.second);
-            else r.dispatch(*s.a, s.group_a, s.grid_a.first, s.grid_a.second);
+            if (i % 2)
+              r.dispatch(*s.b, s.group_b, s.grid_a.first, s.grid_a.second);
+            else
+              r.dispatch(*s.a, s.group_a, s.grid_a.first, s.grid_a.second);
           }
           r.submit();
         });
@@ -384,7 +389,8 @@ std::vector<ChainResult> run_chain(gpu::Context& ctx, const BenchConfig& cfg, ui
   Buffer pristine = ctx.upload<float>(init, BufferUsage::StorageIO, "chain.init");
   Buffer x = ctx.upload<float>(init, BufferUsage::StorageIO, "chain.x");
   // Slots 0..15: op j alone (unfused); slot 16: ops 0..k-1 (fused), rewritten for each k.
-  Buffer u = ctx.buffer((kMaxChain + 1) * kUniformSlot, BufferUsage::Uniform | BufferUsage::CopyDst, "chain.params");
+  Buffer u =
+      ctx.buffer((kMaxChain + 1) * kUniformSlot, BufferUsage::Uniform | BufferUsage::CopyDst, "chain.params");
   std::vector<BindGroup> single;
   for (uint32_t j = 0; j < kMaxChain; ++j) {
     ctx.write_value(u, j * kUniformSlot, chain_params(n, j, 1));
@@ -401,7 +407,8 @@ std::vector<ChainResult> run_chain(gpu::Context& ctx, const BenchConfig& cfg, ui
 
   auto record = [&](gpu::Recorder& r, uint32_t ops, bool as_fused, uint32_t runs) {
     for (uint32_t m = 0; m < runs; ++m) {
-      if (as_fused) r.dispatch(k, fused, g.first, g.second);
+      if (as_fused)
+        r.dispatch(k, fused, g.first, g.second);
       else
         for (uint32_t j = 0; j < ops; ++j) r.dispatch(k, single[j], g.first, g.second);
     }
@@ -479,7 +486,33 @@ std::vector<ChainResult> run_chain(gpu::Context& ctx, const BenchConfig& cfg, ui
 
 }  // namespace
 
-float chain_factor(uint32_t j) { return 1.0f + 1e-4f * float(j + 1); }
+PlanEncodeResult measure_plan_encode(gpu::Context& ctx, uint32_t dispatches, uint32_t reps) {
+  constexpr uint32_t kElements = 256;  // one workgroup: the GPU work is not what is measured
+  const std::array<Kernel*, 2> kernels = {
+      &ctx.kernel(gpu::embedded_kernel("elementwise", "chain")),
+      &ctx.kernel(gpu::embedded_kernel("elementwise", "chain", {{"PIPELINE_TAG", 1}}))};
+  Buffer x = ctx.upload<float>(random_data(kElements, 5), BufferUsage::StorageIO, "encode.x");
+  gpu::Plan plan(ctx, "bench.encode");
+  for (uint32_t i = 0; i < dispatches; ++i)
+    plan.dispatch(*kernels[i % 2], {x, plan.params(chain_params(kElements, i % kMaxChain, 1))}, {1});
+  plan.build();
+  std::vector<double> per_dispatch;
+  for (uint32_t rep = 0; rep <= reps; ++rep) {  // the first is a warm-up
+    gpu::Recorder r(ctx);
+    r.raw_encoder_outside_pass();  // the command encoder exists before: the plan's own cost is timed
+    auto t0 = Clock::now();
+    plan.encode(r);
+    const double us = us_since(t0, Clock::now());
+    r.submit();
+    ctx.wait();
+    if (rep > 0) per_dispatch.push_back(us / dispatches);
+  }
+  return {dispatches, uint32_t(plan.passes()), summarize(per_dispatch)};
+}
+
+float chain_factor(uint32_t j) {
+  return 1.0f + 1e-4f * float(j + 1);
+}
 
 BenchConfig BenchConfig::quick_config() {
   BenchConfig c;
@@ -511,7 +544,8 @@ BenchReport run_dispatch_bench(gpu::Context& ctx, const BenchConfig& cfg, const 
   r.date_utc = utc_now();
   gpu::Profiler prof(ctx, 1);
 
-  const uint64_t copy_bytes = std::min<uint64_t>(uint64_t(cfg.large_elements) * 4, ctx.limits().max_buffer_size);
+  const uint64_t copy_bytes =
+      std::min<uint64_t>(uint64_t(cfg.large_elements) * 4, ctx.limits().max_buffer_size);
   progress("device copy bandwidth");
   std::tie(r.copy_bandwidth_gbs, r.copy_command_bandwidth_gbs) =
       measure_copy_bandwidth(ctx, prof, copy_bytes, cfg.reps);
@@ -540,6 +574,8 @@ BenchReport run_dispatch_bench(gpu::Context& ctx, const BenchConfig& cfg, const 
     auto c = run_chain(ctx, cfg, n, r.copy_bandwidth_gbs, prof, progress);
     r.chain.insert(r.chain.end(), c.begin(), c.end());
   }
+  progress("plan encode cost");
+  r.plan_encode = measure_plan_encode(ctx, 500, std::max<uint32_t>(cfg.reps, 5));
   r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return r;
 }

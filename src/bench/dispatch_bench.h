@@ -29,9 +29,9 @@ float chain_factor(uint32_t j);
 
 struct BenchConfig {
   bool quick = false;
-  uint32_t reps = 10;                  // timed repetitions per point, after one warm-up
-  uint32_t max_dispatches = 4096;      // sweep 1, 2, 4, … up to this
-  double point_budget_ms = 40;         // a series stops growing N once one repetition takes longer
+  uint32_t reps = 10;              // timed repetitions per point, after one warm-up
+  uint32_t max_dispatches = 4096;  // sweep 1, 2, 4, … up to this
+  double point_budget_ms = 40;     // a series stops growing N once one repetition takes longer
   uint32_t small_elements = 4096;
   uint32_t large_elements = 16u << 20;  // 16M floats = 64 MiB
   uint32_t max_chain = 16;
@@ -40,26 +40,26 @@ struct BenchConfig {
   // The default suite sized for the adapter: on a CPU adapter (SwiftShader) the large kernel has
   // 1M floats, 5 repetitions and chains of 1, 2, 4, 8, 16 ops, so that it ends in minutes.
   static BenchConfig default_for(const gpu::AdapterInfo& adapter);
-  bool all_chain_lengths = true;          // k = 1 .. max_chain; else powers of two
+  bool all_chain_lengths = true;  // k = 1 .. max_chain; else powers of two
 };
 
 constexpr uint32_t kSteadyMaxN = 128;
 
 struct Point {
   uint32_t n = 0;
-  Summary total_us;      // first encode .. wait returned
-  Summary issue_us;      // first encode .. last submit returned (CPU side)
+  Summary total_us;  // first encode .. wait returned
+  Summary issue_us;  // first encode .. last submit returned (CPU side)
   // GPU time of the same work by timestamps (median of separate timed runs, so that timestamp
   // writes and their resolve never sit inside the wall-clock samples); < 0 when not measured.
   double gpu_us = -1;
 };
 
 struct Series {
-  std::string variant;      // e.g. "one_pass"
-  std::string api;          // "runtime" or "raw"
+  std::string variant;  // e.g. "one_pass"
+  std::string api;      // "runtime" or "raw"
   std::string description;
   std::vector<Point> points;
-  LinearFit total, issue;   // slopes: µs per dispatch, over every N
+  LinearFit total, issue;  // slopes: µs per dispatch, over every N
   // Over N <= kSteadyMaxN only: for the first hundred or so submits of a batch the per-dispatch
   // cost is flat; past that it steps up (docs/METHODOLOGY.md), which the all-N fit mixes in.
   LinearFit total_steady, issue_steady;
@@ -68,7 +68,7 @@ struct Series {
 };
 
 struct KernelReport {
-  std::string name;         // empty | small | large
+  std::string name;  // empty | small | large
   std::string description;
   uint64_t elements = 0;
   uint64_t bytes_per_dispatch = 0;
@@ -80,28 +80,39 @@ struct ChainResult {
   uint64_t elements = 0;
   uint32_t k = 0;
   uint32_t runs_per_sample = 0;
-  Summary unfused_us, fused_us;      // per chain run, wall clock
+  Summary unfused_us, fused_us;  // per chain run, wall clock
   double unfused_gpu_us = -1, fused_gpu_us = -1;
   uint64_t unfused_bytes = 0, fused_bytes = 0;
   double unfused_bound_us = 0, fused_bound_us = 0;  // bytes / measured copy bandwidth
   bool bitwise_equal = false;
-  double max_rel_diff = 0;       // fused vs unfused
-  double max_rel_err_cpu = 0;    // fused vs double-precision CPU reference
+  double max_rel_diff = 0;     // fused vs unfused
+  double max_rel_err_cpu = 0;  // fused vs double-precision CPU reference
   bool passed = false;
+};
+
+// CPU cost of encoding a gpu::Plan: `dispatches` dispatches (two pipelines alternating, a bind
+// group and params record each, as in an LLM decode step), encoded into a command buffer; the
+// submit and the GPU work are outside the timing.
+struct PlanEncodeResult {
+  uint32_t dispatches = 0;
+  uint32_t passes = 0;
+  Summary us_per_dispatch;  // over the repetitions
 };
 
 struct BenchReport {
   BenchConfig config;
   std::string date_utc;
-  double copy_bandwidth_gbs = 0;           // copy kernel (vec4), by GPU timestamps where available
-  double copy_command_bandwidth_gbs = 0;   // copyBufferToBuffer, by wall clock
+  double copy_bandwidth_gbs = 0;          // copy kernel (vec4), by GPU timestamps where available
+  double copy_command_bandwidth_gbs = 0;  // copyBufferToBuffer, by wall clock
   std::vector<KernelReport> kernels;
   std::vector<ChainResult> chain;
+  PlanEncodeResult plan_encode;
   double wall_s = 0;
 };
 
 using Progress = std::function<void(const std::string&)>;
 
+PlanEncodeResult measure_plan_encode(gpu::Context& ctx, uint32_t dispatches, uint32_t reps);
 BenchReport run_dispatch_bench(gpu::Context& ctx, const BenchConfig& config, const Progress& progress);
 
 // Output. The JSON schema is docs/bench.schema.json ("wgfuse.bench/1").

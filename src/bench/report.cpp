@@ -8,7 +8,9 @@
 namespace wgfuse::bench {
 namespace {
 
-nlohmann::json summary_json(const Summary& s) { return {{"median", s.median}, {"min", s.min}, {"max", s.max}}; }
+nlohmann::json summary_json(const Summary& s) {
+  return {{"median", s.median}, {"min", s.min}, {"max", s.max}};
+}
 nlohmann::json fit_json(const LinearFit& f) {
   return {{"slope_us", f.slope}, {"intercept_us", f.intercept}, {"r2", f.r2}};
 }
@@ -45,6 +47,9 @@ nlohmann::json to_json(const BenchReport& r, const nlohmann::json& adapter) {
   j["copy_bandwidth_gbs"] = r.copy_bandwidth_gbs;
   j["copy_command_bandwidth_gbs"] = r.copy_command_bandwidth_gbs;
   j["steady_max_n"] = kSteadyMaxN;
+  j["plan_encode"] = {{"dispatches", r.plan_encode.dispatches},
+                      {"passes", r.plan_encode.passes},
+                      {"us_per_dispatch", summary_json(r.plan_encode.us_per_dispatch)}};
   j["wall_s"] = r.wall_s;
   j["kernels"] = nlohmann::json::array();
   for (auto& k : r.kernels) {
@@ -57,16 +62,21 @@ nlohmann::json to_json(const BenchReport& r, const nlohmann::json& adapter) {
     if (k.achieved_bandwidth_gbs > 0) kj["achieved_bandwidth_gbs"] = k.achieved_bandwidth_gbs;
     const Series* naive = find(k, "naive", "runtime");
     for (auto& s : k.series) {
-      nlohmann::json sj = {{"variant", s.variant}, {"api", s.api},          {"description", s.description},
-                           {"total", fit_json(s.total)}, {"cpu_issue", fit_json(s.issue)},
-                           {"total_steady", fit_json(s.total_steady)}, {"cpu_issue_steady", fit_json(s.issue_steady)},
+      nlohmann::json sj = {{"variant", s.variant},
+                           {"api", s.api},
+                           {"description", s.description},
+                           {"total", fit_json(s.total)},
+                           {"cpu_issue", fit_json(s.issue)},
+                           {"total_steady", fit_json(s.total_steady)},
+                           {"cpu_issue_steady", fit_json(s.issue_steady)},
                            {"points", nlohmann::json::array()}};
       sj["gpu"] = s.has_gpu ? fit_json(s.gpu) : nlohmann::json(nullptr);
       sj["naive_ratio"] = naive && s.total_steady.slope > 0
                               ? nlohmann::json(naive->total_steady.slope / s.total_steady.slope)
                               : nlohmann::json(nullptr);
       for (auto& p : s.points) {
-        nlohmann::json pj = {{"n", p.n}, {"total_us", summary_json(p.total_us)}, {"cpu_issue_us", summary_json(p.issue_us)}};
+        nlohmann::json pj = {
+            {"n", p.n}, {"total_us", summary_json(p.total_us)}, {"cpu_issue_us", summary_json(p.issue_us)}};
         pj["gpu_us"] = p.gpu_us >= 0 ? nlohmann::json(p.gpu_us) : nlohmann::json(nullptr);
         sj["points"].push_back(pj);
       }
@@ -76,13 +86,14 @@ nlohmann::json to_json(const BenchReport& r, const nlohmann::json& adapter) {
       const Series* rt = find(k, v, "runtime");
       const Series* raw = find(k, v, "raw");
       if (rt && raw)
-        kj["framework_overhead"].push_back({{"variant", v},
-                                            {"runtime_slope_us", rt->total_steady.slope},
-                                            {"raw_slope_us", raw->total_steady.slope},
-                                            {"difference_us", rt->total_steady.slope - raw->total_steady.slope},
-                                            {"runtime_issue_slope_us", rt->issue_steady.slope},
-                                            {"raw_issue_slope_us", raw->issue_steady.slope},
-                                            {"issue_difference_us", rt->issue_steady.slope - raw->issue_steady.slope}});
+        kj["framework_overhead"].push_back(
+            {{"variant", v},
+             {"runtime_slope_us", rt->total_steady.slope},
+             {"raw_slope_us", raw->total_steady.slope},
+             {"difference_us", rt->total_steady.slope - raw->total_steady.slope},
+             {"runtime_issue_slope_us", rt->issue_steady.slope},
+             {"raw_issue_slope_us", raw->issue_steady.slope},
+             {"issue_difference_us", rt->issue_steady.slope - raw->issue_steady.slope}});
     }
     j["kernels"].push_back(kj);
   }
@@ -91,15 +102,24 @@ nlohmann::json to_json(const BenchReport& r, const nlohmann::json& adapter) {
     nlohmann::json cj = {{"elements", ch.elements},
                          {"k", ch.k},
                          {"runs_per_sample", ch.runs_per_sample},
-                         {"unfused", {{"dispatches", ch.k}, {"wall_us", summary_json(ch.unfused_us)}, {"bytes", ch.unfused_bytes}, {"bound_us", ch.unfused_bound_us}}},
-                         {"fused", {{"dispatches", 1}, {"wall_us", summary_json(ch.fused_us)}, {"bytes", ch.fused_bytes}, {"bound_us", ch.fused_bound_us}}},
+                         {"unfused",
+                          {{"dispatches", ch.k},
+                           {"wall_us", summary_json(ch.unfused_us)},
+                           {"bytes", ch.unfused_bytes},
+                           {"bound_us", ch.unfused_bound_us}}},
+                         {"fused",
+                          {{"dispatches", 1},
+                           {"wall_us", summary_json(ch.fused_us)},
+                           {"bytes", ch.fused_bytes},
+                           {"bound_us", ch.fused_bound_us}}},
                          {"speedup", ch.unfused_us.median / ch.fused_us.median},
                          {"check",
                           {{"bitwise_equal", ch.bitwise_equal},
                            {"max_rel_diff_fused_unfused", ch.max_rel_diff},
                            {"max_rel_err_vs_cpu_double", ch.max_rel_err_cpu},
                            {"passed", ch.passed}}}};
-    cj["unfused"]["gpu_us"] = ch.unfused_gpu_us >= 0 ? nlohmann::json(ch.unfused_gpu_us) : nlohmann::json(nullptr);
+    cj["unfused"]["gpu_us"] =
+        ch.unfused_gpu_us >= 0 ? nlohmann::json(ch.unfused_gpu_us) : nlohmann::json(nullptr);
     cj["fused"]["gpu_us"] = ch.fused_gpu_us >= 0 ? nlohmann::json(ch.fused_gpu_us) : nlohmann::json(nullptr);
     j["chain"].push_back(cj);
   }
@@ -109,25 +129,29 @@ nlohmann::json to_json(const BenchReport& r, const nlohmann::json& adapter) {
 std::string to_table(const BenchReport& r, const gpu::AdapterInfo& a) {
   std::ostringstream o;
   o << "wgfuse " << WGFUSE_VERSION << " bench  " << r.date_utc << "  (" << fmt("%.1f", r.wall_s) << " s)\n";
-  o << "adapter: " << a.device << " | " << a.backend << " | " << a.adapter_type << " | " << a.description << "\n";
+  o << "adapter: " << a.device << " | " << a.backend << " | " << a.adapter_type << " | " << a.description
+    << "\n";
   o << "device copy bandwidth: " << fmt("%.0f", r.copy_bandwidth_gbs) << " GB/s by a copy kernel, "
     << fmt("%.0f", r.copy_command_bandwidth_gbs) << " GB/s by copyBufferToBuffer (bytes read + written)\n\n";
   o << "Per-dispatch cost: slope of a least-squares fit of time against dispatch count N = 1, 2, 4, ...\n";
-  o << "(median of " << r.config.reps << " repetitions per N; total = encode .. GPU done, fitted over N <= "
-    << kSteadyMaxN << " and over all N;\n";
+  o << "(median of " << r.config.reps
+    << " repetitions per N; total = encode .. GPU done, fitted over N <= " << kSteadyMaxN
+    << " and over all N;\n";
   o << " issue = CPU encode+submit (N <= " << kSteadyMaxN
     << "); GPU = timestamp queries; naive/this = naive slope / this slope, N <= " << kSteadyMaxN << ")\n\n";
   char line[256];
   const std::string steady_head = "us/d N<=" + std::to_string(kSteadyMaxN);
-  std::snprintf(line, sizeof line, "%-6s %-20s %-7s %12s %7s %11s %11s %10s %10s %6s\n", "kernel", "variant", "api",
-                steady_head.c_str(), "R^2", "us/d all N", "issue us/d", "GPU us/d", "naive/this", "max N");
+  std::snprintf(line, sizeof line, "%-6s %-20s %-7s %12s %7s %11s %11s %10s %10s %6s\n", "kernel", "variant",
+                "api", steady_head.c_str(), "R^2", "us/d all N", "issue us/d", "GPU us/d", "naive/this",
+                "max N");
   o << line;
   for (auto& k : r.kernels) {
     const Series* naive = find(k, "naive", "runtime");
     for (auto& s : k.series) {
       std::string gpu = s.has_gpu ? fmt("%.3f", s.gpu.slope) : "-";
-      std::string ratio =
-          naive && s.total_steady.slope > 0 ? fmt("%.1fx", naive->total_steady.slope / s.total_steady.slope) : "-";
+      std::string ratio = naive && s.total_steady.slope > 0
+                              ? fmt("%.1fx", naive->total_steady.slope / s.total_steady.slope)
+                              : "-";
       std::snprintf(line, sizeof line, "%-6s %-20s %-7s %12.3f %7.4f %11.3f %11.3f %10s %10s %6u\n",
                     k.name.c_str(), s.variant.c_str(), s.api.c_str(), s.total_steady.slope, s.total_steady.r2,
                     s.total.slope, s.issue_steady.slope, gpu.c_str(), ratio.c_str(),
@@ -144,17 +168,21 @@ std::string to_table(const BenchReport& r, const gpu::AdapterInfo& a) {
       if (!rt || !raw) continue;
       std::snprintf(line, sizeof line, "  %-6s %-20s runtime %8.3f  raw %8.3f  difference %+7.3f / %+7.3f\n",
                     k.name.c_str(), v, rt->total_steady.slope, raw->total_steady.slope,
-                    rt->total_steady.slope - raw->total_steady.slope, rt->issue_steady.slope - raw->issue_steady.slope);
+                    rt->total_steady.slope - raw->total_steady.slope,
+                    rt->issue_steady.slope - raw->issue_steady.slope);
       o << line;
     }
   for (auto& k : r.kernels)
     if (k.achieved_bandwidth_gbs > 0)
-      o << "\n" << k.name << " kernel (" << k.elements << " floats): " << fmt("%.1f", k.achieved_bandwidth_gbs)
+      o << "\n"
+        << k.name << " kernel (" << k.elements << " floats): " << fmt("%.1f", k.achieved_bandwidth_gbs)
         << " GB/s by GPU timestamps = " << fmt("%.1f", 100 * k.achieved_bandwidth_gbs / r.copy_bandwidth_gbs)
         << "% of device copy\n";
 
-  o << "\nElementwise chain of k ops (x = x * a_j): k dispatches (unfused) vs one dispatch (fused), us per chain\n";
-  o << "(wall = median [min-max] per chain; GPU = timestamps; bound = bytes / copy bandwidth: 2k vs 2 passes)\n";
+  o << "\nElementwise chain of k ops (x = x * a_j): k dispatches (unfused) vs one dispatch (fused), us per "
+       "chain\n";
+  o << "(wall = median [min-max] per chain; GPU = timestamps; bound = bytes / copy bandwidth: 2k vs 2 "
+       "passes)\n";
   std::snprintf(line, sizeof line, "%9s %3s %26s %26s %8s %17s %17s %6s\n", "floats", "k", "unfused wall",
                 "fused wall", "speedup", "GPU unf/fused", "bound unf/fused", "check");
   o << line;
@@ -164,32 +192,41 @@ std::string to_table(const BenchReport& r, const gpu::AdapterInfo& a) {
       std::snprintf(b, sizeof b, "%.2f [%.2f-%.2f]", s.median, s.min, s.max);
       return std::string(b);
     };
-    std::string gpu = c.unfused_gpu_us >= 0 ? fmt("%.2f", c.unfused_gpu_us) + "/" + fmt("%.2f", c.fused_gpu_us) : "-";
+    std::string gpu =
+        c.unfused_gpu_us >= 0 ? fmt("%.2f", c.unfused_gpu_us) + "/" + fmt("%.2f", c.fused_gpu_us) : "-";
     std::string bound = fmt("%.2f", c.unfused_bound_us) + "/" + fmt("%.2f", c.fused_bound_us);
-    std::snprintf(line, sizeof line, "%9llu %3u %26s %26s %7.2fx %17s %17s %6s\n", (unsigned long long)c.elements,
-                  c.k, range(c.unfused_us).c_str(), range(c.fused_us).c_str(), c.unfused_us.median / c.fused_us.median,
-                  gpu.c_str(), bound.c_str(), c.passed ? (c.bitwise_equal ? "exact" : "ok") : "FAIL");
+    std::snprintf(line, sizeof line, "%9llu %3u %26s %26s %7.2fx %17s %17s %6s\n",
+                  (unsigned long long)c.elements, c.k, range(c.unfused_us).c_str(), range(c.fused_us).c_str(),
+                  c.unfused_us.median / c.fused_us.median, gpu.c_str(), bound.c_str(),
+                  c.passed ? (c.bitwise_equal ? "exact" : "ok") : "FAIL");
     o << line;
   }
+  const auto& pe = r.plan_encode;
+  o << "\nPlan encode (CPU): " << pe.dispatches
+    << " dispatches, two pipelines alternating, a bind group each: " << fmt("%.3f", pe.us_per_dispatch.median)
+    << " us per dispatch [" << fmt("%.3f", pe.us_per_dispatch.min) << "-"
+    << fmt("%.3f", pe.us_per_dispatch.max) << "]\n";
   return o.str();
 }
 
 std::string to_csv(const BenchReport& r) {
   std::ostringstream o;
-  o << "section,kernel,variant,api,n_or_k,elements,total_median_us,total_min_us,total_max_us,issue_median_us,gpu_us,"
+  o << "section,kernel,variant,api,n_or_k,elements,total_median_us,total_min_us,total_max_us,issue_median_us,"
+       "gpu_us,"
        "fused_median_us,fused_min_us,fused_max_us,fused_gpu_us,check\n";
   for (auto& k : r.kernels)
     for (auto& s : k.series)
       for (auto& p : s.points)
-        o << "dispatch," << k.name << ',' << s.variant << ',' << s.api << ',' << p.n << ',' << k.elements << ','
-          << p.total_us.median << ',' << p.total_us.min << ',' << p.total_us.max << ',' << p.issue_us.median << ','
-          << (p.gpu_us >= 0 ? std::to_string(p.gpu_us) : "") << ",,,,,\n";
+        o << "dispatch," << k.name << ',' << s.variant << ',' << s.api << ',' << p.n << ',' << k.elements
+          << ',' << p.total_us.median << ',' << p.total_us.min << ',' << p.total_us.max << ','
+          << p.issue_us.median << ',' << (p.gpu_us >= 0 ? std::to_string(p.gpu_us) : "") << ",,,,,\n";
   for (auto& c : r.chain)
-    o << "chain,elementwise,unfused_vs_fused,runtime," << c.k << ',' << c.elements << ',' << c.unfused_us.median << ','
-      << c.unfused_us.min << ',' << c.unfused_us.max << ",,"
+    o << "chain,elementwise,unfused_vs_fused,runtime," << c.k << ',' << c.elements << ','
+      << c.unfused_us.median << ',' << c.unfused_us.min << ',' << c.unfused_us.max << ",,"
       << (c.unfused_gpu_us >= 0 ? std::to_string(c.unfused_gpu_us) : "") << ',' << c.fused_us.median << ','
-      << c.fused_us.min << ',' << c.fused_us.max << ',' << (c.fused_gpu_us >= 0 ? std::to_string(c.fused_gpu_us) : "")
-      << ',' << (c.passed ? "passed" : "failed") << '\n';
+      << c.fused_us.min << ',' << c.fused_us.max << ','
+      << (c.fused_gpu_us >= 0 ? std::to_string(c.fused_gpu_us) : "") << ','
+      << (c.passed ? "passed" : "failed") << '\n';
   return o.str();
 }
 

@@ -29,36 +29,48 @@ Evolution::Evolution(gpu::Context& ctx, uint32_t pop, uint32_t genome_len, GaCon
   breed_x_ = uint32_t(std::min<uint64_t>(groups, max_x));
   breed_y_ = uint32_t((groups + breed_x_ - 1) / breed_x_);
   if (breed_y_ > max_x) throw Error("too many genes for one 2D dispatch on this device");
-  params_ = ctx.buffer(sizeof(EvolveParams), gpu::BufferUsage::Uniform | gpu::BufferUsage::CopyDst, "ga.params");
+  params_ =
+      ctx.buffer(sizeof(EvolveParams), gpu::BufferUsage::Uniform | gpu::BufferUsage::CopyDst, "ga.params");
   stats_ = ctx.buffer(16 + 4 * kMaxElites, gpu::BufferUsage::StorageIO, "ga.stats");
   parents_ = ctx.buffer(uint64_t(pop) * 8, gpu::BufferUsage::StorageIO, "ga.parents");
 }
 
-gpu::KernelDesc Evolution::desc(const char* entry) const {
-  return gpu::embedded_kernel("sim_evolve", entry, {{"WORKGROUP_SIZE", double(kWorkgroup)}});
-}
-
 void Evolution::compile() {
-  for (const char* e : {"reduce", "select_parents", "breed"}) ctx_->kernel(desc(e));
+  if (reduce_) return;
+  // sim_evolve.wgsl includes sim_rng.wgsl: the GA draws from the same RNG as the simulations.
+  auto kernel = [&](const char* entry) {
+    return &ctx_->kernel(gpu::embedded_kernel("sim_evolve", entry, {{"WORKGROUP_SIZE", double(kWorkgroup)}}));
+  };
+  reduce_ = kernel("reduce");
+  select_ = kernel("select_parents");
+  breed_ = kernel("breed");
 }
 
-gpu::BindGroup Evolution::group(const gpu::Kernel& k, const gpu::Buffer& fitness, const gpu::Buffer& src,
-                                const gpu::Buffer& dst) {
-  return ctx_->bind(k, {params_, fitness, stats_, parents_, src, dst});
+gpu::Plan& Evolution::plan(const gpu::Buffer& fitness, const gpu::Buffer& src, const gpu::Buffer& dst) {
+  const auto key = std::tuple{fitness.id(), src.id(), dst.id()};
+  if (auto it = plans_.find(key); it != plans_.end()) return it->second;
+  compile();
+  if (plans_.size() >= 8) plans_.clear();  // the GA alternates two; a caller cycling more rebuilds
+  gpu::Plan p(*ctx_, "ga");
+  for (const gpu::Kernel* k : {reduce_, select_, breed_}) {
+    const gpu::Grid grid = k == reduce_   ? gpu::Grid{1}
+                           : k == select_ ? gpu::Grid{(pop_ + kWorkgroup - 1) / kWorkgroup}
+                                          : gpu::Grid{breed_x_, breed_y_};
+    p.dispatch(*k, {params_, fitness, stats_, parents_, src, dst}, grid);
+  }
+  p.build();
+  return plans_.emplace(key, std::move(p)).first->second;
 }
 
 uint32_t Evolution::record(gpu::Recorder& rec, uint32_t generation, const gpu::Buffer& fitness,
                            const gpu::Buffer& src, const gpu::Buffer& dst) {
-  EvolveParams p{pop_, genome_len_, generation, cfg_.seed, cfg_.tournament, cfg_.elites,
-                 cfg_.rate, cfg_.sigma, cfg_.lo, cfg_.hi, 0, 0};
+  EvolveParams p{
+      pop_,    genome_len_, generation, cfg_.seed, cfg_.tournament, cfg_.elites, cfg_.rate, cfg_.sigma,
+      cfg_.lo, cfg_.hi,     0,          0};
   ctx_->write_value(params_, 0, p);
-  auto& reduce = ctx_->kernel(desc("reduce"));
-  auto& select = ctx_->kernel(desc("select_parents"));
-  auto& breed = ctx_->kernel(desc("breed"));
-  rec.dispatch(reduce, group(reduce, fitness, src, dst), 1);
-  rec.dispatch(select, group(select, fitness, src, dst), (pop_ + kWorkgroup - 1) / kWorkgroup);
-  rec.dispatch(breed, group(breed, fitness, src, dst), breed_x_, breed_y_);
-  return 3;
+  auto& steps = plan(fitness, src, dst);
+  steps.encode(rec);
+  return uint32_t(steps.dispatches());
 }
 
 GenerationStats Evolution::read_stats() {

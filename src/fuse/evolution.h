@@ -1,12 +1,18 @@
 // The genetic algorithm's generation step on the GPU (kernels/sim_evolve.wgsl): three dispatches
-// (reduce, select, breed), then one 16-byte read-back of the statistics (best, mean). Genomes are double-buffered: breed reads one buffer and writes the other.
+// (reduce, select, breed), then one 16-byte read-back of the statistics (best, mean). Genomes are
+// double-buffered: breed reads one buffer and writes the other. The three dispatches are a
+// gpu::Plan per (fitness, src, dst), built once; a generation writes its params (one queue
+// write) and encodes the plan.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <tuple>
 
 #include "gpu/buffer.h"
 #include "gpu/context.h"
+#include "gpu/plan.h"
 #include "gpu/recorder.h"
 
 namespace wgfuse::fuse {
@@ -25,9 +31,9 @@ inline constexpr uint32_t kMaxElites = 8;  // MAX_ELITES in kernels/sim_evolve.w
 
 struct GaConfig {
   uint32_t tournament = 3;
-  uint32_t elites = 1;  // the E best are kept unchanged, 1 <= E <= kMaxElites
-  float rate = 0.1f;    // probability that a gene mutates
-  float sigma = 0.1f;   // standard deviation of a mutation
+  uint32_t elites = 1;            // the E best are kept unchanged, 1 <= E <= kMaxElites
+  float rate = 0.1f;              // probability that a gene mutates
+  float sigma = 0.1f;             // standard deviation of a mutation
   float lo = -1e30f, hi = 1e30f;  // genes are clamped to [lo, hi] after mutation
   uint32_t seed = 1;
 };
@@ -42,15 +48,13 @@ class Evolution {
   Evolution(gpu::Context& ctx, uint32_t pop, uint32_t genome_len, GaConfig config);
   void compile();
   // Records reduce + select + breed (src -> dst). Returns the number of dispatches (3).
-  uint32_t record(gpu::Recorder& rec, uint32_t generation, const gpu::Buffer& fitness,
-                  const gpu::Buffer& src, const gpu::Buffer& dst);
+  uint32_t record(gpu::Recorder& rec, uint32_t generation, const gpu::Buffer& fitness, const gpu::Buffer& src,
+                  const gpu::Buffer& dst);
   // Reads the statistics recorded last (waits for submitted work).
   GenerationStats read_stats();
 
  private:
-  gpu::BindGroup group(const gpu::Kernel& k, const gpu::Buffer& fitness, const gpu::Buffer& src,
-                       const gpu::Buffer& dst);
-  gpu::KernelDesc desc(const char* entry) const;
+  gpu::Plan& plan(const gpu::Buffer& fitness, const gpu::Buffer& src, const gpu::Buffer& dst);
   gpu::Context* ctx_;
   uint32_t pop_, genome_len_;
   GaConfig cfg_;
@@ -58,6 +62,8 @@ class Evolution {
   // generation has been read back by then, so no submitted work still reads them.
   gpu::Buffer params_, stats_, parents_;
   uint32_t breed_x_ = 0, breed_y_ = 0;
+  const gpu::Kernel *reduce_ = nullptr, *select_ = nullptr, *breed_ = nullptr;  // by compile()
+  std::map<std::tuple<uint64_t, uint64_t, uint64_t>, gpu::Plan> plans_;         // by buffer ids
 };
 
 }  // namespace wgfuse::fuse

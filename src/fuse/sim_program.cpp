@@ -6,10 +6,14 @@ namespace wgfuse::fuse {
 
 std::string to_string(Strategy s) {
   switch (s) {
-    case Strategy::PerStep: return "perstep";
-    case Strategy::Batched: return "batched";
-    case Strategy::Fused: return "fused";
-    case Strategy::Coop: return "coop";
+    case Strategy::PerStep:
+      return "perstep";
+    case Strategy::Batched:
+      return "batched";
+    case Strategy::Fused:
+      return "fused";
+    case Strategy::Coop:
+      return "coop";
   }
   return "?";
 }
@@ -24,8 +28,9 @@ Strategy parse_strategy(std::string_view s) {
 
 void require_coop(const SimSpec& spec) {
   if (!spec.has_coop())
-    throw Error("simulation '" + spec.name +
-                "' has no cooperative form (strategy coop): only market has one; use perstep, batched or fused");
+    throw Error(
+        "simulation '" + spec.name +
+        "' has no cooperative form (strategy coop): only market has one; use perstep, batched or fused");
 }
 
 std::string generated_source(const SimSpec& spec) { return std::string(gpu::kernel_source(spec.family)); }
@@ -54,11 +59,12 @@ SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t s
                 " bytes) is over the device's maxStorageBufferBindingSize (" +
                 std::to_string(lim.max_storage_buffer_binding_size) + ")");
   source_ = generated_source(spec_);
-  params_buf_ = ctx.upload<SimParams>(std::span<const SimParams>(&params_, 1),
-                                      gpu::BufferUsage::Uniform, spec_.name + ".params");
+  params_buf_ = ctx.upload<SimParams>(std::span<const SimParams>(&params_, 1), gpu::BufferUsage::Uniform,
+                                      spec_.name + ".params");
   if (data.empty()) {
     const float zero = 0;
-    data_ = ctx.upload<float>(std::span<const float>(&zero, 1), gpu::BufferUsage::Storage, spec_.name + ".nodata");
+    data_ = ctx.upload<float>(std::span<const float>(&zero, 1), gpu::BufferUsage::Storage,
+                              spec_.name + ".nodata");
   } else {
     data_ = ctx.upload<float>(data, gpu::BufferUsage::Storage, spec_.name + ".data");
   }
@@ -66,16 +72,26 @@ SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t s
 
 void SimProgram::ensure_slots() {
   if (slots_ && slots_.size() >= uint64_t(params_.pop) * slot_bytes_) return;
-  slots_ = ctx_->buffer(uint64_t(params_.pop) * slot_bytes_, gpu::BufferUsage::StorageIO, spec_.name + ".slots");
+  slots_ =
+      ctx_->buffer(uint64_t(params_.pop) * slot_bytes_, gpu::BufferUsage::StorageIO, spec_.name + ".slots");
 }
 
 void SimProgram::compile() {
-  for (const char* e : {kInitEntry, kStepEntry, kFitnessEntry, kFusedEntry})
-    ctx_->kernel({"sim." + spec_.name, source_, e, {{"WORKGROUP_SIZE", double(spec_.workgroup_size)}}});
-  if (spec_.has_coop()) ctx_->kernel({"sim." + spec_.name, source_, kCoopEntry, {}});
+  if (init_) return;
+  auto kernel = [&](const char* entry) {
+    return &ctx_->kernel(
+        {"sim." + spec_.name, source_, entry, {{"WORKGROUP_SIZE", double(spec_.workgroup_size)}}});
+  };
+  init_ = kernel(kInitEntry);
+  step_ = kernel(kStepEntry);
+  fitness_ = kernel(kFitnessEntry);
+  fused_ = kernel(kFusedEntry);
+  // Its own workgroup size (fixed in the kernel), so no WORKGROUP_SIZE override.
+  if (spec_.has_coop()) coop_ = &ctx_->kernel({"sim." + spec_.name, source_, kCoopEntry, {}});
 }
 
-gpu::BindGroup SimProgram::group(const gpu::Kernel& k, const gpu::Buffer& genomes, const gpu::Buffer& fitness) {
+gpu::BindGroup SimProgram::group(const gpu::Kernel& k, const gpu::Buffer& genomes,
+                                 const gpu::Buffer& fitness) {
   // The fused strategy never touches the slots: without per-step runs, bind one slot's worth.
   if (!slots_ && !no_slots_)
     no_slots_ = ctx_->buffer(slot_bytes_, gpu::BufferUsage::StorageIO, spec_.name + ".noslots");
@@ -86,31 +102,15 @@ uint64_t SimProgram::dispatches(Strategy s) const {
   return (s == Strategy::Fused || s == Strategy::Coop) ? 1 : uint64_t(params_.steps) + 2;
 }
 
-void SimProgram::record_init_and_steps(gpu::Recorder& rec, const gpu::Buffer& genomes, uint32_t n) {
-  ensure_slots();
-  auto kd = [&](const char* e) {
-    return gpu::KernelDesc{"sim." + spec_.name, source_, e, {{"WORKGROUP_SIZE", double(spec_.workgroup_size)}}};
-  };
-  auto& init = ctx_->kernel(kd(kInitEntry));
-  auto& step = ctx_->kernel(kd(kStepEntry));
-  // The fitness binding is unused by init and step; the genomes buffer cannot stand in (read-only
-  // and read-write use of one buffer in a dispatch is invalid), so bind a placeholder.
-  if (!no_fitness_) no_fitness_ = ctx_->buffer(4, gpu::BufferUsage::StorageIO, spec_.name + ".nofitness");
-  auto g_init = group(init, genomes, no_fitness_);
-  rec.dispatch(init, g_init, groups_);
-  auto g_step = group(step, genomes, no_fitness_);
-  for (uint32_t t = 0; t < n; ++t) rec.dispatch(step, g_step, groups_);
-}
-
-EvalCounts SimProgram::evaluate(Strategy strategy, gpu::Recorder& rec, const gpu::Buffer& genomes,
-                                const gpu::Buffer& fitness) {
-  auto kd = [&](const char* e) {
-    return gpu::KernelDesc{"sim." + spec_.name, source_, e, {{"WORKGROUP_SIZE", double(spec_.workgroup_size)}}};
-  };
-  EvalCounts c;
-  if (strategy == Strategy::Coop) {
+gpu::Plan& SimProgram::plan(Strategy s, const gpu::Buffer& genomes, const gpu::Buffer& fitness) {
+  if (s == Strategy::PerStep) s = Strategy::Batched;  // the same dispatches, synced differently
+  const auto key = std::tuple{s, genomes.id(), fitness.id()};
+  if (auto it = plans_.find(key); it != plans_.end()) return it->second;
+  compile();
+  if (plans_.size() >= 8) plans_.clear();
+  gpu::Plan p(*ctx_, "sim." + spec_.name + "." + to_string(s));
+  if (s == Strategy::Coop) {
     require_coop(spec_);
-    // Its own workgroup size (fixed in the kernel), so no WORKGROUP_SIZE override.
     const uint32_t per = spec_.coop_per_workgroup;
     const uint32_t groups = (params_.pop + per - 1) / per;
     if (groups > ctx_->limits().max_compute_workgroups_per_dimension)
@@ -118,39 +118,46 @@ EvalCounts SimProgram::evaluate(Strategy strategy, gpu::Recorder& rec, const gpu
                   std::to_string(groups) + " workgroups of the cooperative kernel (" + std::to_string(per) +
                   " individuals each), over the device's maxComputeWorkgroupsPerDimension (" +
                   std::to_string(ctx_->limits().max_compute_workgroups_per_dimension) + ")");
-    auto& k = ctx_->kernel({"sim." + spec_.name, source_, kCoopEntry, {}});
-    rec.dispatch(k, group(k, genomes, fitness), groups);
-    c.dispatches = 1;
+    p.dispatch(*coop_, group(*coop_, genomes, fitness), {groups});
+  } else if (s == Strategy::Fused) {
+    p.dispatch(*fused_, group(*fused_, genomes, fitness), {groups_});
+  } else {
+    ensure_slots();
+    p.dispatch(*init_, group(*init_, genomes, fitness), {groups_});
+    const auto step_group = group(*step_, genomes, fitness);
+    for (uint32_t t = 0; t < params_.steps; ++t) p.dispatch(*step_, step_group, {groups_});
+    p.dispatch(*fitness_, group(*fitness_, genomes, fitness), {groups_});
+  }
+  p.build();
+  return plans_.emplace(key, std::move(p)).first->second;
+}
+
+void SimProgram::record_init_and_steps(gpu::Recorder& rec, const gpu::Buffer& genomes, uint32_t n) {
+  // The fitness binding is unused by init and step; the genomes buffer cannot stand in (read-only
+  // and read-write use of one buffer in a dispatch is invalid), so bind a placeholder.
+  if (!no_fitness_) no_fitness_ = ctx_->buffer(4, gpu::BufferUsage::StorageIO, spec_.name + ".nofitness");
+  auto& p = plan(Strategy::Batched, genomes, no_fitness_);
+  p.encode(rec, 0, 1);                                   // init
+  for (uint32_t t = 0; t < n; ++t) p.encode(rec, 1, 1);  // a step
+}
+
+EvalCounts SimProgram::evaluate(Strategy strategy, gpu::Recorder& rec, const gpu::Buffer& genomes,
+                                const gpu::Buffer& fitness) {
+  auto& p = plan(strategy, genomes, fitness);
+  EvalCounts c;
+  c.dispatches = p.dispatches();
+  if (strategy != Strategy::PerStep) {
+    p.encode(rec);
     return c;
   }
-  if (strategy == Strategy::Fused) {
-    auto& k = ctx_->kernel(kd(kFusedEntry));
-    rec.dispatch(k, group(k, genomes, fitness), groups_);
-    c.dispatches = 1;
-    return c;
-  }
-  ensure_slots();
-  auto& init = ctx_->kernel(kd(kInitEntry));
-  auto& step = ctx_->kernel(kd(kStepEntry));
-  auto& fit = ctx_->kernel(kd(kFitnessEntry));
-  auto g_init = group(init, genomes, fitness);
-  auto g_step = group(step, genomes, fitness);
-  auto g_fit = group(fit, genomes, fitness);
-  const bool per_step = strategy == Strategy::PerStep;
-  auto sync = [&] {
-    if (!per_step) return;
+  // Submit and wait after init and after every step; the fitness dispatch is only recorded.
+  for (size_t i = 0; i + 1 < p.steps(); ++i) {
+    p.encode(rec, i, 1);
     rec.submit();
     ++c.submits;
     ctx_->wait();
-  };
-  rec.dispatch(init, g_init, groups_);
-  sync();
-  for (uint32_t t = 0; t < params_.steps; ++t) {
-    rec.dispatch(step, g_step, groups_);
-    sync();
   }
-  rec.dispatch(fit, g_fit, groups_);
-  c.dispatches = params_.steps + 2;
+  p.encode(rec, p.steps() - 1, 1);
   return c;
 }
 

@@ -20,11 +20,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 #include "gpu/buffer.h"
 #include "gpu/context.h"
+#include "gpu/plan.h"
 #include "gpu/recorder.h"
 
 namespace wgfuse::fuse {
@@ -34,8 +37,8 @@ std::string to_string(Strategy s);
 Strategy parse_strategy(std::string_view s);  // perstep | batched | fused | coop; throws Error
 
 struct SimSpec {
-  std::string name;    // for labels and messages, e.g. "acrobot"
-  std::string family;  // the embedded kernel family holding the definition, e.g. "sim_acrobot"
+  std::string name;          // for labels and messages, e.g. "acrobot"
+  std::string family;        // the embedded kernel family holding the definition, e.g. "sim_acrobot"
   uint32_t state_bytes = 0;  // size of the WGSL State struct (slot = 4 + state_bytes, rounded)
   uint32_t workgroup_size = 64;
   // The cooperative strategy: the kernel file, included by the workload's after sim_entries.wgsl,
@@ -86,6 +89,8 @@ class SimProgram {
 
   // Compiles every pipeline now (otherwise on first use).
   void compile();
+  // Each strategy's dispatches are resolved into a gpu::Plan once per (genomes, fitness) pair
+  // and re-encoded on every evaluation.
 
   // Evaluates `genomes` (genome_len x pop f32, gene-major: gene k of individual i at k * pop + i;
   // Storage) into `fitness` (pop f32, StorageIO).
@@ -110,6 +115,8 @@ class SimProgram {
  private:
   gpu::BindGroup group(const gpu::Kernel& k, const gpu::Buffer& genomes, const gpu::Buffer& fitness);
   void ensure_slots();
+  // The plan of `s` for these buffers: PerStep and Batched share one (init, steps, fitness).
+  gpu::Plan& plan(Strategy s, const gpu::Buffer& genomes, const gpu::Buffer& fitness);
   gpu::Context* ctx_;
   SimSpec spec_;
   SimParams params_;
@@ -117,6 +124,12 @@ class SimProgram {
   gpu::Buffer params_buf_, data_, slots_, no_slots_, no_fitness_;
   uint32_t slot_bytes_ = 0;
   uint32_t groups_ = 0;
+  // Resolved by compile(): the pipelines of the entry points.
+  const gpu::Kernel *init_ = nullptr, *step_ = nullptr, *fitness_ = nullptr, *fused_ = nullptr,
+                    *coop_ = nullptr;
+  // By (strategy, genomes id, fitness id); the GA alternates two genome buffers, so this stays
+  // small (cleared past a handful in case a caller cycles through many).
+  std::map<std::tuple<Strategy, uint64_t, uint64_t>, gpu::Plan> plans_;
 };
 
 }  // namespace wgfuse::fuse

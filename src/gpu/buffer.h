@@ -1,10 +1,15 @@
-// Buffer: a typed-usage GPU buffer owned by RAII. BindGroup: a cached set of buffer bindings.
+// Buffer: a typed-usage GPU buffer owned by RAII. BufferBinding: a byte range of one, as bound to
+// a kernel. BindGroup: a set of bindings for one kernel; it keeps its buffers alive.
+//
+// WGPU types in this header: the BufferUsage values (WGPUBufferUsage_* bits) and the raw()
+// accessors, for src/gpu's implementation and the raw-API arm of the benchmark.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "webgpu/handle.h"
 
@@ -24,16 +29,15 @@ enum class BufferUsage : uint64_t {
 constexpr BufferUsage operator|(BufferUsage a, BufferUsage b) {
   return BufferUsage(uint64_t(a) | uint64_t(b));
 }
-constexpr bool has(BufferUsage set, BufferUsage bit) { return (uint64_t(set) & uint64_t(bit)) != 0; }
+constexpr bool has(BufferUsage set, BufferUsage bit) {
+  return (uint64_t(set) & uint64_t(bit)) != 0;
+}
 
 class Buffer {
  public:
   Buffer() = default;
   Buffer(webgpu::Handle<WGPUBuffer> h, uint64_t size, BufferUsage usage, uint64_t id)
-      : h_(std::make_shared<webgpu::Handle<WGPUBuffer>>(std::move(h))),
-        size_(size),
-        usage_(usage),
-        id_(id) {}
+      : h_(std::make_shared<webgpu::Handle<WGPUBuffer>>(std::move(h))), size_(size), usage_(usage), id_(id) {}
 
   uint64_t size() const { return size_; }
   BufferUsage usage() const { return usage_; }
@@ -58,14 +62,22 @@ struct BufferBinding {
   uint64_t size;
 };
 
+// A bind group and the buffers it binds: Dawn destroys a buffer when its last external reference
+// goes, even while a bind group still uses it, so the group holds them.
+struct BindGroupState {
+  webgpu::Handle<WGPUBindGroup> handle;
+  std::vector<Buffer> buffers;
+};
+
 class BindGroup {
  public:
   BindGroup() = default;
-  explicit BindGroup(std::shared_ptr<webgpu::Handle<WGPUBindGroup>> h) : h_(std::move(h)) {}
-  WGPUBindGroup raw() const { return h_ ? h_->get() : nullptr; }
+  explicit BindGroup(std::shared_ptr<const BindGroupState> s) : s_(std::move(s)) {}
+  WGPUBindGroup raw() const { return s_ ? s_->handle.get() : nullptr; }
+  explicit operator bool() const { return raw() != nullptr; }
 
  private:
-  std::shared_ptr<webgpu::Handle<WGPUBindGroup>> h_;
+  std::shared_ptr<const BindGroupState> s_;
 };
 
 }  // namespace wgfuse::gpu

@@ -1,5 +1,4 @@
 #include "gpu/context.h"
-#include "gpu/context_state.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -8,6 +7,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "gpu/context_state.h"
 #include "gpu/profiler.h"
 #include "gpu/recorder.h"
 #include "util/error.h"
@@ -27,38 +27,63 @@ using webgpu::sv;
 
 std::string backend_name(WGPUBackendType t) {
   switch (t) {
-    case WGPUBackendType_Null: return "Null";
-    case WGPUBackendType_WebGPU: return "WebGPU";
-    case WGPUBackendType_D3D11: return "D3D11";
-    case WGPUBackendType_D3D12: return "D3D12";
-    case WGPUBackendType_Metal: return "Metal";
-    case WGPUBackendType_Vulkan: return "Vulkan";
-    case WGPUBackendType_OpenGL: return "OpenGL";
-    case WGPUBackendType_OpenGLES: return "OpenGLES";
-    default: return "undefined";
+    case WGPUBackendType_Null:
+      return "Null";
+    case WGPUBackendType_WebGPU:
+      return "WebGPU";
+    case WGPUBackendType_D3D11:
+      return "D3D11";
+    case WGPUBackendType_D3D12:
+      return "D3D12";
+    case WGPUBackendType_Metal:
+      return "Metal";
+    case WGPUBackendType_Vulkan:
+      return "Vulkan";
+    case WGPUBackendType_OpenGL:
+      return "OpenGL";
+    case WGPUBackendType_OpenGLES:
+      return "OpenGLES";
+    default:
+      return "undefined";
   }
 }
 
 std::string adapter_type_name(WGPUAdapterType t) {
   switch (t) {
-    case WGPUAdapterType_DiscreteGPU: return "discrete GPU";
-    case WGPUAdapterType_IntegratedGPU: return "integrated GPU";
-    case WGPUAdapterType_CPU: return "CPU";
-    default: return "unknown";
+    case WGPUAdapterType_DiscreteGPU:
+      return "discrete GPU";
+    case WGPUAdapterType_IntegratedGPU:
+      return "integrated GPU";
+    case WGPUAdapterType_CPU:
+      return "CPU";
+    default:
+      return "unknown";
   }
 }
 
 std::string feature_name(WGPUFeatureName f) {
   static const std::map<uint32_t, const char*> names = {
-      {0x01, "depth-clip-control"}, {0x02, "depth32float-stencil8"}, {0x03, "timestamp-query"},
-      {0x04, "texture-compression-bc"}, {0x05, "texture-compression-bc-sliced-3d"},
-      {0x06, "texture-compression-etc2"}, {0x07, "texture-compression-astc"},
-      {0x08, "texture-compression-astc-sliced-3d"}, {0x09, "indirect-first-instance"},
-      {0x0A, "shader-f16"}, {0x0B, "rg11b10ufloat-renderable"}, {0x0C, "bgra8unorm-storage"},
-      {0x0D, "float32-filterable"}, {0x0E, "float32-blendable"}, {0x0F, "clip-distances"},
-      {0x10, "dual-source-blending"}, {0x11, "subgroups"}, {0x12, "core-features-and-limits"},
+      {0x01, "depth-clip-control"},
+      {0x02, "depth32float-stencil8"},
+      {0x03, "timestamp-query"},
+      {0x04, "texture-compression-bc"},
+      {0x05, "texture-compression-bc-sliced-3d"},
+      {0x06, "texture-compression-etc2"},
+      {0x07, "texture-compression-astc"},
+      {0x08, "texture-compression-astc-sliced-3d"},
+      {0x09, "indirect-first-instance"},
+      {0x0A, "shader-f16"},
+      {0x0B, "rg11b10ufloat-renderable"},
+      {0x0C, "bgra8unorm-storage"},
+      {0x0D, "float32-filterable"},
+      {0x0E, "float32-blendable"},
+      {0x0F, "clip-distances"},
+      {0x10, "dual-source-blending"},
+      {0x11, "subgroups"},
+      {0x12, "core-features-and-limits"},
       {0x50003, "chromium-experimental-timestamp-query-inside-passes"},
-      {0x50005, "chromium-experimental-immediate-data"}, {0x50008, "subgroups-f16"},
+      {0x50005, "chromium-experimental-immediate-data"},
+      {0x50008, "subgroups-f16"},
       {0x50038, "chromium-experimental-subgroup-matrix"}};
   if (auto it = names.find(f); it != names.end()) return it->second;
   std::ostringstream os;
@@ -68,11 +93,16 @@ std::string feature_name(WGPUFeatureName f) {
 
 WGPUBackendType to_wgpu(Backend b) {
   switch (b) {
-    case Backend::Vulkan: return WGPUBackendType_Vulkan;
-    case Backend::OpenGL: return WGPUBackendType_OpenGL;
-    case Backend::OpenGLES: return WGPUBackendType_OpenGLES;
-    case Backend::Null: return WGPUBackendType_Null;
-    default: return WGPUBackendType_Undefined;
+    case Backend::Vulkan:
+      return WGPUBackendType_Vulkan;
+    case Backend::OpenGL:
+      return WGPUBackendType_OpenGL;
+    case Backend::OpenGLES:
+      return WGPUBackendType_OpenGLES;
+    case Backend::Null:
+      return WGPUBackendType_Null;
+    default:
+      return WGPUBackendType_Undefined;
   }
 }
 
@@ -103,18 +133,22 @@ Backend parse_backend(std::string_view s) {
 
 std::string to_string(Backend b) {
   switch (b) {
-    case Backend::Vulkan: return "vulkan";
-    case Backend::OpenGL: return "opengl";
-    case Backend::OpenGLES: return "opengles";
-    case Backend::Null: return "null";
-    default: return "any";
+    case Backend::Vulkan:
+      return "vulkan";
+    case Backend::OpenGL:
+      return "opengl";
+    case Backend::OpenGLES:
+      return "opengles";
+    case Backend::Null:
+      return "null";
+    default:
+      return "any";
   }
 }
 
 namespace {
 
-void on_uncaptured_error(const WGPUDevice*, WGPUErrorType type, WGPUStringView message, void* ud1,
-                         void*) {
+void on_uncaptured_error(const WGPUDevice*, WGPUErrorType type, WGPUStringView message, void* ud1, void*) {
   auto* s = static_cast<Context::State*>(ud1);
   std::lock_guard lock(s->error_mutex);
   const char* kind = type == WGPUErrorType_Validation    ? "validation error"
@@ -124,8 +158,8 @@ void on_uncaptured_error(const WGPUDevice*, WGPUErrorType type, WGPUStringView m
   s->uncaptured.push_back(std::string(kind) + ": " + str(message));
 }
 
-void on_device_lost(const WGPUDevice*, WGPUDeviceLostReason reason, WGPUStringView message,
-                    void* ud1, void*) {
+void on_device_lost(const WGPUDevice*, WGPUDeviceLostReason reason, WGPUStringView message, void* ud1,
+                    void*) {
   auto* s = static_cast<Context::State*>(ud1);
   std::lock_guard lock(s->error_mutex);
   if (s->destroying || reason == WGPUDeviceLostReason_CallbackCancelled) return;
@@ -143,8 +177,7 @@ AdapterResult request_adapter(WGPUInstance instance, WGPUBackendType backend,
   AdapterResult result;
   WGPURequestAdapterCallbackInfo cb{};
   cb.mode = WGPUCallbackMode_WaitAnyOnly;
-  cb.callback = [](WGPURequestAdapterStatus status, WGPUAdapter a, WGPUStringView msg, void* ud1,
-                   void*) {
+  cb.callback = [](WGPURequestAdapterStatus status, WGPUAdapter a, WGPUStringView msg, void* ud1, void*) {
     auto* r = static_cast<AdapterResult*>(ud1);
     if (status == WGPURequestAdapterStatus_Success && a)
       r->adapter = Handle<WGPUAdapter>(a);
@@ -185,101 +218,150 @@ std::string adapter_summary(WGPUAdapter a) {
 
 }  // namespace
 
-Context::Context(const ContextOptions& options) : s_(std::make_unique<State>()) {
-  auto t0 = std::chrono::steady_clock::now();
-  s_->timeout = options.timeout;
-  const WGPUBackendType backend = to_wgpu(options.backend);
-  std::vector<std::string> tried;
+// ---- Context creation, in four steps: adapter choice, adapter info, device request, limits ----
 
-  auto try_hardware = [&] {
-    s_->instance = create_instance();
-    auto r = request_adapter(s_->instance.get(), backend, options.timeout);
+namespace {
+
+// Tries the adapters that `options.adapter` allows, in order; sets s.instance and s.adapter and
+// returns why the CPU adapter was chosen under auto (else empty), or throws listing every attempt
+// and the fixes.
+class AdapterChooser {
+ public:
+  AdapterChooser(Context::State& s, const ContextOptions& options)
+      : s_(s), options_(options), backend_(to_wgpu(options.backend)) {}
+
+  std::string choose() {
+    bool ok = false;
+    std::string note;
+    switch (options_.adapter) {
+      case AdapterChoice::Gpu:
+        ok = try_hardware();
+        break;
+      case AdapterChoice::Cpu:
+        ok = try_swiftshader();
+        break;
+      case AdapterChoice::Auto:
+        ok = try_hardware() && adapter_type(s_.adapter.get()) != WGPUAdapterType_CPU;
+        if (!ok) {
+          ok = try_swiftshader();
+          if (ok) {
+            note =
+                "no hardware GPU adapter found (" + tried_.front() + "); using the SwiftShader CPU adapter";
+            if (!options_.quiet) std::fprintf(stderr, "wgfuse: note: %s\n", note.c_str());
+          }
+        }
+        break;
+    }
+    if (ok) return note;
+    std::string msg = "no usable WebGPU adapter. Tried:";
+    for (auto& t : tried_) msg += "\n  - " + t;
+    msg +=
+        "\nFixes: install a Vulkan driver for your GPU (and libvulkan1), or run scripts/setup "
+        "for the SwiftShader CPU adapter and use --adapter cpu; set VK_DRIVER_FILES to choose "
+        "a Vulkan driver explicitly.";
+    throw Error(msg);
+  }
+
+ private:
+  bool try_hardware() {
+    s_.instance = create_instance();
+    auto r = request_adapter(s_.instance.get(), backend_, options_.timeout);
+    const std::string what = "hardware adapter on backend " + to_string(options_.backend) + ": ";
     if (!r.adapter) {
-      tried.push_back("hardware adapter on backend " + to_string(options.backend) + ": " + r.message);
+      tried_.push_back(what + r.message);
       return false;
     }
     if (adapter_type(r.adapter.get()) == WGPUAdapterType_CPU) {
-      tried.push_back("hardware adapter on backend " + to_string(options.backend) +
-                      ": only a CPU adapter was offered (" + adapter_summary(r.adapter.get()) + ")");
-      if (options.adapter == AdapterChoice::Gpu) return false;
+      tried_.push_back(what + "only a CPU adapter was offered (" + adapter_summary(r.adapter.get()) + ")");
+      if (options_.adapter == AdapterChoice::Gpu) return false;
     }
-    s_->adapter = std::move(r.adapter);
+    s_.adapter = std::move(r.adapter);
     return true;
-  };
-  auto try_swiftshader = [&] {
+  }
+
+  bool try_swiftshader() {
     // The Vulkan loader reads VK_DRIVER_FILES when an instance is created: point it at
     // SwiftShader unless the user chose drivers already.
     const char* user_icd = std::getenv("VK_DRIVER_FILES");
     if (!user_icd || !*user_icd) {
       if (!std::filesystem::exists(kSwiftShaderIcd)) {
-        tried.push_back(std::string("SwiftShader (CPU): ") + kSwiftShaderIcd +
-                        " not found (install Debian's chromium package: scripts/setup does)");
+        tried_.push_back(std::string("SwiftShader (CPU): ") + kSwiftShaderIcd +
+                         " not found (install Debian's chromium package: scripts/setup does)");
         return false;
       }
       setenv("VK_DRIVER_FILES", kSwiftShaderIcd, 1);
     }
-    s_->adapter.reset();
-    s_->instance = create_instance();
-    auto r = request_adapter(s_->instance.get(), backend, options.timeout);
+    s_.adapter.reset();
+    s_.instance = create_instance();
+    auto r = request_adapter(s_.instance.get(), backend_, options_.timeout);
     if (!r.adapter) {
-      tried.push_back("SwiftShader (CPU) with VK_DRIVER_FILES=" +
-                      std::string(std::getenv("VK_DRIVER_FILES")) + ": " + r.message);
+      tried_.push_back("SwiftShader (CPU) with VK_DRIVER_FILES=" +
+                       std::string(std::getenv("VK_DRIVER_FILES")) + ": " + r.message);
       return false;
     }
-    s_->adapter = std::move(r.adapter);
+    s_.adapter = std::move(r.adapter);
     return true;
-  };
-
-  bool ok = false;
-  switch (options.adapter) {
-    case AdapterChoice::Gpu: ok = try_hardware(); break;
-    case AdapterChoice::Cpu: ok = try_swiftshader(); break;
-    case AdapterChoice::Auto:
-      ok = try_hardware() && adapter_type(s_->adapter.get()) != WGPUAdapterType_CPU;
-      if (!ok) {
-        ok = try_swiftshader();
-        if (ok) {
-          s_->info.fallback_note = "no hardware GPU adapter found (" + tried.front() +
-                                   "); using the SwiftShader CPU adapter";
-          if (!options.quiet) std::fprintf(stderr, "wgfuse: note: %s\n", s_->info.fallback_note.c_str());
-        }
-      }
-      break;
-  }
-  if (!ok) {
-    std::string msg = "no usable WebGPU adapter. Tried:";
-    for (auto& t : tried) msg += "\n  - " + t;
-    msg += "\nFixes: install a Vulkan driver for your GPU (and libvulkan1), or run scripts/setup "
-           "for the SwiftShader CPU adapter and use --adapter cpu; set VK_DRIVER_FILES to choose "
-           "a Vulkan driver explicitly.";
-    throw Error(msg);
   }
 
+  Context::State& s_;
+  const ContextOptions& options_;
+  const WGPUBackendType backend_;
+  std::vector<std::string> tried_;
+};
+
+AdapterInfo read_adapter_info(WGPUAdapter adapter) {
+  WGPUAdapterInfo ai{};
+  api().AdapterGetInfo(adapter, &ai);
+  AdapterInfo i;
+  i.vendor = str(ai.vendor);
+  i.architecture = str(ai.architecture);
+  i.device = str(ai.device);
+  i.description = str(ai.description);
+  i.backend = backend_name(ai.backendType);
+  i.adapter_type = adapter_type_name(ai.adapterType);
+  i.vendor_id = ai.vendorID;
+  i.device_id = ai.deviceID;
+  i.subgroup_min_size = ai.subgroupMinSize;
+  i.subgroup_max_size = ai.subgroupMaxSize;
+  i.is_cpu = ai.adapterType == WGPUAdapterType_CPU;
+  api().AdapterInfoFreeMembers(ai);
+  return i;
+}
+
+std::vector<std::string> adapter_feature_names(WGPUAdapter adapter) {
+  WGPUSupportedFeatures sf{};
+  api().AdapterGetFeatures(adapter, &sf);
+  std::vector<std::string> names;
+  for (size_t k = 0; k < sf.featureCount; ++k) names.push_back(feature_name(sf.features[k]));
+  api().SupportedFeaturesFreeMembers(sf);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Limits read_limits(WGPUDevice device) {
+  WGPULimits dl{};
+  api().DeviceGetLimits(device, &dl);
+  Limits l;
+  l.max_buffer_size = dl.maxBufferSize;
+  l.max_storage_buffer_binding_size = dl.maxStorageBufferBindingSize;
+  l.max_uniform_buffer_binding_size = dl.maxUniformBufferBindingSize;
+  l.max_storage_buffers_per_shader_stage = dl.maxStorageBuffersPerShaderStage;
+  l.max_compute_invocations_per_workgroup = dl.maxComputeInvocationsPerWorkgroup;
+  l.max_compute_workgroup_size_x = dl.maxComputeWorkgroupSizeX;
+  l.max_compute_workgroup_storage_size = dl.maxComputeWorkgroupStorageSize;
+  l.max_compute_workgroups_per_dimension = dl.maxComputeWorkgroupsPerDimension;
+  l.max_bind_groups = dl.maxBindGroups;
+  l.min_storage_buffer_offset_alignment = dl.minStorageBufferOffsetAlignment;
+  l.min_uniform_buffer_offset_alignment = dl.minUniformBufferOffsetAlignment;
+  return l;
+}
+
+}  // namespace
+
+// Asks the chosen adapter for a device with every feature we use that it offers and every limit
+// raised to its maximum (or as `options` says); sets the device, the queue and the features' flags.
+void Context::request_device(const ContextOptions& options) {
   WGPUAdapter adapter = s_->adapter.get();
-  {
-    WGPUAdapterInfo ai{};
-    api().AdapterGetInfo(adapter, &ai);
-    auto& i = s_->info;
-    i.vendor = str(ai.vendor);
-    i.architecture = str(ai.architecture);
-    i.device = str(ai.device);
-    i.description = str(ai.description);
-    i.backend = backend_name(ai.backendType);
-    i.adapter_type = adapter_type_name(ai.adapterType);
-    i.vendor_id = ai.vendorID;
-    i.device_id = ai.deviceID;
-    i.subgroup_min_size = ai.subgroupMinSize;
-    i.subgroup_max_size = ai.subgroupMaxSize;
-    i.is_cpu = ai.adapterType == WGPUAdapterType_CPU;
-    api().AdapterInfoFreeMembers(ai);
-  }
-  {
-    WGPUSupportedFeatures sf{};
-    api().AdapterGetFeatures(adapter, &sf);
-    for (size_t k = 0; k < sf.featureCount; ++k) s_->features.all.push_back(feature_name(sf.features[k]));
-    api().SupportedFeaturesFreeMembers(sf);
-    std::sort(s_->features.all.begin(), s_->features.all.end());
-  }
   std::vector<WGPUFeatureName> wanted;
   for (auto f : {WGPUFeatureName_Subgroups, WGPUFeatureName_TimestampQuery, WGPUFeatureName_ShaderF16})
     if (api().AdapterHasFeature(adapter, f)) wanted.push_back(f);
@@ -287,6 +369,9 @@ Context::Context(const ContextOptions& options) : s_(std::make_unique<State>()) 
   WGPULimits adapter_limits{};
   if (api().AdapterGetLimits(adapter, &adapter_limits) != WGPUStatus_Success)
     throw Error("wgpuAdapterGetLimits failed");
+  if (options.max_storage_buffer_binding_size)
+    adapter_limits.maxStorageBufferBindingSize = std::min<uint64_t>(
+        adapter_limits.maxStorageBufferBindingSize, options.max_storage_buffer_binding_size);
 
   // Dawn rounds timestamps down to 2^16 ns by default (a browser's defence against timing
   // attacks); a benchmark needs them exact.
@@ -315,50 +400,64 @@ Context::Context(const ContextOptions& options) : s_(std::make_unique<State>()) 
   cb.mode = WGPUCallbackMode_WaitAnyOnly;
   cb.callback = [](WGPURequestDeviceStatus st, WGPUDevice d, WGPUStringView msg, void* ud1, void*) {
     auto* r = static_cast<DeviceResult*>(ud1);
-    if (st == WGPURequestDeviceStatus_Success) r->device = d;
-    else r->message = str(msg);
+    if (st == WGPURequestDeviceStatus_Success)
+      r->device = d;
+    else
+      r->message = str(msg);
   };
   cb.userdata1 = &dr;
   wait_future(api().AdapterRequestDevice(adapter, &dd, cb), "a device");
   if (!dr.device) throw Error("requesting a device from " + s_->info.device + " failed: " + dr.message);
   s_->device = Handle<WGPUDevice>(dr.device);
   s_->queue = Handle<WGPUQueue>(api().DeviceGetQueue(dr.device));
-
   for (auto f : wanted) {
     if (f == WGPUFeatureName_Subgroups) s_->features.subgroups = true;
     if (f == WGPUFeatureName_TimestampQuery) s_->features.timestamp_query = true;
     if (f == WGPUFeatureName_ShaderF16) s_->features.shader_f16 = true;
   }
-  WGPULimits dl{};
-  api().DeviceGetLimits(dr.device, &dl);
-  auto& l = s_->limits;
-  l.max_buffer_size = dl.maxBufferSize;
-  l.max_storage_buffer_binding_size = dl.maxStorageBufferBindingSize;
-  l.max_uniform_buffer_binding_size = dl.maxUniformBufferBindingSize;
-  l.max_storage_buffers_per_shader_stage = dl.maxStorageBuffersPerShaderStage;
-  l.max_compute_invocations_per_workgroup = dl.maxComputeInvocationsPerWorkgroup;
-  l.max_compute_workgroup_size_x = dl.maxComputeWorkgroupSizeX;
-  l.max_compute_workgroup_storage_size = dl.maxComputeWorkgroupStorageSize;
-  l.max_compute_workgroups_per_dimension = dl.maxComputeWorkgroupsPerDimension;
-  l.max_bind_groups = dl.maxBindGroups;
-  l.min_storage_buffer_offset_alignment = dl.minStorageBufferOffsetAlignment;
-  l.min_uniform_buffer_offset_alignment = dl.minUniformBufferOffsetAlignment;
-  s_->creation_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+Context::Context(const ContextOptions& options) : s_(std::make_unique<State>()) {
+  auto t0 = std::chrono::steady_clock::now();
+  s_->timeout = options.timeout;
+  s_->bind_groups = BindGroupCache(options.bind_group_cache_capacity);
+  const std::string fallback_note = AdapterChooser(*s_, options).choose();
+  s_->info = read_adapter_info(s_->adapter.get());
+  s_->info.fallback_note = fallback_note;
+  s_->features.all = adapter_feature_names(s_->adapter.get());
+  request_device(options);
+  s_->limits = read_limits(s_->device.get());
+  s_->creation_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 Context::~Context() = default;
 Context::Context(Context&&) noexcept = default;
 Context& Context::operator=(Context&&) noexcept = default;
 
-const AdapterInfo& Context::adapter() const { return s_->info; }
-const Features& Context::features() const { return s_->features; }
-const Limits& Context::limits() const { return s_->limits; }
-double Context::device_creation_ms() const { return s_->creation_ms; }
-std::string Context::library_path() const { return webgpu::library_path(); }
-WGPUDevice Context::raw_device() const { return s_->device.get(); }
-WGPUQueue Context::raw_queue() const { return s_->queue.get(); }
-WGPUAdapter Context::raw_adapter() const { return s_->adapter.get(); }
+const AdapterInfo& Context::adapter() const {
+  return s_->info;
+}
+const Features& Context::features() const {
+  return s_->features;
+}
+const Limits& Context::limits() const {
+  return s_->limits;
+}
+double Context::device_creation_ms() const {
+  return s_->creation_ms;
+}
+std::string Context::library_path() const {
+  return webgpu::library_path();
+}
+WGPUDevice Context::raw_device() const {
+  return s_->device.get();
+}
+WGPUQueue Context::raw_queue() const {
+  return s_->queue.get();
+}
+WGPUAdapter Context::raw_adapter() const {
+  return s_->adapter.get();
+}
 
 void Context::check() {
   std::lock_guard lock(s_->error_mutex);
@@ -430,13 +529,9 @@ void Context::scoped(std::string_view what, const std::function<void()>& fn) {
 
 Buffer Context::buffer(uint64_t bytes, BufferUsage usage, std::string_view label) {
   if (bytes > s_->limits.max_buffer_size)
-    throw Error("buffer '" + std::string(label) + "' of " + std::to_string(bytes) +
-                " bytes exceeds the device limit maxBufferSize = " +
-                std::to_string(s_->limits.max_buffer_size));
-  if (has(usage, BufferUsage::Storage) && bytes > s_->limits.max_storage_buffer_binding_size)
-    throw Error("storage buffer '" + std::string(label) + "' of " + std::to_string(bytes) +
-                " bytes exceeds the device limit maxStorageBufferBindingSize = " +
-                std::to_string(s_->limits.max_storage_buffer_binding_size));
+    throw Error(
+        "buffer '" + std::string(label) + "' of " + std::to_string(bytes) +
+        " bytes exceeds the device limit maxBufferSize = " + std::to_string(s_->limits.max_buffer_size));
   WGPUBufferDescriptor d{};
   d.label = sv(label);
   d.usage = uint64_t(usage);
@@ -472,7 +567,8 @@ std::vector<std::byte> Context::read_bytes(const Buffer& src, uint64_t offset, u
   // One staging buffer, reused: creating one per read cost a buffer creation and its error
   // scopes on every read-back (a generation's 16-byte statistics among them).
   if (!s_->staging || s_->staging.size() < bytes)
-    s_->staging = buffer(std::max<uint64_t>(bytes, 4096), BufferUsage::MapRead | BufferUsage::CopyDst, "readback");
+    s_->staging =
+        buffer(std::max<uint64_t>(bytes, 4096), BufferUsage::MapRead | BufferUsage::CopyDst, "readback");
   const Buffer& staging = s_->staging;
   Recorder rec(*this);
   rec.copy(src, offset, staging, 0, bytes);
@@ -510,6 +606,5 @@ std::vector<std::byte> Context::read_bytes(const Buffer& src, uint64_t offset, u
   if (!p) throw Error("mapping a read-back buffer returned no memory");
   return out;
 }
-
 
 }  // namespace wgfuse::gpu

@@ -3,6 +3,10 @@
 //
 // Errors are loud: uncaptured errors and device loss are stored by callbacks and thrown as
 // wgfuse::Error at the next sync point (wait, read, check); every wait has a timeout.
+//
+// WGPU types in this header: submit(WGPUCommandBuffer) and wait_future(WGPUFuture), for
+// src/gpu's Recorder and Kernel; raw_device/raw_queue/raw_adapter, for the raw-API arm of the
+// benchmark and the ABI tests.
 #pragma once
 
 #include <chrono>
@@ -25,7 +29,7 @@ enum class AdapterChoice { Auto, Gpu, Cpu };
 enum class Backend { Any, Vulkan, OpenGL, OpenGLES, Null };
 
 AdapterChoice parse_adapter_choice(std::string_view s);  // throws Error listing the valid names
-Backend parse_backend(std::string_view s);                // throws Error listing the valid names
+Backend parse_backend(std::string_view s);               // throws Error listing the valid names
 std::string to_string(Backend b);
 
 struct ContextOptions {
@@ -33,6 +37,12 @@ struct ContextOptions {
   Backend backend = Backend::Any;
   std::chrono::milliseconds timeout{120'000};  // for every wait on the GPU
   bool quiet = false;                          // no note on stderr when falling back to the CPU
+  // Bind groups kept by Context::bind for reuse, least recently used evicted first. A Plan holds
+  // its own, so this only needs to cover the groups in use between plans.
+  size_t bind_group_cache_capacity = 1024;
+  // Requests at most this maxStorageBufferBindingSize (0: the adapter's maximum, like every other
+  // limit). Tests use it to get a binding limit below maxBufferSize, as discrete GPUs have.
+  uint64_t max_storage_buffer_binding_size = 0;
 };
 
 struct AdapterInfo {
@@ -66,7 +76,6 @@ struct Limits {
   uint32_t min_uniform_buffer_offset_alignment = 0;
 };
 
-
 class Context {
  public:
   explicit Context(const ContextOptions& options = {});
@@ -98,22 +107,34 @@ class Context {
   // Copies `bytes` from `src` (needs CopySrc) into host memory: waits for all work submitted so
   // far, maps a staging buffer with the context's timeout.
   std::vector<std::byte> read_bytes(const Buffer& src, uint64_t offset, uint64_t bytes);
+  // `count` elements of type T from element `offset_elems` on.
   template <typename T>
-  std::vector<T> read(const Buffer& src, uint64_t offset_elems = 0, uint64_t count = 0) {
-    if (count == 0) count = src.size() / sizeof(T) - offset_elems;
+  std::vector<T> read(const Buffer& src, uint64_t offset_elems, uint64_t count) {
     auto raw = read_bytes(src, offset_elems * sizeof(T), count * sizeof(T));
     std::vector<T> out(count);
     std::memcpy(out.data(), raw.data(), raw.size());
     return out;
+  }
+  // The whole buffer as elements of type T (its size rounded down to whole elements).
+  template <typename T>
+  std::vector<T> read_all(const Buffer& src) {
+    return read<T>(src, 0, src.size() / sizeof(T));
   }
 
   // ---- Kernels ----
   // Compiled once per key (name, entry point, overrides) and cached. A WGSL error throws with the
   // kernel's name, line, column and message.
   Kernel& kernel(const KernelDesc& desc);
-  // A bind group for group 0 of `kernel`, binding i = buffers[i] (whole buffer), cached.
+  // A bind group for group 0 of `kernel`, binding i = buffers[i], cached (LRU). Each binding is
+  // checked here, naming the kernel, the binding, the sizes and the limit: its range lies in the
+  // buffer; its size is at most maxStorageBufferBindingSize (maxUniformBufferBindingSize for a
+  // buffer with Uniform but not Storage usage: bound as a uniform) and a multiple of 4; its
+  // offset is a multiple of minStorageBufferOffsetAlignment (or the uniform one). Creation opens
+  // no error scope (a wait each): what Dawn alone can see (a binding smaller than the shader's
+  // struct, a storage/uniform mismatch) surfaces at the next check(), wait() or read.
   BindGroup bind(const Kernel& kernel, std::initializer_list<BufferBinding> buffers);
   BindGroup bind(const Kernel& kernel, std::span<const BufferBinding> buffers);
+  size_t bind_group_cache_size() const;
 
   // ---- Work ----
   // Submits a finished command buffer (Recorder::submit calls this).
@@ -139,6 +160,7 @@ class Context {
   struct State;  // implementation detail (context.cpp)
 
  private:
+  void request_device(const ContextOptions& options);
   std::unique_ptr<State> s_;
 };
 

@@ -1,15 +1,58 @@
 // Context's private state, shared by the files that implement Context (context.cpp, kernel.cpp).
 #pragma once
 
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "gpu/context.h"
 
 namespace wgfuse::gpu {
+
+// Bind groups by (pipeline, then buffer id, offset, size per binding), least recently used
+// evicted past `capacity`: a BindGroup handed out stays valid after eviction (it owns its
+// handle and buffers), so eviction only bounds what the cache itself keeps alive.
+class BindGroupCache {
+ public:
+  using Key = std::vector<uint64_t>;
+  explicit BindGroupCache(size_t capacity) : capacity_(capacity) {}
+  std::shared_ptr<const BindGroupState> find(const Key& key) {
+    auto it = index_.find(key);
+    if (it == index_.end()) return nullptr;
+    order_.splice(order_.begin(), order_, it->second);  // now the most recent
+    return it->second->second;
+  }
+  void insert(Key key, std::shared_ptr<const BindGroupState> group) {
+    if (capacity_ == 0) return;
+    if (order_.size() >= capacity_) {
+      index_.erase(order_.back().first);
+      order_.pop_back();
+    }
+    order_.emplace_front(std::move(key), std::move(group));
+    index_.emplace(order_.front().first, order_.begin());
+  }
+  size_t size() const { return order_.size(); }
+  void clear() {
+    index_.clear();
+    order_.clear();
+  }
+
+ private:
+  struct Hash {
+    size_t operator()(const Key& k) const {
+      size_t h = k.size();
+      for (uint64_t v : k) h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+      return h;
+    }
+  };
+  size_t capacity_;
+  std::list<std::pair<Key, std::shared_ptr<const BindGroupState>>> order_;  // most recent first
+  std::unordered_map<Key, decltype(order_)::iterator, Hash> index_;
+};
 
 struct Context::State {
   // Declaration order is destruction order, reversed: caches go before the device, the device
@@ -33,8 +76,7 @@ struct Context::State {
   bool destroying = false;
 
   std::map<KernelKey, std::unique_ptr<Kernel>> kernels;
-  std::map<std::vector<uint64_t>, std::shared_ptr<webgpu::Handle<WGPUBindGroup>>> bind_groups;
-  std::map<std::vector<uint64_t>, std::vector<Buffer>> bind_group_buffers;  // kept alive
+  BindGroupCache bind_groups{0};  // capacity set from ContextOptions
 
   ~State() {
     staging = Buffer{};

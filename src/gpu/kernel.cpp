@@ -3,8 +3,8 @@
 
 #include "gpu/context.h"
 #include "gpu/context_state.h"
-#include "webgpu/strings.h"
 #include "util/error.h"
+#include "webgpu/strings.h"
 
 namespace wgfuse::gpu {
 namespace {
@@ -108,41 +108,6 @@ Kernel& Context::kernel(const KernelDesc& desc) {
   if (!wgsl_errors.empty()) throw Error(wgsl_errors.substr(0, wgsl_errors.size() - 1));
   auto k = std::make_unique<Kernel>(key, std::move(pipeline), std::move(layout));
   return *cache.emplace(std::move(key), std::move(k)).first->second;
-}
-
-BindGroup Context::bind(const Kernel& kernel, std::initializer_list<BufferBinding> buffers) {
-  return bind(kernel, std::span<const BufferBinding>(buffers.begin(), buffers.size()));
-}
-
-BindGroup Context::bind(const Kernel& kernel, std::span<const BufferBinding> buffers) {
-  std::vector<uint64_t> key{reinterpret_cast<uint64_t>(kernel.raw_pipeline())};
-  for (auto& b : buffers) key.insert(key.end(), {b.buffer->id(), b.offset, b.size});
-  if (auto it = s_->bind_groups.find(key); it != s_->bind_groups.end()) return BindGroup(it->second);
-
-  std::vector<WGPUBindGroupEntry> entries;
-  std::vector<Buffer> keep;
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    WGPUBindGroupEntry e{};
-    e.binding = uint32_t(i);
-    e.buffer = buffers[i].buffer->raw();
-    e.offset = buffers[i].offset;
-    e.size = buffers[i].size;
-    entries.push_back(e);
-    keep.push_back(*buffers[i].buffer);
-  }
-  WGPUBindGroupDescriptor d{};
-  d.layout = kernel.raw_layout();
-  d.entryCount = entries.size();
-  d.entries = entries.data();
-  std::shared_ptr<Handle<WGPUBindGroup>> group;
-  scoped("binding " + std::to_string(buffers.size()) + " buffers to kernel '" + kernel.key().label() + "'",
-         [&] {
-           group = std::make_shared<Handle<WGPUBindGroup>>(
-               api().DeviceCreateBindGroup(raw_device(), &d));
-         });
-  s_->bind_group_buffers.emplace(key, std::move(keep));
-  s_->bind_groups.emplace(std::move(key), group);
-  return BindGroup(group);
 }
 
 }  // namespace wgfuse::gpu

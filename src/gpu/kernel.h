@@ -1,5 +1,8 @@
 // Kernel: WGSL source + entry point + override constants -> a compute pipeline, compiled once
 // and cached in the Context under its KernelKey.
+//
+// WGPU types in this header: Kernel's constructor and raw_pipeline()/raw_layout(), for src/gpu
+// and the raw-API arm of the benchmark.
 #pragma once
 
 #include <cstdint>

@@ -13,11 +13,10 @@ Profiler::Profiler(Context& ctx, uint32_t max_passes) : ctx_(&ctx), capacity_(ma
   WGPUQuerySetDescriptor d{};
   d.type = WGPUQueryType_Timestamp;
   d.count = 2 * max_passes;
-  ctx.scoped("creating a timestamp query set", [&] {
-    queries_ = Handle<WGPUQuerySet>(api().DeviceCreateQuerySet(ctx.raw_device(), &d));
-  });
-  resolved_ = ctx.buffer(uint64_t(d.count) * 8, BufferUsage::QueryResolve | BufferUsage::CopySrc,
-                         "timestamps");
+  ctx.scoped("creating a timestamp query set",
+             [&] { queries_ = Handle<WGPUQuerySet>(api().DeviceCreateQuerySet(ctx.raw_device(), &d)); });
+  resolved_ =
+      ctx.buffer(uint64_t(d.count) * 8, BufferUsage::QueryResolve | BufferUsage::CopySrc, "timestamps");
 }
 
 bool Profiler::next_slot(uint32_t& begin_index, uint32_t& end_index) {

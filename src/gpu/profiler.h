@@ -1,6 +1,8 @@
 // Profiler: GPU timestamps (timestamp-query) at the start and end of compute passes. Where the
 // device lacks the feature, enabled() is false, timed passes are plain passes and read_ns()
 // returns nothing: callers report "n/a" rather than fail.
+//
+// WGPU types in this header: raw_query_set() (for the Recorder) and the members.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,8 @@
 //   - "10,000 dispatches in one command buffer": for (...) rec.dispatch(...); rec.submit();
 // Dispatches in one pass are ordered: WebGPU makes each dispatch its own usage scope, so the
 // implementation inserts the barrier a dependent dispatch needs.
+//
+// WGPU types in this header: raw_encoder_outside_pass() (for the Profiler) and the members.
 #pragma once
 
 #include <cstdint>
@@ -25,14 +27,12 @@ class Recorder {
 
   // Into the current compute pass, opened on demand. Pipeline and bind group are set only when
   // they change.
-  void dispatch(const Kernel& kernel, const BindGroup& group, uint32_t x, uint32_t y = 1,
-                uint32_t z = 1);
+  void dispatch(const Kernel& kernel, const BindGroup& group, uint32_t x, uint32_t y = 1, uint32_t z = 1);
   // Closes the current pass; the next dispatch opens a new one.
   void end_pass();
   // The next pass opened writes GPU timestamps at its start and end into `profiler`.
   void time_next_pass(Profiler& profiler);
-  void copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset,
-            uint64_t bytes);
+  void copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t bytes);
   // Finishes the command buffer, submits it, and starts recording a new one. Does not wait.
   void submit();
 

@@ -1,0 +1,300 @@
+// The weight arena and the Plan on a real adapter: placement, chunked upload, binding of views;
+// a plan of many dispatches equals the same dispatches recorded directly, encoded many times.
+#include <cstring>
+#include <numeric>
+
+#include "bench/dispatch_bench.h"
+#include "gpu/arena.h"
+#include "gpu/plan.h"
+#include "gpu/recorder.h"
+#include "support.h"
+#include "util/error.h"
+
+namespace wgfuse {
+namespace {
+
+using gpu::BufferUsage;
+using test::context;
+
+std::string message_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// ---- Arena ----
+
+std::string tensor_name(size_t i) {
+  return "tensor" + std::to_string(i);
+}
+
+// Random tensor bytes of odd sizes (never all zero).
+std::vector<std::vector<std::byte>> random_tensors(const std::vector<uint64_t>& sizes, uint32_t seed) {
+  std::vector<std::vector<std::byte>> out;
+  for (size_t t = 0; t < sizes.size(); ++t) {
+    auto words = test::random_words((sizes[t] + 3) / 4, seed + uint32_t(t));
+    std::vector<std::byte> b(sizes[t]);
+    std::memcpy(b.data(), words.data(), sizes[t]);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+// Test that tensors of odd sizes are placed aligned and padded in several capped buffers, and
+// come back bitwise after a chunked upload whose chunks split tensors, with zeros in the padding.
+TEST(Arena, PlacesAndUploadsInChunksAcrossBuffers) {
+  auto& ctx = context();
+  const std::vector<uint64_t> sizes = {1, 3, 100, 1000, 4095, 7, 2048, 33, 4096, 555, 12, 1999};
+  const auto data = random_tensors(sizes, 21);
+  gpu::WeightArena arena(ctx, {.label = "test.arena", .max_buffer_bytes = 4096});
+  for (size_t t = 0; t < sizes.size(); ++t)
+    EXPECT_EQ(arena.add(tensor_name(t), sizes[t], {sizes[t]}, gpu::DType::U8), t);
+  arena.allocate();
+  EXPECT_GE(arena.buffers(), 4u);  // 17 KB of tensors under a 4 KB cap
+  const uint64_t align = arena.alignment();
+  EXPECT_EQ(align % 16, 0u);
+  EXPECT_EQ(align % ctx.limits().min_storage_buffer_offset_alignment, 0u);
+  for (size_t t = 0; t < sizes.size(); ++t) {
+    const auto& v = arena.view(gpu::WeightArena::TensorId(t));
+    EXPECT_EQ(v.offset % align, 0u) << v.name;
+    EXPECT_EQ(v.padded_bytes % 16, 0u) << v.name;
+    EXPECT_GE(v.padded_bytes, v.bytes);
+    EXPECT_LE(v.offset + v.padded_bytes, std::min<uint64_t>(v.buffer.size(), 4096)) << v.name;
+    for (size_t u = 0; u < t; ++u) {  // no two tensors overlap
+      const auto& w = arena.view(gpu::WeightArena::TensorId(u));
+      if (w.buffer.id() != v.buffer.id()) continue;
+      EXPECT_TRUE(w.offset + w.padded_bytes <= v.offset || v.offset + v.padded_bytes <= w.offset)
+          << v.name << w.name;
+    }
+  }
+  std::vector<uint64_t> seen;
+  uint64_t fills = 0;
+  arena.upload(
+      [&](gpu::WeightArena::TensorId id, uint64_t offset, std::span<std::byte> out) {
+        ASSERT_LE(offset + out.size(), data[id].size());
+        std::memcpy(out.data(), data[id].data() + offset, out.size());
+        ++fills;
+      },
+      [&](uint64_t done, uint64_t total) {
+        EXPECT_TRUE(seen.empty() || done > seen.back());
+        EXPECT_LE(done, total);
+        seen.push_back(done);
+      },
+      64);
+  EXPECT_GT(fills, sizes.size());  // chunks of 64 bytes split the larger tensors
+  uint64_t padded_total = 0;
+  for (size_t t = 0; t < sizes.size(); ++t)
+    padded_total += arena.view(gpu::WeightArena::TensorId(t)).padded_bytes;
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back(), padded_total);
+  for (size_t t = 0; t < sizes.size(); ++t) {
+    const auto& v = arena.view(tensor_name(t));
+    auto back = ctx.read_bytes(v.buffer, v.offset, v.padded_bytes);
+    ASSERT_EQ(0, std::memcmp(back.data(), data[t].data(), sizes[t])) << v.name;
+    for (uint64_t i = sizes[t]; i < v.padded_bytes; ++i)
+      ASSERT_EQ(back[i], std::byte{0}) << v.name << " at " << i;
+  }
+}
+
+// Test that a fill callback may convert as it goes (16-bit source words widened to u32), that a
+// view binds as its own range of a shared buffer, and that a kernel on it leaves its neighbours.
+TEST(Arena, ConvertingFillAndKernelOnAView) {
+  auto& ctx = context();
+  gpu::WeightArena arena(ctx, {.label = "test.widen"});
+  const std::vector<uint32_t> counts = {37, 129, 5};
+  std::vector<std::vector<uint16_t>> src;
+  for (size_t t = 0; t < counts.size(); ++t) {
+    auto w = test::random_words(counts[t], 40 + uint32_t(t));
+    src.emplace_back(w.begin(), w.end());  // truncated to 16 bits, as a bf16 file would hold
+    arena.add(tensor_name(t), counts[t] * 4, {counts[t]}, gpu::DType::U32);
+  }
+  arena.allocate();
+  ASSERT_EQ(arena.buffers(), 1u);
+  arena.upload(
+      [&](gpu::WeightArena::TensorId id, uint64_t offset, std::span<std::byte> out) {
+        for (uint64_t i = 0; i < out.size() / 4; ++i) {
+          const uint32_t widened = src[id][offset / 4 + i];
+          std::memcpy(out.data() + 4 * i, &widened, 4);
+        }
+      },
+      {}, 32);
+  auto& k = ctx.kernel(gpu::embedded_kernel("dispatch", "step_u32"));
+  const auto& mid = arena.view(tensor_name(1));
+  gpu::Recorder rec(ctx);
+  rec.dispatch(k, ctx.bind(k, {mid}), (uint32_t(mid.padded_bytes / 4) + 63) / 64);
+  rec.submit();
+  for (size_t t = 0; t < counts.size(); ++t) {
+    const auto& v = arena.view(gpu::WeightArena::TensorId(t));
+    auto got = ctx.read<uint32_t>(v.buffer, v.offset / 4, counts[t]);
+    for (uint32_t i = 0; i < counts[t]; ++i) {
+      const uint32_t want = t == 1 ? src[t][i] * 3u + 1u : src[t][i];
+      ASSERT_EQ(got[i], want) << v.name << " at " << i;
+    }
+  }
+}
+
+// Test that a tensor over the cap, a duplicate name, a missing name and use before allocate()
+// are clear errors.
+TEST(Arena, ClearErrors) {
+  auto& ctx = context();
+  gpu::WeightArena arena(ctx, {.label = "test.errors", .max_buffer_bytes = 1024});
+  auto m = message_of([&] { arena.add("big", 2000, {500}, gpu::DType::F32); });
+  EXPECT_NE(m.find("'big'"), std::string::npos) << m;
+  EXPECT_NE(m.find("cap of 1024"), std::string::npos) << m;
+  EXPECT_NE(m.find("maxStorageBufferBindingSize"), std::string::npos) << m;
+  arena.add("a", 16, {4}, gpu::DType::F32);
+  m = message_of([&] { arena.add("a", 16, {4}, gpu::DType::F32); });
+  EXPECT_NE(m.find("added twice"), std::string::npos) << m;
+  m = message_of([&] { arena.upload([](auto, auto, auto) {}); });
+  EXPECT_NE(m.find("before allocate"), std::string::npos) << m;
+  arena.allocate();
+  m = message_of([&] { arena.view("nope"); });
+  EXPECT_NE(m.find("no tensor named 'nope'"), std::string::npos) << m;
+  m = message_of([&] { arena.add("late", 16, {4}, gpu::DType::F32); });
+  EXPECT_NE(m.find("after allocate"), std::string::npos) << m;
+}
+
+// ---- Plan ----
+
+// The work of both sides: a chain op on floats (its params one record each), a dependent step on
+// words, a copy, and pass boundaries; `steps` rounds of it.
+struct PlanFixture {
+  gpu::Context& ctx = context();
+  gpu::Kernel& chain = ctx.kernel(gpu::embedded_kernel("elementwise", "chain"));
+  gpu::Kernel& step = ctx.kernel(gpu::embedded_kernel("dispatch", "step_u32"));
+  static constexpr uint32_t kFloats = 1000, kWords = 67;
+  std::vector<float> x0 = test::random_floats(kFloats, 3);
+  std::vector<uint32_t> w0 = test::random_words(kWords, 4);
+  gpu::Buffer x = ctx.upload<float>(x0, BufferUsage::StorageIO, "plan.x");
+  gpu::Buffer w = ctx.upload<uint32_t>(w0, BufferUsage::StorageIO, "plan.w");
+  gpu::Buffer w_copy = ctx.buffer(kWords * 4, BufferUsage::StorageIO, "plan.wcopy");
+  void reset() {
+    ctx.write(x, 0, std::as_bytes(std::span(x0)));
+    ctx.write(w, 0, std::as_bytes(std::span(w0)));
+  }
+};
+
+bench::ChainParams chain_op(uint32_t n, uint32_t j) {
+  bench::ChainParams p{n, j % bench::kMaxChain, 1, 0, {}};
+  for (uint32_t f = 0; f < bench::kMaxChain; ++f) p.factors[f] = bench::chain_factor(f);
+  return p;
+}
+
+// Test that a plan of 300 dispatches (two kernels, params records, copies, pass breaks) gives
+// bitwise the result of the same dispatches recorded directly, encoded three times, and that
+// both equal the CPU reference (exact for the words, 1e-5 relative in double for the floats).
+TEST(Plan, EqualsDirectRecordingEncodedManyTimes) {
+  PlanFixture f;
+  constexpr uint32_t kRounds = 100, kEncodes = 3;
+  const uint32_t slot =
+      std::max<uint32_t>(f.ctx.limits().min_uniform_buffer_offset_alignment, sizeof(bench::ChainParams));
+  gpu::Buffer direct_params =
+      f.ctx.buffer(uint64_t(kRounds) * slot, BufferUsage::Uniform | BufferUsage::CopyDst, "direct.params");
+  gpu::Plan plan(f.ctx, "test.plan");
+  std::vector<gpu::BindGroup> direct_groups;
+  for (uint32_t r = 0; r < kRounds; ++r) {
+    const auto p = chain_op(PlanFixture::kFloats, r);
+    f.ctx.write_value(direct_params, uint64_t(r) * slot, p);
+    direct_groups.push_back(
+        f.ctx.bind(f.chain, {f.x, gpu::BufferBinding(direct_params, uint64_t(r) * slot, sizeof p)}));
+    plan.dispatch(f.chain, {f.x, plan.params(p)}, {(PlanFixture::kFloats + 255) / 256});
+    plan.dispatch(f.step, {f.w}, {2});
+    plan.dispatch(f.step, {f.w}, {2});
+    if (r % 10 == 9) plan.copy(f.w, 0, f.w_copy, 0, PlanFixture::kWords * 4);
+    if (r % 25 == 24) plan.end_pass();
+  }
+  plan.build();
+  EXPECT_EQ(plan.dispatches(), 3u * kRounds);
+  EXPECT_EQ(plan.copies(), kRounds / 10);
+  // A pass opens at the start and after every copy or pass break, except where a break follows
+  // a copy (r = 49 and 99) or ends the plan.
+  EXPECT_EQ(plan.passes(), 1u + kRounds / 10 + kRounds / 25 - 2 - 1);
+
+  auto run = [&](bool use_plan) {
+    f.reset();
+    gpu::Recorder rec(f.ctx);
+    auto step_group = f.ctx.bind(f.step, {f.w});
+    for (uint32_t e = 0; e < kEncodes; ++e) {
+      if (use_plan) {
+        plan.encode(rec);
+        continue;
+      }
+      for (uint32_t r = 0; r < kRounds; ++r) {
+        rec.dispatch(f.chain, direct_groups[r], (PlanFixture::kFloats + 255) / 256);
+        rec.dispatch(f.step, step_group, 2);
+        rec.dispatch(f.step, step_group, 2);
+        if (r % 10 == 9) rec.copy(f.w, 0, f.w_copy, 0, PlanFixture::kWords * 4);
+        if (r % 25 == 24) rec.end_pass();
+      }
+    }
+    rec.submit();
+    return std::pair{f.ctx.read_all<float>(f.x), f.ctx.read_all<uint32_t>(f.w_copy)};
+  };
+  auto [px, pw] = run(true);
+  auto [dx, dw] = run(false);
+  ASSERT_EQ(0, std::memcmp(px.data(), dx.data(), px.size() * 4)) << "plan and direct floats differ";
+  ASSERT_EQ(pw, dw) << "plan and direct words differ";
+  for (uint32_t i = 0; i < PlanFixture::kWords; ++i) {
+    uint32_t want = f.w0[i];
+    for (uint32_t s = 0; s < 2 * kRounds * kEncodes; ++s) want = want * 3u + 1u;
+    ASSERT_EQ(pw[i], want) << "word " << i;
+  }
+  std::vector<double> want(PlanFixture::kFloats);
+  for (uint32_t i = 0; i < PlanFixture::kFloats; ++i) {
+    double v = f.x0[i];
+    for (uint32_t r = 0; r < kRounds * kEncodes; ++r)
+      v *= double(bench::chain_factor(r % kRounds % bench::kMaxChain));
+    want[i] = v;
+  }
+  EXPECT_TRUE(test::all_close(px, want, 300 * 6e-8));  // 300 f32 roundings of at most 2^-24
+}
+
+// Test that set_params rewrites one record with one queue write and the next encode uses it.
+TEST(Plan, SetParamsBetweenEncodes) {
+  PlanFixture f;
+  gpu::Plan plan(f.ctx, "test.params");
+  auto p = chain_op(PlanFixture::kFloats, 0);
+  const auto slot = plan.params(p);
+  plan.dispatch(f.chain, {f.x, slot}, {(PlanFixture::kFloats + 255) / 256});
+  f.reset();
+  for (uint32_t j : {0u, 5u, 11u}) {
+    plan.set_params(slot, chain_op(PlanFixture::kFloats, j));
+    gpu::Recorder rec(f.ctx);
+    plan.encode(rec);
+    rec.submit();
+  }
+  auto got = f.ctx.read_all<float>(f.x);
+  std::vector<double> want(PlanFixture::kFloats);
+  for (uint32_t i = 0; i < PlanFixture::kFloats; ++i)
+    want[i] = double(f.x0[i]) * bench::chain_factor(0) * bench::chain_factor(5) * bench::chain_factor(11);
+  EXPECT_TRUE(test::all_close(got, want, 1e-6));
+  EXPECT_EQ(plan.passes(), 1u);
+  EXPECT_EQ(plan.params_buffer().usage(), BufferUsage::Uniform | BufferUsage::CopyDst);
+}
+
+// Test that building errors name the plan and the step, and that a built plan takes no steps.
+TEST(Plan, ClearErrors) {
+  PlanFixture f;
+  gpu::Plan plan(f.ctx, "test.errors");
+  plan.dispatch(f.step, {f.w}, {1});
+  plan.dispatch(f.step, {gpu::BufferBinding(f.w, 4, 16)}, {1});  // misaligned offset
+  auto m = message_of([&] { plan.build(); });
+  EXPECT_NE(m.find("plan 'test.errors', step 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("minStorageBufferOffsetAlignment"), std::string::npos) << m;
+  gpu::Plan ok(f.ctx, "test.built");
+  ok.dispatch(f.step, {f.w}, {1});
+  ok.build();
+  m = message_of([&] { ok.dispatch(f.step, {f.w}, {1}); });
+  EXPECT_NE(m.find("after build()"), std::string::npos) << m;
+  m = message_of([&] { ok.set_params(gpu::ParamsSlot{3}, uint32_t(1)); });
+  EXPECT_NE(m.find("params slot 3"), std::string::npos) << m;
+  gpu::Recorder rec(f.ctx);
+  m = message_of([&] { ok.encode(rec, 1, 1); });
+  EXPECT_NE(m.find("outside its 1 steps"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace wgfuse
