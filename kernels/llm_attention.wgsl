@@ -11,6 +11,7 @@ override GROUP: u32 = 1u;   // heads / kv_heads
 override CTX: u32 = 1u;     // cache capacity
 override WG: u32 = 128u;    // >= HEAD_DIM
 override SCALE: f32 = 1.0;  // 1 / sqrt(HEAD_DIM)
+override OUT_STRIDE: u32 = 1u;  // attend_prompt: floats per output row (heads * hd, padded to 8)
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;        // [heads * hd]
 @group(0) @binding(1) var<storage, read> k_cache: array<f32>;  // [kv_heads][CTX][hd]
@@ -92,5 +93,58 @@ fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
       sum += red[s * HEAD_DIM + lid];
     }
     out[h * HEAD_DIM + lid] = sum / l;
+  }
+}
+
+// ==== Prefill: every query of a prompt chunk, one workgroup per (head, token) ====
+// The chunk's first position is state word 1; query t sits at position state[1] + t and attends
+// to positions 0 ..= state[1] + t (causal). Keys in blocks of WG with an online softmax (running
+// max and sum, the accumulator rescaled when the max grows), so no scratch is needed.
+@group(0) @binding(4) var<storage, read_write> out_rows: array<f32>;  // [T][OUT_STRIDE]
+
+var<workgroup> probs: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn attend_prompt(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+                 @builtin(num_workgroups) groups: vec3<u32>) {
+  let h = wid.x;
+  let t = wid.y;
+  let heads = groups.x;
+  let len = state[1] + t + 1u;
+  let kv = (h / GROUP) * CTX * HEAD_DIM;
+  let q_base = (t * heads + h) * HEAD_DIM;
+  if (lid < HEAD_DIM) {
+    qs[lid] = q[q_base + lid];
+  }
+  workgroupBarrier();
+  var m = -3.4e38;
+  var l = 0.0;
+  var acc = 0.0;  // output dimension lid (lid < HEAD_DIM)
+  for (var t0 = 0u; t0 < len; t0 += WG) {
+    let key = t0 + lid;
+    var s = -3.4e38;
+    if (key < len) {
+      s = 0.0;
+      for (var d = 0u; d < HEAD_DIM; d++) {
+        s += qs[d] * k_cache[kv + key * HEAD_DIM + d];
+      }
+      s *= SCALE;
+    }
+    let m_new = max(m, reduce(s, lid, true));
+    let p = select(0.0, exp(s - m_new), key < len);
+    probs[lid] = p;
+    let correction = exp(m - m_new);
+    l = l * correction + reduce(p, lid, false);  // reduce's barriers also publish probs
+    if (lid < HEAD_DIM) {
+      acc *= correction;
+      for (var j = 0u; j < min(WG, len - t0); j++) {
+        acc += probs[j] * v_cache[kv + (t0 + j) * HEAD_DIM + lid];
+      }
+    }
+    m = m_new;
+    workgroupBarrier();  // probs is rewritten by the next block
+  }
+  if (lid < HEAD_DIM) {
+    out_rows[t * OUT_STRIDE + h * HEAD_DIM + lid] = acc / l;
   }
 }

@@ -1,6 +1,7 @@
 // The ends of a decode step, around the device-side decode state (state word 0 = pos, the position
 // being processed; tokens[0..pos] the sequence so far):
-//   embed           x = embedding[tokens[pos]]  (the token id never visits the host)
+//   embed           x = embedding[tokens[pos]]  (the token id never visits the host); with a
+//                   grid y of T, the rows of a prompt chunk
 //   argmax_partial  per workgroup: the largest logit of its chunk and its index
 //   argmax_final    one workgroup: tokens[pos + 1] = argmax, pos = pos + 1
 //   advance         pos = pos + 1 (a prompt position: its next token is already known)
@@ -14,24 +15,28 @@ override WG: u32 = 256u;
 override VOCAB: u32 = 1u;
 override CHUNK: u32 = 256u;   // logits per argmax_partial workgroup
 override PARTIALS: u32 = 1u;  // argmax_partial workgroups
+override POS_WORD: u32 = 0u;
 
 @group(0) @binding(0) var<storage, read> embedding: array<u32>;  // packed rows, as the LM head
 @group(0) @binding(1) var<storage, read> tokens_in: array<u32>;
 @group(0) @binding(2) var<storage, read> state_in: array<u32>;
 @group(0) @binding(3) var<storage, read_write> x: array<f32>;    // [hidden]
 
+// Row y of x (grid y: the tokens of a prompt chunk, 1 when decoding) = embedding[tokens[p + y]],
+// p = state word POS_WORD (0: the decode position, 1: the prompt chunk's first position).
 @compute @workgroup_size(WG)
 fn embed(@builtin(global_invocation_id) gid: vec3<u32>) {
   let i = gid.x;
   if (i >= HIDDEN) {
     return;
   }
-  let token = tokens_in[state_in[0]];
+  let token = tokens_in[state_in[POS_WORD] + gid.y];
+  let at = gid.y * COLS8 * 8u + i;  // rows of x padded like the weights
   if (WEIGHT_F16) {
     let word = embedding[token * COLS8 * 4u + i / 2u];
-    x[i] = unpack2x16float(word)[i % 2u];
+    x[at] = unpack2x16float(word)[i % 2u];
   } else {
-    x[i] = bitcast<f32>(embedding[token * COLS8 * 8u + i]);
+    x[at] = bitcast<f32>(embedding[token * COLS8 * 8u + i]);
   }
 }
 

@@ -3,6 +3,7 @@
 // and f16 storage. The reference gets the weights exactly as stored (rounded to f16 for f16
 // storage), so both dtypes are held to f32-arithmetic tolerances; what f16 rounding costs is the
 // whole-model test's business. Outputs are poisoned with NaN before each run.
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -145,73 +146,181 @@ llm::ModelConfig attention_config() {
           .rms_norm_eps = 1e-6};
 }
 
+// Rows of T tokens, each padded with zeros to a multiple of 8 (the prefill activation layout);
+// rows from T up to a whole tile of 32 hold NaN (the tile computes them; nobody reads them).
+gpu::Buffer token_rows(const std::vector<float>& values, uint32_t T, uint32_t width) {
+  const uint32_t stride = (width + 7) / 8 * 8, tiles = (T + 31) / 32 * 32;
+  std::vector<float> rows(size_t(tiles) * stride, 0.0f);
+  for (uint32_t t = 0; t < tiles; ++t)
+    for (uint32_t i = 0; i < width; ++i) rows[t * stride + i] = t < T ? values[t * width + i] : kNaN;
+  return context().upload<float>(rows, BufferUsage::StorageIO, "test.rows");
+}
+std::vector<float> read_rows(const gpu::Buffer& b, uint32_t T, uint32_t width) {
+  const uint32_t stride = (width + 7) / 8 * 8;
+  auto all = context().read<float>(b);
+  std::vector<float> out;
+  for (uint32_t t = 0; t < T; ++t)
+    out.insert(out.end(), all.begin() + t * stride, all.begin() + t * stride + width);
+  return out;
+}
+
+// A random Q/K/V projection (weights, bias) packed as the kernels want it, the RoPE table, and
+// the reference: q, k, v (after bias and RoPE) of one token.
+struct Qkv {
+  llm::ModelConfig c = attention_config();
+  uint32_t hd = c.head_dim, q_rows = c.num_heads * hd, kv_rows = c.num_kv_heads * hd,
+           rows = q_rows + 2 * kv_rows;
+  Matrix w;
+  std::vector<float> bias;
+  gpu::Buffer packed_bias, rope;
+
+  Qkv(WeightDType t, uint32_t ctx_len) {
+    auto source = [&](uint32_t p) {
+      auto [which, row] = llm::qkv_source_row(p, hd, q_rows, kv_rows);
+      return (which == 0 ? 0 : which == 1 ? q_rows : q_rows + kv_rows) + row;
+    };
+    w = random_matrix(t, rows, c.hidden_size, 10, source);
+    bias = test::random_floats(rows, 11, -0.5, 0.5);
+    std::vector<float> packed(rows), table(ctx_len * hd);
+    for (uint32_t p = 0; p < rows; ++p) packed[p] = bias[source(p)];
+    for (uint32_t p = 0; p < ctx_len; ++p)
+      for (uint32_t i = 0; i < hd / 2; ++i) {
+        const double a = p * std::pow(c.rope_theta, -2.0 * i / hd);
+        table[(p * hd / 2 + i) * 2] = float(std::cos(a));
+        table[(p * hd / 2 + i) * 2 + 1] = float(std::sin(a));
+      }
+    packed_bias = llm::upload_padded(context(), "bias", packed);
+    rope = llm::upload_padded(context(), "rope", table);
+  }
+  // {q, k, v} of a token with normalised input xn at position pos.
+  std::array<std::vector<double>, 3> reference(const std::vector<double>& xn, uint32_t pos) const {
+    auto wv = as_double(w.values), bv = as_double(bias);
+    auto proj = [&](uint32_t first, uint32_t n) {
+      ref::Linear l{
+          {wv.begin() + size_t(first) * c.hidden_size, wv.begin() + size_t(first + n) * c.hidden_size},
+          {bv.begin() + first, bv.begin() + first + n},
+          n,
+          c.hidden_size};
+      return ref::linear(l, xn);
+    };
+    std::array<std::vector<double>, 3> out{proj(0, q_rows), proj(q_rows, kv_rows),
+                                           proj(q_rows + kv_rows, kv_rows)};
+    for (uint32_t h = 0; h < c.num_heads; ++h)
+      ref::rope(std::span(out[0]).subspan(h * hd, hd), pos, c.rope_theta);
+    for (uint32_t h = 0; h < c.num_kv_heads; ++h)
+      ref::rope(std::span(out[1]).subspan(h * hd, hd), pos, c.rope_theta);
+    return out;
+  }
+  // Expects the caches' rows at `pos` to hold k, v; NaN (unwritten) when k is empty.
+  void expect_cache_at(const std::vector<float>& kg, const std::vector<float>& vg, uint32_t ctx_len,
+                       uint32_t pos, const std::vector<double>& k, const std::vector<double>& v) const {
+    for (uint32_t h = 0; h < c.num_kv_heads; ++h) {
+      const auto at = kg.begin() + (h * ctx_len + pos) * hd;
+      std::vector<float> kr(at, at + hd),
+          vr(vg.begin() + (at - kg.begin()), vg.begin() + (at - kg.begin()) + hd);
+      if (k.empty()) {
+        for (uint32_t d = 0; d < hd; ++d)
+          ASSERT_TRUE(std::isnan(kr[d]) && std::isnan(vr[d]))
+              << "cache written at pos " << pos << ", head " << h;
+      } else {
+        EXPECT_TRUE(close_normalised(kr, {k.begin() + h * hd, k.begin() + (h + 1) * hd}, 1e-5))
+            << "k, pos " << pos;
+        EXPECT_TRUE(close_normalised(vr, {v.begin() + h * hd, v.begin() + (h + 1) * hd}, 1e-5))
+            << "v, pos " << pos;
+      }
+    }
+  }
+};
+
 // Test the fused Q/K/V kernel: rmsnorm, projection + bias, RoPE at pos 5, K and V appended to
 // the caches at pos 5 and nowhere else (heads 4, kv heads 2, head_dim 12, hidden 50).
 TEST_P(LlmKernel, QkvRope) {
-  const WeightDType t = GetParam();
-  const auto c = attention_config();
-  const uint32_t hd = c.head_dim, q_rows = c.num_heads * hd, kv_rows = c.num_kv_heads * hd, ctx_len = 7,
-                 pos = 5;
-  const uint32_t rows = q_rows + 2 * kv_rows;
-  Matrix w = random_matrix(t, rows, c.hidden_size, 10, [&](uint32_t p) {
-    auto [which, row] = llm::qkv_source_row(p, hd, q_rows, kv_rows);
-    return (which == 0 ? 0 : which == 1 ? q_rows : q_rows + kv_rows) + row;
-  });
-  auto bias = test::random_floats(rows, 11, -0.5, 0.5);
-  std::vector<float> packed_bias(rows);
-  for (uint32_t p = 0; p < rows; ++p) {
-    auto [which, row] = llm::qkv_source_row(p, hd, q_rows, kv_rows);
-    packed_bias[p] = bias[(which == 0 ? 0 : which == 1 ? q_rows : q_rows + kv_rows) + row];
-  }
+  const uint32_t ctx_len = 7, pos = 5;
+  const Qkv s(GetParam(), ctx_len);
+  const auto& c = s.c;
   auto x = test::random_floats(c.hidden_size, 12, -2, 2),
        nw = test::random_floats(c.hidden_size, 13, 0.5, 1.5);
-  std::vector<float> rope(ctx_len * hd);
-  for (uint32_t p = 0; p < ctx_len; ++p)
-    for (uint32_t i = 0; i < hd / 2; ++i) {
-      const double a = p * std::pow(c.rope_theta, -2.0 * i / hd);
-      rope[(p * hd / 2 + i) * 2] = float(std::cos(a));
-      rope[(p * hd / 2 + i) * 2 + 1] = float(std::sin(a));
-    }
   const uint32_t state[4] = {pos, 0, 0, 0};
-  auto q = poisoned(q_rows), kc = poisoned(kv_rows * ctx_len), vc = poisoned(kv_rows * ctx_len);
-  llm::DecodeKernels k(context(), t);
-  run({k.qkv_rope(
-      w.buffer, llm::upload_padded(context(), "x", x), llm::upload_padded(context(), "nw", nw),
-      llm::upload_padded(context(), "bias", packed_bias), llm::upload_padded(context(), "rope", rope),
-      context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"), q, kc, vc, c, ctx_len)});
+  auto q = poisoned(s.q_rows), kc = poisoned(s.kv_rows * ctx_len), vc = poisoned(s.kv_rows * ctx_len);
+  llm::DecodeKernels k(context(), GetParam());
+  run({k.qkv_rope(s.w.buffer, llm::upload_padded(context(), "x", x), llm::upload_padded(context(), "nw", nw),
+                  s.packed_bias, s.rope, context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"),
+                  q, kc, vc, c, ctx_len)});
+  const auto want = s.reference(ref::rmsnorm(as_double(x), as_double(nw), 1e-6), pos);
+  EXPECT_TRUE(close_normalised(context().read<float>(q, 0, s.q_rows), want[0], 1e-5));
+  auto kg = context().read<float>(kc), vg = context().read<float>(vc);
+  for (uint32_t p = 0; p < ctx_len; ++p)
+    s.expect_cache_at(kg, vg, ctx_len, p, p == pos ? want[1] : std::vector<double>{}, want[2]);
+}
 
-  const auto xn = ref::rmsnorm(as_double(x), as_double(nw), 1e-6);
-  auto wv = as_double(w.values), bv = as_double(bias);
-  auto proj = [&](uint32_t first, uint32_t n) {
-    ref::Linear l{
-        {wv.begin() + size_t(first) * c.hidden_size, wv.begin() + size_t(first + n) * c.hidden_size},
-        {bv.begin() + first, bv.begin() + first + n},
-        n,
-        c.hidden_size};
-    return ref::linear(l, xn);
-  };
-  auto wq = proj(0, q_rows), wk = proj(q_rows, kv_rows), wvv = proj(q_rows + kv_rows, kv_rows);
-  for (uint32_t h = 0; h < c.num_heads; ++h) ref::rope(std::span(wq).subspan(h * hd, hd), pos, c.rope_theta);
-  for (uint32_t h = 0; h < c.num_kv_heads; ++h)
-    ref::rope(std::span(wk).subspan(h * hd, hd), pos, c.rope_theta);
-  EXPECT_TRUE(close_normalised(context().read<float>(q, 0, q_rows), wq, 1e-5));
-  auto kg = context().read<float>(kc, 0, kv_rows * ctx_len),
-       vg = context().read<float>(vc, 0, kv_rows * ctx_len);
-  for (uint32_t h = 0; h < c.num_kv_heads; ++h)
-    for (uint32_t p = 0; p < ctx_len; ++p) {
-      std::vector<float> kr(kg.begin() + (h * ctx_len + p) * hd, kg.begin() + (h * ctx_len + p + 1) * hd);
-      std::vector<float> vr(vg.begin() + (h * ctx_len + p) * hd, vg.begin() + (h * ctx_len + p + 1) * hd);
-      if (p == pos) {
-        EXPECT_TRUE(close_normalised(kr, {wk.begin() + h * hd, wk.begin() + (h + 1) * hd}, 1e-5))
-            << "k head " << h;
-        EXPECT_TRUE(close_normalised(vr, {wvv.begin() + h * hd, wvv.begin() + (h + 1) * hd}, 1e-5))
-            << "v head " << h;
-      } else {
-        for (uint32_t d = 0; d < hd; ++d)
-          ASSERT_TRUE(std::isnan(kr[d]) && std::isnan(vr[d]))
-              << "cache written at pos " << p << ", head " << h;
-      }
-    }
+// Test the prefill Q/K/V product: 37 tokens from position 3 (state word 1); q rows per token,
+// K/V at positions 3..39, positions 0..2 untouched.
+TEST_P(LlmKernel, QkvRopePrompt) {
+  const uint32_t ctx_len = 45, p0 = 3, T = 37;
+  const Qkv s(GetParam(), ctx_len);
+  const auto& c = s.c;
+  auto x = test::random_floats(T * c.hidden_size, 14, -2, 2),
+       nw = test::random_floats(c.hidden_size, 15, 0.5, 1.5);
+  const uint32_t state[4] = {0, p0, 0, 0};
+  auto q = poisoned(64 * s.q_rows), kc = poisoned(s.kv_rows * ctx_len), vc = poisoned(s.kv_rows * ctx_len);
+  llm::DecodeKernels k(context(), GetParam());
+  run({k.qkv_rope_prompt(
+      s.w.buffer, token_rows(x, T, c.hidden_size), llm::upload_padded(context(), "nw", nw), s.packed_bias,
+      s.rope, context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"), q, kc, vc, c, ctx_len, T)});
+  auto qg = context().read<float>(q), kg = context().read<float>(kc), vg = context().read<float>(vc);
+  for (uint32_t t = 0; t < T; ++t) {
+    const std::vector<float> xt(x.begin() + t * c.hidden_size, x.begin() + (t + 1) * c.hidden_size);
+    const auto want = s.reference(ref::rmsnorm(as_double(xt), as_double(nw), 1e-6), p0 + t);
+    EXPECT_TRUE(close_normalised({qg.begin() + t * s.q_rows, qg.begin() + (t + 1) * s.q_rows}, want[0], 1e-5))
+        << "token " << t;
+    s.expect_cache_at(kg, vg, ctx_len, p0 + t, want[1], want[2]);
+  }
+  for (uint32_t p = 0; p < p0; ++p) s.expect_cache_at(kg, vg, ctx_len, p, {}, {});
+}
+
+// Test the prefill matrix-matrix product with residual: 37 tokens (a whole tile and a part) x 37
+// rows x 50 columns.
+TEST_P(LlmKernel, ResidualPrompt) {
+  const WeightDType t = GetParam();
+  const uint32_t T = 37, rows = 37, cols = 50;
+  Matrix w = random_matrix(t, rows, cols, 40);
+  auto a = test::random_floats(T * cols, 41, -1, 1), resid = test::random_floats(T * rows, 42, -1, 1);
+  auto r_buf = token_rows(resid, T, rows);
+  llm::DecodeKernels k(context(), t);
+  run({k.residual_prompt(w.buffer, token_rows(a, T, cols), r_buf, rows, cols, T)});
+  std::vector<double> want;
+  for (uint32_t i = 0; i < T; ++i) {
+    auto y =
+        ref::linear(linear_of(w, rows, cols), as_double({a.begin() + i * cols, a.begin() + (i + 1) * cols}));
+    for (uint32_t r = 0; r < rows; ++r) want.push_back(y[r] + resid[i * rows + r]);
+  }
+  EXPECT_TRUE(close_normalised(read_rows(r_buf, T, rows), want, 1e-5));
+}
+
+// Test the prefill RMSNorm + gate/up + SiLU product: 37 tokens, 37 intermediate rows, hidden 50.
+TEST_P(LlmKernel, GateUpSiluPrompt) {
+  const WeightDType t = GetParam();
+  const uint32_t T = 37, inter = 37, hidden = 50;
+  Matrix w = random_matrix(t, 2 * inter, hidden, 43, [&](uint32_t p) {
+    auto [which, row] = llm::gate_up_source_row(p);
+    return which * inter + row;
+  });
+  auto x = test::random_floats(T * hidden, 44, -2, 2), nw = test::random_floats(hidden, 45, 0.5, 1.5);
+  auto act = token_rows(std::vector<float>(T * inter, kNaN), T, inter);
+  llm::DecodeKernels k(context(), t);
+  run({k.gate_up_silu_prompt(w.buffer, token_rows(x, T, hidden), llm::upload_padded(context(), "nw", nw), act,
+                             inter, hidden, 1e-6, T)});
+  auto wv = as_double(w.values);
+  ref::Linear gate{{wv.begin(), wv.begin() + inter * hidden}, {}, inter, hidden};
+  ref::Linear up{{wv.begin() + inter * hidden, wv.end()}, {}, inter, hidden};
+  std::vector<double> want;
+  for (uint32_t i = 0; i < T; ++i) {
+    auto xn =
+        ref::rmsnorm(as_double({x.begin() + i * hidden, x.begin() + (i + 1) * hidden}), as_double(nw), 1e-6);
+    auto y = ref::swiglu(ref::linear(gate, xn), ref::linear(up, xn));
+    want.insert(want.end(), y.begin(), y.end());
+  }
+  EXPECT_TRUE(close_normalised(read_rows(act, T, inter), want, 1e-5));
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, LlmKernel, ::testing::Values(WeightDType::F32, WeightDType::F16),
@@ -239,6 +348,34 @@ TEST(LlmKernels, AttentionGqaOverTheCache) {
   auto want = ref::attention(as_double(q), as_double(kc), as_double(vc), c.num_heads, c.num_kv_heads, hd,
                              ctx_len, len);
   EXPECT_TRUE(close_normalised(context().read<float>(out, 0, c.num_heads * hd), want, 1e-5));
+}
+
+// Test prefill attention: 5 queries at positions 3..7 (state word 1 = 3), each over positions
+// 0..its own (causal: slots from 8 on hold NaN, and each query must ignore its successors').
+TEST(LlmKernels, AttentionPromptIsCausal) {
+  const auto c = attention_config();
+  const uint32_t hd = c.head_dim, q_rows = c.num_heads * hd, ctx_len = 11, p0 = 3, T = 5;
+  auto q = test::random_floats(T * q_rows, 23, -1, 1);
+  auto kc = test::random_floats(c.num_kv_heads * ctx_len * hd, 24, -1, 1);
+  auto vc = test::random_floats(c.num_kv_heads * ctx_len * hd, 25, -1, 1);
+  for (uint32_t h = 0; h < c.num_kv_heads; ++h)
+    for (uint32_t p = p0 + T; p < ctx_len; ++p)
+      for (uint32_t d = 0; d < hd; ++d)
+        kc[(h * ctx_len + p) * hd + d] = vc[(h * ctx_len + p) * hd + d] = kNaN;
+  const uint32_t state[4] = {0, p0, 0, 0};
+  auto out = token_rows(std::vector<float>(T * q_rows, kNaN), T, q_rows);
+  llm::DecodeKernels k(context(), WeightDType::F32);
+  run({k.attend_prompt(llm::upload_padded(context(), "q", q), llm::upload_padded(context(), "k", kc),
+                       llm::upload_padded(context(), "v", vc),
+                       context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"), out, c, ctx_len,
+                       T)});
+  std::vector<double> want;
+  for (uint32_t t = 0; t < T; ++t) {
+    auto o = ref::attention(as_double({q.begin() + t * q_rows, q.begin() + (t + 1) * q_rows}), as_double(kc),
+                            as_double(vc), c.num_heads, c.num_kv_heads, hd, ctx_len, p0 + t + 1);
+    want.insert(want.end(), o.begin(), o.end());
+  }
+  EXPECT_TRUE(close_normalised(read_rows(out, T, q_rows), want, 1e-5));
 }
 
 // Test that the embedding row of tokens[pos] lands in x, for both storage dtypes (hidden 50).

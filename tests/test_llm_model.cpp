@@ -68,7 +68,7 @@ TEST_P(LlmModel, LogitsAndGreedyTokensMatchTheReference) {
   const auto cfg = small_config(tied);
   const auto weights = llm::HostWeights::random(cfg, tied ? 11 : 12);
   const uint32_t n = 32;
-  llm::Model model(context(), cfg, weights.lookup(), {dtype, 64, {}});
+  llm::Model model(context(), cfg, weights.lookup(), {.dtype = dtype, .ctx = 64});
 
   std::vector<std::vector<float>> logits;
   llm::GenerateOptions opt;
@@ -101,12 +101,12 @@ TEST(LlmModelRun, KStepsPerSubmitCountsAndTokens) {
   const WeightDType dtype = WeightDType::F16;
   const auto cfg = small_config(true);
   const auto weights = llm::HostWeights::random(cfg, 21);
-  llm::Model one(context(), cfg, weights.lookup(), {dtype, 64, {}});
+  llm::Model one(context(), cfg, weights.lookup(), {.dtype = dtype, .ctx = 64});
   llm::GenerateOptions k1;
   k1.steps_per_submit = 1;
   const auto want = one.generate(kPrompt, 32, {}, k1);
 
-  llm::Model model(context(), cfg, weights.lookup(), {dtype, 64, {}});
+  llm::Model model(context(), cfg, weights.lookup(), {.dtype = dtype, .ctx = 64});
   llm::GenerateOptions k8;
   k8.steps_per_submit = 8;
   std::vector<uint32_t> streamed;
@@ -137,14 +137,14 @@ INSTANTIATE_TEST_SUITE_P(Storage, LlmModel,
 TEST(LlmModelRun, EosInsideABatchDiscardsTheRest) {
   const auto cfg = small_config(false);
   const auto weights = llm::HostWeights::random(cfg, 31);
-  llm::Model model(context(), cfg, weights.lookup(), {WeightDType::F32, 64, {}});
+  llm::Model model(context(), cfg, weights.lookup(), {.dtype = WeightDType::F32, .ctx = 64});
   const auto all = model.generate(kPrompt, 24);
   // The first token making its first appearance at index >= 3 plays EOS.
   size_t at = 3;
   while (at < all.size() && std::find(all.begin(), all.begin() + at, all[at]) != all.begin() + at) ++at;
   ASSERT_LT(at, all.size()) << "no fresh token to use as EOS";
 
-  llm::Model again(context(), cfg, weights.lookup(), {WeightDType::F32, 64, {}});
+  llm::Model again(context(), cfg, weights.lookup(), {.dtype = WeightDType::F32, .ctx = 64});
   llm::GenerateOptions opt;
   opt.steps_per_submit = 16;
   opt.eos_ids = {all[at]};
@@ -156,7 +156,7 @@ TEST(LlmModelRun, EosInsideABatchDiscardsTheRest) {
   EXPECT_EQ(again.sequence().size(), kPrompt.size() + at + 1);
 
   // The callback stops it too.
-  llm::Model third(context(), cfg, weights.lookup(), {WeightDType::F32, 64, {}});
+  llm::Model third(context(), cfg, weights.lookup(), {.dtype = WeightDType::F32, .ctx = 64});
   llm::GenerateOptions batch;
   batch.steps_per_submit = 16;
   const auto five = third.generate(
@@ -164,17 +164,20 @@ TEST(LlmModelRun, EosInsideABatchDiscardsTheRest) {
   EXPECT_EQ(five, std::vector<uint32_t>(all.begin(), all.begin() + 5));
 }
 
-// Test that prefill (in two parts) then decode gives the tokens of decode-only generation, and
-// that a second generate() continues the same sequence as the reference does.
+// Test that prefill (tiled matrix-matrix kernels, in chunks of 4 tokens: 2 prefill() calls, 3
+// chunks) then decode gives the tokens of decode-only generation (the prompt fed one decode step
+// at a time), and that a second generate() continues the same sequence as the reference does.
 TEST(LlmModelRun, PrefillThenDecodeEqualsDecodeOnly) {
   const auto cfg = small_config(true);
   const auto weights = llm::HostWeights::random(cfg, 41);
-  llm::Model decode_only(context(), cfg, weights.lookup(), {WeightDType::F32, 64, {}});
+  llm::Model decode_only(context(), cfg, weights.lookup(),
+                         {.dtype = WeightDType::F32, .ctx = 64, .prefill_chunk = 0});
   const auto want = decode_only.generate(kPrompt, 16);
 
-  llm::Model model(context(), cfg, weights.lookup(), {WeightDType::F32, 64, {}});
-  model.prefill(std::span(kPrompt).first(2));
-  model.prefill(std::span(kPrompt).subspan(2));
+  llm::Model model(context(), cfg, weights.lookup(),
+                   {.dtype = WeightDType::F32, .ctx = 64, .prefill_chunk = 4});
+  model.prefill(std::span(kPrompt).first(1));
+  model.prefill(std::span(kPrompt).subspan(1));
   EXPECT_EQ(model.length(), kPrompt.size());
   auto ref = reference(cfg, weights, 64);
   const auto last = ref.prefill(kPrompt);
@@ -198,7 +201,7 @@ TEST(LlmModelRun, BadInputIsAClearError) {
   auto expect_error = [&](const llm::HostWeights& w, const llm::ModelConfig& c, uint32_t ctx,
                           const std::string& what) {
     try {
-      llm::Model m(context(), c, w.lookup(), {WeightDType::F16, ctx, {}});
+      llm::Model m(context(), c, w.lookup(), {.dtype = WeightDType::F16, .ctx = ctx});
       FAIL() << "accepted; expected an error about " << what;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
@@ -213,7 +216,7 @@ TEST(LlmModelRun, BadInputIsAClearError) {
   bad.set("model.layers.1.mlp.up_proj.weight", {72, 47}, std::vector<float>(72 * 47, 0.5f));
   expect_error(bad, cfg, 64, "model.layers.1.mlp.up_proj.weight");
 
-  llm::Model model(context(), cfg, weights.lookup(), {WeightDType::F16, 16, {}});
+  llm::Model model(context(), cfg, weights.lookup(), {.dtype = WeightDType::F16, .ctx = 16});
   EXPECT_THROW(model.generate(kPrompt, 0), Error);
   EXPECT_THROW(model.generate({}, 4), Error);
   EXPECT_THROW(model.generate(kPrompt, 12), Error);  // 6 + 12 - 1 > 16

@@ -133,15 +133,17 @@ DecodeKernels::DecodeKernels(gpu::Context& ctx, WeightDType dtype) : ctx_(&ctx),
                 std::to_string(ctx.limits().max_compute_invocations_per_workgroup));
 }
 
+void DecodeKernels::check_workgroup_memory(const std::string& entry, uint32_t cols, uint64_t bytes) const {
+  if (bytes > ctx_->limits().max_compute_workgroup_storage_size)
+    throw Error("kernel llm_matvec." + entry + " with " + std::to_string(cols) + " inputs needs " +
+                std::to_string(bytes) + " bytes of workgroup memory, over maxComputeWorkgroupStorageSize = " +
+                std::to_string(ctx_->limits().max_compute_workgroup_storage_size));
+}
+
 const gpu::Kernel& DecodeKernels::matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm,
                                          double eps, std::map<std::string, double> o) {
   const uint32_t cols8 = ceil_div(cols, 8), wg = team_ * rows_per_wg_;
-  const uint64_t shared = (norm ? 32ull * cols8 : 32) + 4ull * wg + 4ull * rows_per_wg_ + 4;
-  if (shared > ctx_->limits().max_compute_workgroup_storage_size)
-    throw Error("kernel llm_matvec." + entry + " with " + std::to_string(cols) + " inputs needs " +
-                std::to_string(shared) +
-                " bytes of workgroup memory, over maxComputeWorkgroupStorageSize = " +
-                std::to_string(ctx_->limits().max_compute_workgroup_storage_size));
+  check_workgroup_memory(entry, cols, (norm ? 32ull * cols8 : 32) + 4ull * wg + 4ull * rows_per_wg_ + 4);
   o.insert({{"WEIGHT_F16", dtype_ == WeightDType::F16},
             {"ROWS", rows},
             {"COLS", cols},
@@ -187,30 +189,84 @@ Step DecodeKernels::matvec_residual(const gpu::Buffer& w, const gpu::Buffer& x, 
   return matvec_step(matvec("matvec_residual", rows, cols, false, 0.0), rows, {w, x, resid});
 }
 
-Step DecodeKernels::attend(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
-                           const gpu::Buffer& state, const gpu::Buffer& scores, const gpu::Buffer& out,
-                           const ModelConfig& c, uint32_t ctx_len) {
+const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const ModelConfig& c,
+                                            uint32_t ctx_len) {
   const uint32_t wg = std::max<uint32_t>(64, std::bit_ceil(c.head_dim));  // a power of two >= head_dim
   if (wg > ctx_->limits().max_compute_invocations_per_workgroup)
     throw Error("head_dim " + std::to_string(c.head_dim) + " needs attention workgroups of " +
                 std::to_string(wg) + " invocations, over maxComputeInvocationsPerWorkgroup");
-  auto& k = ctx_->kernel(gpu::embedded_kernel("llm_attention", "attend",
-                                              {{"HEAD_DIM", c.head_dim},
-                                               {"GROUP", c.num_heads / c.num_kv_heads},
-                                               {"CTX", ctx_len},
-                                               {"WG", wg},
-                                               {"SCALE", 1.0 / std::sqrt(double(c.head_dim))}}));
+  return ctx_->kernel(gpu::embedded_kernel("llm_attention", entry,
+                                           {{"HEAD_DIM", c.head_dim},
+                                            {"GROUP", c.num_heads / c.num_kv_heads},
+                                            {"CTX", ctx_len},
+                                            {"WG", wg},
+                                            {"SCALE", 1.0 / std::sqrt(double(c.head_dim))},
+                                            {"OUT_STRIDE", pad8(c.num_heads * c.head_dim)}}));
+}
+
+Step DecodeKernels::attend(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+                           const gpu::Buffer& state, const gpu::Buffer& scores, const gpu::Buffer& out,
+                           const ModelConfig& c, uint32_t ctx_len) {
+  auto& k = attention("attend", c, ctx_len);
   return Step{&k, ctx_->bind(k, {q, k_cache, v_cache, state, scores, out}), c.num_heads};
 }
 
+Step DecodeKernels::attend_prompt(const gpu::Buffer& q, const gpu::Buffer& k_cache,
+                                  const gpu::Buffer& v_cache, const gpu::Buffer& state,
+                                  const gpu::Buffer& out, const ModelConfig& c, uint32_t ctx_len,
+                                  uint32_t T) {
+  auto& k = attention("attend_prompt", c, ctx_len);
+  return Step{&k, ctx_->bind(k, {q, k_cache, v_cache, state, out}), c.num_heads, T};
+}
+
+Step DecodeKernels::matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm,
+                           double eps, std::map<std::string, double> o,
+                           std::initializer_list<gpu::BufferBinding> b) {
+  const uint32_t cols8 = ceil_div(cols, 8);
+  check_workgroup_memory(entry, cols, 2 * 32 * 33 * 4 + 32 * 4 + (norm ? 32ull * cols8 : 32));
+  o.insert({{"WEIGHT_F16", dtype_ == WeightDType::F16},
+            {"ROWS", rows},
+            {"COLS", cols},
+            {"COLS8", cols8},
+            {"XS_V4", norm ? 2 * cols8 : 2},
+            {"EPS", eps}});
+  auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matvec", entry, std::move(o)));
+  return Step{&k, ctx_->bind(k, b), ceil_div(rows, 32), ceil_div(T, 32)};
+}
+
+Step DecodeKernels::qkv_rope_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                                    const gpu::Buffer& bias, const gpu::Buffer& rope,
+                                    const gpu::Buffer& state, const gpu::Buffer& q_out,
+                                    const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+                                    const ModelConfig& c, uint32_t ctx_len, uint32_t T) {
+  const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
+  return matmul("qkv_rope_prompt", q_rows + 2 * kv_rows, c.hidden_size, T, true, c.rms_norm_eps,
+                {{"Q_ROWS", q_rows}, {"KV_ROWS", kv_rows}, {"HEAD_DIM", c.head_dim}, {"CTX", ctx_len}},
+                {w, x, norm, bias, rope, state, q_out, k_cache, v_cache});
+}
+
+Step DecodeKernels::gate_up_silu_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                                        const gpu::Buffer& act, uint32_t inter, uint32_t hidden, double eps,
+                                        uint32_t T) {
+  return matmul("gate_up_silu_prompt", 2 * inter, hidden, T, true, eps, {{"OUT_STRIDE", pad8(inter)}},
+                {w, x, norm, act});
+}
+
+Step DecodeKernels::residual_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid,
+                                    uint32_t rows, uint32_t cols, uint32_t T) {
+  return matmul("residual_prompt", rows, cols, T, false, 0.0, {{"OUT_STRIDE", pad8(rows)}}, {w, x, resid});
+}
+
 Step DecodeKernels::embed(const gpu::Buffer& embedding, const gpu::Buffer& tokens, const gpu::Buffer& state,
-                          const gpu::Buffer& x, uint32_t hidden) {
+                          const gpu::Buffer& x, uint32_t hidden, uint32_t prompt_rows) {
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_step", "embed",
                                               {{"WEIGHT_F16", dtype_ == WeightDType::F16},
                                                {"HIDDEN", hidden},
                                                {"COLS8", ceil_div(hidden, 8)},
-                                               {"WG", 256}}));
-  return Step{&k, ctx_->bind(k, {embedding, tokens, state, x}), ceil_div(hidden, 256)};
+                                               {"WG", 256},
+                                               {"POS_WORD", prompt_rows ? 1 : 0}}));
+  return Step{&k, ctx_->bind(k, {embedding, tokens, state, x}), ceil_div(hidden, 256),
+              std::max(1u, prompt_rows)};
 }
 
 std::vector<Step> DecodeKernels::argmax(const gpu::Buffer& logits, const gpu::Buffer& part_v,
@@ -265,6 +321,14 @@ Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, Mo
   part_v_ = scratch("llm.argmax_v", ceil_div(c.vocab_size, DecodeKernels::kArgmaxChunk));
   part_i_ = scratch("llm.argmax_i", ceil_div(c.vocab_size, DecodeKernels::kArgmaxChunk));
   tokens_ = scratch("llm.tokens", uint64_t(ctx_len_) + 1);
+  if (opt_.prefill_chunk) {
+    // Rows for whole tiles of 32 tokens: the last tile's rows past the chunk are computed too.
+    const uint64_t rows = (uint64_t(std::min(opt_.prefill_chunk, ctx_len_)) + 31) / 32 * 32;
+    x_rows_ = scratch("llm.prefill.x", rows * pad8(c.hidden_size));
+    q_rows_ = scratch("llm.prefill.q", rows * q_rows);
+    att_rows_ = scratch("llm.prefill.attention", rows * pad8(q_rows));
+    act_rows_ = scratch("llm.prefill.act", rows * pad8(c.intermediate_size));
+  }
   state_ = scratch("llm.state", 4);
   build_steps();
 }
@@ -435,10 +499,41 @@ void Model::push_sequence(std::span<const uint32_t> ids) {
 }
 
 void Model::record_prompt(gpu::Recorder& rec) {
-  const auto body = std::span(step_).first(step_.size() - 1);  // embedding .. last layer
-  for (uint32_t p = fed_; p + 1 < seq_.size(); ++p) {
-    record(rec, body);
-    record(rec, std::span(&advance_, 1));
+  const auto& c = cfg_;
+  const uint32_t last = uint32_t(seq_.size()) - 1;
+  if (opt_.prefill_chunk == 0) {  // one decode step per position; state word 0 = fed_
+    const auto body = std::span(step_).first(step_.size() - 1);  // embedding .. last layer
+    for (uint32_t p = fed_; p < last; ++p) {
+      record(rec, body);
+      record(rec, std::span(&advance_, 1));
+    }
+    record(rec, step_);
+    return;
+  }
+  DecodeKernels k(*ctx_, opt_.dtype);
+  const uint32_t q_rows = c.num_heads * c.head_dim;
+  for (uint32_t p0 = fed_; p0 <= last; p0 += opt_.prefill_chunk) {
+    const uint32_t T = std::min(opt_.prefill_chunk, last + 1 - p0);
+    const uint32_t words[2] = {last, p0};  // the picker's position; the chunk's first position
+    ctx_->write(state_, 0, std::as_bytes(std::span(words)));
+    std::vector<Step> steps{k.embed(embedding_, tokens_, state_, x_rows_, c.hidden_size, T)};
+    for (const Layer& l : layers_) {
+      steps.push_back(k.qkv_rope_prompt(l.qkv, x_rows_, l.input_norm, l.qkv_bias, rope_, state_, q_rows_,
+                                        l.k_cache, l.v_cache, c, ctx_len_, T));
+      steps.push_back(k.attend_prompt(q_rows_, l.k_cache, l.v_cache, state_, att_rows_, c, ctx_len_, T));
+      steps.push_back(k.residual_prompt(l.o, att_rows_, x_rows_, c.hidden_size, q_rows, T));
+      steps.push_back(k.gate_up_silu_prompt(l.gate_up, x_rows_, l.post_norm, act_rows_, c.intermediate_size,
+                                            c.hidden_size, c.rms_norm_eps, T));
+      steps.push_back(k.residual_prompt(l.down, act_rows_, x_rows_, c.hidden_size, c.intermediate_size, T));
+    }
+    record(rec, steps);
+    if (p0 + T <= last) {
+      rec.submit();  // the next chunk's state write must follow this chunk
+    } else {
+      const uint64_t row = 4ull * pad8(c.hidden_size);
+      rec.copy(x_rows_, row * (T - 1), x_, 0, row);  // the last token's residual stream
+      record(rec, std::span(step_).last(1));         // LM head
+    }
   }
 }
 
@@ -447,7 +542,6 @@ void Model::prefill(std::span<const uint32_t> ids) {
   if (fed_ == seq_.size()) throw Error("prefill: nothing to feed (empty prompt)");
   gpu::Recorder rec(*ctx_);
   record_prompt(rec);
-  record(rec, step_);  // the last position through the LM head; pos stays on it for the picker
   rec.submit();
   ctx_->wait();
   fed_ = uint32_t(seq_.size());
@@ -505,10 +599,7 @@ std::vector<uint32_t> Model::generate(std::span<const uint32_t> prompt, uint32_t
   // The prompt phase: every unfed prompt position, then the first generated token.
   auto t0 = Clock::now();
   gpu::Recorder rec(*ctx_);
-  if (!continue_from_prefill) {
-    record_prompt(rec);
-    record(rec, step_);
-  }
+  if (!continue_from_prefill) record_prompt(rec);
   record(rec, picker);
   rec.submit();
   take(1);

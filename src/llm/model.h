@@ -52,6 +52,9 @@ std::pair<uint32_t, uint32_t> gate_up_source_row(uint32_t packed);
 struct ModelOptions {
   WeightDType dtype = WeightDType::F16;
   uint32_t ctx = 4096;  // KV-cache positions; at most max_position_embeddings
+  // Prompt tokens per prefill submit (tiled matrix-matrix kernels); 0 feeds prompts through
+  // decode steps instead, one position at a time.
+  uint32_t prefill_chunk = 512;
   // Called while uploading: bytes uploaded so far, bytes in all.
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
@@ -85,8 +88,10 @@ class DecodeKernels {
   Step attend(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
               const gpu::Buffer& state, const gpu::Buffer& scores, const gpu::Buffer& out,
               const ModelConfig& cfg, uint32_t ctx_len);
+  // x = embedding[tokens[pos]]; with prompt_rows = T > 0, rows t < T of x (rows padded to 8)
+  // = embedding[tokens[state word 1 + t]].
   Step embed(const gpu::Buffer& embedding, const gpu::Buffer& tokens, const gpu::Buffer& state,
-             const gpu::Buffer& x, uint32_t hidden);
+             const gpu::Buffer& x, uint32_t hidden, uint32_t prompt_rows = 0);
   // Two steps: partial maxima over chunks of `chunk` logits, then the final one that writes
   // tokens[pos + 1] and advances pos. part_v, part_i hold ceil(vocab / chunk) entries.
   std::vector<Step> argmax(const gpu::Buffer& logits, const gpu::Buffer& part_v, const gpu::Buffer& part_i,
@@ -94,11 +99,30 @@ class DecodeKernels {
                            uint32_t chunk);
   Step advance(const gpu::Buffer& state);
 
+  // Prefill of a prompt chunk of T tokens at positions state word 1 + t: the same operations over
+  // row-major activations [T][width padded to 8], as tiled matrix-matrix products.
+  Step qkv_rope_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                       const gpu::Buffer& bias, const gpu::Buffer& rope, const gpu::Buffer& state,
+                       const gpu::Buffer& q_out, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+                       const ModelConfig& cfg, uint32_t ctx_len,
+                       uint32_t T);  // q_out: [T][heads * hd], unpadded
+  Step gate_up_silu_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                           const gpu::Buffer& act, uint32_t inter, uint32_t hidden, double eps, uint32_t T);
+  Step residual_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid, uint32_t rows,
+                       uint32_t cols, uint32_t T);
+  Step attend_prompt(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+                     const gpu::Buffer& state, const gpu::Buffer& out, const ModelConfig& cfg,
+                     uint32_t ctx_len, uint32_t T);
+
   static constexpr uint32_t kArgmaxChunk = 2048;
 
  private:
   const gpu::Kernel& matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm, double eps,
                             std::map<std::string, double> extra = {});
+  Step matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm, double eps,
+              std::map<std::string, double> extra, std::initializer_list<gpu::BufferBinding> b);
+  const gpu::Kernel& attention(const std::string& entry, const ModelConfig& cfg, uint32_t ctx_len);
+  void check_workgroup_memory(const std::string& entry, uint32_t cols, uint64_t bytes) const;
   Step matvec_step(const gpu::Kernel& k, uint32_t rows, std::initializer_list<gpu::BufferBinding> b);
   gpu::Context* ctx_;
   WeightDType dtype_;
@@ -168,7 +192,8 @@ class Model {
   void build_steps();
   // Appends ids to seq_, writes the unwritten tail of seq_ to the device and sets pos = fed_.
   void push_sequence(std::span<const uint32_t> ids);
-  // Records the prompt steps for positions fed_ .. seq_.size() - 2 (no LM head).
+  // Records (and submits, but for the last chunk) every unfed position through the model and
+  // the LM head; state word 0 is left on the last position, for the picker.
   void record_prompt(gpu::Recorder& rec);
   void count_buffer(const gpu::Buffer& b) { stats_.gpu_memory_bytes += b.size(); }
 
@@ -180,9 +205,10 @@ class Model {
   std::vector<Layer> layers_;
   gpu::Buffer embedding_, lm_head_, final_norm_, rope_;
   gpu::Buffer x_, q_, att_, act_, scores_, logits_, part_v_, part_i_, tokens_, state_;
-  std::vector<Step> step_;    // embedding .. LM head
-  std::vector<Step> argmax_;  // the greedy picker
-  Step advance_{};            // ends a prompt position instead of the LM head and the picker
+  gpu::Buffer x_rows_, q_rows_, att_rows_, act_rows_;  // prefill activations [chunk][width]
+  std::vector<Step> step_;                             // embedding .. LM head
+  std::vector<Step> argmax_;                           // the greedy picker
+  Step advance_{};  // ends a prompt position instead of the LM head and the picker
   std::vector<uint32_t> seq_;
   uint32_t fed_ = 0;
   uint32_t written_ = 0;       // tokens of seq_ already in the device tokens buffer
