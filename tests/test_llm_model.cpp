@@ -194,7 +194,8 @@ TEST(LlmModelRun, PrefillThenDecodeEqualsDecodeOnly) {
   EXPECT_EQ(cont, ref.greedy(seq, 8));
 }
 
-// Test that bad weights and options are clear errors naming the problem.
+// Test that bad weights and options are clear errors naming the problem, and that loading
+// reports its progress up to the total.
 TEST(LlmModelRun, BadInputIsAClearError) {
   const auto cfg = small_config(false);
   auto weights = llm::HostWeights::random(cfg, 51);
@@ -216,7 +217,16 @@ TEST(LlmModelRun, BadInputIsAClearError) {
   bad.set("model.layers.1.mlp.up_proj.weight", {72, 47}, std::vector<float>(72 * 47, 0.5f));
   expect_error(bad, cfg, 64, "model.layers.1.mlp.up_proj.weight");
 
-  llm::Model model(context(), cfg, weights.lookup(), {.dtype = WeightDType::F16, .ctx = 16});
+  uint64_t calls = 0, done = 0, total = 0;
+  llm::Model model(context(), cfg, weights.lookup(),
+                   {.dtype = WeightDType::F16, .ctx = 16, .progress = [&](uint64_t d, uint64_t t) {
+                      EXPECT_GE(d, done) << "progress went backwards";
+                      ++calls, done = d, total = t;
+                    }});
+  EXPECT_GE(calls, 2 + 4 * cfg.num_layers);  // embedding, LM head, per layer qkv, o, gate/up, down
+  EXPECT_EQ(done, total);
+  EXPECT_GT(total, 0u);
+  EXPECT_GE(model.stats().weight_bytes, total);
   EXPECT_THROW(model.generate(kPrompt, 0), Error);
   EXPECT_THROW(model.generate({}, 4), Error);
   EXPECT_THROW(model.generate(kPrompt, 12), Error);  // 6 + 12 - 1 > 16
