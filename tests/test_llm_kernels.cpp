@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <ostream>
 
 #include "llm/model.h"
 #include "support.h"
@@ -79,6 +80,18 @@ void run(std::initializer_list<llm::Step> steps) {
 ref::Linear linear_of(const Matrix& m, uint32_t rows, uint32_t cols) {
   return {as_double(m.values), {}, rows, cols};
 }
+
+}  // namespace
+}  // namespace wgfuse
+
+namespace wgfuse::llm {
+void PrintTo(WeightDType t, std::ostream* os) {
+  *os << (t == WeightDType::F16 ? "f16" : "f32");
+}
+}  // namespace wgfuse::llm
+
+namespace wgfuse {
+namespace {
 
 class LlmKernel : public ::testing::TestWithParam<WeightDType> {};
 

@@ -6,6 +6,8 @@
 // storage) and <= 1e-2 (f16 storage, against the unrounded weights). Greedy tokens must equal
 // those of the reference run on the weights as stored (rounded to f16 for f16 storage).
 #include <cmath>
+#include <cstdio>
+#include <ostream>
 
 #include "llm/model.h"
 #include "support.h"
@@ -60,6 +62,9 @@ struct Case {
   WeightDType dtype;
   bool tied;
 };
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << (c.dtype == WeightDType::F16 ? "f16" : "f32") << (c.tied ? " tied" : " untied");
+}
 class LlmModel : public ::testing::TestWithParam<Case> {};
 
 // Test 32 greedy tokens and every step's logits against the reference.
@@ -92,7 +97,9 @@ TEST_P(LlmModel, LogitsAndGreedyTokensMatchTheReference) {
     worst = std::max(worst, e);
     if (i + 1 < n) want = exact.forward(tokens[i]);
   }
-  RecordProperty("max_normalised_logit_error", std::to_string(worst));
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2e", worst);
+  RecordProperty("max_normalised_logit_error", text);
 }
 
 // Test that K steps per submit give the same tokens as one step per submit, with one submit and

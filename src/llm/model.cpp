@@ -89,6 +89,8 @@ gpu::Buffer upload_rows(gpu::Context& ctx, WeightDType dtype, std::string_view l
       }
     }
     ctx.write(buf, rb * r0, staging);
+    // Queued writes hold staging memory until a submit: let them drain every 256 MB.
+    if ((rb * (r0 + n)) / (256u << 20) != (rb * r0) / (256u << 20)) ctx.wait();
     if (progress) progress(rb * (r0 + n));
   }
   return buf;
@@ -439,6 +441,7 @@ void Model::upload_weights(const WeightLookup& weights) {
     l.v_cache = scratch("llm.v_cache", cache);
     stats_.kv_cache_bytes += l.k_cache.size() + l.v_cache.size();
     layers_.push_back(std::move(l));
+    ctx_->wait();  // each layer's queued writes drain before the next layer's are staged
   }
 
   // RoPE angles in double, as the reference computes them: (cos, sin) of pos * theta^(-2i/hd).
