@@ -1,0 +1,635 @@
+#include "llm/model.h"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "util/error.h"
+
+namespace wgfuse::llm {
+namespace {
+
+using gpu::BufferUsage;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+uint32_t ceil_div(uint64_t a, uint64_t b) {
+  return uint32_t((a + b - 1) / b);
+}
+uint32_t pad8(uint32_t n) {
+  return (n + 7) / 8 * 8;
+}
+
+// Bytes of one stored matrix row: padded to 8 elements.
+uint64_t row_bytes(WeightDType t, uint32_t cols) {
+  return uint64_t(pad8(cols)) * (t == WeightDType::F16 ? 2 : 4);
+}
+
+// A grid of `groups` workgroups: past 65,535 (the per-dimension limit) they spill into y.
+Step grid(const gpu::Kernel& k, gpu::BindGroup g, uint32_t groups) {
+  const uint32_t x = std::min<uint32_t>(groups, 65535);
+  return Step{&k, std::move(g), x, ceil_div(groups, x)};
+}
+
+}  // namespace
+
+WeightDType parse_weight_dtype(std::string_view s) {
+  if (s == "f16") return WeightDType::F16;
+  if (s == "f32") return WeightDType::F32;
+  throw Error("--dtype '" + std::string(s) + "': expected f16 or f32");
+}
+
+// TO BE REPLACED by src/util/half.h (another helper writes it): float -> IEEE half bits, round to
+// nearest even, overflow to infinity, NaN kept quiet.
+uint16_t half_bits(float v) {
+  uint32_t f;
+  std::memcpy(&f, &v, 4);
+  const uint32_t sign = (f >> 16) & 0x8000u;
+  const uint32_t abs = f & 0x7fffffffu;
+  if (abs >= 0x7f800000u) return uint16_t(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
+  if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds past 65504
+  if (abs < 0x38800000u) {  // below the smallest normal half: a subnormal (or zero)
+    const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
+    const int shift = 126 - int(abs >> 23);  // 14 + (113 - exponent)
+    if (shift > 24) return uint16_t(sign);
+    const uint32_t q = mant >> shift, rest = mant & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+    return uint16_t(sign | (q + (rest > halfway || (rest == halfway && (q & 1)))));
+  }
+  const uint32_t q = (abs - 0x38000000u) >> 13, rest = abs & 0x1fffu;
+  return uint16_t(sign | (q + (rest > 0x1000u || (rest == 0x1000u && (q & 1)))));
+}
+
+gpu::Buffer upload_rows(gpu::Context& ctx, WeightDType dtype, std::string_view label, uint32_t rows,
+                        uint32_t cols, const std::function<void(uint32_t row, float* out)>& row,
+                        const std::function<void(uint64_t bytes)>& progress) {
+  const uint64_t rb = row_bytes(dtype, cols);
+  gpu::Buffer buf = ctx.buffer(rb * rows, BufferUsage::Storage | BufferUsage::CopyDst, label);
+  const uint32_t chunk_rows = uint32_t(std::max<uint64_t>(1, (8u << 20) / rb));  // ~8 MB per write
+  std::vector<float> values(pad8(cols));
+  std::vector<std::byte> staging;
+  for (uint32_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+    const uint32_t n = std::min(chunk_rows, rows - r0);
+    staging.assign(rb * n, std::byte{0});
+    for (uint32_t r = 0; r < n; ++r) {
+      std::fill(values.begin(), values.end(), 0.0f);
+      row(r0 + r, values.data());
+      std::byte* dst = staging.data() + rb * r;
+      if (dtype == WeightDType::F32) {
+        std::memcpy(dst, values.data(), rb);
+      } else {
+        for (size_t c = 0; c < values.size(); ++c) {
+          const uint16_t h = half_bits(values[c]);
+          std::memcpy(dst + 2 * c, &h, 2);  // little-endian: element 2i in the low half of word i
+        }
+      }
+    }
+    ctx.write(buf, rb * r0, staging);
+    // Queued writes hold staging memory until a submit: let them drain every 256 MB.
+    if ((rb * (r0 + n)) / (256u << 20) != (rb * r0) / (256u << 20)) ctx.wait();
+    if (progress) progress(rb * (r0 + n));
+  }
+  return buf;
+}
+
+gpu::Buffer upload_padded(gpu::Context& ctx, std::string_view label, std::span<const float> values) {
+  std::vector<float> padded(pad8(uint32_t(values.size())), 0.0f);
+  std::copy(values.begin(), values.end(), padded.begin());
+  return ctx.upload<float>(padded, BufferUsage::StorageIO, label);
+}
+
+std::pair<uint32_t, uint32_t> qkv_source_row(uint32_t packed, uint32_t head_dim, uint32_t q_rows,
+                                             uint32_t kv_rows) {
+  const uint32_t which = packed < q_rows ? 0 : packed < q_rows + kv_rows ? 1 : 2;
+  const uint32_t r = packed - (which == 0 ? 0 : which == 1 ? q_rows : q_rows + kv_rows);
+  if (which == 2) return {2, r};
+  const uint32_t in_head = r % head_dim;
+  return {which, r - in_head + in_head / 2 + (in_head % 2) * (head_dim / 2)};
+}
+
+std::pair<uint32_t, uint32_t> gate_up_source_row(uint32_t packed) {
+  return {packed % 2, packed / 2};
+}
+
+void record(gpu::Recorder& rec, std::span<const Step> steps) {
+  for (const Step& s : steps) rec.dispatch(*s.kernel, s.group, s.x, s.y, s.z);
+}
+
+// ---- DecodeKernels ----
+
+DecodeKernels::DecodeKernels(gpu::Context& ctx, WeightDType dtype) : ctx_(&ctx), dtype_(dtype) {
+  if (!ctx.features().subgroups)
+    throw Error("the LLM kernels need the WebGPU 'subgroups' feature, which adapter '" +
+                ctx.adapter().description + "' does not offer");
+  // A row's team is at least one whole subgroup, so a subgroup sum never mixes rows.
+  team_ = std::max<uint32_t>(32, std::bit_ceil(std::max<uint32_t>(1, ctx.adapter().subgroup_max_size)));
+  rows_per_wg_ = team_ >= 64 ? 2 : 4;  // even: RoPE pairs and gate/up pairs stay together
+  if (team_ * rows_per_wg_ > ctx.limits().max_compute_invocations_per_workgroup)
+    throw Error("subgroups of " + std::to_string(team_) + " need workgroups of " +
+                std::to_string(team_ * rows_per_wg_) +
+                " invocations, over maxComputeInvocationsPerWorkgroup = " +
+                std::to_string(ctx.limits().max_compute_invocations_per_workgroup));
+}
+
+void DecodeKernels::check_workgroup_memory(const std::string& entry, uint32_t cols, uint64_t bytes) const {
+  if (bytes > ctx_->limits().max_compute_workgroup_storage_size)
+    throw Error("kernel llm_matvec." + entry + " with " + std::to_string(cols) + " inputs needs " +
+                std::to_string(bytes) + " bytes of workgroup memory, over maxComputeWorkgroupStorageSize = " +
+                std::to_string(ctx_->limits().max_compute_workgroup_storage_size));
+}
+
+const gpu::Kernel& DecodeKernels::matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm,
+                                         double eps, std::map<std::string, double> o) {
+  const uint32_t cols8 = ceil_div(cols, 8), wg = team_ * rows_per_wg_;
+  check_workgroup_memory(entry, cols, (norm ? 32ull * cols8 : 32) + 4ull * wg + 4ull * rows_per_wg_ + 4);
+  o.insert({{"WEIGHT_F16", dtype_ == WeightDType::F16},
+            {"ROWS", rows},
+            {"COLS", cols},
+            {"COLS8", cols8},
+            {"TEAM", team_},
+            {"ROWS_PER_WG", rows_per_wg_},
+            {"WG", wg},
+            {"ITERS", ceil_div(cols8, team_)},
+            {"NORM_X", norm},
+            {"XS_V4", norm ? 2 * cols8 : 2},
+            {"EPS", eps}});
+  return ctx_->kernel(gpu::embedded_kernel("llm_matvec", entry, std::move(o)));
+}
+
+Step DecodeKernels::matvec_step(const gpu::Kernel& k, uint32_t rows,
+                                std::initializer_list<gpu::BufferBinding> b) {
+  return grid(k, ctx_->bind(k, b), ceil_div(rows, rows_per_wg_));
+}
+
+Step DecodeKernels::qkv_rope(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                             const gpu::Buffer& bias, const gpu::Buffer& rope, const gpu::Buffer& state,
+                             const gpu::Buffer& q_out, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+                             const ModelConfig& c, uint32_t ctx_len) {
+  const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
+  const uint32_t rows = q_rows + 2 * kv_rows;
+  auto& k = matvec("qkv_rope", rows, c.hidden_size, true, c.rms_norm_eps,
+                   {{"Q_ROWS", q_rows}, {"KV_ROWS", kv_rows}, {"HEAD_DIM", c.head_dim}, {"CTX", ctx_len}});
+  return matvec_step(k, rows, {w, x, norm, bias, rope, state, q_out, k_cache, v_cache});
+}
+
+Step DecodeKernels::gate_up_silu(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                                 const gpu::Buffer& act, uint32_t inter, uint32_t hidden, double eps) {
+  return matvec_step(matvec("gate_up_silu", 2 * inter, hidden, true, eps), 2 * inter, {w, x, norm, act});
+}
+
+Step DecodeKernels::matvec_norm(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                                const gpu::Buffer& y, uint32_t rows, uint32_t cols, double eps) {
+  return matvec_step(matvec("matvec_norm", rows, cols, true, eps), rows, {w, x, norm, y});
+}
+
+Step DecodeKernels::matvec_residual(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid,
+                                    uint32_t rows, uint32_t cols) {
+  return matvec_step(matvec("matvec_residual", rows, cols, false, 0.0), rows, {w, x, resid});
+}
+
+const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const ModelConfig& c,
+                                            uint32_t ctx_len) {
+  const uint32_t wg = std::max<uint32_t>(64, std::bit_ceil(c.head_dim));  // a power of two >= head_dim
+  if (wg > ctx_->limits().max_compute_invocations_per_workgroup)
+    throw Error("head_dim " + std::to_string(c.head_dim) + " needs attention workgroups of " +
+                std::to_string(wg) + " invocations, over maxComputeInvocationsPerWorkgroup");
+  return ctx_->kernel(gpu::embedded_kernel("llm_attention", entry,
+                                           {{"HEAD_DIM", c.head_dim},
+                                            {"GROUP", c.num_heads / c.num_kv_heads},
+                                            {"CTX", ctx_len},
+                                            {"WG", wg},
+                                            {"SCALE", 1.0 / std::sqrt(double(c.head_dim))},
+                                            {"OUT_STRIDE", pad8(c.num_heads * c.head_dim)}}));
+}
+
+Step DecodeKernels::attend(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+                           const gpu::Buffer& state, const gpu::Buffer& scores, const gpu::Buffer& out,
+                           const ModelConfig& c, uint32_t ctx_len) {
+  auto& k = attention("attend", c, ctx_len);
+  return Step{&k, ctx_->bind(k, {q, k_cache, v_cache, state, scores, out}), c.num_heads};
+}
+
+Step DecodeKernels::attend_prompt(const gpu::Buffer& q, const gpu::Buffer& k_cache,
+                                  const gpu::Buffer& v_cache, const gpu::Buffer& state,
+                                  const gpu::Buffer& out, const ModelConfig& c, uint32_t ctx_len,
+                                  uint32_t T) {
+  auto& k = attention("attend_prompt", c, ctx_len);
+  return Step{&k, ctx_->bind(k, {q, k_cache, v_cache, state, out}), c.num_heads, T};
+}
+
+Step DecodeKernels::matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm,
+                           double eps, std::map<std::string, double> o,
+                           std::initializer_list<gpu::BufferBinding> b) {
+  const uint32_t cols8 = ceil_div(cols, 8);
+  check_workgroup_memory(entry, cols, 2 * 32 * 33 * 4 + 32 * 4 + (norm ? 32ull * cols8 : 32));
+  o.insert({{"WEIGHT_F16", dtype_ == WeightDType::F16},
+            {"ROWS", rows},
+            {"COLS", cols},
+            {"COLS8", cols8},
+            {"XS_V4", norm ? 2 * cols8 : 2},
+            {"EPS", eps}});
+  auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matvec", entry, std::move(o)));
+  return Step{&k, ctx_->bind(k, b), ceil_div(rows, 32), ceil_div(T, 32)};
+}
+
+Step DecodeKernels::qkv_rope_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                                    const gpu::Buffer& bias, const gpu::Buffer& rope,
+                                    const gpu::Buffer& state, const gpu::Buffer& q_out,
+                                    const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+                                    const ModelConfig& c, uint32_t ctx_len, uint32_t T) {
+  const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
+  return matmul("qkv_rope_prompt", q_rows + 2 * kv_rows, c.hidden_size, T, true, c.rms_norm_eps,
+                {{"Q_ROWS", q_rows}, {"KV_ROWS", kv_rows}, {"HEAD_DIM", c.head_dim}, {"CTX", ctx_len}},
+                {w, x, norm, bias, rope, state, q_out, k_cache, v_cache});
+}
+
+Step DecodeKernels::gate_up_silu_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                                        const gpu::Buffer& act, uint32_t inter, uint32_t hidden, double eps,
+                                        uint32_t T) {
+  return matmul("gate_up_silu_prompt", 2 * inter, hidden, T, true, eps, {{"OUT_STRIDE", pad8(inter)}},
+                {w, x, norm, act});
+}
+
+Step DecodeKernels::residual_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid,
+                                    uint32_t rows, uint32_t cols, uint32_t T) {
+  return matmul("residual_prompt", rows, cols, T, false, 0.0, {{"OUT_STRIDE", pad8(rows)}}, {w, x, resid});
+}
+
+Step DecodeKernels::embed(const gpu::Buffer& embedding, const gpu::Buffer& tokens, const gpu::Buffer& state,
+                          const gpu::Buffer& x, uint32_t hidden, uint32_t prompt_rows) {
+  auto& k = ctx_->kernel(gpu::embedded_kernel("llm_step", "embed",
+                                              {{"WEIGHT_F16", dtype_ == WeightDType::F16},
+                                               {"HIDDEN", hidden},
+                                               {"COLS8", ceil_div(hidden, 8)},
+                                               {"WG", 256},
+                                               {"POS_WORD", prompt_rows ? 1 : 0}}));
+  return Step{&k, ctx_->bind(k, {embedding, tokens, state, x}), ceil_div(hidden, 256),
+              std::max(1u, prompt_rows)};
+}
+
+std::vector<Step> DecodeKernels::argmax(const gpu::Buffer& logits, const gpu::Buffer& part_v,
+                                        const gpu::Buffer& part_i, const gpu::Buffer& tokens,
+                                        const gpu::Buffer& state, uint32_t vocab, uint32_t chunk) {
+  const uint32_t partials = ceil_div(vocab, chunk);
+  auto& partial = ctx_->kernel(
+      gpu::embedded_kernel("llm_step", "argmax_partial", {{"WG", 256}, {"VOCAB", vocab}, {"CHUNK", chunk}}));
+  auto& final =
+      ctx_->kernel(gpu::embedded_kernel("llm_step", "argmax_final", {{"WG", 256}, {"PARTIALS", partials}}));
+  return {Step{&partial, ctx_->bind(partial, {logits, part_v, part_i}), partials},
+          Step{&final, ctx_->bind(final, {part_v, part_i, tokens, state}), 1}};
+}
+
+Step DecodeKernels::advance(const gpu::Buffer& state) {
+  auto& k = ctx_->kernel(gpu::embedded_kernel("llm_step", "advance"));
+  return Step{&k, ctx_->bind(k, {state}), 1};
+}
+
+// ---- Model ----
+
+Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, ModelOptions options)
+    : ctx_(&ctx), cfg_(std::move(cfg)), opt_(std::move(options)), ctx_len_(opt_.ctx) {
+  const auto& c = cfg_;
+  auto need = [](bool ok, const std::string& what) {
+    if (!ok) throw Error("model config: " + what);
+  };
+  need(c.vocab_size && c.hidden_size && c.intermediate_size && c.num_layers && c.num_heads &&
+           c.num_kv_heads && c.head_dim,
+       "vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, "
+       "num_key_value_heads and head_dim must all be positive");
+  need(c.num_heads % c.num_kv_heads == 0, "num_attention_heads (" + std::to_string(c.num_heads) +
+                                              ") must be a multiple of num_key_value_heads (" +
+                                              std::to_string(c.num_kv_heads) + ")");
+  need(c.head_dim % 2 == 0, "head_dim (" + std::to_string(c.head_dim) + ") must be even for RoPE");
+  if (ctx_len_ == 0) throw Error("--ctx must be at least 1");
+  if (c.max_position_embeddings && ctx_len_ > c.max_position_embeddings)
+    throw Error("--ctx " + std::to_string(ctx_len_) + " exceeds the model's max_position_embeddings (" +
+                std::to_string(c.max_position_embeddings) + ")");
+
+  const auto t0 = Clock::now();
+  upload_weights(weights);
+  stats_.upload_ms = ms_since(t0);
+
+  const uint32_t q_rows = c.num_heads * c.head_dim;
+  x_ = scratch("llm.x", c.hidden_size);
+  q_ = scratch("llm.q", q_rows);
+  att_ = scratch("llm.attention", q_rows);
+  act_ = scratch("llm.act", c.intermediate_size);
+  scores_ = scratch("llm.scores", uint64_t(c.num_heads) * ctx_len_);
+  logits_ = scratch("llm.logits", c.vocab_size);
+  part_v_ = scratch("llm.argmax_v", ceil_div(c.vocab_size, DecodeKernels::kArgmaxChunk));
+  part_i_ = scratch("llm.argmax_i", ceil_div(c.vocab_size, DecodeKernels::kArgmaxChunk));
+  tokens_ = scratch("llm.tokens", uint64_t(ctx_len_) + 1);
+  if (opt_.prefill_chunk) {
+    // Rows for whole tiles of 32 tokens: the last tile's rows past the chunk are computed too.
+    const uint64_t rows = (uint64_t(std::min(opt_.prefill_chunk, ctx_len_)) + 31) / 32 * 32;
+    x_rows_ = scratch("llm.prefill.x", rows * pad8(c.hidden_size));
+    q_rows_ = scratch("llm.prefill.q", rows * q_rows);
+    att_rows_ = scratch("llm.prefill.attention", rows * pad8(q_rows));
+    act_rows_ = scratch("llm.prefill.act", rows * pad8(c.intermediate_size));
+  }
+  state_ = scratch("llm.state", 4);
+  build_steps();
+}
+
+gpu::Buffer Model::scratch(std::string_view label, uint64_t words) {
+  gpu::Buffer b = ctx_->buffer(4 * uint64_t(pad8(uint32_t(words))), BufferUsage::StorageIO, label);
+  count_buffer(b);
+  return b;
+}
+
+void Model::upload_weights(const WeightLookup& weights) {
+  const auto& c = cfg_;
+  const uint32_t hd = c.head_dim, q_rows = c.num_heads * hd, kv_rows = c.num_kv_heads * hd;
+  const WeightDType t = opt_.dtype;
+  // Every tensor is found and shape-checked before anything is uploaded.
+  auto tensor = [&](const std::string& name, std::vector<uint64_t> shape) -> const TensorRef& {
+    return require_tensor(weights, name, shape);
+  };
+  struct LayerRefs {
+    const TensorRef *in_norm, *post_norm, *q, *k, *v, *qb = nullptr, *kb = nullptr, *vb = nullptr, *o, *gate,
+                                                      *up, *down;
+  };
+  std::vector<LayerRefs> refs;
+  for (uint32_t i = 0; i < c.num_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    LayerRefs r{};
+    r.in_norm = &tensor(p + "input_layernorm.weight", {c.hidden_size});
+    r.post_norm = &tensor(p + "post_attention_layernorm.weight", {c.hidden_size});
+    r.q = &tensor(p + "self_attn.q_proj.weight", {q_rows, c.hidden_size});
+    r.k = &tensor(p + "self_attn.k_proj.weight", {kv_rows, c.hidden_size});
+    r.v = &tensor(p + "self_attn.v_proj.weight", {kv_rows, c.hidden_size});
+    if (c.attention_bias) {
+      r.qb = &tensor(p + "self_attn.q_proj.bias", {q_rows});
+      r.kb = &tensor(p + "self_attn.k_proj.bias", {kv_rows});
+      r.vb = &tensor(p + "self_attn.v_proj.bias", {kv_rows});
+    }
+    r.o = &tensor(p + "self_attn.o_proj.weight", {c.hidden_size, q_rows});
+    r.gate = &tensor(p + "mlp.gate_proj.weight", {c.intermediate_size, c.hidden_size});
+    r.up = &tensor(p + "mlp.up_proj.weight", {c.intermediate_size, c.hidden_size});
+    r.down = &tensor(p + "mlp.down_proj.weight", {c.hidden_size, c.intermediate_size});
+    refs.push_back(r);
+  }
+  const TensorRef& embed = tensor("model.embed_tokens.weight", {c.vocab_size, c.hidden_size});
+  const TensorRef& norm = tensor("model.norm.weight", {c.hidden_size});
+  const TensorRef* head =
+      c.tie_word_embeddings ? nullptr : &tensor("lm_head.weight", {c.vocab_size, c.hidden_size});
+
+  const uint64_t per_layer = row_bytes(t, c.hidden_size) * (q_rows + 2 * kv_rows + 2 * c.intermediate_size) +
+                             row_bytes(t, q_rows) * c.hidden_size +
+                             row_bytes(t, c.intermediate_size) * c.hidden_size;
+  total_upload_ = per_layer * c.num_layers + row_bytes(t, c.hidden_size) * c.vocab_size * (head ? 2 : 1);
+  auto matrix = [&](std::string_view label, uint32_t rows, uint32_t cols,
+                    const std::function<void(uint32_t, float*)>& row) {
+    const uint64_t before = done_upload_;
+    gpu::Buffer b = upload_rows(*ctx_, t, label, rows, cols, row, [&](uint64_t bytes) {
+      done_upload_ = before + bytes;
+      if (opt_.progress) opt_.progress(done_upload_, total_upload_);
+    });
+    stats_.weight_bytes += b.size();
+    count_buffer(b);
+    return b;
+  };
+  auto rows_of = [](const TensorRef& tr) {
+    return [&tr](uint32_t r, float* out) { tensor_row(tr, r, std::span(out, tr.shape[1])); };
+  };
+  auto norm_vector = [&](std::string_view label, const TensorRef& tr) {
+    std::vector<float> v(tr.elements());
+    tensor_row(tr, 0, v);
+    gpu::Buffer b = upload_padded(*ctx_, label, v);
+    stats_.weight_bytes += b.size();
+    count_buffer(b);
+    return b;
+  };
+
+  embedding_ = matrix("llm.embedding", c.vocab_size, c.hidden_size, rows_of(embed));
+  lm_head_ = head ? matrix("llm.lm_head", c.vocab_size, c.hidden_size, rows_of(*head)) : embedding_;
+  final_norm_ = norm_vector("llm.final_norm", norm);
+  for (uint32_t i = 0; i < c.num_layers; ++i) {
+    const LayerRefs& r = refs[i];
+    Layer l;
+    const TensorRef* qkv[3] = {r.q, r.k, r.v};
+    l.qkv = matrix("llm.qkv", q_rows + 2 * kv_rows, c.hidden_size, [&](uint32_t p, float* out) {
+      auto [which, row] = qkv_source_row(p, hd, q_rows, kv_rows);
+      tensor_row(*qkv[which], row, std::span(out, c.hidden_size));
+    });
+    std::vector<float> bias(q_rows + 2 * kv_rows, 0.0f);
+    if (c.attention_bias) {
+      const std::vector<double> b[3] = {tensor_values(*r.qb), tensor_values(*r.kb), tensor_values(*r.vb)};
+      for (uint32_t p = 0; p < bias.size(); ++p) {
+        auto [which, row] = qkv_source_row(p, hd, q_rows, kv_rows);
+        bias[p] = float(b[which][row]);
+      }
+    }
+    l.qkv_bias = upload_padded(*ctx_, "llm.qkv_bias", bias);
+    count_buffer(l.qkv_bias);
+    stats_.weight_bytes += l.qkv_bias.size();
+    l.input_norm = norm_vector("llm.input_norm", *r.in_norm);
+    l.post_norm = norm_vector("llm.post_attention_norm", *r.post_norm);
+    l.o = matrix("llm.o_proj", c.hidden_size, q_rows, rows_of(*r.o));
+    const TensorRef* gu[2] = {r.gate, r.up};
+    l.gate_up = matrix("llm.gate_up", 2 * c.intermediate_size, c.hidden_size, [&](uint32_t p, float* out) {
+      auto [which, row] = gate_up_source_row(p);
+      tensor_row(*gu[which], row, std::span(out, c.hidden_size));
+    });
+    l.down = matrix("llm.down_proj", c.hidden_size, c.intermediate_size, rows_of(*r.down));
+    const uint64_t cache = uint64_t(c.num_kv_heads) * ctx_len_ * hd;
+    l.k_cache = scratch("llm.k_cache", cache);
+    l.v_cache = scratch("llm.v_cache", cache);
+    stats_.kv_cache_bytes += l.k_cache.size() + l.v_cache.size();
+    layers_.push_back(std::move(l));
+    ctx_->wait();  // each layer's queued writes drain before the next layer's are staged
+  }
+
+  // RoPE angles in double, as the reference computes them: (cos, sin) of pos * theta^(-2i/hd).
+  std::vector<float> rope(size_t(ctx_len_) * hd);
+  for (uint32_t pos = 0; pos < ctx_len_; ++pos)
+    for (uint32_t i = 0; i < hd / 2; ++i) {
+      const double angle = double(pos) * std::pow(c.rope_theta, -2.0 * double(i) / double(hd));
+      rope[(size_t(pos) * hd / 2 + i) * 2] = float(std::cos(angle));
+      rope[(size_t(pos) * hd / 2 + i) * 2 + 1] = float(std::sin(angle));
+    }
+  rope_ = ctx_->upload<float>(rope, BufferUsage::Storage, "llm.rope");
+  count_buffer(rope_);
+}
+
+void Model::build_steps() {
+  const auto& c = cfg_;
+  DecodeKernels k(*ctx_, opt_.dtype);
+  step_.push_back(k.embed(embedding_, tokens_, state_, x_, c.hidden_size));
+  for (const Layer& l : layers_) {
+    step_.push_back(k.qkv_rope(l.qkv, x_, l.input_norm, l.qkv_bias, rope_, state_, q_, l.k_cache, l.v_cache,
+                               c, ctx_len_));
+    step_.push_back(k.attend(q_, l.k_cache, l.v_cache, state_, scores_, att_, c, ctx_len_));
+    step_.push_back(k.matvec_residual(l.o, att_, x_, c.hidden_size, c.num_heads * c.head_dim));
+    step_.push_back(
+        k.gate_up_silu(l.gate_up, x_, l.post_norm, act_, c.intermediate_size, c.hidden_size, c.rms_norm_eps));
+    step_.push_back(k.matvec_residual(l.down, act_, x_, c.hidden_size, c.intermediate_size));
+  }
+  step_.push_back(
+      k.matvec_norm(lm_head_, x_, final_norm_, logits_, c.vocab_size, c.hidden_size, c.rms_norm_eps));
+  argmax_ = k.argmax(logits_, part_v_, part_i_, tokens_, state_, c.vocab_size, DecodeKernels::kArgmaxChunk);
+  advance_ = k.advance(state_);
+  stats_.dispatches_per_step = uint32_t(step_.size() + argmax_.size());
+}
+
+void Model::reset() {
+  seq_.clear();
+  fed_ = written_ = 0;
+  logits_fresh_ = false;
+}
+
+void Model::push_sequence(std::span<const uint32_t> ids) {
+  for (uint32_t id : ids)
+    if (id >= cfg_.vocab_size)
+      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (vocab_size " +
+                  std::to_string(cfg_.vocab_size) + ")");
+  if (seq_.size() + ids.size() > ctx_len_)
+    throw Error("the sequence (" + std::to_string(seq_.size() + ids.size()) +
+                " tokens) is longer than --ctx " + std::to_string(ctx_len_));
+  seq_.insert(seq_.end(), ids.begin(), ids.end());
+  if (written_ < seq_.size()) {
+    ctx_->write(tokens_, 4ull * written_, std::as_bytes(std::span(seq_).subspan(written_)));
+    written_ = uint32_t(seq_.size());
+  }
+  if (fed_ < seq_.size()) {
+    ctx_->write_value<uint32_t>(state_, 0, fed_);
+    logits_fresh_ = false;
+  }
+}
+
+void Model::record_prompt(gpu::Recorder& rec) {
+  const auto& c = cfg_;
+  const uint32_t last = uint32_t(seq_.size()) - 1;
+  if (opt_.prefill_chunk == 0) {  // one decode step per position; state word 0 = fed_
+    const auto body = std::span(step_).first(step_.size() - 1);  // embedding .. last layer
+    for (uint32_t p = fed_; p < last; ++p) {
+      record(rec, body);
+      record(rec, std::span(&advance_, 1));
+    }
+    record(rec, step_);
+    return;
+  }
+  DecodeKernels k(*ctx_, opt_.dtype);
+  const uint32_t q_rows = c.num_heads * c.head_dim;
+  for (uint32_t p0 = fed_; p0 <= last; p0 += opt_.prefill_chunk) {
+    const uint32_t T = std::min(opt_.prefill_chunk, last + 1 - p0);
+    const uint32_t words[2] = {last, p0};  // the picker's position; the chunk's first position
+    ctx_->write(state_, 0, std::as_bytes(std::span(words)));
+    std::vector<Step> steps{k.embed(embedding_, tokens_, state_, x_rows_, c.hidden_size, T)};
+    for (const Layer& l : layers_) {
+      steps.push_back(k.qkv_rope_prompt(l.qkv, x_rows_, l.input_norm, l.qkv_bias, rope_, state_, q_rows_,
+                                        l.k_cache, l.v_cache, c, ctx_len_, T));
+      steps.push_back(k.attend_prompt(q_rows_, l.k_cache, l.v_cache, state_, att_rows_, c, ctx_len_, T));
+      steps.push_back(k.residual_prompt(l.o, att_rows_, x_rows_, c.hidden_size, q_rows, T));
+      steps.push_back(k.gate_up_silu_prompt(l.gate_up, x_rows_, l.post_norm, act_rows_, c.intermediate_size,
+                                            c.hidden_size, c.rms_norm_eps, T));
+      steps.push_back(k.residual_prompt(l.down, act_rows_, x_rows_, c.hidden_size, c.intermediate_size, T));
+    }
+    record(rec, steps);
+    if (p0 + T <= last) {
+      rec.submit();  // the next chunk's state write must follow this chunk
+    } else {
+      const uint64_t row = 4ull * pad8(c.hidden_size);
+      rec.copy(x_rows_, row * (T - 1), x_, 0, row);  // the last token's residual stream
+      record(rec, std::span(step_).last(1));         // LM head
+    }
+  }
+}
+
+void Model::prefill(std::span<const uint32_t> ids) {
+  push_sequence(ids);
+  if (fed_ == seq_.size()) throw Error("prefill: nothing to feed (empty prompt)");
+  gpu::Recorder rec(*ctx_);
+  record_prompt(rec);
+  rec.submit();
+  ctx_->wait();
+  fed_ = uint32_t(seq_.size());
+  logits_fresh_ = true;
+}
+
+std::vector<float> Model::read_logits() {
+  ++stats_.debug_readbacks;
+  return ctx_->read<float>(logits_, 0, cfg_.vocab_size);
+}
+
+std::vector<uint32_t> Model::generate(std::span<const uint32_t> prompt, uint32_t n,
+                                      const std::function<bool(uint32_t)>& on_token,
+                                      const GenerateOptions& opt) {
+  if (n == 0) throw Error("generate: the number of tokens to generate (-n) must be at least 1");
+  const bool continue_from_prefill = prompt.empty() && logits_fresh_ && fed_ == seq_.size();
+  // The last token generated is never fed, so positions up to length + n - 2 are used.
+  const uint64_t length = seq_.size() + prompt.size();
+  if (length + n - 1 > ctx_len_)
+    throw Error("generate: " + std::to_string(length) + " tokens + " + std::to_string(n) +
+                " to generate exceed --ctx " + std::to_string(ctx_len_));
+  if (!continue_from_prefill) {
+    if (fed_ == length) throw Error("generate: empty prompt");
+    push_sequence(prompt);
+  }
+  const std::span<const Step> picker = opt.picker.empty() ? std::span<const Step>(argmax_) : opt.picker;
+  const uint32_t K = opt.on_logits ? 1 : std::max<uint32_t>(1, opt.steps_per_submit);
+  const uint32_t first = uint32_t(seq_.size());  // index of the first generated token
+  stats_.prompt_tokens = seq_.size() - fed_;
+  stats_.generated_tokens = stats_.decode_dispatches = stats_.decode_submits = stats_.decode_readbacks =
+      stats_.decode_tokens = 0;
+  stats_.prefill_ms = stats_.decode_ms = 0;
+
+  std::vector<uint32_t> out;
+  bool stopped = false;
+  // Reads tokens [first + out.size(), + count) back (one read-back) and reports them.
+  auto take = [&](uint32_t count) {
+    auto ids = ctx_->read<uint32_t>(tokens_, first + out.size(), count);
+    if (opt.on_logits) {
+      ++stats_.debug_readbacks;
+      opt.on_logits(ctx_->read<float>(logits_, 0, cfg_.vocab_size));
+    }
+    for (uint32_t id : ids) {
+      if (stopped) break;  // computed past EOS in the same batch: discarded
+      if (id >= cfg_.vocab_size)
+        throw Error("the GPU picked token id " + std::to_string(id) +
+                    " outside the vocabulary (non-finite logits?)");
+      out.push_back(id);
+      seq_.push_back(id);
+      const bool eos = std::find(opt.eos_ids.begin(), opt.eos_ids.end(), id) != opt.eos_ids.end();
+      if ((on_token && !on_token(id)) || eos || out.size() == n) stopped = true;
+    }
+  };
+
+  // The prompt phase: every unfed prompt position, then the first generated token.
+  auto t0 = Clock::now();
+  gpu::Recorder rec(*ctx_);
+  if (!continue_from_prefill) record_prompt(rec);
+  record(rec, picker);
+  rec.submit();
+  take(1);
+  stats_.prefill_ms = ms_since(t0);
+
+  // The decode phase: K steps per command buffer, one read-back per K.
+  t0 = Clock::now();
+  const uint64_t d0 = rec.dispatches(), s0 = rec.submits();
+  while (!stopped) {
+    const uint32_t k = std::min<uint32_t>(K, n - uint32_t(out.size()));
+    for (uint32_t i = 0; i < k; ++i) {
+      record(rec, step_);
+      record(rec, picker);
+    }
+    rec.submit();
+    ++stats_.decode_readbacks;
+    stats_.decode_tokens += k;
+    take(k);
+  }
+  stats_.decode_ms = ms_since(t0);
+  stats_.decode_dispatches = rec.dispatches() - d0;
+  stats_.decode_submits = rec.submits() - s0;
+  stats_.generated_tokens = out.size();
+  fed_ = uint32_t(seq_.size()) - 1;  // the last token is known but not fed
+  written_ = uint32_t(seq_.size());
+  logits_fresh_ = false;
+  return out;
+}
+
+}  // namespace wgfuse::llm

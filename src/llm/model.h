@@ -1,0 +1,219 @@
+// Model: a Qwen2-architecture decoder on the GPU. Weights are uploaded once in the storage dtype
+// (f16 packed two to a u32, or f32; arithmetic is f32 either way), the KV cache is allocated for
+// `ctx` positions, and the decode step is resolved once into a list of dispatches (kernel, bind
+// group, grid) that is recorded unchanged for every token:
+//   embed; per layer: qkv_rope, attend, o_proj + residual, gate_up_silu, down + residual;
+//   LM head; token picker (greedy argmax, or the sampler)
+// The step reads and advances a device-side decode state (state word 0 = pos), and the picker
+// writes tokens[pos + 1], which the next step's embedding reads: K steps go into one command
+// buffer with no host sync, and the host reads the tokens back once per K steps.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gpu/context.h"
+#include "gpu/recorder.h"
+#include "llm/config.h"
+#include "llm/reference.h"
+
+namespace wgfuse::llm {
+
+enum class WeightDType { F16, F32 };
+WeightDType parse_weight_dtype(std::string_view s);  // "f16" | "f32"; throws Error otherwise
+
+// The IEEE half nearest to `v` (round to nearest even). TO BE REPLACED by src/util/half.h.
+uint16_t half_bits(float v);
+
+// Converts rows of a matrix into the storage layout of kernels/llm_matvec.wgsl: each row padded
+// with zeros to a multiple of 8 elements, f16 (two per u32, element 0 in the low half) or f32.
+// `row(r, out)` writes row r's `cols` floats to out. The one path weights take to the GPU (the
+// weight arena will take its place); `progress` gets the bytes written so far by this call.
+gpu::Buffer upload_rows(gpu::Context& ctx, WeightDType dtype, std::string_view label, uint32_t rows,
+                        uint32_t cols, const std::function<void(uint32_t row, float* out)>& row,
+                        const std::function<void(uint64_t bytes)>& progress = {});
+// A vector of floats padded with zeros to a multiple of 8 (the kernels read 8 at a time).
+gpu::Buffer upload_padded(gpu::Context& ctx, std::string_view label, std::span<const float> values);
+
+// Row orders of the fused matrices (packed row -> source row), shared with the tests.
+// Q/K/V: q rows, then k rows, each head's rows as RoPE pairs (i, i + hd/2); then v rows in order.
+// Returns {0 = q, 1 = k, 2 = v; row within that projection}.
+std::pair<uint32_t, uint32_t> qkv_source_row(uint32_t packed, uint32_t head_dim, uint32_t q_rows,
+                                             uint32_t kv_rows);
+// Gate/up: gate 0, up 0, gate 1, ... Returns {0 = gate, 1 = up; row}.
+std::pair<uint32_t, uint32_t> gate_up_source_row(uint32_t packed);
+
+struct ModelOptions {
+  WeightDType dtype = WeightDType::F16;
+  uint32_t ctx = 4096;  // KV-cache positions; at most max_position_embeddings
+  // Prompt tokens per prefill submit (tiled matrix-matrix kernels); 0 feeds prompts through
+  // decode steps instead, one position at a time.
+  uint32_t prefill_chunk = 512;
+  // Called while uploading: bytes uploaded so far, bytes in all.
+  std::function<void(uint64_t done, uint64_t total)> progress;
+};
+
+// One resolved dispatch. (Becomes gpu::Plan's step when the Plan lands.)
+struct Step {
+  const gpu::Kernel* kernel;
+  gpu::BindGroup group;
+  uint32_t x, y = 1, z = 1;
+};
+void record(gpu::Recorder& rec, std::span<const Step> steps);
+
+// The kernels of the decode step, each resolved into a Step over given buffers: one definition
+// for the Model and the kernel tests. Weight matrices are upload_rows() buffers; vectors read by
+// the matrix-vector kernels (x, norm weights) are padded to a multiple of 8 floats.
+class DecodeKernels {
+ public:
+  DecodeKernels(gpu::Context& ctx, WeightDType dtype);
+  // q_out = RoPE(W_qkv rmsnorm(x) + b) for the q rows; k, v rows written at pos into the caches.
+  Step qkv_rope(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm, const gpu::Buffer& bias,
+                const gpu::Buffer& rope, const gpu::Buffer& state, const gpu::Buffer& q_out,
+                const gpu::Buffer& k_cache, const gpu::Buffer& v_cache, const ModelConfig& cfg,
+                uint32_t ctx_len);
+  // act = silu(W_gate xn) * (W_up xn), xn = rmsnorm(x); w packed by gate_up_source_row.
+  Step gate_up_silu(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                    const gpu::Buffer& act, uint32_t inter, uint32_t hidden, double eps);
+  Step matvec_norm(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm, const gpu::Buffer& y,
+                   uint32_t rows, uint32_t cols, double eps);  // y = W rmsnorm(x)
+  Step matvec_residual(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid, uint32_t rows,
+                       uint32_t cols);  // resid += W x
+  Step attend(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+              const gpu::Buffer& state, const gpu::Buffer& scores, const gpu::Buffer& out,
+              const ModelConfig& cfg, uint32_t ctx_len);
+  // x = embedding[tokens[pos]]; with prompt_rows = T > 0, rows t < T of x (rows padded to 8)
+  // = embedding[tokens[state word 1 + t]].
+  Step embed(const gpu::Buffer& embedding, const gpu::Buffer& tokens, const gpu::Buffer& state,
+             const gpu::Buffer& x, uint32_t hidden, uint32_t prompt_rows = 0);
+  // Two steps: partial maxima over chunks of `chunk` logits, then the final one that writes
+  // tokens[pos + 1] and advances pos. part_v, part_i hold ceil(vocab / chunk) entries.
+  std::vector<Step> argmax(const gpu::Buffer& logits, const gpu::Buffer& part_v, const gpu::Buffer& part_i,
+                           const gpu::Buffer& tokens, const gpu::Buffer& state, uint32_t vocab,
+                           uint32_t chunk);
+  Step advance(const gpu::Buffer& state);
+
+  // Prefill of a prompt chunk of T tokens at positions state word 1 + t: the same operations over
+  // row-major activations [T][width padded to 8], as tiled matrix-matrix products.
+  Step qkv_rope_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                       const gpu::Buffer& bias, const gpu::Buffer& rope, const gpu::Buffer& state,
+                       const gpu::Buffer& q_out, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+                       const ModelConfig& cfg, uint32_t ctx_len,
+                       uint32_t T);  // q_out: [T][heads * hd], unpadded
+  Step gate_up_silu_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                           const gpu::Buffer& act, uint32_t inter, uint32_t hidden, double eps, uint32_t T);
+  Step residual_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid, uint32_t rows,
+                       uint32_t cols, uint32_t T);
+  Step attend_prompt(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+                     const gpu::Buffer& state, const gpu::Buffer& out, const ModelConfig& cfg,
+                     uint32_t ctx_len, uint32_t T);
+
+  static constexpr uint32_t kArgmaxChunk = 2048;
+
+ private:
+  const gpu::Kernel& matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm, double eps,
+                            std::map<std::string, double> extra = {});
+  Step matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm, double eps,
+              std::map<std::string, double> extra, std::initializer_list<gpu::BufferBinding> b);
+  const gpu::Kernel& attention(const std::string& entry, const ModelConfig& cfg, uint32_t ctx_len);
+  void check_workgroup_memory(const std::string& entry, uint32_t cols, uint64_t bytes) const;
+  Step matvec_step(const gpu::Kernel& k, uint32_t rows, std::initializer_list<gpu::BufferBinding> b);
+  gpu::Context* ctx_;
+  WeightDType dtype_;
+  uint32_t team_, rows_per_wg_;
+};
+
+// What a token picker (greedy argmax here, or the sampler) works on. Contract: read logits
+// f32[vocab] and tokens[0..pos]; write tokens[pos + 1]; set state word 0 to pos + 1.
+struct DecodeBuffers {
+  const gpu::Buffer& logits;  // f32[vocab]
+  const gpu::Buffer& tokens;  // u32[ctx + 1]
+  const gpu::Buffer& state;   // u32[4], word 0 = pos
+};
+
+struct GenerateOptions {
+  uint32_t steps_per_submit = 8;  // K decode steps per command buffer
+  std::vector<uint32_t> eos_ids;  // generation stops after the first of these (it is reported)
+  std::span<const Step> picker;   // the sampler's steps; empty: greedy argmax
+  // Debug path: called after every step with its logits (forces K = 1; each call is a read-back,
+  // counted in the stats).
+  std::function<void(std::span<const float> logits)> on_logits;
+};
+
+struct ModelStats {
+  uint64_t weight_bytes = 0, kv_cache_bytes = 0, gpu_memory_bytes = 0;  // all of the model's buffers
+  double upload_ms = 0;
+  uint32_t dispatches_per_step = 0;  // one decode step: embedding .. picker
+  // The last generate(): the prompt phase (prompt positions + the first generated token) and
+  // the decode phase (every later token).
+  uint64_t prompt_tokens = 0, generated_tokens = 0;
+  double prefill_ms = 0, decode_ms = 0;
+  uint64_t decode_dispatches = 0, decode_submits = 0, decode_readbacks = 0, decode_tokens = 0;
+  uint64_t debug_readbacks = 0;  // logits read back (GenerateOptions::on_logits, read_logits)
+};
+
+class Model {
+ public:
+  Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, ModelOptions options = {});
+
+  const ModelConfig& config() const { return cfg_; }
+  uint32_t capacity() const { return ctx_len_; }
+  // Positions in the KV cache, and the sequence so far (its last token may not be fed yet).
+  uint32_t length() const { return fed_; }
+  const std::vector<uint32_t>& sequence() const { return seq_; }
+  void reset();
+
+  // Appends `ids` to the sequence and feeds every unfed token through the model. The logits of
+  // the last are then in the logits buffer (read_logits). Picks no token.
+  void prefill(std::span<const uint32_t> ids);
+  // Appends `prompt`, then generates up to n tokens: each is passed to on_token (false stops)
+  // and returned. Stops after an EOS id; tokens computed past it in a K batch are discarded.
+  std::vector<uint32_t> generate(std::span<const uint32_t> prompt, uint32_t n,
+                                 const std::function<bool(uint32_t)>& on_token = {},
+                                 const GenerateOptions& options = {});
+
+  std::vector<float> read_logits();  // debug read-back of the last logits (counted)
+  DecodeBuffers decode_buffers() const { return {logits_, tokens_, state_}; }
+  std::span<const Step> decode_step() const { return step_; }  // without the picker
+  const ModelStats& stats() const { return stats_; }
+
+ private:
+  struct Layer {
+    gpu::Buffer qkv, qkv_bias, input_norm, o, post_norm, gate_up, down, k_cache, v_cache;
+  };
+  void upload_weights(const WeightLookup& weights);
+  gpu::Buffer scratch(std::string_view label, uint64_t words);
+  void build_steps();
+  // Appends ids to seq_, writes the unwritten tail of seq_ to the device and sets pos = fed_.
+  void push_sequence(std::span<const uint32_t> ids);
+  // Records (and submits, but for the last chunk) every unfed position through the model and
+  // the LM head; state word 0 is left on the last position, for the picker.
+  void record_prompt(gpu::Recorder& rec);
+  void count_buffer(const gpu::Buffer& b) { stats_.gpu_memory_bytes += b.size(); }
+
+  gpu::Context* ctx_;
+  ModelConfig cfg_;
+  ModelOptions opt_;
+  uint32_t ctx_len_;
+  uint64_t total_upload_ = 0, done_upload_ = 0;
+  std::vector<Layer> layers_;
+  gpu::Buffer embedding_, lm_head_, final_norm_, rope_;
+  gpu::Buffer x_, q_, att_, act_, scores_, logits_, part_v_, part_i_, tokens_, state_;
+  gpu::Buffer x_rows_, q_rows_, att_rows_, act_rows_;  // prefill activations [chunk][width]
+  std::vector<Step> step_;                             // embedding .. LM head
+  std::vector<Step> argmax_;                           // the greedy picker
+  Step advance_{};  // ends a prompt position instead of the LM head and the picker
+  std::vector<uint32_t> seq_;
+  uint32_t fed_ = 0;
+  uint32_t written_ = 0;       // tokens of seq_ already in the device tokens buffer
+  bool logits_fresh_ = false;  // prefill() left the logits of the last fed token
+  ModelStats stats_;
+};
+
+}  // namespace wgfuse::llm

@@ -1,0 +1,435 @@
+// Every kernel of the decode step (kernels/llm_*.wgsl through llm::DecodeKernels) against the
+// double-precision reference ops (src/llm/reference.h), on random data with odd shapes, in f32
+// and f16 storage. The reference gets the weights exactly as stored (rounded to f16 for f16
+// storage), so both dtypes are held to f32-arithmetic tolerances; what f16 rounding costs is the
+// whole-model test's business. Outputs are poisoned with NaN before each run.
+#include <array>
+#include <cmath>
+#include <limits>
+#include <ostream>
+
+#include "llm/model.h"
+#include "support.h"
+
+namespace wgfuse {
+namespace {
+
+using gpu::BufferUsage;
+using llm::WeightDType;
+using test::context;
+namespace ref = llm::ref;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// max |got - want| / max |want|: per-element relative error is meaningless where a sum cancels.
+::testing::AssertionResult close_normalised(const std::vector<float>& got, const std::vector<double>& want,
+                                            double tol) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
+  double scale = 0, err = 0;
+  long worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    scale = std::max(scale, std::abs(want[i]));
+    const double e = std::abs(double(got[i]) - want[i]);
+    if (!(e <= err)) err = e, worst = long(i);  // NaN counts as the worst
+  }
+  if (err <= tol * scale) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "max error " << err << " at " << worst << " (got " << got[worst] << ", want " << want[worst]
+         << ") > " << tol << " * max |want| " << scale;
+}
+
+// What the kernels compute with: the value rounded to the storage dtype.
+float stored(float v, WeightDType t) {
+  return t == WeightDType::F16 ? float(llm::value16(llm::half_bits(v), llm::DType::F16)) : v;
+}
+
+std::vector<double> as_double(const std::vector<float>& v) {
+  return {v.begin(), v.end()};
+}
+
+// A row-major matrix of random values, as stored (rounded) and uploaded in the kernels' layout.
+struct Matrix {
+  std::vector<float> values;  // [rows, cols], rounded to the storage dtype
+  gpu::Buffer buffer;
+};
+Matrix random_matrix(WeightDType t, uint32_t rows, uint32_t cols, uint32_t seed,
+                     const std::function<uint32_t(uint32_t)>& source_row = {}) {
+  Matrix m{test::random_floats(size_t(rows) * cols, seed, -1.0f, 1.0f), {}};
+  for (auto& v : m.values) v = stored(v, t);
+  m.buffer = llm::upload_rows(context(), t, "test.matrix", rows, cols, [&](uint32_t r, float* out) {
+    const uint32_t src = source_row ? source_row(r) : r;
+    std::copy_n(m.values.begin() + size_t(src) * cols, cols, out);
+  });
+  return m;
+}
+
+// A storage buffer of n floats, all NaN.
+gpu::Buffer poisoned(size_t n) {
+  std::vector<float> v((n + 7) / 8 * 8, kNaN);
+  return context().upload<float>(v, BufferUsage::StorageIO, "test.poisoned");
+}
+
+void run(std::initializer_list<llm::Step> steps) {
+  gpu::Recorder rec(context());
+  llm::record(rec, std::vector<llm::Step>(steps));
+  rec.submit();
+  context().wait();
+}
+
+ref::Linear linear_of(const Matrix& m, uint32_t rows, uint32_t cols) {
+  return {as_double(m.values), {}, rows, cols};
+}
+
+}  // namespace
+}  // namespace wgfuse
+
+namespace wgfuse::llm {
+void PrintTo(WeightDType t, std::ostream* os) {
+  *os << (t == WeightDType::F16 ? "f16" : "f32");
+}
+}  // namespace wgfuse::llm
+
+namespace wgfuse {
+namespace {
+
+class LlmKernel : public ::testing::TestWithParam<WeightDType> {};
+
+// Test that resid += W x matches the reference at 37 rows of 50 (neither a multiple of 8).
+TEST_P(LlmKernel, MatvecResidual) {
+  const WeightDType t = GetParam();
+  const uint32_t rows = 37, cols = 50;
+  Matrix w = random_matrix(t, rows, cols, 1);
+  auto x = test::random_floats(cols, 2, -1, 1), resid = test::random_floats(rows, 3, -1, 1);
+  // x's padding holds NaN: the kernel must not read past `cols` into the sum.
+  std::vector<float> x_padded(56, kNaN);
+  std::copy(x.begin(), x.end(), x_padded.begin());
+  auto x_buf = context().upload<float>(x_padded, BufferUsage::StorageIO, "x");
+  auto r_buf = llm::upload_padded(context(), "resid", resid);
+  llm::DecodeKernels k(context(), t);
+  run({k.matvec_residual(w.buffer, x_buf, r_buf, rows, cols)});
+  auto want = ref::linear(linear_of(w, rows, cols), as_double(x));
+  for (uint32_t r = 0; r < rows; ++r) want[r] += resid[r];
+  EXPECT_TRUE(close_normalised(context().read<float>(r_buf, 0, rows), want, 1e-5));
+}
+
+// Test that y = W rmsnorm(x) (the LM head) matches the reference, 37 x 50.
+TEST_P(LlmKernel, MatvecNorm) {
+  const WeightDType t = GetParam();
+  const uint32_t rows = 37, cols = 50;
+  Matrix w = random_matrix(t, rows, cols, 4);
+  auto x = test::random_floats(cols, 5, -2, 2), nw = test::random_floats(cols, 6, 0.5, 1.5);
+  auto y = poisoned(rows);
+  llm::DecodeKernels k(context(), t);
+  run({k.matvec_norm(w.buffer, llm::upload_padded(context(), "x", x), llm::upload_padded(context(), "nw", nw),
+                     y, rows, cols, 1e-6)});
+  auto want = ref::linear(linear_of(w, rows, cols), ref::rmsnorm(as_double(x), as_double(nw), 1e-6));
+  EXPECT_TRUE(close_normalised(context().read<float>(y, 0, rows), want, 1e-5));
+}
+
+// Test that act = silu(gate xn) * up xn matches the reference with 37 intermediate rows of 50.
+TEST_P(LlmKernel, GateUpSilu) {
+  const WeightDType t = GetParam();
+  const uint32_t inter = 37, hidden = 50;
+  // One matrix [gate; up] of 2 * inter rows, uploaded in the interleaved order.
+  Matrix w = random_matrix(t, 2 * inter, hidden, 7, [&](uint32_t p) {
+    auto [which, row] = llm::gate_up_source_row(p);
+    return which * inter + row;
+  });
+  auto x = test::random_floats(hidden, 8, -2, 2), nw = test::random_floats(hidden, 9, 0.5, 1.5);
+  auto act = poisoned(inter);
+  llm::DecodeKernels k(context(), t);
+  run({k.gate_up_silu(w.buffer, llm::upload_padded(context(), "x", x),
+                      llm::upload_padded(context(), "nw", nw), act, inter, hidden, 1e-6)});
+  const auto xn = ref::rmsnorm(as_double(x), as_double(nw), 1e-6);
+  auto wv = as_double(w.values);
+  ref::Linear gate{{wv.begin(), wv.begin() + inter * hidden}, {}, inter, hidden};
+  ref::Linear up{{wv.begin() + inter * hidden, wv.end()}, {}, inter, hidden};
+  EXPECT_TRUE(close_normalised(context().read<float>(act, 0, inter),
+                               ref::swiglu(ref::linear(gate, xn), ref::linear(up, xn)), 1e-5));
+}
+
+// Heads 4 on kv heads 2, head_dim 12, hidden 50.
+llm::ModelConfig attention_config() {
+  return {.hidden_size = 50,
+          .num_heads = 4,
+          .num_kv_heads = 2,
+          .head_dim = 12,
+          .rope_theta = 1e4,
+          .rms_norm_eps = 1e-6};
+}
+
+// Rows of T tokens, each padded with zeros to a multiple of 8 (the prefill activation layout);
+// rows from T up to a whole tile of 32 hold NaN (the tile computes them; nobody reads them).
+gpu::Buffer token_rows(const std::vector<float>& values, uint32_t T, uint32_t width) {
+  const uint32_t stride = (width + 7) / 8 * 8, tiles = (T + 31) / 32 * 32;
+  std::vector<float> rows(size_t(tiles) * stride, 0.0f);
+  for (uint32_t t = 0; t < tiles; ++t)
+    for (uint32_t i = 0; i < width; ++i) rows[t * stride + i] = t < T ? values[t * width + i] : kNaN;
+  return context().upload<float>(rows, BufferUsage::StorageIO, "test.rows");
+}
+std::vector<float> read_rows(const gpu::Buffer& b, uint32_t T, uint32_t width) {
+  const uint32_t stride = (width + 7) / 8 * 8;
+  auto all = context().read<float>(b);
+  std::vector<float> out;
+  for (uint32_t t = 0; t < T; ++t)
+    out.insert(out.end(), all.begin() + t * stride, all.begin() + t * stride + width);
+  return out;
+}
+
+// A random Q/K/V projection (weights, bias) packed as the kernels want it, the RoPE table, and
+// the reference: q, k, v (after bias and RoPE) of one token.
+struct Qkv {
+  llm::ModelConfig c = attention_config();
+  uint32_t hd = c.head_dim, q_rows = c.num_heads * hd, kv_rows = c.num_kv_heads * hd,
+           rows = q_rows + 2 * kv_rows;
+  Matrix w;
+  std::vector<float> bias;
+  gpu::Buffer packed_bias, rope;
+
+  Qkv(WeightDType t, uint32_t ctx_len) {
+    auto source = [&](uint32_t p) {
+      auto [which, row] = llm::qkv_source_row(p, hd, q_rows, kv_rows);
+      return (which == 0 ? 0 : which == 1 ? q_rows : q_rows + kv_rows) + row;
+    };
+    w = random_matrix(t, rows, c.hidden_size, 10, source);
+    bias = test::random_floats(rows, 11, -0.5, 0.5);
+    std::vector<float> packed(rows), table(ctx_len * hd);
+    for (uint32_t p = 0; p < rows; ++p) packed[p] = bias[source(p)];
+    for (uint32_t p = 0; p < ctx_len; ++p)
+      for (uint32_t i = 0; i < hd / 2; ++i) {
+        const double a = p * std::pow(c.rope_theta, -2.0 * i / hd);
+        table[(p * hd / 2 + i) * 2] = float(std::cos(a));
+        table[(p * hd / 2 + i) * 2 + 1] = float(std::sin(a));
+      }
+    packed_bias = llm::upload_padded(context(), "bias", packed);
+    rope = llm::upload_padded(context(), "rope", table);
+  }
+  // {q, k, v} of a token with normalised input xn at position pos.
+  std::array<std::vector<double>, 3> reference(const std::vector<double>& xn, uint32_t pos) const {
+    auto wv = as_double(w.values), bv = as_double(bias);
+    auto proj = [&](uint32_t first, uint32_t n) {
+      ref::Linear l{
+          {wv.begin() + size_t(first) * c.hidden_size, wv.begin() + size_t(first + n) * c.hidden_size},
+          {bv.begin() + first, bv.begin() + first + n},
+          n,
+          c.hidden_size};
+      return ref::linear(l, xn);
+    };
+    std::array<std::vector<double>, 3> out{proj(0, q_rows), proj(q_rows, kv_rows),
+                                           proj(q_rows + kv_rows, kv_rows)};
+    for (uint32_t h = 0; h < c.num_heads; ++h)
+      ref::rope(std::span(out[0]).subspan(h * hd, hd), pos, c.rope_theta);
+    for (uint32_t h = 0; h < c.num_kv_heads; ++h)
+      ref::rope(std::span(out[1]).subspan(h * hd, hd), pos, c.rope_theta);
+    return out;
+  }
+  // Expects the caches' rows at `pos` to hold k, v; NaN (unwritten) when k is empty.
+  void expect_cache_at(const std::vector<float>& kg, const std::vector<float>& vg, uint32_t ctx_len,
+                       uint32_t pos, const std::vector<double>& k, const std::vector<double>& v) const {
+    for (uint32_t h = 0; h < c.num_kv_heads; ++h) {
+      const auto at = kg.begin() + (h * ctx_len + pos) * hd;
+      std::vector<float> kr(at, at + hd),
+          vr(vg.begin() + (at - kg.begin()), vg.begin() + (at - kg.begin()) + hd);
+      if (k.empty()) {
+        for (uint32_t d = 0; d < hd; ++d)
+          ASSERT_TRUE(std::isnan(kr[d]) && std::isnan(vr[d]))
+              << "cache written at pos " << pos << ", head " << h;
+      } else {
+        EXPECT_TRUE(close_normalised(kr, {k.begin() + h * hd, k.begin() + (h + 1) * hd}, 1e-5))
+            << "k, pos " << pos;
+        EXPECT_TRUE(close_normalised(vr, {v.begin() + h * hd, v.begin() + (h + 1) * hd}, 1e-5))
+            << "v, pos " << pos;
+      }
+    }
+  }
+};
+
+// Test the fused Q/K/V kernel: rmsnorm, projection + bias, RoPE at pos 5, K and V appended to
+// the caches at pos 5 and nowhere else (heads 4, kv heads 2, head_dim 12, hidden 50).
+TEST_P(LlmKernel, QkvRope) {
+  const uint32_t ctx_len = 7, pos = 5;
+  const Qkv s(GetParam(), ctx_len);
+  const auto& c = s.c;
+  auto x = test::random_floats(c.hidden_size, 12, -2, 2),
+       nw = test::random_floats(c.hidden_size, 13, 0.5, 1.5);
+  const uint32_t state[4] = {pos, 0, 0, 0};
+  auto q = poisoned(s.q_rows), kc = poisoned(s.kv_rows * ctx_len), vc = poisoned(s.kv_rows * ctx_len);
+  llm::DecodeKernels k(context(), GetParam());
+  run({k.qkv_rope(s.w.buffer, llm::upload_padded(context(), "x", x), llm::upload_padded(context(), "nw", nw),
+                  s.packed_bias, s.rope, context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"),
+                  q, kc, vc, c, ctx_len)});
+  const auto want = s.reference(ref::rmsnorm(as_double(x), as_double(nw), 1e-6), pos);
+  EXPECT_TRUE(close_normalised(context().read<float>(q, 0, s.q_rows), want[0], 1e-5));
+  auto kg = context().read<float>(kc), vg = context().read<float>(vc);
+  for (uint32_t p = 0; p < ctx_len; ++p)
+    s.expect_cache_at(kg, vg, ctx_len, p, p == pos ? want[1] : std::vector<double>{}, want[2]);
+}
+
+// Test the prefill Q/K/V product: 37 tokens from position 3 (state word 1); q rows per token,
+// K/V at positions 3..39, positions 0..2 untouched.
+TEST_P(LlmKernel, QkvRopePrompt) {
+  const uint32_t ctx_len = 45, p0 = 3, T = 37;
+  const Qkv s(GetParam(), ctx_len);
+  const auto& c = s.c;
+  auto x = test::random_floats(T * c.hidden_size, 14, -2, 2),
+       nw = test::random_floats(c.hidden_size, 15, 0.5, 1.5);
+  const uint32_t state[4] = {0, p0, 0, 0};
+  auto q = poisoned(64 * s.q_rows), kc = poisoned(s.kv_rows * ctx_len), vc = poisoned(s.kv_rows * ctx_len);
+  llm::DecodeKernels k(context(), GetParam());
+  run({k.qkv_rope_prompt(
+      s.w.buffer, token_rows(x, T, c.hidden_size), llm::upload_padded(context(), "nw", nw), s.packed_bias,
+      s.rope, context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"), q, kc, vc, c, ctx_len, T)});
+  auto qg = context().read<float>(q), kg = context().read<float>(kc), vg = context().read<float>(vc);
+  for (uint32_t t = 0; t < T; ++t) {
+    const std::vector<float> xt(x.begin() + t * c.hidden_size, x.begin() + (t + 1) * c.hidden_size);
+    const auto want = s.reference(ref::rmsnorm(as_double(xt), as_double(nw), 1e-6), p0 + t);
+    EXPECT_TRUE(close_normalised({qg.begin() + t * s.q_rows, qg.begin() + (t + 1) * s.q_rows}, want[0], 1e-5))
+        << "token " << t;
+    s.expect_cache_at(kg, vg, ctx_len, p0 + t, want[1], want[2]);
+  }
+  for (uint32_t p = 0; p < p0; ++p) s.expect_cache_at(kg, vg, ctx_len, p, {}, {});
+}
+
+// Test the prefill matrix-matrix product with residual: 37 tokens (a whole tile and a part) x 37
+// rows x 50 columns.
+TEST_P(LlmKernel, ResidualPrompt) {
+  const WeightDType t = GetParam();
+  const uint32_t T = 37, rows = 37, cols = 50;
+  Matrix w = random_matrix(t, rows, cols, 40);
+  auto a = test::random_floats(T * cols, 41, -1, 1), resid = test::random_floats(T * rows, 42, -1, 1);
+  auto r_buf = token_rows(resid, T, rows);
+  llm::DecodeKernels k(context(), t);
+  run({k.residual_prompt(w.buffer, token_rows(a, T, cols), r_buf, rows, cols, T)});
+  std::vector<double> want;
+  for (uint32_t i = 0; i < T; ++i) {
+    auto y =
+        ref::linear(linear_of(w, rows, cols), as_double({a.begin() + i * cols, a.begin() + (i + 1) * cols}));
+    for (uint32_t r = 0; r < rows; ++r) want.push_back(y[r] + resid[i * rows + r]);
+  }
+  EXPECT_TRUE(close_normalised(read_rows(r_buf, T, rows), want, 1e-5));
+}
+
+// Test the prefill RMSNorm + gate/up + SiLU product: 37 tokens, 37 intermediate rows, hidden 50.
+TEST_P(LlmKernel, GateUpSiluPrompt) {
+  const WeightDType t = GetParam();
+  const uint32_t T = 37, inter = 37, hidden = 50;
+  Matrix w = random_matrix(t, 2 * inter, hidden, 43, [&](uint32_t p) {
+    auto [which, row] = llm::gate_up_source_row(p);
+    return which * inter + row;
+  });
+  auto x = test::random_floats(T * hidden, 44, -2, 2), nw = test::random_floats(hidden, 45, 0.5, 1.5);
+  auto act = token_rows(std::vector<float>(T * inter, kNaN), T, inter);
+  llm::DecodeKernels k(context(), t);
+  run({k.gate_up_silu_prompt(w.buffer, token_rows(x, T, hidden), llm::upload_padded(context(), "nw", nw), act,
+                             inter, hidden, 1e-6, T)});
+  auto wv = as_double(w.values);
+  ref::Linear gate{{wv.begin(), wv.begin() + inter * hidden}, {}, inter, hidden};
+  ref::Linear up{{wv.begin() + inter * hidden, wv.end()}, {}, inter, hidden};
+  std::vector<double> want;
+  for (uint32_t i = 0; i < T; ++i) {
+    auto xn =
+        ref::rmsnorm(as_double({x.begin() + i * hidden, x.begin() + (i + 1) * hidden}), as_double(nw), 1e-6);
+    auto y = ref::swiglu(ref::linear(gate, xn), ref::linear(up, xn));
+    want.insert(want.end(), y.begin(), y.end());
+  }
+  EXPECT_TRUE(close_normalised(read_rows(act, T, inter), want, 1e-5));
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, LlmKernel, ::testing::Values(WeightDType::F32, WeightDType::F16),
+                         [](const auto& info) { return info.param == WeightDType::F16 ? "f16" : "f32"; });
+
+// Test attention of one query over a cache of 7 positions (pos 6) with 4 heads on 2 kv heads,
+// head_dim 12; cache slots past pos hold NaN, so reading them (non-causal) fails.
+TEST(LlmKernels, AttentionGqaOverTheCache) {
+  const auto c = attention_config();
+  const uint32_t hd = c.head_dim, ctx_len = 9, pos = 6, len = pos + 1;
+  auto q = test::random_floats(c.num_heads * hd, 20, -1, 1);
+  auto kc = test::random_floats(c.num_kv_heads * ctx_len * hd, 21, -1, 1);
+  auto vc = test::random_floats(c.num_kv_heads * ctx_len * hd, 22, -1, 1);
+  for (uint32_t h = 0; h < c.num_kv_heads; ++h)
+    for (uint32_t p = len; p < ctx_len; ++p)
+      for (uint32_t d = 0; d < hd; ++d)
+        kc[(h * ctx_len + p) * hd + d] = vc[(h * ctx_len + p) * hd + d] = kNaN;
+  const uint32_t state[4] = {pos, 0, 0, 0};
+  auto out = poisoned(c.num_heads * hd);
+  llm::DecodeKernels k(context(), WeightDType::F32);
+  run({k.attend(llm::upload_padded(context(), "q", q), llm::upload_padded(context(), "k", kc),
+                llm::upload_padded(context(), "v", vc),
+                context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"),
+                poisoned(c.num_heads * ctx_len), out, c, ctx_len)});
+  auto want = ref::attention(as_double(q), as_double(kc), as_double(vc), c.num_heads, c.num_kv_heads, hd,
+                             ctx_len, len);
+  EXPECT_TRUE(close_normalised(context().read<float>(out, 0, c.num_heads * hd), want, 1e-5));
+}
+
+// Test prefill attention: 5 queries at positions 3..7 (state word 1 = 3), each over positions
+// 0..its own (causal: slots from 8 on hold NaN, and each query must ignore its successors').
+TEST(LlmKernels, AttentionPromptIsCausal) {
+  const auto c = attention_config();
+  const uint32_t hd = c.head_dim, q_rows = c.num_heads * hd, ctx_len = 11, p0 = 3, T = 5;
+  auto q = test::random_floats(T * q_rows, 23, -1, 1);
+  auto kc = test::random_floats(c.num_kv_heads * ctx_len * hd, 24, -1, 1);
+  auto vc = test::random_floats(c.num_kv_heads * ctx_len * hd, 25, -1, 1);
+  for (uint32_t h = 0; h < c.num_kv_heads; ++h)
+    for (uint32_t p = p0 + T; p < ctx_len; ++p)
+      for (uint32_t d = 0; d < hd; ++d)
+        kc[(h * ctx_len + p) * hd + d] = vc[(h * ctx_len + p) * hd + d] = kNaN;
+  const uint32_t state[4] = {0, p0, 0, 0};
+  auto out = token_rows(std::vector<float>(T * q_rows, kNaN), T, q_rows);
+  llm::DecodeKernels k(context(), WeightDType::F32);
+  run({k.attend_prompt(llm::upload_padded(context(), "q", q), llm::upload_padded(context(), "k", kc),
+                       llm::upload_padded(context(), "v", vc),
+                       context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"), out, c, ctx_len,
+                       T)});
+  std::vector<double> want;
+  for (uint32_t t = 0; t < T; ++t) {
+    auto o = ref::attention(as_double({q.begin() + t * q_rows, q.begin() + (t + 1) * q_rows}), as_double(kc),
+                            as_double(vc), c.num_heads, c.num_kv_heads, hd, ctx_len, p0 + t + 1);
+    want.insert(want.end(), o.begin(), o.end());
+  }
+  EXPECT_TRUE(close_normalised(read_rows(out, T, q_rows), want, 1e-5));
+}
+
+// Test that the embedding row of tokens[pos] lands in x, for both storage dtypes (hidden 50).
+TEST(LlmKernels, EmbedReadsTheTokenAtPos) {
+  for (WeightDType t : {WeightDType::F32, WeightDType::F16}) {
+    const uint32_t vocab = 300, hidden = 50, pos = 2;
+    Matrix e = random_matrix(t, vocab, hidden, 30);
+    const uint32_t tokens[4] = {17, 250, 123, 5}, state[4] = {pos, 0, 0, 0};
+    auto x = poisoned(hidden);
+    llm::DecodeKernels k(context(), t);
+    run({k.embed(e.buffer, context().upload<uint32_t>(tokens, BufferUsage::StorageIO, "tokens"),
+                 context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"), x, hidden)});
+    auto got = context().read<float>(x, 0, hidden);
+    for (uint32_t i = 0; i < hidden; ++i) ASSERT_EQ(got[i], e.values[123 * hidden + i]) << "element " << i;
+  }
+}
+
+// Test greedy argmax over 5,000 logits in chunks of 256 (20 partial maxima): the lowest index of
+// a tied maximum is written to tokens[pos + 1], and pos advances.
+TEST(LlmKernels, ArgmaxTiesGoToTheLowestIndex) {
+  const uint32_t vocab = 5000, chunk = 256, partials = (vocab + chunk - 1) / chunk;
+  for (uint32_t first : {3u, 2600u, 4999u}) {
+    auto logits = test::random_floats(vocab, first, -5, 5);
+    logits[first] = 7.5f;
+    if (first + 1000 < vocab) logits[first + 1000] = 7.5f;  // a tie in a later chunk
+    if (first > 300) logits[first - 300] = 7.4999f;         // just below, earlier
+    const uint32_t state[4] = {3, 0, 0, 0};
+    std::vector<uint32_t> tokens(8, 0xdeadbeefu);
+    auto tok = context().upload<uint32_t>(tokens, BufferUsage::StorageIO, "tokens");
+    auto st = context().upload<uint32_t>(state, BufferUsage::StorageIO, "state");
+    llm::DecodeKernels k(context(), WeightDType::F32);
+    auto steps = k.argmax(llm::upload_padded(context(), "logits", logits), poisoned(partials),
+                          poisoned(partials), tok, st, vocab, chunk);
+    run({steps[0], steps[1]});
+    auto got = context().read<uint32_t>(tok);
+    EXPECT_EQ(got[4], first);
+    EXPECT_EQ(got[3], 0xdeadbeefu);
+    EXPECT_EQ(got[5], 0xdeadbeefu);
+    EXPECT_EQ(context().read<uint32_t>(st)[0], 4u);
+  }
+}
+
+}  // namespace
+}  // namespace wgfuse

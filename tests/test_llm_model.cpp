@@ -1,0 +1,245 @@
+// The whole decoder on the GPU (llm::Model) against the double-precision reference decoder
+// (llm::ref::Decoder) on small random Qwen2-architecture models: hidden 48, 3 layers, 4 heads on
+// 2 kv heads (head_dim 12), intermediate 72, vocab 300, tied and untied LM heads, f32 and f16
+// storage.
+// Logit error is normalised: max |gpu - reference| / max |reference| per step, <= 1e-4 (f32
+// storage) and <= 1e-2 (f16 storage, against the unrounded weights). Greedy tokens must equal
+// those of the reference run on the weights as stored (rounded to f16 for f16 storage).
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+
+#include "llm/model.h"
+#include "support.h"
+#include "util/error.h"
+
+namespace wgfuse {
+namespace {
+
+using llm::WeightDType;
+using test::context;
+
+llm::ModelConfig small_config(bool tied) {
+  llm::ModelConfig c;
+  c.vocab_size = 300;
+  c.hidden_size = 48;
+  c.intermediate_size = 72;
+  c.num_layers = 3;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 12;
+  c.max_position_embeddings = 128;
+  c.rope_theta = 10000.0;
+  c.rms_norm_eps = 1e-6;
+  c.tie_word_embeddings = tied;
+  return c;
+}
+
+const std::vector<uint32_t> kPrompt = {7, 123, 42, 299, 0, 64};
+
+double normalised_error(std::span<const float> got, const std::vector<double>& want) {
+  double scale = 0, err = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    scale = std::max(scale, std::abs(want[i]));
+    const double e = std::abs(double(got[i]) - want[i]);
+    if (!(e <= err)) err = e;  // NaN wins
+  }
+  return err / scale;
+}
+
+llm::ref::Decoder reference(const llm::ModelConfig& c, const llm::HostWeights& w, uint32_t capacity) {
+  return llm::ref::Decoder(c, llm::ref::Weights::load(c, w.lookup()), capacity);
+}
+
+// The weights as the GPU holds them in storage dtype t.
+llm::HostWeights as_stored(llm::HostWeights w, WeightDType t) {
+  if (t == WeightDType::F16)
+    w.transform([](float v) { return float(llm::value16(llm::half_bits(v), llm::DType::F16)); });
+  return w;
+}
+
+struct Case {
+  WeightDType dtype;
+  bool tied;
+};
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << (c.dtype == WeightDType::F16 ? "f16" : "f32") << (c.tied ? " tied" : " untied");
+}
+class LlmModel : public ::testing::TestWithParam<Case> {};
+
+// Test 32 greedy tokens and every step's logits against the reference.
+TEST_P(LlmModel, LogitsAndGreedyTokensMatchTheReference) {
+  const auto [dtype, tied] = GetParam();
+  const auto cfg = small_config(tied);
+  const auto weights = llm::HostWeights::random(cfg, tied ? 11 : 12);
+  const uint32_t n = 32;
+  llm::Model model(context(), cfg, weights.lookup(), {.dtype = dtype, .ctx = 64});
+
+  std::vector<std::vector<float>> logits;
+  llm::GenerateOptions opt;
+  opt.on_logits = [&](std::span<const float> l) { logits.emplace_back(l.begin(), l.end()); };
+  const auto tokens = model.generate(kPrompt, n, {}, opt);
+  ASSERT_EQ(tokens.size(), n);
+  ASSERT_EQ(logits.size(), n);
+
+  auto stored = reference(cfg, as_stored(weights, dtype), 64);
+  EXPECT_EQ(tokens, stored.greedy(kPrompt, n))
+      << "greedy tokens differ from the reference on the stored weights";
+
+  // Logits along the GPU's own sequence, against the unrounded weights.
+  const double tol = dtype == WeightDType::F32 ? 1e-4 : 1e-2;
+  auto exact = reference(cfg, weights, 64);
+  auto want = exact.prefill(kPrompt);
+  double worst = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const double e = normalised_error(logits[i], want);
+    EXPECT_LE(e, tol) << "step " << i;
+    worst = std::max(worst, e);
+    if (i + 1 < n) want = exact.forward(tokens[i]);
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2e", worst);
+  RecordProperty("max_normalised_logit_error", text);
+}
+
+// Test that K steps per submit give the same tokens as one step per submit, with one submit and
+// one read-back per K decode steps, and the dispatch count of the recorded step.
+TEST(LlmModelRun, KStepsPerSubmitCountsAndTokens) {
+  const WeightDType dtype = WeightDType::F16;
+  const auto cfg = small_config(true);
+  const auto weights = llm::HostWeights::random(cfg, 21);
+  llm::Model one(context(), cfg, weights.lookup(), {.dtype = dtype, .ctx = 64});
+  llm::GenerateOptions k1;
+  k1.steps_per_submit = 1;
+  const auto want = one.generate(kPrompt, 32, {}, k1);
+
+  llm::Model model(context(), cfg, weights.lookup(), {.dtype = dtype, .ctx = 64});
+  llm::GenerateOptions k8;
+  k8.steps_per_submit = 8;
+  std::vector<uint32_t> streamed;
+  const auto got = model.generate(
+      kPrompt, 32, [&](uint32_t id) { return streamed.push_back(id), true; }, k8);
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(streamed, got);
+  const auto& s = model.stats();
+  EXPECT_EQ(s.dispatches_per_step, 1 + 5 * cfg.num_layers + 1 + 2);
+  EXPECT_EQ(s.decode_tokens, 31u);  // the first token ends the prompt phase
+  EXPECT_EQ(s.decode_submits, 4u);  // ceil(31 / 8)
+  EXPECT_EQ(s.decode_readbacks, 4u);
+  EXPECT_EQ(s.decode_dispatches, 31u * s.dispatches_per_step);
+  EXPECT_EQ(s.debug_readbacks, 0u);
+  EXPECT_EQ(s.prompt_tokens, kPrompt.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(Storage, LlmModel,
+                         ::testing::Values(Case{WeightDType::F32, false}, Case{WeightDType::F32, true},
+                                           Case{WeightDType::F16, false}, Case{WeightDType::F16, true}),
+                         [](const auto& info) {
+                           return std::string(info.param.dtype == WeightDType::F16 ? "f16" : "f32") +
+                                  (info.param.tied ? "_tied" : "_untied");
+                         });
+
+// Test that generation stops at an EOS id inside a K batch: the tokens after it, already computed
+// on the GPU, are never reported.
+TEST(LlmModelRun, EosInsideABatchDiscardsTheRest) {
+  const auto cfg = small_config(false);
+  const auto weights = llm::HostWeights::random(cfg, 31);
+  llm::Model model(context(), cfg, weights.lookup(), {.dtype = WeightDType::F32, .ctx = 64});
+  const auto all = model.generate(kPrompt, 24);
+  // The first token making its first appearance at index >= 3 plays EOS.
+  size_t at = 3;
+  while (at < all.size() && std::find(all.begin(), all.begin() + at, all[at]) != all.begin() + at) ++at;
+  ASSERT_LT(at, all.size()) << "no fresh token to use as EOS";
+
+  llm::Model again(context(), cfg, weights.lookup(), {.dtype = WeightDType::F32, .ctx = 64});
+  llm::GenerateOptions opt;
+  opt.steps_per_submit = 16;
+  opt.eos_ids = {all[at]};
+  std::vector<uint32_t> streamed;
+  const auto got = again.generate(
+      kPrompt, 24, [&](uint32_t id) { return streamed.push_back(id), true; }, opt);
+  EXPECT_EQ(got, std::vector<uint32_t>(all.begin(), all.begin() + at + 1));
+  EXPECT_EQ(streamed, got);
+  EXPECT_EQ(again.sequence().size(), kPrompt.size() + at + 1);
+
+  // The callback stops it too.
+  llm::Model third(context(), cfg, weights.lookup(), {.dtype = WeightDType::F32, .ctx = 64});
+  llm::GenerateOptions batch;
+  batch.steps_per_submit = 16;
+  const auto five = third.generate(
+      kPrompt, 24, [n = 0](uint32_t) mutable { return ++n < 5; }, batch);
+  EXPECT_EQ(five, std::vector<uint32_t>(all.begin(), all.begin() + 5));
+}
+
+// Test that prefill (tiled matrix-matrix kernels, in chunks of 4 tokens: 2 prefill() calls, 3
+// chunks) then decode gives the tokens of decode-only generation (the prompt fed one decode step
+// at a time), and that a second generate() continues the same sequence as the reference does.
+TEST(LlmModelRun, PrefillThenDecodeEqualsDecodeOnly) {
+  const auto cfg = small_config(true);
+  const auto weights = llm::HostWeights::random(cfg, 41);
+  llm::Model decode_only(context(), cfg, weights.lookup(),
+                         {.dtype = WeightDType::F32, .ctx = 64, .prefill_chunk = 0});
+  const auto want = decode_only.generate(kPrompt, 16);
+
+  llm::Model model(context(), cfg, weights.lookup(),
+                   {.dtype = WeightDType::F32, .ctx = 64, .prefill_chunk = 4});
+  model.prefill(std::span(kPrompt).first(1));
+  model.prefill(std::span(kPrompt).subspan(1));
+  EXPECT_EQ(model.length(), kPrompt.size());
+  auto ref = reference(cfg, weights, 64);
+  const auto last = ref.prefill(kPrompt);
+  EXPECT_LE(normalised_error(model.read_logits(), last), 1e-4);
+  EXPECT_EQ(model.generate({}, 16), want);
+
+  // Continue: the last generated token and three new ones are fed, then 8 more generated.
+  const std::vector<uint32_t> more = {5, 6, 7};
+  const auto cont = model.generate(more, 8);
+  std::vector<uint32_t> seq = kPrompt;
+  seq.insert(seq.end(), want.begin(), want.end());
+  seq.insert(seq.end(), more.begin(), more.end());
+  ref.reset();
+  EXPECT_EQ(cont, ref.greedy(seq, 8));
+}
+
+// Test that bad weights and options are clear errors naming the problem, and that loading
+// reports its progress up to the total.
+TEST(LlmModelRun, BadInputIsAClearError) {
+  const auto cfg = small_config(false);
+  auto weights = llm::HostWeights::random(cfg, 51);
+  auto expect_error = [&](const llm::HostWeights& w, const llm::ModelConfig& c, uint32_t ctx,
+                          const std::string& what) {
+    try {
+      llm::Model m(context(), c, w.lookup(), {.dtype = WeightDType::F16, .ctx = ctx});
+      FAIL() << "accepted; expected an error about " << what;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  expect_error(weights, cfg, 256, "max_position_embeddings");
+  auto untied_without_head = cfg;
+  untied_without_head.tie_word_embeddings = false;
+  auto tied = llm::HostWeights::random(small_config(true), 52);
+  expect_error(tied, untied_without_head, 64, "lm_head.weight");
+  auto bad = weights;
+  bad.set("model.layers.1.mlp.up_proj.weight", {72, 47}, std::vector<float>(72 * 47, 0.5f));
+  expect_error(bad, cfg, 64, "model.layers.1.mlp.up_proj.weight");
+
+  uint64_t calls = 0, done = 0, total = 0;
+  llm::Model model(context(), cfg, weights.lookup(),
+                   {.dtype = WeightDType::F16, .ctx = 16, .progress = [&](uint64_t d, uint64_t t) {
+                      EXPECT_GE(d, done) << "progress went backwards";
+                      ++calls, done = d, total = t;
+                    }});
+  EXPECT_GE(calls, 2 + 4 * cfg.num_layers);  // embedding, LM head, per layer qkv, o, gate/up, down
+  EXPECT_EQ(done, total);
+  EXPECT_GT(total, 0u);
+  EXPECT_GE(model.stats().weight_bytes, total);
+  EXPECT_THROW(model.generate(kPrompt, 0), Error);
+  EXPECT_THROW(model.generate({}, 4), Error);
+  EXPECT_THROW(model.generate(kPrompt, 12), Error);  // 6 + 12 - 1 > 16
+  const std::vector<uint32_t> outside = {300};
+  EXPECT_THROW(model.generate(outside, 4), Error);
+}
+
+}  // namespace
+}  // namespace wgfuse
