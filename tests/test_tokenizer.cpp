@@ -399,10 +399,10 @@ TEST(TokenizeCli, EncodeDecodeAndErrors) {
   EXPECT_EQ(r.rc, 0);
   EXPECT_EQ(r.out, qwen().decode(std::vector<int32_t>(want.begin(), want.begin() + 3)));
 
-  std::ofstream(in, std::ios::binary) << "12 x7";
+  std::ofstream(in, std::ios::binary) << "12 x7 5";
   r = test::run_wgfuse(m + " --decode < '" + in.string() + "'");
   EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.out.find("\"x\" at byte offset 3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"x7\" at byte offset 3"), std::string::npos) << r.out;
 
   std::ofstream(in, std::ios::binary) << "fine\xc3(";
   r = test::run_wgfuse(m + " < '" + in.string() + "'");

@@ -1,5 +1,7 @@
 // wgfuse tokenize: text on stdin to token ids (or, with --decode, ids to text), with the
 // tokenizer of a Hugging Face model folder. No GPU is involved.
+#include <cctype>
+#include <climits>
 #include <cstdio>
 #include <iostream>
 #include <iterator>
@@ -21,19 +23,21 @@ std::string read_stdin() {
 
 // Ids separated by whitespace, commas or JSON brackets ("1 2 3", "1,2,3", "[1, 2, 3]").
 std::vector<int32_t> parse_ids(const std::string& text) {
+  const auto separator = [](char c) { return std::isspace(uint8_t(c)) || c == ',' || c == '[' || c == ']'; };
   std::vector<int32_t> ids;
   size_t i = 0;
   while (i < text.size()) {
-    const char c = text[i];
-    if (std::isspace(uint8_t(c)) || c == ',' || c == '[' || c == ']') {
+    if (separator(text[i])) {
       ++i;
       continue;
     }
     size_t end = i;
-    while (end < text.size() && std::isdigit(uint8_t(text[end]))) ++end;
-    const std::string word = text.substr(i, std::max(end, i + 1) - i);
-    if (end == i || end - i > 10 || std::stoll(word) > INT32_MAX)
-      throw Error("stdin: \"" + word + "\" at byte offset " + std::to_string(i) +
+    while (end < text.size() && !separator(text[end])) ++end;
+    const std::string word = text.substr(i, end - i);
+    if (word.size() > 10 || word.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoll(word) > INT32_MAX)
+      throw Error("stdin: \"" + llm::utf8_lossy(word.substr(0, 40)) + "\" at byte offset " +
+                  std::to_string(i) +
                   " is not a token id (non-negative integers separated by spaces or commas)");
     ids.push_back(int32_t(std::stoll(word)));
     i = end;

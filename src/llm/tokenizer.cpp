@@ -7,8 +7,11 @@
 #include <unicode/uchar.h>
 #include <unicode/utf8.h>
 
+#include <algorithm>
 #include <array>
+#include <cstdio>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <queue>
@@ -661,14 +664,12 @@ Tokenizer Tokenizer::from_json_text(std::string_view text, const std::string& na
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
-  if (const auto bad = first_invalid_utf8(text))
-    throw Error("tokenizer: input is not valid UTF-8 at byte offset " + std::to_string(*bad) + " (byte 0x" +
-                [&] {
-                  char hex[3];
-                  std::snprintf(hex, sizeof hex, "%02X", unsigned(uint8_t(text[*bad])));
-                  return std::string(hex);
-                }() +
-                ")");
+  if (const auto bad = first_invalid_utf8(text)) {
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X", unsigned(uint8_t(text[*bad])));
+    throw Error("tokenizer: input is not valid UTF-8 at byte offset " + std::to_string(*bad) + " (byte " +
+                byte + ")");
+  }
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 4);
   const Impl& m = *impl_;
