@@ -22,5 +22,6 @@ nlohmann::json adapter_json(const gpu::Context& ctx);
 void add_info(CLI::App& app, GlobalOptions& g);
 void add_bench(CLI::App& app, GlobalOptions& g);
 void add_sim(CLI::App& app, GlobalOptions& g);
+void add_tokenize(CLI::App& app);
 
 }  // namespace wgfuse::cli

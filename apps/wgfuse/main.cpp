@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   add_info(app, g);
   add_bench(app, g);
   add_sim(app, g);
+  add_tokenize(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,388 @@
+// wgfuse generate | chat: a Qwen2-architecture model from a Hugging Face folder, decoded on the
+// GPU (src/llm/model.h), text streamed as it is generated, one timing line at the end.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include <readline/history.h>
+#include <readline/readline.h>
+
+#include "commands.h"
+#include "llm/chat_template.h"
+#include "llm/model.h"
+#include "llm/model_files.h"
+#include "llm/sampler.h"
+#include "llm/tokenizer.h"
+#include "util/error.h"
+
+namespace wgfuse::cli {
+namespace {
+
+struct LlmOptions {
+  std::string model_dir, dtype = "f16";
+  uint32_t ctx = 4096, steps_per_submit = 8;
+  // Sampling: unset flags take generation_config.json's values (greedy when it has none).
+  std::optional<double> temp, top_p, repeat_penalty;
+  std::optional<int64_t> top_k;
+  uint64_t seed = 0;
+};
+
+struct GenerateOptions {
+  std::string prompt, prompt_file, prompt_ids, system, json_path, logits_path;
+  int64_t n = 128;
+  bool chat = false, quiet = false;
+};
+
+void add_llm_options(CLI::App* c, LlmOptions& o) {
+  c->add_option("-m,--model", o.model_dir, "Hugging Face model folder (config.json, *.safetensors, tokenizer.json)")
+      ->required();
+  c->add_option("--dtype", o.dtype, "weight storage on the GPU: f16 (packed in u32) | f32")
+      ->check(CLI::IsMember({"f16", "f32"}))
+      ->capture_default_str();
+  c->add_option("--ctx", o.ctx, "KV-cache length in tokens (at most the model's max_position_embeddings)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  c->add_option("--temp", o.temp, "temperature; 0 = greedy (default: generation_config.json, else greedy)");
+  c->add_option("--top-k", o.top_k, "keep the k most likely tokens; 0 = off");
+  c->add_option("--top-p", o.top_p, "keep the smallest set of tokens reaching this probability; 1 = off");
+  c->add_option("--repeat-penalty", o.repeat_penalty, "repetition penalty over the whole sequence; 1 = off");
+  c->add_option("--seed", o.seed, "random seed: the same seed gives the same text")->capture_default_str();
+  c->add_option("--steps-per-submit", o.steps_per_submit, "decode steps recorded into one command buffer")
+      ->check(CLI::Range(1u, 256u))
+      ->capture_default_str();
+}
+
+// The sampling settings: flags over generation_config.json over greedy.
+llm::SamplingParams sampling(const LlmOptions& o, const llm::GenerationConfig& gen) {
+  llm::SamplingParams p;
+  const bool file_samples = gen.do_sample;
+  p.temperature = o.temp.value_or(file_samples ? gen.temperature : 0.0);
+  p.top_k = o.top_k.value_or(file_samples ? int64_t(gen.top_k) : 0);
+  p.top_p = o.top_p.value_or(file_samples ? gen.top_p : 1.0);
+  p.repetition_penalty = o.repeat_penalty.value_or(file_samples ? gen.repetition_penalty : 1.0);
+  p.seed = o.seed;
+  llm::validate(p);
+  return p;
+}
+
+// A progress bar on stderr while weights upload, when stderr is a terminal.
+class ProgressBar {
+ public:
+  explicit ProgressBar(std::string what) : what_(std::move(what)), tty_(isatty(2)) {}
+  void operator()(uint64_t done, uint64_t total) {
+    if (!tty_ || total == 0) return;
+    const int pct = int(100.0 * double(done) / double(total));
+    if (pct == last_) return;
+    last_ = pct;
+    const int filled = pct * 30 / 100;
+    std::fprintf(stderr, "\r%s [%s%s] %3d%% of %.2f GB", what_.c_str(), std::string(filled, '#').c_str(),
+                 std::string(30 - filled, ' ').c_str(), pct, double(total) / 1e9);
+    if (done >= total) std::fputc('\n', stderr);
+  }
+
+ private:
+  std::string what_;
+  bool tty_;
+  int last_ = -1;
+};
+
+// Everything a generation needs, loaded and checked before any weight reaches the GPU.
+struct Session {
+  llm::ModelFiles files;
+  llm::Tokenizer tokenizer;
+  std::vector<int32_t> stop_ids;
+  gpu::Context ctx;
+  llm::Model model;
+  llm::Sampler sampler;
+  llm::SamplingParams params;
+  double load_ms;
+
+  static std::unique_ptr<Session> open(const LlmOptions& o, const GlobalOptions& g) {
+    const auto t0 = std::chrono::steady_clock::now();
+    llm::ModelFiles files(o.model_dir);
+    files.validate_qwen2();
+    const auto& cfg = files.config();
+    if (o.ctx > cfg.max_position_embeddings)
+      throw Error("--ctx " + std::to_string(o.ctx) + " is more than the model's max_position_embeddings (" +
+                  std::to_string(cfg.max_position_embeddings) + ", " + o.model_dir + "/config.json)");
+    llm::Tokenizer tok = llm::load_tokenizer(o.model_dir);
+    auto stop = llm::stop_token_ids(tok, o.model_dir);
+    for (int32_t id : files.generation().eos_token_ids) stop.push_back(id);
+    gpu::Context ctx(g.context_options());
+    const llm::SamplingParams params = sampling(o, files.generation());
+    llm::ModelOptions mo;
+    mo.dtype = llm::parse_weight_dtype(o.dtype);
+    mo.ctx = o.ctx;
+    auto bar = std::make_shared<ProgressBar>("loading " + o.model_dir);
+    mo.progress = [bar](uint64_t done, uint64_t total) { (*bar)(done, total); };
+    return std::unique_ptr<Session>(new Session{std::move(files), std::move(tok), std::move(stop), std::move(ctx),
+                                                params, mo, t0});
+  }
+
+ private:
+  Session(llm::ModelFiles f, llm::Tokenizer t, std::vector<int32_t> stop, gpu::Context c,
+          const llm::SamplingParams& p, const llm::ModelOptions& mo, std::chrono::steady_clock::time_point t0)
+      : files(std::move(f)),
+        tokenizer(std::move(t)),
+        stop_ids(std::move(stop)),
+        ctx(std::move(c)),
+        model(ctx, files.config(), [this](std::string_view name) { return files.find(name); }, mo),
+        sampler(ctx, files.config().vocab_size),
+        params(p) {
+    sampler.set_params(params);
+    load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+};
+
+std::vector<uint32_t> to_u32(const std::vector<int32_t>& ids) { return {ids.begin(), ids.end()}; }
+
+std::vector<uint32_t> parse_ids(const std::string& s, uint32_t vocab) {
+  std::vector<uint32_t> ids;
+  std::string item;
+  std::stringstream ss(s);
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v >= vocab)
+      throw Error("--prompt-ids: '" + item + "' is not a token id below the vocabulary size " + std::to_string(vocab));
+    ids.push_back(uint32_t(v));
+  }
+  return ids;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error("-f: cannot read the prompt file " + path);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A float32 .npy of shape [rows, cols] (NumPy format 1.0), for --dump-logits.
+void write_npy(const std::string& path, const std::vector<float>& data, size_t rows, size_t cols) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
+                       std::to_string(cols) + "), }";
+  header.resize(((10 + header.size() + 1 + 63) / 64) * 64 - 10 - 1, ' ');
+  header += '\n';
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw Error("--dump-logits: cannot write " + path);
+  const uint16_t len = uint16_t(header.size());
+  f.write("\x93NUMPY\x01\x00", 8);
+  f.write(reinterpret_cast<const char*>(&len), 2);
+  f << header;
+  f.write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size() * sizeof(float)));
+  if (!f) throw Error("--dump-logits: writing " + path + " failed");
+}
+
+struct RunResult {
+  std::vector<uint32_t> generated;
+  bool stopped_at_eos = false;
+};
+
+// Generates after `prompt`, streaming decoded text to stdout.
+RunResult run(Session& s, std::span<const uint32_t> prompt, int64_t n, uint32_t steps_per_submit,
+              std::vector<float>* logits_out) {
+  llm::GenerateOptions go;
+  go.steps_per_submit = steps_per_submit;
+  go.eos_ids = to_u32(s.stop_ids);
+  std::vector<llm::SamplerStep> sampler_steps;
+  std::vector<llm::Step> picker;
+  if (s.params.temperature != 0) {
+    const auto b = s.model.decode_buffers();
+    for (const auto& st : s.sampler.steps(b.logits, b.tokens, b.state)) picker.push_back({st.kernel, st.group, st.x, st.y, st.z});
+    go.picker = picker;
+  }
+  if (logits_out) go.on_logits = [&](std::span<const float> l) { logits_out->insert(logits_out->end(), l.begin(), l.end()); };
+  llm::StreamDecoder dec(s.tokenizer, /*skip_special=*/true);
+  RunResult r;
+  const auto on_token = [&](uint32_t id) {
+    const bool stop = std::find(go.eos_ids.begin(), go.eos_ids.end(), id) != go.eos_ids.end();
+    if (stop) {
+      r.stopped_at_eos = true;
+      return false;
+    }
+    std::fputs(dec.push(int32_t(id)).c_str(), stdout);
+    std::fflush(stdout);
+    return true;
+  };
+  r.generated = s.model.generate(prompt, uint32_t(n), on_token, go);
+  std::fputs(dec.finish().c_str(), stdout);
+  std::fflush(stdout);
+  return r;
+}
+
+double rate(uint64_t tokens, double ms) { return ms > 0 ? 1e3 * double(tokens) / ms : 0; }
+
+nlohmann::json timing_json(const llm::ModelStats& st) {
+  const double per = st.decode_tokens ? 1.0 / double(st.decode_tokens) : 0;
+  return {{"prefill_tok_s", rate(st.prompt_tokens, st.prefill_ms)},
+          {"decode_tok_s", rate(st.decode_tokens, st.decode_ms)},
+          {"dispatches_per_token", double(st.decode_dispatches) * per},
+          {"submits_per_token", double(st.decode_submits) * per},
+          {"readbacks_per_token", double(st.decode_readbacks) * per},
+          {"gpu_memory_bytes", st.gpu_memory_bytes}};
+}
+
+void print_timing(const Session& s) {
+  const auto& st = s.model.stats();
+  const auto t = timing_json(st);
+  std::fprintf(stderr,
+               "\n[%llu prompt tokens, prefill %.1f tok/s, %llu generated, decode %.1f tok/s, %.1f dispatches/token, "
+               "%.2f submits/token, %.2f read-backs/token, GPU memory %.1f MB, load %.0f ms]\n",
+               (unsigned long long)st.prompt_tokens, t["prefill_tok_s"].get<double>(),
+               (unsigned long long)st.generated_tokens, t["decode_tok_s"].get<double>(),
+               t["dispatches_per_token"].get<double>(), t["submits_per_token"].get<double>(),
+               t["readbacks_per_token"].get<double>(), double(st.gpu_memory_bytes) / 1e6, s.load_ms);
+}
+
+nlohmann::json config_json(const llm::ModelConfig& c) {
+  return {{"architecture", c.architecture},     {"vocab_size", c.vocab_size},
+          {"hidden_size", c.hidden_size},       {"intermediate_size", c.intermediate_size},
+          {"num_layers", c.num_layers},         {"num_heads", c.num_heads},
+          {"num_kv_heads", c.num_kv_heads},     {"head_dim", c.head_dim},
+          {"rope_theta", c.rope_theta},         {"rms_norm_eps", c.rms_norm_eps},
+          {"tie_word_embeddings", c.tie_word_embeddings}};
+}
+
+void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOptions& g) {
+  if (o.n <= 0) throw Error("-n " + std::to_string(o.n) + ": the number of tokens to generate must be at least 1");
+  const int given = !o.prompt.empty() + !o.prompt_file.empty() + !o.prompt_ids.empty();
+  if (given != 1) throw Error("give exactly one of -p PROMPT, -f FILE or --prompt-ids IDS (a non-empty prompt)");
+  auto s = Session::open(lo, g);
+  std::vector<uint32_t> prompt;
+  if (!o.prompt_ids.empty()) {
+    prompt = parse_ids(o.prompt_ids, s->files.config().vocab_size);
+  } else {
+    std::string text = o.prompt.empty() ? read_file(o.prompt_file) : o.prompt;
+    if (text.empty()) throw Error("the prompt is empty");
+    if (o.chat) {
+      const auto tmpl = llm::ChatTemplate::from_file(std::filesystem::path(lo.model_dir) / "tokenizer_config.json");
+      std::vector<llm::ChatMessage> msgs;
+      if (!o.system.empty()) msgs.push_back({"system", o.system});
+      msgs.push_back({"user", text});
+      text = tmpl.render(msgs, /*add_generation_prompt=*/true);
+    }
+    prompt = to_u32(s->tokenizer.encode(text));
+  }
+  if (prompt.size() >= lo.ctx)
+    throw Error("the prompt is " + std::to_string(prompt.size()) + " tokens; --ctx " + std::to_string(lo.ctx) +
+                " leaves no room to generate (raise --ctx or shorten the prompt)");
+  const int64_t room = int64_t(lo.ctx) - int64_t(prompt.size());
+  const int64_t n = std::min(o.n, room);
+  if (n < o.n)
+    std::fprintf(stderr, "wgfuse: -n %lld: only %lld tokens fit in --ctx %u after the prompt\n", (long long)o.n,
+                 (long long)n, lo.ctx);
+  std::vector<float> logits;
+  const RunResult r = run(*s, prompt, n, lo.steps_per_submit, o.logits_path.empty() ? nullptr : &logits);
+  print_timing(*s);
+  if (!o.logits_path.empty()) {
+    const size_t vocab = s->files.config().vocab_size;
+    write_npy(o.logits_path, logits, logits.size() / vocab, vocab);
+  }
+  if (!o.json_path.empty()) {
+    nlohmann::json j = timing_json(s->model.stats());
+    j["prompt_ids"] = prompt;
+    j["generated_ids"] = r.generated;
+    j["stopped_at_eos"] = r.stopped_at_eos;
+    j["text"] = s->tokenizer.decode(std::vector<int32_t>(r.generated.begin(), r.generated.end()), true);
+    j["load_ms"] = s->load_ms;
+    j["upload_ms"] = s->model.stats().upload_ms;
+    j["prompt_tokens"] = s->model.stats().prompt_tokens;
+    j["decode_tokens"] = s->model.stats().decode_tokens;
+    j["dispatches_per_step"] = s->model.stats().dispatches_per_step;
+    j["steps_per_submit"] = lo.steps_per_submit;
+    j["dtype"] = lo.dtype;
+    j["ctx"] = lo.ctx;
+    j["model"] = {{"dir", lo.model_dir}, {"config", config_json(s->files.config())}};
+    j["sampling"] = {{"temperature", s->params.temperature}, {"top_k", s->params.top_k},
+                     {"top_p", s->params.top_p},             {"repetition_penalty", s->params.repetition_penalty},
+                     {"seed", s->params.seed}};
+    j["adapter"] = adapter_json(s->ctx);
+    std::ofstream f(o.json_path);
+    if (!f) throw Error("--json: cannot write " + o.json_path);
+    f << j.dump(2) << "\n";
+  }
+}
+
+// Interactive chat. The history is re-rendered through the chat template every turn and fed
+// whole; the model keeps the KV cache of the common prefix. When a turn would not fit in --ctx,
+// the oldest user/assistant pairs are dropped (the system prompt stays) and the user is told.
+void chat(const LlmOptions& lo, const std::string& system, int64_t n, const GlobalOptions& g) {
+  auto s = Session::open(lo, g);
+  const auto tmpl = llm::ChatTemplate::from_file(std::filesystem::path(lo.model_dir) / "tokenizer_config.json");
+  std::vector<llm::ChatMessage> history;
+  if (!system.empty()) history.push_back({"system", system});
+  std::fprintf(stderr, "wgfuse chat: %s on %s. Empty line or Ctrl-D to quit.\n", lo.model_dir.c_str(),
+               s->ctx.adapter().device.c_str());
+  while (true) {
+    char* line = readline("> ");
+    if (!line) break;
+    std::string text(line);
+    std::free(line);
+    if (text.empty()) break;
+    add_history(text.c_str());
+    history.push_back({"user", text});
+    std::vector<uint32_t> ids;
+    while (true) {
+      ids = to_u32(s->tokenizer.encode(tmpl.render(history, true)));
+      if (ids.size() + 16 <= lo.ctx) break;
+      const size_t first = (!history.empty() && history[0].role == "system") ? 1 : 0;
+      if (history.size() - first <= 1)
+        throw Error("this message alone is " + std::to_string(ids.size()) + " tokens, more than --ctx " +
+                    std::to_string(lo.ctx) + " allows");
+      history.erase(history.begin() + long(first), history.begin() + long(first) + 2);
+      std::fprintf(stderr, "[context full: dropped the oldest exchange]\n");
+    }
+    // The model's sequence is the previous render plus the reply; reuse it only as a prefix.
+    const auto& seq = s->model.sequence();
+    const bool prefix = seq.size() <= ids.size() && std::equal(seq.begin(), seq.end(), ids.begin());
+    if (!prefix) s->model.reset();
+    const std::span<const uint32_t> fresh(ids.data() + (prefix ? seq.size() : 0), ids.size() - (prefix ? seq.size() : 0));
+    const int64_t room = int64_t(lo.ctx) - int64_t(ids.size());
+    const RunResult r = run(*s, fresh, std::min(n, room), lo.steps_per_submit, nullptr);
+    std::fputc('\n', stdout);
+    history.push_back(
+        {"assistant", s->tokenizer.decode(std::vector<int32_t>(r.generated.begin(), r.generated.end()), true)});
+    print_timing(*s);
+  }
+}
+
+}  // namespace
+
+void add_generate(CLI::App& app, GlobalOptions& g) {
+  auto* c = app.add_subcommand("generate", "generate text with a Qwen2-architecture model (Hugging Face folder)");
+  auto lo = std::make_shared<LlmOptions>();
+  auto o = std::make_shared<GenerateOptions>();
+  add_llm_options(c, *lo);
+  c->add_option("-p,--prompt", o->prompt, "the prompt text");
+  c->add_option("-f,--file", o->prompt_file, "read the prompt from this file");
+  c->add_option("--prompt-ids", o->prompt_ids, "the prompt as token ids, comma-separated (no tokenizer)");
+  c->add_option("-n,--n-predict", o->n, "tokens to generate")->capture_default_str();
+  c->add_flag("--chat", o->chat, "wrap the prompt in the model's chat template");
+  c->add_option("--system", o->system, "system prompt for --chat (default: the template's own)");
+  c->add_option("--json", o->json_path, "write prompt/generated ids, timings and counts as JSON");
+  c->add_option("--dump-logits", o->logits_path,
+                "write the logits that chose each generated token as float32 .npy [n, vocab] (slow: one read-back "
+                "per token)");
+  c->callback([lo, o, &g] { generate(*lo, *o, g); });
+}
+
+void add_chat(CLI::App& app, GlobalOptions& g) {
+  auto* c = app.add_subcommand("chat", "interactive chat with a Qwen2-architecture model (Hugging Face folder)");
+  auto lo = std::make_shared<LlmOptions>();
+  auto system = std::make_shared<std::string>();
+  auto n = std::make_shared<int64_t>(512);
+  add_llm_options(c, *lo);
+  c->add_option("--system", *system, "system prompt (default: the template's own)");
+  c->add_option("-n,--n-predict", *n, "at most this many tokens per reply")->capture_default_str();
+  c->callback([lo, system, n, &g] { chat(*lo, *system, *n, g); });
+}
+
+}  // namespace wgfuse::cli
