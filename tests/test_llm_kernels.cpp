@@ -170,7 +170,7 @@ gpu::Buffer token_rows(const std::vector<float>& values, uint32_t T, uint32_t wi
 }
 std::vector<float> read_rows(const gpu::Buffer& b, uint32_t T, uint32_t width) {
   const uint32_t stride = (width + 7) / 8 * 8;
-  auto all = context().read<float>(b);
+  auto all = context().read_all<float>(b);
   std::vector<float> out;
   for (uint32_t t = 0; t < T; ++t)
     out.insert(out.end(), all.begin() + t * stride, all.begin() + t * stride + width);
@@ -261,7 +261,7 @@ TEST_P(LlmKernel, QkvRope) {
                   q, kc, vc, c, ctx_len)});
   const auto want = s.reference(ref::rmsnorm(as_double(x), as_double(nw), 1e-6), pos);
   EXPECT_TRUE(close_normalised(context().read<float>(q, 0, s.q_rows), want[0], 1e-5));
-  auto kg = context().read<float>(kc), vg = context().read<float>(vc);
+  auto kg = context().read_all<float>(kc), vg = context().read_all<float>(vc);
   for (uint32_t p = 0; p < ctx_len; ++p)
     s.expect_cache_at(kg, vg, ctx_len, p, p == pos ? want[1] : std::vector<double>{}, want[2]);
 }
@@ -280,7 +280,7 @@ TEST_P(LlmKernel, QkvRopePrompt) {
   run({k.qkv_rope_prompt(
       s.w.buffer, token_rows(x, T, c.hidden_size), llm::upload_padded(context(), "nw", nw), s.packed_bias,
       s.rope, context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"), q, kc, vc, c, ctx_len, T)});
-  auto qg = context().read<float>(q), kg = context().read<float>(kc), vg = context().read<float>(vc);
+  auto qg = context().read_all<float>(q), kg = context().read_all<float>(kc), vg = context().read_all<float>(vc);
   for (uint32_t t = 0; t < T; ++t) {
     const std::vector<float> xt(x.begin() + t * c.hidden_size, x.begin() + (t + 1) * c.hidden_size);
     const auto want = s.reference(ref::rmsnorm(as_double(xt), as_double(nw), 1e-6), p0 + t);
@@ -423,11 +423,11 @@ TEST(LlmKernels, ArgmaxTiesGoToTheLowestIndex) {
     auto steps = k.argmax(llm::upload_padded(context(), "logits", logits), poisoned(partials),
                           poisoned(partials), tok, st, vocab, chunk);
     run({steps[0], steps[1]});
-    auto got = context().read<uint32_t>(tok);
+    auto got = context().read_all<uint32_t>(tok);
     EXPECT_EQ(got[4], first);
     EXPECT_EQ(got[3], 0xdeadbeefu);
     EXPECT_EQ(got[5], 0xdeadbeefu);
-    EXPECT_EQ(context().read<uint32_t>(st)[0], 4u);
+    EXPECT_EQ(context().read_all<uint32_t>(st)[0], 4u);
   }
 }
 

@@ -44,10 +44,10 @@ std::vector<uint32_t> run_steps(Sampler& sampler, const gpu::Buffer& logits,
     for (const auto& d : plan) rec.dispatch(*d.kernel, d.group, d.x, d.y, d.z);
     if ((s + 1) % per_submit == 0 || s + 1 == steps) rec.submit();
   }
-  const auto st = ctx.read<uint32_t>(state);
+  const auto st = ctx.read_all<uint32_t>(state);
   EXPECT_EQ(st[0], pos0 + steps) << "state[0] advances by one per step";
   EXPECT_EQ(st[1], kUnwritten) << "only state[0] is written";
-  auto out = ctx.read<uint32_t>(tokens);
+  auto out = ctx.read_all<uint32_t>(tokens);
   for (size_t i = prompt.size() + steps; i < out.size(); ++i)
     EXPECT_EQ(out[i], kUnwritten) << "tokens[" << i << "]";
   return out;
