@@ -241,6 +241,8 @@ TEST(Tokenizer, AddedTokenFlags) {
   EXPECT_EQ(t.encode("say zork now"), cat({q.encode("say "), {151669}, q.encode(" now")}));
   EXPECT_EQ(t.encode("zorkzork"), q.encode("zorkzork"));
   EXPECT_EQ(t.encode("(zork)"), cat({q.encode("("), {151669}, q.encode(")")}));
+  EXPECT_EQ(t.encode("_zork \u00e9zork zork\u0301"),
+            q.encode("_zork \u00e9zork zork\u0301"));  // \w: _, letters, marks
   EXPECT_EQ(t.encode("A\u030angstr"), std::vector<int32_t>{151670});
   EXPECT_EQ(t.decode(std::vector<int32_t>{151669, 151670}), "zork\u00c5ngstr");
   fs::remove_all(dir);

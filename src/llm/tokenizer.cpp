@@ -106,13 +106,15 @@ char32_t prev_codepoint(std::string_view s, size_t& i) {
   return char32_t(c);
 }
 
-// Rust's char::is_whitespace and char::is_alphanumeric, which the reference uses for the
-// lstrip / rstrip / single_word flags of added tokens.
+// The reference's tests for the flags of added tokens: Rust regex \s (White_Space) for
+// lstrip / rstrip, Rust regex \w for single_word.
 bool is_whitespace(char32_t c) {
   return u_isUWhiteSpace(UChar32(c));
 }
-bool is_alphanumeric(char32_t c) {
-  return u_isUAlphabetic(UChar32(c)) || (U_GET_GC_MASK(UChar32(c)) & U_GC_N_MASK) != 0;
+bool is_word_char(char32_t c) {
+  const auto u = UChar32(c);
+  return u_isUAlphabetic(u) || (U_GET_GC_MASK(u) & (U_GC_M_MASK | U_GC_ND_MASK | U_GC_PC_MASK)) != 0 ||
+         u_hasBinaryProperty(u, UCHAR_JOIN_CONTROL);
 }
 
 void append_utf8(std::string& out, char32_t c) {
@@ -448,8 +450,8 @@ void Tokenizer::Impl::split_added(
     size_t start = i, stop = i + best->content.size();
     if (best->single_word) {
       size_t b = start, e = stop;
-      const bool word_before = start > 0 && is_alphanumeric(prev_codepoint(text, b));
-      const bool word_after = stop < text.size() && is_alphanumeric(next_codepoint(text, e));
+      const bool word_before = start > 0 && is_word_char(prev_codepoint(text, b));
+      const bool word_after = stop < text.size() && is_word_char(next_codepoint(text, e));
       if (word_before || word_after) {
         ++i;
         continue;
