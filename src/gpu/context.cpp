@@ -11,6 +11,7 @@
 #include "gpu/profiler.h"
 #include "gpu/recorder.h"
 #include "util/error.h"
+#include "webgpu/diagnostics.h"
 #include "webgpu/strings.h"
 
 namespace wgfuse::gpu {
@@ -213,7 +214,7 @@ Context::Context(const ContextOptions& options) : s_(std::make_unique<State>()) 
     if (!user_icd || !*user_icd) {
       if (!std::filesystem::exists(kSwiftShaderIcd)) {
         tried.push_back(std::string("SwiftShader (CPU): ") + kSwiftShaderIcd +
-                        " not found (install Debian's chromium package: scripts/setup does)");
+                        " not found (install Debian's chromium-common package: scripts/setup does)");
         return false;
       }
       setenv("VK_DRIVER_FILES", kSwiftShaderIcd, 1);
@@ -231,27 +232,33 @@ Context::Context(const ContextOptions& options) : s_(std::make_unique<State>()) 
   };
 
   bool ok = false;
-  switch (options.adapter) {
-    case AdapterChoice::Gpu: ok = try_hardware(); break;
-    case AdapterChoice::Cpu: ok = try_swiftshader(); break;
-    case AdapterChoice::Auto:
-      ok = try_hardware() && adapter_type(s_->adapter.get()) != WGPUAdapterType_CPU;
-      if (!ok) {
-        ok = try_swiftshader();
-        if (ok) {
-          s_->info.fallback_note = "no hardware GPU adapter found (" + tried.front() +
-                                   "); using the SwiftShader CPU adapter";
-          if (!options.quiet) std::fprintf(stderr, "wgfuse: note: %s\n", s_->info.fallback_note.c_str());
+  {
+    // Probing for a GPU where there is none makes Dawn and the Vulkan loader print warnings:
+    // shown only with -v (webgpu/diagnostics.h).
+    webgpu::CapturedStderr capture;
+    switch (options.adapter) {
+      case AdapterChoice::Gpu: ok = try_hardware(); break;
+      case AdapterChoice::Cpu: ok = try_swiftshader(); break;
+      case AdapterChoice::Auto:
+        ok = try_hardware() && adapter_type(s_->adapter.get()) != WGPUAdapterType_CPU;
+        if (!ok) {
+          ok = try_swiftshader();
+          if (ok)
+            s_->info.fallback_note =
+                "no GPU found; using SwiftShader (CPU) — figures are not representative of a GPU";
         }
-      }
-      break;
+        break;
+    }
   }
+  if (!s_->info.fallback_note.empty() && !options.quiet)
+    std::fprintf(stderr, "wgfuse: note: %s%s\n", s_->info.fallback_note.c_str(),
+                 webgpu::verbose() ? "" : " (-v shows the drivers' messages)");
   if (!ok) {
     std::string msg = "no usable WebGPU adapter. Tried:";
     for (auto& t : tried) msg += "\n  - " + t;
     msg += "\nFixes: install a Vulkan driver for your GPU (and libvulkan1), or run scripts/setup "
            "for the SwiftShader CPU adapter and use --adapter cpu; set VK_DRIVER_FILES to choose "
-           "a Vulkan driver explicitly.";
+           "a Vulkan driver explicitly; -v shows Dawn's and the Vulkan loader's messages.";
     throw Error(msg);
   }
 
@@ -323,6 +330,7 @@ Context::Context(const ContextOptions& options) : s_(std::make_unique<State>()) 
   if (!dr.device) throw Error("requesting a device from " + s_->info.device + " failed: " + dr.message);
   s_->device = Handle<WGPUDevice>(dr.device);
   s_->queue = Handle<WGPUQueue>(api().DeviceGetQueue(dr.device));
+  webgpu::route_device_logging(dr.device);
 
   for (auto f : wanted) {
     if (f == WGPUFeatureName_Subgroups) s_->features.subgroups = true;
