@@ -3,6 +3,7 @@
 
 #include "commands.h"
 #include "util/error.h"
+#include "webgpu/diagnostics.h"
 
 namespace wgfuse::cli {
 
@@ -32,6 +33,10 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", g.timeout_s, "seconds before any single wait on the GPU fails")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  // Before the subcommand's callback creates a Context, so that adapter probing is covered.
+  app.add_flag_callback(
+      "-v,--verbose", [] { wgfuse::webgpu::set_verbose(true); },
+      "show Dawn's and the Vulkan loader's own messages (hidden by default)");
   app.fallthrough();  // global options may follow the subcommand
   app.set_version_flag("--version", "wgfuse " WGFUSE_VERSION);
   add_info(app, g);

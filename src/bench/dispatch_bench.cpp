@@ -286,7 +286,7 @@ void sweep(std::vector<SeriesPlan>& plans, const BenchConfig& cfg, const std::st
     bool any = false;
     for (auto& p : plans) any |= p.active;
     if (!any) break;
-    progress(kernel + ": " + std::to_string(n) + " dispatches");
+    progress(kernel + ": " + std::to_string(n) + (n == 1 ? " dispatch" : " dispatches"));
     std::vector<std::vector<Sample>> samples(plans.size());
     for (size_t i = 0; i < plans.size(); ++i)
       if (plans[i].active) plans[i].run(n);  // warm-up
@@ -432,7 +432,8 @@ std::vector<ChainResult> run_chain(gpu::Context& ctx, const BenchConfig& cfg, ui
   std::vector<uint32_t> ks;
   for (uint32_t kk = 1; kk <= cfg.max_chain; kk = cfg.all_chain_lengths ? kk + 1 : kk * 2) ks.push_back(kk);
   for (uint32_t ops : ks) {
-    progress("chain of " + std::to_string(ops) + " ops on " + std::to_string(n) + " floats");
+    progress("chain of " + std::to_string(ops) + (ops == 1 ? " op" : " ops") + " on " + std::to_string(n) +
+             " floats");
     ctx.write_value(u, kMaxChain * kUniformSlot, chain_params(n, 0, ops));
     ChainResult c;
     c.elements = n;

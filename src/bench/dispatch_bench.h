@@ -45,6 +45,13 @@ struct BenchConfig {
 
 constexpr uint32_t kSteadyMaxN = 128;
 
+// A fit whose R² is below this is not reported as a per-dispatch cost: its points do not lie on a
+// line (typical of a CPU adapter). Every fit on the H100 (docs/RESULTS.md) has R² ≥ 0.93.
+constexpr double kMinReliableR2 = 0.9;
+inline bool reliable(const LinearFit& f) {
+  return f.r2 >= kMinReliableR2;
+}
+
 struct Point {
   uint32_t n = 0;
   Summary total_us;  // first encode .. wait returned

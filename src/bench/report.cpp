@@ -12,7 +12,7 @@ nlohmann::json summary_json(const Summary& s) {
   return {{"median", s.median}, {"min", s.min}, {"max", s.max}};
 }
 nlohmann::json fit_json(const LinearFit& f) {
-  return {{"slope_us", f.slope}, {"intercept_us", f.intercept}, {"r2", f.r2}};
+  return {{"slope_us", f.slope}, {"intercept_us", f.intercept}, {"r2", f.r2}, {"reliable", reliable(f)}};
 }
 
 const Series* find(const KernelReport& k, const std::string& variant, const std::string& api) {
@@ -25,6 +25,25 @@ std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
+}
+
+// Bandwidth with three significant digits (a CPU adapter copies well under 1 GB/s), no exponent.
+std::string gbs(double v) { return v >= 100 ? fmt("%.0f", v) : fmt("%.3g", v); }
+
+// A slope for the table, or its R² in parentheses where the fit is unreliable: no figure then.
+std::string slope_cell(const LinearFit& f) {
+  return reliable(f) ? fmt("%.3f", f.slope) : fmt("(R^2 %.2f)", f.r2);
+}
+
+// The achieved bandwidth divides by the GPU slope of the one-pass series.
+bool achieved_bandwidth_reliable(const KernelReport& k) {
+  const Series* s = find(k, "one_pass", "runtime");
+  return s && s->has_gpu && reliable(s->gpu);
+}
+
+// naive slope / this slope, when both are reliable figures.
+bool has_naive_ratio(const Series* naive, const Series& s) {
+  return naive && reliable(naive->total_steady) && reliable(s.total_steady) && s.total_steady.slope > 0;
 }
 
 }  // namespace
@@ -50,6 +69,7 @@ nlohmann::json to_json(const BenchReport& r, const nlohmann::json& adapter) {
   j["plan_encode"] = {{"dispatches", r.plan_encode.dispatches},
                       {"passes", r.plan_encode.passes},
                       {"us_per_dispatch", summary_json(r.plan_encode.us_per_dispatch)}};
+  j["min_reliable_r2"] = kMinReliableR2;
   j["wall_s"] = r.wall_s;
   j["kernels"] = nlohmann::json::array();
   for (auto& k : r.kernels) {
@@ -59,7 +79,8 @@ nlohmann::json to_json(const BenchReport& r, const nlohmann::json& adapter) {
                          {"bytes_per_dispatch", k.bytes_per_dispatch},
                          {"series", nlohmann::json::array()},
                          {"framework_overhead", nlohmann::json::array()}};
-    if (k.achieved_bandwidth_gbs > 0) kj["achieved_bandwidth_gbs"] = k.achieved_bandwidth_gbs;
+    if (k.achieved_bandwidth_gbs > 0 && achieved_bandwidth_reliable(k))
+      kj["achieved_bandwidth_gbs"] = k.achieved_bandwidth_gbs;
     const Series* naive = find(k, "naive", "runtime");
     for (auto& s : k.series) {
       nlohmann::json sj = {{"variant", s.variant},
@@ -71,7 +92,7 @@ nlohmann::json to_json(const BenchReport& r, const nlohmann::json& adapter) {
                            {"cpu_issue_steady", fit_json(s.issue_steady)},
                            {"points", nlohmann::json::array()}};
       sj["gpu"] = s.has_gpu ? fit_json(s.gpu) : nlohmann::json(nullptr);
-      sj["naive_ratio"] = naive && s.total_steady.slope > 0
+      sj["naive_ratio"] = has_naive_ratio(naive, s)
                               ? nlohmann::json(naive->total_steady.slope / s.total_steady.slope)
                               : nlohmann::json(nullptr);
       for (auto& p : s.points) {
@@ -93,7 +114,9 @@ nlohmann::json to_json(const BenchReport& r, const nlohmann::json& adapter) {
              {"difference_us", rt->total_steady.slope - raw->total_steady.slope},
              {"runtime_issue_slope_us", rt->issue_steady.slope},
              {"raw_issue_slope_us", raw->issue_steady.slope},
-             {"issue_difference_us", rt->issue_steady.slope - raw->issue_steady.slope}});
+             {"issue_difference_us", rt->issue_steady.slope - raw->issue_steady.slope},
+             {"reliable", reliable(rt->total_steady) && reliable(raw->total_steady)},
+             {"issue_reliable", reliable(rt->issue_steady) && reliable(raw->issue_steady)}});
     }
     j["kernels"].push_back(kj);
   }
@@ -129,10 +152,9 @@ nlohmann::json to_json(const BenchReport& r, const nlohmann::json& adapter) {
 std::string to_table(const BenchReport& r, const gpu::AdapterInfo& a) {
   std::ostringstream o;
   o << "wgfuse " << WGFUSE_VERSION << " bench  " << r.date_utc << "  (" << fmt("%.1f", r.wall_s) << " s)\n";
-  o << "adapter: " << a.device << " | " << a.backend << " | " << a.adapter_type << " | " << a.description
-    << "\n";
-  o << "device copy bandwidth: " << fmt("%.0f", r.copy_bandwidth_gbs) << " GB/s by a copy kernel, "
-    << fmt("%.0f", r.copy_command_bandwidth_gbs) << " GB/s by copyBufferToBuffer (bytes read + written)\n\n";
+  o << "adapter: " << a.device << " | " << a.backend << " | " << a.adapter_type << " | " << a.description << "\n";
+  o << "device copy bandwidth: " << gbs(r.copy_bandwidth_gbs) << " GB/s by a copy kernel, "
+    << gbs(r.copy_command_bandwidth_gbs) << " GB/s by copyBufferToBuffer (bytes read + written)\n\n";
   o << "Per-dispatch cost: slope of a least-squares fit of time against dispatch count N = 1, 2, 4, ...\n";
   o << "(median of " << r.config.reps
     << " repetitions per N; total = encode .. GPU done, fitted over N <= " << kSteadyMaxN
@@ -145,20 +167,29 @@ std::string to_table(const BenchReport& r, const gpu::AdapterInfo& a) {
                 "api", steady_head.c_str(), "R^2", "us/d all N", "issue us/d", "GPU us/d", "naive/this",
                 "max N");
   o << line;
+  bool any_unreliable = false;
   for (auto& k : r.kernels) {
     const Series* naive = find(k, "naive", "runtime");
     for (auto& s : k.series) {
-      std::string gpu = s.has_gpu ? fmt("%.3f", s.gpu.slope) : "-";
-      std::string ratio = naive && s.total_steady.slope > 0
-                              ? fmt("%.1fx", naive->total_steady.slope / s.total_steady.slope)
-                              : "-";
-      std::snprintf(line, sizeof line, "%-6s %-20s %-7s %12.3f %7.4f %11.3f %11.3f %10s %10s %6u\n",
-                    k.name.c_str(), s.variant.c_str(), s.api.c_str(), s.total_steady.slope, s.total_steady.r2,
-                    s.total.slope, s.issue_steady.slope, gpu.c_str(), ratio.c_str(),
-                    s.points.empty() ? 0 : s.points.back().n);
+      std::string gpu = s.has_gpu ? slope_cell(s.gpu) : "-";
+      std::string ratio =
+          has_naive_ratio(naive, s) ? fmt("%.1fx", naive->total_steady.slope / s.total_steady.slope) : "-";
+      std::snprintf(line, sizeof line, "%-6s %-20s %-7s %12s %7.4f %11s %11s %10s %10s %6u\n", k.name.c_str(),
+                    s.variant.c_str(), s.api.c_str(), slope_cell(s.total_steady).c_str(), s.total_steady.r2,
+                    slope_cell(s.total).c_str(), slope_cell(s.issue_steady).c_str(), gpu.c_str(),
+                    ratio.c_str(), s.points.empty() ? 0 : s.points.back().n);
       o << line;
+      any_unreliable |= !reliable(s.total_steady) || !reliable(s.total) || !reliable(s.issue_steady) ||
+                        (s.has_gpu && !reliable(s.gpu));
     }
   }
+  if (any_unreliable)
+    o << "(R^2 x): no figure, the times do not lie on a line (R^2 < " << fmt("%.1f", kMinReliableR2)
+      << ").\n";
+  if (a.is_cpu)
+    o << "CPU adapter: the \"GPU\" work runs in threads on the same CPU cores as the encoding "
+         "and the clock, so times vary from run to run and slopes are noisy; only a GPU gives "
+         "representative figures.\n";
   o << "\nFramework overhead, wgfuse runtime minus bare C API (us per dispatch, N <= " << kSteadyMaxN
     << ", total / CPU issue):\n";
   for (auto& k : r.kernels)
@@ -166,16 +197,19 @@ std::string to_table(const BenchReport& r, const gpu::AdapterInfo& a) {
       const Series* rt = find(k, v, "runtime");
       const Series* raw = find(k, v, "raw");
       if (!rt || !raw) continue;
-      std::snprintf(line, sizeof line, "  %-6s %-20s runtime %8.3f  raw %8.3f  difference %+7.3f / %+7.3f\n",
-                    k.name.c_str(), v, rt->total_steady.slope, raw->total_steady.slope,
-                    rt->total_steady.slope - raw->total_steady.slope,
-                    rt->issue_steady.slope - raw->issue_steady.slope);
+      auto difference = [](const LinearFit& a, const LinearFit& b) {
+        return reliable(a) && reliable(b) ? fmt("%+.3f", a.slope - b.slope) : std::string("unreliable");
+      };
+      std::snprintf(line, sizeof line, "  %-6s %-20s runtime %10s  raw %10s  difference %s / %s\n",
+                    k.name.c_str(), v, slope_cell(rt->total_steady).c_str(),
+                    slope_cell(raw->total_steady).c_str(),
+                    difference(rt->total_steady, raw->total_steady).c_str(),
+                    difference(rt->issue_steady, raw->issue_steady).c_str());
       o << line;
     }
   for (auto& k : r.kernels)
-    if (k.achieved_bandwidth_gbs > 0)
-      o << "\n"
-        << k.name << " kernel (" << k.elements << " floats): " << fmt("%.1f", k.achieved_bandwidth_gbs)
+    if (k.achieved_bandwidth_gbs > 0 && achieved_bandwidth_reliable(k))
+      o << "\n" << k.name << " kernel (" << k.elements << " floats): " << gbs(k.achieved_bandwidth_gbs)
         << " GB/s by GPU timestamps = " << fmt("%.1f", 100 * k.achieved_bandwidth_gbs / r.copy_bandwidth_gbs)
         << "% of device copy\n";
 

@@ -11,6 +11,7 @@
 #include "gpu/profiler.h"
 #include "gpu/recorder.h"
 #include "util/error.h"
+#include "webgpu/diagnostics.h"
 #include "webgpu/strings.h"
 
 namespace wgfuse::gpu {
@@ -233,32 +234,36 @@ class AdapterChooser {
   std::string choose() {
     bool ok = false;
     std::string note;
-    switch (options_.adapter) {
-      case AdapterChoice::Gpu:
-        ok = try_hardware();
-        break;
-      case AdapterChoice::Cpu:
-        ok = try_swiftshader();
-        break;
-      case AdapterChoice::Auto:
-        ok = try_hardware() && adapter_type(s_.adapter.get()) != WGPUAdapterType_CPU;
-        if (!ok) {
+    {
+      // Probing for a GPU where there is none makes Dawn and the Vulkan loader print warnings:
+      // shown only with -v (webgpu/diagnostics.h).
+      webgpu::CapturedStderr capture;
+      switch (options_.adapter) {
+        case AdapterChoice::Gpu:
+          ok = try_hardware();
+          break;
+        case AdapterChoice::Cpu:
           ok = try_swiftshader();
-          if (ok) {
-            note =
-                "no hardware GPU adapter found (" + tried_.front() + "); using the SwiftShader CPU adapter";
-            if (!options_.quiet) std::fprintf(stderr, "wgfuse: note: %s\n", note.c_str());
+          break;
+        case AdapterChoice::Auto:
+          ok = try_hardware() && adapter_type(s_.adapter.get()) != WGPUAdapterType_CPU;
+          if (!ok) {
+            ok = try_swiftshader();
+            if (ok) note = "no GPU found; using SwiftShader (CPU) — figures are not representative of a GPU";
           }
-        }
-        break;
+          break;
+      }
     }
+    if (!note.empty() && !options_.quiet)
+      std::fprintf(stderr, "wgfuse: note: %s%s\n", note.c_str(),
+                   webgpu::verbose() ? "" : " (-v shows the drivers' messages)");
     if (ok) return note;
     std::string msg = "no usable WebGPU adapter. Tried:";
     for (auto& t : tried_) msg += "\n  - " + t;
     msg +=
         "\nFixes: install a Vulkan driver for your GPU (and libvulkan1), or run scripts/setup "
         "for the SwiftShader CPU adapter and use --adapter cpu; set VK_DRIVER_FILES to choose "
-        "a Vulkan driver explicitly.";
+        "a Vulkan driver explicitly; -v shows Dawn's and the Vulkan loader's messages.";
     throw Error(msg);
   }
 
@@ -286,7 +291,7 @@ class AdapterChooser {
     if (!user_icd || !*user_icd) {
       if (!std::filesystem::exists(kSwiftShaderIcd)) {
         tried_.push_back(std::string("SwiftShader (CPU): ") + kSwiftShaderIcd +
-                         " not found (install Debian's chromium package: scripts/setup does)");
+                         " not found (install Debian's chromium-common package: scripts/setup does)");
         return false;
       }
       setenv("VK_DRIVER_FILES", kSwiftShaderIcd, 1);
@@ -410,6 +415,8 @@ void Context::request_device(const ContextOptions& options) {
   if (!dr.device) throw Error("requesting a device from " + s_->info.device + " failed: " + dr.message);
   s_->device = Handle<WGPUDevice>(dr.device);
   s_->queue = Handle<WGPUQueue>(api().DeviceGetQueue(dr.device));
+  webgpu::route_device_logging(dr.device);
+
   for (auto f : wanted) {
     if (f == WGPUFeatureName_Subgroups) s_->features.subgroups = true;
     if (f == WGPUFeatureName_TimestampQuery) s_->features.timestamp_query = true;

@@ -45,6 +45,7 @@ namespace wgfuse::webgpu {
   X(DeviceGetLimits, WGPUStatus, (WGPUDevice, WGPULimits*))                                         \
   X(DeviceHasFeature, WGPUBool, (WGPUDevice, WGPUFeatureName))                                      \
   X(DeviceGetAdapterInfo, WGPUStatus, (WGPUDevice, WGPUAdapterInfo*))                               \
+  X(DeviceSetLoggingCallback, void, (WGPUDevice, WGPULoggingCallbackInfo))                          \
   X(DeviceDestroy, void, (WGPUDevice))                                                              \
   X(DeviceRelease, void, (WGPUDevice))                                                              \
   X(ShaderModuleGetCompilationInfo, WGPUFuture, (WGPUShaderModule, WGPUCompilationInfoCallbackInfo)) \

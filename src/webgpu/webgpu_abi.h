@@ -80,6 +80,12 @@ enum WGPUWaitStatus : uint32_t {
   WGPUWaitStatus_TimedOut = 2,
   WGPUWaitStatus_Error = 3,
 };
+enum WGPULoggingType : uint32_t {
+  WGPULoggingType_Verbose = 1,
+  WGPULoggingType_Info = 2,
+  WGPULoggingType_Warning = 3,
+  WGPULoggingType_Error = 4,
+};
 enum WGPUStatus : uint32_t { WGPUStatus_Success = 1, WGPUStatus_Error = 2 };
 enum WGPURequestAdapterStatus : uint32_t { WGPURequestAdapterStatus_Success = 1 };
 enum WGPURequestDeviceStatus : uint32_t { WGPURequestDeviceStatus_Success = 1 };
@@ -214,6 +220,13 @@ WGFUSE_CALLBACK_INFO(WGPUCompilationInfoCallbackInfo, WGPUCompilationInfoCallbac
 struct WGPUUncapturedErrorCallbackInfo {  // no mode field: it may fire at any time
   WGPUChainedStruct* nextInChain;
   WGPUUncapturedErrorCallback callback;
+  void* userdata1;
+  void* userdata2;
+};
+typedef void (*WGPULoggingCallback)(WGPULoggingType, WGPUStringView, void*, void*);
+struct WGPULoggingCallbackInfo {  // no mode field either
+  WGPUChainedStruct* nextInChain;
+  WGPULoggingCallback callback;
   void* userdata1;
   void* userdata2;
 };
@@ -542,6 +555,12 @@ static_assert(offsetof(WGPUUncapturedErrorCallbackInfo, nextInChain) == 0);
 static_assert(offsetof(WGPUUncapturedErrorCallbackInfo, callback) == 8);
 static_assert(offsetof(WGPUUncapturedErrorCallbackInfo, userdata1) == 16);
 static_assert(offsetof(WGPUUncapturedErrorCallbackInfo, userdata2) == 24);
+// WGPULoggingCallbackInfo
+static_assert(sizeof(WGPULoggingCallbackInfo) == 32 && alignof(WGPULoggingCallbackInfo) == 8);
+static_assert(offsetof(WGPULoggingCallbackInfo, nextInChain) == 0);
+static_assert(offsetof(WGPULoggingCallbackInfo, callback) == 8);
+static_assert(offsetof(WGPULoggingCallbackInfo, userdata1) == 16);
+static_assert(offsetof(WGPULoggingCallbackInfo, userdata2) == 24);
 // WGPUDeviceDescriptor
 static_assert(sizeof(WGPUDeviceDescriptor) == 144 && alignof(WGPUDeviceDescriptor) == 8);
 static_assert(offsetof(WGPUDeviceDescriptor, nextInChain) == 0);

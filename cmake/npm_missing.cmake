@@ -1,0 +1,28 @@
+# Lists the npm packages pinned in package-lock.json that node_modules lacks at the pinned version,
+# one "name version integrity" line each, for scripts/setup to fetch without npm.
+# cmake -DLOCK=package-lock.json -DNODE_MODULES=node_modules [-DONLY=name;name] -P npm_missing.cmake
+cmake_minimum_required(VERSION 3.25)
+file(READ "${LOCK}" lock)
+string(JSON packages GET "${lock}" packages)
+string(JSON count LENGTH "${packages}")
+math(EXPR last "${count} - 1")
+foreach(i RANGE ${last})
+  string(JSON key MEMBER "${packages}" ${i})
+  if(NOT key MATCHES "^node_modules/(.+)$")
+    continue()  # "" is the project itself
+  endif()
+  set(name "${CMAKE_MATCH_1}")
+  if(DEFINED ONLY AND NOT name IN_LIST ONLY)
+    continue()
+  endif()
+  string(JSON version GET "${packages}" "${key}" version)
+  string(JSON integrity GET "${packages}" "${key}" integrity)
+  set(installed "")
+  if(EXISTS "${NODE_MODULES}/${name}/package.json")
+    file(READ "${NODE_MODULES}/${name}/package.json" manifest)
+    string(JSON installed ERROR_VARIABLE ignored GET "${manifest}" version)
+  endif()
+  if(NOT installed STREQUAL version)
+    execute_process(COMMAND ${CMAKE_COMMAND} -E echo "${name} ${version} ${integrity}")
+  endif()
+endforeach()
