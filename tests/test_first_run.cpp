@@ -52,13 +52,13 @@ TEST(FirstRun, InfoHidesDriverMessagesUnlessVerbose) {
 }
 
 // A report of one kernel whose fits are given: naive (always clean) and one_pass at both APIs.
-bench::BenchReport report_with(const bench::LinearFit& one_pass_runtime) {
+bench::BenchReport report_with(const LinearFit& one_pass_runtime) {
   bench::BenchReport r;
   r.date_utc = "2026-01-01T00:00:00Z";
   r.wall_s = 1;
   bench::KernelReport k;
   k.name = "empty";
-  auto series = [](const char* variant, const char* api, bench::LinearFit f) {
+  auto series = [](const char* variant, const char* api, LinearFit f) {
     bench::Series s;
     s.variant = variant;
     s.api = api;
@@ -79,7 +79,7 @@ bench::BenchReport report_with(const bench::LinearFit& one_pass_runtime) {
 TEST(FirstRun, UnreliableFitsAreNotShownAsFigures) {
   gpu::AdapterInfo cpu;
   cpu.is_cpu = true;
-  const bench::LinearFit noisy{-7.961, 120.5, 0.46};
+  const LinearFit noisy{-7.961, 120.5, 0.46};
   auto bad = report_with(noisy);
   auto table = bench::to_table(bad, cpu);
   EXPECT_TRUE(contains(table, "(R^2 0.46)")) << table;
