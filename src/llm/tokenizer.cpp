@@ -113,8 +113,10 @@ bool is_whitespace(char32_t c) {
 }
 bool is_word_char(char32_t c) {
   const auto u = UChar32(c);
+  // Join_Control is exactly U+200C and U+200D (PropList.txt). Asking ICU's u_hasBinaryProperty
+  // instead would link its 30 MB data archive into the binary.
   return u_isUAlphabetic(u) || (U_GET_GC_MASK(u) & (U_GC_M_MASK | U_GC_ND_MASK | U_GC_PC_MASK)) != 0 ||
-         u_hasBinaryProperty(u, UCHAR_JOIN_CONTROL);
+         u == 0x200C || u == 0x200D;
 }
 
 void append_utf8(std::string& out, char32_t c) {
