@@ -189,8 +189,8 @@ bench::ChainParams chain_op(uint32_t n, uint32_t j) {
 TEST(Plan, EqualsDirectRecordingEncodedManyTimes) {
   PlanFixture f;
   constexpr uint32_t kRounds = 100, kEncodes = 3;
-  const uint32_t slot =
-      std::max<uint32_t>(f.ctx.limits().min_uniform_buffer_offset_alignment, sizeof(bench::ChainParams));
+  const uint32_t align = f.ctx.limits().min_uniform_buffer_offset_alignment;
+  const uint32_t slot = (uint32_t(sizeof(bench::ChainParams)) + align - 1) / align * align;
   gpu::Buffer direct_params =
       f.ctx.buffer(uint64_t(kRounds) * slot, BufferUsage::Uniform | BufferUsage::CopyDst, "direct.params");
   gpu::Plan plan(f.ctx, "test.plan");

@@ -190,8 +190,8 @@ TEST(Binding, ChecksNameTheLimit) {
   const auto& lim = ctx.limits();
   auto& step = ctx.kernel(gpu::embedded_kernel("dispatch", "step_u32"));
   auto buf = ctx.buffer(4 * lim.min_storage_buffer_offset_alignment, BufferUsage::StorageIO, "b");
-  auto m = bind_error(ctx, step, {gpu::BufferBinding(buf, 4, 64)});
-  EXPECT_NE(m.find("binding 0 (storage, 64 bytes at offset 4"), std::string::npos) << m;
+  auto m = bind_error(ctx, step, {gpu::BufferBinding(buf, 4, 16)});  // in range, misaligned
+  EXPECT_NE(m.find("binding 0 (storage, 16 bytes at offset 4"), std::string::npos) << m;
   EXPECT_NE(
       m.find("minStorageBufferOffsetAlignment = " + std::to_string(lim.min_storage_buffer_offset_alignment)),
       std::string::npos)
