@@ -147,6 +147,14 @@ struct Session {
 
 std::vector<uint32_t> to_u32(const std::vector<int32_t>& ids) { return {ids.begin(), ids.end()}; }
 
+// The text of generated ids, skipping ids past the tokenizer's vocabulary (see run()).
+std::string text_of(const llm::Tokenizer& tok, const std::vector<uint32_t>& ids) {
+  std::vector<int32_t> known;
+  for (uint32_t id : ids)
+    if (id < tok.vocab_size()) known.push_back(int32_t(id));
+  return tok.decode(known, /*skip_special=*/true);
+}
+
 std::vector<uint32_t> parse_ids(const std::string& s, uint32_t vocab) {
   std::vector<uint32_t> ids;
   std::string item;
@@ -212,7 +220,9 @@ RunResult run(Session& s, std::span<const uint32_t> prompt, int64_t n, uint32_t 
       r.stopped_at_eos = true;
       return false;
     }
-    std::fputs(dec.push(int32_t(id)).c_str(), stdout);
+    // A model's vocabulary may be padded past the tokenizer's (Qwen2.5: 151,936 rows, 151,665
+    // tokens): an id with no token prints nothing, as Hugging Face's decode skips it.
+    if (id < s.tokenizer.vocab_size()) std::fputs(dec.push(int32_t(id)).c_str(), stdout);
     std::fflush(stdout);
     return true;
   };
@@ -295,7 +305,7 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     j["prompt_ids"] = prompt;
     j["generated_ids"] = r.generated;
     j["stopped_at_eos"] = r.stopped_at_eos;
-    j["text"] = s->tokenizer.decode(std::vector<int32_t>(r.generated.begin(), r.generated.end()), true);
+    j["text"] = text_of(s->tokenizer, r.generated);
     j["load_ms"] = s->load_ms;
     j["upload_ms"] = s->model.stats().upload_ms;
     j["prompt_tokens"] = s->model.stats().prompt_tokens;
@@ -352,8 +362,7 @@ void chat(const LlmOptions& lo, const std::string& system, int64_t n, const Glob
     const int64_t room = int64_t(s->ctx_len) - int64_t(ids.size());
     const RunResult r = run(*s, fresh, std::min(n, room), lo.steps_per_submit, nullptr);
     std::fputc('\n', stdout);
-    history.push_back(
-        {"assistant", s->tokenizer.decode(std::vector<int32_t>(r.generated.begin(), r.generated.end()), true)});
+    history.push_back({"assistant", text_of(s->tokenizer, r.generated)});
     print_timing(*s);
   }
 }
