@@ -83,7 +83,8 @@ TEST(Abi, AdapterInfoFitsAndIsSane) {
 // that has exactly those (a newer header's values would ask for other features).
 TEST(Abi, FeatureValuesAreThisDawns) {
   auto& ctx = test::context();
-  EXPECT_EQ(bool(api().DeviceHasFeature(ctx.raw_device(), WGPUFeatureName_Subgroups)), ctx.features().subgroups);
+  EXPECT_EQ(bool(api().DeviceHasFeature(ctx.raw_device(), WGPUFeatureName_Subgroups)),
+            ctx.features().subgroups);
   EXPECT_EQ(bool(api().DeviceHasFeature(ctx.raw_device(), WGPUFeatureName_TimestampQuery)),
             ctx.features().timestamp_query);
   // SwiftShader and the H100 both offer these two through this Dawn (shared/reference/README.md).

@@ -55,8 +55,8 @@ TEST(Coop, MarketEqualsPerStepOnRandomGenomes) {
       auto fc = evaluate(prog, Strategy::Coop, gm);
       for (uint32_t i = 0; i < pop; ++i) ASSERT_TRUE(std::isfinite(fp[i])) << "per-step, individual " << i;
       auto pc = sim::compare_fitness(fp, fc, 1e-5);
-      EXPECT_EQ(pc.over, 0u) << "pop " << pop << " scale " << scale << ": coop vs per-step max rel " << pc.max_rel
-                             << ", first at " << pc.first_over << ": "
+      EXPECT_EQ(pc.over, 0u) << "pop " << pop << " scale " << scale << ": coop vs per-step max rel "
+                             << pc.max_rel << ", first at " << pc.first_over << ": "
                              << (pc.first_over >= 0 ? fc[pc.first_over] : 0) << " vs "
                              << (pc.first_over >= 0 ? fp[pc.first_over] : 0);
       EXPECT_EQ(sim::compare_fitness(ff, fc, 1e-5).over, 0u) << "coop vs fused, pop " << pop;

@@ -98,8 +98,8 @@ TEST(FuseTrajectories, AcrobotFollowsTheReference) {
       // The reference from the start, with the actions of its own policy.
       sim::AcrobotState ref = s;
       for (uint32_t k = 0; k < t; ++k) {
-        double obs[6] = {std::cos(ref.th1), std::sin(ref.th1), std::cos(ref.th2), std::sin(ref.th2), ref.dth1,
-                         ref.dth2};
+        double obs[6] = {std::cos(ref.th1), std::sin(ref.th1), std::cos(ref.th2),
+                         std::sin(ref.th2), ref.dth1,          ref.dth2};
         const int act = sim::mlp_argmax(g, 6, 16, 3, obs);
         if (sim::acrobot_terminal(ref)) break;
         ref = sim::acrobot_step(ref, act - 1.0);

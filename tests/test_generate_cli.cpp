@@ -53,7 +53,8 @@ const fs::path& model_dir(uint32_t vocab) {
         : path(fs::temp_directory_path() /
                ("wgfuse_generate_" + std::to_string(getpid()) + "_" + std::to_string(vocab))) {
       llm::write_random_qwen2(path, tiny_config(vocab), llm::DType::F32, 7);
-      for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) fs::copy_file(kQwenTokenizer / f, path / f);
+      for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+        fs::copy_file(kQwenTokenizer / f, path / f);
     }
     ~Folder() { fs::remove_all(path); }
   };
@@ -90,14 +91,15 @@ TEST(GenerateCli, GreedyTokensAndLogitsMatchTheReference) {
   const fs::path out = fs::temp_directory_path() / ("wgfuse_gen_" + std::to_string(getpid()) + ".json");
   const fs::path npy = fs::temp_directory_path() / ("wgfuse_gen_" + std::to_string(getpid()) + ".npy");
   const std::string prompt = "The quick brown fox";
-  auto r = test::run_wgfuse(generate_cmd(kQwenVocab, "-p '" + prompt + "' -n 4 --temp 0 --json '" + out.string() +
-                                         "' --dump-logits '" + npy.string() + "'"),
-                            "", "/dev/null");
+  auto r =
+      test::run_wgfuse(generate_cmd(kQwenVocab, "-p '" + prompt + "' -n 4 --temp 0 --json '" + out.string() +
+                                                    "' --dump-logits '" + npy.string() + "'"),
+                       "", "/dev/null");
   ASSERT_EQ(r.rc, 0) << r.out;
   const json j = json::parse(std::ifstream(out));
-  for (const char* key : {"prompt_ids", "generated_ids", "prefill_tok_s", "decode_tok_s", "dispatches_per_token",
-                          "submits_per_token", "readbacks_per_token", "gpu_memory_bytes", "adapter", "model",
-                          "sampling"})
+  for (const char* key :
+       {"prompt_ids", "generated_ids", "prefill_tok_s", "decode_tok_s", "dispatches_per_token",
+        "submits_per_token", "readbacks_per_token", "gpu_memory_bytes", "adapter", "model", "sampling"})
     EXPECT_TRUE(j.contains(key)) << key;
 
   const auto tok = llm::Tokenizer::from_file(kQwenTokenizer / "tokenizer.json");
@@ -137,9 +139,10 @@ TEST(GenerateCli, GreedyTokensAndLogitsMatchTheReference) {
 TEST(GenerateCli, SameSeedSameTokens) {
   auto run = [](uint64_t seed) {
     const fs::path out = fs::temp_directory_path() / ("wgfuse_seed_" + std::to_string(getpid()) + ".json");
-    auto r = test::run_wgfuse(generate_cmd(kSmallVocab, "--prompt-ids 1,2,3 -n 8 --temp 1.5 --top-k 50 --seed " +
-                                           std::to_string(seed) + " --json '" + out.string() + "'"),
-                              "", "/dev/null");
+    auto r = test::run_wgfuse(
+        generate_cmd(kSmallVocab, "--prompt-ids 1,2,3 -n 8 --temp 1.5 --top-k 50 --seed " +
+                                      std::to_string(seed) + " --json '" + out.string() + "'"),
+        "", "/dev/null");
     EXPECT_EQ(r.rc, 0) << r.out;
     return json::parse(std::ifstream(out))["generated_ids"].get<std::vector<uint32_t>>();
   };

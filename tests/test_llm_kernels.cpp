@@ -280,7 +280,8 @@ TEST_P(LlmKernel, QkvRopePrompt) {
   run({k.qkv_rope_prompt(
       s.w.buffer, token_rows(x, T, c.hidden_size), llm::upload_padded(context(), "nw", nw), s.packed_bias,
       s.rope, context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"), q, kc, vc, c, ctx_len, T)});
-  auto qg = context().read_all<float>(q), kg = context().read_all<float>(kc), vg = context().read_all<float>(vc);
+  auto qg = context().read_all<float>(q), kg = context().read_all<float>(kc),
+       vg = context().read_all<float>(vc);
   for (uint32_t t = 0; t < T; ++t) {
     const std::vector<float> xt(x.begin() + t * c.hidden_size, x.begin() + (t + 1) * c.hidden_size);
     const auto want = s.reference(ref::rmsnorm(as_double(xt), as_double(nw), 1e-6), p0 + t);

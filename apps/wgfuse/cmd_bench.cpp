@@ -31,7 +31,8 @@ void add_bench(CLI::App& app, GlobalOptions& g) {
   cmd->add_flag("--quick", o.quick, "CI scale: fewer repetitions, N up to 64, a 1M-float large kernel");
   cmd->add_option("--json", o.json, "write the report as JSON (schema docs/bench.schema.json)");
   cmd->add_option("--csv", o.csv, "write every measured point as CSV");
-  cmd->add_option("--reps", o.reps, "timed repetitions per point (default 10, quick 3)")->check(CLI::Range(1, 1000));
+  cmd->add_option("--reps", o.reps, "timed repetitions per point (default 10, quick 3)")
+      ->check(CLI::Range(1, 1000));
   cmd->add_option("--max-dispatches", o.max_dispatches, "largest N of the sweep (default 4096, quick 64)")
       ->check(CLI::Range(4, 65536));
   cmd->add_option("--kernels", o.kernels, "only these of: empty small large")
@@ -45,11 +46,13 @@ void add_bench(CLI::App& app, GlobalOptions& g) {
     if (o.max_dispatches) cfg.max_dispatches = o.max_dispatches;
     cfg.only_kernels = o.kernels;
     const bool tty = isatty(fileno(stderr));
-    std::fprintf(stderr, "wgfuse bench on %s (%s)%s\n", ctx.adapter().device.c_str(), ctx.adapter().backend.c_str(),
-                 o.quick ? ", quick" : "");
+    std::fprintf(stderr, "wgfuse bench on %s (%s)%s\n", ctx.adapter().device.c_str(),
+                 ctx.adapter().backend.c_str(), o.quick ? ", quick" : "");
     auto report = bench::run_dispatch_bench(ctx, cfg, [tty](const std::string& stage) {
-      if (tty) std::fprintf(stderr, "\r\033[K  %s", stage.c_str());
-      else std::fprintf(stderr, "  %s\n", stage.c_str());
+      if (tty)
+        std::fprintf(stderr, "\r\033[K  %s", stage.c_str());
+      else
+        std::fprintf(stderr, "  %s\n", stage.c_str());
     });
     if (tty) std::fprintf(stderr, "\r\033[K");
     std::printf("%s", bench::to_table(report, ctx.adapter()).c_str());

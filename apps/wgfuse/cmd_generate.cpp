@@ -1,18 +1,17 @@
 // wgfuse generate | chat: a Qwen2-architecture model from a Hugging Face folder, decoded on the
 // GPU (src/llm/model.h), text streamed as it is generated, one timing line at the end.
+#include <readline/history.h>
+#include <readline/readline.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <memory>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <sstream>
-
-#include <readline/history.h>
-#include <readline/readline.h>
 
 #include "commands.h"
 #include "llm/chat_template.h"
@@ -42,7 +41,8 @@ struct GenerateOptions {
 };
 
 void add_llm_options(CLI::App* c, LlmOptions& o) {
-  c->add_option("-m,--model", o.model_dir, "Hugging Face model folder (config.json, *.safetensors, tokenizer.json)")
+  c->add_option("-m,--model", o.model_dir,
+                "Hugging Face model folder (config.json, *.safetensors, tokenizer.json)")
       ->required();
   c->add_option("--dtype", o.dtype, "weight storage on the GPU: f16 (packed in u32) | f32")
       ->check(CLI::IsMember({"f16", "f32"}))
@@ -125,8 +125,8 @@ struct Session {
     mo.ctx = ctx_len;
     auto bar = std::make_shared<ProgressBar>("loading " + o.model_dir);
     mo.progress = [bar](uint64_t done, uint64_t total) { (*bar)(done, total); };
-    return std::unique_ptr<Session>(new Session{std::move(files), std::move(tok), std::move(stop), std::move(ctx),
-                                                params, mo, t0});
+    return std::unique_ptr<Session>(
+        new Session{std::move(files), std::move(tok), std::move(stop), std::move(ctx), params, mo, t0});
   }
 
  private:
@@ -136,7 +136,8 @@ struct Session {
         tokenizer(std::move(t)),
         stop_ids(std::move(stop)),
         ctx(std::move(c)),
-        model(ctx, files.config(), [this](std::string_view name) { return files.find(name); }, mo),
+        model(
+            ctx, files.config(), [this](std::string_view name) { return files.find(name); }, mo),
         sampler(ctx, files.config().vocab_size),
         params(p),
         ctx_len(mo.ctx) {
@@ -145,7 +146,9 @@ struct Session {
   }
 };
 
-std::vector<uint32_t> to_u32(const std::vector<int32_t>& ids) { return {ids.begin(), ids.end()}; }
+std::vector<uint32_t> to_u32(const std::vector<int32_t>& ids) {
+  return {ids.begin(), ids.end()};
+}
 
 // The text of generated ids, skipping ids past the tokenizer's vocabulary (see run()).
 std::string text_of(const llm::Tokenizer& tok, const std::vector<uint32_t>& ids) {
@@ -163,7 +166,8 @@ std::vector<uint32_t> parse_ids(const std::string& s, uint32_t vocab) {
     char* end = nullptr;
     const unsigned long v = std::strtoul(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || v >= vocab)
-      throw Error("--prompt-ids: '" + item + "' is not a token id below the vocabulary size " + std::to_string(vocab));
+      throw Error("--prompt-ids: '" + item + "' is not a token id below the vocabulary size " +
+                  std::to_string(vocab));
     ids.push_back(uint32_t(v));
   }
   return ids;
@@ -208,10 +212,14 @@ RunResult run(Session& s, std::span<const uint32_t> prompt, int64_t n, uint32_t 
   std::vector<llm::Step> picker;
   if (s.params.temperature != 0) {
     const auto b = s.model.decode_buffers();
-    for (const auto& st : s.sampler.steps(b.logits, b.tokens, b.state)) picker.push_back({st.kernel, st.group, st.x, st.y, st.z});
+    for (const auto& st : s.sampler.steps(b.logits, b.tokens, b.state))
+      picker.push_back({st.kernel, st.group, st.x, st.y, st.z});
     go.picker = picker;
   }
-  if (logits_out) go.on_logits = [&](std::span<const float> l) { logits_out->insert(logits_out->end(), l.begin(), l.end()); };
+  if (logits_out)
+    go.on_logits = [&](std::span<const float> l) {
+      logits_out->insert(logits_out->end(), l.begin(), l.end());
+    };
   llm::StreamDecoder dec(s.tokenizer, /*skip_special=*/true);
   RunResult r;
   const auto on_token = [&](uint32_t id) {
@@ -232,7 +240,9 @@ RunResult run(Session& s, std::span<const uint32_t> prompt, int64_t n, uint32_t 
   return r;
 }
 
-double rate(uint64_t tokens, double ms) { return ms > 0 ? 1e3 * double(tokens) / ms : 0; }
+double rate(uint64_t tokens, double ms) {
+  return ms > 0 ? 1e3 * double(tokens) / ms : 0;
+}
 
 nlohmann::json timing_json(const llm::ModelStats& st) {
   const double per = st.decode_tokens ? 1.0 / double(st.decode_tokens) : 0;
@@ -247,28 +257,36 @@ nlohmann::json timing_json(const llm::ModelStats& st) {
 void print_timing(const Session& s) {
   const auto& st = s.model.stats();
   const auto t = timing_json(st);
-  std::fprintf(stderr,
-               "\n[%llu prompt tokens, prefill %.1f tok/s, %llu generated, decode %.1f tok/s, %.1f dispatches/token, "
-               "%.2f submits/token, %.2f read-backs/token, GPU memory %.1f MB, load %.0f ms]\n",
-               (unsigned long long)st.prompt_tokens, t["prefill_tok_s"].get<double>(),
-               (unsigned long long)st.generated_tokens, t["decode_tok_s"].get<double>(),
-               t["dispatches_per_token"].get<double>(), t["submits_per_token"].get<double>(),
-               t["readbacks_per_token"].get<double>(), double(st.gpu_memory_bytes) / 1e6, s.load_ms);
+  std::fprintf(
+      stderr,
+      "\n[%llu prompt tokens, prefill %.1f tok/s, %llu generated, decode %.1f tok/s, %.1f dispatches/token, "
+      "%.2f submits/token, %.2f read-backs/token, GPU memory %.1f MB, load %.0f ms]\n",
+      (unsigned long long)st.prompt_tokens, t["prefill_tok_s"].get<double>(),
+      (unsigned long long)st.generated_tokens, t["decode_tok_s"].get<double>(),
+      t["dispatches_per_token"].get<double>(), t["submits_per_token"].get<double>(),
+      t["readbacks_per_token"].get<double>(), double(st.gpu_memory_bytes) / 1e6, s.load_ms);
 }
 
 nlohmann::json config_json(const llm::ModelConfig& c) {
-  return {{"architecture", c.architecture},     {"vocab_size", c.vocab_size},
-          {"hidden_size", c.hidden_size},       {"intermediate_size", c.intermediate_size},
-          {"num_layers", c.num_layers},         {"num_heads", c.num_heads},
-          {"num_kv_heads", c.num_kv_heads},     {"head_dim", c.head_dim},
-          {"rope_theta", c.rope_theta},         {"rms_norm_eps", c.rms_norm_eps},
+  return {{"architecture", c.architecture},
+          {"vocab_size", c.vocab_size},
+          {"hidden_size", c.hidden_size},
+          {"intermediate_size", c.intermediate_size},
+          {"num_layers", c.num_layers},
+          {"num_heads", c.num_heads},
+          {"num_kv_heads", c.num_kv_heads},
+          {"head_dim", c.head_dim},
+          {"rope_theta", c.rope_theta},
+          {"rms_norm_eps", c.rms_norm_eps},
           {"tie_word_embeddings", c.tie_word_embeddings}};
 }
 
 void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOptions& g) {
-  if (o.n <= 0) throw Error("-n " + std::to_string(o.n) + ": the number of tokens to generate must be at least 1");
+  if (o.n <= 0)
+    throw Error("-n " + std::to_string(o.n) + ": the number of tokens to generate must be at least 1");
   const int given = !o.prompt.empty() + !o.prompt_file.empty() + !o.prompt_ids.empty();
-  if (given != 1) throw Error("give exactly one of -p PROMPT, -f FILE or --prompt-ids IDS (a non-empty prompt)");
+  if (given != 1)
+    throw Error("give exactly one of -p PROMPT, -f FILE or --prompt-ids IDS (a non-empty prompt)");
   auto s = Session::open(lo, g);
   std::vector<uint32_t> prompt;
   if (!o.prompt_ids.empty()) {
@@ -277,7 +295,8 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     std::string text = o.prompt.empty() ? read_file(o.prompt_file) : o.prompt;
     if (text.empty()) throw Error("the prompt is empty");
     if (o.chat) {
-      const auto tmpl = llm::ChatTemplate::from_file(std::filesystem::path(lo.model_dir) / "tokenizer_config.json");
+      const auto tmpl =
+          llm::ChatTemplate::from_file(std::filesystem::path(lo.model_dir) / "tokenizer_config.json");
       std::vector<llm::ChatMessage> msgs;
       if (!o.system.empty()) msgs.push_back({"system", o.system});
       msgs.push_back({"user", text});
@@ -286,13 +305,14 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     prompt = to_u32(s->tokenizer.encode(text));
   }
   if (prompt.size() >= s->ctx_len)
-    throw Error("the prompt is " + std::to_string(prompt.size()) + " tokens; --ctx " + std::to_string(s->ctx_len) +
+    throw Error("the prompt is " + std::to_string(prompt.size()) + " tokens; --ctx " +
+                std::to_string(s->ctx_len) +
                 " leaves no room to generate (raise --ctx or shorten the prompt)");
   const int64_t room = int64_t(s->ctx_len) - int64_t(prompt.size());
   const int64_t n = std::min(o.n, room);
   if (n < o.n)
-    std::fprintf(stderr, "wgfuse: -n %lld: only %lld tokens fit in --ctx %u after the prompt\n", (long long)o.n,
-                 (long long)n, s->ctx_len);
+    std::fprintf(stderr, "wgfuse: -n %lld: only %lld tokens fit in --ctx %u after the prompt\n",
+                 (long long)o.n, (long long)n, s->ctx_len);
   std::vector<float> logits;
   const RunResult r = run(*s, prompt, n, lo.steps_per_submit, o.logits_path.empty() ? nullptr : &logits);
   print_timing(*s);
@@ -315,8 +335,10 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     j["dtype"] = lo.dtype;
     j["ctx"] = s->ctx_len;
     j["model"] = {{"dir", lo.model_dir}, {"config", config_json(s->files.config())}};
-    j["sampling"] = {{"temperature", s->params.temperature}, {"top_k", s->params.top_k},
-                     {"top_p", s->params.top_p},             {"repetition_penalty", s->params.repetition_penalty},
+    j["sampling"] = {{"temperature", s->params.temperature},
+                     {"top_k", s->params.top_k},
+                     {"top_p", s->params.top_p},
+                     {"repetition_penalty", s->params.repetition_penalty},
                      {"seed", s->params.seed}};
     j["adapter"] = adapter_json(s->ctx);
     std::ofstream f(o.json_path);
@@ -330,7 +352,8 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
 // the oldest user/assistant pairs are dropped (the system prompt stays) and the user is told.
 void chat(const LlmOptions& lo, const std::string& system, int64_t n, const GlobalOptions& g) {
   auto s = Session::open(lo, g);
-  const auto tmpl = llm::ChatTemplate::from_file(std::filesystem::path(lo.model_dir) / "tokenizer_config.json");
+  const auto tmpl =
+      llm::ChatTemplate::from_file(std::filesystem::path(lo.model_dir) / "tokenizer_config.json");
   std::vector<llm::ChatMessage> history;
   if (!system.empty()) history.push_back({"system", system});
   std::fprintf(stderr, "wgfuse chat: %s on %s. Empty line or Ctrl-D to quit.\n", lo.model_dir.c_str(),
@@ -358,7 +381,8 @@ void chat(const LlmOptions& lo, const std::string& system, int64_t n, const Glob
     const auto& seq = s->model.sequence();
     const bool prefix = seq.size() <= ids.size() && std::equal(seq.begin(), seq.end(), ids.begin());
     if (!prefix) s->model.reset();
-    const std::span<const uint32_t> fresh(ids.data() + (prefix ? seq.size() : 0), ids.size() - (prefix ? seq.size() : 0));
+    const std::span<const uint32_t> fresh(ids.data() + (prefix ? seq.size() : 0),
+                                          ids.size() - (prefix ? seq.size() : 0));
     const int64_t room = int64_t(s->ctx_len) - int64_t(ids.size());
     const RunResult r = run(*s, fresh, std::min(n, room), lo.steps_per_submit, nullptr);
     std::fputc('\n', stdout);
@@ -370,7 +394,8 @@ void chat(const LlmOptions& lo, const std::string& system, int64_t n, const Glob
 }  // namespace
 
 void add_generate(CLI::App& app, GlobalOptions& g) {
-  auto* c = app.add_subcommand("generate", "generate text with a Qwen2-architecture model (Hugging Face folder)");
+  auto* c =
+      app.add_subcommand("generate", "generate text with a Qwen2-architecture model (Hugging Face folder)");
   auto lo = std::make_shared<LlmOptions>();
   auto o = std::make_shared<GenerateOptions>();
   add_llm_options(c, *lo);
@@ -381,14 +406,16 @@ void add_generate(CLI::App& app, GlobalOptions& g) {
   c->add_flag("--chat", o->chat, "wrap the prompt in the model's chat template");
   c->add_option("--system", o->system, "system prompt for --chat (default: the template's own)");
   c->add_option("--json", o->json_path, "write prompt/generated ids, timings and counts as JSON");
-  c->add_option("--dump-logits", o->logits_path,
-                "write the logits that chose each generated token as float32 .npy [n, vocab] (slow: one read-back "
-                "per token)");
+  c->add_option(
+      "--dump-logits", o->logits_path,
+      "write the logits that chose each generated token as float32 .npy [n, vocab] (slow: one read-back "
+      "per token)");
   c->callback([lo, o, &g] { generate(*lo, *o, g); });
 }
 
 void add_chat(CLI::App& app, GlobalOptions& g) {
-  auto* c = app.add_subcommand("chat", "interactive chat with a Qwen2-architecture model (Hugging Face folder)");
+  auto* c =
+      app.add_subcommand("chat", "interactive chat with a Qwen2-architecture model (Hugging Face folder)");
   auto lo = std::make_shared<LlmOptions>();
   auto system = std::make_shared<std::string>();
   auto n = std::make_shared<int64_t>(512);

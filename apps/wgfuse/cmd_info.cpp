@@ -22,7 +22,9 @@ nlohmann::json adapter_json(const gpu::Context& ctx) {
       {"subgroup_size", {{"min", a.subgroup_min_size}, {"max", a.subgroup_max_size}}},
       {"fallback_note", a.fallback_note},
       {"features",
-       {{"subgroups", f.subgroups}, {"timestamp_query", f.timestamp_query}, {"shader_f16", f.shader_f16},
+       {{"subgroups", f.subgroups},
+        {"timestamp_query", f.timestamp_query},
+        {"shader_f16", f.shader_f16},
         {"adapter_features", f.all}}},
       {"limits",
        {{"max_buffer_size", l.max_buffer_size},
@@ -58,13 +60,15 @@ void add_info(CLI::App& app, GlobalOptions& g) {
     const auto& l = ctx.limits();
     std::printf("wgfuse %s\n", WGFUSE_VERSION);
     std::printf("  device          %s\n", a.device.c_str());
-    std::printf("  vendor          %s (0x%04x), device id 0x%04x\n", a.vendor.c_str(), a.vendor_id, a.device_id);
+    std::printf("  vendor          %s (0x%04x), device id 0x%04x\n", a.vendor.c_str(), a.vendor_id,
+                a.device_id);
     std::printf("  architecture    %s\n", a.architecture.empty() ? "-" : a.architecture.c_str());
     std::printf("  backend         %s\n", a.backend.c_str());
     std::printf("  adapter type    %s\n", a.adapter_type.c_str());
     std::printf("  driver          %s\n", a.description.c_str());
     if (!a.fallback_note.empty()) std::printf("  note            %s\n", a.fallback_note.c_str());
-    std::printf("  subgroups       %s (size %u..%u)\n", yn(f.subgroups), a.subgroup_min_size, a.subgroup_max_size);
+    std::printf("  subgroups       %s (size %u..%u)\n", yn(f.subgroups), a.subgroup_min_size,
+                a.subgroup_max_size);
     std::printf("  timestamp-query %s\n", yn(f.timestamp_query));
     std::printf("  shader-f16      %s\n", yn(f.shader_f16));
     std::string all;
@@ -74,9 +78,11 @@ void add_info(CLI::App& app, GlobalOptions& g) {
                 l.max_buffer_size / 1048576.0, l.max_storage_buffer_binding_size / 1048576.0);
     std::printf("                  maxComputeInvocationsPerWorkgroup %u, maxComputeWorkgroupSizeX %u,\n",
                 l.max_compute_invocations_per_workgroup, l.max_compute_workgroup_size_x);
-    std::printf("                  maxComputeWorkgroupStorageSize %u B, maxComputeWorkgroupsPerDimension %u,\n",
-                l.max_compute_workgroup_storage_size, l.max_compute_workgroups_per_dimension);
-    std::printf("                  maxStorageBuffersPerShaderStage %u\n", l.max_storage_buffers_per_shader_stage);
+    std::printf(
+        "                  maxComputeWorkgroupStorageSize %u B, maxComputeWorkgroupsPerDimension %u,\n",
+        l.max_compute_workgroup_storage_size, l.max_compute_workgroups_per_dimension);
+    std::printf("                  maxStorageBuffersPerShaderStage %u\n",
+                l.max_storage_buffers_per_shader_stage);
     std::printf("  device created  %.1f ms\n", ctx.device_creation_ms());
     std::printf("  library         %s\n", ctx.library_path().c_str());
   });

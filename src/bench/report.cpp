@@ -28,7 +28,9 @@ std::string fmt(const char* f, double v) {
 }
 
 // Bandwidth with three significant digits (a CPU adapter copies well under 1 GB/s), no exponent.
-std::string gbs(double v) { return v >= 100 ? fmt("%.0f", v) : fmt("%.3g", v); }
+std::string gbs(double v) {
+  return v >= 100 ? fmt("%.0f", v) : fmt("%.3g", v);
+}
 
 // A slope for the table, or its R² in parentheses where the fit is unreliable: no figure then.
 std::string slope_cell(const LinearFit& f) {
@@ -152,7 +154,8 @@ nlohmann::json to_json(const BenchReport& r, const nlohmann::json& adapter) {
 std::string to_table(const BenchReport& r, const gpu::AdapterInfo& a) {
   std::ostringstream o;
   o << "wgfuse " << WGFUSE_VERSION << " bench  " << r.date_utc << "  (" << fmt("%.1f", r.wall_s) << " s)\n";
-  o << "adapter: " << a.device << " | " << a.backend << " | " << a.adapter_type << " | " << a.description << "\n";
+  o << "adapter: " << a.device << " | " << a.backend << " | " << a.adapter_type << " | " << a.description
+    << "\n";
   o << "device copy bandwidth: " << gbs(r.copy_bandwidth_gbs) << " GB/s by a copy kernel, "
     << gbs(r.copy_command_bandwidth_gbs) << " GB/s by copyBufferToBuffer (bytes read + written)\n\n";
   o << "Per-dispatch cost: slope of a least-squares fit of time against dispatch count N = 1, 2, 4, ...\n";
@@ -209,7 +212,8 @@ std::string to_table(const BenchReport& r, const gpu::AdapterInfo& a) {
     }
   for (auto& k : r.kernels)
     if (k.achieved_bandwidth_gbs > 0 && achieved_bandwidth_reliable(k))
-      o << "\n" << k.name << " kernel (" << k.elements << " floats): " << gbs(k.achieved_bandwidth_gbs)
+      o << "\n"
+        << k.name << " kernel (" << k.elements << " floats): " << gbs(k.achieved_bandwidth_gbs)
         << " GB/s by GPU timestamps = " << fmt("%.1f", 100 * k.achieved_bandwidth_gbs / r.copy_bandwidth_gbs)
         << "% of device copy\n";
 

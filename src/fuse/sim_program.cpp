@@ -33,7 +33,9 @@ void require_coop(const SimSpec& spec) {
         "' has no cooperative form (strategy coop): only market has one; use perstep, batched or fused");
 }
 
-std::string generated_source(const SimSpec& spec) { return std::string(gpu::kernel_source(spec.family)); }
+std::string generated_source(const SimSpec& spec) {
+  return std::string(gpu::kernel_source(spec.family));
+}
 
 SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t steps, uint32_t genome_len,
                        uint32_t seed, std::span<const float> data, uint32_t data_stride)

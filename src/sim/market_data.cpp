@@ -10,7 +10,9 @@ namespace wgfuse::sim {
 namespace {
 
 // Uniform in (0, 1) from 32 hash bits, in double.
-double unit_open(uint32_t h) { return (double(h) + 0.5) / 4294967296.0; }
+double unit_open(uint32_t h) {
+  return (double(h) + 0.5) / 4294967296.0;
+}
 
 // A standard normal from the key (seed, stream, a, b) by Box-Muller.
 double normal(uint32_t seed, uint32_t a, uint32_t b) {
@@ -19,7 +21,9 @@ double normal(uint32_t seed, uint32_t a, uint32_t b) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
 
-double uniform01(uint32_t seed, uint32_t a, uint32_t b) { return unit_open(hash4(seed, kStreamMarket, a, b)); }
+double uniform01(uint32_t seed, uint32_t a, uint32_t b) {
+  return unit_open(hash4(seed, kStreamMarket, a, b));
+}
 
 }  // namespace
 
@@ -77,7 +81,8 @@ MarketData generate_market(uint32_t steps, uint32_t seed) {
     rec[4] = float(10.0 * mom / kAssets);
     rec[5] = float(100.0 * std::sqrt(sq / (kAssets * kWarmupHours)));
     for (uint32_t a = 0; a < kAssets; ++a)
-      rec[kFeatures + a] = float(m.prices[size_t(t + 1) * kAssets + a] / m.prices[size_t(t) * kAssets + a] - 1.0);
+      rec[kFeatures + a] =
+          float(m.prices[size_t(t + 1) * kAssets + a] / m.prices[size_t(t) * kAssets + a] - 1.0);
   }
   return m;
 }

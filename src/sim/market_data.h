@@ -14,7 +14,7 @@ namespace wgfuse::sim {
 inline constexpr uint32_t kAssets = 16;
 inline constexpr uint32_t kFeatures = 6;
 inline constexpr uint32_t kMarketRecord = kFeatures + kAssets;  // f32 per step
-inline constexpr uint32_t kWarmupHours = 24;                     // history the features need
+inline constexpr uint32_t kWarmupHours = 24;                    // history the features need
 
 struct MarketData {
   uint32_t steps = 0;

@@ -22,7 +22,9 @@ constexpr uint32_t hash4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
 }
 
 // A multiple of 2^-23 in [-1, 1), exact in f32.
-constexpr float unit_sym(uint32_t h) { return float(h >> 8u) * (1.0f / 8388608.0f) - 1.0f; }
+constexpr float unit_sym(uint32_t h) {
+  return float(h >> 8u) * (1.0f / 8388608.0f) - 1.0f;
+}
 
 // Initial state variable k of individual ind, as sim_common.wgsl's init_uniform.
 constexpr float init_uniform(uint32_t seed, uint32_t ind, uint32_t k, float scale) {

@@ -58,7 +58,8 @@ SimRunner::SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_
   initial_ = sim::initial_genomes(w, pop, steps, seed);
   initial_device_ = gene_major(initial_, pop, genome_len_);
   for (int i = 0; i < 2; ++i)
-    genomes_[i] = ctx.buffer(genome_bytes, gpu::BufferUsage::StorageIO, w.name + ".genomes" + std::to_string(i));
+    genomes_[i] =
+        ctx.buffer(genome_bytes, gpu::BufferUsage::StorageIO, w.name + ".genomes" + std::to_string(i));
   fitness_ = ctx.buffer(uint64_t(pop) * 4, gpu::BufferUsage::StorageIO, w.name + ".fitness");
 }
 
@@ -71,8 +72,8 @@ fuse::SimProgram& SimRunner::program(uint32_t steps) {
       data = std::span<const float>(market_.records).first(size_t(steps) * kMarketRecord);
       stride = kMarketRecord;
     }
-    p = std::make_unique<fuse::SimProgram>(*ctx_, w_->spec, pop_, steps, w_->genome_length(steps), seed_, data,
-                                           stride);
+    p = std::make_unique<fuse::SimProgram>(*ctx_, w_->spec, pop_, steps, w_->genome_length(steps), seed_,
+                                           data, stride);
   }
   return *p;
 }
@@ -85,7 +86,8 @@ void SimRunner::compile() {
 std::vector<float> SimRunner::evaluate_initial(Strategy s, uint32_t steps) {
   if (steps == 0) steps = steps_;
   if (w_->genome_length(steps) != genome_len_)
-    throw Error(w_->name + ": the genome length is the step count, so it cannot be evaluated at other lengths");
+    throw Error(w_->name +
+                ": the genome length is the step count, so it cannot be evaluated at other lengths");
   ctx_->write(genomes_[0], 0, std::as_bytes(std::span<const float>(initial_device_)));
   // NaN first: an individual the strategy did not write cannot keep an earlier evaluation's
   // value and pass a comparison.

@@ -30,16 +30,16 @@ struct ModeRun {
 // Agreement of two fitness vectors.
 struct Agreement {
   bool bitwise = true;
-  double max_rel = 0;        // max |a - b| / max(|a|, |b|) (0 where both are 0)
-  uint32_t over = 0;         // individuals over the tolerance
+  double max_rel = 0;  // max |a - b| / max(|a|, |b|) (0 where both are 0)
+  uint32_t over = 0;   // individuals over the tolerance
   int64_t first_over = -1;
 };
 Agreement compare_fitness(const std::vector<float>& a, const std::vector<float>& b, double rtol);
 
 struct ReferenceCheck {
   uint32_t horizon = 0, samples = 0, agree = 0;
-  uint32_t at_boundary = 0;  // different, but the reference came within boundary_margin of a decision
-  double max_boundary_margin = 0;  // the largest margin among those
+  uint32_t at_boundary = 0;         // different, but the reference came within boundary_margin of a decision
+  double max_boundary_margin = 0;   // the largest margin among those
   double max_abs = 0, max_rel = 0;  // over the individuals that agree
   int64_t first_bad = -1;           // first individual that differs without a boundary nearby
   double got = 0, want = 0, margin = 0;  // at first_bad

@@ -18,9 +18,9 @@ struct Workload {
   fuse::SimSpec spec;
   uint32_t default_pop = 0;
   uint32_t default_steps = 0;
-  uint32_t genome_len = 0;      // 0: the genome length is the step count (Rastrigin)
-  float init_scale = 1.0f;      // initial genes uniform in [-init_scale, init_scale)
-  fuse::GaConfig ga;            // seed filled in at run time
+  uint32_t genome_len = 0;  // 0: the genome length is the step count (Rastrigin)
+  float init_scale = 1.0f;  // initial genes uniform in [-init_scale, init_scale)
+  fuse::GaConfig ga;        // seed filled in at run time
   bool needs_market_data = false;
   // The GPU-versus-CPU-reference check runs min(steps, reference_horizon) steps: beyond it,
   // chaotic dynamics (Acrobot) let f32 and f64 trajectories part, which says nothing about

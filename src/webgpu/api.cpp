@@ -3,8 +3,8 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <atomic>
+#include <filesystem>
 #include <mutex>
 #include <vector>
 
@@ -46,14 +46,13 @@ Api load() {
     Api a;
     a.path = path;
     std::string missing;
-#define WGFUSE_RESOLVE(name, ret, params)                                   \
-  a.name = reinterpret_cast<ret(*) params>(dlsym(lib, "wgpu" #name));       \
+#define WGFUSE_RESOLVE(name, ret, params)                             \
+  a.name = reinterpret_cast<ret(*) params>(dlsym(lib, "wgpu" #name)); \
   if (!a.name) missing += std::string(missing.empty() ? "" : ", ") + "wgpu" #name;
     WGFUSE_WEBGPU_FUNCTIONS(WGFUSE_RESOLVE)
 #undef WGFUSE_RESOLVE
     if (!missing.empty())
-      throw Error("WebGPU library " + path +
-                  " does not export functions wgfuse needs: " + missing +
+      throw Error("WebGPU library " + path + " does not export functions wgfuse needs: " + missing +
                   ". wgfuse is built for the ABI of Dawn from npm bun-webgpu-linux-x64 0.1.7; point "
                   "WGFUSE_WEBGPU_LIB at a build of that ABI.");
     return a;
@@ -79,6 +78,8 @@ const Api& api() {
   return *loaded.load(std::memory_order_relaxed);
 }
 
-std::string library_path() { return api().path; }
+std::string library_path() {
+  return api().path;
+}
 
 }  // namespace wgfuse::webgpu

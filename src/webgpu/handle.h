@@ -10,9 +10,9 @@ namespace wgfuse::webgpu {
 
 template <typename T>
 struct Releaser;
-#define WGFUSE_RELEASER(Type, fn) \
-  template <>                     \
-  struct Releaser<Type> {         \
+#define WGFUSE_RELEASER(Type, fn)                \
+  template <>                                    \
+  struct Releaser<Type> {                        \
     static void release(Type h) { api().fn(h); } \
   };
 WGFUSE_RELEASER(WGPUInstance, InstanceRelease)

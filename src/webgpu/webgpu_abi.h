@@ -185,29 +185,26 @@ struct WGPUDawnTogglesDescriptor {
 };
 
 // Callbacks: this Dawn's two-userdata form.
-typedef void (*WGPURequestAdapterCallback)(WGPURequestAdapterStatus, WGPUAdapter, WGPUStringView,
-                                           void*, void*);
-typedef void (*WGPURequestDeviceCallback)(WGPURequestDeviceStatus, WGPUDevice, WGPUStringView, void*,
-                                          void*);
-typedef void (*WGPUDeviceLostCallback)(const WGPUDevice*, WGPUDeviceLostReason, WGPUStringView, void*,
-                                       void*);
-typedef void (*WGPUUncapturedErrorCallback)(const WGPUDevice*, WGPUErrorType, WGPUStringView, void*,
-                                            void*);
+typedef void (*WGPURequestAdapterCallback)(WGPURequestAdapterStatus, WGPUAdapter, WGPUStringView, void*,
+                                           void*);
+typedef void (*WGPURequestDeviceCallback)(WGPURequestDeviceStatus, WGPUDevice, WGPUStringView, void*, void*);
+typedef void (*WGPUDeviceLostCallback)(const WGPUDevice*, WGPUDeviceLostReason, WGPUStringView, void*, void*);
+typedef void (*WGPUUncapturedErrorCallback)(const WGPUDevice*, WGPUErrorType, WGPUStringView, void*, void*);
 typedef void (*WGPUBufferMapCallback)(WGPUMapAsyncStatus, WGPUStringView, void*, void*);
 typedef void (*WGPUQueueWorkDoneCallback)(WGPUQueueWorkDoneStatus, void*, void*);  // no message here
-typedef void (*WGPUPopErrorScopeCallback)(WGPUPopErrorScopeStatus, WGPUErrorType, WGPUStringView,
-                                          void*, void*);
+typedef void (*WGPUPopErrorScopeCallback)(WGPUPopErrorScopeStatus, WGPUErrorType, WGPUStringView, void*,
+                                          void*);
 struct WGPUCompilationInfo;
-typedef void (*WGPUCompilationInfoCallback)(WGPUCompilationInfoRequestStatus,
-                                            const WGPUCompilationInfo*, void*, void*);
+typedef void (*WGPUCompilationInfoCallback)(WGPUCompilationInfoRequestStatus, const WGPUCompilationInfo*,
+                                            void*, void*);
 
-#define WGFUSE_CALLBACK_INFO(name, fn)  \
-  struct name {                         \
-    WGPUChainedStruct* nextInChain;     \
-    WGPUCallbackMode mode;              \
-    fn callback;                        \
-    void* userdata1;                    \
-    void* userdata2;                    \
+#define WGFUSE_CALLBACK_INFO(name, fn) \
+  struct name {                        \
+    WGPUChainedStruct* nextInChain;    \
+    WGPUCallbackMode mode;             \
+    fn callback;                       \
+    void* userdata1;                   \
+    void* userdata2;                   \
   }
 WGFUSE_CALLBACK_INFO(WGPURequestAdapterCallbackInfo, WGPURequestAdapterCallback);
 WGFUSE_CALLBACK_INFO(WGPURequestDeviceCallbackInfo, WGPURequestDeviceCallback);
@@ -738,4 +735,3 @@ static_assert(offsetof(WGPUDawnTogglesDescriptor, enabledToggleCount) == 16);
 static_assert(offsetof(WGPUDawnTogglesDescriptor, enabledToggles) == 24);
 static_assert(offsetof(WGPUDawnTogglesDescriptor, disabledToggleCount) == 32);
 static_assert(offsetof(WGPUDawnTogglesDescriptor, disabledToggles) == 40);
-
