@@ -6,6 +6,7 @@
 #include "gpu/recorder.h"
 #include "support.h"
 #include "util/error.h"
+#include "util/half.h"
 
 namespace wgfuse {
 namespace {
@@ -321,6 +322,39 @@ TEST(Profiler, TimestampsAroundPasses) {
     EXPECT_GT(t, 0.0);
     EXPECT_LT(t, 10e9);  // a pass of 20 small dispatches takes far less than 10 s
   }
+}
+
+// Test the optional f16 path: where the adapter offers shader-f16, a kernel with enable_f16
+// computes in f16 (x -> f32(f16(x) * 2), exact against the host's rounding to half); elsewhere
+// asking for it is an error naming the kernel and the feature, before any compilation.
+TEST(Kernel, EnableF16IsOptInAndChecked) {
+  auto& ctx = context();
+  gpu::KernelDesc d{"test.f16", R"(
+@group(0) @binding(0) var<storage, read_write> x: array<f32>;
+@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) i: vec3u) {
+  if (i.x < arrayLength(&x)) { x[i.x] = f32(f16(x[i.x]) * 2.0h); }
+})"};
+  d.enable_f16 = true;
+  if (!ctx.features().shader_f16) {
+    try {
+      ctx.kernel(d);
+      FAIL() << "enable_f16 compiled on an adapter without shader-f16";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("test.f16"), std::string::npos) << m;
+      EXPECT_NE(m.find("shader-f16"), std::string::npos) << m;
+    }
+    return;
+  }
+  auto& k = ctx.kernel(d);
+  const auto in = test::random_floats(1001, 5, -300.0f, 300.0f);
+  auto buf = ctx.upload<float>(in, BufferUsage::StorageIO, "f16.x");
+  gpu::Recorder rec(ctx);
+  rec.dispatch(k, ctx.bind(k, {buf}), (1001 + 63) / 64);
+  rec.submit();
+  const auto got = ctx.read_all<float>(buf);
+  for (size_t i = 0; i < in.size(); ++i)
+    ASSERT_EQ(got[i], 2.0f * half::to_float(half::from_float(in[i]))) << "at " << i;
 }
 
 }  // namespace

@@ -53,6 +53,7 @@ std::string KernelKey::label() const {
     }
     os << '}';
   }
+  if (enable_f16) os << "[f16]";
   return os.str();
 }
 
@@ -62,9 +63,16 @@ KernelDesc embedded_kernel(std::string_view family, std::string entry,
 }
 
 Kernel& Context::kernel(const KernelDesc& desc) {
-  KernelKey key{desc.name, desc.entry, desc.overrides, std::hash<std::string>{}(desc.source)};
+  KernelKey key{desc.name, desc.entry, desc.overrides, std::hash<std::string>{}(desc.source),
+                desc.enable_f16};
   auto& cache = s_->kernels;
   if (auto it = cache.find(key); it != cache.end()) return *it->second;
+  if (desc.enable_f16 && !features().shader_f16)
+    throw Error("kernel '" + key.label() + "' asks for f16 arithmetic (enable f16;), but the adapter '" +
+                adapter().device + "' does not offer the shader-f16 feature; keep f16 data packed in u32 " +
+                "(unpack2x16float) instead");
+  // With the directive the compiler's line numbers count one line more than the file's.
+  const std::string source = desc.enable_f16 ? "enable f16;\n" + desc.source : desc.source;
 
   const std::string label = key.label();
   WGPUDevice device = raw_device();
@@ -76,7 +84,7 @@ Kernel& Context::kernel(const KernelDesc& desc) {
     scoped("compiling kernel '" + label + "'", [&] {
       WGPUShaderSourceWGSL src{};
       src.chain.sType = WGPUSType_ShaderSourceWGSL;
-      src.code = sv(desc.source);
+      src.code = sv(source);
       WGPUShaderModuleDescriptor md{};
       md.nextInChain = &src.chain;
       md.label = sv(label);

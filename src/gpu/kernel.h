@@ -20,6 +20,10 @@ struct KernelDesc {
   std::string source;  // WGSL
   std::string entry = "main";
   std::map<std::string, double> overrides;  // WGSL `override` constants
+  // Prepends `enable f16;` for f16 arithmetic in WGSL. Only where the adapter offers shader-f16
+  // (the pinned Dawn offers it neither on SwiftShader nor on the H100, and browsers may not):
+  // off by default, and the kernels of wgfuse keep f16 data packed in u32 instead.
+  bool enable_f16 = false;
 };
 
 // The cache key: what makes two pipelines differ.
@@ -27,6 +31,7 @@ struct KernelKey {
   std::string name, entry;
   std::map<std::string, double> overrides;
   size_t source_hash;
+  bool enable_f16 = false;
   auto operator<=>(const KernelKey&) const = default;
   std::string label() const;  // "name:entry{k=v,...}"
 };

@@ -11,10 +11,11 @@ cxx=${FUZZ_CXX:-clang++-14}
 mkdir -p "$out/obj"
 flags="-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -I$src/src"
 
-# Compile the four sources in parallel (nlohmann/json makes each a slow compile), each only
+# Compile the sources in parallel (nlohmann/json makes each a slow compile), each only
 # when it or a header it may include is newer than its object.
 pids=""
-for f in src/llm/safetensors.cpp src/llm/model_files.cpp tests/fuzz/fuzz_safetensors.cpp tests/fuzz/fuzz_config.cpp; do
+for f in src/llm/safetensors.cpp src/llm/model_files.cpp src/llm/tokenizer.cpp tests/fuzz/fuzz_safetensors.cpp \
+         tests/fuzz/fuzz_config.cpp tests/fuzz/fuzz_tokenizer.cpp; do
   obj="$out/obj/$(basename "$f" .cpp).o"
   if [ -f "$obj" ] && [ -z "$(find "$src/$f" "$src"/src/llm/*.h "$src/src/util/error.h" "$0" -newer "$obj")" ]; then
     continue
@@ -25,9 +26,12 @@ done
 for p in $pids; do wait "$p" || exit 1; done
 
 status=0
-for target in safetensors config; do
-  deps="$out/obj/safetensors.o"
-  [ "$target" = config ] && deps="$deps $out/obj/model_files.o"
+for target in safetensors config tokenizer; do
+  case $target in
+    safetensors) deps="$out/obj/safetensors.o" ;;
+    config) deps="$out/obj/safetensors.o $out/obj/model_files.o" ;;
+    tokenizer) deps="$out/obj/tokenizer.o $(pkg-config --libs libpcre2-8 icu-uc)" ;;
+  esac
   $cxx $flags -fsanitize=fuzzer "$out/obj/fuzz_$target.o" $deps -o "$out/fuzz_$target"
   scratch="$out/corpus_$target"
   rm -rf "$scratch" && mkdir -p "$scratch"
