@@ -87,6 +87,12 @@ std::vector<float> read_npy_f32(const fs::path& p, size_t& rows, size_t& cols) {
   return v;
 }
 
+size_t count_lines_with(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 TEST(GenerateCli, GreedyTokensAndLogitsMatchTheReference) {
   const fs::path out = fs::temp_directory_path() / ("wgfuse_gen_" + std::to_string(getpid()) + ".json");
   const fs::path npy = fs::temp_directory_path() / ("wgfuse_gen_" + std::to_string(getpid()) + ".npy");
@@ -171,6 +177,20 @@ TEST(GenerateCli, BadInputIsAClearError) {
   auto r = test::run_wgfuse("generate -m /nonexistent/model -p hi");
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.out.find("/nonexistent/model"), std::string::npos) << r.out;
+}
+
+// Test that chat keeps a conversation going when it no longer fits: with a KV cache of 40
+// positions the second turn's history does not fit, the oldest exchange is dropped with a
+// message, and the reply still comes.
+TEST(ChatCli, DropsTheOldestExchangeWhenTheContextIsFull) {
+  const fs::path in = fs::temp_directory_path() / ("wgfuse_chat_" + std::to_string(getpid()));
+  std::ofstream(in) << "first message here\nand a second, rather longer message to overflow\n\n";
+  auto r = test::run_wgfuse("chat -m '" + model_dir(kQwenVocab).string() + "' --ctx 40 -n 2 < '" +
+                            in.string() + "'");
+  fs::remove(in);
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("[context full: dropped the oldest exchange]"), std::string::npos) << r.out;
+  EXPECT_EQ(count_lines_with(r.out, "generated, decode"), 2u) << r.out;
 }
 
 }  // namespace
