@@ -208,12 +208,10 @@ RunResult run(Session& s, std::span<const uint32_t> prompt, int64_t n, uint32_t 
   llm::GenerateOptions go;
   go.steps_per_submit = steps_per_submit;
   go.eos_ids = to_u32(s.stop_ids);
-  std::vector<llm::SamplerStep> sampler_steps;
   std::vector<llm::Step> picker;
   if (s.params.temperature != 0) {
     const auto b = s.model.decode_buffers();
-    for (const auto& st : s.sampler.steps(b.logits, b.tokens, b.state))
-      picker.push_back({st.kernel, st.group, st.x, st.y, st.z});
+    picker = s.sampler.steps(b.logits, b.tokens, b.state);
     go.picker = picker;
   }
   if (logits_out)

@@ -115,10 +115,6 @@ std::pair<uint32_t, uint32_t> gate_up_source_row(uint32_t packed) {
   return {packed % 2, packed / 2};
 }
 
-void record(gpu::Recorder& rec, std::span<const Step> steps) {
-  for (const Step& s : steps) rec.dispatch(*s.kernel, s.group, s.x, s.y, s.z);
-}
-
 // ---- DecodeKernels ----
 
 DecodeKernels::DecodeKernels(gpu::Context& ctx, WeightDType dtype) : ctx_(&ctx), dtype_(dtype) {

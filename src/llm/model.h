@@ -22,6 +22,7 @@
 #include "gpu/recorder.h"
 #include "llm/config.h"
 #include "llm/reference.h"
+#include "llm/step.h"
 
 namespace wgfuse::llm {
 
@@ -58,14 +59,6 @@ struct ModelOptions {
   // Called while uploading: bytes uploaded so far, bytes in all.
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
-
-// One resolved dispatch. (Becomes gpu::Plan's step when the Plan lands.)
-struct Step {
-  const gpu::Kernel* kernel;
-  gpu::BindGroup group;
-  uint32_t x, y = 1, z = 1;
-};
-void record(gpu::Recorder& rec, std::span<const Step> steps);
 
 // The kernels of the decode step, each resolved into a Step over given buffers: one definition
 // for the Model and the kernel tests. Weight matrices are upload_rows() buffers; vectors read by

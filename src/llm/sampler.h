@@ -26,6 +26,7 @@
 
 #include "gpu/buffer.h"
 #include "gpu/kernel.h"
+#include "llm/step.h"
 
 namespace wgfuse::gpu {
 class Context;
@@ -69,13 +70,6 @@ static_assert(sizeof(SamplerParams) == 48);
 static_assert(offsetof(SamplerParams, top_p) == 16 && offsetof(SamplerParams, greedy) == 28 &&
               offsetof(SamplerParams, seed_lo) == 32);
 
-// One dispatch, resolved: what a plan replays.
-struct SamplerStep {
-  const gpu::Kernel* kernel;
-  gpu::BindGroup group;
-  uint32_t x, y, z;
-};
-
 // Created once per vocabulary size; set_params then steps() once per set of buffers. A step reads
 // logits f32[vocab] and tokens u32[..] with state u32[0] = pos, writes tokens[pos + 1] (when it
 // fits) and state[0] = pos + 1 in its last dispatch (one invocation).
@@ -91,11 +85,7 @@ class Sampler {
   void set_params(const SamplingParams& params);
   const SamplingParams& params() const { return params_; }
 
-  std::vector<SamplerStep> steps(const gpu::Buffer& logits, const gpu::Buffer& tokens,
-                                 const gpu::Buffer& state);
-  // Records steps() into `rec` (builds them each call; a plan keeps them instead).
-  void record(gpu::Recorder& rec, const gpu::Buffer& logits, const gpu::Buffer& tokens,
-              const gpu::Buffer& state);
+  std::vector<Step> steps(const gpu::Buffer& logits, const gpu::Buffer& tokens, const gpu::Buffer& state);
   // Dispatches per sampled token with the current params.
   uint32_t dispatches() const;
 
