@@ -255,8 +255,30 @@ TEST(FuseSource, GeneratedFromOneDefinition) {
   ASSERT_NE(c, std::string::npos);
   EXPECT_LT(a, b);
   EXPECT_LT(b, c);
-  for (auto e : {fuse::kInitEntry, fuse::kStepEntry, fuse::kFitnessEntry, fuse::kFusedEntry})
+  for (auto e : {fuse::kInitEntry, fuse::kFitnessEntry})
     EXPECT_NE(src.find(std::string("fn ") + e), std::string::npos) << e;
+}
+
+// Test that every strategy row names an entry point that each workload offering it defines, that
+// names round-trip, and that an unknown name is refused with the table's names.
+TEST(FuseStrategyTable, RowsMatchTheSources) {
+  for (auto& w : sim::workloads()) {
+    const auto src = fuse::generated_source(w.spec);
+    for (auto& r : fuse::strategies()) {
+      EXPECT_EQ(fuse::parse_strategy(r.name), r.id);
+      EXPECT_EQ(fuse::to_string(r.id), r.name);
+      if (!w.spec.offers(r.id)) continue;
+      EXPECT_NE(src.find("fn " + std::string(r.entry) + "("), std::string::npos) << w.name << " " << r.name;
+    }
+  }
+  EXPECT_EQ(fuse::dispatch_count(fuse::Strategy::Batched, 37), 39u);
+  EXPECT_EQ(fuse::dispatch_count(fuse::Strategy::Fused, 37), 1u);
+  try {
+    fuse::parse_strategy("eager");
+    FAIL() << "an unknown strategy was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("perstep, batched, fused, coop"), std::string::npos) << e.what();
+  }
 }
 
 // Test that a population needing more workgroups than a dimension allows is refused by name.
