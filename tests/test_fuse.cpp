@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "fuse/evolution.h"
 #include "fuse/sim_program.h"
 #include "gpu/recorder.h"
+#include "sim/evolution.h"
 #include "sim/reference.h"
 #include "sim/rng.h"
 #include "sim/runner.h"
@@ -183,12 +183,12 @@ TEST(FuseEvolution, ReduceAndElitism) {
   auto fbuf = ctx.upload<float>(fit, gpu::BufferUsage::StorageIO, "fit");
   auto src = ctx.upload<float>(genomes, gpu::BufferUsage::StorageIO, "src");
   auto dst = ctx.buffer(genomes.size() * 4, gpu::BufferUsage::StorageIO, "dst");
-  fuse::GaConfig cfg;
+  sim::GaConfig cfg;
   cfg.seed = 9;
   cfg.lo = -1;
   cfg.hi = 1;
   cfg.elites = 3;
-  fuse::Evolution evo(ctx, pop, len, cfg);
+  sim::Evolution evo(ctx, pop, len, cfg);
   gpu::Recorder rec(ctx);
   EXPECT_EQ(evo.record(rec, 0, fbuf, src, dst), 3u);
   rec.submit();

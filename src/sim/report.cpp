@@ -49,7 +49,7 @@ nlohmann::json mode_json(const ModeRun& r, double& median_gen_per_s) {
 ModeRun run_mode(SimRunner& runner, Strategy m, const SimReportOptions& o) {
   const auto t_mode = Clock::now();
   auto last_line = t_mode;
-  auto progress = [&](uint32_t gen, const fuse::GenerationStats& st, double) {
+  auto progress = [&](uint32_t gen, const GenerationStats& st, double) {
     if (o.quiet || seconds_since(t_mode) < 3.0 || seconds_since(last_line) < 2.0) return;
     last_line = Clock::now();
     std::fprintf(stderr, "  [%s] generation %u/%u, best %.6g, mean %.6g, %.1f s\n",

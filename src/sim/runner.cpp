@@ -53,7 +53,7 @@ SimRunner::SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_
   if (w.needs_market_data) market_ = generate_market(steps, seed);
   auto cfg = w.ga;
   cfg.seed = seed;
-  evo_ = std::make_unique<fuse::Evolution>(ctx, pop, genome_len_, cfg);
+  evo_ = std::make_unique<Evolution>(ctx, pop, genome_len_, cfg);
   program(steps);  // checks the sizes against the device before anything big is allocated
   initial_ = sim::initial_genomes(w, pop, steps, seed);
   initial_device_ = gene_major(initial_, pop, genome_len_);
@@ -100,7 +100,7 @@ std::vector<float> SimRunner::evaluate_initial(Strategy s, uint32_t steps) {
 }
 
 ModeRun SimRunner::run(Strategy s, uint32_t generations,
-                       const std::function<void(uint32_t, const fuse::GenerationStats&, double)>& progress) {
+                       const std::function<void(uint32_t, const GenerationStats&, double)>& progress) {
   ModeRun out;
   out.strategy = s;
   auto& prog = program(steps_);

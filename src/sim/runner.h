@@ -9,9 +9,9 @@
 #include <memory>
 #include <vector>
 
-#include "fuse/evolution.h"
 #include "fuse/sim_program.h"
 #include "gpu/context.h"
+#include "sim/evolution.h"
 #include "sim/market_data.h"
 #include "sim/workloads.h"
 
@@ -20,7 +20,7 @@ namespace wgfuse::sim {
 struct ModeRun {
   fuse::Strategy strategy;
   std::vector<double> seconds;  // wall time of each timed generation
-  std::vector<fuse::GenerationStats> stats;
+  std::vector<GenerationStats> stats;
   // GPU time of the evaluation pass of each timed generation (timestamp queries), in ms; empty
   // for per-step (one pass per dispatch) or where the device has no timestamp-query.
   std::vector<double> gpu_eval_ms;
@@ -71,7 +71,7 @@ class SimRunner {
   // One warm-up generation (not timed, discarded), then `generations` timed generations from the
   // initial population. `progress` is called after each timed generation.
   ModeRun run(fuse::Strategy s, uint32_t generations,
-              const std::function<void(uint32_t, const fuse::GenerationStats&, double)>& progress = {});
+              const std::function<void(uint32_t, const GenerationStats&, double)>& progress = {});
   // GPU fitness (under `s`, at min(steps, horizon)) of a sample of individuals against the
   // double-precision reference.
   ReferenceCheck check_reference(fuse::Strategy s, uint32_t samples);
@@ -85,7 +85,7 @@ class SimRunner {
   MarketData market_;
   std::vector<float> initial_, initial_device_;
   std::map<uint32_t, std::unique_ptr<fuse::SimProgram>> programs_;
-  std::unique_ptr<fuse::Evolution> evo_;
+  std::unique_ptr<Evolution> evo_;
   gpu::Buffer genomes_[2], fitness_;
 };
 

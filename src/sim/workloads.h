@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "fuse/evolution.h"
 #include "fuse/sim_program.h"
+#include "sim/evolution.h"
 
 namespace wgfuse::sim {
 
@@ -20,7 +20,7 @@ struct Workload {
   uint32_t default_steps = 0;
   uint32_t genome_len = 0;  // 0: the genome length is the step count (Rastrigin)
   float init_scale = 1.0f;  // initial genes uniform in [-init_scale, init_scale)
-  fuse::GaConfig ga;        // seed filled in at run time
+  GaConfig ga;              // seed filled in at run time
   bool needs_market_data = false;
   // The GPU-versus-CPU-reference check runs min(steps, reference_horizon) steps: beyond it,
   // chaotic dynamics (Acrobot) let f32 and f64 trajectories part, which says nothing about

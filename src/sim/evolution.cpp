@@ -1,11 +1,11 @@
-#include "fuse/evolution.h"
+#include "sim/evolution.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "util/error.h"
 
-namespace wgfuse::fuse {
+namespace wgfuse::sim {
 
 namespace {
 constexpr uint32_t kWorkgroup = 64;
@@ -83,4 +83,4 @@ GenerationStats Evolution::read_stats() {
   return s;
 }
 
-}  // namespace wgfuse::fuse
+}  // namespace wgfuse::sim
