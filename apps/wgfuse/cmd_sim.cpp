@@ -49,8 +49,8 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
   gpu::Context ctx(g.context_options());
   sim::SimRunner runner(ctx, w, o.pop ? o.pop : w.default_pop, o.steps ? o.steps : w.default_steps, o.seed);
   if (!o.data_path.empty()) {
-    if (!w.needs_market_data) throw Error("--write-data: workload '" + w.name + "' has no data");
-    sim::write_market_records(runner.market(), o.data_path);
+    if (!w.data) throw Error("--write-data: workload '" + w.name + "' has no data");
+    sim::write_records(runner.data().records, o.data_path);
   }
   const auto& a = ctx.adapter();
   auto j = sim::run_and_report(runner, r, a.device + " (" + a.backend + ", " + a.adapter_type + ")",

@@ -128,16 +128,16 @@ nlohmann::json sample_fitness(SimRunner& runner, const SimReportOptions& o) {
                  ref = nlohmann::json::array(), refh = nlohmann::json::array();
   const auto& genomes = runner.initial_genomes();
   const uint32_t len = runner.genome_len();
-  const auto& market = runner.market().records;
+  const auto& data = runner.data().records;
   for (uint32_t k = 0; k < n; ++k) {
     uint32_t i = uint32_t(uint64_t(k) * pop / n);
     std::span<const float> genome(genomes.data() + size_t(i) * len, len);
     idx.push_back(i);
     v.push_back(f[i]);
     vh.push_back(fh[i]);
-    ref.push_back(reference_fitness(w, genome, i, steps, o.seed, market));
+    ref.push_back(reference_fitness(w, genome, i, steps, o.seed, data));
     refh.push_back(horizon == steps ? ref.back().get<double>()
-                                    : reference_fitness(w, genome, i, horizon, o.seed, market));
+                                    : reference_fitness(w, genome, i, horizon, o.seed, data));
   }
   return {{"strategy", fuse::to_string(strategy)},
           {"indices", idx},

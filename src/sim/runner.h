@@ -62,7 +62,8 @@ class SimRunner {
   const std::vector<float>& initial_genomes() const { return initial_; }
   // The same, as stored on the GPU: gene-major (gene k of individual i at k * pop + i).
   const std::vector<float>& initial_genomes_device() const { return initial_device_; }
-  const MarketData& market() const { return market_; }
+  // The workload's shared data (empty where it has none).
+  const WorkloadData& data() const { return data_; }
 
   // Compiles every kernel (simulation entry points and the GA).
   void compile();
@@ -82,7 +83,7 @@ class SimRunner {
   gpu::Context* ctx_;
   const Workload* w_;
   uint32_t pop_, steps_, seed_, genome_len_;
-  MarketData market_;
+  WorkloadData data_;
   std::vector<float> initial_, initial_device_;
   std::map<uint32_t, std::unique_ptr<fuse::SimProgram>> programs_;
   std::unique_ptr<Evolution> evo_;

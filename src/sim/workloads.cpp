@@ -1,5 +1,7 @@
 #include "sim/workloads.h"
 
+#include "sim/market_data.h"
+#include "sim/reference.h"
 #include "util/error.h"
 
 namespace wgfuse::sim {
@@ -20,6 +22,7 @@ const std::vector<Workload>& workloads() {
       r.reference_horizon = 1u << 30;
       r.reference_rtol = 1e-4;  // f32 sum of 2,000 terms with GPU cos: ~1e-6 measured
       r.reference_atol = 1e-2;
+      r.reference = rastrigin_reference;
       w.push_back(r);
     }
     {
@@ -35,6 +38,7 @@ const std::vector<Workload>& workloads() {
       a.reference_rtol = 0;
       a.reference_atol = 0.5;  // fitness counts steps: equal step counts
       a.boundary_margin = 1e-2;
+      a.reference = acrobot_reference;
       w.push_back(a);
     }
     {
@@ -49,6 +53,7 @@ const std::vector<Workload>& workloads() {
       c.reference_horizon = 500;
       c.reference_atol = 0.5;
       c.boundary_margin = 2e-2;  // 46 of 4,096 differ on SwiftShader, all within 4.4e-3
+      c.reference = cartpole_reference;
       w.push_back(c);
     }
     {
@@ -63,6 +68,7 @@ const std::vector<Workload>& workloads() {
       m.reference_horizon = 200;
       m.reference_atol = 0.5;
       m.boundary_margin = 5e-3;  // 1 of 4,096 differs on SwiftShader, within 1.7e-4
+      m.reference = mountaincar_reference;
       w.push_back(m);
     }
     {
@@ -76,7 +82,10 @@ const std::vector<Workload>& workloads() {
       k.default_steps = 1500;
       k.genome_len = 502;
       k.ga = {3, 2, 0.1f, 0.05f, -10.0f, 10.0f, 0};
-      k.needs_market_data = true;
+      k.data = [](uint32_t steps, uint32_t seed) {
+        return WorkloadData{.records = generate_market(steps, seed).records, .stride = kMarketRecord};
+      };
+      k.reference = market_reference;
       k.reference_horizon = 1u << 30;
       k.reference_rtol = 2e-3;  // f32 sums of 1,500 returns and a difference of moments
       k.reference_atol = 2e-3;
