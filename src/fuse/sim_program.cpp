@@ -17,7 +17,16 @@ std::string generated_source(const SimSpec& spec) {
 
 SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t steps, uint32_t genome_len,
                        uint32_t seed, std::span<const float> data, uint32_t data_stride)
-    : ctx_(&ctx), spec_(std::move(spec)), params_{pop, steps, genome_len, seed, data_stride, 0, 0, 0} {
+    : ctx_(&ctx),
+      spec_(std::move(spec)),
+      params_{.pop = pop,
+              .steps = steps,
+              .genome_len = genome_len,
+              .seed = seed,
+              .data_stride = data_stride,
+              .pad0 = 0,
+              .pad1 = 0,
+              .pad2 = 0} {
   if (pop == 0 || steps == 0 || genome_len == 0)
     throw Error("simulation '" + spec_.name + "': population, steps and genome length must be positive");
   const auto& lim = ctx.limits();
