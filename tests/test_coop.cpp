@@ -65,7 +65,7 @@ TEST(Coop, MarketEqualsPerStepOnRandomGenomes) {
       // The CPU double reference, as --check compares every strategy (rtol/atol of the workload).
       for (uint32_t i = 0; i < pop; i += 5) {
         std::span<const float> genome(genomes.data() + size_t(i) * w.genome_len, w.genome_len);
-        double want = sim::reference_fitness(w, genome, i, steps, 13, r.market().records);
+        double want = sim::reference_fitness(w, genome, i, steps, 13, r.data().records);
         EXPECT_LE(std::abs(fc[i] - want), std::max(w.reference_atol, w.reference_rtol * std::abs(want)))
             << "individual " << i << " scale " << scale;
       }

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "fuse/evolution.h"
 #include "fuse/sim_program.h"
 #include "gpu/recorder.h"
+#include "sim/evolution.h"
 #include "sim/reference.h"
 #include "sim/rng.h"
 #include "sim/runner.h"
@@ -183,12 +183,12 @@ TEST(FuseEvolution, ReduceAndElitism) {
   auto fbuf = ctx.upload<float>(fit, gpu::BufferUsage::StorageIO, "fit");
   auto src = ctx.upload<float>(genomes, gpu::BufferUsage::StorageIO, "src");
   auto dst = ctx.buffer(genomes.size() * 4, gpu::BufferUsage::StorageIO, "dst");
-  fuse::GaConfig cfg;
+  sim::GaConfig cfg;
   cfg.seed = 9;
   cfg.lo = -1;
   cfg.hi = 1;
   cfg.elites = 3;
-  fuse::Evolution evo(ctx, pop, len, cfg);
+  sim::Evolution evo(ctx, pop, len, cfg);
   gpu::Recorder rec(ctx);
   EXPECT_EQ(evo.record(rec, 0, fbuf, src, dst), 3u);
   rec.submit();
@@ -255,8 +255,66 @@ TEST(FuseSource, GeneratedFromOneDefinition) {
   ASSERT_NE(c, std::string::npos);
   EXPECT_LT(a, b);
   EXPECT_LT(b, c);
-  for (auto e : {fuse::kInitEntry, fuse::kStepEntry, fuse::kFitnessEntry, fuse::kFusedEntry})
+  for (auto e : {fuse::kInitEntry, fuse::kFitnessEntry})
     EXPECT_NE(src.find(std::string("fn ") + e), std::string::npos) << e;
+}
+
+// Test that each workload's WGSL State struct has the size of its C++ mirror (SimSpec::state_bytes,
+// from which the slot buffers are sized): a probe entry appended to the workload's module returns
+// arrayLength(&slots) for a binding of 1,000 slots of 4 + state_bytes bytes, which is 1,000 only
+// when the shader's Slot stride is exactly that (a larger stride gives fewer, a smaller one more).
+TEST(FuseSource, StateSizeMatchesTheSpec) {
+  auto& ctx = context();
+  const std::string probe = R"(
+@compute @workgroup_size(1)
+fn state_size_probe() {
+  use_all_bindings();
+  fitness[0] = f32(arrayLength(&slots));
+}
+)";
+  const uint32_t n = 1000;
+  for (auto& w : sim::workloads()) {
+    const fuse::SimParams params{.pop = 1, .steps = 1, .genome_len = 1};
+    auto params_buf = ctx.upload<fuse::SimParams>(std::span<const fuse::SimParams>(&params, 1),
+                                                  gpu::BufferUsage::Uniform, "probe.params");
+    const float one = 1;
+    auto genomes = ctx.upload<float>(std::span<const float>(&one, 1), gpu::BufferUsage::Storage, "probe.g");
+    auto data = ctx.upload<float>(std::span<const float>(&one, 1), gpu::BufferUsage::Storage, "probe.d");
+    auto out = ctx.buffer(4, gpu::BufferUsage::StorageIO, "probe.out");
+    auto slots =
+        ctx.buffer(uint64_t(n) * (4 + w.spec.state_bytes), gpu::BufferUsage::StorageIO, "probe.slots");
+    auto& k = ctx.kernel({"state_probe." + w.name,
+                          fuse::generated_source(w.spec) + probe,
+                          "state_size_probe",
+                          {{"WORKGROUP_SIZE", double(w.spec.workgroup_size)}}});
+    gpu::Recorder rec(ctx);
+    rec.dispatch(k, ctx.bind(k, {params_buf, genomes, data, out, slots}), 1);
+    rec.submit();
+    EXPECT_EQ(ctx.read<float>(out, 0, 1)[0], float(n))
+        << w.name << ": WGSL State is not " << w.spec.state_bytes << " bytes";
+  }
+}
+
+// Test that every strategy row names an entry point that each workload offering it defines, that
+// names round-trip, and that an unknown name is refused with the table's names.
+TEST(FuseStrategyTable, RowsMatchTheSources) {
+  for (auto& w : sim::workloads()) {
+    const auto src = fuse::generated_source(w.spec);
+    for (auto& r : fuse::strategies()) {
+      EXPECT_EQ(fuse::parse_strategy(r.name), r.id);
+      EXPECT_EQ(fuse::to_string(r.id), r.name);
+      if (!w.spec.offers(r.id)) continue;
+      EXPECT_NE(src.find("fn " + std::string(r.entry) + "("), std::string::npos) << w.name << " " << r.name;
+    }
+  }
+  EXPECT_EQ(fuse::dispatch_count(fuse::Strategy::Batched, 37), 39u);
+  EXPECT_EQ(fuse::dispatch_count(fuse::Strategy::Fused, 37), 1u);
+  try {
+    fuse::parse_strategy("eager");
+    FAIL() << "an unknown strategy was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("perstep, batched, fused, coop"), std::string::npos) << e.what();
+  }
 }
 
 // Test that a population needing more workgroups than a dimension allows is refused by name.

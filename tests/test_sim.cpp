@@ -198,6 +198,29 @@ TEST(SimWorkloads, UnknownNameListsKnown) {
   }
 }
 
+// Test that a workload describes itself: its reference and its data are members, so a copy under
+// another name runs the same reference, and only the workloads with data produce records of their
+// stride, one per step.
+TEST(SimWorkloads, DescribeThemselves) {
+  auto renamed = sim::find_workload("cartpole");
+  renamed.name = "cartpole-copy";
+  std::vector<float> g(renamed.genome_length(100));
+  for (size_t k = 0; k < g.size(); ++k) g[k] = float(std::sin(0.7 * double(k) + 0.3));
+  EXPECT_EQ(sim::reference_fitness(renamed, g, 3, 100, 5, {}),
+            sim::reference_fitness(sim::find_workload("cartpole"), g, 3, 100, 5, {}));
+  renamed.reference = nullptr;
+  EXPECT_THROW(sim::reference_fitness(renamed, g, 3, 100, 5, {}), Error);
+  for (auto& w : sim::workloads()) {
+    EXPECT_TRUE(w.reference) << w.name;
+    if (!w.data) continue;
+    auto d = w.data(41, 7);
+    EXPECT_GT(d.stride, 0u) << w.name;
+    EXPECT_EQ(d.records.size(), size_t(41) * d.stride) << w.name;
+  }
+  EXPECT_TRUE(sim::find_workload("market").data);
+  EXPECT_FALSE(sim::find_workload("acrobot").data);
+}
+
 // Test that the reference gives the Acrobot's -1 per step until the terminal step and CartPole's
 // +1 per step including the terminal one.
 TEST(SimReference, RewardConventions) {

@@ -39,18 +39,18 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
                           .check = o.check,
                           .quiet = o.quiet};
   if (r.all_modes) {
-    r.modes = {fuse::Strategy::PerStep, fuse::Strategy::Batched, fuse::Strategy::Fused};
-    if (w.spec.has_coop()) r.modes.push_back(fuse::Strategy::Coop);
+    for (auto& row : fuse::strategies())
+      if (w.spec.offers(row.id)) r.modes.push_back(row.id);
   } else {
     r.modes = {fuse::parse_strategy(o.mode)};
-    if (r.modes[0] == fuse::Strategy::Coop) fuse::require_coop(w.spec);
+    if (!w.spec.offers(r.modes[0])) fuse::require_coop(w.spec);
   }
 
   gpu::Context ctx(g.context_options());
   sim::SimRunner runner(ctx, w, o.pop ? o.pop : w.default_pop, o.steps ? o.steps : w.default_steps, o.seed);
   if (!o.data_path.empty()) {
-    if (!w.needs_market_data) throw Error("--write-data: workload '" + w.name + "' has no data");
-    sim::write_market_records(runner.market(), o.data_path);
+    if (!w.data) throw Error("--write-data: workload '" + w.name + "' has no data");
+    sim::write_records(runner.data().records, o.data_path);
   }
   const auto& a = ctx.adapter();
   auto j = sim::run_and_report(runner, r, a.device + " (" + a.backend + ", " + a.adapter_type + ")",
@@ -79,10 +79,15 @@ void add_sim(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--generations", o.generations, "timed generations per mode")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--mode", o.mode,
-                  "perstep | batched | fused | coop (market only) | all (coop included where the "
-                  "workload has it)")
-      ->check(CLI::IsMember({"perstep", "batched", "fused", "coop", "all"}))
+  std::vector<std::string> modes;
+  std::string mode_help;
+  for (auto& row : fuse::strategies()) {
+    modes.emplace_back(row.name);
+    mode_help += std::string(row.name) + (row.optional ? " (where the workload has it)" : "") + " | ";
+  }
+  modes.emplace_back("all");
+  cmd->add_option("--mode", o.mode, mode_help + "all (every strategy the workload has)")
+      ->check(CLI::IsMember(modes))
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "seed of the population, initial states, GA and market data")
       ->capture_default_str();

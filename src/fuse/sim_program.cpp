@@ -4,28 +4,6 @@
 
 namespace wgfuse::fuse {
 
-std::string to_string(Strategy s) {
-  switch (s) {
-    case Strategy::PerStep:
-      return "perstep";
-    case Strategy::Batched:
-      return "batched";
-    case Strategy::Fused:
-      return "fused";
-    case Strategy::Coop:
-      return "coop";
-  }
-  return "?";
-}
-
-Strategy parse_strategy(std::string_view s) {
-  if (s == "perstep") return Strategy::PerStep;
-  if (s == "batched") return Strategy::Batched;
-  if (s == "fused") return Strategy::Fused;
-  if (s == "coop") return Strategy::Coop;
-  throw Error("unknown strategy '" + std::string(s) + "' (known: perstep, batched, fused, coop)");
-}
-
 void require_coop(const SimSpec& spec) {
   if (!spec.has_coop())
     throw Error(
@@ -39,7 +17,16 @@ std::string generated_source(const SimSpec& spec) {
 
 SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t steps, uint32_t genome_len,
                        uint32_t seed, std::span<const float> data, uint32_t data_stride)
-    : ctx_(&ctx), spec_(std::move(spec)), params_{pop, steps, genome_len, seed, data_stride, 0, 0, 0} {
+    : ctx_(&ctx),
+      spec_(std::move(spec)),
+      params_{.pop = pop,
+              .steps = steps,
+              .genome_len = genome_len,
+              .seed = seed,
+              .data_stride = data_stride,
+              .pad0 = 0,
+              .pad1 = 0,
+              .pad2 = 0} {
   if (pop == 0 || steps == 0 || genome_len == 0)
     throw Error("simulation '" + spec_.name + "': population, steps and genome length must be positive");
   const auto& lim = ctx.limits();
@@ -80,16 +67,21 @@ void SimProgram::ensure_slots() {
 
 void SimProgram::compile() {
   if (init_) return;
-  auto kernel = [&](const char* entry) {
-    return &ctx_->kernel(
-        {"sim." + spec_.name, source_, entry, {{"WORKGROUP_SIZE", double(spec_.workgroup_size)}}});
+  auto kernel = [&](std::string_view entry) {
+    return &ctx_->kernel({"sim." + spec_.name,
+                          source_,
+                          std::string(entry),
+                          {{"WORKGROUP_SIZE", double(spec_.workgroup_size)}}});
   };
   init_ = kernel(kInitEntry);
-  step_ = kernel(kStepEntry);
   fitness_ = kernel(kFitnessEntry);
-  fused_ = kernel(kFusedEntry);
-  // Its own workgroup size (fixed in the kernel), so no WORKGROUP_SIZE override.
-  if (spec_.has_coop()) coop_ = &ctx_->kernel({"sim." + spec_.name, source_, kCoopEntry, {}});
+  for (auto& r : strategies()) {
+    if (entries_.count(r.entry) || !spec_.offers(r.id)) continue;
+    // A team kernel has its own workgroup size (fixed in the kernel), so no WORKGROUP_SIZE override.
+    entries_[r.entry] = r.grid == Grid::PerTeam
+                            ? &ctx_->kernel({"sim." + spec_.name, source_, std::string(r.entry), {}})
+                            : kernel(r.entry);
+  }
 }
 
 gpu::BindGroup SimProgram::group(const gpu::Kernel& k, const gpu::Buffer& genomes,
@@ -101,34 +93,43 @@ gpu::BindGroup SimProgram::group(const gpu::Kernel& k, const gpu::Buffer& genome
 }
 
 uint64_t SimProgram::dispatches(Strategy s) const {
-  return (s == Strategy::Fused || s == Strategy::Coop) ? 1 : uint64_t(params_.steps) + 2;
+  return dispatch_count(s, params_.steps);
 }
 
 gpu::Plan& SimProgram::plan(Strategy s, const gpu::Buffer& genomes, const gpu::Buffer& fitness) {
-  if (s == Strategy::PerStep) s = Strategy::Batched;  // the same dispatches, synced differently
+  const auto& r = row(s);
+  if (!spec_.offers(s)) require_coop(spec_);
+  // Strategies that differ only in how they wait (per-step, batched) share one plan.
+  for (auto& other : strategies())
+    if (other.entry == r.entry && other.dispatches == r.dispatches && other.grid == r.grid) {
+      s = other.id;
+      break;
+    }
   const auto key = std::tuple{s, genomes.id(), fitness.id()};
   if (auto it = plans_.find(key); it != plans_.end()) return it->second;
   compile();
   if (plans_.size() >= 8) plans_.clear();
   gpu::Plan p(*ctx_, "sim." + spec_.name + "." + to_string(s));
-  if (s == Strategy::Coop) {
-    require_coop(spec_);
+  uint32_t groups = groups_;
+  if (r.grid == Grid::PerTeam) {
     const uint32_t per = spec_.coop_per_workgroup;
-    const uint32_t groups = (params_.pop + per - 1) / per;
+    groups = (params_.pop + per - 1) / per;
     if (groups > ctx_->limits().max_compute_workgroups_per_dimension)
       throw Error("simulation '" + spec_.name + "': population " + std::to_string(params_.pop) + " needs " +
-                  std::to_string(groups) + " workgroups of the cooperative kernel (" + std::to_string(per) +
+                  std::to_string(groups) + " workgroups of the " + std::string(r.name) + " kernel (" +
+                  std::to_string(per) +
                   " individuals each), over the device's maxComputeWorkgroupsPerDimension (" +
                   std::to_string(ctx_->limits().max_compute_workgroups_per_dimension) + ")");
-    p.dispatch(*coop_, group(*coop_, genomes, fitness), {groups});
-  } else if (s == Strategy::Fused) {
-    p.dispatch(*fused_, group(*fused_, genomes, fitness), {groups_});
+  }
+  const gpu::Kernel& k = *entries_.at(r.entry);
+  if (r.dispatches == Dispatches::One) {
+    p.dispatch(k, group(k, genomes, fitness), {groups});
   } else {
     ensure_slots();
-    p.dispatch(*init_, group(*init_, genomes, fitness), {groups_});
-    const auto step_group = group(*step_, genomes, fitness);
-    for (uint32_t t = 0; t < params_.steps; ++t) p.dispatch(*step_, step_group, {groups_});
-    p.dispatch(*fitness_, group(*fitness_, genomes, fitness), {groups_});
+    p.dispatch(*init_, group(*init_, genomes, fitness), {groups});
+    const auto step_group = group(k, genomes, fitness);
+    for (uint32_t t = 0; t < params_.steps; ++t) p.dispatch(k, step_group, {groups});
+    p.dispatch(*fitness_, group(*fitness_, genomes, fitness), {groups});
   }
   p.build();
   return plans_.emplace(key, std::move(p)).first->second;
@@ -148,7 +149,7 @@ EvalCounts SimProgram::evaluate(Strategy strategy, gpu::Recorder& rec, const gpu
   auto& p = plan(strategy, genomes, fitness);
   EvalCounts c;
   c.dispatches = p.dispatches();
-  if (strategy != Strategy::PerStep) {
+  if (!row(strategy).wait_each_dispatch) {
     p.encode(rec);
     return c;
   }

@@ -25,16 +25,13 @@
 #include <string_view>
 #include <tuple>
 
+#include "fuse/strategy.h"
 #include "gpu/buffer.h"
 #include "gpu/context.h"
 #include "gpu/plan.h"
 #include "gpu/recorder.h"
 
 namespace wgfuse::fuse {
-
-enum class Strategy { PerStep, Batched, Fused, Coop };
-std::string to_string(Strategy s);
-Strategy parse_strategy(std::string_view s);  // perstep | batched | fused | coop; throws Error
 
 struct SimSpec {
   std::string name;          // for labels and messages, e.g. "acrobot"
@@ -47,6 +44,8 @@ struct SimSpec {
   std::string coop_family = {};
   uint32_t coop_per_workgroup = 0;
   bool has_coop() const { return !coop_family.empty(); }
+  // Whether the program defines the strategy's entry point (the optional row is coop).
+  bool offers(Strategy s) const { return !row(s).optional || has_coop(); }
 };
 
 // Mirrors SimParams in kernels/sim_common.wgsl.
@@ -60,12 +59,10 @@ static_assert(offsetof(SimParams, data_stride) == 16);
 // definition, sim_entries and, where it has one, its cooperative kernel).
 std::string generated_source(const SimSpec& spec);
 
-// Entry points of the generated module.
+// Entry points of the generated module before and after the time steps of the step-loop
+// strategies; the strategies' own entry points are in their rows (fuse/strategy.h).
 inline constexpr const char* kInitEntry = "sim_init_main";
-inline constexpr const char* kStepEntry = "sim_step_main";
 inline constexpr const char* kFitnessEntry = "sim_fitness_main";
-inline constexpr const char* kFusedEntry = "sim_fused_main";
-inline constexpr const char* kCoopEntry = "sim_coop_main";
 
 // Throws Error when `spec` has no cooperative form, saying which workloads have one.
 void require_coop(const SimSpec& spec);
@@ -125,8 +122,8 @@ class SimProgram {
   uint32_t slot_bytes_ = 0;
   uint32_t groups_ = 0;
   // Resolved by compile(): the pipelines of the entry points.
-  const gpu::Kernel *init_ = nullptr, *step_ = nullptr, *fitness_ = nullptr, *fused_ = nullptr,
-                    *coop_ = nullptr;
+  const gpu::Kernel *init_ = nullptr, *fitness_ = nullptr;
+  std::map<std::string_view, const gpu::Kernel*> entries_;  // by the strategies' entry points
   // By (strategy, genomes id, fitness id); the GA alternates two genome buffers, so this stays
   // small (cleared past a handful in case a caller cycles through many).
   std::map<std::tuple<Strategy, uint64_t, uint64_t>, gpu::Plan> plans_;

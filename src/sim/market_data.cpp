@@ -87,12 +87,12 @@ MarketData generate_market(uint32_t steps, uint32_t seed) {
   return m;
 }
 
-void write_market_records(const MarketData& m, const std::string& path) {
+void write_records(std::span<const float> records, const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) throw Error("cannot write market data to '" + path + "'");
-  size_t n = std::fwrite(m.records.data(), sizeof(float), m.records.size(), f);
-  bool ok = std::fclose(f) == 0 && n == m.records.size();
-  if (!ok) throw Error("short write of market data to '" + path + "'");
+  if (!f) throw Error("cannot write the data to '" + path + "'");
+  size_t n = std::fwrite(records.data(), sizeof(float), records.size(), f);
+  bool ok = std::fclose(f) == 0 && n == records.size();
+  if (!ok) throw Error("short write of the data to '" + path + "'");
 }
 
 }  // namespace wgfuse::sim

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,8 @@ struct MarketData {
 
 MarketData generate_market(uint32_t steps, uint32_t seed);
 
-// Writes the records as raw little-endian f32 (steps x 22), for the Python and CUDA baselines.
-void write_market_records(const MarketData& m, const std::string& path);
+// Writes a workload's data records as raw little-endian f32 (Market: steps x 22), for the Python
+// and CUDA baselines.
+void write_records(std::span<const float> records, const std::string& path);
 
 }  // namespace wgfuse::sim

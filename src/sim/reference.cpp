@@ -224,20 +224,34 @@ std::vector<float> initial_genomes(const Workload& w, uint32_t pop, uint32_t ste
   return g;
 }
 
+ReferenceRun rastrigin_reference(const Episode& e) {
+  return rastrigin(e.genome);
+}
+ReferenceRun acrobot_reference(const Episode& e) {
+  return acrobot(e.genome, e.ind, e.steps, e.seed);
+}
+ReferenceRun cartpole_reference(const Episode& e) {
+  return cartpole(e.genome, e.ind, e.steps, e.seed);
+}
+ReferenceRun mountaincar_reference(const Episode& e) {
+  return mountaincar(e.genome, e.ind, e.steps, e.seed);
+}
+ReferenceRun market_reference(const Episode& e) {
+  return market(e.genome, e.steps, e.data);
+}
+
 ReferenceRun reference_run(const Workload& w, std::span<const float> genome, uint32_t ind, uint32_t steps,
-                           uint32_t seed, std::span<const float> market_records) {
-  if (genome.size() != w.genome_length(steps)) throw Error("reference: genome length mismatch");
-  if (w.name == "rastrigin") return rastrigin(genome);
-  if (w.name == "acrobot") return acrobot(genome, ind, steps, seed);
-  if (w.name == "cartpole") return cartpole(genome, ind, steps, seed);
-  if (w.name == "mountaincar") return mountaincar(genome, ind, steps, seed);
-  if (w.name == "market") return market(genome, steps, market_records);
-  throw Error("no reference for workload '" + w.name + "'");
+                           uint32_t seed, std::span<const float> data) {
+  if (genome.size() != w.genome_length(steps))
+    throw Error("reference of '" + w.name + "': genome of " + std::to_string(genome.size()) +
+                " genes, expected " + std::to_string(w.genome_length(steps)));
+  if (!w.reference) throw Error("no reference for workload '" + w.name + "'");
+  return w.reference({.genome = genome, .ind = ind, .steps = steps, .seed = seed, .data = data});
 }
 
 double reference_fitness(const Workload& w, std::span<const float> genome, uint32_t ind, uint32_t steps,
-                         uint32_t seed, std::span<const float> market_records) {
-  return reference_run(w, genome, ind, steps, seed, market_records).fitness;
+                         uint32_t seed, std::span<const float> data) {
+  return reference_run(w, genome, ind, steps, seed, data).fitness;
 }
 
 }  // namespace wgfuse::sim

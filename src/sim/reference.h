@@ -44,20 +44,20 @@ int mlp_argmax(std::span<const float> genome, int in, int hidden, int out, const
 // The initial population (pop x genome_len), as uploaded to the GPU.
 std::vector<float> initial_genomes(const Workload& w, uint32_t pop, uint32_t steps, uint32_t seed);
 
-// A reference episode: its fitness, and how close it came to a discrete decision boundary: the
-// smallest gap between the chosen logit and another one, or between the state and a termination
-// threshold (infinity for the continuous workloads). An f32 run can only end with a different
-// step count where that margin is within its own error.
-struct ReferenceRun {
-  double fitness;
-  double min_margin;
-};
+// The reference episodes of the workloads (their Workload::reference).
+ReferenceRun rastrigin_reference(const Episode& e);
+ReferenceRun acrobot_reference(const Episode& e);
+ReferenceRun cartpole_reference(const Episode& e);
+ReferenceRun mountaincar_reference(const Episode& e);
+ReferenceRun market_reference(const Episode& e);  // e.data: the Market records (steps x 22)
+
+// Workload `w`'s reference episode; throws Error for a genome of the wrong length.
 ReferenceRun reference_run(const Workload& w, std::span<const float> genome, uint32_t ind, uint32_t steps,
-                           uint32_t seed, std::span<const float> market);
+                           uint32_t seed, std::span<const float> data);
 
 // The fitness of individual `ind` with genome `genome` after `steps` steps, in double.
-// `market` holds the Market records (steps x 22) and is ignored by the other workloads.
+// `data` is the workload's shared data (runner.data().records; empty where it has none).
 double reference_fitness(const Workload& w, std::span<const float> genome, uint32_t ind, uint32_t steps,
-                         uint32_t seed, std::span<const float> market);
+                         uint32_t seed, std::span<const float> data);
 
 }  // namespace wgfuse::sim

@@ -50,10 +50,10 @@ SimRunner::SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_
     throw Error(w.name + ": population " + std::to_string(pop) + " x " + std::to_string(genome_len_) +
                 " genes (" + std::to_string(genome_bytes) + " bytes) is over the device's " +
                 "maxStorageBufferBindingSize (" + std::to_string(lim.max_storage_buffer_binding_size) + ")");
-  if (w.needs_market_data) market_ = generate_market(steps, seed);
+  if (w.data) data_ = w.data(steps, seed);
   auto cfg = w.ga;
   cfg.seed = seed;
-  evo_ = std::make_unique<fuse::Evolution>(ctx, pop, genome_len_, cfg);
+  evo_ = std::make_unique<Evolution>(ctx, pop, genome_len_, cfg);
   program(steps);  // checks the sizes against the device before anything big is allocated
   initial_ = sim::initial_genomes(w, pop, steps, seed);
   initial_device_ = gene_major(initial_, pop, genome_len_);
@@ -68,9 +68,9 @@ fuse::SimProgram& SimRunner::program(uint32_t steps) {
   if (!p) {
     std::span<const float> data;
     uint32_t stride = 0;
-    if (w_->needs_market_data) {
-      data = std::span<const float>(market_.records).first(size_t(steps) * kMarketRecord);
-      stride = kMarketRecord;
+    if (data_.stride) {
+      data = std::span<const float>(data_.records).first(size_t(steps) * data_.stride);
+      stride = data_.stride;
     }
     p = std::make_unique<fuse::SimProgram>(*ctx_, w_->spec, pop_, steps, w_->genome_length(steps), seed_,
                                            data, stride);
@@ -100,7 +100,7 @@ std::vector<float> SimRunner::evaluate_initial(Strategy s, uint32_t steps) {
 }
 
 ModeRun SimRunner::run(Strategy s, uint32_t generations,
-                       const std::function<void(uint32_t, const fuse::GenerationStats&, double)>& progress) {
+                       const std::function<void(uint32_t, const GenerationStats&, double)>& progress) {
   ModeRun out;
   out.strategy = s;
   auto& prog = program(steps_);
@@ -150,7 +150,7 @@ ReferenceCheck SimRunner::check_reference(Strategy s, uint32_t samples) {
   for (uint32_t k = 0; k < r.samples; ++k) {
     uint32_t i = uint32_t(uint64_t(k) * pop_ / r.samples);
     std::span<const float> genome(initial_.data() + size_t(i) * genome_len_, genome_len_);
-    auto ref = reference_run(*w_, genome, i, r.horizon, seed_, market_.records);
+    auto ref = reference_run(*w_, genome, i, r.horizon, seed_, data_.records);
     double want = ref.fitness;
     double err = std::abs(double(got[i]) - want);
     double rel = want != 0 ? err / std::abs(want) : (err == 0 ? 0 : INFINITY);

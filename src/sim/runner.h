@@ -9,9 +9,9 @@
 #include <memory>
 #include <vector>
 
-#include "fuse/evolution.h"
 #include "fuse/sim_program.h"
 #include "gpu/context.h"
+#include "sim/evolution.h"
 #include "sim/market_data.h"
 #include "sim/workloads.h"
 
@@ -20,7 +20,7 @@ namespace wgfuse::sim {
 struct ModeRun {
   fuse::Strategy strategy;
   std::vector<double> seconds;  // wall time of each timed generation
-  std::vector<fuse::GenerationStats> stats;
+  std::vector<GenerationStats> stats;
   // GPU time of the evaluation pass of each timed generation (timestamp queries), in ms; empty
   // for per-step (one pass per dispatch) or where the device has no timestamp-query.
   std::vector<double> gpu_eval_ms;
@@ -62,7 +62,8 @@ class SimRunner {
   const std::vector<float>& initial_genomes() const { return initial_; }
   // The same, as stored on the GPU: gene-major (gene k of individual i at k * pop + i).
   const std::vector<float>& initial_genomes_device() const { return initial_device_; }
-  const MarketData& market() const { return market_; }
+  // The workload's shared data (empty where it has none).
+  const WorkloadData& data() const { return data_; }
 
   // Compiles every kernel (simulation entry points and the GA).
   void compile();
@@ -71,7 +72,7 @@ class SimRunner {
   // One warm-up generation (not timed, discarded), then `generations` timed generations from the
   // initial population. `progress` is called after each timed generation.
   ModeRun run(fuse::Strategy s, uint32_t generations,
-              const std::function<void(uint32_t, const fuse::GenerationStats&, double)>& progress = {});
+              const std::function<void(uint32_t, const GenerationStats&, double)>& progress = {});
   // GPU fitness (under `s`, at min(steps, horizon)) of a sample of individuals against the
   // double-precision reference.
   ReferenceCheck check_reference(fuse::Strategy s, uint32_t samples);
@@ -82,10 +83,10 @@ class SimRunner {
   gpu::Context* ctx_;
   const Workload* w_;
   uint32_t pop_, steps_, seed_, genome_len_;
-  MarketData market_;
+  WorkloadData data_;
   std::vector<float> initial_, initial_device_;
   std::map<uint32_t, std::unique_ptr<fuse::SimProgram>> programs_;
-  std::unique_ptr<fuse::Evolution> evo_;
+  std::unique_ptr<Evolution> evo_;
   gpu::Buffer genomes_[2], fitness_;
 };
 

@@ -1,89 +1,89 @@
 #include "sim/workloads.h"
 
+#include "sim/market_data.h"
+#include "sim/reference.h"
 #include "util/error.h"
 
 namespace wgfuse::sim {
 
+namespace {
+
+// The GA settings shared by the policy workloads; only the mutation size differs.
+GaConfig policy_ga(float sigma) {
+  return {.tournament = 3, .elites = 2, .rate = 0.1f, .sigma = sigma, .lo = -10.0f, .hi = 10.0f, .seed = 0};
+}
+
+}  // namespace
+
 const std::vector<Workload>& workloads() {
-  static const std::vector<Workload> all = [] {
-    std::vector<Workload> w;
-    {
-      Workload r;
-      r.name = "rastrigin";
-      r.summary = "Rastrigin function, dimension = steps (the embarrassingly parallel control)";
-      r.spec = {"rastrigin", "sim_rastrigin", 4};
-      r.default_pop = 4096;
-      r.default_steps = 2000;
-      r.genome_len = 0;
-      r.init_scale = 5.12f;
-      r.ga = {3, 2, 0.05f, 0.3f, -5.12f, 5.12f, 0};
-      r.reference_horizon = 1u << 30;
-      r.reference_rtol = 1e-4;  // f32 sum of 2,000 terms with GPU cos: ~1e-6 measured
-      r.reference_atol = 1e-2;
-      w.push_back(r);
-    }
-    {
-      Workload a;
-      a.name = "acrobot";
-      a.summary = "Acrobot-v1 (Gymnasium), RK4 dt 0.2, MLP 6-16-3";
-      a.spec = {"acrobot", "sim_acrobot", 24};
-      a.default_pop = 4096;
-      a.default_steps = 500;
-      a.genome_len = 163;
-      a.ga = {3, 2, 0.1f, 0.1f, -10.0f, 10.0f, 0};
-      a.reference_horizon = 60;
-      a.reference_rtol = 0;
-      a.reference_atol = 0.5;  // fitness counts steps: equal step counts
-      a.boundary_margin = 1e-2;
-      w.push_back(a);
-    }
-    {
-      Workload c;
-      c.name = "cartpole";
-      c.summary = "CartPole-v1 (Gymnasium), Euler tau 0.02, MLP 4-16-2";
-      c.spec = {"cartpole", "sim_cartpole", 24};
-      c.default_pop = 4096;
-      c.default_steps = 500;
-      c.genome_len = 114;
-      c.ga = {3, 2, 0.1f, 0.1f, -10.0f, 10.0f, 0};
-      c.reference_horizon = 500;
-      c.reference_atol = 0.5;
-      c.boundary_margin = 2e-2;  // 46 of 4,096 differ on SwiftShader, all within 4.4e-3
-      w.push_back(c);
-    }
-    {
-      Workload m;
-      m.name = "mountaincar";
-      m.summary = "MountainCar-v0 (Gymnasium), 200 steps, MLP 2-16-3";
-      m.spec = {"mountaincar", "sim_mountaincar", 16};
-      m.default_pop = 4096;
-      m.default_steps = 200;
-      m.genome_len = 99;
-      m.ga = {3, 2, 0.1f, 0.1f, -10.0f, 10.0f, 0};
-      m.reference_horizon = 200;
-      m.reference_atol = 0.5;
-      m.boundary_margin = 5e-3;  // 1 of 4,096 differs on SwiftShader, within 1.7e-4
-      w.push_back(m);
-    }
-    {
-      Workload k;
-      k.name = "market";
-      k.summary = "16 synthetic assets, hourly, RNN 8-16-6 with 2 outputs fed back, Sharpe - 5 x drawdown";
-      k.spec = {"market", "sim_market", 27 * 4};
-      k.spec.coop_family = "sim_market_coop";
-      k.spec.coop_per_workgroup = 8;  // COOP_TEAMS: 32 invocations, 4 lanes per individual
-      k.default_pop = 10000;
-      k.default_steps = 1500;
-      k.genome_len = 502;
-      k.ga = {3, 2, 0.1f, 0.05f, -10.0f, 10.0f, 0};
-      k.needs_market_data = true;
-      k.reference_horizon = 1u << 30;
-      k.reference_rtol = 2e-3;  // f32 sums of 1,500 returns and a difference of moments
-      k.reference_atol = 2e-3;
-      w.push_back(k);
-    }
-    return w;
-  }();
+  static const std::vector<Workload> all = {
+      {.name = "rastrigin",
+       .summary = "Rastrigin function, dimension = steps (the embarrassingly parallel control)",
+       .spec = {.name = "rastrigin", .family = "sim_rastrigin", .state_bytes = 4},
+       .default_pop = 4096,
+       .default_steps = 2000,
+       .genome_len = 0,
+       .init_scale = 5.12f,
+       .ga =
+           {.tournament = 3, .elites = 2, .rate = 0.05f, .sigma = 0.3f, .lo = -5.12f, .hi = 5.12f, .seed = 0},
+       .reference = rastrigin_reference,
+       .reference_horizon = 1u << 30,
+       .reference_rtol = 1e-4,  // f32 sum of 2,000 terms with GPU cos: ~1e-6 measured
+       .reference_atol = 1e-2},
+      {.name = "acrobot",
+       .summary = "Acrobot-v1 (Gymnasium), RK4 dt 0.2, MLP 6-16-3",
+       .spec = {.name = "acrobot", .family = "sim_acrobot", .state_bytes = 24},
+       .default_pop = 4096,
+       .default_steps = 500,
+       .genome_len = 163,
+       .ga = policy_ga(0.1f),
+       .reference = acrobot_reference,
+       .reference_horizon = 60,
+       .reference_rtol = 0,
+       .reference_atol = 0.5,  // fitness counts steps: equal step counts
+       .boundary_margin = 1e-2},
+      {.name = "cartpole",
+       .summary = "CartPole-v1 (Gymnasium), Euler tau 0.02, MLP 4-16-2",
+       .spec = {.name = "cartpole", .family = "sim_cartpole", .state_bytes = 24},
+       .default_pop = 4096,
+       .default_steps = 500,
+       .genome_len = 114,
+       .ga = policy_ga(0.1f),
+       .reference = cartpole_reference,
+       .reference_horizon = 500,
+       .reference_atol = 0.5,
+       .boundary_margin = 2e-2},  // 46 of 4,096 differ on SwiftShader, all within 4.4e-3
+      {.name = "mountaincar",
+       .summary = "MountainCar-v0 (Gymnasium), 200 steps, MLP 2-16-3",
+       .spec = {.name = "mountaincar", .family = "sim_mountaincar", .state_bytes = 16},
+       .default_pop = 4096,
+       .default_steps = 200,
+       .genome_len = 99,
+       .ga = policy_ga(0.1f),
+       .reference = mountaincar_reference,
+       .reference_horizon = 200,
+       .reference_atol = 0.5,
+       .boundary_margin = 5e-3},  // 1 of 4,096 differs on SwiftShader, within 1.7e-4
+      {.name = "market",
+       .summary = "16 synthetic assets, hourly, RNN 8-16-6 with 2 outputs fed back, Sharpe - 5 x drawdown",
+       .spec = {.name = "market",
+                .family = "sim_market",
+                .state_bytes = 27 * 4,
+                .coop_family = "sim_market_coop",
+                .coop_per_workgroup = 8},  // COOP_TEAMS: 32 invocations, 4 lanes per individual
+       .default_pop = 10000,
+       .default_steps = 1500,
+       .genome_len = 502,
+       .ga = policy_ga(0.05f),
+       .data =
+           [](uint32_t steps, uint32_t seed) {
+             return WorkloadData{.records = generate_market(steps, seed).records, .stride = kMarketRecord};
+           },
+       .reference = market_reference,
+       .reference_horizon = 1u << 30,
+       .reference_rtol = 2e-3,  // f32 sums of 1,500 returns and a difference of moments
+       .reference_atol = 2e-3},
+  };
   return all;
 }
 

@@ -3,14 +3,39 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "fuse/evolution.h"
 #include "fuse/sim_program.h"
+#include "sim/evolution.h"
 
 namespace wgfuse::sim {
+
+// A reference episode: its fitness, and how close it came to a discrete decision boundary: the
+// smallest gap between the chosen logit and another one, or between the state and a termination
+// threshold (infinity for the continuous workloads). An f32 run can only end with a different
+// step count where that margin is within its own error.
+struct ReferenceRun {
+  double fitness;
+  double min_margin;
+};
+
+// What the CPU reference of one episode is given: individual `ind`'s genome, its episode length
+// and seed, and the workload's shared data (empty where it has none).
+struct Episode {
+  std::span<const float> genome;
+  uint32_t ind = 0, steps = 0, seed = 0;
+  std::span<const float> data;
+};
+
+// A workload's shared read-only data: records of `stride` f32, one per time step.
+struct WorkloadData {
+  std::vector<float> records;
+  uint32_t stride = 0;
+};
 
 struct Workload {
   std::string name;
@@ -20,8 +45,11 @@ struct Workload {
   uint32_t default_steps = 0;
   uint32_t genome_len = 0;  // 0: the genome length is the step count (Rastrigin)
   float init_scale = 1.0f;  // initial genes uniform in [-init_scale, init_scale)
-  fuse::GaConfig ga;        // seed filled in at run time
-  bool needs_market_data = false;
+  GaConfig ga;              // seed filled in at run time
+  // The shared data of an episode of `steps` steps with `seed`; unset where there is none.
+  std::function<WorkloadData(uint32_t steps, uint32_t seed)> data;
+  // The CPU double-precision reference of one episode (src/sim/reference.h).
+  std::function<ReferenceRun(const Episode&)> reference;
   // The GPU-versus-CPU-reference check runs min(steps, reference_horizon) steps: beyond it,
   // chaotic dynamics (Acrobot) let f32 and f64 trajectories part, which says nothing about
   // correctness (docs/SIMULATIONS.md).

@@ -15,7 +15,7 @@
 #include "gpu/plan.h"
 #include "gpu/recorder.h"
 
-namespace wgfuse::fuse {
+namespace wgfuse::sim {
 
 // Mirrors EvolveParams in kernels/sim_evolve.wgsl.
 struct EvolveParams {
@@ -66,4 +66,4 @@ class Evolution {
   std::map<std::tuple<uint64_t, uint64_t, uint64_t>, gpu::Plan> plans_;         // by buffer ids
 };
 
-}  // namespace wgfuse::fuse
+}  // namespace wgfuse::sim

@@ -1,11 +1,11 @@
-#include "fuse/evolution.h"
+#include "sim/evolution.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "util/error.h"
 
-namespace wgfuse::fuse {
+namespace wgfuse::sim {
 
 namespace {
 constexpr uint32_t kWorkgroup = 64;
@@ -64,9 +64,18 @@ gpu::Plan& Evolution::plan(const gpu::Buffer& fitness, const gpu::Buffer& src, c
 
 uint32_t Evolution::record(gpu::Recorder& rec, uint32_t generation, const gpu::Buffer& fitness,
                            const gpu::Buffer& src, const gpu::Buffer& dst) {
-  EvolveParams p{
-      pop_,    genome_len_, generation, cfg_.seed, cfg_.tournament, cfg_.elites, cfg_.rate, cfg_.sigma,
-      cfg_.lo, cfg_.hi,     0,          0};
+  const EvolveParams p{.pop = pop_,
+                       .genome_len = genome_len_,
+                       .generation = generation,
+                       .seed = cfg_.seed,
+                       .tournament = cfg_.tournament,
+                       .elites = cfg_.elites,
+                       .rate = cfg_.rate,
+                       .sigma = cfg_.sigma,
+                       .lo = cfg_.lo,
+                       .hi = cfg_.hi,
+                       .pad1 = 0,
+                       .pad2 = 0};
   ctx_->write_value(params_, 0, p);
   auto& steps = plan(fitness, src, dst);
   steps.encode(rec);
@@ -83,4 +92,4 @@ GenerationStats Evolution::read_stats() {
   return s;
 }
 
-}  // namespace wgfuse::fuse
+}  // namespace wgfuse::sim
