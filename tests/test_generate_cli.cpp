@@ -28,19 +28,17 @@ const fs::path kQwenTokenizer = fs::path(WGFUSE_SOURCE_DIR) / "node_modules/@len
 // A small model. With Qwen's full vocabulary the real tokenizer's ids are valid, but SwiftShader
 // then needs seconds per token for the LM head; the tests that give ids take a small vocabulary.
 llm::ModelConfig tiny_config(uint32_t vocab) {
-  llm::ModelConfig c;
-  c.vocab_size = vocab;
-  c.hidden_size = 48;
-  c.intermediate_size = 72;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 12;
-  c.max_position_embeddings = 256;
-  c.rope_theta = 10000;
-  c.rms_norm_eps = 1e-6;
-  c.tie_word_embeddings = true;
-  return c;
+  return {.vocab_size = vocab,
+          .hidden_size = 48,
+          .intermediate_size = 72,
+          .num_layers = 2,
+          .num_heads = 4,
+          .num_kv_heads = 2,
+          .head_dim = 12,
+          .max_position_embeddings = 256,
+          .rope_theta = 10000,
+          .rms_norm_eps = 1e-6,
+          .tie_word_embeddings = true};
 }
 constexpr uint32_t kQwenVocab = 151936, kSmallVocab = 1000;
 

@@ -20,19 +20,17 @@ using llm::WeightDType;
 using test::context;
 
 llm::ModelConfig small_config(bool tied) {
-  llm::ModelConfig c;
-  c.vocab_size = 300;
-  c.hidden_size = 48;
-  c.intermediate_size = 72;
-  c.num_layers = 3;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 12;
-  c.max_position_embeddings = 128;
-  c.rope_theta = 10000.0;
-  c.rms_norm_eps = 1e-6;
-  c.tie_word_embeddings = tied;
-  return c;
+  return {.vocab_size = 300,
+          .hidden_size = 48,
+          .intermediate_size = 72,
+          .num_layers = 3,
+          .num_heads = 4,
+          .num_kv_heads = 2,
+          .head_dim = 12,
+          .max_position_embeddings = 128,
+          .rope_theta = 10000.0,
+          .rms_norm_eps = 1e-6,
+          .tie_word_embeddings = tied};
 }
 
 const std::vector<uint32_t> kPrompt = {7, 123, 42, 299, 0, 64};

@@ -36,19 +36,17 @@ struct TempDir {
 
 // Odd sizes, GQA: 4 query heads share 2 KV heads, head_dim 10.
 ModelConfig small_config(bool tied) {
-  ModelConfig c;
-  c.vocab_size = 300;
-  c.hidden_size = 40;
-  c.intermediate_size = 72;
-  c.num_layers = 3;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 10;
-  c.max_position_embeddings = 512;
-  c.rope_theta = 1e6;
-  c.rms_norm_eps = 1e-6;
-  c.tie_word_embeddings = tied;
-  return c;
+  return {.vocab_size = 300,
+          .hidden_size = 40,
+          .intermediate_size = 72,
+          .num_layers = 3,
+          .num_heads = 4,
+          .num_kv_heads = 2,
+          .head_dim = 10,
+          .max_position_embeddings = 512,
+          .rope_theta = 1e6,
+          .rms_norm_eps = 1e-6,
+          .tie_word_embeddings = tied};
 }
 
 // Runs `f`, which must throw a wgfuse::Error whose message contains every one of `parts`.

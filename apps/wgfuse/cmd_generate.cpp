@@ -94,19 +94,24 @@ class ProgressBar {
   int last_ = -1;
 };
 
-// Everything a generation needs, loaded and checked before any weight reaches the GPU.
+// Everything a generation needs. open() reads and checks the files (config, every tensor's
+// shape, tokenizer, sampling flags) without touching the GPU, so that bad input, a prompt longer
+// than --ctx included, fails before gigabytes are uploaded; load() then creates the device, the
+// model and the sampler.
 struct Session {
   llm::ModelFiles files;
   llm::Tokenizer tokenizer;
-  std::vector<int32_t> stop_ids;
-  gpu::Context ctx;
-  llm::Model model;
-  llm::Sampler sampler;
+  std::vector<int32_t> stop_ids;  // EOS ids of the config files and <|im_end|>
   llm::SamplingParams params;
+  llm::ModelOptions model_options;
   uint32_t ctx_len;  // KV-cache positions
-  double load_ms;
+  std::chrono::steady_clock::time_point t0;
+  std::unique_ptr<gpu::Context> ctx;
+  std::unique_ptr<llm::Model> model;
+  std::unique_ptr<llm::Sampler> sampler;
+  double load_ms = 0;
 
-  static std::unique_ptr<Session> open(const LlmOptions& o, const GlobalOptions& g) {
+  static std::unique_ptr<Session> open(const LlmOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
     llm::ModelFiles files(o.model_dir);
     files.validate_qwen2();
@@ -117,8 +122,6 @@ struct Session {
                   std::to_string(cfg.max_position_embeddings) + ", " + o.model_dir + "/config.json)");
     llm::Tokenizer tok = llm::load_tokenizer(o.model_dir);
     auto stop = llm::stop_token_ids(tok, o.model_dir);
-    for (int32_t id : files.generation().eos_token_ids) stop.push_back(id);
-    gpu::Context ctx(g.context_options());
     const llm::SamplingParams params = sampling(o, files.generation());
     llm::ModelOptions mo;
     mo.dtype = llm::parse_weight_dtype(o.dtype);
@@ -126,22 +129,15 @@ struct Session {
     auto bar = std::make_shared<ProgressBar>("loading " + o.model_dir);
     mo.progress = [bar](uint64_t done, uint64_t total) { (*bar)(done, total); };
     return std::unique_ptr<Session>(
-        new Session{std::move(files), std::move(tok), std::move(stop), std::move(ctx), params, mo, t0});
+        new Session{std::move(files), std::move(tok), std::move(stop), params, std::move(mo), ctx_len, t0});
   }
 
- private:
-  Session(llm::ModelFiles f, llm::Tokenizer t, std::vector<int32_t> stop, gpu::Context c,
-          const llm::SamplingParams& p, const llm::ModelOptions& mo, std::chrono::steady_clock::time_point t0)
-      : files(std::move(f)),
-        tokenizer(std::move(t)),
-        stop_ids(std::move(stop)),
-        ctx(std::move(c)),
-        model(
-            ctx, files.config(), [this](std::string_view name) { return files.find(name); }, mo),
-        sampler(ctx, files.config().vocab_size),
-        params(p),
-        ctx_len(mo.ctx) {
-    sampler.set_params(params);
+  void load(const GlobalOptions& g) {
+    ctx = std::make_unique<gpu::Context>(g.context_options());
+    model = std::make_unique<llm::Model>(
+        *ctx, files.config(), [this](std::string_view name) { return files.find(name); }, model_options);
+    sampler = std::make_unique<llm::Sampler>(*ctx, files.config().vocab_size);
+    sampler->set_params(params);
     load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
 };
@@ -210,8 +206,8 @@ RunResult run(Session& s, std::span<const uint32_t> prompt, int64_t n, uint32_t 
   go.eos_ids = to_u32(s.stop_ids);
   std::vector<llm::Step> picker;
   if (s.params.temperature != 0) {
-    const auto b = s.model.decode_buffers();
-    picker = s.sampler.steps(b.logits, b.tokens, b.state);
+    const auto b = s.model->decode_buffers();
+    picker = s.sampler->steps(b.logits, b.tokens, b.state);
     go.picker = picker;
   }
   if (logits_out)
@@ -232,7 +228,7 @@ RunResult run(Session& s, std::span<const uint32_t> prompt, int64_t n, uint32_t 
     std::fflush(stdout);
     return true;
   };
-  r.generated = s.model.generate(prompt, uint32_t(n), on_token, go);
+  r.generated = s.model->generate(prompt, uint32_t(n), on_token, go);
   std::fputs(dec.finish().c_str(), stdout);
   std::fflush(stdout);
   return r;
@@ -253,7 +249,7 @@ nlohmann::json timing_json(const llm::ModelStats& st) {
 }
 
 void print_timing(const Session& s) {
-  const auto& st = s.model.stats();
+  const auto& st = s.model->stats();
   const auto t = timing_json(st);
   std::fprintf(
       stderr,
@@ -285,7 +281,7 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
   const int given = !o.prompt.empty() + !o.prompt_file.empty() + !o.prompt_ids.empty();
   if (given != 1)
     throw Error("give exactly one of -p PROMPT, -f FILE or --prompt-ids IDS (a non-empty prompt)");
-  auto s = Session::open(lo, g);
+  auto s = Session::open(lo);
   std::vector<uint32_t> prompt;
   if (!o.prompt_ids.empty()) {
     prompt = parse_ids(o.prompt_ids, s->files.config().vocab_size);
@@ -311,6 +307,7 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
   if (n < o.n)
     std::fprintf(stderr, "wgfuse: -n %lld: only %lld tokens fit in --ctx %u after the prompt\n",
                  (long long)o.n, (long long)n, s->ctx_len);
+  s->load(g);
   std::vector<float> logits;
   const RunResult r = run(*s, prompt, n, lo.steps_per_submit, o.logits_path.empty() ? nullptr : &logits);
   print_timing(*s);
@@ -319,16 +316,16 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     write_npy(o.logits_path, logits, logits.size() / vocab, vocab);
   }
   if (!o.json_path.empty()) {
-    nlohmann::json j = timing_json(s->model.stats());
+    nlohmann::json j = timing_json(s->model->stats());
     j["prompt_ids"] = prompt;
     j["generated_ids"] = r.generated;
     j["stopped_at_eos"] = r.stopped_at_eos;
     j["text"] = text_of(s->tokenizer, r.generated);
     j["load_ms"] = s->load_ms;
-    j["upload_ms"] = s->model.stats().upload_ms;
-    j["prompt_tokens"] = s->model.stats().prompt_tokens;
-    j["decode_tokens"] = s->model.stats().decode_tokens;
-    j["dispatches_per_step"] = s->model.stats().dispatches_per_step;
+    j["upload_ms"] = s->model->stats().upload_ms;
+    j["prompt_tokens"] = s->model->stats().prompt_tokens;
+    j["decode_tokens"] = s->model->stats().decode_tokens;
+    j["dispatches_per_step"] = s->model->stats().dispatches_per_step;
     j["steps_per_submit"] = lo.steps_per_submit;
     j["dtype"] = lo.dtype;
     j["ctx"] = s->ctx_len;
@@ -338,7 +335,7 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
                      {"top_p", s->params.top_p},
                      {"repetition_penalty", s->params.repetition_penalty},
                      {"seed", s->params.seed}};
-    j["adapter"] = adapter_json(s->ctx);
+    j["adapter"] = adapter_json(*s->ctx);
     std::ofstream f(o.json_path);
     if (!f) throw Error("--json: cannot write " + o.json_path);
     f << j.dump(2) << "\n";
@@ -349,13 +346,14 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
 // whole; the model keeps the KV cache of the common prefix. When a turn would not fit in --ctx,
 // the oldest user/assistant pairs are dropped (the system prompt stays) and the user is told.
 void chat(const LlmOptions& lo, const std::string& system, int64_t n, const GlobalOptions& g) {
-  auto s = Session::open(lo, g);
+  auto s = Session::open(lo);
   const auto tmpl =
       llm::ChatTemplate::from_file(std::filesystem::path(lo.model_dir) / "tokenizer_config.json");
+  s->load(g);
   std::vector<llm::ChatMessage> history;
   if (!system.empty()) history.push_back({"system", system});
   std::fprintf(stderr, "wgfuse chat: %s on %s. Empty line or Ctrl-D to quit.\n", lo.model_dir.c_str(),
-               s->ctx.adapter().device.c_str());
+               s->ctx->adapter().device.c_str());
   while (true) {
     char* line = readline("> ");
     if (!line) break;
@@ -376,9 +374,9 @@ void chat(const LlmOptions& lo, const std::string& system, int64_t n, const Glob
       std::fprintf(stderr, "[context full: dropped the oldest exchange]\n");
     }
     // The model's sequence is the previous render plus the reply; reuse it only as a prefix.
-    const auto& seq = s->model.sequence();
+    const auto& seq = s->model->sequence();
     const bool prefix = seq.size() <= ids.size() && std::equal(seq.begin(), seq.end(), ids.begin());
-    if (!prefix) s->model.reset();
+    if (!prefix) s->model->reset();
     const std::span<const uint32_t> fresh(ids.data() + (prefix ? seq.size() : 0),
                                           ids.size() - (prefix ? seq.size() : 0));
     const int64_t room = int64_t(s->ctx_len) - int64_t(ids.size());
