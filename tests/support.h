@@ -82,4 +82,11 @@ inline ::testing::AssertionResult all_close(const std::vector<float>& got, const
                                        << want[first] << "; max relative error " << max_err << " > " << rtol;
 }
 
+// How many times `what` occurs in `text` (overlaps counted).
+inline size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 }  // namespace wgfuse::test

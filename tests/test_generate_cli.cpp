@@ -85,12 +85,6 @@ std::vector<float> read_npy_f32(const fs::path& p, size_t& rows, size_t& cols) {
   return v;
 }
 
-size_t count_lines_with(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 TEST(GenerateCli, GreedyTokensAndLogitsMatchTheReference) {
   const fs::path out = fs::temp_directory_path() / ("wgfuse_gen_" + std::to_string(getpid()) + ".json");
   const fs::path npy = fs::temp_directory_path() / ("wgfuse_gen_" + std::to_string(getpid()) + ".npy");
@@ -188,7 +182,7 @@ TEST(ChatCli, DropsTheOldestExchangeWhenTheContextIsFull) {
   fs::remove(in);
   EXPECT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("[context full: dropped the oldest exchange]"), std::string::npos) << r.out;
-  EXPECT_EQ(count_lines_with(r.out, "generated, decode"), 2u) << r.out;
+  EXPECT_EQ(test::occurrences(r.out, "generated, decode"), 2u) << r.out;
 }
 
 }  // namespace

@@ -9,15 +9,10 @@
 #include <vector>
 
 #include "gpu/kernel.h"
+#include "support.h"
 
 namespace wgfuse {
 namespace {
-
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 // Test that each simulation family is one complete module: the RNG, the shared head, the MLP
 // policy and the entry points each appear once, however many files include them, and no include
@@ -37,11 +32,12 @@ TEST(KernelIncludes, FamiliesAreExpandedOnce) {
   };
   for (const auto& c : cases) {
     const std::string src(gpu::kernel_source(c.family));
-    for (const char* fn : c.defined_once) EXPECT_EQ(count(src, fn), 1u) << c.family << ": " << fn;
+    for (const char* fn : c.defined_once) EXPECT_EQ(test::occurrences(src, fn), 1u) << c.family << ": " << fn;
     // Every directive left in the text is one whose file was already expanded above it.
-    EXPECT_EQ(count(src, "// #include \""), count(src, "\": already included above")) << c.family;
+    EXPECT_EQ(test::occurrences(src, "// #include \""), test::occurrences(src, "\": already included above"))
+        << c.family;
   }
-  EXPECT_EQ(count(std::string(gpu::kernel_source("sim_rastrigin")), "fn mlp_argmax("), 0u);
+  EXPECT_EQ(test::occurrences(std::string(gpu::kernel_source("sim_rastrigin")), "fn mlp_argmax("), 0u);
 }
 
 // Test that the expanded sources on disk (what the browser page will be served) are the embedded ones.

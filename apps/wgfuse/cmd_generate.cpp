@@ -104,12 +104,13 @@ struct Session {
   std::vector<int32_t> stop_ids;  // EOS ids of the config files and <|im_end|>
   llm::SamplingParams params;
   llm::ModelOptions model_options;
-  uint32_t ctx_len;  // KV-cache positions
   std::chrono::steady_clock::time_point t0;
   std::unique_ptr<gpu::Context> ctx;
   std::unique_ptr<llm::Model> model;
   std::unique_ptr<llm::Sampler> sampler;
   double load_ms = 0;
+
+  uint32_t ctx_len() const { return model_options.ctx; }  // KV-cache positions
 
   static std::unique_ptr<Session> open(const LlmOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -129,7 +130,7 @@ struct Session {
     auto bar = std::make_shared<ProgressBar>("loading " + o.model_dir);
     mo.progress = [bar](uint64_t done, uint64_t total) { (*bar)(done, total); };
     return std::unique_ptr<Session>(
-        new Session{std::move(files), std::move(tok), std::move(stop), params, std::move(mo), ctx_len, t0});
+        new Session{std::move(files), std::move(tok), std::move(stop), params, std::move(mo), t0});
   }
 
   void load(const GlobalOptions& g) {
@@ -298,15 +299,15 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     }
     prompt = to_u32(s->tokenizer.encode(text));
   }
-  if (prompt.size() >= s->ctx_len)
+  if (prompt.size() >= s->ctx_len())
     throw Error("the prompt is " + std::to_string(prompt.size()) + " tokens; --ctx " +
-                std::to_string(s->ctx_len) +
+                std::to_string(s->ctx_len()) +
                 " leaves no room to generate (raise --ctx or shorten the prompt)");
-  const int64_t room = int64_t(s->ctx_len) - int64_t(prompt.size());
+  const int64_t room = int64_t(s->ctx_len()) - int64_t(prompt.size());
   const int64_t n = std::min(o.n, room);
   if (n < o.n)
     std::fprintf(stderr, "wgfuse: -n %lld: only %lld tokens fit in --ctx %u after the prompt\n",
-                 (long long)o.n, (long long)n, s->ctx_len);
+                 (long long)o.n, (long long)n, s->ctx_len());
   s->load(g);
   std::vector<float> logits;
   const RunResult r = run(*s, prompt, n, lo.steps_per_submit, o.logits_path.empty() ? nullptr : &logits);
@@ -328,7 +329,7 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     j["dispatches_per_step"] = s->model->stats().dispatches_per_step;
     j["steps_per_submit"] = lo.steps_per_submit;
     j["dtype"] = lo.dtype;
-    j["ctx"] = s->ctx_len;
+    j["ctx"] = s->ctx_len();
     j["model"] = {{"dir", lo.model_dir}, {"config", config_json(s->files.config())}};
     j["sampling"] = {{"temperature", s->params.temperature},
                      {"top_k", s->params.top_k},
@@ -365,11 +366,11 @@ void chat(const LlmOptions& lo, const std::string& system, int64_t n, const Glob
     std::vector<uint32_t> ids;
     while (true) {
       ids = to_u32(s->tokenizer.encode(tmpl.render(history, true)));
-      if (ids.size() + 16 <= s->ctx_len) break;
+      if (ids.size() + 16 <= s->ctx_len()) break;
       const size_t first = (!history.empty() && history[0].role == "system") ? 1 : 0;
       if (history.size() - first <= 1)
         throw Error("this message alone is " + std::to_string(ids.size()) + " tokens, more than --ctx " +
-                    std::to_string(s->ctx_len) + " allows");
+                    std::to_string(s->ctx_len()) + " allows");
       history.erase(history.begin() + long(first), history.begin() + long(first) + 2);
       std::fprintf(stderr, "[context full: dropped the oldest exchange]\n");
     }
@@ -379,7 +380,7 @@ void chat(const LlmOptions& lo, const std::string& system, int64_t n, const Glob
     if (!prefix) s->model->reset();
     const std::span<const uint32_t> fresh(ids.data() + (prefix ? seq.size() : 0),
                                           ids.size() - (prefix ? seq.size() : 0));
-    const int64_t room = int64_t(s->ctx_len) - int64_t(ids.size());
+    const int64_t room = int64_t(s->ctx_len()) - int64_t(ids.size());
     const RunResult r = run(*s, fresh, std::min(n, room), lo.steps_per_submit, nullptr);
     std::fputc('\n', stdout);
     history.push_back({"assistant", text_of(s->tokenizer, r.generated)});
