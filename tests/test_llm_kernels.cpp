@@ -10,6 +10,7 @@
 
 #include "llm/model.h"
 #include "support.h"
+#include "util/half.h"
 
 namespace wgfuse {
 namespace {
@@ -41,7 +42,7 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 // What the kernels compute with: the value rounded to the storage dtype.
 float stored(float v, WeightDType t) {
-  return t == WeightDType::F16 ? float(llm::value16(llm::half_bits(v), llm::DType::F16)) : v;
+  return t == WeightDType::F16 ? half::to_float(half::from_float(v)) : v;
 }
 
 std::vector<double> as_double(const std::vector<float>& v) {

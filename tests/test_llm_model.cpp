@@ -12,6 +12,7 @@
 #include "llm/model.h"
 #include "support.h"
 #include "util/error.h"
+#include "util/half.h"
 
 namespace wgfuse {
 namespace {
@@ -51,8 +52,7 @@ llm::ref::Decoder reference(const llm::ModelConfig& c, const llm::HostWeights& w
 
 // The weights as the GPU holds them in storage dtype t.
 llm::HostWeights as_stored(llm::HostWeights w, WeightDType t) {
-  if (t == WeightDType::F16)
-    w.transform([](float v) { return float(llm::value16(llm::half_bits(v), llm::DType::F16)); });
+  if (t == WeightDType::F16) w.transform([](float v) { return half::to_float(half::from_float(v)); });
   return w;
 }
 

@@ -1,0 +1,249 @@
+#include "llm/decode_kernels.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "util/error.h"
+#include "util/half.h"
+
+namespace wgfuse::llm {
+namespace {
+
+using gpu::BufferUsage;
+// A grid of `groups` workgroups: past 65,535 (the per-dimension limit) they spill into y.
+Step grid(const gpu::Kernel& k, gpu::BindGroup g, uint32_t groups) {
+  const uint32_t x = std::min<uint32_t>(groups, 65535);
+  return Step{&k, std::move(g), x, ceil_div(groups, x)};
+}
+
+}  // namespace
+
+WeightDType parse_weight_dtype(std::string_view s) {
+  if (s == "f16") return WeightDType::F16;
+  if (s == "f32") return WeightDType::F32;
+  throw Error("--dtype '" + std::string(s) + "': expected f16 or f32");
+}
+
+gpu::Buffer upload_rows(gpu::Context& ctx, WeightDType dtype, std::string_view label, uint32_t rows,
+                        uint32_t cols, const std::function<void(uint32_t row, float* out)>& row,
+                        const std::function<void(uint64_t bytes)>& progress) {
+  const uint64_t rb = row_bytes(dtype, cols);
+  gpu::Buffer buf = ctx.buffer(rb * rows, BufferUsage::Storage | BufferUsage::CopyDst, label);
+  const uint32_t chunk_rows = uint32_t(std::max<uint64_t>(1, (8u << 20) / rb));  // ~8 MB per write
+  std::vector<float> values(pad8(cols));
+  std::vector<std::byte> staging;
+  for (uint32_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+    const uint32_t n = std::min(chunk_rows, rows - r0);
+    staging.assign(rb * n, std::byte{0});
+    for (uint32_t r = 0; r < n; ++r) {
+      std::fill(values.begin(), values.end(), 0.0f);
+      row(r0 + r, values.data());
+      std::byte* dst = staging.data() + rb * r;
+      if (dtype == WeightDType::F32) {
+        std::memcpy(dst, values.data(), rb);
+      } else {
+        for (size_t c = 0; c < values.size(); ++c) {
+          const uint16_t h = half::from_float(values[c]);
+          std::memcpy(dst + 2 * c, &h, 2);  // little-endian: element 2i in the low half of word i
+        }
+      }
+    }
+    ctx.write(buf, rb * r0, staging);
+    // Queued writes hold staging memory until a submit: let them drain every 256 MB.
+    if ((rb * (r0 + n)) / (256u << 20) != (rb * r0) / (256u << 20)) ctx.wait();
+    if (progress) progress(rb * (r0 + n));
+  }
+  return buf;
+}
+
+gpu::Buffer upload_padded(gpu::Context& ctx, std::string_view label, std::span<const float> values) {
+  std::vector<float> padded(pad8(uint32_t(values.size())), 0.0f);
+  std::copy(values.begin(), values.end(), padded.begin());
+  return ctx.upload<float>(padded, BufferUsage::StorageIO, label);
+}
+
+std::pair<uint32_t, uint32_t> qkv_source_row(uint32_t packed, uint32_t head_dim, uint32_t q_rows,
+                                             uint32_t kv_rows) {
+  const uint32_t which = packed < q_rows ? 0 : packed < q_rows + kv_rows ? 1 : 2;
+  const uint32_t r = packed - (which == 0 ? 0 : which == 1 ? q_rows : q_rows + kv_rows);
+  if (which == 2) return {2, r};
+  const uint32_t in_head = r % head_dim;
+  return {which, r - in_head + in_head / 2 + (in_head % 2) * (head_dim / 2)};
+}
+
+std::pair<uint32_t, uint32_t> gate_up_source_row(uint32_t packed) {
+  return {packed % 2, packed / 2};
+}
+
+// ---- DecodeKernels ----
+
+DecodeKernels::DecodeKernels(gpu::Context& ctx, WeightDType dtype) : ctx_(&ctx), dtype_(dtype) {
+  if (!ctx.features().subgroups)
+    throw Error("the LLM kernels need the WebGPU 'subgroups' feature, which adapter '" +
+                ctx.adapter().description + "' does not offer");
+  // A row's team is at least one whole subgroup, so a subgroup sum never mixes rows.
+  team_ = std::max<uint32_t>(32, std::bit_ceil(std::max<uint32_t>(1, ctx.adapter().subgroup_max_size)));
+  rows_per_wg_ = team_ >= 64 ? 2 : 4;  // even: RoPE pairs and gate/up pairs stay together
+  if (team_ * rows_per_wg_ > ctx.limits().max_compute_invocations_per_workgroup)
+    throw Error("subgroups of " + std::to_string(team_) + " need workgroups of " +
+                std::to_string(team_ * rows_per_wg_) +
+                " invocations, over maxComputeInvocationsPerWorkgroup = " +
+                std::to_string(ctx.limits().max_compute_invocations_per_workgroup));
+}
+
+void DecodeKernels::check_workgroup_memory(const std::string& entry, uint32_t cols, uint64_t bytes) const {
+  if (bytes > ctx_->limits().max_compute_workgroup_storage_size)
+    throw Error("kernel llm_matvec." + entry + " with " + std::to_string(cols) + " inputs needs " +
+                std::to_string(bytes) + " bytes of workgroup memory, over maxComputeWorkgroupStorageSize = " +
+                std::to_string(ctx_->limits().max_compute_workgroup_storage_size));
+}
+
+const gpu::Kernel& DecodeKernels::matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm,
+                                         double eps, std::map<std::string, double> o) {
+  const uint32_t cols8 = ceil_div(cols, 8), wg = team_ * rows_per_wg_;
+  check_workgroup_memory(entry, cols, (norm ? 32ull * cols8 : 32) + 4ull * wg + 4ull * rows_per_wg_ + 4);
+  o.insert({{"WEIGHT_F16", dtype_ == WeightDType::F16},
+            {"ROWS", rows},
+            {"COLS", cols},
+            {"COLS8", cols8},
+            {"TEAM", team_},
+            {"ROWS_PER_WG", rows_per_wg_},
+            {"WG", wg},
+            {"ITERS", ceil_div(cols8, team_)},
+            {"NORM_X", norm},
+            {"XS_V4", norm ? 2 * cols8 : 2},
+            {"EPS", eps}});
+  return ctx_->kernel(gpu::embedded_kernel("llm_matvec", entry, std::move(o)));
+}
+
+Step DecodeKernels::matvec_step(const gpu::Kernel& k, uint32_t rows,
+                                std::initializer_list<gpu::BufferBinding> b) {
+  return grid(k, ctx_->bind(k, b), ceil_div(rows, rows_per_wg_));
+}
+
+Step DecodeKernels::qkv_rope(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                             const gpu::Buffer& bias, const gpu::Buffer& rope, const gpu::Buffer& state,
+                             const gpu::Buffer& q_out, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+                             const ModelConfig& c, uint32_t ctx_len) {
+  const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
+  const uint32_t rows = q_rows + 2 * kv_rows;
+  auto& k = matvec("qkv_rope", rows, c.hidden_size, true, c.rms_norm_eps,
+                   {{"Q_ROWS", q_rows}, {"KV_ROWS", kv_rows}, {"HEAD_DIM", c.head_dim}, {"CTX", ctx_len}});
+  return matvec_step(k, rows, {w, x, norm, bias, rope, state, q_out, k_cache, v_cache});
+}
+
+Step DecodeKernels::gate_up_silu(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                                 const gpu::Buffer& act, uint32_t inter, uint32_t hidden, double eps) {
+  return matvec_step(matvec("gate_up_silu", 2 * inter, hidden, true, eps), 2 * inter, {w, x, norm, act});
+}
+
+Step DecodeKernels::matvec_norm(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                                const gpu::Buffer& y, uint32_t rows, uint32_t cols, double eps) {
+  return matvec_step(matvec("matvec_norm", rows, cols, true, eps), rows, {w, x, norm, y});
+}
+
+Step DecodeKernels::matvec_residual(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid,
+                                    uint32_t rows, uint32_t cols) {
+  return matvec_step(matvec("matvec_residual", rows, cols, false, 0.0), rows, {w, x, resid});
+}
+
+const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const ModelConfig& c,
+                                            uint32_t ctx_len) {
+  const uint32_t wg = std::max<uint32_t>(64, std::bit_ceil(c.head_dim));  // a power of two >= head_dim
+  if (wg > ctx_->limits().max_compute_invocations_per_workgroup)
+    throw Error("head_dim " + std::to_string(c.head_dim) + " needs attention workgroups of " +
+                std::to_string(wg) + " invocations, over maxComputeInvocationsPerWorkgroup");
+  return ctx_->kernel(gpu::embedded_kernel("llm_attention", entry,
+                                           {{"HEAD_DIM", c.head_dim},
+                                            {"GROUP", c.num_heads / c.num_kv_heads},
+                                            {"CTX", ctx_len},
+                                            {"WG", wg},
+                                            {"SCALE", 1.0 / std::sqrt(double(c.head_dim))},
+                                            {"OUT_STRIDE", pad8(c.num_heads * c.head_dim)}}));
+}
+
+Step DecodeKernels::attend(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+                           const gpu::Buffer& state, const gpu::Buffer& scores, const gpu::Buffer& out,
+                           const ModelConfig& c, uint32_t ctx_len) {
+  auto& k = attention("attend", c, ctx_len);
+  return Step{&k, ctx_->bind(k, {q, k_cache, v_cache, state, scores, out}), c.num_heads};
+}
+
+Step DecodeKernels::attend_prompt(const gpu::Buffer& q, const gpu::Buffer& k_cache,
+                                  const gpu::Buffer& v_cache, const gpu::Buffer& state,
+                                  const gpu::Buffer& out, const ModelConfig& c, uint32_t ctx_len,
+                                  uint32_t T) {
+  auto& k = attention("attend_prompt", c, ctx_len);
+  return Step{&k, ctx_->bind(k, {q, k_cache, v_cache, state, out}), c.num_heads, T};
+}
+
+Step DecodeKernels::matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm,
+                           double eps, std::map<std::string, double> o,
+                           std::initializer_list<gpu::BufferBinding> b) {
+  const uint32_t cols8 = ceil_div(cols, 8);
+  check_workgroup_memory(entry, cols, 2 * 32 * 33 * 4 + 32 * 4 + (norm ? 32ull * cols8 : 32));
+  o.insert({{"WEIGHT_F16", dtype_ == WeightDType::F16},
+            {"ROWS", rows},
+            {"COLS", cols},
+            {"COLS8", cols8},
+            {"XS_V4", norm ? 2 * cols8 : 2},
+            {"EPS", eps}});
+  auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matvec", entry, std::move(o)));
+  return Step{&k, ctx_->bind(k, b), ceil_div(rows, 32), ceil_div(T, 32)};
+}
+
+Step DecodeKernels::qkv_rope_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                                    const gpu::Buffer& bias, const gpu::Buffer& rope,
+                                    const gpu::Buffer& state, const gpu::Buffer& q_out,
+                                    const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+                                    const ModelConfig& c, uint32_t ctx_len, uint32_t T) {
+  const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
+  return matmul("qkv_rope_prompt", q_rows + 2 * kv_rows, c.hidden_size, T, true, c.rms_norm_eps,
+                {{"Q_ROWS", q_rows}, {"KV_ROWS", kv_rows}, {"HEAD_DIM", c.head_dim}, {"CTX", ctx_len}},
+                {w, x, norm, bias, rope, state, q_out, k_cache, v_cache});
+}
+
+Step DecodeKernels::gate_up_silu_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                                        const gpu::Buffer& act, uint32_t inter, uint32_t hidden, double eps,
+                                        uint32_t T) {
+  return matmul("gate_up_silu_prompt", 2 * inter, hidden, T, true, eps, {{"OUT_STRIDE", pad8(inter)}},
+                {w, x, norm, act});
+}
+
+Step DecodeKernels::residual_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid,
+                                    uint32_t rows, uint32_t cols, uint32_t T) {
+  return matmul("residual_prompt", rows, cols, T, false, 0.0, {{"OUT_STRIDE", pad8(rows)}}, {w, x, resid});
+}
+
+Step DecodeKernels::embed(const gpu::Buffer& embedding, const gpu::Buffer& tokens, const gpu::Buffer& state,
+                          const gpu::Buffer& x, uint32_t hidden, uint32_t prompt_rows) {
+  auto& k = ctx_->kernel(gpu::embedded_kernel("llm_step", "embed",
+                                              {{"WEIGHT_F16", dtype_ == WeightDType::F16},
+                                               {"HIDDEN", hidden},
+                                               {"COLS8", ceil_div(hidden, 8)},
+                                               {"WG", 256},
+                                               {"POS_WORD", prompt_rows ? 1 : 0}}));
+  return Step{&k, ctx_->bind(k, {embedding, tokens, state, x}), ceil_div(hidden, 256),
+              std::max(1u, prompt_rows)};
+}
+
+std::vector<Step> DecodeKernels::argmax(const gpu::Buffer& logits, const gpu::Buffer& part_v,
+                                        const gpu::Buffer& part_i, const gpu::Buffer& tokens,
+                                        const gpu::Buffer& state, uint32_t vocab, uint32_t chunk) {
+  const uint32_t partials = ceil_div(vocab, chunk);
+  auto& partial = ctx_->kernel(
+      gpu::embedded_kernel("llm_step", "argmax_partial", {{"WG", 256}, {"VOCAB", vocab}, {"CHUNK", chunk}}));
+  auto& final =
+      ctx_->kernel(gpu::embedded_kernel("llm_step", "argmax_final", {{"WG", 256}, {"PARTIALS", partials}}));
+  return {Step{&partial, ctx_->bind(partial, {logits, part_v, part_i}), partials},
+          Step{&final, ctx_->bind(final, {part_v, part_i, tokens, state}), 1}};
+}
+
+Step DecodeKernels::advance(const gpu::Buffer& state) {
+  auto& k = ctx_->kernel(gpu::embedded_kernel("llm_step", "advance"));
+  return Step{&k, ctx_->bind(k, {state}), 1};
+}
+
+}  // namespace wgfuse::llm

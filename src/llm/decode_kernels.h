@@ -1,0 +1,117 @@
+// DecodeKernels: the kernels of a Qwen2 decode step and of prompt prefill, each resolved into an
+// llm::Step over given buffers, and the storage layout of the weights they read (rows padded to 8
+// elements, f16 packed two per u32 or f32; fused matrices with interleaved rows). One definition
+// for the Model and the kernel tests.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gpu/context.h"
+#include "llm/config.h"
+#include "llm/step.h"
+
+namespace wgfuse::llm {
+
+enum class WeightDType { F16, F32 };
+WeightDType parse_weight_dtype(std::string_view s);  // "f16" | "f32"; throws Error otherwise
+
+inline uint32_t ceil_div(uint64_t a, uint64_t b) {
+  return uint32_t((a + b - 1) / b);
+}
+// Weight rows and the vectors the matrix-vector kernels read are padded to 8 elements.
+inline uint32_t pad8(uint32_t n) {
+  return (n + 7) / 8 * 8;
+}
+// Bytes of one stored matrix row.
+inline uint64_t row_bytes(WeightDType t, uint32_t cols) {
+  return uint64_t(pad8(cols)) * (t == WeightDType::F16 ? 2 : 4);
+}
+
+// Converts rows of a matrix into the storage layout of kernels/llm_matvec.wgsl: each row padded
+// with zeros to a multiple of 8 elements, f16 (two per u32, element 0 in the low half) or f32.
+// `row(r, out)` writes row r's `cols` floats to out. The one path weights take to the GPU (the
+// weight arena will take its place); `progress` gets the bytes written so far by this call.
+gpu::Buffer upload_rows(gpu::Context& ctx, WeightDType dtype, std::string_view label, uint32_t rows,
+                        uint32_t cols, const std::function<void(uint32_t row, float* out)>& row,
+                        const std::function<void(uint64_t bytes)>& progress = {});
+// A vector of floats padded with zeros to a multiple of 8 (the kernels read 8 at a time).
+gpu::Buffer upload_padded(gpu::Context& ctx, std::string_view label, std::span<const float> values);
+
+// Row orders of the fused matrices (packed row -> source row), shared with the tests.
+// Q/K/V: q rows, then k rows, each head's rows as RoPE pairs (i, i + hd/2); then v rows in order.
+// Returns {0 = q, 1 = k, 2 = v; row within that projection}.
+std::pair<uint32_t, uint32_t> qkv_source_row(uint32_t packed, uint32_t head_dim, uint32_t q_rows,
+                                             uint32_t kv_rows);
+// Gate/up: gate 0, up 0, gate 1, ... Returns {0 = gate, 1 = up; row}.
+std::pair<uint32_t, uint32_t> gate_up_source_row(uint32_t packed);
+
+// The kernels of the decode step, each resolved into a Step over given buffers: one definition
+// for the Model and the kernel tests. Weight matrices are upload_rows() buffers; vectors read by
+// the matrix-vector kernels (x, norm weights) are padded to a multiple of 8 floats.
+class DecodeKernels {
+ public:
+  DecodeKernels(gpu::Context& ctx, WeightDType dtype);
+  // q_out = RoPE(W_qkv rmsnorm(x) + b) for the q rows; k, v rows written at pos into the caches.
+  Step qkv_rope(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm, const gpu::Buffer& bias,
+                const gpu::Buffer& rope, const gpu::Buffer& state, const gpu::Buffer& q_out,
+                const gpu::Buffer& k_cache, const gpu::Buffer& v_cache, const ModelConfig& cfg,
+                uint32_t ctx_len);
+  // act = silu(W_gate xn) * (W_up xn), xn = rmsnorm(x); w packed by gate_up_source_row.
+  Step gate_up_silu(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                    const gpu::Buffer& act, uint32_t inter, uint32_t hidden, double eps);
+  Step matvec_norm(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm, const gpu::Buffer& y,
+                   uint32_t rows, uint32_t cols, double eps);  // y = W rmsnorm(x)
+  Step matvec_residual(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid, uint32_t rows,
+                       uint32_t cols);  // resid += W x
+  Step attend(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+              const gpu::Buffer& state, const gpu::Buffer& scores, const gpu::Buffer& out,
+              const ModelConfig& cfg, uint32_t ctx_len);
+  // x = embedding[tokens[pos]]; with prompt_rows = T > 0, rows t < T of x (rows padded to 8)
+  // = embedding[tokens[state word 1 + t]].
+  Step embed(const gpu::Buffer& embedding, const gpu::Buffer& tokens, const gpu::Buffer& state,
+             const gpu::Buffer& x, uint32_t hidden, uint32_t prompt_rows = 0);
+  // Two steps: partial maxima over chunks of `chunk` logits, then the final one that writes
+  // tokens[pos + 1] and advances pos. part_v, part_i hold ceil(vocab / chunk) entries.
+  std::vector<Step> argmax(const gpu::Buffer& logits, const gpu::Buffer& part_v, const gpu::Buffer& part_i,
+                           const gpu::Buffer& tokens, const gpu::Buffer& state, uint32_t vocab,
+                           uint32_t chunk);
+  Step advance(const gpu::Buffer& state);
+
+  // Prefill of a prompt chunk of T tokens at positions state word 1 + t: the same operations over
+  // row-major activations [T][width padded to 8], as tiled matrix-matrix products.
+  Step qkv_rope_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                       const gpu::Buffer& bias, const gpu::Buffer& rope, const gpu::Buffer& state,
+                       const gpu::Buffer& q_out, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+                       const ModelConfig& cfg, uint32_t ctx_len,
+                       uint32_t T);  // q_out: [T][heads * hd], unpadded
+  Step gate_up_silu_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
+                           const gpu::Buffer& act, uint32_t inter, uint32_t hidden, double eps, uint32_t T);
+  Step residual_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid, uint32_t rows,
+                       uint32_t cols, uint32_t T);
+  Step attend_prompt(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+                     const gpu::Buffer& state, const gpu::Buffer& out, const ModelConfig& cfg,
+                     uint32_t ctx_len, uint32_t T);
+
+  static constexpr uint32_t kArgmaxChunk = 2048;
+
+ private:
+  const gpu::Kernel& matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm, double eps,
+                            std::map<std::string, double> extra = {});
+  Step matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm, double eps,
+              std::map<std::string, double> extra, std::initializer_list<gpu::BufferBinding> b);
+  const gpu::Kernel& attention(const std::string& entry, const ModelConfig& cfg, uint32_t ctx_len);
+  void check_workgroup_memory(const std::string& entry, uint32_t cols, uint64_t bytes) const;
+  Step matvec_step(const gpu::Kernel& k, uint32_t rows, std::initializer_list<gpu::BufferBinding> b);
+  gpu::Context* ctx_;
+  WeightDType dtype_;
+  uint32_t team_, rows_per_wg_;
+};
+
+}  // namespace wgfuse::llm
