@@ -95,7 +95,7 @@ DecodeKernels::DecodeKernels(gpu::Context& ctx, WeightDType dtype) : ctx_(&ctx),
 
 void DecodeKernels::check_workgroup_memory(const std::string& entry, uint32_t cols, uint64_t bytes) const {
   if (bytes > ctx_->limits().max_compute_workgroup_storage_size)
-    throw Error("kernel llm_matvec." + entry + " with " + std::to_string(cols) + " inputs needs " +
+    throw Error("kernel " + entry + " with " + std::to_string(cols) + " inputs needs " +
                 std::to_string(bytes) + " bytes of workgroup memory, over maxComputeWorkgroupStorageSize = " +
                 std::to_string(ctx_->limits().max_compute_workgroup_storage_size));
 }
@@ -190,7 +190,7 @@ Step DecodeKernels::matmul(const std::string& entry, uint32_t rows, uint32_t col
             {"COLS8", cols8},
             {"XS_V4", norm ? 2 * cols8 : 2},
             {"EPS", eps}});
-  auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matvec", entry, std::move(o)));
+  auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matmul", entry, std::move(o)));
   return Step{&k, ctx_->bind(k, b), ceil_div(rows, 32), ceil_div(T, 32)};
 }
 
