@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "llm/model_files.h"
@@ -132,6 +133,41 @@ TEST(GenerateCli, GreedyTokensAndLogitsMatchTheReference) {
   EXPECT_LE(worst, 1e-4) << "max |logit error| / max |logit|, f32 storage";
   fs::remove(out);
   fs::remove(npy);
+}
+
+// --profile times each dispatch of one decode step: every kernel of the step appears with its
+// calls per token, and the generation itself is unchanged.
+TEST(GenerateCli, ProfileTimesEveryKernelOfTheStep) {
+  const fs::path out = fs::temp_directory_path() / ("wgfuse_prof_" + std::to_string(getpid()) + ".json");
+  const std::string args = "--prompt-ids 5,17,301 -n 3 --temp 0 --json '" + out.string() + "'";
+  auto plain = test::run_wgfuse(generate_cmd(kSmallVocab, args), "", "/dev/null");
+  ASSERT_EQ(plain.rc, 0) << plain.out;
+  const auto plain_ids = json::parse(std::ifstream(out))["generated_ids"];
+  auto r = test::run_wgfuse(generate_cmd(kSmallVocab, args + " --profile=2"));
+  if (!test::context().features().timestamp_query) {
+    EXPECT_NE(r.rc, 0);
+    EXPECT_NE(r.out.find("timestamp-query"), std::string::npos) << r.out;
+    return;
+  }
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const json j = json::parse(std::ifstream(out));
+  EXPECT_EQ(j["generated_ids"], plain_ids);
+  const json& p = j.at("profile");
+  EXPECT_EQ(p["repetitions"], 2);
+  EXPECT_EQ(p["position"], 5);  // 3 prompt + 3 generated: the last generated token is at 5
+  std::map<std::string, uint32_t> calls;
+  for (const auto& k : p["kernels"]) {
+    calls[k["kernel"]] = k["calls_per_token"];
+    EXPECT_GT(k["us_per_token"].get<double>(), 0) << k;
+  }
+  const uint32_t layers = tiny_config(kSmallVocab).num_layers;
+  for (const char* per_layer : {"qkv_rope", "attention", "o_proj+residual", "gate_up_silu", "down+residual"})
+    EXPECT_EQ(calls[per_layer], layers) << per_layer;
+  for (const char* once : {"embed", "lm_head", "argmax_partial", "argmax_final"})
+    EXPECT_EQ(calls[once], 1u) << once;
+  EXPECT_GT(p["bytes_per_token"].get<uint64_t>(), 0u);
+  EXPECT_NE(r.out.find("% copy"), std::string::npos) << r.out;
+  fs::remove(out);
 }
 
 TEST(GenerateCli, SameSeedSameTokens) {

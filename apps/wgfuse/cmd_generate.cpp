@@ -13,6 +13,7 @@
 #include <optional>
 #include <sstream>
 
+#include "bench/dispatch_bench.h"
 #include "commands.h"
 #include "llm/chat_template.h"
 #include "llm/model.h"
@@ -20,6 +21,7 @@
 #include "llm/sampler.h"
 #include "llm/tokenizer.h"
 #include "util/error.h"
+#include "util/stats.h"
 
 namespace wgfuse::cli {
 namespace {
@@ -38,6 +40,7 @@ struct GenerateOptions {
   std::string prompt, prompt_file, prompt_ids, system, json_path, logits_path;
   int64_t n = 128;
   bool chat = false, quiet = false;
+  uint32_t profile_reps = 0;  // --profile: repetitions of the timed decode step; 0 = off
 };
 
 void add_llm_options(CLI::App* c, LlmOptions& o) {
@@ -276,6 +279,69 @@ nlohmann::json config_json(const llm::ModelConfig& c) {
           {"tie_word_embeddings", c.tie_word_embeddings}};
 }
 
+// --profile: one decode step after the generation, each dispatch timed in its own pass; a table
+// per kernel on stderr (calls per token, µs, bytes, GB/s, % of the copy kernel's bandwidth).
+nlohmann::json profile(Session& s, uint32_t reps) {
+  std::vector<llm::Step> picker;
+  if (s.params.temperature != 0) {
+    const auto b = s.model->decode_buffers();
+    picker = s.sampler->steps(b.logits, b.tokens, b.state);
+  }
+  const llm::DecodeProfile p = s.model->profile_decode(picker, reps);
+  const double copy_gbs =
+      bench::copy_kernel_bandwidth_gbs(*s.ctx, s.ctx->adapter().is_cpu ? 4u << 20 : 256u << 20, 5);
+  struct Row {
+    std::string name;
+    uint32_t calls = 0;
+    double us = 0;  // per token: the sum over calls of each call's median
+    uint64_t bytes = 0;
+  };
+  std::vector<Row> rows;
+  for (const auto& t : p.steps) {
+    const std::string name = t.step->name.empty() ? t.step->kernel->key().entry : std::string(t.step->name);
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.name == name; });
+    if (it == rows.end()) it = rows.insert(rows.end(), Row{name});
+    ++it->calls;
+    it->us += summarize(t.us).median;
+    it->bytes += t.step->bytes + t.step->bytes_per_position * (uint64_t(p.position) + 1);
+  }
+  double sum_us = 0;
+  uint64_t sum_bytes = 0;
+  for (const auto& r : rows) sum_us += r.us, sum_bytes += r.bytes;
+  const Summary whole = summarize(p.whole_step_us);
+  std::fprintf(stderr,
+               "\ndecode step at position %u, %u repetitions, GPU timestamps; copy kernel %.1f GB/s\n"
+               "%-18s %6s %10s %10s %8s %10s %8s %8s\n",
+               p.position, reps, copy_gbs, "kernel", "calls", "us/call", "us/token", "% step", "MB/token",
+               "GB/s", "% copy");
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const auto& r : rows) {
+    const double gbs = r.us > 0 ? double(r.bytes) / (r.us * 1e3) : 0;
+    std::fprintf(stderr, "%-18s %6u %10.2f %10.1f %7.1f%% %10.2f %8.1f %7.1f%%\n", r.name.c_str(), r.calls,
+                 r.us / r.calls, r.us, 100 * r.us / sum_us, double(r.bytes) / 1e6, gbs, 100 * gbs / copy_gbs);
+    kernels.push_back({{"kernel", r.name},
+                       {"calls_per_token", r.calls},
+                       {"us_per_token", r.us},
+                       {"bytes_per_token", r.bytes},
+                       {"gb_s", gbs}});
+  }
+  const double all_gbs = double(sum_bytes) / (whole.median * 1e3);
+  std::fprintf(stderr,
+               "%-18s %6zu %10s %10.1f %8s %10.2f %8.0f %7.1f%%  (each dispatch in its own pass)\n"
+               "%-18s %6zu %10s %10.1f %8s %10s %8.0f %7.1f%%  [%.1f-%.1f] = %.0f tok/s of GPU time\n",
+               "sum", p.steps.size(), "", sum_us, "", double(sum_bytes) / 1e6,
+               double(sum_bytes) / (sum_us * 1e3), 100 * double(sum_bytes) / (sum_us * 1e3) / copy_gbs,
+               "one pass", p.steps.size(), "", whole.median, "", "", all_gbs, 100 * all_gbs / copy_gbs,
+               whole.min, whole.max, 1e6 / whole.median);
+  return {{"position", p.position},
+          {"repetitions", reps},
+          {"copy_kernel_gb_s", copy_gbs},
+          {"kernels", kernels},
+          {"sum_of_dispatches_us", sum_us},
+          {"one_pass_us", {{"median", whole.median}, {"min", whole.min}, {"max", whole.max}}},
+          {"bytes_per_token", sum_bytes}};
+}
+
 void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOptions& g) {
   if (o.n <= 0)
     throw Error("-n " + std::to_string(o.n) + ": the number of tokens to generate must be at least 1");
@@ -312,6 +378,8 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
   std::vector<float> logits;
   const RunResult r = run(*s, prompt, n, lo.steps_per_submit, o.logits_path.empty() ? nullptr : &logits);
   print_timing(*s);
+  nlohmann::json prof;
+  if (o.profile_reps) prof = profile(*s, o.profile_reps);
   if (!o.logits_path.empty()) {
     const size_t vocab = s->files.config().vocab_size;
     write_npy(o.logits_path, logits, logits.size() / vocab, vocab);
@@ -337,6 +405,7 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
                      {"repetition_penalty", s->params.repetition_penalty},
                      {"seed", s->params.seed}};
     j["adapter"] = adapter_json(*s->ctx);
+    if (!prof.is_null()) j["profile"] = prof;
     std::ofstream f(o.json_path);
     if (!f) throw Error("--json: cannot write " + o.json_path);
     f << j.dump(2) << "\n";
@@ -403,6 +472,10 @@ void add_generate(CLI::App& app, GlobalOptions& g) {
   c->add_flag("--chat", o->chat, "wrap the prompt in the model's chat template");
   c->add_option("--system", o->system, "system prompt for --chat (default: the template's own)");
   c->add_option("--json", o->json_path, "write prompt/generated ids, timings and counts as JSON");
+  c->add_flag("--profile{5}", o->profile_reps,
+              "after generating, time one decode step per kernel with GPU timestamps (--profile=N: N "
+              "times, default 5) and print a table: calls, µs, bytes, GB/s, % of copy bandwidth")
+      ->check(CLI::Range(1u, 1000u));
   c->add_option(
       "--dump-logits", o->logits_path,
       "write the logits that chose each generated token as float32 .npy [n, vocab] (slow: one read-back "

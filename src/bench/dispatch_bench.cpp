@@ -538,6 +538,11 @@ BenchConfig BenchConfig::default_for(const gpu::AdapterInfo& adapter) {
   return c;
 }
 
+double copy_kernel_bandwidth_gbs(gpu::Context& ctx, uint64_t bytes, uint32_t reps) {
+  gpu::Profiler prof(ctx, 1);
+  return measure_copy_bandwidth(ctx, prof, std::min(bytes, ctx.limits().max_buffer_size), reps).first;
+}
+
 BenchReport run_dispatch_bench(gpu::Context& ctx, const BenchConfig& cfg, const Progress& progress) {
   auto t0 = Clock::now();
   BenchReport r;

@@ -122,6 +122,11 @@ using Progress = std::function<void(const std::string&)>;
 PlanEncodeResult measure_plan_encode(gpu::Context& ctx, uint32_t dispatches, uint32_t reps);
 BenchReport run_dispatch_bench(gpu::Context& ctx, const BenchConfig& config, const Progress& progress);
 
+// The device's copy bandwidth in GB/s (bytes read + written), by a vec4 copy kernel over `bytes`
+// timed with GPU timestamps (wall clock where the adapter has none): the reference that kernel
+// reports compare their bandwidth with. Median of `reps`.
+double copy_kernel_bandwidth_gbs(gpu::Context& ctx, uint64_t bytes, uint32_t reps);
+
 // Output. The JSON schema is docs/bench.schema.json ("wgfuse.bench/1").
 nlohmann::json to_json(const BenchReport& r, const nlohmann::json& adapter);
 std::string to_table(const BenchReport& r, const gpu::AdapterInfo& adapter);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "gpu/profiler.h"
 #include "util/error.h"
 
 namespace wgfuse::llm {
@@ -187,19 +188,35 @@ void Model::upload_weights(const WeightLookup& weights) {
 void Model::build_steps() {
   const auto& c = cfg_;
   DecodeKernels k(*ctx_, opt_.dtype);
-  step_.push_back(k.embed(embedding_, tokens_, state_, x_, c.hidden_size));
+  // Bytes each step must move (for --profile): its weights once, its vectors read and written.
+  const uint32_t q_rows = c.num_heads * c.head_dim, qkv_rows = q_rows + 2 * c.num_kv_heads * c.head_dim;
+  auto add = [&](Step s, std::string_view name, uint64_t bytes, uint64_t per_position = 0) {
+    s.name = name;
+    s.bytes = bytes;
+    s.bytes_per_position = per_position;
+    step_.push_back(std::move(s));
+  };
+  auto vec = [](uint64_t floats) { return 4 * floats; };
+  add(k.embed(embedding_, tokens_, state_, x_, c.hidden_size), "embed",
+      row_bytes(opt_.dtype, c.hidden_size) + vec(c.hidden_size));
   for (const Layer& l : layers_) {
-    step_.push_back(k.qkv_rope(l.qkv, x_, l.input_norm, l.qkv_bias, rope_, state_, q_, l.k_cache, l.v_cache,
-                               c, ctx_len_));
-    step_.push_back(k.attend(q_, l.k_cache, l.v_cache, state_, scores_, att_, c, ctx_len_));
-    step_.push_back(k.matvec_residual(l.o, att_, x_, c.hidden_size, c.num_heads * c.head_dim));
-    step_.push_back(
-        k.gate_up_silu(l.gate_up, x_, l.post_norm, act_, c.intermediate_size, c.hidden_size, c.rms_norm_eps));
-    step_.push_back(k.matvec_residual(l.down, act_, x_, c.hidden_size, c.intermediate_size));
+    add(k.qkv_rope(l.qkv, x_, l.input_norm, l.qkv_bias, rope_, state_, q_, l.k_cache, l.v_cache, c, ctx_len_),
+        "qkv_rope", l.qkv.size() + vec(2 * c.hidden_size + 2 * qkv_rows + c.head_dim));
+    add(k.attend(q_, l.k_cache, l.v_cache, state_, scores_, att_, c, ctx_len_), "attention", vec(2 * q_rows),
+        vec(2 * c.num_kv_heads * c.head_dim));
+    add(k.matvec_residual(l.o, att_, x_, c.hidden_size, q_rows), "o_proj+residual",
+        l.o.size() + vec(q_rows + 2 * c.hidden_size));
+    add(k.gate_up_silu(l.gate_up, x_, l.post_norm, act_, c.intermediate_size, c.hidden_size, c.rms_norm_eps),
+        "gate_up_silu", l.gate_up.size() + vec(2 * c.hidden_size + c.intermediate_size));
+    add(k.matvec_residual(l.down, act_, x_, c.hidden_size, c.intermediate_size), "down+residual",
+        l.down.size() + vec(c.intermediate_size + 2 * c.hidden_size));
   }
-  step_.push_back(
-      k.matvec_norm(lm_head_, x_, final_norm_, logits_, c.vocab_size, c.hidden_size, c.rms_norm_eps));
+  add(k.matvec_norm(lm_head_, x_, final_norm_, logits_, c.vocab_size, c.hidden_size, c.rms_norm_eps),
+      "lm_head", lm_head_.size() + vec(2 * c.hidden_size + c.vocab_size));
   argmax_ = k.argmax(logits_, part_v_, part_i_, tokens_, state_, c.vocab_size, DecodeKernels::kArgmaxChunk);
+  argmax_[0].name = "argmax_partial";
+  argmax_[0].bytes = vec(c.vocab_size);
+  argmax_[1].name = "argmax_final";
   advance_ = k.advance(state_);
   stats_.dispatches_per_step = uint32_t(step_.size() + argmax_.size());
 }
@@ -277,6 +294,47 @@ void Model::prefill(std::span<const uint32_t> ids) {
   ctx_->wait();
   fed_ = uint32_t(seq_.size());
   logits_fresh_ = true;
+}
+
+DecodeProfile Model::profile_decode(std::span<const Step> picker, uint32_t reps) {
+  if (seq_.empty() || fed_ + 1 != seq_.size())
+    throw Error("profile: generate tokens first (the profile decodes the last generated token again)");
+  if (picker.empty()) picker = argmax_;
+  std::vector<const Step*> all;
+  for (const Step& s : step_) all.push_back(&s);
+  for (const Step& s : picker) all.push_back(&s);
+  gpu::Profiler prof(*ctx_, uint32_t(all.size()) + 1);
+  if (!prof.enabled())
+    throw Error("--profile needs GPU timestamps (the 'timestamp-query' feature), which adapter '" +
+                ctx_->adapter().description + "' does not offer");
+  DecodeProfile out;
+  out.position = fed_;
+  for (const Step* s : all) out.steps.push_back({s, {}});
+  for (uint32_t r = 0; r < reps; ++r) {
+    // Every repetition decodes the same position: the picker advanced it, so it is set back.
+    ctx_->write_value<uint32_t>(state_, 0, fed_);
+    gpu::Recorder rec(*ctx_);
+    for (const Step* s : all) {
+      rec.time_next_pass(prof);
+      record(rec, std::span(s, 1));
+      rec.end_pass();
+    }
+    prof.resolve(rec);
+    rec.submit();
+    const auto ns = prof.read_ns();
+    for (size_t i = 0; i < all.size(); ++i) out.steps[i].us.push_back(ns.at(i) / 1e3);
+    ctx_->write_value<uint32_t>(state_, 0, fed_);
+    gpu::Recorder whole(*ctx_);
+    whole.time_next_pass(prof);
+    for (const Step* s : all) record(whole, std::span(s, 1));
+    whole.end_pass();
+    prof.resolve(whole);
+    whole.submit();
+    out.whole_step_us.push_back(prof.read_ns().at(0) / 1e3);
+  }
+  ctx_->write_value<uint32_t>(state_, 0, fed_);
+  ctx_->wait();
+  return out;
 }
 
 std::vector<float> Model::read_logits() {

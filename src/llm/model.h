@@ -66,6 +66,17 @@ struct ModelStats {
   uint64_t debug_readbacks = 0;  // logits read back (GenerateOptions::on_logits, read_logits)
 };
 
+// `Model::profile_decode`: one decode step's dispatches timed by GPU timestamps.
+struct StepTiming {
+  const Step* step;
+  std::vector<double> us;  // one per repetition
+};
+struct DecodeProfile {
+  uint32_t position = 0;              // the cache position the step decoded
+  std::vector<StepTiming> steps;      // each dispatch in its own timed pass
+  std::vector<double> whole_step_us;  // all of them in one timed pass, one per repetition
+};
+
 class Model {
  public:
   Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, ModelOptions options = {});
@@ -87,6 +98,9 @@ class Model {
                                  const GenerateOptions& options = {});
 
   std::vector<float> read_logits();  // debug read-back of the last logits (counted)
+  // Times the decode step (then `picker`, or greedy argmax when empty) at the position after the
+  // last generate(), `reps` times; the device is left as it was. Needs timestamp queries.
+  DecodeProfile profile_decode(std::span<const Step> picker, uint32_t reps);
   DecodeBuffers decode_buffers() const { return {logits_, tokens_, state_}; }
   std::span<const Step> decode_step() const { return step_; }  // without the picker
   const ModelStats& stats() const { return stats_; }
