@@ -18,8 +18,10 @@ CUDA, each checked against wgfuse's greedy tokens before it is timed:
                  graph, no attention or norms; no tokens
 
 Math: f32 storage runs in f32 with TF32 off (it must reproduce wgfuse's f32 tokens). f16 storage keeps
-weights, activations and the KV cache in fp16 and multiplies in fp16 with cuBLAS's fp32 accumulation,
-RMSNorm statistics and the softmax in f32 (what transformers does); its tokens are reported as agreement.
+weights, activations, logits and the KV cache in fp16; the products are cuBLAS's fp16 GEMMs at PyTorch's
+defaults (fp32 compute type, reduced-precision split-K reductions allowed); RMSNorm statistics and the
+softmax run in f32, as transformers does. f16 tokens are reported as agreement with wgfuse's (whose f16
+storage computes in f32), not required to be equal.
 The KV cache is static ([layers, batch, kv_heads, prompt + tokens, head_dim], zero-filled) and attention
 runs over all of it with a mask, so every step has the same shapes. Decode steps are timed with CUDA
 events: `tokens - 1` steps after the prompt (the prompt pass gives the first token), as wgfuse counts.
@@ -316,6 +318,27 @@ def sequence_prompts(prompt_ids, sequences, vocab, rotate_ids):
     return [[(t + i) % vocab for t in prompt_ids] for i in range(sequences)]
 
 
+def capture(fn):
+    """A CUDA graph of fn(), after three warm-up calls on a side stream (lazy initialisation,
+    autotuning and compilation happen there, never inside the capture)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph
+
+
+def mark_state_static(model):
+    """The buffers a step mutates keep their addresses, so compiled CUDA graphs may update them in place."""
+    for b in (model.k_cache, model.v_cache, model.tok, model.pos, model.out):
+        torch._dynamo.mark_static_address(b)
+
+
 def run_decoder_mode(mode, model, prompts, tokens, reps, warmup, timer):
     """Times `tokens - 1` decode steps per rep; returns (ms per rep, generated ids per sequence)."""
     steps = tokens - 1
@@ -323,6 +346,7 @@ def run_decoder_mode(mode, model, prompts, tokens, reps, warmup, timer):
     if mode == "eager":
         step = model.decode_step
     elif mode == "compile_ro":
+        mark_state_static(model)
         compiled = torch.compile(model.decode_step, mode="reduce-overhead", fullgraph=True, dynamic=False)
 
         def step():
@@ -331,18 +355,10 @@ def run_decoder_mode(mode, model, prompts, tokens, reps, warmup, timer):
     elif mode in ("graph", "compile_graph"):
         fn = model.decode_step
         if mode == "compile_graph":
+            mark_state_static(model)
             fn = torch.compile(fn, mode="max-autotune-no-cudagraphs", fullgraph=True, dynamic=False)
         model.prefill(prompts)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):  # warm-up off the capture stream, as torch.cuda.graph asks
-            for _ in range(3):
-                fn()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            fn()
-        step = graph.replay
+        step = capture(fn).replay
     else:
         raise ValueError(mode)
 
@@ -371,11 +387,11 @@ def run_hf(model_dir, dtype, prompts, tokens, reps, warmup, timer, attn):
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, attn_implementation=attn)
     model = model.to(prompts.device).eval()
     model.generation_config.eos_token_id = None  # always `tokens` tokens, as the other modes
-    kw = dict(do_sample=False, pad_token_id=0, eos_token_id=None, temperature=None, top_p=None, top_k=None)
+    kw = dict(do_sample=False, pad_token_id=0, eos_token_id=None, attention_mask=torch.ones_like(prompts))
     out = {}
 
     def gen(n):
-        out["ids"] = model.generate(prompts, max_new_tokens=n, min_new_tokens=n, **kw)
+        out["ids"] = model.generate(prompts, max_new_tokens=n, **kw)
 
     full, first = [], []
     with torch.no_grad():
@@ -405,11 +421,7 @@ def run_cublas(model, reps, warmup, timer, tokens):
         for w, v in mats:
             F.linear(v, w)
 
-    products()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        products()
+    graph = capture(products)
     steps = tokens - 1
     times = []
     for r in range(warmup + reps):
@@ -488,6 +500,7 @@ def parse_ids(text):
     return [int(t) for t in text.split(",") if t]
 
 
+@torch.no_grad()
 def cmd_bench(args):
     device = torch.device(args.device)
     dtype = STORAGE[args.dtype]
@@ -521,8 +534,10 @@ def cmd_bench(args):
         if device.type != "cuda" and mode not in ("eager",):
             print(f"[{label} {args.dtype} {mode}] skipped: needs CUDA", flush=True)
             continue
+        # The decoder's attention is part of the path's name when it is not the default.
+        path = f"{mode}+sdpa" if args.attention == "sdpa" and mode not in ("hf", "cublas") else mode
         rec = {"schema": "wgfuse.baseline.qwen2_torch/1", "label": label, "model": str(args.model),
-               "config": cfg, "storage": args.dtype, "mode": mode, "attention": args.attention,
+               "config": cfg, "storage": args.dtype, "mode": mode, "path": path, "attention": args.attention,
                "sequences": args.sequences, "prompt_ids": prompt, "tokens": args.tokens,
                "decode_steps_timed": args.tokens - 1, "reps": args.reps, "warmup": args.warmup,
                "device": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu",
@@ -561,8 +576,8 @@ def cmd_bench(args):
             msg = "FAILED: " + rec["error"][:500]
             failed = True
         rec["elapsed_s"] = time.perf_counter() - t0
-        print(f"[{label} {args.dtype} {mode}] {msg}", flush=True)
-        name = f"{label}-{args.dtype}-{mode}" + (f"-s{args.sequences}" if args.sequences > 1 else "")
+        print(f"[{label} {args.dtype} {path}] {msg}", flush=True)
+        name = f"{label}-{args.dtype}-{path}" + (f"-s{args.sequences}" if args.sequences > 1 else "")
         (args.out / f"{name}.json").write_text(json.dumps(rec, indent=1))
         if device.type == "cuda":
             torch.compiler.reset()
@@ -579,7 +594,7 @@ def cmd_table(args):
             continue
         if r["label"] not in labels:
             labels.append(r["label"])
-        rows.setdefault((r["mode"], r["storage"], r["sequences"]), {})[r["label"]] = r
+        rows.setdefault((r["path"], r["storage"], r["sequences"]), {})[r["label"]] = r
     if args.wgfuse_speed:  # run_qwen.sh's speed/<size>-<dtype>-k<K>-<rep>.json
         runs = {}
         for f in sorted(args.wgfuse_speed.glob("*.json")):
@@ -588,16 +603,16 @@ def cmd_table(args):
                 json.loads(f.read_text())["decode_tok_s"])
         for key, by_size in runs.items():
             for size, v in by_size.items():
-                label = next((l for l in labels if size in l), size)
+                label = next((l for l in labels if size.lower() in l.lower()), size)
                 if label not in labels:
                     labels.append(label)
                 rows.setdefault(key, {})[label] = {"decode_tok_s": summary(v), "wgfuse": True}
     order = {m: i for i, m in enumerate(("wgfuse",) + MODES)}
+    path_order = lambda path: order.get(path.split()[0].split("+")[0], len(order))  # "wgfuse K=8", "graph+sdpa"
     head = ["path", "storage", "sequences"] + [f"{l} tok/s" for l in labels] + ["tokens equal to wgfuse"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
-    for (mode, storage, seqs), by_label in sorted(rows.items(), key=lambda kv: (order.get(kv[0][0].split()[0], 9),
-                                                                              kv[0])):
+    for (path, storage, seqs), by_label in sorted(rows.items(), key=lambda kv: (path_order(kv[0][0]), kv[0])):
         cells, eq = [], []
         for l in labels:
             r = by_label.get(l)
@@ -605,9 +620,14 @@ def cmd_table(args):
                 cells.append("")
             elif "error" in r:
                 cells.append("failed")
+            elif storage == "f32" and r.get("tokens_equal") is False:
+                cells.append("tokens differ")  # not the same computation: no speed to compare
             else:
                 s = r["decode_tok_s_total"] if seqs > 1 else r["decode_tok_s"]
-                cells.append(f"{s['median']:.1f} [{s['min']:.1f}-{s['max']:.1f}]")
+                cell = f"{s['median']:.1f} [{s['min']:.1f}-{s['max']:.1f}]"
+                if "weight_gb_s" in r:
+                    cell += f" ({r['weight_gb_s']['median']:.0f} GB/s)"
+                cells.append(cell)
             if r is None or "error" in r or r.get("wgfuse"):
                 continue
             if "tokens_equal" in r:
@@ -617,7 +637,7 @@ def cmd_table(args):
                 eq.append("n/a")
             else:
                 eq.append("unchecked")
-        print(f"| {mode} | {storage} | {seqs} | " + " | ".join(cells) + " | " + " / ".join(eq) + " |")
+        print(f"| {path} | {storage} | {seqs} | " + " | ".join(cells) + " | " + " / ".join(eq) + " |")
     return 0
 
 
