@@ -32,6 +32,7 @@ MODELS=${MODELS:-/tmp/qwen}
 mkdir -p "$OUT/speed" "$MODELS"
 export PYTHONUNBUFFERED=1
 rc=0
+model_folder() { ls -d "$MODELS"/qwen2.5-"$1"-random-* 2>/dev/null | head -1; }  # built by the check stage
 
 if [[ " $STAGES " == *" check "* ]]; then
   python3 bench/baselines/qwen_check.py --wgfuse "$WGFUSE" --tokenizer-dir "$TOKENIZER_DIR" --out "$MODELS" \
@@ -42,7 +43,7 @@ fi
 if [[ " $STAGES " == *" speed "* ]]; then
   prompt=$(seq -s, 1000 1015)  # 16 token ids
   for size in ${SIZES//,/ }; do
-    model=$(ls -d "$MODELS"/qwen2.5-"$size"-random-* 2>/dev/null | head -1)
+    model=$(model_folder "$size")
     if [[ -z $model ]]; then echo "speed: no model folder for $size in $MODELS (run the check stage)"; rc=1; continue; fi
     for dtype in ${DTYPES//,/ }; do
       for k in ${KS//,/ }; do
@@ -80,7 +81,7 @@ if [[ " $STAGES " == *" baselines "* ]]; then
   prompt=$(seq -s, 1000 1015)
   mkdir -p "$OUT/baselines"
   for size in ${SIZES//,/ }; do
-    model=$(ls -d "$MODELS"/qwen2.5-"$size"-random-* 2>/dev/null | head -1)
+    model=$(model_folder "$size")
     if [[ -z $model ]]; then echo "baselines: no model folder for $size in $MODELS (run the check stage)"; rc=1; continue; fi
     for dtype in ${DTYPES//,/ }; do
       tokens=$(ls "$OUT/speed/$size-$dtype"-k*-1.json 2>/dev/null | head -1)

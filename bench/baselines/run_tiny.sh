@@ -10,7 +10,7 @@
 #    MODES of eager, graph, compile_graph, compile_ro, each checked against wgfuse's tokens, then timed.
 # JSON per run in $OUT/tiny/, the table in $OUT/tiny.md.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 : "${OUT:?set OUT to the output directory}"
 D=${D:-64}
 LAYERS=${LAYERS:-4}
