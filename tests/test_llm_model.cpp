@@ -122,6 +122,7 @@ TEST(LlmModelRun, KStepsPerSubmitCountsAndTokens) {
   const auto& s = model.stats();
   EXPECT_EQ(s.dispatches_per_step, 1 + 5 * cfg.num_layers + 1 + 2);
   EXPECT_EQ(s.decode_tokens, 31u);  // the first token ends the prompt phase
+  EXPECT_EQ(s.decode_steps, 31u);
   EXPECT_EQ(s.decode_submits, 4u);  // ceil(31 / 8)
   EXPECT_EQ(s.decode_readbacks, 4u);
   EXPECT_EQ(s.decode_dispatches, 31u * s.dispatches_per_step);
@@ -138,7 +139,7 @@ INSTANTIATE_TEST_SUITE_P(Storage, LlmModel,
                          });
 
 // Test that generation stops at an EOS id inside a K batch: the tokens after it, already computed
-// on the GPU, are never reported.
+// on the GPU (in the same command buffer or the next one in flight), are never reported.
 TEST(LlmModelRun, EosInsideABatchDiscardsTheRest) {
   const auto cfg = small_config(false);
   const auto weights = llm::HostWeights::random(cfg, 31);
@@ -167,6 +168,10 @@ TEST(LlmModelRun, EosInsideABatchDiscardsTheRest) {
   const auto five = third.generate(
       kPrompt, 24, [n = 0](uint32_t) mutable { return ++n < 5; }, batch);
   EXPECT_EQ(five, std::vector<uint32_t>(all.begin(), all.begin() + 5));
+  // The second command buffer (tokens 17..23) was in flight when the callback stopped; continuing
+  // the sequence gives the rest of the uninterrupted generation.
+  const auto rest = third.generate({}, 19, {}, batch);
+  EXPECT_EQ(rest, std::vector<uint32_t>(all.begin() + 5, all.end()));
 }
 
 // Test that prefill (tiled matrix-matrix kernels, in chunks of 4 tokens: 2 prefill() calls, 3

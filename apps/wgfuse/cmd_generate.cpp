@@ -243,7 +243,7 @@ double rate(uint64_t tokens, double ms) {
 }
 
 nlohmann::json timing_json(const llm::ModelStats& st) {
-  const double per = st.decode_tokens ? 1.0 / double(st.decode_tokens) : 0;
+  const double per = st.decode_steps ? 1.0 / double(st.decode_steps) : 0;  // per token computed
   return {{"prefill_tok_s", rate(st.prompt_tokens, st.prefill_ms)},
           {"decode_tok_s", rate(st.decode_tokens, st.decode_ms)},
           {"dispatches_per_token", double(st.decode_dispatches) * per},
@@ -394,6 +394,7 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     j["upload_ms"] = s->model->stats().upload_ms;
     j["prompt_tokens"] = s->model->stats().prompt_tokens;
     j["decode_tokens"] = s->model->stats().decode_tokens;
+    j["decode_steps"] = s->model->stats().decode_steps;
     j["dispatches_per_step"] = s->model->stats().dispatches_per_step;
     j["steps_per_submit"] = lo.steps_per_submit;
     j["dtype"] = lo.dtype;

@@ -569,23 +569,35 @@ std::vector<std::byte> Context::read_bytes(const Buffer& src, uint64_t offset, u
   check_range("read", src, offset, bytes);
   if (!has(src.usage(), BufferUsage::CopySrc))
     throw Error("buffer read: the source buffer was not created with CopySrc usage");
-  std::vector<std::byte> out(bytes);
-  if (bytes == 0) return out;
+  if (bytes == 0) return {};
   // One staging buffer, reused: creating one per read cost a buffer creation and its error
   // scopes on every read-back (a generation's 16-byte statistics among them).
   if (!s_->staging || s_->staging.size() < bytes)
     s_->staging =
         buffer(std::max<uint64_t>(bytes, 4096), BufferUsage::MapRead | BufferUsage::CopyDst, "readback");
-  const Buffer& staging = s_->staging;
   Recorder rec(*this);
-  rec.copy(src, offset, staging, 0, bytes);
+  rec.copy(src, offset, s_->staging, 0, bytes);
   rec.submit();
+  try {
+    return map_read(s_->staging, bytes);
+  } catch (...) {
+    s_->staging = Buffer{};  // a map that timed out may still complete into it later
+    throw;
+  }
+}
+
+std::vector<std::byte> Context::map_read(const Buffer& staging, uint64_t bytes) {
+  check_range("map", staging, 0, bytes);
+  if (!has(staging.usage(), BufferUsage::MapRead))
+    throw Error("buffer map: the buffer was not created with MapRead usage");
+  std::vector<std::byte> out(bytes);
+  if (bytes == 0) return out;
   struct MapResult {
     bool ok = false;
     std::string message;
   };
   // On the heap: if the wait times out, the callback may still run later, so the result is left
-  // to it (a leak on a path that ends in an error) and the staging buffer is dropped.
+  // to it (a leak on a path that ends in an error).
   auto* mr = new MapResult;
   WGPUBufferMapCallbackInfo cb{};
   cb.mode = WGPUCallbackMode_WaitAnyOnly;
@@ -595,12 +607,7 @@ std::vector<std::byte> Context::read_bytes(const Buffer& src, uint64_t offset, u
     r->message = str(m);
   };
   cb.userdata1 = mr;
-  try {
-    wait_future(api().BufferMapAsync(staging.raw(), WGPUMapMode_Read, 0, bytes, cb), "a buffer read-back");
-  } catch (...) {
-    s_->staging = Buffer{};
-    throw;
-  }
+  wait_future(api().BufferMapAsync(staging.raw(), WGPUMapMode_Read, 0, bytes, cb), "a buffer read-back");
   std::unique_ptr<MapResult> result(mr);
   const void* p = nullptr;
   if (result->ok) {

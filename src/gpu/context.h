@@ -107,6 +107,10 @@ class Context {
   // Copies `bytes` from `src` (needs CopySrc) into host memory: waits for all work submitted so
   // far, maps a staging buffer with the context's timeout.
   std::vector<std::byte> read_bytes(const Buffer& src, uint64_t offset, uint64_t bytes);
+  // The first `bytes` of a MapRead buffer, once the work submitted that last used it is done (not
+  // the work submitted after it: a copy into `staging` recorded at the end of one command buffer
+  // can be read while later command buffers still run).
+  std::vector<std::byte> map_read(const Buffer& staging, uint64_t bytes);
   // `count` elements of type T from element `offset_elems` on.
   template <typename T>
   std::vector<T> read(const Buffer& src, uint64_t offset_elems, uint64_t count) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <deque>
 
 #include "gpu/profiler.h"
 #include "util/error.h"
@@ -361,14 +363,13 @@ std::vector<uint32_t> Model::generate(std::span<const uint32_t> prompt, uint32_t
   const uint32_t first = uint32_t(seq_.size());  // index of the first generated token
   stats_.prompt_tokens = seq_.size() - fed_;
   stats_.generated_tokens = stats_.decode_dispatches = stats_.decode_submits = stats_.decode_readbacks =
-      stats_.decode_tokens = 0;
+      stats_.decode_tokens = stats_.decode_steps = 0;
   stats_.prefill_ms = stats_.decode_ms = 0;
 
   std::vector<uint32_t> out;
   bool stopped = false;
-  // Reads tokens [first + out.size(), + count) back (one read-back) and reports them.
-  auto take = [&](uint32_t count) {
-    auto ids = ctx_->read<uint32_t>(tokens_, first + out.size(), count);
+  // Reports the next generated tokens, `ids`, as far as they are wanted.
+  auto take = [&](const std::vector<uint32_t>& ids) {
     if (opt.on_logits) {
       ++stats_.debug_readbacks;
       opt.on_logits(ctx_->read<float>(logits_, 0, cfg_.vocab_size));
@@ -391,24 +392,50 @@ std::vector<uint32_t> Model::generate(std::span<const uint32_t> prompt, uint32_t
   if (!continue_from_prefill) record_prompt(rec);
   record(rec, picker);
   rec.submit();
-  take(1);
+  take(ctx_->read<uint32_t>(tokens_, first, 1));
   stats_.prefill_ms = ms_since(t0);
 
-  // The decode phase: K steps per command buffer, one read-back per K.
+  // The decode phase: K steps per command buffer, each ending with a copy of its K tokens into a
+  // staging buffer of its own. Up to `depth` command buffers are in flight: the next is recorded
+  // and submitted before the previous one's tokens are read, so that the host's recording,
+  // submission and read-back overlap the GPU's work. A buffer whose tokens are no longer wanted
+  // (EOS, on_token said stop) still runs and is discarded. The logits callback reads the logits
+  // buffer, which the next step overwrites: then one at a time.
+  const uint32_t depth = opt.on_logits ? 1 : 2;
+  for (auto& b : token_staging_)
+    if (b.size() < 4ull * K)
+      b = ctx_->buffer(4ull * K, BufferUsage::MapRead | BufferUsage::CopyDst, "llm.tokens_out");
+  struct Batch {
+    uint32_t count, slot;
+  };
+  std::deque<Batch> in_flight;
+  uint32_t scheduled = uint32_t(out.size()), next_slot = 0;
   t0 = Clock::now();
   const uint64_t d0 = rec.dispatches(), s0 = rec.submits();
   while (!stopped) {
-    const uint32_t k = std::min<uint32_t>(K, n - uint32_t(out.size()));
-    for (uint32_t i = 0; i < k; ++i) {
-      record(rec, step_);
-      record(rec, picker);
+    while (in_flight.size() < depth && scheduled < n) {
+      const uint32_t k = std::min<uint32_t>(K, n - scheduled);
+      for (uint32_t i = 0; i < k; ++i) {
+        record(rec, step_);
+        record(rec, picker);
+      }
+      rec.copy(tokens_, 4ull * (first + scheduled), token_staging_[next_slot], 0, 4ull * k);
+      rec.submit();
+      in_flight.push_back({k, next_slot});
+      scheduled += k;
+      stats_.decode_steps += k;
+      next_slot = (next_slot + 1) % depth;
     }
-    rec.submit();
+    const Batch b = in_flight.front();
+    in_flight.pop_front();
+    const auto bytes = ctx_->map_read(token_staging_[b.slot], 4ull * b.count);
+    std::vector<uint32_t> ids(b.count);
+    std::memcpy(ids.data(), bytes.data(), bytes.size());
     ++stats_.decode_readbacks;
-    stats_.decode_tokens += k;
-    take(k);
+    take(ids);
   }
   stats_.decode_ms = ms_since(t0);
+  stats_.decode_tokens = out.size() - 1;
   stats_.decode_dispatches = rec.dispatches() - d0;
   stats_.decode_submits = rec.submits() - s0;
   stats_.generated_tokens = out.size();

@@ -62,7 +62,10 @@ struct ModelStats {
   // the decode phase (every later token).
   uint64_t prompt_tokens = 0, generated_tokens = 0;
   double prefill_ms = 0, decode_ms = 0;
-  uint64_t decode_dispatches = 0, decode_submits = 0, decode_readbacks = 0, decode_tokens = 0;
+  // decode_tokens: generated tokens delivered by the decode phase (the rate's numerator);
+  // decode_steps: steps computed, which may run past an EOS inside the last command buffers.
+  uint64_t decode_dispatches = 0, decode_submits = 0, decode_readbacks = 0, decode_tokens = 0,
+           decode_steps = 0;
   uint64_t debug_readbacks = 0;  // logits read back (GenerateOptions::on_logits, read_logits)
 };
 
@@ -128,6 +131,7 @@ class Model {
   gpu::Buffer embedding_, lm_head_, final_norm_, rope_;
   gpu::Buffer x_, q_, att_, act_, scores_, logits_, part_v_, part_i_, tokens_, state_;
   gpu::Buffer x_rows_, q_rows_, att_rows_, act_rows_;  // prefill activations [chunk][width]
+  gpu::Buffer token_staging_[2];                       // decode tokens read back, one per batch in flight
   std::vector<Step> step_;                             // embedding .. LM head
   std::vector<Step> argmax_;                           // the greedy picker
   Step advance_{};  // ends a prompt position instead of the LM head and the picker
