@@ -46,7 +46,8 @@ Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, Mo
   q_ = scratch("llm.q", q_rows);
   att_ = scratch("llm.attention", q_rows);
   act_ = scratch("llm.act", c.intermediate_size);
-  scores_ = scratch("llm.scores", uint64_t(c.num_heads) * ctx_len_);
+  att_partials_ =
+      scratch("llm.attention_partials", DecodeKernels::attend_partials_words(c, ctx_len_, opt_.attention));
   logits_ = scratch("llm.logits", c.vocab_size);
   part_v_ = scratch("llm.argmax_v", ceil_div(c.vocab_size, DecodeKernels::kArgmaxChunk));
   part_i_ = scratch("llm.argmax_i", ceil_div(c.vocab_size, DecodeKernels::kArgmaxChunk));
@@ -191,7 +192,9 @@ void Model::build_steps() {
   for (const Layer& l : layers_) {
     step_.push_back(k.qkv_rope(l.qkv, x_, l.input_norm, l.qkv_bias, rope_, state_, q_, l.k_cache, l.v_cache,
                                c, ctx_len_));
-    step_.push_back(k.attend(q_, l.k_cache, l.v_cache, state_, scores_, att_, c, ctx_len_));
+    for (Step& s :
+         k.attend(q_, l.k_cache, l.v_cache, state_, att_partials_, att_, c, ctx_len_, opt_.attention))
+      step_.push_back(std::move(s));
     step_.push_back(k.matvec_residual(l.o, att_, x_, c.hidden_size, c.num_heads * c.head_dim));
     step_.push_back(
         k.gate_up_silu(l.gate_up, x_, l.post_norm, act_, c.intermediate_size, c.hidden_size, c.rms_norm_eps));
