@@ -401,7 +401,7 @@ TEST(LlmKernels, AttentionSplitIsChecked) {
     }
   };
   expect_error({.chunk = 16, .heads_per_wg = 3}, "must divide the query heads per kv head (2)");
-  expect_error({.chunk = 0}, "chunk must be at least 1");
+  expect_error({.chunk = 0}, "chunk (--attn-chunk) must be at least 1");
   expect_error({.chunk = 1u << 20}, "maxComputeWorkgroupStorageSize");
 }
 

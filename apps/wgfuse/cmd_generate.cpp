@@ -130,6 +130,7 @@ struct Session {
     if (ctx_len > cfg.max_position_embeddings)
       throw Error("--ctx " + std::to_string(ctx_len) + " is more than the model's max_position_embeddings (" +
                   std::to_string(cfg.max_position_embeddings) + ", " + o.model_dir + "/config.json)");
+    llm::DecodeKernels::attend_chunks(cfg, ctx_len, o.attention);  // checks --attn-chunk, --attn-heads
     llm::Tokenizer tok = llm::load_tokenizer(o.model_dir);
     auto stop = llm::stop_token_ids(tok, o.model_dir);
     const llm::SamplingParams params = sampling(o, files.generation());

@@ -177,10 +177,10 @@ const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const Mode
 }
 
 uint32_t DecodeKernels::attend_chunks(const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
-  if (split.chunk == 0) throw Error("attention chunk must be at least 1 cache position");
+  if (split.chunk == 0) throw Error("attention chunk (--attn-chunk) must be at least 1 cache position");
   const uint32_t group = c.num_heads / c.num_kv_heads;
   if (split.heads_per_wg == 0 || group % split.heads_per_wg)
-    throw Error("attention heads per workgroup (" + std::to_string(split.heads_per_wg) +
+    throw Error("attention heads per workgroup (--attn-heads " + std::to_string(split.heads_per_wg) +
                 ") must divide the query heads per kv head (" + std::to_string(group) + ")");
   return ceil_div(ctx_len, split.chunk);
 }
