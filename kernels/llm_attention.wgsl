@@ -1,10 +1,15 @@
-// Attention of one query (the position being decoded) over the KV cache, one workgroup per query
-// head; head h reads kv head h / GROUP (grouped-query attention). Causal by construction: the
-// cache holds positions 0..pos, the query is at pos (state word 0).
-//   1. scores[t] = q . k[t] / sqrt(hd), and their max      (threads stride over t)
-//   2. scores[t] = exp(scores[t] - max), and their sum
-//   3. out[d] = sum_t scores[t] v[t][d] / sum               (WG / HEAD_DIM slices of t per d)
-// Scores live in a storage scratch [heads][CTX]: workgroup memory would cap the context.
+// Decode: attention of one query (the position being decoded) over the KV cache, split along
+// the cache (flash-decoding) so that long contexts fill the GPU: one head per workgroup left
+// most SMs idle (14 busy of 132 on an H100 for Qwen2.5-0.5B).
+//   attend_chunk   workgroup (head group, chunk): for HEADS_PER_WG query heads of one kv group
+//                  and the cache positions [c * CHUNK, (c + 1) * CHUNK) up to pos, the chunk's max
+//                  score m, sum of exp(s - m) l, and un-normalised output sum exp(s - m) v.
+//                  Chunks past pos exit at once: the step is recorded once for every position.
+//   attend_combine workgroup per head: out = sum_c exp(m_c - M) o_c / sum_c exp(m_c - M) l_c,
+//                  M = max_c m_c, over the chunks that hold positions <= pos.
+// Head h reads kv head h / GROUP (grouped-query attention); the query sits at pos (state word 0)
+// and the cache holds positions 0..pos, so the attention is causal by construction.
+// Heads of one workgroup read the same K/V rows: the second and later come from the SM's cache.
 
 override HEAD_DIM: u32 = 2u;
 override GROUP: u32 = 1u;   // heads / kv_heads
@@ -12,13 +17,16 @@ override CTX: u32 = 1u;     // cache capacity
 override WG: u32 = 128u;    // >= HEAD_DIM
 override SCALE: f32 = 1.0;  // 1 / sqrt(HEAD_DIM)
 override OUT_STRIDE: u32 = 1u;  // attend_prompt: floats per output row (heads * hd, padded to 8)
+override CHUNK: u32 = 64u;        // decode: cache positions per workgroup
+override CHUNKS: u32 = 1u;        // ceil(CTX / CHUNK)
+override HEADS_PER_WG: u32 = 1u;  // decode: query heads per workgroup, a divisor of GROUP
+override PARTIAL: u32 = HEAD_DIM + 2u;  // one chunk's result: output[HEAD_DIM], m, l
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;        // [heads * hd]
 @group(0) @binding(1) var<storage, read> k_cache: array<f32>;  // [kv_heads][CTX][hd]
 @group(0) @binding(2) var<storage, read> v_cache: array<f32>;
 @group(0) @binding(3) var<storage, read> state: array<u32>;    // word 0: pos
-@group(0) @binding(4) var<storage, read_write> scores: array<f32>;  // [heads][CTX]
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;     // [heads * hd]
+@group(0) @binding(4) var<storage, read_write> partials: array<f32>;  // [heads][CHUNKS][PARTIAL]
 
 var<workgroup> qs: array<f32, HEAD_DIM>;
 var<workgroup> red: array<f32, WG>;
@@ -38,62 +46,106 @@ fn reduce(v: f32, lid: u32, take_max: bool) -> f32 {
   return r;
 }
 
+var<workgroup> q_group: array<f32, HEADS_PER_WG * HEAD_DIM>;
+var<workgroup> chunk_p: array<f32, HEADS_PER_WG * CHUNK>;  // scores, then exp(s - m)
+
 @compute @workgroup_size(WG)
-fn attend(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-  let h = wid.x;
+fn attend_chunk(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
   let len = state[0] + 1u;
-  let kv = (h / GROUP) * CTX * HEAD_DIM;
-  let row = h * CTX;
-  if (lid < HEAD_DIM) {
-    qs[lid] = q[h * HEAD_DIM + lid];
+  let c = wid.y;
+  let start = c * CHUNK;
+  if (start >= len) {
+    return;  // uniform: the whole workgroup leaves
+  }
+  let n = min(CHUNK, len - start);
+  let h0 = wid.x * HEADS_PER_WG;
+  let kv = ((h0 / GROUP) * CTX + start) * HEAD_DIM;
+  for (var i = lid; i < HEADS_PER_WG * HEAD_DIM; i += WG) {
+    q_group[i] = q[h0 * HEAD_DIM + i];
   }
   workgroupBarrier();
 
-  var m = -3.4e38;
-  for (var t0 = 0u; t0 < len; t0 += WG) {
-    let t = t0 + lid;
-    if (t < len) {
+  // Scores, (head, position) pairs over the threads; neighbours read neighbouring rows.
+  for (var i = lid; i < HEADS_PER_WG * CHUNK; i += WG) {
+    let g = i / CHUNK;
+    let t = i % CHUNK;
+    if (t < n) {
       var s = 0.0;
       for (var d = 0u; d < HEAD_DIM; d++) {
-        s += qs[d] * k_cache[kv + t * HEAD_DIM + d];
+        s += q_group[g * HEAD_DIM + d] * k_cache[kv + t * HEAD_DIM + d];
       }
-      s *= SCALE;
-      scores[row + t] = s;
-      m = max(m, s);
+      chunk_p[i] = s * SCALE;
     }
   }
-  m = reduce(m, lid, true);
+  workgroupBarrier();
 
-  var l = 0.0;
-  for (var t0 = 0u; t0 < len; t0 += WG) {
-    let t = t0 + lid;
-    if (t < len) {
-      let e = exp(scores[row + t] - m);
-      scores[row + t] = e;
-      l += e;
-    }
-  }
-  l = reduce(l, lid, false);
-  storageBarrier();  // every thread's scores visible to the whole workgroup
-
-  let slices = WG / HEAD_DIM;
+  let slices = WG / HEAD_DIM;  // threads (d, slice) share the positions of the output sums
   let d = lid % HEAD_DIM;
   let slice = lid / HEAD_DIM;
+  for (var g = 0u; g < HEADS_PER_WG; g++) {
+    let row = g * CHUNK;
+    var m = -3.4e38;
+    for (var t = lid; t < n; t += WG) {
+      m = max(m, chunk_p[row + t]);
+    }
+    m = reduce(m, lid, true);
+    var l = 0.0;
+    for (var t = lid; t < n; t += WG) {
+      let e = exp(chunk_p[row + t] - m);
+      chunk_p[row + t] = e;
+      l += e;
+    }
+    l = reduce(l, lid, false);  // its barriers also publish chunk_p
+
+    var acc = 0.0;
+    if (slice < slices) {
+      for (var t = slice; t < n; t += slices) {
+        acc += chunk_p[row + t] * v_cache[kv + t * HEAD_DIM + d];
+      }
+    }
+    red[lid] = acc;
+    workgroupBarrier();
+    let base = ((h0 + g) * CHUNKS + c) * PARTIAL;
+    if (lid < HEAD_DIM) {
+      var sum = 0.0;
+      for (var s = 0u; s < slices; s++) {
+        sum += red[s * HEAD_DIM + lid];
+      }
+      partials[base + lid] = sum;
+    }
+    if (lid == 0u) {
+      partials[base + HEAD_DIM] = m;
+      partials[base + HEAD_DIM + 1u] = l;
+    }
+    workgroupBarrier();  // red is rewritten by the next head
+  }
+}
+
+// attend_combine's bindings: the chunks' results, the state, the attention output.
+@group(0) @binding(0) var<storage, read> chunk_results: array<f32>;  // attend_chunk's partials
+@group(0) @binding(1) var<storage, read> combine_state: array<u32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;  // [heads * hd]
+
+@compute @workgroup_size(WG)
+fn attend_combine(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+  let h = wid.x;
+  let chunks = combine_state[0] / CHUNK + 1u;  // those holding positions 0..pos
+  if (lid >= HEAD_DIM) {
+    return;
+  }
+  var m = -3.4e38;
+  for (var c = 0u; c < chunks; c++) {
+    m = max(m, chunk_results[(h * CHUNKS + c) * PARTIAL + HEAD_DIM]);
+  }
+  var l = 0.0;
   var acc = 0.0;
-  if (slice < slices) {
-    for (var t = slice; t < len; t += slices) {
-      acc += scores[row + t] * v_cache[kv + t * HEAD_DIM + d];
-    }
+  for (var c = 0u; c < chunks; c++) {
+    let base = (h * CHUNKS + c) * PARTIAL;
+    let w = exp(chunk_results[base + HEAD_DIM] - m);
+    l += w * chunk_results[base + HEAD_DIM + 1u];
+    acc += w * chunk_results[base + lid];
   }
-  red[lid] = acc;
-  workgroupBarrier();
-  if (lid < HEAD_DIM) {
-    var sum = 0.0;
-    for (var s = 0u; s < slices; s++) {
-      sum += red[s * HEAD_DIM + lid];
-    }
-    out[h * HEAD_DIM + lid] = sum / l;
-  }
+  out[h * HEAD_DIM + lid] = acc / l;
 }
 
 // ==== Prefill: every query of a prompt chunk, one workgroup per (head, token) ====

@@ -91,8 +91,8 @@ TEST(GenerateCli, GreedyTokensAndLogitsMatchTheReference) {
   const fs::path npy = fs::temp_directory_path() / ("wgfuse_gen_" + std::to_string(getpid()) + ".npy");
   const std::string prompt = "The quick brown fox";
   auto r =
-      test::run_wgfuse(generate_cmd(kQwenVocab, "-p '" + prompt + "' -n 4 --temp 0 --json '" + out.string() +
-                                                    "' --dump-logits '" + npy.string() + "'"),
+      test::run_wgfuse(generate_cmd(kQwenVocab, "-p '" + prompt + "' -n 4 --temp 0 --attn-chunk 3 --json '" +
+                                                    out.string() + "' --dump-logits '" + npy.string() + "'"),
                        "", "/dev/null");
   ASSERT_EQ(r.rc, 0) << r.out;
   const json j = json::parse(std::ifstream(out));
@@ -100,6 +100,7 @@ TEST(GenerateCli, GreedyTokensAndLogitsMatchTheReference) {
        {"prompt_ids", "generated_ids", "prefill_tok_s", "decode_tok_s", "dispatches_per_token",
         "submits_per_token", "readbacks_per_token", "gpu_memory_bytes", "adapter", "model", "sampling"})
     EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["attention"]["chunk"], 3);
 
   const auto tok = llm::Tokenizer::from_file(kQwenTokenizer / "tokenizer.json");
   const auto ids = tok.encode(prompt);
@@ -196,6 +197,7 @@ TEST(GenerateCli, BadInputIsAClearError) {
       {"--ctx 4 -p 'one two three four five six' -n 4", "--ctx 4"},
       {"--ctx 100000 -p hi -n 4", "max_position_embeddings"},
       {"-p hi -n 4 --temp -1", "--temp"},
+      {"-p hi -n 4 --attn-heads 3", "must divide the query heads per kv head (2)"},
   };
   for (const auto& c : cases) {
     auto r = test::run_wgfuse(generate_cmd(kSmallVocab, c.args));

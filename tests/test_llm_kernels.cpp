@@ -71,9 +71,9 @@ gpu::Buffer poisoned(size_t n) {
   return context().upload<float>(v, BufferUsage::StorageIO, "test.poisoned");
 }
 
-void run(std::initializer_list<llm::Step> steps) {
+void run(const std::vector<llm::Step>& steps) {
   gpu::Recorder rec(context());
-  llm::record(rec, std::vector<llm::Step>(steps));
+  llm::record(rec, steps);
   rec.submit();
   context().wait();
 }
@@ -341,28 +341,68 @@ TEST_P(LlmKernel, GateUpSiluPrompt) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, LlmKernel, ::testing::Values(WeightDType::F32, WeightDType::F16),
                          [](const auto& info) { return info.param == WeightDType::F16 ? "f16" : "f32"; });
 
-// Test attention of one query over a cache of 7 positions (pos 6) with 4 heads on 2 kv heads,
-// head_dim 12; cache slots past pos hold NaN, so reading them (non-causal) fails.
-TEST(LlmKernels, AttentionGqaOverTheCache) {
-  const auto c = attention_config();
-  const uint32_t hd = c.head_dim, ctx_len = 9, pos = 6, len = pos + 1;
-  auto q = test::random_floats(c.num_heads * hd, 20, -1, 1);
-  auto kc = test::random_floats(c.num_kv_heads * ctx_len * hd, 21, -1, 1);
-  auto vc = test::random_floats(c.num_kv_heads * ctx_len * hd, 22, -1, 1);
-  for (uint32_t h = 0; h < c.num_kv_heads; ++h)
-    for (uint32_t p = len; p < ctx_len; ++p)
-      for (uint32_t d = 0; d < hd; ++d)
-        kc[(h * ctx_len + p) * hd + d] = vc[(h * ctx_len + p) * hd + d] = kNaN;
-  const uint32_t state[4] = {pos, 0, 0, 0};
-  auto out = poisoned(c.num_heads * hd);
+// Test decode attention split along the cache against the reference: per layout (heads on kv
+// heads, head_dim, capacity, chunk, heads per workgroup), positions at and around chunk edges.
+// Cache slots past pos and the partials hold NaN, so reading past pos (non-causal) or combining
+// a chunk that was not written fails.
+TEST(LlmKernels, AttentionSplitAlongTheCache) {
+  struct Case {
+    uint32_t heads, kv_heads, hd, ctx_len;
+    llm::AttentionSplit split;
+    std::vector<uint32_t> positions;
+  };
+  const std::vector<Case> cases = {
+      {4, 2, 12, 53, {.chunk = 16}, {0, 1, 15, 16, 17, 36, 52}},
+      {6, 2, 12, 53, {.chunk = 16, .heads_per_wg = 3}, {0, 1, 15, 16, 17, 41}},
+      {6, 1, 64, 29, {.chunk = 7, .heads_per_wg = 2}, {0, 6, 7, 8, 28}},
+      {4, 2, 12, 131, {}, {63, 64, 65, 130}},  // the default split
+  };
+  for (const Case& cs : cases) {
+    auto c = attention_config();
+    c.num_heads = cs.heads, c.num_kv_heads = cs.kv_heads, c.head_dim = cs.hd;
+    const uint32_t hd = cs.hd, cache = cs.kv_heads * cs.ctx_len * hd;
+    auto q = test::random_floats(cs.heads * hd, 20 + cs.ctx_len, -1.5, 1.5);
+    for (uint32_t pos : cs.positions) {
+      SCOPED_TRACE("heads " + std::to_string(cs.heads) + "/" + std::to_string(cs.kv_heads) + ", hd " +
+                   std::to_string(hd) + ", chunk " + std::to_string(cs.split.chunk) + ", pos " +
+                   std::to_string(pos));
+      auto kc = test::random_floats(cache, 21 + pos, -1.5, 1.5);
+      auto vc = test::random_floats(cache, 22 + pos, -1, 1);
+      for (uint32_t h = 0; h < cs.kv_heads; ++h)
+        for (uint32_t p = pos + 1; p < cs.ctx_len; ++p)
+          for (uint32_t d = 0; d < hd; ++d)
+            kc[(h * cs.ctx_len + p) * hd + d] = vc[(h * cs.ctx_len + p) * hd + d] = kNaN;
+      const uint32_t state[4] = {pos, 0, 0, 0};
+      auto out = poisoned(cs.heads * hd);
+      llm::DecodeKernels k(context(), WeightDType::F32);
+      run(k.attend(llm::upload_padded(context(), "q", q), llm::upload_padded(context(), "k", kc),
+                   llm::upload_padded(context(), "v", vc),
+                   context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"),
+                   poisoned(llm::DecodeKernels::attend_partials_words(c, cs.ctx_len, cs.split)), out, c,
+                   cs.ctx_len, cs.split));
+      auto want = ref::attention(as_double(q), as_double(kc), as_double(vc), cs.heads, cs.kv_heads, hd,
+                                 cs.ctx_len, pos + 1);
+      EXPECT_TRUE(close_normalised(context().read<float>(out, 0, cs.heads * hd), want, 1e-5));
+    }
+  }
+}
+
+// Test that a split the kernels cannot run is refused, naming what is wrong.
+TEST(LlmKernels, AttentionSplitIsChecked) {
+  const auto c = attention_config();  // 2 query heads per kv head
   llm::DecodeKernels k(context(), WeightDType::F32);
-  run({k.attend(llm::upload_padded(context(), "q", q), llm::upload_padded(context(), "k", kc),
-                llm::upload_padded(context(), "v", vc),
-                context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"),
-                poisoned(c.num_heads * ctx_len), out, c, ctx_len)});
-  auto want = ref::attention(as_double(q), as_double(kc), as_double(vc), c.num_heads, c.num_kv_heads, hd,
-                             ctx_len, len);
-  EXPECT_TRUE(close_normalised(context().read<float>(out, 0, c.num_heads * hd), want, 1e-5));
+  auto b = poisoned(8);
+  auto expect_error = [&](llm::AttentionSplit split, const std::string& what) {
+    try {
+      k.attend(b, b, b, b, b, b, c, 16, split);
+      FAIL() << "accepted; expected an error about " << what;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  expect_error({.chunk = 16, .heads_per_wg = 3}, "must divide the query heads per kv head (2)");
+  expect_error({.chunk = 0}, "chunk (--attn-chunk) must be at least 1");
+  expect_error({.chunk = 1u << 20}, "maxComputeWorkgroupStorageSize");
 }
 
 // Test prefill attention: 5 queries at positions 3..7 (state word 1 = 3), each over positions

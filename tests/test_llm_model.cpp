@@ -65,13 +65,16 @@ void PrintTo(const Case& c, std::ostream* os) {
 }
 class LlmModel : public ::testing::TestWithParam<Case> {};
 
-// Test 32 greedy tokens and every step's logits against the reference.
+// Test 32 greedy tokens and every step's logits against the reference. Decode attention in
+// chunks of 16 positions (the sequence spans 3), the tied model with both heads of a kv group in
+// one workgroup.
 TEST_P(LlmModel, LogitsAndGreedyTokensMatchTheReference) {
   const auto [dtype, tied] = GetParam();
   const auto cfg = small_config(tied);
   const auto weights = llm::HostWeights::random(cfg, tied ? 11 : 12);
   const uint32_t n = 32;
-  llm::Model model(context(), cfg, weights.lookup(), {.dtype = dtype, .ctx = 64});
+  llm::Model model(context(), cfg, weights.lookup(),
+                   {.dtype = dtype, .ctx = 64, .attention = {.chunk = 16, .heads_per_wg = tied ? 2u : 1u}});
 
   std::vector<std::vector<float>> logits;
   llm::GenerateOptions opt;
@@ -120,7 +123,7 @@ TEST(LlmModelRun, KStepsPerSubmitCountsAndTokens) {
   EXPECT_EQ(got, want);
   EXPECT_EQ(streamed, got);
   const auto& s = model.stats();
-  EXPECT_EQ(s.dispatches_per_step, 1 + 5 * cfg.num_layers + 1 + 2);
+  EXPECT_EQ(s.dispatches_per_step, 1 + 6 * cfg.num_layers + 1 + 2);
   EXPECT_EQ(s.decode_tokens, 31u);  // the first token ends the prompt phase
   EXPECT_EQ(s.decode_steps, 31u);
   EXPECT_EQ(s.decode_submits, 4u);  // ceil(31 / 8)

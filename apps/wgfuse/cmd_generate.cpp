@@ -30,6 +30,7 @@ struct LlmOptions {
   std::string model_dir, dtype = "f16";
   std::optional<uint32_t> ctx;  // default: 4096, or the model's max_position_embeddings if smaller
   uint32_t steps_per_submit = 8;
+  llm::AttentionSplit attention;
   // Sampling: unset flags take generation_config.json's values (greedy when it has none).
   std::optional<double> temp, top_p, repeat_penalty;
   std::optional<int64_t> top_k;
@@ -60,6 +61,14 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
   c->add_option("--seed", o.seed, "random seed: the same seed gives the same text")->capture_default_str();
   c->add_option("--steps-per-submit", o.steps_per_submit, "decode steps recorded into one command buffer")
       ->check(CLI::Range(1u, 256u))
+      ->capture_default_str();
+  c->add_option("--attn-chunk", o.attention.chunk, "decode attention: KV-cache positions per workgroup")
+      ->check(CLI::Range(1u, 4096u))
+      ->capture_default_str();
+  c->add_option(
+       "--attn-heads", o.attention.heads_per_wg,
+       "decode attention: query heads per workgroup (a divisor of heads / kv heads; they share K/V reads)")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
 }
 
@@ -124,12 +133,14 @@ struct Session {
     if (ctx_len > cfg.max_position_embeddings)
       throw Error("--ctx " + std::to_string(ctx_len) + " is more than the model's max_position_embeddings (" +
                   std::to_string(cfg.max_position_embeddings) + ", " + o.model_dir + "/config.json)");
+    llm::DecodeKernels::attend_chunks(cfg, ctx_len, o.attention);  // checks --attn-chunk, --attn-heads
     llm::Tokenizer tok = llm::load_tokenizer(o.model_dir);
     auto stop = llm::stop_token_ids(tok, o.model_dir);
     const llm::SamplingParams params = sampling(o, files.generation());
     llm::ModelOptions mo;
     mo.dtype = llm::parse_weight_dtype(o.dtype);
     mo.ctx = ctx_len;
+    mo.attention = o.attention;
     auto bar = std::make_shared<ProgressBar>("loading " + o.model_dir);
     mo.progress = [bar](uint64_t done, uint64_t total) { (*bar)(done, total); };
     return std::unique_ptr<Session>(
@@ -399,6 +410,7 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     j["steps_per_submit"] = lo.steps_per_submit;
     j["dtype"] = lo.dtype;
     j["ctx"] = s->ctx_len();
+    j["attention"] = {{"chunk", lo.attention.chunk}, {"heads_per_wg", lo.attention.heads_per_wg}};
     j["model"] = {{"dir", lo.model_dir}, {"config", config_json(s->files.config())}};
     j["sampling"] = {{"temperature", s->params.temperature},
                      {"top_k", s->params.top_k},

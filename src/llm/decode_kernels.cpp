@@ -149,26 +149,56 @@ Step DecodeKernels::matvec_residual(const gpu::Buffer& w, const gpu::Buffer& x, 
   return matvec_step(matvec("matvec_residual", rows, cols, false, 0.0), rows, {w, x, resid});
 }
 
-const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const ModelConfig& c,
-                                            uint32_t ctx_len) {
+const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const ModelConfig& c, uint32_t ctx_len,
+                                            AttentionSplit split) {
   const uint32_t wg = std::max<uint32_t>(64, std::bit_ceil(c.head_dim));  // a power of two >= head_dim
   if (wg > ctx_->limits().max_compute_invocations_per_workgroup)
     throw Error("head_dim " + std::to_string(c.head_dim) + " needs attention workgroups of " +
                 std::to_string(wg) + " invocations, over maxComputeInvocationsPerWorkgroup");
+  const uint32_t group = c.num_heads / c.num_kv_heads, chunks = attend_chunks(c, ctx_len, split);
+  if (chunks > ctx_->limits().max_compute_workgroups_per_dimension)
+    throw Error("attention chunk " + std::to_string(split.chunk) + " splits --ctx " +
+                std::to_string(ctx_len) + " into " + std::to_string(chunks) +
+                " chunks, over maxComputeWorkgroupsPerDimension (" +
+                std::to_string(ctx_->limits().max_compute_workgroups_per_dimension) + ")");
+  // attend_chunk's workgroup memory: its heads' queries, their chunk of scores, the reduction.
+  check_workgroup_memory(entry, c.head_dim,
+                         4ull * split.heads_per_wg * (c.head_dim + uint64_t(split.chunk)) + 4ull * wg);
   return ctx_->kernel(gpu::embedded_kernel("llm_attention", entry,
                                            {{"HEAD_DIM", c.head_dim},
-                                            {"GROUP", c.num_heads / c.num_kv_heads},
+                                            {"GROUP", group},
                                             {"CTX", ctx_len},
                                             {"WG", wg},
                                             {"SCALE", 1.0 / std::sqrt(double(c.head_dim))},
-                                            {"OUT_STRIDE", pad8(c.num_heads * c.head_dim)}}));
+                                            {"OUT_STRIDE", pad8(c.num_heads * c.head_dim)},
+                                            {"CHUNK", split.chunk},
+                                            {"CHUNKS", chunks},
+                                            {"HEADS_PER_WG", split.heads_per_wg}}));
 }
 
-Step DecodeKernels::attend(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
-                           const gpu::Buffer& state, const gpu::Buffer& scores, const gpu::Buffer& out,
-                           const ModelConfig& c, uint32_t ctx_len) {
-  auto& k = attention("attend", c, ctx_len);
-  return Step{&k, ctx_->bind(k, {q, k_cache, v_cache, state, scores, out}), c.num_heads};
+uint32_t DecodeKernels::attend_chunks(const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
+  if (split.chunk == 0) throw Error("attention chunk (--attn-chunk) must be at least 1 cache position");
+  const uint32_t group = c.num_heads / c.num_kv_heads;
+  if (split.heads_per_wg == 0 || group % split.heads_per_wg)
+    throw Error("attention heads per workgroup (--attn-heads " + std::to_string(split.heads_per_wg) +
+                ") must divide the query heads per kv head (" + std::to_string(group) + ")");
+  return ceil_div(ctx_len, split.chunk);
+}
+
+uint64_t DecodeKernels::attend_partials_words(const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
+  return uint64_t(c.num_heads) * attend_chunks(c, ctx_len, split) * (c.head_dim + 2);
+}
+
+std::vector<Step> DecodeKernels::attend(const gpu::Buffer& q, const gpu::Buffer& k_cache,
+                                        const gpu::Buffer& v_cache, const gpu::Buffer& state,
+                                        const gpu::Buffer& partials, const gpu::Buffer& out,
+                                        const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
+  auto& chunks = attention("attend_chunk", c, ctx_len, split);
+  auto& combine = attention("attend_combine", c, ctx_len, split);
+  // Every chunk of the capacity is dispatched; those past pos exit at once.
+  return {Step{&chunks, ctx_->bind(chunks, {q, k_cache, v_cache, state, partials}),
+               c.num_heads / split.heads_per_wg, attend_chunks(c, ctx_len, split)},
+          Step{&combine, ctx_->bind(combine, {partials, state, out}), c.num_heads}};
 }
 
 Step DecodeKernels::attend_prompt(const gpu::Buffer& q, const gpu::Buffer& k_cache,

@@ -52,6 +52,14 @@ std::pair<uint32_t, uint32_t> qkv_source_row(uint32_t packed, uint32_t head_dim,
 // Gate/up: gate 0, up 0, gate 1, ... Returns {0 = gate, 1 = up; row}.
 std::pair<uint32_t, uint32_t> gate_up_source_row(uint32_t packed);
 
+// How decode attention is split (kernels/llm_attention.wgsl attend_chunk): `chunk` cache
+// positions per workgroup, and `heads_per_wg` query heads of one kv group per workgroup (a divisor
+// of heads / kv_heads), which share their K/V reads.
+struct AttentionSplit {
+  uint32_t chunk = 64;
+  uint32_t heads_per_wg = 1;
+};
+
 // The kernels of the decode step, each resolved into a Step over given buffers: one definition
 // for the Model and the kernel tests. Weight matrices are upload_rows() buffers; vectors read by
 // the matrix-vector kernels (x, norm weights) are padded to a multiple of 8 floats.
@@ -70,9 +78,14 @@ class DecodeKernels {
                    uint32_t rows, uint32_t cols, double eps);  // y = W rmsnorm(x)
   Step matvec_residual(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid, uint32_t rows,
                        uint32_t cols);  // resid += W x
-  Step attend(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
-              const gpu::Buffer& state, const gpu::Buffer& scores, const gpu::Buffer& out,
-              const ModelConfig& cfg, uint32_t ctx_len);
+  // Decode attention of q (at pos) over the cache, split along the cache: two steps, the chunks
+  // (into `partials`, attend_partials_words floats) then their combination into out.
+  std::vector<Step> attend(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+                           const gpu::Buffer& state, const gpu::Buffer& partials, const gpu::Buffer& out,
+                           const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split = {});
+  static uint64_t attend_partials_words(const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split);
+  // Chunks of the cache capacity; throws Error when the split does not fit the model.
+  static uint32_t attend_chunks(const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split);
   // x = embedding[tokens[pos]]; with prompt_rows = T > 0, rows t < T of x (rows padded to 8)
   // = embedding[tokens[state word 1 + t]].
   Step embed(const gpu::Buffer& embedding, const gpu::Buffer& tokens, const gpu::Buffer& state,
@@ -106,7 +119,8 @@ class DecodeKernels {
                             std::map<std::string, double> extra = {});
   Step matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm, double eps,
               std::map<std::string, double> extra, std::initializer_list<gpu::BufferBinding> b);
-  const gpu::Kernel& attention(const std::string& entry, const ModelConfig& cfg, uint32_t ctx_len);
+  const gpu::Kernel& attention(const std::string& entry, const ModelConfig& cfg, uint32_t ctx_len,
+                               AttentionSplit split = {});
   void check_workgroup_memory(const std::string& entry, uint32_t cols, uint64_t bytes) const;
   Step matvec_step(const gpu::Kernel& k, uint32_t rows, std::initializer_list<gpu::BufferBinding> b);
   gpu::Context* ctx_;

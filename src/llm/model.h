@@ -2,7 +2,8 @@
 // (f16 packed two to a u32, or f32; arithmetic is f32 either way), the KV cache is allocated for
 // `ctx` positions, and the decode step is resolved once into a list of dispatches (kernel, bind
 // group, grid) that is recorded unchanged for every token:
-//   embed; per layer: qkv_rope, attend, o_proj + residual, gate_up_silu, down + residual;
+//   embed; per layer: qkv_rope, attend (chunks, combine), o_proj + residual, gate_up_silu,
+//   down + residual;
 //   LM head; token picker (greedy argmax, or the sampler)
 // The step reads and advances a device-side decode state (state word 0 = pos), and the picker
 // writes tokens[pos + 1], which the next step's embedding reads: K steps go into one command
@@ -33,6 +34,7 @@ struct ModelOptions {
   // Prompt tokens per prefill submit (tiled matrix-matrix kernels); 0 feeds prompts through
   // decode steps instead, one position at a time.
   uint32_t prefill_chunk = 512;
+  AttentionSplit attention;  // how decode attention is split along the cache
   // Called while uploading: bytes uploaded so far, bytes in all.
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
@@ -129,7 +131,7 @@ class Model {
   uint64_t total_upload_ = 0, done_upload_ = 0;
   std::vector<Layer> layers_;
   gpu::Buffer embedding_, lm_head_, final_norm_, rope_;
-  gpu::Buffer x_, q_, att_, act_, scores_, logits_, part_v_, part_i_, tokens_, state_;
+  gpu::Buffer x_, q_, att_, act_, att_partials_, logits_, part_v_, part_i_, tokens_, state_;
   gpu::Buffer x_rows_, q_rows_, att_rows_, act_rows_;  // prefill activations [chunk][width]
   gpu::Buffer token_staging_[2];                       // decode tokens read back, one per batch in flight
   std::vector<Step> step_;                             // embedding .. LM head
