@@ -148,55 +148,116 @@ fn attend_combine(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_
   out[h * HEAD_DIM + lid] = acc / l;
 }
 
-// ==== Prefill: every query of a prompt chunk, one workgroup per (head, token) ====
-// The chunk's first position is state word 1; query t sits at position state[1] + t and attends
-// to positions 0 ..= state[1] + t (causal). Keys in blocks of WG with an online softmax (running
-// max and sum, the accumulator rescaled when the max grows), so no scratch is needed.
-@group(0) @binding(4) var<storage, read_write> out_rows: array<f32>;  // [T][OUT_STRIDE]
+// ==== Prefill: every query of a prompt chunk ====
+// One workgroup per (head, block of PQ queries), a team of TEAM threads per query. Keys go
+// through workgroup memory in blocks of PK with an online softmax (running max and sum, the
+// accumulator rescaled when the max grows), so no scratch is needed. In a block each thread
+// scores PK / TEAM keys (whole dot products, its query's row and the keys' rows read as vec4s),
+// then accumulates p v for its vec4s of the output (slot, slot + TEAM, ...; up to 4: HEAD_DIM
+// <= 128). Per key and head dimension that is 2 FMAs for about 3/4 of a vec4 load.
+// The chunk's first position is state word 1 and its length T word 2; query t sits at position
+// state[1] + t and attends to positions 0 ..= state[1] + t (causal). Cache slots past the
+// block's last query are never read: they may hold anything.
+const PQ: u32 = 16u;
+const PK: u32 = 16u;
+const TEAM: u32 = 8u;
+const PROMPT_WG: u32 = PQ * TEAM;
+override HD4: u32 = HEAD_DIM / 4u;  // the host requires HEAD_DIM % 4 == 0
+override QK_STRIDE: u32 = HD4 + 1u;  // vec4s per staged q or k row: one more against bank conflicts
 
-var<workgroup> probs: array<f32, WG>;
+@group(0) @binding(4) var<storage, read_write> out_rows: array<vec4<f32>>;  // [T][OUT_STRIDE / 4]
 
-@compute @workgroup_size(WG)
+var<workgroup> q_tile: array<vec4<f32>, PQ * QK_STRIDE>;  // scaled by SCALE
+var<workgroup> k_tile: array<vec4<f32>, PK * QK_STRIDE>;
+var<workgroup> v_tile: array<vec4<f32>, PK * HD4>;
+var<workgroup> score_tile: array<array<f32, PK>, PQ>;
+var<workgroup> prob_tile: array<array<f32, PK>, PQ>;
+
+fn cache_vec4(at: u32, values: bool) -> vec4<f32> {
+  if (values) {
+    return vec4<f32>(v_cache[at], v_cache[at + 1u], v_cache[at + 2u], v_cache[at + 3u]);
+  }
+  return vec4<f32>(k_cache[at], k_cache[at + 1u], k_cache[at + 2u], k_cache[at + 3u]);
+}
+
+@compute @workgroup_size(PROMPT_WG)
 fn attend_prompt(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
                  @builtin(num_workgroups) groups: vec3<u32>) {
   let h = wid.x;
-  let t = wid.y;
   let heads = groups.x;
-  let len = state[1] + t + 1u;
+  let q_first = wid.y * PQ;  // the block's first query (token of the chunk)
+  let T = state[2];
+  let keys = state[1] + min(q_first + PQ, T);  // positions the block's queries attend to, at most
   let kv = (h / GROUP) * CTX * HEAD_DIM;
-  let q_base = (t * heads + h) * HEAD_DIM;
-  if (lid < HEAD_DIM) {
-    qs[lid] = q[q_base + lid];
+  for (var e = lid; e < PQ * HD4; e += PROMPT_WG) {
+    let i = e / HD4;
+    let at = ((q_first + i) * heads + h) * HEAD_DIM + 4u * (e % HD4);
+    var v = vec4<f32>(0.0);
+    if (q_first + i < T) {
+      v = vec4<f32>(q[at], q[at + 1u], q[at + 2u], q[at + 3u]) * SCALE;
+    }
+    q_tile[i * QK_STRIDE + e % HD4] = v;
   }
-  workgroupBarrier();
+  let qi = lid / TEAM;
+  let slot = lid % TEAM;
+  let pos = state[1] + q_first + qi;  // this team's query
   var m = -3.4e38;
   var l = 0.0;
-  var acc = 0.0;  // output dimension lid (lid < HEAD_DIM)
-  for (var t0 = 0u; t0 < len; t0 += WG) {
-    let key = t0 + lid;
-    var s = -3.4e38;
-    if (key < len) {
-      s = 0.0;
-      for (var d = 0u; d < HEAD_DIM; d++) {
-        s += qs[d] * k_cache[kv + key * HEAD_DIM + d];
+  var acc: array<vec4<f32>, 4>;  // output vec4s slot + n TEAM
+  for (var k0 = 0u; k0 < keys; k0 += PK) {
+    workgroupBarrier();  // the previous block's tiles are read (and q_tile is written)
+    for (var e = lid; e < PK * HD4; e += PROMPT_WG) {
+      let j = e / HD4;
+      let at = kv + (k0 + j) * HEAD_DIM + 4u * (e % HD4);
+      var kr = vec4<f32>(0.0);
+      var vr = vec4<f32>(0.0);
+      if (k0 + j < keys) {
+        kr = cache_vec4(at, false);
+        vr = cache_vec4(at, true);
       }
-      s *= SCALE;
+      k_tile[j * QK_STRIDE + e % HD4] = kr;
+      v_tile[j * HD4 + e % HD4] = vr;
     }
-    let m_new = max(m, reduce(s, lid, true));
-    let p = select(0.0, exp(s - m_new), key < len);
-    probs[lid] = p;
+    workgroupBarrier();
+    for (var j = slot; j < PK; j += TEAM) {
+      var s = 0.0;
+      for (var d = 0u; d < HD4; d++) {
+        s += dot(q_tile[qi * QK_STRIDE + d], k_tile[j * QK_STRIDE + d]);
+      }
+      score_tile[qi][j] = select(-3.4e38, s, k0 + j <= pos);
+    }
+    workgroupBarrier();
+    var m_new = m;
+    for (var j = 0u; j < PK; j++) {
+      m_new = max(m_new, score_tile[qi][j]);
+    }
+    for (var j = slot; j < PK; j += TEAM) {
+      prob_tile[qi][j] = select(0.0, exp(score_tile[qi][j] - m_new), k0 + j <= pos);
+    }
     let correction = exp(m - m_new);
-    l = l * correction + reduce(p, lid, false);  // reduce's barriers also publish probs
-    if (lid < HEAD_DIM) {
-      acc *= correction;
-      for (var j = 0u; j < min(WG, len - t0); j++) {
-        acc += probs[j] * v_cache[kv + (t0 + j) * HEAD_DIM + lid];
+    m = m_new;
+    l *= correction;
+    for (var n = 0u; n < 4u; n++) {
+      acc[n] *= correction;
+    }
+    workgroupBarrier();
+    for (var j = 0u; j < PK; j++) {
+      let p = prob_tile[qi][j];
+      l += p;
+      for (var n = 0u; n < 4u; n++) {
+        let d = slot + n * TEAM;
+        if (d < HD4) {
+          acc[n] += p * v_tile[j * HD4 + d];
+        }
       }
     }
-    m = m_new;
-    workgroupBarrier();  // probs is rewritten by the next block
   }
-  if (lid < HEAD_DIM) {
-    out_rows[t * OUT_STRIDE + h * HEAD_DIM + lid] = acc / l;
+  if (q_first + qi < T) {
+    for (var n = 0u; n < 4u; n++) {
+      let d = slot + n * TEAM;
+      if (d < HD4) {
+        out_rows[(q_first + qi) * (OUT_STRIDE / 4u) + h * HD4 + d] = acc[n] / l;
+      }
+    }
   }
 }

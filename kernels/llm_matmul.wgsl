@@ -1,132 +1,211 @@
 // #include "llm_common.wgsl"
 
 // Prefill: the same products for a prompt chunk of T tokens, C[T, ROWS] = A[T, COLS] W^T ====
-// Tiles of 32 tokens x 32 rows per workgroup of 256 threads, 32 columns at a time through
-// workgroup memory; each thread owns 2 tokens x 2 adjacent rows (a RoPE or gate/up pair).
-// A has rows of COLS8 * 8 floats (COLS padded); the host sizes the grid to ceil(T / 32) tiles
-// of tokens, and the rows of the last tile past T compute on stale rows of A whose results nobody
-// reads (cache positions past the prompt are rewritten before they are attended to).
-// The chunk's first position is state word 1 (word 0 stays the decode position).
+// Register tiling: a workgroup of WG threads computes TILE_T tokens x TILE_R rows; each thread
+// 4 adjacent tokens x 8 rows, in two groups of 4 adjacent rows TILE_R / 2 apart (a group holds
+// two RoPE or gate/up pairs). Per k that is 32 FMAs from 3 vec4 workgroup loads (1 of A, 2 of W).
+// K goes through workgroup memory KSTEP columns at a time, transposed ([k][token], [k][row]) so
+// those loads are vec4s; weights are unpacked from f16 once, when staged. The next step's global
+// loads are issued before the current step's products (register prefetch: one set of tiles).
+// A has rows of COLS8 * 8 floats (COLS padded); the grid is ceil(ROWS / TILE_R) x
+// ceil(T / TILE_T), and a tile's tokens past T compute on stale rows of A whose results nobody
+// reads: activation buffers hold whole tiles of tokens (DecodeKernels::kPromptTokenTile).
+// The chunk's first position is state word 1, its length T word 2 (word 0 stays the decode
+// position); only qkv_rope_prompt reads them, to write the caches at the chunk's positions only.
 override OUT_STRIDE: u32 = 8u;  // floats per row of the output (act, resid): ROWS padded
-const TILE: u32 = 32u;
+override WG: u32 = 256u;        // threads: THREADS_R along rows x WG / THREADS_R along tokens
+override THREADS_R: u32 = 16u;
+const KSTEP: u32 = 16u;
+override TILE_T: u32 = 4u * (WG / THREADS_R);
+override TILE_R: u32 = 8u * THREADS_R;
+// Global loads per thread and step (the host allows tiles where both are 1 or 2): vec4s of A,
+// and groups of 8 weights (one row's KSTEP columns are 2 groups).
+override A_LOADS: u32 = TILE_T * KSTEP / 4u / WG;
+override W_LOADS: u32 = TILE_R * KSTEP / 8u / WG;
+override K_END: u32 = (COLS8 + 1u) / 2u * KSTEP;  // the padded row length rounded up to KSTEP
 
-var<workgroup> a_tile: array<array<f32, 33>, 32>;  // [token][k], +1 against bank conflicts
-var<workgroup> w_tile: array<array<f32, 33>, 32>;  // [row][k]
-var<workgroup> row_scale: array<f32, 32>;          // 1 / rms of each token row
-var<workgroup> xs: array<vec4<f32>, XS_V4>;        // the RMSNorm weight
+var<workgroup> a_tile: array<vec4<f32>, TILE_T * KSTEP / 4u>;  // [k][token / 4]
+var<workgroup> w_tile: array<vec4<f32>, TILE_R * KSTEP / 4u>;  // [k][row / 4]
+var<workgroup> ss_part: array<f32, TILE_T * 4u>;                // [token][quad]: sums of squares
+var<workgroup> xs: array<vec4<f32>, XS_V4>;                     // the RMSNorm weight
 
 // The RMSNorm weight into xs (workgroup memory), for tile_products(normed = true): the residual
 // entry has no norm weight to bind.
 fn stage_norm_weight(lid: u32) {
-  for (var i = lid; i < XS_V4; i += 256u) {
+  for (var i = lid; i < XS_V4; i += WG) {
     xs[i] = norm_w[i];
   }
 }
 
-// acc[2i + j]: token 2ty + i, row 2tx + j of the workgroup's tile. When normed, A's rows are
-// RMS-normalised with the weight staged in xs.
-fn tile_products(ids: Ids, normed: bool) -> array<f32, 4> {
-  let lid = ids.lid;
-  let t0 = ids.wid.y * TILE;
-  let r0 = ids.wid.x * TILE;
-  if (normed && lid < TILE) {
-    var ss = 0.0;
-    for (var k = 0u; k < COLS8 * 2u; k++) {
-      let v = xin[(t0 + lid) * COLS8 * 2u + k];
-      ss += dot(v, v);  // padding is zero: A rows are written only up to COLS
+// One step's global loads, held in registers until staged.
+struct StepLoads {
+  a: array<vec4<f32>, 2>,  // A_LOADS vec4s of A
+  w: array<vec4<f32>, 4>,  // W_LOADS groups of 8 weights
+}
+
+// Thread lid's loads of columns k0 .. k0 + KSTEP: A's vec4 e = lid + i WG is token e / 4, columns
+// 4 (e % 4) .. + 3 of the step (a fixed token and quad for a thread across steps, so its sums of
+// squares gather in ss[i]); W's group e is row e / 2, columns 8 (e % 2) .. + 7. When normed, A
+// is multiplied by the norm weight here and by 1/rms at the end.
+fn load_step(ids: Ids, k0: u32, normed: bool, ss: ptr<function, array<f32, 2>>) -> StepLoads {
+  var s: StepLoads;
+  let t0 = ids.wid.y * TILE_T;
+  for (var i = 0u; i < A_LOADS; i++) {
+    let e = ids.lid + i * WG;
+    let k = k0 + 4u * (e % 4u);
+    var v = vec4<f32>(0.0);
+    if (k < COLS8 * 8u) {
+      // Columns past COLS are zeroed, whatever the padding holds.
+      v = select(vec4<f32>(0.0), xin[(t0 + e / 4u) * COLS8 * 2u + k / 4u],
+                 vec4<u32>(k) + vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(COLS));
+      if (normed) {
+        (*ss)[i] += dot(v, v);
+        v *= xs[k / 4u];
+      }
     }
-    row_scale[lid] = inverseSqrt(ss / f32(COLS) + EPS);
+    s.a[i] = v;
   }
-  workgroupBarrier();
-  let tx = lid % 16u;
-  let ty = lid / 16u;
-  var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
-  for (var k0 = 0u; k0 < COLS8 * 8u; k0 += TILE) {
-    for (var i = 0u; i < 4u; i++) {  // A: 32 x 32 floats, 4 per thread
-      let e = lid + i * 256u;
-      let t = e / TILE;
-      let k = k0 + e % TILE;
-      var v = 0.0;
-      if (k < COLS) {
-        v = xin[(t0 + t) * COLS8 * 2u + k / 4u][k % 4u];
-        if (normed) {
-          v *= row_scale[t] * xs[k / 4u][k % 4u];
-        }
-      }
-      a_tile[t][e % TILE] = v;
+  let r0 = ids.wid.x * TILE_R;
+  for (var i = 0u; i < W_LOADS; i++) {
+    let e = ids.lid + i * WG;
+    let c8 = k0 / 8u + e % 2u;
+    var w2 = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
+    if (r0 + e / 2u < ROWS && c8 < COLS8) {
+      w2 = w8(r0 + e / 2u, c8);
     }
-    // W: 32 rows x 4 groups of 8; threads 0..127 one group each.
-    if (lid < 128u) {
-      let r = lid / 4u;
-      let g = lid % 4u;
-      let c8 = k0 / 8u + g;
-      var w2 = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
-      if (r0 + r < ROWS && c8 < COLS8) {
-        w2 = w8(r0 + r, c8);
-      }
-      for (var j = 0u; j < 4u; j++) {
-        w_tile[r][g * 8u + j] = w2[0][j];
-        w_tile[r][g * 8u + 4u + j] = w2[1][j];
-      }
+    s.w[2u * i] = w2[0];
+    s.w[2u * i + 1u] = w2[1];
+  }
+  return s;
+}
+
+// The loads into the workgroup tiles, transposed.
+fn stage_step(lid: u32, s: StepLoads) {
+  for (var i = 0u; i < A_LOADS; i++) {
+    let e = lid + i * WG;
+    let t = e / 4u;
+    for (var c = 0u; c < 4u; c++) {
+      a_tile[(4u * (e % 4u) + c) * (TILE_T / 4u) + t / 4u][t % 4u] = s.a[i][c];
+    }
+  }
+  for (var i = 0u; i < W_LOADS; i++) {
+    let e = lid + i * WG;
+    let r = e / 2u;
+    for (var c = 0u; c < 8u; c++) {
+      w_tile[(8u * (e % 2u) + c) * (TILE_R / 4u) + r / 4u][r % 4u] = s.w[2u * i + c / 4u][c % 4u];
+    }
+  }
+}
+
+// acc[2i + g][j] += the step's products for token 4 ty + i, row 4 tx + j + g TILE_R / 2.
+fn multiply_step(lid: u32, acc: ptr<function, array<vec4<f32>, 8>>) {
+  let tx = lid % THREADS_R;
+  let ty = lid / THREADS_R;
+  for (var k = 0u; k < KSTEP; k++) {
+    let a = a_tile[k * (TILE_T / 4u) + ty];
+    let w0 = w_tile[k * (TILE_R / 4u) + tx];
+    let w1 = w_tile[k * (TILE_R / 4u) + tx + THREADS_R];
+    for (var i = 0u; i < 4u; i++) {
+      (*acc)[2u * i] += a[i] * w0;
+      (*acc)[2u * i + 1u] += a[i] * w1;
+    }
+  }
+}
+
+// This thread's outputs: acc[2i + g][j] is token out_token(i), row out_row(g) + j. When normed,
+// A's rows are RMS-normalised with the weight staged in xs.
+fn tile_products(ids: Ids, normed: bool) -> array<vec4<f32>, 8> {
+  var acc: array<vec4<f32>, 8>;
+  var ss = array<f32, 2>(0.0, 0.0);
+  if (normed) {
+    workgroupBarrier();  // xs staged
+  }
+  var next = load_step(ids, 0u, normed, &ss);
+  for (var k0 = 0u; k0 < K_END; k0 += KSTEP) {
+    stage_step(ids.lid, next);
+    workgroupBarrier();
+    if (k0 + KSTEP < K_END) {
+      next = load_step(ids, k0 + KSTEP, normed, &ss);
+    }
+    multiply_step(ids.lid, &acc);
+    workgroupBarrier();
+  }
+  if (normed) {
+    for (var i = 0u; i < A_LOADS; i++) {
+      ss_part[ids.lid + i * WG] = ss[i];
     }
     workgroupBarrier();
-    for (var kk = 0u; kk < TILE; kk++) {
-      let a0 = a_tile[2u * ty][kk];
-      let a1 = a_tile[2u * ty + 1u][kk];
-      let w0 = w_tile[2u * tx][kk];
-      let w1 = w_tile[2u * tx + 1u][kk];
-      acc[0] += a0 * w0;
-      acc[1] += a0 * w1;
-      acc[2] += a1 * w0;
-      acc[3] += a1 * w1;
+    for (var i = 0u; i < 4u; i++) {
+      let t = 4u * (ids.lid / THREADS_R) + i;
+      let sum = ss_part[4u * t] + ss_part[4u * t + 1u] + ss_part[4u * t + 2u] + ss_part[4u * t + 3u];
+      let scale = inverseSqrt(sum / f32(COLS) + EPS);
+      acc[2u * i] *= scale;
+      acc[2u * i + 1u] *= scale;
     }
-    workgroupBarrier();
   }
   return acc;
 }
 
-// This thread's outputs: rows ra, ra + 1 for tokens t0, t0 + 1.
-fn pair_row(ids: Ids) -> u32 {
-  return ids.wid.x * TILE + 2u * (ids.lid % 16u);
+fn out_token(ids: Ids, i: u32) -> u32 {
+  return ids.wid.y * TILE_T + 4u * (ids.lid / THREADS_R) + i;
 }
-fn first_token(ids: Ids) -> u32 {
-  return ids.wid.y * TILE + 2u * (ids.lid / 16u);
+fn out_row(ids: Ids, g: u32) -> u32 {
+  return ids.wid.x * TILE_R + 4u * (ids.lid % THREADS_R) + g * (TILE_R / 2u);
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn qkv_rope_prompt(ids: Ids) {
   stage_norm_weight(ids.lid);
   let acc = tile_products(ids, true);
-  let ra = pair_row(ids);
-  for (var i = 0u; i < 2u; i++) {
-    let t = first_token(ids) + i;
-    if (ra < ROWS && state[1] + t < CTX) {
-      store_qkv(ra, acc[2u * i], acc[2u * i + 1u], state[1] + t, t * Q_ROWS);
+  for (var i = 0u; i < 4u; i++) {
+    let t = out_token(ids, i);
+    let pos = state[1] + t;
+    if (t < state[2] && pos < CTX) {
+      for (var g = 0u; g < 2u; g++) {
+        let r = out_row(ids, g);
+        let v = acc[2u * i + g];
+        if (r < ROWS) {  // ROWS is even: the pair r, r + 1 is whole
+          store_qkv(r, v.x, v.y, pos, t * Q_ROWS);
+        }
+        if (r + 2u < ROWS) {
+          store_qkv(r + 2u, v.z, v.w, pos, t * Q_ROWS);
+        }
+      }
     }
   }
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn gate_up_silu_prompt(ids: Ids) {
   stage_norm_weight(ids.lid);
   let acc = tile_products(ids, true);
-  let j = pair_row(ids) / 2u;
-  let t = first_token(ids);
-  if (j < ROWS / 2u) {
-    act[t * OUT_STRIDE + j] = silu_mul(acc[0], acc[1]);
-    act[(t + 1u) * OUT_STRIDE + j] = silu_mul(acc[2], acc[3]);
+  for (var i = 0u; i < 4u; i++) {
+    let at = out_token(ids, i) * OUT_STRIDE;
+    for (var g = 0u; g < 2u; g++) {
+      let r = out_row(ids, g);  // gate/up pairs r, r + 1 and r + 2, r + 3
+      let v = acc[2u * i + g];
+      if (r < ROWS) {
+        act[at + r / 2u] = silu_mul(v.x, v.y);
+      }
+      if (r + 2u < ROWS) {
+        act[at + r / 2u + 1u] = silu_mul(v.z, v.w);
+      }
+    }
   }
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn residual_prompt(ids: Ids) {
   let acc = tile_products(ids, false);
-  let ra = pair_row(ids);
-  let t = first_token(ids);
-  for (var j = 0u; j < 2u; j++) {
-    if (ra + j < ROWS) {
-      resid[t * OUT_STRIDE + ra + j] += acc[j];
-      resid[(t + 1u) * OUT_STRIDE + ra + j] += acc[2u + j];
+  for (var i = 0u; i < 4u; i++) {
+    let at = out_token(ids, i) * OUT_STRIDE;
+    for (var g = 0u; g < 2u; g++) {
+      let r = out_row(ids, g);
+      for (var j = 0u; j < 4u; j++) {
+        if (r + j < ROWS) {
+          resid[at + r + j] += acc[2u * i + g][j];
+        }
+      }
     }
   }
 }

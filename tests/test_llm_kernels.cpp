@@ -7,9 +7,12 @@
 #include <cmath>
 #include <limits>
 #include <ostream>
+#include <string>
+#include <utility>
 
 #include "llm/model.h"
 #include "support.h"
+#include "util/error.h"
 #include "util/half.h"
 
 namespace wgfuse {
@@ -161,9 +164,10 @@ llm::ModelConfig attention_config() {
 }
 
 // Rows of T tokens, each padded with zeros to a multiple of 8 (the prefill activation layout);
-// rows from T up to a whole tile of 32 hold NaN (the tile computes them; nobody reads them).
+// rows from T up to whole tiles of tokens hold NaN (the products compute them; nobody reads them).
 gpu::Buffer token_rows(const std::vector<float>& values, uint32_t T, uint32_t width) {
-  const uint32_t stride = (width + 7) / 8 * 8, tiles = (T + 31) / 32 * 32;
+  constexpr uint32_t tile = llm::DecodeKernels::kPromptTokenTile;
+  const uint32_t stride = (width + 7) / 8 * 8, tiles = (T + tile - 1) / tile * tile;
   std::vector<float> rows(size_t(tiles) * stride, 0.0f);
   for (uint32_t t = 0; t < tiles; ++t)
     for (uint32_t i = 0; i < width; ++i) rows[t * stride + i] = t < T ? values[t * width + i] : kNaN;
@@ -267,77 +271,6 @@ TEST_P(LlmKernel, QkvRope) {
     s.expect_cache_at(kg, vg, ctx_len, p, p == pos ? want[1] : std::vector<double>{}, want[2]);
 }
 
-// Test the prefill Q/K/V product: 37 tokens from position 3 (state word 1); q rows per token,
-// K/V at positions 3..39, positions 0..2 untouched.
-TEST_P(LlmKernel, QkvRopePrompt) {
-  const uint32_t ctx_len = 45, p0 = 3, T = 37;
-  const Qkv s(GetParam(), ctx_len);
-  const auto& c = s.c;
-  auto x = test::random_floats(T * c.hidden_size, 14, -2, 2),
-       nw = test::random_floats(c.hidden_size, 15, 0.5, 1.5);
-  const uint32_t state[4] = {0, p0, 0, 0};
-  auto q = poisoned(64 * s.q_rows), kc = poisoned(s.kv_rows * ctx_len), vc = poisoned(s.kv_rows * ctx_len);
-  llm::DecodeKernels k(context(), GetParam());
-  run({k.qkv_rope_prompt(
-      s.w.buffer, token_rows(x, T, c.hidden_size), llm::upload_padded(context(), "nw", nw), s.packed_bias,
-      s.rope, context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"), q, kc, vc, c, ctx_len, T)});
-  auto qg = context().read_all<float>(q), kg = context().read_all<float>(kc),
-       vg = context().read_all<float>(vc);
-  for (uint32_t t = 0; t < T; ++t) {
-    const std::vector<float> xt(x.begin() + t * c.hidden_size, x.begin() + (t + 1) * c.hidden_size);
-    const auto want = s.reference(ref::rmsnorm(as_double(xt), as_double(nw), 1e-6), p0 + t);
-    EXPECT_TRUE(close_normalised({qg.begin() + t * s.q_rows, qg.begin() + (t + 1) * s.q_rows}, want[0], 1e-5))
-        << "token " << t;
-    s.expect_cache_at(kg, vg, ctx_len, p0 + t, want[1], want[2]);
-  }
-  for (uint32_t p = 0; p < p0; ++p) s.expect_cache_at(kg, vg, ctx_len, p, {}, {});
-}
-
-// Test the prefill matrix-matrix product with residual: 37 tokens (a whole tile and a part) x 37
-// rows x 50 columns.
-TEST_P(LlmKernel, ResidualPrompt) {
-  const WeightDType t = GetParam();
-  const uint32_t T = 37, rows = 37, cols = 50;
-  Matrix w = random_matrix(t, rows, cols, 40);
-  auto a = test::random_floats(T * cols, 41, -1, 1), resid = test::random_floats(T * rows, 42, -1, 1);
-  auto r_buf = token_rows(resid, T, rows);
-  llm::DecodeKernels k(context(), t);
-  run({k.residual_prompt(w.buffer, token_rows(a, T, cols), r_buf, rows, cols, T)});
-  std::vector<double> want;
-  for (uint32_t i = 0; i < T; ++i) {
-    auto y =
-        ref::linear(linear_of(w, rows, cols), as_double({a.begin() + i * cols, a.begin() + (i + 1) * cols}));
-    for (uint32_t r = 0; r < rows; ++r) want.push_back(y[r] + resid[i * rows + r]);
-  }
-  EXPECT_TRUE(close_normalised(read_rows(r_buf, T, rows), want, 1e-5));
-}
-
-// Test the prefill RMSNorm + gate/up + SiLU product: 37 tokens, 37 intermediate rows, hidden 50.
-TEST_P(LlmKernel, GateUpSiluPrompt) {
-  const WeightDType t = GetParam();
-  const uint32_t T = 37, inter = 37, hidden = 50;
-  Matrix w = random_matrix(t, 2 * inter, hidden, 43, [&](uint32_t p) {
-    auto [which, row] = llm::gate_up_source_row(p);
-    return which * inter + row;
-  });
-  auto x = test::random_floats(T * hidden, 44, -2, 2), nw = test::random_floats(hidden, 45, 0.5, 1.5);
-  auto act = token_rows(std::vector<float>(T * inter, kNaN), T, inter);
-  llm::DecodeKernels k(context(), t);
-  run({k.gate_up_silu_prompt(w.buffer, token_rows(x, T, hidden), llm::upload_padded(context(), "nw", nw), act,
-                             inter, hidden, 1e-6, T)});
-  auto wv = as_double(w.values);
-  ref::Linear gate{{wv.begin(), wv.begin() + inter * hidden}, {}, inter, hidden};
-  ref::Linear up{{wv.begin() + inter * hidden, wv.end()}, {}, inter, hidden};
-  std::vector<double> want;
-  for (uint32_t i = 0; i < T; ++i) {
-    auto xn =
-        ref::rmsnorm(as_double({x.begin() + i * hidden, x.begin() + (i + 1) * hidden}), as_double(nw), 1e-6);
-    auto y = ref::swiglu(ref::linear(gate, xn), ref::linear(up, xn));
-    want.insert(want.end(), y.begin(), y.end());
-  }
-  EXPECT_TRUE(close_normalised(read_rows(act, T, inter), want, 1e-5));
-}
-
 INSTANTIATE_TEST_SUITE_P(Dtypes, LlmKernel, ::testing::Values(WeightDType::F32, WeightDType::F16),
                          [](const auto& info) { return info.param == WeightDType::F16 ? "f16" : "f32"; });
 
@@ -405,34 +338,6 @@ TEST(LlmKernels, AttentionSplitIsChecked) {
   expect_error({.chunk = 1u << 20}, "maxComputeWorkgroupStorageSize");
 }
 
-// Test prefill attention: 5 queries at positions 3..7 (state word 1 = 3), each over positions
-// 0..its own (causal: slots from 8 on hold NaN, and each query must ignore its successors').
-TEST(LlmKernels, AttentionPromptIsCausal) {
-  const auto c = attention_config();
-  const uint32_t hd = c.head_dim, q_rows = c.num_heads * hd, ctx_len = 11, p0 = 3, T = 5;
-  auto q = test::random_floats(T * q_rows, 23, -1, 1);
-  auto kc = test::random_floats(c.num_kv_heads * ctx_len * hd, 24, -1, 1);
-  auto vc = test::random_floats(c.num_kv_heads * ctx_len * hd, 25, -1, 1);
-  for (uint32_t h = 0; h < c.num_kv_heads; ++h)
-    for (uint32_t p = p0 + T; p < ctx_len; ++p)
-      for (uint32_t d = 0; d < hd; ++d)
-        kc[(h * ctx_len + p) * hd + d] = vc[(h * ctx_len + p) * hd + d] = kNaN;
-  const uint32_t state[4] = {0, p0, 0, 0};
-  auto out = token_rows(std::vector<float>(T * q_rows, kNaN), T, q_rows);
-  llm::DecodeKernels k(context(), WeightDType::F32);
-  run({k.attend_prompt(llm::upload_padded(context(), "q", q), llm::upload_padded(context(), "k", kc),
-                       llm::upload_padded(context(), "v", vc),
-                       context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"), out, c, ctx_len,
-                       T)});
-  std::vector<double> want;
-  for (uint32_t t = 0; t < T; ++t) {
-    auto o = ref::attention(as_double({q.begin() + t * q_rows, q.begin() + (t + 1) * q_rows}), as_double(kc),
-                            as_double(vc), c.num_heads, c.num_kv_heads, hd, ctx_len, p0 + t + 1);
-    want.insert(want.end(), o.begin(), o.end());
-  }
-  EXPECT_TRUE(close_normalised(read_rows(out, T, q_rows), want, 1e-5));
-}
-
 // Test that the embedding row of tokens[pos] lands in x, for both storage dtypes (hidden 50).
 TEST(LlmKernels, EmbedReadsTheTokenAtPos) {
   for (WeightDType t : {WeightDType::F32, WeightDType::F16}) {
@@ -473,5 +378,190 @@ TEST(LlmKernels, ArgmaxTiesGoToTheLowestIndex) {
   }
 }
 
+// ---- Prefill: the tiled products of a prompt chunk, for every tile shape, at odd T ----
+
+struct PromptCase {
+  WeightDType dtype;
+  llm::PromptTile tile;
+  uint32_t T;
+};
+std::string prompt_case_name(const PromptCase& p) {
+  return std::string(p.dtype == WeightDType::F16 ? "f16" : "f32") + "_tile" + std::to_string(p.tile.tokens) +
+         "x" + std::to_string(p.tile.rows) + "_T" + std::to_string(p.T);
+}
+void PrintTo(const PromptCase& p, std::ostream* os) {
+  *os << prompt_case_name(p);
+}
+
+class LlmPromptKernel : public ::testing::TestWithParam<PromptCase> {
+ protected:
+  llm::DecodeKernels kernels() const {
+    llm::DecodeKernels k(context(), GetParam().dtype);
+    k.force_prompt_tile(GetParam().tile);
+    return k;
+  }
+  // {last position, the chunk's first position, its length T, 0}
+  gpu::Buffer state(uint32_t p0) const {
+    const uint32_t words[4] = {0, p0, GetParam().T, 0};
+    return context().upload<uint32_t>(words, BufferUsage::StorageIO, "state");
+  }
+};
+
+// Test the prefill Q/K/V product: T tokens from position 3 (state word 1); q rows per token,
+// K/V at positions 3 .. 3 + T - 1, the positions before and after untouched (96 rows, hidden 50).
+TEST_P(LlmPromptKernel, QkvRope) {
+  const uint32_t T = GetParam().T, p0 = 3, ctx_len = p0 + T + 5;
+  const Qkv s(GetParam().dtype, ctx_len);
+  const auto& c = s.c;
+  auto x = test::random_floats(T * c.hidden_size, 14, -2, 2),
+       nw = test::random_floats(c.hidden_size, 15, 0.5, 1.5);
+  auto q = token_rows(std::vector<float>(T * s.q_rows, kNaN), T, s.q_rows);
+  auto kc = poisoned(s.kv_rows * ctx_len), vc = poisoned(s.kv_rows * ctx_len);
+  run({kernels().qkv_rope_prompt(s.w.buffer, token_rows(x, T, c.hidden_size),
+                                 llm::upload_padded(context(), "nw", nw), s.packed_bias, s.rope, state(p0), q,
+                                 kc, vc, c, ctx_len, T)});
+  auto qg = context().read_all<float>(q), kg = context().read_all<float>(kc),
+       vg = context().read_all<float>(vc);
+  for (uint32_t t = 0; t < T; ++t) {
+    const std::vector<float> xt(x.begin() + t * c.hidden_size, x.begin() + (t + 1) * c.hidden_size);
+    const auto want = s.reference(ref::rmsnorm(as_double(xt), as_double(nw), 1e-6), p0 + t);
+    ASSERT_TRUE(close_normalised({qg.begin() + t * s.q_rows, qg.begin() + (t + 1) * s.q_rows}, want[0], 1e-5))
+        << "token " << t;
+    s.expect_cache_at(kg, vg, ctx_len, p0 + t, want[1], want[2]);
+  }
+  for (uint32_t p = 0; p < ctx_len; ++p)
+    if (p < p0 || p >= p0 + T) s.expect_cache_at(kg, vg, ctx_len, p, {}, {});
+}
+
+// Test the prefill product with residual: T tokens x 150 rows x 50 columns (several row tiles,
+// the last partial; columns neither a multiple of 16 nor of 8).
+TEST_P(LlmPromptKernel, Residual) {
+  const uint32_t T = GetParam().T, rows = 150, cols = 50;
+  Matrix w = random_matrix(GetParam().dtype, rows, cols, 40);
+  auto a = test::random_floats(T * cols, 41, -1, 1), resid = test::random_floats(T * rows, 42, -1, 1);
+  auto r_buf = token_rows(resid, T, rows);
+  run({kernels().residual_prompt(w.buffer, token_rows(a, T, cols), r_buf, rows, cols, T)});
+  std::vector<double> want;
+  for (uint32_t i = 0; i < T; ++i) {
+    auto y =
+        ref::linear(linear_of(w, rows, cols), as_double({a.begin() + i * cols, a.begin() + (i + 1) * cols}));
+    for (uint32_t r = 0; r < rows; ++r) want.push_back(y[r] + resid[i * rows + r]);
+  }
+  EXPECT_TRUE(close_normalised(read_rows(r_buf, T, rows), want, 1e-5));
+}
+
+// Test the prefill RMSNorm + gate/up + SiLU product: T tokens, 75 intermediate rows (150 packed:
+// a row tile ends inside a pair of pairs), hidden 70.
+TEST_P(LlmPromptKernel, GateUpSilu) {
+  const uint32_t T = GetParam().T, inter = 75, hidden = 70;
+  Matrix w = random_matrix(GetParam().dtype, 2 * inter, hidden, 43, [&](uint32_t p) {
+    auto [which, row] = llm::gate_up_source_row(p);
+    return which * inter + row;
+  });
+  auto x = test::random_floats(T * hidden, 44, -2, 2), nw = test::random_floats(hidden, 45, 0.5, 1.5);
+  auto act = token_rows(std::vector<float>(T * inter, kNaN), T, inter);
+  run({kernels().gate_up_silu_prompt(w.buffer, token_rows(x, T, hidden),
+                                     llm::upload_padded(context(), "nw", nw), act, inter, hidden, 1e-6, T)});
+  auto wv = as_double(w.values);
+  ref::Linear gate{{wv.begin(), wv.begin() + inter * hidden}, {}, inter, hidden};
+  ref::Linear up{{wv.begin() + inter * hidden, wv.end()}, {}, inter, hidden};
+  std::vector<double> want;
+  for (uint32_t i = 0; i < T; ++i) {
+    auto xn =
+        ref::rmsnorm(as_double({x.begin() + i * hidden, x.begin() + (i + 1) * hidden}), as_double(nw), 1e-6);
+    auto y = ref::swiglu(ref::linear(gate, xn), ref::linear(up, xn));
+    want.insert(want.end(), y.begin(), y.end());
+  }
+  EXPECT_TRUE(close_normalised(read_rows(act, T, inter), want, 1e-5));
+}
+
+// Every tile at T = 100 (several token tiles, the last partial); the smallest at 1 and 31 (one
+// partial tile), the middle one at 33 (a whole tile and one token).
+std::vector<PromptCase> prompt_cases() {
+  const llm::PromptTile small{32, 64}, middle{64, 64}, large{64, 128};
+  std::vector<PromptCase> cases;
+  for (WeightDType t : {WeightDType::F32, WeightDType::F16})
+    for (auto [tile, T] : {std::pair{small, 1u}, std::pair{small, 31u}, std::pair{middle, 33u},
+                           std::pair{small, 100u}, std::pair{middle, 100u}, std::pair{large, 100u}})
+      cases.push_back({t, tile, T});
+  return cases;
+}
+INSTANTIATE_TEST_SUITE_P(Tiles, LlmPromptKernel, ::testing::ValuesIn(prompt_cases()),
+                         [](const auto& info) { return prompt_case_name(info.param); });
+
+// Test the choice of tile (the largest that still gives 256 workgroups) and that an unsupported
+// tile is refused with an error naming the supported ones.
+TEST(LlmKernels, PromptTileChoiceAndLimits) {
+  using llm::DecodeKernels;
+  auto is = [](llm::PromptTile t, uint32_t tokens, uint32_t rows) {
+    return t.tokens == tokens && t.rows == rows;
+  };
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 512), 64, 128));  // 76 x 8 workgroups
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(2048, 512), 64, 64));   // 16 x 8 at 64 x 128: too few
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 512), 32, 64));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 5), 32, 64));
+  DecodeKernels k(context(), WeightDType::F16);
+  try {
+    k.force_prompt_tile({32, 128});
+    FAIL() << "a 32 x 128 tile was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("32 x 64, 64 x 64 and 64 x 128"), std::string::npos) << e.what();
+  }
+}
+
+// Test prefill attention: T queries at positions 5 .. 5 + T - 1 (state word 1 = 5), each over
+// positions 0 .. its own: cache slots from 5 + T on hold NaN, and each query must ignore its
+// successors' keys (causal). Heads 4 on kv heads 2 at head_dim 12, or 14 on 2 at 64 (Qwen2.5-0.5B).
+class LlmPromptAttention : public ::testing::TestWithParam<std::pair<uint32_t, uint32_t>> {};
+TEST_P(LlmPromptAttention, IsCausalOverTheCache) {
+  const auto [T, hd] = GetParam();
+  auto c = attention_config();
+  if (hd == 64) c.num_heads = 14, c.head_dim = 64;
+  const uint32_t q_rows = c.num_heads * hd, p0 = 5, ctx_len = p0 + T + 3;
+  auto q = test::random_floats(T * q_rows, 23, -1, 1);
+  auto kc = test::random_floats(c.num_kv_heads * ctx_len * hd, 24, -1, 1);
+  auto vc = test::random_floats(c.num_kv_heads * ctx_len * hd, 25, -1, 1);
+  for (uint32_t h = 0; h < c.num_kv_heads; ++h)
+    for (uint32_t p = p0 + T; p < ctx_len; ++p)
+      for (uint32_t d = 0; d < hd; ++d)
+        kc[(h * ctx_len + p) * hd + d] = vc[(h * ctx_len + p) * hd + d] = kNaN;
+  // Scores of a few units: the softmax is neither flat nor one-hot.
+  for (auto& v : q) v *= 3;
+  const uint32_t state[4] = {0, p0, T, 0};
+  auto out = token_rows(std::vector<float>(T * q_rows, kNaN), T, q_rows);
+  llm::DecodeKernels k(context(), WeightDType::F32);
+  run({k.attend_prompt(llm::upload_padded(context(), "q", q), llm::upload_padded(context(), "k", kc),
+                       llm::upload_padded(context(), "v", vc),
+                       context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"), out, c, ctx_len,
+                       T)});
+  std::vector<double> want;
+  for (uint32_t t = 0; t < T; ++t) {
+    auto o = ref::attention(as_double({q.begin() + t * q_rows, q.begin() + (t + 1) * q_rows}), as_double(kc),
+                            as_double(vc), c.num_heads, c.num_kv_heads, hd, ctx_len, p0 + t + 1);
+    want.insert(want.end(), o.begin(), o.end());
+  }
+  EXPECT_TRUE(close_normalised(read_rows(out, T, q_rows), want, 1e-5));
+}
+INSTANTIATE_TEST_SUITE_P(Queries, LlmPromptAttention,
+                         ::testing::Values(std::pair{1u, 12u}, std::pair{31u, 12u}, std::pair{33u, 12u},
+                                           std::pair{100u, 12u}, std::pair{33u, 64u}),
+                         [](const auto& info) {
+                           return std::to_string(info.param.first) + "tokens_hd" +
+                                  std::to_string(info.param.second);
+                         });
+
+// Test that a head_dim the prefill attention cannot tile is a clear error.
+TEST(LlmKernels, AttentionPromptRefusesAnOddHeadDim) {
+  auto c = attention_config();
+  c.head_dim = 10;
+  auto b = poisoned(8);
+  llm::DecodeKernels k(context(), WeightDType::F32);
+  try {
+    k.attend_prompt(b, b, b, b, b, c, 4, 1);
+    FAIL() << "head_dim 10 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("head_dim 10"), std::string::npos) << e.what();
+  }
+}
 }  // namespace
 }  // namespace wgfuse

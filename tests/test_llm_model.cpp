@@ -207,6 +207,30 @@ TEST(LlmModelRun, PrefillThenDecodeEqualsDecodeOnly) {
   EXPECT_EQ(cont, ref.greedy(seq, 8));
 }
 
+// Test that a 70-token prompt fed in chunks of 33 (33, 33, 4: whole and partial tiles, chunks
+// attending to earlier chunks' cache) leaves the logits of decoding it position by position, for
+// both storage dtypes.
+TEST(LlmModelRun, PrefillChunksMatchDecodingEachPosition) {
+  const auto cfg = small_config(false);
+  const auto weights = llm::HostWeights::random(cfg, 61);
+  std::vector<uint32_t> prompt(70);
+  for (uint32_t i = 0; i < prompt.size(); ++i) prompt[i] = (i * 37 + 11) % cfg.vocab_size;
+  for (WeightDType dtype : {WeightDType::F32, WeightDType::F16}) {
+    llm::Model chunked(context(), cfg, weights.lookup(), {.dtype = dtype, .ctx = 96, .prefill_chunk = 33});
+    chunked.prefill(prompt);
+    llm::Model stepwise(context(), cfg, weights.lookup(), {.dtype = dtype, .ctx = 96, .prefill_chunk = 0});
+    stepwise.prefill(prompt);
+    const auto want = stepwise.read_logits();
+    EXPECT_LE(normalised_error(chunked.read_logits(), {want.begin(), want.end()}), 1e-5)
+        << (dtype == WeightDType::F16 ? "f16" : "f32");
+    // Against the unrounded weights, as LogitsAndGreedyTokensMatchTheReference.
+    auto ref = reference(cfg, weights, 96);
+    EXPECT_LE(normalised_error(chunked.read_logits(), ref.prefill(prompt)),
+              dtype == WeightDType::F32 ? 1e-4 : 1e-2)
+        << (dtype == WeightDType::F16 ? "f16" : "f32");
+  }
+}
+
 // Test that bad weights and options are clear errors naming the problem, and that loading
 // reports its progress up to the total.
 TEST(LlmModelRun, BadInputIsAClearError) {

@@ -255,7 +255,10 @@ double rate(uint64_t tokens, double ms) {
 
 nlohmann::json timing_json(const llm::ModelStats& st) {
   const double per = st.decode_steps ? 1.0 / double(st.decode_steps) : 0;  // per token computed
-  return {{"prefill_tok_s", rate(st.prompt_tokens, st.prefill_ms)},
+  // The prompt phase: every prompt position and the first generated token, in one submit when
+  // the prompt fits one prefill chunk.
+  return {{"prefill_ms", st.prefill_ms},
+          {"prefill_tok_s", rate(st.prompt_tokens, st.prefill_ms)},
           {"decode_tok_s", rate(st.decode_tokens, st.decode_ms)},
           {"dispatches_per_token", double(st.decode_dispatches) * per},
           {"submits_per_token", double(st.decode_submits) * per},

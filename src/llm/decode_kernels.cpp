@@ -205,23 +205,56 @@ Step DecodeKernels::attend_prompt(const gpu::Buffer& q, const gpu::Buffer& k_cac
                                   const gpu::Buffer& v_cache, const gpu::Buffer& state,
                                   const gpu::Buffer& out, const ModelConfig& c, uint32_t ctx_len,
                                   uint32_t T) {
+  // Blocks of 16 queries x 16 keys (llm_attention.wgsl PQ, PK), q and k rows padded by a vec4.
+  constexpr uint32_t block = 16;
+  if (c.head_dim % 4 != 0 || c.head_dim > 128)
+    throw Error("prefill attention needs head_dim a multiple of 4 and at most 128 (head_dim " +
+                std::to_string(c.head_dim) +
+                "); feed the prompt through decode steps instead (prefill chunk 0)");
+  const uint64_t hd4 = c.head_dim / 4;
+  check_workgroup_memory("attend_prompt", c.head_dim, 16 * block * (3 * hd4 + 2) + 2 * 4 * block * block);
   auto& k = attention("attend_prompt", c, ctx_len);
-  return Step{&k, ctx_->bind(k, {q, k_cache, v_cache, state, out}), c.num_heads, T};
+  return Step{&k, ctx_->bind(k, {q, k_cache, v_cache, state, out}), c.num_heads, ceil_div(T, block)};
+}
+
+PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t T) {
+  for (PromptTile t : {PromptTile{64, 128}, PromptTile{64, 64}})
+    if (uint64_t(ceil_div(rows, t.rows)) * ceil_div(T, t.tokens) >= kPromptMinWorkgroups) return t;
+  return {32, 64};
+}
+
+void DecodeKernels::force_prompt_tile(PromptTile tile) {
+  const bool known = (tile.tokens == 32 && tile.rows == 64) || (tile.tokens == 64 && tile.rows == 64) ||
+                     (tile.tokens == 64 && tile.rows == 128);
+  if (!known)
+    throw Error("prompt tile " + std::to_string(tile.tokens) + " tokens x " + std::to_string(tile.rows) +
+                " rows: supported are 32 x 64, 64 x 64 and 64 x 128");
+  forced_tile_ = tile;
 }
 
 Step DecodeKernels::matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm,
                            double eps, std::map<std::string, double> o,
                            std::initializer_list<gpu::BufferBinding> b) {
-  const uint32_t cols8 = ceil_div(cols, 8);
-  check_workgroup_memory(entry, cols, 2 * 32 * 33 * 4 + 32 * 4 + (norm ? 32ull * cols8 : 32));
+  const PromptTile tile = forced_tile_.tokens ? forced_tile_ : prompt_tile(rows, T);
+  const uint32_t cols8 = ceil_div(cols, 8), threads = tile.tokens * tile.rows / 32;
+  if (threads > ctx_->limits().max_compute_invocations_per_workgroup)
+    throw Error("kernel " + entry + ": a tile of " + std::to_string(tile.tokens) + " x " +
+                std::to_string(tile.rows) + " needs " + std::to_string(threads) +
+                " invocations, over maxComputeInvocationsPerWorkgroup = " +
+                std::to_string(ctx_->limits().max_compute_invocations_per_workgroup));
+  // Tiles of A and W for 16 columns, the sums of squares of A's rows, the norm weight.
+  check_workgroup_memory(
+      entry, cols, 64ull * (tile.tokens + tile.rows) + 16ull * tile.tokens + (norm ? 32ull * cols8 : 32));
   o.insert({{"WEIGHT_F16", dtype_ == WeightDType::F16},
             {"ROWS", rows},
             {"COLS", cols},
             {"COLS8", cols8},
             {"XS_V4", norm ? 2 * cols8 : 2},
-            {"EPS", eps}});
+            {"EPS", eps},
+            {"WG", threads},
+            {"THREADS_R", tile.rows / 8}});
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matmul", entry, std::move(o)));
-  return Step{&k, ctx_->bind(k, b), ceil_div(rows, 32), ceil_div(T, 32)};
+  return Step{&k, ctx_->bind(k, b), ceil_div(rows, tile.rows), ceil_div(T, tile.tokens)};
 }
 
 Step DecodeKernels::qkv_rope_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,

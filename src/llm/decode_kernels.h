@@ -60,6 +60,13 @@ struct AttentionSplit {
   uint32_t heads_per_wg = 1;
 };
 
+// A tile of the prefill products (kernels/llm_matmul.wgsl): tokens x rows of the output per
+// workgroup of tokens * rows / 32 threads, each thread 4 tokens x 8 rows. Supported: 32 x 64,
+// 64 x 64 and 64 x 128 (the kernel also needs 1 or 2 loads of A and of W per thread and step).
+struct PromptTile {
+  uint32_t tokens = 0, rows = 0;
+};
+
 // The kernels of the decode step, each resolved into a Step over given buffers: one definition
 // for the Model and the kernel tests. Weight matrices are upload_rows() buffers; vectors read by
 // the matrix-vector kernels (x, norm weights) are padded to a multiple of 8 floats.
@@ -97,8 +104,11 @@ class DecodeKernels {
                            uint32_t chunk);
   Step advance(const gpu::Buffer& state);
 
-  // Prefill of a prompt chunk of T tokens at positions state word 1 + t: the same operations over
-  // row-major activations [T][width padded to 8], as tiled matrix-matrix products.
+  // Prefill of a prompt chunk of T tokens at positions state word 1 + t (state word 2 = T): the
+  // same operations over row-major activations [T][width padded to 8], as tiled matrix-matrix
+  // products. The products compute whole tiles of tokens: activation buffers (x, q_out, act,
+  // the attention output) hold ceil(T / kPromptTokenTile) * kPromptTokenTile rows; rows past T
+  // are computed from stale rows and read by nobody; the caches are written for t < T only.
   Step qkv_rope_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
                        const gpu::Buffer& bias, const gpu::Buffer& rope, const gpu::Buffer& state,
                        const gpu::Buffer& q_out, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
@@ -113,6 +123,15 @@ class DecodeKernels {
                      uint32_t ctx_len, uint32_t T);
 
   static constexpr uint32_t kArgmaxChunk = 2048;
+  static constexpr uint32_t kPromptTokenTile = 64;  // the most tokens of a PromptTile
+  // The tile of a prompt product of `rows` outputs per token over T tokens: the largest that
+  // still makes kPromptMinWorkgroups workgroups (work for every core of a large GPU), else the
+  // smallest.
+  static PromptTile prompt_tile(uint32_t rows, uint32_t T);
+  static constexpr uint32_t kPromptMinWorkgroups = 256;
+  // Every later prompt product uses `tile` instead of prompt_tile() (tests: each tile shape).
+  // Throws Error for an unsupported tile.
+  void force_prompt_tile(PromptTile tile);
 
  private:
   const gpu::Kernel& matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm, double eps,
@@ -126,6 +145,7 @@ class DecodeKernels {
   gpu::Context* ctx_;
   WeightDType dtype_;
   uint32_t team_, rows_per_wg_;
+  PromptTile forced_tile_{};  // tokens == 0: prompt_tile() decides
 };
 
 }  // namespace wgfuse::llm

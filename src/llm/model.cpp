@@ -56,8 +56,9 @@ Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, Mo
   part_i_ = scratch("llm.argmax_i", ceil_div(c.vocab_size, DecodeKernels::kArgmaxChunk));
   tokens_ = scratch("llm.tokens", uint64_t(ctx_len_) + 1);
   if (opt_.prefill_chunk) {
-    // Rows for whole tiles of 32 tokens: the last tile's rows past the chunk are computed too.
-    const uint64_t rows = (uint64_t(std::min(opt_.prefill_chunk, ctx_len_)) + 31) / 32 * 32;
+    // Rows for whole tiles of tokens: the last tile's rows past the chunk are computed too.
+    constexpr uint32_t tile = DecodeKernels::kPromptTokenTile;
+    const uint64_t rows = uint64_t(ceil_div(std::min(opt_.prefill_chunk, ctx_len_), tile)) * tile;
     x_rows_ = scratch("llm.prefill.x", rows * pad8(c.hidden_size));
     q_rows_ = scratch("llm.prefill.q", rows * q_rows);
     att_rows_ = scratch("llm.prefill.attention", rows * pad8(q_rows));
@@ -223,6 +224,25 @@ void Model::build_steps() {
   argmax_[1].name = "argmax_final";
   advance_ = k.advance(state_);
   stats_.dispatches_per_step = uint32_t(step_.size() + argmax_.size());
+  // The prefill pipelines of a whole chunk are compiled now, not inside the first (timed) prompt.
+  if (opt_.prefill_chunk) prompt_steps(std::min(opt_.prefill_chunk, ctx_len_));
+}
+
+std::vector<Step> Model::prompt_steps(uint32_t T) {
+  const auto& c = cfg_;
+  DecodeKernels k(*ctx_, opt_.dtype);
+  const uint32_t q_rows = c.num_heads * c.head_dim;
+  std::vector<Step> steps{k.embed(embedding_, tokens_, state_, x_rows_, c.hidden_size, T)};
+  for (const Layer& l : layers_) {
+    steps.push_back(k.qkv_rope_prompt(l.qkv, x_rows_, l.input_norm, l.qkv_bias, rope_, state_, q_rows_,
+                                      l.k_cache, l.v_cache, c, ctx_len_, T));
+    steps.push_back(k.attend_prompt(q_rows_, l.k_cache, l.v_cache, state_, att_rows_, c, ctx_len_, T));
+    steps.push_back(k.residual_prompt(l.o, att_rows_, x_rows_, c.hidden_size, q_rows, T));
+    steps.push_back(k.gate_up_silu_prompt(l.gate_up, x_rows_, l.post_norm, act_rows_, c.intermediate_size,
+                                          c.hidden_size, c.rms_norm_eps, T));
+    steps.push_back(k.residual_prompt(l.down, act_rows_, x_rows_, c.hidden_size, c.intermediate_size, T));
+  }
+  return steps;
 }
 
 void Model::reset() {
@@ -262,23 +282,12 @@ void Model::record_prompt(gpu::Recorder& rec) {
     record(rec, step_);
     return;
   }
-  DecodeKernels k(*ctx_, opt_.dtype);
-  const uint32_t q_rows = c.num_heads * c.head_dim;
   for (uint32_t p0 = fed_; p0 <= last; p0 += opt_.prefill_chunk) {
     const uint32_t T = std::min(opt_.prefill_chunk, last + 1 - p0);
-    const uint32_t words[2] = {last, p0};  // the picker's position; the chunk's first position
+    // The picker's position; the chunk's first position and length.
+    const uint32_t words[3] = {last, p0, T};
     ctx_->write(state_, 0, std::as_bytes(std::span(words)));
-    std::vector<Step> steps{k.embed(embedding_, tokens_, state_, x_rows_, c.hidden_size, T)};
-    for (const Layer& l : layers_) {
-      steps.push_back(k.qkv_rope_prompt(l.qkv, x_rows_, l.input_norm, l.qkv_bias, rope_, state_, q_rows_,
-                                        l.k_cache, l.v_cache, c, ctx_len_, T));
-      steps.push_back(k.attend_prompt(q_rows_, l.k_cache, l.v_cache, state_, att_rows_, c, ctx_len_, T));
-      steps.push_back(k.residual_prompt(l.o, att_rows_, x_rows_, c.hidden_size, q_rows, T));
-      steps.push_back(k.gate_up_silu_prompt(l.gate_up, x_rows_, l.post_norm, act_rows_, c.intermediate_size,
-                                            c.hidden_size, c.rms_norm_eps, T));
-      steps.push_back(k.residual_prompt(l.down, act_rows_, x_rows_, c.hidden_size, c.intermediate_size, T));
-    }
-    record(rec, steps);
+    record(rec, prompt_steps(T));
     if (p0 + T <= last) {
       rec.submit();  // the next chunk's state write must follow this chunk
     } else {

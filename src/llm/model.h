@@ -122,6 +122,7 @@ class Model {
   // Records (and submits, but for the last chunk) every unfed position through the model and
   // the LM head; state word 0 is left on the last position, for the picker.
   void record_prompt(gpu::Recorder& rec);
+  std::vector<Step> prompt_steps(uint32_t T);  // a prompt chunk of T tokens: embedding .. last layer
   void count_buffer(const gpu::Buffer& b) { stats_.gpu_memory_bytes += b.size(); }
 
   gpu::Context* ctx_;
