@@ -38,17 +38,17 @@ override A_O: u32 = A_GU + 2u * FF;
 override A_LOG: u32 = A_O + D;
 override ACT_SIZE: u32 = A_LOG + V;
 
-// Packed weights (floats, src/tiny/tiny_model.cpp pack_weights), matrices transposed ([in][out]):
-// embedding [V][D] (rows), final norm [D], LM head [D][V], RoPE table [CAP][HD/2] (cos, sin), then
-// per layer: input norm [D], q|k|v [D][QKV], their bias [QKV], o [QD][D], post-attention norm
-// [D], gate|up [D][2FF], down [FF][D].
+// Packed weights (floats, src/tiny/tiny_model.cpp pack_weights; every part starts at a multiple of
+// 4 floats): embedding [V][D], final norm [D], LM head, RoPE table [CAP][HD/2] (cos, sin), then per
+// layer: input norm [D], q|k|v, their bias [QKV], o, post-attention norm [D], gate|up, down.
+// A matrix [rows][cols] is stored in blocks of 4 columns, [cols/4][rows][4] (see matvec).
 override W_FNORM: u32 = V * D;
 override W_HEAD: u32 = W_FNORM + D;
 override W_ROPE: u32 = W_HEAD + V * D;
-override W_LAYERS: u32 = W_ROPE + CAP * HD;
+override W_LAYERS: u32 = W_ROPE + (CAP * HD + 3u) / 4u * 4u;
 override L_QKV: u32 = D;
 override L_BQKV: u32 = L_QKV + QKV * D;
-override L_O: u32 = L_BQKV + QKV;
+override L_O: u32 = L_BQKV + (QKV + 3u) / 4u * 4u;
 override L_POST: u32 = L_O + D * QD;
 override L_GU: u32 = L_POST + D;
 override L_DOWN: u32 = L_GU + 2u * FF * D;
@@ -61,7 +61,7 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> w: array<f32>;
+@group(0) @binding(1) var<storage, read> w: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> kv: array<f32>;
 @group(0) @binding(3) var<storage, read_write> tokens: array<u32>;  // [seq][CAP]: prompt, then generated
 @group(0) @binding(4) var<storage, read_write> logits: array<f32>;  // [seq][T][V]
@@ -91,6 +91,11 @@ fn sync() {
   workgroupBarrier();
 }
 
+// The weight float at index i.
+fn wf(i: u32) -> f32 {
+  return w[i / 4u][i % 4u];
+}
+
 fn layer_w(layer: u32) -> u32 {
   return W_LAYERS + layer * L_STRIDE;
 }
@@ -102,7 +107,7 @@ fn kv_index(layer: u32, kind: u32, kv_head: u32, pos: u32) -> u32 {
 fn embed(pos: u32, tid: u32, nthr: u32) {
   let row = tokens[seq * CAP + pos] * D;
   for (var i = tid; i < D; i += nthr) {
-    act[act_base + A_X + i] = w[row + i];
+    act[act_base + A_X + i] = wf(row + i);
   }
 }
 
@@ -116,20 +121,26 @@ fn rmsnorm(g: u32, x: u32, y: u32, tid: u32, nthr: u32) {
   }
   let inv = inverseSqrt(ss / f32(D) + EPS);
   for (var i = tid; i < D; i += nthr) {
-    act[act_base + y + i] = act[act_base + x + i] * inv * w[g + i];
+    act[act_base + y + i] = act[act_base + x + i] * inv * wf(g + i);
   }
 }
 
-// y[r] = W[r] . x (+ bias[r]): one thread per row, the row summed in order. W is stored
-// transposed ([cols][rows]), so that threads of consecutive rows read consecutive floats.
+// y[r] = W[r] . x (+ bias[r]): one thread per row, the row summed in order. W (at wm, a multiple
+// of 4) is stored [cols/4][rows][4]: each load brings 4 weights of the thread's row, and threads
+// of consecutive rows read consecutive 16 bytes.
 fn matvec(wm: u32, bias: u32, has_bias: bool, x: u32, y: u32, rows: u32, cols: u32, tid: u32, nthr: u32) {
   for (var r = tid; r < rows; r += nthr) {
     var acc = 0.0;
-    for (var j = 0u; j < cols; j++) {
-      acc += w[wm + j * rows + r] * act[act_base + x + j];
+    for (var j = 0u; j < cols; j += 4u) {
+      let wv = w[wm / 4u + j / 4u * rows + r];
+      let xj = act_base + x + j;
+      acc += wv.x * act[xj];
+      acc += wv.y * act[xj + 1u];
+      acc += wv.z * act[xj + 2u];
+      acc += wv.w * act[xj + 3u];
     }
     if (has_bias) {
-      acc += w[bias + r];
+      acc += wf(bias + r);
     }
     act[act_base + y + r] = acc;
   }
@@ -153,8 +164,8 @@ fn rope_kv(layer: u32, pos: u32, tid: u32, nthr: u32) {
       let a = act[base + i];
       let b = act[base + i + half_dim];
       let cs = W_ROPE + 2u * (pos * half_dim + i);
-      let c = w[cs];
-      let s = w[cs + 1u];
+      let c = wf(cs);
+      let s = wf(cs + 1u);
       let ra = a * c - b * s;
       let rb = b * c + a * s;
       if (head < H) {

@@ -108,6 +108,9 @@ TEST(Tiny, BadShapesAndLimitsAreNamed) {
   };
   EXPECT_NE(message([] { tiny_config({.d = 30, .heads = 4}); }).find("not a multiple of --heads"),
             std::string::npos);
+  EXPECT_NE(
+      message([] { tiny_config({.d = 30, .heads = 3}); }).find("hidden_size = 30 must be a multiple of 4"),
+      std::string::npos);
   EXPECT_NE(message([] { tiny_config({.d = 32, .heads = 2, .kv_heads = 3}); }).find("num_key_value_heads"),
             std::string::npos);
   const auto model = random_model(tiny_config({.d = 32, .layers = 1, .heads = 2}), 1);

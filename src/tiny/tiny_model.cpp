@@ -20,13 +20,20 @@ void append(std::vector<float>& out, const std::vector<double>& v) {
   for (double x : v) out.push_back(float(x));
 }
 
-// Matrices stacked by rows (each [rows_i][cols]) stored transposed, [cols][sum of rows_i]: the
-// threads of a product take consecutive rows, so at each column they read consecutive floats.
-void append_transposed(std::vector<float>& out, std::initializer_list<const llm::ref::Linear*> parts) {
+// Zeros up to a multiple of 4 floats: every part of the packing starts 16-byte aligned.
+void pad4(std::vector<float>& out) {
+  out.resize((out.size() + 3) / 4 * 4, 0.0f);
+}
+
+// Matrices stacked by rows (each [rows_i][cols], cols a multiple of 4) in blocks of 4 columns,
+// [cols/4][sum of rows_i][4]: a thread of the products reads 4 weights of its row at once, and
+// threads of consecutive rows read consecutive 16 bytes.
+void append_blocked(std::vector<float>& out, std::initializer_list<const llm::ref::Linear*> parts) {
   const uint32_t cols = (*parts.begin())->cols;
-  for (uint32_t j = 0; j < cols; ++j)
+  for (uint32_t j = 0; j < cols; j += 4)
     for (const auto* p : parts)
-      for (uint32_t r = 0; r < p->rows; ++r) out.push_back(float(p->w[uint64_t(r) * cols + j]));
+      for (uint32_t r = 0; r < p->rows; ++r)
+        for (uint32_t q = 0; q < 4; ++q) out.push_back(float(p->w[uint64_t(r) * cols + j + q]));
 }
 
 }  // namespace
@@ -46,6 +53,11 @@ void validate_config(const llm::ModelConfig& c, const std::string& source) {
                 " is not a multiple of num_key_value_heads = " + std::to_string(c.num_kv_heads));
   if (c.head_dim % 2)
     throw Error(source + ": head_dim = " + std::to_string(c.head_dim) + " must be even (RoPE pairs)");
+  // the products read 4 columns at a time
+  for (auto [field, v] : {std::pair{"hidden_size", c.hidden_size},
+                          {"intermediate_size", c.intermediate_size},
+                          {"num_attention_heads x head_dim", c.num_heads * c.head_dim}})
+    if (v % 4) throw Error(source + ": " + field + " = " + std::to_string(v) + " must be a multiple of 4");
 }
 
 llm::ModelConfig tiny_config(const Shape& s) {
@@ -108,7 +120,7 @@ std::vector<float> pack_weights(const llm::ModelConfig& c, const llm::ref::Weigh
   std::vector<float> out;
   append(out, w.embedding);
   append(out, w.final_norm);
-  append_transposed(out, {&w.lm_head});
+  append_blocked(out, {&w.lm_head});
   const uint32_t half = c.head_dim / 2;
   for (uint32_t pos = 0; pos < capacity; ++pos)
     for (uint32_t i = 0; i < half; ++i) {
@@ -116,19 +128,21 @@ std::vector<float> pack_weights(const llm::ModelConfig& c, const llm::ref::Weigh
       out.push_back(float(std::cos(angle)));
       out.push_back(float(std::sin(angle)));
     }
+  pad4(out);
   for (const auto& l : w.layers) {
     append(out, l.input_norm);
-    append_transposed(out, {&l.q, &l.k, &l.v});
+    append_blocked(out, {&l.q, &l.k, &l.v});
     for (const auto* lin : {&l.q, &l.k, &l.v}) {
       if (lin->b.empty())
         out.insert(out.end(), lin->rows, 0.0f);  // no bias: adding zero is the same sum
       else
         append(out, lin->b);
     }
-    append_transposed(out, {&l.o});
+    pad4(out);
+    append_blocked(out, {&l.o});
     append(out, l.post_attention_norm);
-    append_transposed(out, {&l.gate, &l.up});
-    append_transposed(out, {&l.down});
+    append_blocked(out, {&l.gate, &l.up});
+    append_blocked(out, {&l.down});
   }
   return out;
 }
