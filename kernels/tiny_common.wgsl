@@ -125,19 +125,32 @@ fn rmsnorm(g: u32, x: u32, y: u32, tid: u32, nthr: u32) {
   }
 }
 
+// acc + w . x[xj..xj+3], summed in order.
+fn dot4(acc: f32, wv: vec4<f32>, xj: u32) -> f32 {
+  return (((acc + wv.x * act[xj]) + wv.y * act[xj + 1u]) + wv.z * act[xj + 2u]) + wv.w * act[xj + 3u];
+}
+
 // y[r] = W[r] . x (+ bias[r]): one thread per row, the row summed in order. W (at wm, a multiple
 // of 4) is stored [cols/4][rows][4]: each load brings 4 weights of the thread's row, and threads
-// of consecutive rows read consecutive 16 bytes.
+// of consecutive rows read consecutive 16 bytes. Four loads are issued before their sums, so that
+// a thread has four in flight rather than waiting on each (the weights come from L2).
 fn matvec(wm: u32, bias: u32, has_bias: bool, x: u32, y: u32, rows: u32, cols: u32, tid: u32, nthr: u32) {
   for (var r = tid; r < rows; r += nthr) {
     var acc = 0.0;
-    for (var j = 0u; j < cols; j += 4u) {
-      let wv = w[wm / 4u + j / 4u * rows + r];
+    var at = wm / 4u + r;  // the row's next vec4
+    var j = 0u;
+    for (; j + 16u <= cols; j += 16u) {
+      let w0 = w[at];
+      let w1 = w[at + rows];
+      let w2 = w[at + 2u * rows];
+      let w3 = w[at + 3u * rows];
       let xj = act_base + x + j;
-      acc += wv.x * act[xj];
-      acc += wv.y * act[xj + 1u];
-      acc += wv.z * act[xj + 2u];
-      acc += wv.w * act[xj + 3u];
+      acc = dot4(dot4(dot4(dot4(acc, w0, xj), w1, xj + 4u), w2, xj + 8u), w3, xj + 12u);
+      at += 4u * rows;
+    }
+    for (; j < cols; j += 4u) {
+      acc = dot4(acc, w[at], act_base + x + j);
+      at += rows;
     }
     if (has_bias) {
       acc += wf(bias + r);

@@ -43,6 +43,12 @@ TEST(Tiny, StrategiesMatchReferenceFourHeadsManySequences) {
   expect_all_strategies_match({{.d = 64, .layers = 2, .heads = 4, .kv_heads = 2}, 9, 3, "Hi!"}, 11);
 }
 
+// d = 36: rows of 36 columns end in a block of 4 after two of 16 (the products' remainder loop),
+// head_dim 18 (RoPE pairs not a multiple of 4), one layer, 5 tokens.
+TEST(Tiny, StrategiesMatchReferenceRaggedWidth) {
+  expect_all_strategies_match({{.d = 36, .layers = 1, .heads = 2}, 5, 2, "Zq"}, 13);
+}
+
 // The generation feeds its tokens back: different sequences (prompts shifted per sequence) give
 // different tokens, and a run's tokens are those of the reference's own greedy loop.
 TEST(Tiny, SequencesDifferAndTokensFeedBack) {
