@@ -147,8 +147,9 @@ nlohmann::json run_report(gpu::Context& ctx, const TinyModel& m, const TinyOptio
 
 nlohmann::json run_sweep(gpu::Context& ctx, const Shape& shape, const TinyOptions& o) {
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("%5s %6s %9s %14s %14s %14s %14s %14s\n", "d", "layers", "sequences", "eager tok/s",
-              "batched tok/s", "layer tok/s", "single tok/s", "single/batched");
+  std::printf("%5s %6s %9s", "d", "layers", "sequences");
+  for (auto s : o.strategies) std::printf(" %14s", (std::string(strategy_name(s)) + " tok/s").c_str());
+  std::printf(" %14s\n", "single/batched");
   bool pass = true;
   for (uint32_t d : {32u, 64u, 128u, 256u})
     for (uint32_t layers : {1u, 2u, 4u})
