@@ -25,5 +25,6 @@ void add_sim(CLI::App& app, GlobalOptions& g);
 void add_tokenize(CLI::App& app);
 void add_generate(CLI::App& app, GlobalOptions& g);
 void add_chat(CLI::App& app, GlobalOptions& g);
+void add_tiny(CLI::App& app, GlobalOptions& g);
 
 }  // namespace wgfuse::cli

@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   add_tokenize(app);
   add_generate(app, g);
   add_chat(app, g);
+  add_tiny(app, g);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

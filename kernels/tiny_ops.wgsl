@@ -1,0 +1,94 @@
+// The tiny transformer one op per dispatch (strategies eager and batched) and one dispatch per
+// layer (strategy layer): the ops of tiny_common.wgsl over activations in a storage buffer. `op`
+// spreads its items over every thread of the grid (x: ceil(items / WG) workgroups, y: the
+// sequence); the *_fused entries and op_emit run one workgroup per sequence.
+// #include "tiny_common.wgsl"
+
+@group(0) @binding(6) var<storage, read_write> act: array<f32>;  // [seq][ACT_SIZE]
+
+struct Ids {
+  @builtin(global_invocation_id) gid: vec3<u32>,
+  @builtin(local_invocation_index) lid: u32,
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) groups: vec3<u32>,
+}
+
+// Selects the sequence of this workgroup; returns the position being fed.
+fn begin(ids: Ids) -> u32 {
+  use_bindings();
+  _ = &act;
+  seq = ids.wid.y;
+  act_base = seq * ACT_SIZE;
+  return state[seq];
+}
+
+// Which op an `op` pipeline runs: the values of tiny::Op (src/tiny/runner.cpp).
+override OP: u32 = 0u;
+
+// One op of the decode step, its items spread over every thread of the grid.
+@compute @workgroup_size(WG)
+fn op(ids: Ids) {
+  let pos = begin(ids);
+  let tid = ids.gid.x;
+  let n = ids.groups.x * WG;
+  let layer = params.layer;
+  let lw = layer_w(layer);
+  switch OP {
+    case 0u: { embed(pos, tid, n); }
+    case 1u: { rmsnorm(lw, A_X, A_XN, tid, n); }
+    case 2u: { qkv(layer, tid, n); }
+    case 3u: { rope_kv(layer, pos, tid, n); }
+    case 4u: { scores(layer, pos, tid, n); }
+    case 5u: { attend(layer, pos, tid, n); }
+    case 6u: { o_proj(layer, tid, n); }
+    case 7u: { residual(tid, n); }
+    case 8u: { rmsnorm(lw + L_POST, A_X, A_XN, tid, n); }
+    case 9u: { gate_up(layer, tid, n); }
+    case 10u: { silu_mul(tid, n); }
+    case 11u: { down(layer, tid, n); }
+    case 12u: { rmsnorm(W_FNORM, A_X, A_XN, tid, n); }
+    default: { head(tid, n); }
+  }
+}
+
+// One workgroup per sequence: the logits and next token, then the position advances (after every
+// thread of the group has read it).
+@compute @workgroup_size(WG)
+fn op_emit(ids: Ids) {
+  let pos = begin(ids);
+  emit(pos, ids.lid, WG);
+  storageBarrier();
+  if (ids.lid == 0u) {
+    state[seq] = pos + 1u;
+  }
+}
+
+// Strategy layer: one workgroup per sequence runs layer params.layer for the current position.
+@compute @workgroup_size(WG)
+fn layer_fused(ids: Ids) {
+  layer_step(params.layer, begin(ids), ids.lid, WG);
+}
+
+// Strategy layer: final norm, LM head, next token, and the position advances.
+@compute @workgroup_size(WG)
+fn head_fused(ids: Ids) {
+  let pos = begin(ids);
+  head_step(pos, ids.lid, WG);
+  if (ids.lid == 0u) {
+    state[seq] = pos + 1u;
+  }
+}
+
+// Before each run: every logit NaN, so that a value no strategy wrote fails the check. The grid is
+// 2-D (x * y workgroups) because a large run holds more than 65,535 workgroups of logits.
+var<private> nan_bits: u32 = 0x7fc00000u;  // read at run time: WGSL refuses a NaN constant
+
+@compute @workgroup_size(WG)
+fn poison_logits(ids: Ids) {
+  use_bindings();
+  _ = &act;
+  let i = (ids.wid.y * ids.groups.x + ids.wid.x) * WG + ids.lid;
+  if (i < arrayLength(&logits)) {
+    logits[i] = bitcast<f32>(nan_bits);
+  }
+}
