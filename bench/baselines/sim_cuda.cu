@@ -28,6 +28,7 @@
 // RK4 state do not fit; the spill stays in L1); cartpole team4 70, thread 244; mountaincar team4
 // 63, thread 218; rastrigin team4 18, thread 28; market team4 163 (cap 168), thread 254 (weights
 // in shared memory). No other spills. Accurate math: the libm slow paths add a 32-80 B stack.
+//
 // Correctness: --check WGFUSE_JSON evaluates generation 0 at wgfuse's population and the
 // reference horizon, and compares the sample with wgfuse's CPU double-precision reference under
 // wgfuse's tolerances (src/sim/workloads.cpp) before anything is timed; exit 3 on mismatch.
@@ -449,7 +450,8 @@ struct WeightColumn {
     float v;
     asm volatile("ld.shared.f32 %0, [%1];"
                  : "=f"(v)
-                 : "r"(uint32_t(__cvta_generic_to_shared(base + size_t(k) * stride))));
+                 : "r"(uint32_t(__cvta_generic_to_shared(base + size_t(k) * stride)))
+                 : "memory");  // after the weights' stores, whatever the compiler knows
     return v;
 #else
     return base[size_t(k) * stride];
