@@ -1012,9 +1012,10 @@ static Options parse(int argc, char** argv) {
   if (o.variant != "thread" && o.variant != "team") fail(2, "--variant " + o.variant + ": thread or team");
   if (o.math != "fast" && o.math != "accurate") fail(2, "--math " + o.math + ": fast or accurate");
   if (o.variant == "thread") o.lanes = 1;
-  // Market's thread variant keeps 2 KB of weights per thread in shared memory: 32-thread blocks
-  // (64 KB) let three share an SM, so 10,000 individuals run in one wave on an H100.
-  if (o.block == 0) o.block = o.workload == "market" && o.variant == "thread" ? 32 : 64;
+  // One thread per individual: 32-thread blocks spread 4,096 individuals over 128 SMs instead of
+  // 64, and let three blocks of Market's (2 KB of shared weights per thread) share an SM, so
+  // 10,000 individuals run in one wave on an H100. Teams: 64.
+  if (o.block == 0) o.block = o.variant == "thread" ? 32 : 64;
   if (o.block > uint32_t(kMaxBlock) || o.block % 32)
     fail(2, "--block " + std::to_string(o.block) + ": a multiple of 32 up to " + std::to_string(kMaxBlock));
   return o;
