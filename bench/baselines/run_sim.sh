@@ -10,7 +10,9 @@
 # importance and a stage is skipped (and logged as skipped) when the time budget is spent.
 #
 # Stages: 1 wgfuse, default sizes, all three strategies, --check (5 workloads)
-#         2 hand-written CUDA (acrobot, market; default sizes and the sweeps)
+#         2 hand-written CUDA (bench/baselines/sim_cuda.cu): acrobot and market, one thread and 4-lane
+#           teams, fast intrinsics (default sizes and the sweeps) and accurate libm (default sizes);
+#           the other workloads fast, both variants, default sizes
 #         3 JAX jit+lax.scan+vmap, default sizes (5 workloads)
 #         4 PyTorch eager per step, default sizes (5 workloads)
 #         5 wgfuse sweeps: population 512..65,536 at the default L, L 100..5,000 at the default
@@ -109,12 +111,27 @@ if stage "1: wgfuse default sizes, all strategies, --check"; then
 fi
 
 if stage "2: hand-written CUDA"; then
-  run cuda_build 120 bash -c "$NVCC -O3 -arch=sm_90 -DMARKET_UNROLL=1 -o '$OUT/sim_cuda_u1' bench/baselines/sim_cuda.cu &&
-    $NVCC -O3 -arch=sm_90 -DMARKET_UNROLL=16 -o '$OUT/sim_cuda_u16' bench/baselines/sim_cuda.cu"
-  if [[ -x $OUT/sim_cuda_u1 ]]; then
-    run cuda_acrobot 60 "$OUT/sim_cuda_u1" acrobot --sizes "$(dedup "4096x500,$(sizes $ACRO_POPS 500),$(sizes 4096 $LS)")" --generations 10 --json "$OUT/cuda_acrobot.json"
-    for u in 1 16; do
-      run "cuda_market_u$u" 90 "$OUT/sim_cuda_u$u" market --data "$DATA" --sizes "$(dedup "10000x1500,$(sizes $MARKET_POPS 1500),$(sizes 10000 $LS)")" --generations 5 --json "$OUT/cuda_market_u$u.json"
+  # One binary, every variant (bench/baselines/sim_cuda.cu); -Xptxas -v records registers and spills.
+  run cuda_build 240 "$NVCC" -O3 -arch=sm_90 -Xptxas -v -o "$OUT/sim_cuda" bench/baselines/sim_cuda.cu
+  if [[ -x $OUT/sim_cuda ]]; then
+    # cuda WORKLOAD VARIANT MATH LIMIT [SIZES]: checked against wgfuse's reference sample of stage 1
+    # first (exit 3 on mismatch, nothing timed), then timed into cuda_<workload>_<variant>_<math>.json.
+    cuda() {
+      local w=$1 v=$2 m=$3 limit=$4 sizes=${5:-} check=()
+      [[ -f $OUT/wgfuse_$w.json ]] && check=(--check "$OUT/wgfuse_$w.json")
+      local name="cuda_${w}_$( [[ $v == thread ]] && echo thread || echo team4 )_$m"
+      run "$name" "$limit" "$OUT/sim_cuda" "$w" --variant "$v" --math "$m" --data "$DATA" --episodes "${EPISODES:-1}" \
+        --generations 10 ${sizes:+--sizes "$sizes"} "${check[@]}" --json "$OUT/$name.json"
+    }
+    cuda acrobot team fast 60 "$(dedup "4096x500,$(sizes $ACRO_POPS 500),$(sizes 4096 $LS)")"
+    cuda market team fast 90 "$(dedup "10000x1500,$(sizes $MARKET_POPS 1500),$(sizes 10000 $LS)")"
+    cuda acrobot thread fast 60 "$(dedup "4096x500,$(sizes $ACRO_POPS 500),$(sizes 4096 $LS)")"
+    cuda market thread fast 90 "$(dedup "10000x1500,$(sizes $MARKET_POPS 1500),$(sizes 10000 $LS)")"
+    for w in acrobot market; do
+      for v in team thread; do cuda "$w" "$v" accurate 60; done
+    done
+    for w in rastrigin cartpole mountaincar; do
+      for v in team thread; do cuda "$w" "$v" fast 30; done
     done
   fi
 fi

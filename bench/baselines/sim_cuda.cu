@@ -1,11 +1,44 @@
-// Hand-written CUDA for `wgfuse sim` acrobot and market: the native ceiling. One thread per
-// individual runs the whole episode in registers (the same fusion as wgfuse's fused strategy),
-// then the same GA as kernels/sim_evolve.wgsl (reduce, tournament select, breed, with the same
-// counter-based hash), then one read-back of best and mean. Accurate libm (no --use_fast_math).
+// Hand-written CUDA for `wgfuse sim`, written to be as fast as we can make it: the native ceiling
+// that wgfuse is measured against (issue 13). Same dynamics, policies, genomes, start states,
+// fitness and GA as wgfuse (kernels/sim_*.wgsl, src/sim/reference.cpp, kernels/sim_evolve.wgsl),
+// with the same counter-based hash (kernels/sim_rng.wgsl).
+//
+// Evaluation strategies (--variant):
+//   thread  one thread per individual. MLP workloads (acrobot, cartpole, mountaincar): the whole
+//           genome in registers, loaded once per launch (coalesced: genomes are gene-major, gene k
+//           of individual i at k * pop + i). Market: the 502 weights in shared memory (a
+//           per-thread column, conflict-free), loaded once. Rastrigin: the genome streamed once.
+//   team    --lanes L threads per individual (default 4), each holding the weights of hidden units
+//           lane, lane + L, ...; the partial logits are combined by butterfly shuffles, which
+//           leave the same bits in every lane, so the lanes of a team stay in lock-step without a
+//           barrier. Market (4 lanes only): W_in, W_h and b in registers, W_out in shared memory,
+//           the next step's record prefetched into registers, lane g trades asset group g, at most
+//           168 registers so that 40,000 threads fit in one wave on an H100.
+// Arithmetic (--math): fast = the intrinsics __sinf, __cosf, __expf, __fdividef (what WGSL's
+// builtins are allowed to be); accurate = libm sinf/cosf/expf and IEEE division. Both print in
+// the JSON ("math") and run_sim.sh reports each figure with its arithmetic.
+//
+// Start states (common random numbers): variable k of episode e in generation g is
+// scale * unit_sym(hash5(seed, STREAM_STATE, g, e, k)), the same for every individual; fitness is
+// the f32 sum of the --episodes N returns in episode order, divided by N. Market and Rastrigin have
+// no random start: every episode is the same, so they run it once and sum that return N times.
+//
+// Registers and spills (nvcc 13.0, -O3 -arch=sm_90 -Xptxas -v; run_sim.sh keeps the full list in
+// cuda_build.txt), fast math: acrobot team4 102, thread 255 + 288 B spilled (163 weights and the
+// RK4 state do not fit; the spill stays in L1); cartpole team4 70, thread 244; mountaincar team4
+// 63, thread 218; rastrigin team4 18, thread 28; market team4 163 (cap 168), thread 254 (weights
+// in shared memory). No other spills. Accurate math: the libm slow paths add a 32-80 B stack.
+//
+// Correctness: --check WGFUSE_JSON evaluates generation 0 at wgfuse's population and the
+// reference horizon, and compares the sample with wgfuse's CPU double-precision reference under
+// wgfuse's tolerances (src/sim/workloads.cpp) before anything is timed; exit 3 on mismatch.
+// --host-check WGFUSE_JSON runs the same comparison on the CPU (the thread variant's code,
+// compiled for the host with accurate math), so the dynamics can be checked without a GPU.
 //
 // Build: nvcc -O3 -arch=sm_90 -o sim_cuda sim_cuda.cu
-// Run:   ./sim_cuda acrobot [--sizes 4096x500,...] [--generations G] [--seed S] [--json FILE]
-//        ./sim_cuda market --data market.f32 [...]
+// Run:   ./sim_cuda WORKLOAD [--variant thread|team] [--lanes 2|4|8] [--math fast|accurate]
+//          [--block B] [--sizes PxL,...] [--generations G] [--seed S] [--episodes N]
+//          [--data FILE] [--check WGFUSE_JSON] [--host-check WGFUSE_JSON] [--json FILE]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -14,18 +47,25 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
-#define CK(x)                                                                                   \
-  do {                                                                                          \
-    cudaError_t e = (x);                                                                        \
-    if (e != cudaSuccess) {                                                                     \
+#define CK(x)                                                                                 \
+  do {                                                                                        \
+    cudaError_t e = (x);                                                                      \
+    if (e != cudaSuccess) {                                                                   \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e)); \
-      std::exit(1);                                                                             \
-    }                                                                                           \
+      std::exit(1);                                                                           \
+    }                                                                                         \
   } while (0)
 
+[[noreturn]] static void fail(int code, const std::string& msg) {
+  std::fprintf(stderr, "sim_cuda: %s\n", msg.c_str());
+  std::exit(code);
+}
+
+// ---- the shared hash (kernels/sim_rng.wgsl) ----
 __host__ __device__ inline uint32_t pcg_hash(uint32_t v) {
   uint32_t state = v * 747796405u + 2891336453u;
   uint32_t word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;
@@ -34,159 +74,545 @@ __host__ __device__ inline uint32_t pcg_hash(uint32_t v) {
 __host__ __device__ inline uint32_t hash4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
   return pcg_hash(pcg_hash(pcg_hash(pcg_hash(a) + b) + c) + d);
 }
-__device__ inline uint32_t hash5(uint32_t a, uint32_t b, uint32_t c, uint32_t d, uint32_t e) {
-  return pcg_hash(pcg_hash(pcg_hash(pcg_hash(pcg_hash(a) + b) + c) + d) + e);
+__host__ __device__ inline uint32_t hash5(uint32_t a, uint32_t b, uint32_t c, uint32_t d, uint32_t e) {
+  return pcg_hash(hash4(a, b, c, d) + e);
 }
-__host__ __device__ inline float unit_sym(uint32_t h) { return float(h >> 8u) * (1.0f / 8388608.0f) - 1.0f; }
-__device__ inline float init_uniform(uint32_t seed, uint32_t ind, uint32_t k, float scale) {
-  return __fmul_rn(scale, unit_sym(hash4(seed, 2u, ind, k)));
+__host__ __device__ inline float unit_sym(uint32_t h) {
+  return float(h >> 8u) * (1.0f / 8388608.0f) - 1.0f;
 }
-__device__ inline float tanh_safe(float x) {
-  float e = expf(-2.0f * fabsf(x));
-  return copysignf((1.0f - e) / (1.0f + e), x);
+__host__ __device__ inline float unit_open(uint32_t h) {
+  return (float(h >> 8u) + 1.0f) * (1.0f / 16777216.0f);
+}
+constexpr uint32_t STREAM_GENOME = 1, STREAM_STATE = 2, STREAM_SELECT = 3, STREAM_CROSS = 4,
+                   STREAM_MUTATE = 5;
+
+// One f32 rounding, never fused into a following add (mountaincar adds -0.5 to it).
+__host__ __device__ inline float mul_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+__host__ __device__ inline float start_state(uint32_t seed, uint32_t gen, uint32_t ep, uint32_t k,
+                                             float scale) {
+  return mul_rn(scale, unit_sym(hash5(seed, STREAM_STATE, gen, ep, k)));
+}
+
+__host__ __device__ inline float load_gene(const float* p) {
+#ifdef __CUDA_ARCH__
+  return __ldg(p);
+#else
+  return *p;
+#endif
+}
+
+// ---- arithmetic: the fast intrinsic when Fast, else libm (always libm on the host: --host-check) ----
+#ifdef __CUDA_ARCH__
+#define FAST_OR_LIBM(intrinsic, libm)   \
+  if constexpr (Fast) return intrinsic; \
+  return libm
+#else
+#define FAST_OR_LIBM(intrinsic, libm) return libm
+#endif
+template <bool Fast>
+__host__ __device__ inline float m_sin(float x) {
+  FAST_OR_LIBM(__sinf(x), sinf(x));
+}
+template <bool Fast>
+__host__ __device__ inline float m_cos(float x) {
+  FAST_OR_LIBM(__cosf(x), cosf(x));
+}
+template <bool Fast>
+__host__ __device__ inline float m_exp(float x) {
+  FAST_OR_LIBM(__expf(x), expf(x));
+}
+template <bool Fast>
+__host__ __device__ inline float m_div(float a, float b) {
+  FAST_OR_LIBM(__fdividef(a, b), a / b);
+}
+// tanh without overflow for large |x|, as kernels/sim_common.wgsl.
+template <bool Fast>
+__host__ __device__ inline float tanh_safe(float x) {
+  float e = m_exp<Fast>(-2.0f * fabsf(x));
+  return copysignf(m_div<Fast>(1.0f - e, 1.0f + e), x);
+}
+
+// Sum of v over the lanes of a team (butterfly): every lane ends with the same bits, because
+// each pairwise add sees the same two operands, in either order.
+template <int Lanes>
+__device__ inline float team_sum(float v, unsigned mask) {
+#pragma unroll
+  for (int off = 1; off < Lanes; off *= 2) v += __shfl_xor_sync(mask, v, off);
+  return v;
+}
+// The lanes of this thread's team, as a shuffle mask (Lanes divides 32 and the block size).
+template <int Lanes>
+__device__ inline unsigned team_mask() {
+  return Lanes >= 32 ? 0xffffffffu : ((1u << Lanes) - 1u) << ((threadIdx.x & 31u) & ~unsigned(Lanes - 1));
 }
 
 constexpr float PI_F = 3.14159265358979323846f;
 
-struct Genome {
-  const float* __restrict__ base;
-  uint32_t pop;
-  __device__ float operator[](uint32_t k) const { return __ldg(base + size_t(k) * pop); }
+// ---- the MLP policy (kernels/sim_mlp.wgsl): 16 tanh units, argmax of the logits ----
+// Genome: W1[16][In] row-major, b1[16], W2[Out][16], b2[Out]. Lane `lane` of a team of Lanes
+// holds hidden units lane + Lanes * u in registers; Lanes = 1 is the one-thread policy, which sums
+// in the reference's order (bias first, then the units in order).
+template <int In, int Out, int Lanes, bool Fast>
+struct MlpPolicy {
+  static constexpr int kHidden = 16, kUnits = kHidden / Lanes;
+  static constexpr int kB1 = kHidden * In, kW2 = kB1 + kHidden, kB2 = kW2 + Out * kHidden, kGenes = kB2 + Out;
+  float w1[kUnits][In], b1[kUnits], w2[Out][kUnits], b2[Out];
+
+  __host__ __device__ void load(const float* genomes, uint32_t ind, uint32_t pop, uint32_t lane) {
+    auto gene = [&](int k) { return load_gene(genomes + size_t(k) * pop + ind); };
+#pragma unroll
+    for (int u = 0; u < kUnits; ++u) {
+      const int j = int(lane) + Lanes * u;
+#pragma unroll
+      for (int k = 0; k < In; ++k) w1[u][k] = gene(j * In + k);
+      b1[u] = gene(kB1 + j);
+#pragma unroll
+      for (int o = 0; o < Out; ++o) w2[o][u] = gene(kW2 + o * kHidden + j);
+    }
+#pragma unroll
+    for (int o = 0; o < Out; ++o) b2[o] = gene(kB2 + o);
+  }
+
+  __host__ __device__ int act(const float obs[In], unsigned mask) const {
+    float l[Out];
+#pragma unroll
+    for (int o = 0; o < Out; ++o) l[o] = Lanes == 1 ? b2[o] : 0.0f;
+#pragma unroll
+    for (int u = 0; u < kUnits; ++u) {
+      float a = b1[u];
+#pragma unroll
+      for (int k = 0; k < In; ++k) a += w1[u][k] * obs[k];
+      const float h = tanh_safe<Fast>(a);
+#pragma unroll
+      for (int o = 0; o < Out; ++o) l[o] += w2[o][u] * h;
+    }
+#ifdef __CUDA_ARCH__
+    if constexpr (Lanes > 1) {
+#pragma unroll
+      for (int o = 0; o < Out; ++o) l[o] = b2[o] + team_sum<Lanes>(l[o], mask);
+    }
+#endif
+    int best = 0;
+#pragma unroll
+    for (int o = 1; o < Out; ++o)
+      if (l[o] > l[best]) best = o;
+    return best;
+  }
 };
 
-// ---- Acrobot-v1 (Gymnasium): book dynamics, RK4 dt 0.2, MLP 6-16-3 ----
-__device__ inline void acrobot_dsdt(const float s[4], float a, float out[4]) {
-  const float m1 = 1, m2 = 1, l1 = 1, lc1 = 0.5f, lc2 = 0.5f, I1 = 1, I2 = 1, g = 9.8f;
-  float th1 = s[0], th2 = s[1], d1_ = s[2], d2_ = s[3];
-  float c2 = cosf(th2), s2 = sinf(th2);
-  float d1 = m1 * lc1 * lc1 + m2 * (l1 * l1 + lc2 * lc2 + 2.0f * l1 * lc2 * c2) + I1 + I2;
-  float d2 = m2 * (lc2 * lc2 + l1 * lc2 * c2) + I2;
-  float phi2 = m2 * lc2 * g * cosf(th1 + th2 - PI_F / 2.0f);
-  float phi1 = -m2 * l1 * lc2 * d2_ * d2_ * s2 - 2.0f * m2 * l1 * lc2 * d2_ * d1_ * s2 +
-               (m1 * lc1 + m2 * l1) * g * cosf(th1 - PI_F / 2.0f) + phi2;
-  float dd2 = (a + d2 / d1 * phi1 - m2 * l1 * lc2 * d1_ * d1_ * s2 - phi2) / (m2 * lc2 * lc2 + I2 - d2 * d2 / d1);
-  float dd1 = -(d2 * dd2 + phi1) / d1;
-  out[0] = d1_;
-  out[1] = d2_;
-  out[2] = dd1;
-  out[3] = dd2;
-}
+// ---- the environments: start(u) from the start-state uniforms, observe, and step, which adds the
+// step's reward to ret and returns false at the terminal step (the episode then stops) ----
 
-__device__ inline float wrap_pi(float x) {  // bounded, as kernels/sim_acrobot.wgsl
-  for (int n = 0; n < 16 && x > PI_F; ++n) x -= 2.0f * PI_F;
-  for (int n = 0; n < 16 && x < -PI_F; ++n) x += 2.0f * PI_F;
-  return x;
-}
-
-__global__ void acrobot_episode(const float* __restrict__ genomes, float* __restrict__ fitness, uint32_t pop,
-                                uint32_t steps, uint32_t seed) {
-  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= pop) return;
-  // Gene-major genomes (gene k of individual i at k * pop + i): a warp's loads are coalesced.
-  Genome g{genomes + i, pop};
-  float y[4] = {init_uniform(seed, i, 0, 0.1f), init_uniform(seed, i, 1, 0.1f), init_uniform(seed, i, 2, 0.1f),
-                init_uniform(seed, i, 3, 0.1f)};
-  float ret = 0;
-  for (uint32_t t = 0; t < steps; ++t) {
-    float obs[6] = {cosf(y[0]), sinf(y[0]), cosf(y[1]), sinf(y[1]), y[2], y[3]};
-    float l[3] = {g[160], g[161], g[162]};
+// Acrobot-v1 (kernels/sim_acrobot.wgsl): book dynamics, one RK4 step of dt 0.2.
+// Acrobot and CartPole: four state variables, started from the four uniforms.
+struct FourVars {
+  static constexpr int kVars = 4;
+  float v[4];
+  __host__ __device__ void start(const float u[4]) {
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      float a = g[96 + j];
-#pragma unroll
-      for (int k = 0; k < 6; ++k) a += g[j * 6 + k] * obs[k];
-      float h = tanh_safe(a);
-#pragma unroll
-      for (int o = 0; o < 3; ++o) l[o] += g[112 + o * 16 + j] * h;
-    }
-    int act = 0;
-    if (l[1] > l[act]) act = 1;
-    if (l[2] > l[act]) act = 2;
-    float torque = float(act) - 1.0f, dt = 0.2f;
-    float k1[4], k2[4], k3[4], k4[4], tmp[4];
-    acrobot_dsdt(y, torque, k1);
-    for (int q = 0; q < 4; ++q) tmp[q] = y[q] + dt / 2.0f * k1[q];
-    acrobot_dsdt(tmp, torque, k2);
-    for (int q = 0; q < 4; ++q) tmp[q] = y[q] + dt / 2.0f * k2[q];
-    acrobot_dsdt(tmp, torque, k3);
-    for (int q = 0; q < 4; ++q) tmp[q] = y[q] + dt * k3[q];
-    acrobot_dsdt(tmp, torque, k4);
-    for (int q = 0; q < 4; ++q) tmp[q] = y[q] + dt / 6.0f * (k1[q] + 2.0f * k2[q] + 2.0f * k3[q] + k4[q]);
-    y[0] = wrap_pi(tmp[0]);
-    y[1] = wrap_pi(tmp[1]);
-    y[2] = fminf(fmaxf(tmp[2], -4.0f * PI_F), 4.0f * PI_F);
-    y[3] = fminf(fmaxf(tmp[3], -9.0f * PI_F), 9.0f * PI_F);
-    if (-cosf(y[0]) - cosf(y[1] + y[0]) > 1.0f) break;  // terminal: frozen, reward 0 from here on
-    ret -= 1.0f;
+    for (int k = 0; k < 4; ++k) v[k] = u[k];
   }
-  fitness[i] = ret;
+};
+
+template <bool Fast>
+struct Acrobot : FourVars {  // v = th1, th2, dth1, dth2
+  static constexpr int kIn = 6, kOut = 3;
+  static constexpr float kScale = 0.1f;
+
+  __host__ __device__ void observe(float o[kIn]) const {
+    o[0] = m_cos<Fast>(v[0]);
+    o[1] = m_sin<Fast>(v[0]);
+    o[2] = m_cos<Fast>(v[1]);
+    o[3] = m_sin<Fast>(v[1]);
+    o[4] = v[2];
+    o[5] = v[3];
+  }
+  __host__ __device__ static void dsdt(const float s[4], float a, float out[4]) {
+    const float m1 = 1, m2 = 1, l1 = 1, lc1 = 0.5f, lc2 = 0.5f, I1 = 1, I2 = 1, g = 9.8f;
+    const float c2 = m_cos<Fast>(s[1]), s2 = m_sin<Fast>(s[1]);
+    const float d1 = m1 * lc1 * lc1 + m2 * (l1 * l1 + lc2 * lc2 + 2.0f * l1 * lc2 * c2) + I1 + I2;
+    const float d2 = m2 * (lc2 * lc2 + l1 * lc2 * c2) + I2;
+    const float phi2 = m2 * lc2 * g * m_cos<Fast>(s[0] + s[1] - PI_F / 2.0f);
+    const float phi1 = -m2 * l1 * lc2 * s[3] * s[3] * s2 - 2.0f * m2 * l1 * lc2 * s[3] * s[2] * s2 +
+                       (m1 * lc1 + m2 * l1) * g * m_cos<Fast>(s[0] - PI_F / 2.0f) + phi2;
+    const float d2_d1 = m_div<Fast>(d2, d1);
+    const float dd2 = m_div<Fast>(a + d2_d1 * phi1 - m2 * l1 * lc2 * s[2] * s[2] * s2 - phi2,
+                                  m2 * lc2 * lc2 + I2 - m_div<Fast>(d2 * d2, d1));
+    out[0] = s[2];
+    out[1] = s[3];
+    out[2] = -m_div<Fast>(d2 * dd2 + phi1, d1);
+    out[3] = dd2;
+  }
+  __host__ __device__ static float wrap(float x) {  // bounded, as kernels/sim_acrobot.wgsl
+    for (int n = 0; n < 16 && x > PI_F; ++n) x -= 2.0f * PI_F;
+    for (int n = 0; n < 16 && x < -PI_F; ++n) x += 2.0f * PI_F;
+    return x;
+  }
+  __host__ __device__ bool step(int action, float& ret) {
+    const float a = float(action) - 1.0f, dt = 0.2f, y0[4] = {v[0], v[1], v[2], v[3]};
+    // sum = k1 + 2 k2 + 2 k3 + k4, accumulated left to right as each k is made (the same
+    // roundings as the whole expression, with fewer registers live).
+    float k[4], y[4], sum[4];
+    dsdt(y0, a, k);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      sum[q] = k[q];
+      y[q] = y0[q] + dt / 2.0f * k[q];
+    }
+    dsdt(y, a, k);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      sum[q] = sum[q] + 2.0f * k[q];
+      y[q] = y0[q] + dt / 2.0f * k[q];
+    }
+    dsdt(y, a, k);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      sum[q] = sum[q] + 2.0f * k[q];
+      y[q] = y0[q] + dt * k[q];
+    }
+    dsdt(y, a, k);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) y[q] = y0[q] + dt / 6.0f * (sum[q] + k[q]);
+    v[0] = wrap(y[0]);
+    v[1] = wrap(y[1]);
+    v[2] = fminf(fmaxf(y[2], -4.0f * PI_F), 4.0f * PI_F);
+    v[3] = fminf(fmaxf(y[3], -9.0f * PI_F), 9.0f * PI_F);
+    if (-m_cos<Fast>(v[0]) - m_cos<Fast>(v[1] + v[0]) > 1.0f) return false;  // terminal: reward 0
+    ret -= 1.0f;
+    return true;
+  }
+};
+
+// CartPole-v1 (kernels/sim_cartpole.wgsl): Euler, tau 0.02, +1 per step taken.
+template <bool Fast>
+struct CartPole : FourVars {  // v = x, x_dot, theta, theta_dot, also the observation
+  static constexpr int kIn = 4, kOut = 2;
+  static constexpr float kScale = 0.05f;
+
+  __host__ __device__ void observe(float o[kIn]) const {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) o[k] = v[k];
+  }
+  __host__ __device__ bool step(int action, float& ret) {
+    float &x = v[0], &x_dot = v[1], &theta = v[2], &theta_dot = v[3];
+    const float gravity = 9.8f, masspole = 0.1f, total_mass = 1.1f, length = 0.5f, polemass_length = 0.05f,
+                tau = 0.02f;
+    const float force = action == 1 ? 10.0f : -10.0f;
+    const float c = m_cos<Fast>(theta), s = m_sin<Fast>(theta);
+    const float temp = m_div<Fast>(force + polemass_length * theta_dot * theta_dot * s, total_mass);
+    const float thetaacc = m_div<Fast>(gravity * s - c * temp,
+                                       length * (4.0f / 3.0f - m_div<Fast>(masspole * c * c, total_mass)));
+    const float xacc = temp - m_div<Fast>(polemass_length * thetaacc * c, total_mass);
+    x = x + tau * x_dot;
+    x_dot = x_dot + tau * xacc;
+    theta = theta + tau * theta_dot;
+    theta_dot = theta_dot + tau * thetaacc;
+    ret += 1.0f;
+    const float theta_limit = 0.20943951023931953f;
+    return !(x < -2.4f || x > 2.4f || theta < -theta_limit || theta > theta_limit);
+  }
+};
+
+// MountainCar-v0 (kernels/sim_mountaincar.wgsl): position -0.5 + U(-0.1, 0.1), velocity 0.
+template <bool Fast>
+struct MountainCar {
+  static constexpr int kIn = 2, kOut = 3, kVars = 1;
+  static constexpr float kScale = 0.1f;
+  float pos, vel;
+
+  __host__ __device__ void start(const float u[kVars]) {
+    pos = -0.5f + u[0];
+    vel = 0.0f;
+  }
+  __host__ __device__ void observe(float o[kIn]) const {
+    o[0] = pos;
+    o[1] = m_div<Fast>(vel, 0.07f);
+  }
+  __host__ __device__ bool step(int action, float& ret) {
+    float v = vel + ((float(action) - 1.0f) * 0.001f + m_cos<Fast>(3.0f * pos) * (-0.0025f));
+    v = fminf(fmaxf(v, -0.07f), 0.07f);
+    const float p = fminf(fmaxf(pos + v, -1.2f), 0.6f);
+    if (p == -1.2f && v < 0.0f) v = 0.0f;
+    pos = p;
+    vel = v;
+    ret -= 1.0f;
+    return !(p >= 0.5f && v >= 0.0f);
+  }
+};
+
+template <class Env, class Policy>
+__host__ __device__ float mlp_episode(const Policy& policy, uint32_t seed, uint32_t gen, uint32_t ep,
+                                      uint32_t steps, unsigned mask) {
+  float u[Env::kVars];
+#pragma unroll
+  for (int k = 0; k < Env::kVars; ++k) u[k] = start_state(seed, gen, ep, uint32_t(k), Env::kScale);
+  Env s;
+  s.start(u);
+  float ret = 0.0f;
+  for (uint32_t t = 0; t < steps; ++t) {
+    float obs[Env::kIn];
+    s.observe(obs);
+    if (!s.step(policy.act(obs, mask), ret)) break;
+  }
+  return ret;
 }
 
-// ---- Market: RNN 8-16-6, 2 outputs fed back; records of 22 f32 per step ----
-// MARKET_UNROLL picks how far the loops over hidden units unroll: fully (16), the compiler hoists
-// all 502 weights out of the time loop into registers and spills; 1 keeps the weight loads in
-// the loop (L1/L2 hits). run_sim.sh builds both and reports each.
-#ifndef MARKET_UNROLL
-#define MARKET_UNROLL 1
+// Fitness of one individual: the f32 sum of its episode returns in order, over the episodes.
+template <class Env, int Lanes, bool Fast>
+__host__ __device__ float mlp_fitness(const float* genomes, uint32_t ind, uint32_t lane, uint32_t pop,
+                                      uint32_t steps, uint32_t seed, uint32_t gen, uint32_t episodes,
+                                      unsigned mask) {
+  MlpPolicy<Env::kIn, Env::kOut, Lanes, Fast> policy;
+  policy.load(genomes, ind, pop, lane);
+  float sum = 0.0f;
+  for (uint32_t e = 0; e < episodes; ++e) sum += mlp_episode<Env>(policy, seed, gen, e, steps, mask);
+  return sum / float(episodes);
+}
+
+constexpr int kMaxBlock = 256;
+
+template <class Env, int Lanes, bool Fast>
+__global__ void __launch_bounds__(kMaxBlock)
+    mlp_kernel(const float* __restrict__ genomes, float* __restrict__ fitness, uint32_t pop, uint32_t steps,
+               uint32_t seed, uint32_t gen, uint32_t episodes) {
+  const uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x, ind = tid / Lanes, lane = tid % Lanes;
+  if (ind >= pop) return;  // whole teams: the block size is a multiple of Lanes
+  const float f = mlp_fitness<Env, Lanes, Fast>(genomes, ind, lane, pop, steps, seed, gen, episodes,
+                                                Lanes == 1 ? 0u : team_mask<Lanes>());
+  if (lane == 0) fitness[ind] = f;
+}
+
+// ---- Rastrigin (kernels/sim_rastrigin.wgsl): fitness -sum_t (x_t^2 - 10 cos(2 pi x_t) + 10) ----
+// A team's lanes read genes t = lane + Lanes * k: with 4 lanes a warp's load covers 8 consecutive
+// individuals x 4 genes, 32-byte sectors, fully used.
+template <int Lanes, bool Fast>
+__host__ __device__ float rastrigin_partial(const float* genomes, uint32_t ind, uint32_t lane, uint32_t pop,
+                                            uint32_t dims) {
+  float sum = 0.0f;
+#pragma unroll 8
+  for (uint32_t t = lane; t < dims; t += Lanes) {
+    const float x = load_gene(genomes + size_t(t) * pop + ind);
+    sum += x * x - 10.0f * m_cos<Fast>(6.2831853071795864f * x) + 10.0f;
+  }
+  return sum;
+}
+__host__ __device__ inline float repeated_mean(float ret, uint32_t episodes) {
+  float sum = 0.0f;
+  for (uint32_t e = 0; e < episodes; ++e) sum += ret;
+  return sum / float(episodes);
+}
+template <int Lanes, bool Fast>
+__global__ void __launch_bounds__(kMaxBlock)
+    rastrigin_kernel(const float* __restrict__ genomes, float* __restrict__ fitness, uint32_t pop,
+                     uint32_t dims, uint32_t episodes) {
+  const uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x, ind = tid / Lanes, lane = tid % Lanes;
+  if (ind >= pop) return;
+  float sum = rastrigin_partial<Lanes, Fast>(genomes, ind, lane, pop, dims);
+  if constexpr (Lanes > 1) sum = team_sum<Lanes>(sum, team_mask<Lanes>());
+  if (lane == 0) fitness[ind] = repeated_mean(-sum, episodes);
+}
+
+// ---- Market (kernels/sim_market.wgsl): RNN 8-16-6 on records of 22 f32 per step ----
+// Genome: W_in[16][8], W_h[16][16], b[16], W_out[6][16], b_out[6].
+constexpr int kMarketRecord = 22, kMarketGenes = 502, kWh = 128, kB = 384, kWout = 400, kBout = 496;
+
+struct MarketStats {
+  float sum_r = 0, sum_r2 = 0, equity = 0, peak = 0, mdd = 0;
+  __host__ __device__ void add(float r) {
+    sum_r += r;
+    sum_r2 += r * r;
+    equity += r;
+    peak = fmaxf(peak, equity);
+    mdd = fmaxf(mdd, peak - equity);
+  }
+  // The annualised Sharpe ratio of the hourly returns minus 5 x the maximum drawdown.
+  __host__ __device__ float fitness(uint32_t steps) const {
+    const float n = float(steps), mean = sum_r / n, var = fmaxf(sum_r2 / n - mean * mean, 0.0f);
+    return mean / sqrtf(var + 1e-12f) * 93.59487165438072f - 5.0f * mdd;
+  }
+};
+
+// Weight k of one individual, at base[k * stride]: a column of shared memory on the GPU, read
+// every step (the asm load keeps the compiler from hoisting all 502 into registers, where they
+// spill), or the gene-major genome on the host.
+struct WeightColumn {
+  const float* base;
+  uint32_t stride;
+  __host__ __device__ float operator[](int k) const {
+#ifdef __CUDA_ARCH__
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];"
+                 : "=f"(v)
+                 : "r"(uint32_t(__cvta_generic_to_shared(base + size_t(k) * stride)))
+                 : "memory");  // after the weights' stores, whatever the compiler knows
+    return v;
+#else
+    return base[size_t(k) * stride];
 #endif
-constexpr int kMarketUnroll = MARKET_UNROLL;
-__global__ void market_episode(const float* __restrict__ genomes, const float* __restrict__ data,
-                               float* __restrict__ fitness, uint32_t pop, uint32_t steps) {
-  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= pop) return;
-  Genome g{genomes + i, pop};
-  float h[16] = {}, pos[4] = {}, fb0 = 0, fb1 = 0, sr = 0, sr2 = 0, eq = 0, peak = 0, mdd = 0;
+  }
+};
+
+// One thread per individual.
+template <bool Fast>
+__host__ __device__ float market_episode(WeightColumn w, const float* __restrict__ data, uint32_t steps) {
+  float h[16] = {}, pos[4] = {}, fb0 = 0.0f, fb1 = 0.0f;
+  MarketStats st;
   for (uint32_t t = 0; t < steps; ++t) {
-    const float* rec = data + size_t(t) * 22;
-    float x[8] = {rec[0], rec[1], rec[2], rec[3], rec[4], rec[5], fb0, fb1};
+    const float* rec = data + size_t(t) * kMarketRecord;
+    const float x[8] = {rec[0], rec[1], rec[2], rec[3], rec[4], rec[5], fb0, fb1};
     float hn[16];
-#pragma unroll kMarketUnroll
+#pragma unroll
     for (int j = 0; j < 16; ++j) {
-      float a = g[384 + j];
+      float a = w[kB + j];
 #pragma unroll
-      for (int k = 0; k < 8; ++k) a += g[j * 8 + k] * x[k];
-      float r = 0;
+      for (int k = 0; k < 8; ++k) a += w[j * 8 + k] * x[k];
+      float r = 0.0f;
 #pragma unroll
-      for (int m = 0; m < 16; ++m) r += g[128 + j * 16 + m] * h[m];
-      hn[j] = tanh_safe(a + 0.25f * r);
+      for (int m = 0; m < 16; ++m) r += w[kWh + j * 16 + m] * h[m];
+      hn[j] = tanh_safe<Fast>(a + 0.25f * r);
     }
     float out[6];
 #pragma unroll
     for (int o = 0; o < 6; ++o) {
-      float a = g[496 + o];
-#pragma unroll kMarketUnroll
-      for (int j = 0; j < 16; ++j) a += g[400 + o * 16 + j] * hn[j];
+      float a = w[kBout + o];
+#pragma unroll
+      for (int j = 0; j < 16; ++j) a += w[kWout + o * 16 + j] * hn[j];
       out[o] = a;
     }
-    float r = 0, turnover = 0;
+    float r = 0.0f, turnover = 0.0f;
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      float p = tanh_safe(out[q]);
-      float gr = (rec[6 + 4 * q] + rec[7 + 4 * q] + rec[8 + 4 * q] + rec[9 + 4 * q]) * 0.25f;
+    for (int g = 0; g < 4; ++g) {
+      const float p = tanh_safe<Fast>(out[g]);
+      const float gr = (rec[6 + 4 * g] + rec[7 + 4 * g] + rec[8 + 4 * g] + rec[9 + 4 * g]) * 0.25f;
       r += p * 0.25f * gr;
-      turnover += fabsf(p - pos[q]) * 0.25f;
-      pos[q] = p;
+      turnover += fabsf(p - pos[g]) * 0.25f;
+      pos[g] = p;
     }
     r -= 0.0005f * turnover;
 #pragma unroll
     for (int j = 0; j < 16; ++j) h[j] = hn[j];
-    fb0 = tanh_safe(out[4]);
-    fb1 = tanh_safe(out[5]);
-    sr += r;
-    sr2 += r * r;
-    eq += r;
-    peak = fmaxf(peak, eq);
-    mdd = fmaxf(mdd, peak - eq);
+    fb0 = tanh_safe<Fast>(out[4]);
+    fb1 = tanh_safe<Fast>(out[5]);
+    st.add(r);
   }
-  float n = float(steps), mean = sr / n, var = fmaxf(sr2 / n - mean * mean, 0.0f);
-  fitness[i] = mean / sqrtf(var + 1e-12f) * 93.59487165438072f - 5.0f * mdd;
+  return st.fitness(steps);
+}
+
+template <bool Fast>
+__global__ void __launch_bounds__(kMaxBlock)
+    market_thread_kernel(const float* __restrict__ genomes, const float* __restrict__ data,
+                         float* __restrict__ fitness, uint32_t pop, uint32_t steps, uint32_t episodes) {
+  extern __shared__ float weights[];  // [kMarketGenes][blockDim.x]: a column per thread
+  const uint32_t ind = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ind >= pop) return;  // no barrier below: each thread reads only its own column
+  for (int k = 0; k < kMarketGenes; ++k)
+    weights[k * blockDim.x + threadIdx.x] = __ldg(genomes + size_t(k) * pop + ind);
+  fitness[ind] =
+      repeated_mean(market_episode<Fast>({weights + threadIdx.x, blockDim.x}, data, steps), episodes);
+}
+
+// Four lanes per individual. Lane l: hidden units l, l+4, l+8, l+12 (W_in, W_h, b in registers),
+// their columns of W_out and b_out in shared memory, and asset group l of the trade. Every lane keeps the
+// whole h (gathered by shuffles) and the fed-back outputs.
+constexpr int kMarketLanes = 4, kMarketTeamMaxBlock = 128;
+// Per team: W_out (96) then b_out (6); 132 = 4 mod 32, so the 8 teams of a warp use distinct banks.
+constexpr int kWoutStride = 132;
+
+template <bool Fast>
+__global__ void __launch_bounds__(kMarketTeamMaxBlock, 3)  // 65,536 / (3 x 128) registers: at most 168
+    market_team_kernel(const float* __restrict__ genomes, const float* __restrict__ data,
+                       float* __restrict__ fitness, uint32_t pop, uint32_t steps, uint32_t episodes) {
+  __shared__ float wout_all[kMarketTeamMaxBlock / kMarketLanes][kWoutStride];
+  const uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x, ind = tid / kMarketLanes,
+                 lane = tid % kMarketLanes;
+  const uint32_t team = threadIdx.x / kMarketLanes;
+  if (ind >= pop) return;  // whole teams, and no block-wide barrier: the W_out columns are the team's own
+  const unsigned mask = team_mask<kMarketLanes>();
+  auto gene = [&](int k) { return __ldg(genomes + size_t(k) * pop + ind); };
+  float w_in[4][8], w_h[4][16], b[4];
+  float* wout = wout_all[team];
+  const WeightColumn wout_col{wout, 1};  // read per step, not hoisted into registers
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+    const int j = int(lane) + 4 * u;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) w_in[u][k] = gene(j * 8 + k);
+#pragma unroll
+    for (int m = 0; m < 16; ++m) w_h[u][m] = gene(kWh + j * 16 + m);
+    b[u] = gene(kB + j);
+#pragma unroll
+    for (int o = 0; o < 6; ++o) wout[o * 16 + j] = gene(kWout + o * 16 + j);
+  }
+  if (lane < 2)
+    for (int o = int(lane) * 3; o < int(lane) * 3 + 3; ++o) wout[96 + o] = gene(kBout + o);
+  __syncwarp(mask);  // the team's W_out columns, written by its four lanes
+
+  float h[16] = {}, pos = 0.0f, fb0 = 0.0f, fb1 = 0.0f;
+  MarketStats st;
+  // Record t's features and this lane's group returns, loaded one step ahead.
+  float feat[6], ret4[4];
+  auto fetch = [&](uint32_t t) {
+    const float* rec = data + size_t(t) * kMarketRecord;
+#pragma unroll
+    for (int k = 0; k < 6; ++k) feat[k] = __ldg(rec + k);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) ret4[q] = __ldg(rec + 6 + 4 * lane + q);
+  };
+  fetch(0);
+  for (uint32_t t = 0; t < steps; ++t) {
+    const float x[8] = {feat[0], feat[1], feat[2], feat[3], feat[4], feat[5], fb0, fb1};
+    const float group_ret = (ret4[0] + ret4[1] + ret4[2] + ret4[3]) * 0.25f;
+    if (t + 1 < steps) fetch(t + 1);
+    float hn[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      float a = b[u];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) a += w_in[u][k] * x[k];
+      float r = 0.0f;
+#pragma unroll
+      for (int m = 0; m < 16; ++m) r += w_h[u][m] * h[m];
+      hn[u] = tanh_safe<Fast>(a + 0.25f * r);
+    }
+    float out[6];
+#pragma unroll
+    for (int o = 0; o < 6; ++o) {
+      float a = 0.0f;
+#pragma unroll
+      for (int u = 0; u < 4; ++u) a += wout_col[o * 16 + int(lane) + 4 * u] * hn[u];
+      out[o] = wout_col[96 + o] + team_sum<kMarketLanes>(a, mask);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+#pragma unroll
+      for (int l = 0; l < 4; ++l) h[l + 4 * u] = __shfl_sync(mask, hn[u], (threadIdx.x & 31u & ~3u) + l);
+    // Asset group `lane`: the lane's output without indexing a register array by a variable.
+    float mine = out[0];
+#pragma unroll
+    for (int g = 1; g < 4; ++g)
+      if (int(lane) == g) mine = out[g];
+    const float p = tanh_safe<Fast>(mine);
+    const float r = team_sum<kMarketLanes>(p * 0.25f * group_ret, mask);
+    const float turnover = team_sum<kMarketLanes>(fabsf(p - pos) * 0.25f, mask);
+    pos = p;
+    fb0 = tanh_safe<Fast>(out[4]);
+    fb1 = tanh_safe<Fast>(out[5]);
+    st.add(r - 0.0005f * turnover);
+  }
+  if (lane == 0) fitness[ind] = repeated_mean(st.fitness(steps), episodes);
 }
 
 // ---- GA: as kernels/sim_evolve.wgsl ----
-__device__ inline bool finite_f(float x) { return isfinite(x); }
 __device__ inline bool beats(float a, uint32_t ia, float b, uint32_t ib) {
-  if (!finite_f(a)) return false;
-  if (!finite_f(b)) return true;
+  if (!isfinite(a)) return false;
+  if (!isfinite(b)) return true;
   return a > b || (a == b && ia < ib);
 }
 
@@ -208,17 +634,29 @@ __global__ void ga_reduce(const float* fit, uint32_t pop, uint32_t elites, uint3
     for (uint32_t i = lid; i < pop; i += 256) {
       float f = fit[i];
       if (e == 0) {
-        if (finite_f(f)) sum += f; else ++bad;
+        if (isfinite(f))
+          sum += f;
+        else
+          ++bad;
       }
       bool taken = false;
       for (uint32_t k = 0; k < e; ++k) taken = taken || elite[k] == i;
-      if (!taken && better(f, i, best, bi)) { best = f; bi = i; }
+      if (!taken && better(f, i, best, bi)) {
+        best = f;
+        bi = i;
+      }
     }
-    sb[lid] = best; si[lid] = bi; ss[lid] = sum; sbad[lid] = bad;
+    sb[lid] = best;
+    si[lid] = bi;
+    ss[lid] = sum;
+    sbad[lid] = bad;
     __syncthreads();
     for (uint32_t w = 128; w > 0; w /= 2) {
       if (lid < w) {
-        if (better(sb[lid + w], si[lid + w], sb[lid], si[lid])) { sb[lid] = sb[lid + w]; si[lid] = si[lid + w]; }
+        if (better(sb[lid + w], si[lid + w], sb[lid], si[lid])) {
+          sb[lid] = sb[lid + w];
+          si[lid] = si[lid + w];
+        }
         ss[lid] += ss[lid + w];
         sbad[lid] += sbad[lid + w];
       }
@@ -240,34 +678,39 @@ __global__ void ga_reduce(const float* fit, uint32_t pop, uint32_t elites, uint3
   }
 }
 
-__global__ void ga_select(const float* fit, const uint32_t* stats, uint32_t* parents, uint32_t pop, uint32_t gen,
-                          uint32_t seed, uint32_t tour, uint32_t elites) {
+__global__ void ga_select(const float* fit, const uint32_t* stats, uint32_t* parents, uint32_t pop,
+                          uint32_t gen, uint32_t seed, uint32_t tour, uint32_t elites) {
   uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= pop) return;
-  if (c < elites) { parents[2 * c] = parents[2 * c + 1] = stats[4 + c]; return; }
+  if (c < elites) {
+    parents[2 * c] = parents[2 * c + 1] = stats[4 + c];
+    return;
+  }
   for (uint32_t which = 0; which < 2; ++which) {
-    uint32_t w = hash5(seed, 3u, gen, c, which * 64u) % pop;
+    uint32_t w = hash5(seed, STREAM_SELECT, gen, c, which * 64u) % pop;
     for (uint32_t k = 1; k < tour; ++k) {
-      uint32_t cand = hash5(seed, 3u, gen, c, which * 64u + k) % pop;
+      uint32_t cand = hash5(seed, STREAM_SELECT, gen, c, which * 64u + k) % pop;
       if (beats(fit[cand], cand, fit[w], w)) w = cand;
     }
     parents[2 * c + which] = w;
   }
 }
 
-__device__ inline float unit_open(uint32_t h) { return (float(h >> 8u) + 1.0f) * (1.0f / 16777216.0f); }
-
 __global__ void ga_breed(const float* src, float* dst, const uint32_t* parents, uint32_t pop, uint32_t len,
-                         uint32_t gen, uint32_t seed, float rate, float sigma, float lo, float hi, uint32_t elites) {
+                         uint32_t gen, uint32_t seed, float rate, float sigma, float lo, float hi,
+                         uint32_t elites) {
   uint64_t e = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (e >= uint64_t(pop) * len) return;
   uint32_t k = uint32_t(e / pop), c = uint32_t(e % pop);  // gene-major: e = k * pop + c
   uint32_t pa = parents[2 * c], pb = parents[2 * c + 1];
-  if (c < elites) { dst[e] = src[size_t(k) * pop + pa]; return; }
-  uint32_t hc = hash5(seed, 4u, gen, c, k);
+  if (c < elites) {
+    dst[e] = src[size_t(k) * pop + pa];
+    return;
+  }
+  uint32_t hc = hash5(seed, STREAM_CROSS, gen, c, k);
   uint32_t p = (hc & 1u) == 0 ? pa : pb;
   float g = src[size_t(k) * pop + p];
-  uint32_t hm = hash5(seed, 5u, gen, c, k);
+  uint32_t hm = hash5(seed, STREAM_MUTATE, gen, c, k);
   if (unit_open(hm) <= rate) {
     float u1 = unit_open(pcg_hash(hm + 1u)), u2 = unit_open(pcg_hash(hm + 2u));
     float z = sqrtf(-2.0f * logf(u1)) * cosf(6.283185307179586f * u2);
@@ -277,151 +720,477 @@ __global__ void ga_breed(const float* src, float* dst, const uint32_t* parents, 
 }
 
 // ---- driver ----
-struct Point {
-  uint32_t pop, steps;
+struct WorkloadInfo {
+  std::string name;
+  uint32_t pop, steps, genes;  // defaults; genes 0 = one per step (rastrigin)
+  float init_scale;
+  uint32_t tour;
+  float rate, sigma, lo, hi;
+  uint32_t horizon;
+  double rtol, atol;  // wgfuse's reference tolerances (src/sim/workloads.cpp)
+  uint32_t genome_len(uint32_t steps) const { return genes ? genes : steps; }
 };
+static const WorkloadInfo kWorkloads[] = {
+    {"rastrigin", 4096, 2000, 0, 5.12f, 3, 0.05f, 0.3f, -5.12f, 5.12f, 1u << 30, 1e-4, 1e-2},
+    {"acrobot", 4096, 500, 163, 1.0f, 3, 0.1f, 0.1f, -10.0f, 10.0f, 60, 0, 0.5},
+    {"cartpole", 4096, 500, 114, 1.0f, 3, 0.1f, 0.1f, -10.0f, 10.0f, 500, 0, 0.5},
+    {"mountaincar", 4096, 200, 99, 1.0f, 3, 0.1f, 0.1f, -10.0f, 10.0f, 200, 0, 0.5},
+    {"market", 10000, 1500, 502, 1.0f, 3, 0.1f, 0.05f, -10.0f, 10.0f, 1u << 30, 2e-3, 2e-3},
+};
+constexpr uint32_t kElites = 2;
+
+struct Options {
+  std::string workload, variant = "team", math = "fast", sizes, data_path, json_path, check_path,
+                        host_check_path;
+  uint32_t lanes = 4, block = 0, gens = 10, seed = 1, episodes = 1;  // block 0: the variant's default
+};
+
+// Evaluates generation `gen` of a gene-major population into fitness (device pointers).
+using Evaluate =
+    std::function<void(const float* genomes, float* fitness, uint32_t pop, uint32_t steps, uint32_t gen)>;
+
+template <class Env, int Lanes, bool Fast>
+Evaluate mlp_evaluator(const Options& o) {
+  return [o](const float* g, float* f, uint32_t pop, uint32_t steps, uint32_t gen) {
+    const uint64_t threads = uint64_t(pop) * Lanes;
+    mlp_kernel<Env, Lanes, Fast>
+        <<<uint32_t((threads + o.block - 1) / o.block), o.block>>>(g, f, pop, steps, o.seed, gen, o.episodes);
+  };
+}
+
+template <template <bool> class Env, bool Fast>
+Evaluate mlp_lanes(const Options& o) {
+  if (o.variant == "thread") return mlp_evaluator<Env<Fast>, 1, Fast>(o);
+  switch (o.lanes) {
+    case 2:
+      return mlp_evaluator<Env<Fast>, 2, Fast>(o);
+    case 4:
+      return mlp_evaluator<Env<Fast>, 4, Fast>(o);
+    case 8:
+      return mlp_evaluator<Env<Fast>, 8, Fast>(o);
+  }
+  fail(2, "--lanes " + std::to_string(o.lanes) + ": 2, 4 or 8");
+}
+
+template <int Lanes, bool Fast>
+Evaluate rastrigin_evaluator(const Options& o) {
+  return [o](const float* g, float* f, uint32_t pop, uint32_t steps, uint32_t) {
+    const uint64_t threads = uint64_t(pop) * Lanes;
+    rastrigin_kernel<Lanes, Fast>
+        <<<uint32_t((threads + o.block - 1) / o.block), o.block>>>(g, f, pop, steps, o.episodes);
+  };
+}
+
+template <bool Fast>
+Evaluate market_evaluator(const Options& o, const float* data) {
+  if (o.variant == "thread") {
+    const size_t smem = size_t(kMarketGenes) * o.block * 4;
+    CK(cudaFuncSetAttribute(market_thread_kernel<Fast>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            int(smem)));
+    return [o, data, smem](const float* g, float* f, uint32_t pop, uint32_t steps, uint32_t) {
+      market_thread_kernel<Fast>
+          <<<(pop + o.block - 1) / o.block, o.block, smem>>>(g, data, f, pop, steps, o.episodes);
+    };
+  }
+  if (o.lanes != kMarketLanes) fail(2, "market --variant team: --lanes 4 only (lane g trades asset group g)");
+  if (o.block > uint32_t(kMarketTeamMaxBlock))
+    fail(2, "market --variant team: --block " + std::to_string(o.block) + " over " +
+                std::to_string(kMarketTeamMaxBlock));
+  return [o, data](const float* g, float* f, uint32_t pop, uint32_t steps, uint32_t) {
+    const uint64_t threads = uint64_t(pop) * kMarketLanes;
+    market_team_kernel<Fast>
+        <<<uint32_t((threads + o.block - 1) / o.block), o.block>>>(g, data, f, pop, steps, o.episodes);
+  };
+}
+
+template <bool Fast>
+Evaluate make_evaluator(const Options& o, const float* data) {
+  const std::string& w = o.workload;
+  if (w == "acrobot") return mlp_lanes<Acrobot, Fast>(o);
+  if (w == "cartpole") return mlp_lanes<CartPole, Fast>(o);
+  if (w == "mountaincar") return mlp_lanes<MountainCar, Fast>(o);
+  if (w == "market") return market_evaluator<Fast>(o, data);
+  if (o.variant == "thread") return rastrigin_evaluator<1, Fast>(o);
+  if (o.lanes == 4) return rastrigin_evaluator<4, Fast>(o);
+  if (o.lanes == 8) return rastrigin_evaluator<8, Fast>(o);
+  fail(2, "rastrigin --variant team: --lanes 4 or 8");
+}
+
+// The thread variant's code on the host (accurate math): one individual's fitness.
+static float host_fitness(const Options& o, const std::vector<float>& genomes, uint32_t ind, uint32_t pop,
+                          uint32_t steps, const std::vector<float>& data) {
+  const float* g = genomes.data();
+  const std::string& w = o.workload;
+  if (w == "acrobot")
+    return mlp_fitness<Acrobot<false>, 1, false>(g, ind, 0, pop, steps, o.seed, 0, o.episodes, 0);
+  if (w == "cartpole")
+    return mlp_fitness<CartPole<false>, 1, false>(g, ind, 0, pop, steps, o.seed, 0, o.episodes, 0);
+  if (w == "mountaincar")
+    return mlp_fitness<MountainCar<false>, 1, false>(g, ind, 0, pop, steps, o.seed, 0, o.episodes, 0);
+  if (w == "market")
+    return repeated_mean(market_episode<false>({g + ind, pop}, data.data(), steps), o.episodes);
+  return repeated_mean(-rastrigin_partial<1, false>(g, ind, 0, pop, steps), o.episodes);
+}
+
+static std::vector<float> initial_genomes(const WorkloadInfo& w, uint32_t pop, uint32_t len, uint32_t seed) {
+  std::vector<float> g(size_t(pop) * len);  // gene-major
+  for (uint32_t i = 0; i < pop; ++i)
+    for (uint32_t k = 0; k < len; ++k)
+      g[size_t(k) * pop + i] = w.init_scale * unit_sym(hash4(seed, STREAM_GENOME, i, k));
+  return g;
+}
+
+// ---- wgfuse's JSON: just the few numbers the check needs (top-level keys are indented by 2) ----
+static std::string read_text(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) fail(2, "cannot read " + path);
+  std::string s;
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
+  std::fclose(f);
+  return s;
+}
+// A key's value position; top: only a top-level key.
+static size_t json_key(const std::string& text, const std::string& key, size_t from, const std::string& path,
+                       bool top = false) {
+  size_t p = text.find((top ? "\n  \"" : "\"") + key + "\":", from);
+  if (p == std::string::npos) fail(2, path + ": no \"" + key + "\"");
+  return p + key.size() + (top ? 6 : 3);
+}
+static std::vector<double> json_numbers(const std::string& text, const std::string& key, size_t from,
+                                        const std::string& path, bool top = false) {
+  size_t p = json_key(text, key, from, path, top);
+  std::vector<double> v;
+  const char* s = text.c_str() + p;
+  while (*s == ' ' || *s == '\n') ++s;
+  const bool array = *s == '[';
+  if (array) ++s;
+  for (;;) {
+    char* end;
+    double x = std::strtod(s, &end);
+    if (end == s) break;
+    v.push_back(x);
+    s = end;
+    while (*s == ' ' || *s == '\n' || *s == ',') ++s;
+    if (!array) break;
+  }
+  if (v.empty()) fail(2, path + ": \"" + key + "\" holds no number");
+  return v;
+}
+
+struct Sample {
+  uint32_t pop, steps, horizon;
+  std::vector<double> indices, reference;
+};
+static Sample read_sample(const std::string& path, const Options& o) {
+  const std::string text = read_text(path);
+  if (text.find("\"workload\": \"" + o.workload + "\"") == std::string::npos)
+    fail(2, path + ": not a wgfuse sim JSON of " + o.workload);
+  if (text.find("\n  \"episodes\":") != std::string::npos) {
+    const double ep = json_numbers(text, "episodes", 0, path, true)[0];
+    if (ep != o.episodes)
+      fail(2,
+           path + ": episodes " + std::to_string(ep) + ", this run --episodes " + std::to_string(o.episodes));
+  }
+  Sample s;
+  s.pop = uint32_t(json_numbers(text, "pop", 0, path, true)[0]);
+  const size_t sf = json_key(text, "sample_fitness", 0, path);
+  s.horizon = uint32_t(json_numbers(text, "horizon", sf, path)[0]);
+  s.indices = json_numbers(text, "indices", sf, path);
+  s.reference = json_numbers(text, "reference_at_horizon", sf, path);
+  if (s.indices.size() != s.reference.size())
+    fail(2, path + ": sample indices and reference differ in length");
+  for (double i : s.indices)
+    if (i < 0 || i >= s.pop)
+      fail(2, path + ": sample index " + std::to_string(i) + " outside pop " + std::to_string(s.pop));
+  return s;
+}
+
+// Compares the fitness of the sample with the reference under wgfuse's tolerances. wgfuse's own
+// check also excuses samples whose reference passes within a hair of a decision boundary; its
+// JSON carries no margins, so up to n / 32 disagreements are allowed here, and each is printed.
+static bool compare_sample(const char* what, const WorkloadInfo& w, const Sample& s,
+                           const std::vector<float>& got) {
+  uint32_t agree = 0;
+  double max_err = 0;
+  for (size_t k = 0; k < s.indices.size(); ++k) {
+    const double want = s.reference[k], err = std::fabs(double(got[k]) - want);
+    if (err <= std::max(w.atol, w.rtol * std::fabs(want))) {
+      ++agree;
+      max_err = std::max(max_err, err);
+    } else {
+      std::printf("  %s: individual %.0f: %.9g, reference %.9g\n", what, s.indices[k], got[k], want);
+    }
+  }
+  const size_t n = s.indices.size(), allowed = n / 32;
+  const bool pass = n - agree <= allowed;
+  std::printf(
+      "[cuda] %s vs CPU double reference: %s (%u/%zu agree at %u steps, max abs err %.3g; %zu may differ)\n",
+      what, pass ? "ok" : "FAIL", agree, n, s.horizon, max_err, allowed);
+  return pass;
+}
+
+static std::vector<float> market_data(const std::string& path, uint32_t steps) {
+  if (path.empty()) fail(2, "market needs --data FILE (wgfuse sim market --write-data FILE)");
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) fail(2, "cannot read --data " + path);
+  std::vector<float> rec(size_t(steps) * kMarketRecord);
+  size_t n = std::fread(rec.data(), 4, rec.size(), f);
+  std::fclose(f);
+  if (n != rec.size())
+    fail(2, path + ": " + std::to_string(n) + " floats, need " + std::to_string(rec.size()) + " for " +
+                std::to_string(steps) + " steps of 22");
+  return rec;
+}
 
 static double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+static std::string stats_json(const std::vector<double>& v) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "{\"median\": %.6g, \"min\": %.6g, \"max\": %.6g}", median(v),
+                *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end()));
+  return buf;
+}
+static std::string list_json(const std::vector<float>& v) {
+  std::string s;
+  for (size_t k = 0; k < v.size(); ++k) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%s%.9g", k ? ", " : "", v[k]);
+    s += buf;
+  }
+  return "[" + s + "]";
+}
+
+static Options parse(int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-')
+    fail(2,
+         "usage: sim_cuda rastrigin|acrobot|cartpole|mountaincar|market [--variant thread|team] [--lanes N] "
+         "[--math fast|accurate] [--block B] [--sizes PxL,...] [--generations G] [--seed S] [--episodes N] "
+         "[--data FILE] [--check WGFUSE_JSON] [--host-check WGFUSE_JSON] [--json FILE]");
+  Options o;
+  o.workload = argv[1];
+  auto number = [](const std::string& k, const std::string& v) {
+    char* end;
+    unsigned long x = std::strtoul(v.c_str(), &end, 10);
+    if (v.empty() || *end || x == 0 || x > 0xffffffffu) fail(2, k + " " + v + ": a positive integer");
+    return uint32_t(x);
+  };
+  for (int i = 2; i < argc; i += 2) {
+    std::string k = argv[i];
+    if (i + 1 >= argc) fail(2, k + " needs a value");
+    std::string v = argv[i + 1];
+    if (k == "--variant")
+      o.variant = v;
+    else if (k == "--lanes")
+      o.lanes = number(k, v);
+    else if (k == "--math")
+      o.math = v;
+    else if (k == "--block")
+      o.block = number(k, v);
+    else if (k == "--sizes")
+      o.sizes = v;
+    else if (k == "--generations")
+      o.gens = number(k, v);
+    else if (k == "--seed")
+      o.seed = uint32_t(std::stoul(v));
+    else if (k == "--episodes")
+      o.episodes = number(k, v);
+    else if (k == "--data")
+      o.data_path = v;
+    else if (k == "--check")
+      o.check_path = v;
+    else if (k == "--host-check")
+      o.host_check_path = v;
+    else if (k == "--json")
+      o.json_path = v;
+    else
+      fail(2, "unknown option " + k);
+  }
+  if (o.variant != "thread" && o.variant != "team") fail(2, "--variant " + o.variant + ": thread or team");
+  if (o.math != "fast" && o.math != "accurate") fail(2, "--math " + o.math + ": fast or accurate");
+  if (o.variant == "thread") o.lanes = 1;
+  // One thread per individual: 32-thread blocks spread 4,096 individuals over 128 SMs instead of
+  // 64, and let three blocks of Market's (2 KB of shared weights per thread) share an SM, so
+  // 10,000 individuals run in one wave on an H100. Teams: 64.
+  if (o.block == 0) o.block = o.variant == "thread" ? 32 : 64;
+  if (o.block > uint32_t(kMaxBlock) || o.block % 32)
+    fail(2, "--block " + std::to_string(o.block) + ": a multiple of 32 up to " + std::to_string(kMaxBlock));
+  return o;
+}
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: sim_cuda acrobot|market [--sizes PxL,...] [--generations G] [--seed S] "
-                         "[--data FILE] [--json FILE]\n");
-    return 2;
-  }
-  std::string workload = argv[1], sizes, data_path, json_path;
-  uint32_t gens = 10, seed = 1;
-  for (int i = 2; i + 1 < argc; i += 2) {
-    std::string k = argv[i], v = argv[i + 1];
-    if (k == "--sizes") sizes = v;
-    else if (k == "--generations") gens = uint32_t(std::stoul(v));
-    else if (k == "--seed") seed = uint32_t(std::stoul(v));
-    else if (k == "--data") data_path = v;
-    else if (k == "--json") json_path = v;
-    else { std::fprintf(stderr, "unknown option %s\n", k.c_str()); return 2; }
-  }
-  const bool acrobot = workload == "acrobot";
-  if (!acrobot && workload != "market") { std::fprintf(stderr, "workloads: acrobot, market\n"); return 2; }
-  const uint32_t len = acrobot ? 163 : 502;
-  const float rate = 0.1f, sigma = acrobot ? 0.1f : 0.05f, lo = -10.0f, hi = 10.0f;
-  const uint32_t tour = 3, elites = 2;
+  const Options o = parse(argc, argv);
+  const WorkloadInfo* wp = nullptr;
+  for (const auto& w : kWorkloads)
+    if (w.name == o.workload) wp = &w;
+  if (!wp) fail(2, "workload " + o.workload + ": rastrigin, acrobot, cartpole, mountaincar or market");
+  const WorkloadInfo& W = *wp;
+  const bool market = o.workload == "market";
+
+  struct Point {
+    uint32_t pop, steps;
+  };
   std::vector<Point> points;
-  if (sizes.empty()) points.push_back(acrobot ? Point{4096, 500} : Point{10000, 1500});
-  for (size_t p = 0; p < sizes.size();) {
-    size_t q = sizes.find(',', p);
-    std::string s = sizes.substr(p, q == std::string::npos ? std::string::npos : q - p);
+  if (o.sizes.empty()) points.push_back({W.pop, W.steps});
+  for (size_t p = 0; p < o.sizes.size();) {
+    size_t q = o.sizes.find(',', p);
+    std::string s = o.sizes.substr(p, q == std::string::npos ? std::string::npos : q - p);
     size_t x = s.find('x');
+    if (x == std::string::npos) fail(2, "--sizes " + s + ": POPxSTEPS");
     points.push_back({uint32_t(std::stoul(s.substr(0, x))), uint32_t(std::stoul(s.substr(x + 1)))});
     if (q == std::string::npos) break;
     p = q + 1;
   }
   uint32_t max_steps = 0;
   for (auto& p : points) max_steps = std::max(max_steps, p.steps);
+
+  const std::string math_note = o.math == "fast" ? "fast intrinsics (__sinf, __cosf, __expf, __fdividef)"
+                                                 : "accurate (libm sinf, cosf, expf; IEEE division)";
+  const std::string label = o.variant == "thread" ? "thread" : "team" + std::to_string(o.lanes);
+  std::string check_json = "null";
+
+  // The host check runs before any CUDA call, so it works without a GPU.
+  if (!o.host_check_path.empty()) {
+    const Sample s = read_sample(o.host_check_path, o);
+    const uint32_t len = W.genome_len(s.horizon);
+    std::vector<float> data = market ? market_data(o.data_path, s.horizon) : std::vector<float>{};
+    std::vector<float> g = initial_genomes(W, s.pop, len, o.seed), got;
+    for (double i : s.indices) got.push_back(host_fitness(o, g, uint32_t(i), s.pop, s.horizon, data));
+    if (!compare_sample("host (thread, accurate)", W, s, got)) return 3;
+    if (o.check_path.empty() && o.json_path.empty()) return 0;
+  }
+
   float* d_data = nullptr;
-  if (!acrobot) {
-    FILE* f = std::fopen(data_path.c_str(), "rb");
-    if (!f) { std::fprintf(stderr, "market needs --data FILE (wgfuse sim market --write-data)\n"); return 2; }
-    std::vector<float> rec(size_t(max_steps) * 22);
-    size_t n = std::fread(rec.data(), 4, rec.size(), f);
-    std::fclose(f);
-    if (n != rec.size()) { std::fprintf(stderr, "%s: too few records for %u steps\n", data_path.c_str(), max_steps); return 2; }
+  if (market) {
+    uint32_t data_steps = max_steps;
+    if (!o.check_path.empty()) data_steps = std::max(data_steps, read_sample(o.check_path, o).horizon);
+    std::vector<float> rec = market_data(o.data_path, data_steps);
     CK(cudaMalloc(&d_data, rec.size() * 4));
     CK(cudaMemcpy(d_data, rec.data(), rec.size() * 4, cudaMemcpyHostToDevice));
   }
+  const Evaluate evaluate =
+      o.math == "fast" ? make_evaluator<true>(o, d_data) : make_evaluator<false>(o, d_data);
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
-  std::string js = "{\n  \"framework\": \"cuda\", \"mode\": \"hand-written fused episode kernel\", \"market_unroll\": " +
-                   std::to_string(MARKET_UNROLL) + ", \"workload\": \"" + workload + "\", \"device\": \"" + prop.name + "\",\n  \"points\": [";
+
+  // Generation 0 of a population, evaluated at `steps`: the fitness of every individual.
+  auto evaluate_initial = [&](uint32_t pop, uint32_t steps) {
+    const std::vector<float> g = initial_genomes(W, pop, W.genome_len(steps), o.seed);
+    float *d_g, *d_f;
+    CK(cudaMalloc(&d_g, g.size() * 4));
+    CK(cudaMalloc(&d_f, size_t(pop) * 4));
+    CK(cudaMemcpy(d_g, g.data(), g.size() * 4, cudaMemcpyHostToDevice));
+    evaluate(d_g, d_f, pop, steps, 0);
+    CK(cudaGetLastError());
+    std::vector<float> f(pop);
+    CK(cudaMemcpy(f.data(), d_f, size_t(pop) * 4, cudaMemcpyDeviceToHost));
+    CK(cudaFree(d_g));
+    CK(cudaFree(d_f));
+    return f;
+  };
+
+  if (!o.check_path.empty()) {  // before anything is timed
+    const Sample s = read_sample(o.check_path, o);
+    const std::vector<float> f = evaluate_initial(s.pop, s.horizon);
+    std::vector<float> got;
+    for (double i : s.indices) got.push_back(f[size_t(i)]);
+    const std::string what = label + ", " + o.math;
+    if (!compare_sample(what.c_str(), W, s, got)) return 3;
+    check_json = "{\"pass\": true, \"pop\": " + std::to_string(s.pop) +
+                 ", \"horizon\": " + std::to_string(s.horizon) +
+                 ", \"samples\": " + std::to_string(s.indices.size()) + "}";
+  }
+
+  std::string js = "{\n  \"framework\": \"cuda\", \"workload\": \"" + o.workload + "\", \"variant\": \"" +
+                   o.variant + "\", \"lanes\": " + std::to_string(o.lanes) + ", \"label\": \"" + label +
+                   "\", \"math\": \"" + o.math + "\", \"math_note\": \"" + math_note +
+                   "\", \"block\": " + std::to_string(o.block) +
+                   ", \"episodes\": " + std::to_string(o.episodes) + ", \"device\": \"" + prop.name +
+                   "\",\n  \"check\": " + check_json + ",\n  \"points\": [";
+  const uint32_t tour = W.tour;
   for (size_t pi = 0; pi < points.size(); ++pi) {
-    const uint32_t pop = points[pi].pop, steps = points[pi].steps;
-    std::vector<float> g0(size_t(pop) * len);
-    for (uint32_t i = 0; i < pop; ++i)
-      for (uint32_t k = 0; k < len; ++k) g0[size_t(k) * pop + i] = 1.0f * unit_sym(hash4(seed, 1u, i, k));
+    const uint32_t pop = points[pi].pop, steps = points[pi].steps, len = W.genome_len(steps);
+    const std::vector<float> g0 = initial_genomes(W, pop, len, o.seed);
     float *d_g[2], *d_fit;
     uint32_t *d_stats, *d_par;
     CK(cudaMalloc(&d_g[0], g0.size() * 4));
     CK(cudaMalloc(&d_g[1], g0.size() * 4));
-    CK(cudaMalloc(&d_fit, pop * 4));
+    CK(cudaMalloc(&d_fit, size_t(pop) * 4));
     CK(cudaMalloc(&d_stats, 16 + 4 * MAX_ELITES));
     CK(cudaMalloc(&d_par, size_t(pop) * 8));
     const uint32_t B = 64, blocks = (pop + B - 1) / B;
-    const uint64_t genes = uint64_t(pop) * len;
-    const uint32_t bblocks = uint32_t((genes + 255) / 256);
-    auto evaluate = [&](const float* gen, uint32_t L) {
-      if (acrobot) acrobot_episode<<<blocks, B>>>(gen, d_fit, pop, L, seed);
-      else market_episode<<<blocks, B>>>(gen, d_data, d_fit, pop, L);
-    };
-    auto generation = [&](uint32_t g, int cur, float& best, float& mean) {
-      evaluate(d_g[cur], steps);
-      ga_reduce<<<1, 256>>>(d_fit, pop, elites, d_stats);
-      ga_select<<<blocks, B>>>(d_fit, d_stats, d_par, pop, g, seed, tour, elites);
-      ga_breed<<<bblocks, 256>>>(d_g[cur], d_g[1 - cur], d_par, pop, len, g, seed, rate, sigma, lo, hi, elites);
+    const uint32_t bblocks = uint32_t((uint64_t(pop) * len + 255) / 256);
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    // One generation: evaluation (timed by events), GA, and the one 16-byte read-back.
+    auto generation = [&](uint32_t g, int cur, float& best, double& eval_ms) {
+      CK(cudaEventRecord(e0));
+      evaluate(d_g[cur], d_fit, pop, steps, g);
+      CK(cudaEventRecord(e1));
+      ga_reduce<<<1, 256>>>(d_fit, pop, kElites, d_stats);
+      ga_select<<<blocks, B>>>(d_fit, d_stats, d_par, pop, g, o.seed, tour, kElites);
+      ga_breed<<<bblocks, 256>>>(d_g[cur], d_g[1 - cur], d_par, pop, len, g, o.seed, W.rate, W.sigma, W.lo,
+                                 W.hi, kElites);
       uint32_t st[4];
-      CK(cudaMemcpy(st, d_stats, 16, cudaMemcpyDeviceToHost));  // the one read-back per generation
+      CK(cudaMemcpy(st, d_stats, 16, cudaMemcpyDeviceToHost));
       std::memcpy(&best, &st[0], 4);
-      std::memcpy(&mean, &st[1], 4);
+      float ms;
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      eval_ms = ms;
     };
     CK(cudaMemcpy(d_g[0], g0.data(), g0.size() * 4, cudaMemcpyHostToDevice));
-    float b, m;
-    generation(0, 0, b, m);  // warm-up
+    float best;
+    double ms;
+    generation(0, 0, best, ms);  // warm-up
     CK(cudaMemcpy(d_g[0], g0.data(), g0.size() * 4, cudaMemcpyHostToDevice));
-    std::vector<double> secs, bests, means;
+    std::vector<double> gps, eval_ms;
+    std::vector<float> bests;
     int cur = 0;
-    for (uint32_t g = 0; g < gens; ++g) {
+    for (uint32_t g = 0; g < o.gens; ++g) {
       auto t0 = std::chrono::steady_clock::now();
-      generation(g, cur, b, m);
-      secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      bests.push_back(b);
-      means.push_back(m);
+      generation(g, cur, best, ms);
+      gps.push_back(1.0 / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      eval_ms.push_back(ms);
+      bests.push_back(best);
       cur = 1 - cur;
     }
     CK(cudaGetLastError());
-    // Generation-0 fitness of the sample (indices k * pop / 64), at L and at the reference horizon.
-    CK(cudaMemcpy(d_g[0], g0.data(), g0.size() * 4, cudaMemcpyHostToDevice));
-    auto sample = [&](uint32_t L) {
-      evaluate(d_g[0], L);
-      std::vector<float> f(pop);
-      CK(cudaMemcpy(f.data(), d_fit, pop * 4, cudaMemcpyDeviceToHost));
-      std::string s;
-      uint32_t n = std::min<uint32_t>(64, pop);
-      for (uint32_t k = 0; k < n; ++k) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%s%.9g", k ? ", " : "", f[uint64_t(k) * pop / n]);
-        s += buf;
-      }
-      return s;
-    };
-    const uint32_t horizon = acrobot ? std::min<uint32_t>(steps, 60) : steps;
-    std::string idx;
-    for (uint32_t k = 0, n = std::min<uint32_t>(64, pop); k < n; ++k)
-      idx += (k ? ", " : "") + std::to_string(uint64_t(k) * pop / n);
-    std::vector<double> gps;
-    for (double s : secs) gps.push_back(1.0 / s);
-    char head[512];
-    std::snprintf(head, sizeof head,
-                  "%s\n    {\"pop\": %u, \"steps\": %u, \"generations\": %u, \"gen_per_s\": {\"median\": %.6g, "
-                  "\"min\": %.6g, \"max\": %.6g},\n",
-                  pi ? "," : "", pop, steps, gens, median(gps), *std::min_element(gps.begin(), gps.end()),
-                  *std::max_element(gps.begin(), gps.end()));
-    js += head;
-    js += "     \"best_fitness\": [";
-    for (size_t k = 0; k < bests.size(); ++k) js += (k ? ", " : "") + std::to_string(bests[k]);
-    js += "],\n     \"sample_fitness\": {\"indices\": [" + idx + "], \"values\": [" + sample(steps) +
-          "], \"horizon\": " + std::to_string(horizon) + ", \"values_at_horizon\": [" + sample(horizon) + "]}}";
-    std::printf("[cuda] %s pop %u steps %u: %.4g gen/s\n", workload.c_str(), pop, steps, median(gps));
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
     for (int k = 0; k < 2; ++k) CK(cudaFree(d_g[k]));
     CK(cudaFree(d_fit));
     CK(cudaFree(d_stats));
     CK(cudaFree(d_par));
+
+    // Generation-0 fitness of the sample (indices k * pop / 64), at L and at the reference horizon.
+    const uint32_t horizon = std::min(steps, W.horizon), n = std::min<uint32_t>(64, pop);
+    const std::vector<float> at_l = evaluate_initial(pop, steps),
+                             at_h = horizon == steps ? at_l : evaluate_initial(pop, horizon);
+    std::vector<float> sv, sh;
+    std::string idx;
+    for (uint32_t k = 0; k < n; ++k) {
+      const size_t i = size_t(uint64_t(k) * pop / n);
+      idx += (k ? ", " : "") + std::to_string(i);
+      sv.push_back(at_l[i]);
+      sh.push_back(at_h[i]);
+    }
+    js += std::string(pi ? "," : "") + "\n    {\"pop\": " + std::to_string(pop) +
+          ", \"steps\": " + std::to_string(steps) + ", \"generations\": " + std::to_string(o.gens) +
+          ", \"gen_per_s\": " + stats_json(gps) + ", \"eval_ms\": " + stats_json(eval_ms) +
+          ",\n     \"best_fitness\": " + list_json(bests) + ",\n     \"sample_fitness\": {\"indices\": [" +
+          idx + "], \"values\": " + list_json(sv) + ", \"horizon\": " + std::to_string(horizon) +
+          ", \"values_at_horizon\": " + list_json(sh) + "}}";
+    std::printf("[cuda] %s %s %s pop %u steps %u: %.4g gen/s, evaluation %.4g ms (%s)\n", o.workload.c_str(),
+                label.c_str(), o.math.c_str(), pop, steps, median(gps), median(eval_ms), math_note.c_str());
   }
   js += "\n  ]\n}\n";
-  if (!json_path.empty()) {
-    FILE* f = std::fopen(json_path.c_str(), "w");
-    if (!f) { std::fprintf(stderr, "cannot write %s\n", json_path.c_str()); return 1; }
+  if (!o.json_path.empty()) {
+    FILE* f = std::fopen(o.json_path.c_str(), "w");
+    if (!f) fail(1, "cannot write " + o.json_path);
     std::fputs(js.c_str(), f);
     std::fclose(f);
   }

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <ctime>
 #include <random>
-#include <tuple>
 
 #include "gpu/plan.h"
 #include "gpu/profiler.h"
@@ -30,6 +29,8 @@ double us_since(Clock::time_point t0, Clock::time_point t1) {
 }
 
 constexpr uint32_t kUniformSlot = 256;  // minUniformBufferOffsetAlignment is at most 256
+// vec4s per workgroup of chain_fused: WORKGROUP_SIZE (256) x CHAIN_VEC4S (2), kernels/elementwise.wgsl.
+constexpr uint32_t kChainGroupVec4s = 256 * 2;
 constexpr uint32_t kIndependentBuffers = 4;
 
 // One sample of a series at n dispatches.
@@ -337,11 +338,17 @@ void sweep(std::vector<SeriesPlan>& plans, const BenchConfig& cfg, const std::st
   }
 }
 
+struct CopyBandwidth {
+  double kernel_gbs = 0, command_gbs = 0, command_gpu_gbs = -1;
+};
+
 // Device copy bandwidth, counting bytes read and written: (1) a vec4 copy kernel timed by GPU
 // timestamps (the roofline reference for our kernels; wall clock where timestamps are missing),
-// (2) copyBufferToBuffer, by the wall time of enough back-to-back copies to dwarf the wait.
-std::pair<double, double> measure_copy_bandwidth(gpu::Context& ctx, gpu::Profiler& prof, uint64_t bytes,
-                                                 uint32_t reps) {
+// (2) copyBufferToBuffer, by the wall time of enough back-to-back copies to dwarf the wait, and
+// (3) the same copies by GPU timestamps: no pass can hold a copy, so they sit between two timed
+// passes of one small dispatch each, and the span from the end of the first pass to the start of
+// the second is theirs (with Dawn's barriers between them).
+CopyBandwidth measure_copy_bandwidth(gpu::Context& ctx, gpu::Profiler& prof, uint64_t bytes, uint32_t reps) {
   bytes = bytes / 16 * 16;
   Buffer src = ctx.buffer(bytes, BufferUsage::StorageIO, "copy.src");
   Buffer dst = ctx.buffer(bytes, BufferUsage::StorageIO, "copy.dst");
@@ -368,24 +375,45 @@ std::pair<double, double> measure_copy_bandwidth(gpu::Context& ctx, gpu::Profile
     ctx.wait();
     return us_since(t0, Clock::now()) / m;
   };
+  gpu::Profiler span(ctx, 2);
+  auto command_gpu_run = [&](uint32_t m) {  // µs per copy, < 0 without timestamps
+    gpu::Recorder r(ctx);
+    r.time_next_pass(span);
+    r.dispatch(k, group, 1);
+    for (uint32_t i = 0; i < m; ++i) r.copy(src, 0, dst, 0, bytes);
+    r.time_next_pass(span);
+    r.dispatch(k, group, 1);
+    span.resolve(r);
+    r.submit();
+    ctx.wait();
+    auto t = span.read_ticks();  // begin, end of pass 1; begin, end of pass 2
+    return t.size() == 4 && t[2] > t[1] ? double(t[2] - t[1]) / 1000.0 / m : -1.0;
+  };
   kernel_run(1);
   command_run(1);
   // ~20 ms of copies per sample.
   const uint32_t m = uint32_t(std::clamp(20'000.0 / std::max(command_run(1), 1.0), 2.0, 256.0));
-  std::vector<double> by_kernel, by_command;
+  std::vector<double> by_kernel, by_command, by_command_gpu;
   for (uint32_t i = 0; i < reps; ++i) {
     by_kernel.push_back(2.0 * double(bytes) / (kernel_run(m) * 1e3));
     by_command.push_back(2.0 * double(bytes) / (command_run(m) * 1e3));
+    if (double us = command_gpu_run(m); us > 0) by_command_gpu.push_back(2.0 * double(bytes) / (us * 1e3));
   }
-  return {summarize(by_kernel).median, summarize(by_command).median};
+  return {summarize(by_kernel).median, summarize(by_command).median,
+          by_command_gpu.empty() ? -1.0 : summarize(by_command_gpu).median};
 }
 
-// k dispatches of one op each vs one dispatch of k ops, on the same data, same arithmetic.
+// k dispatches of one op each (`chain`) vs one dispatch of k ops (`chain_fused`, the chain length
+// an override constant), on the same data, same arithmetic.
 std::vector<ChainResult> run_chain(gpu::Context& ctx, const BenchConfig& cfg, uint32_t n, double copy_gbs,
                                    gpu::Profiler& prof, const Progress& progress) {
   auto& k = ctx.kernel(gpu::embedded_kernel("elementwise", "chain"));
   const auto g = grid((n + 255) / 256);
-  const auto init = random_data(n, 99 + n);
+  // chain_fused reads whole vec4s: the buffers hold n rounded up to a multiple of 4 floats.
+  const uint32_t vec4s = (n + 3) / 4;
+  const auto g_fused = grid((vec4s + kChainGroupVec4s - 1) / kChainGroupVec4s);
+  const auto init = random_data(uint64_t(vec4s) * 4, 99 + n);
+  const uint64_t padded_bytes = uint64_t(vec4s) * 16;
   Buffer pristine = ctx.upload<float>(init, BufferUsage::StorageIO, "chain.init");
   Buffer x = ctx.upload<float>(init, BufferUsage::StorageIO, "chain.x");
   // Slots 0..15: op j alone (unfused); slot 16: ops 0..k-1 (fused), rewritten for each k.
@@ -396,11 +424,13 @@ std::vector<ChainResult> run_chain(gpu::Context& ctx, const BenchConfig& cfg, ui
     ctx.write_value(u, j * kUniformSlot, chain_params(n, j, 1));
     single.push_back(ctx.bind(k, {x, BufferBinding(u, j * kUniformSlot, sizeof(ChainParams))}));
   }
-  BindGroup fused = ctx.bind(k, {x, BufferBinding(u, kMaxChain * kUniformSlot, sizeof(ChainParams))});
+  const BufferBinding fused_params(u, kMaxChain * kUniformSlot, sizeof(ChainParams));
+  Kernel* fused_kernel = nullptr;
+  BindGroup fused;
   // Every sample starts from the same data, restored on the GPU (no host transfer near timing).
   auto reset = [&] {
     gpu::Recorder r(ctx);
-    r.copy(pristine, 0, x, 0, uint64_t(n) * 4);
+    r.copy(pristine, 0, x, 0, padded_bytes);
     r.submit();
     ctx.wait();
   };
@@ -408,7 +438,7 @@ std::vector<ChainResult> run_chain(gpu::Context& ctx, const BenchConfig& cfg, ui
   auto record = [&](gpu::Recorder& r, uint32_t ops, bool as_fused, uint32_t runs) {
     for (uint32_t m = 0; m < runs; ++m) {
       if (as_fused)
-        r.dispatch(k, fused, g.first, g.second);
+        r.dispatch(*fused_kernel, fused, g_fused.first, g_fused.second);
       else
         for (uint32_t j = 0; j < ops; ++j) r.dispatch(k, single[j], g.first, g.second);
     }
@@ -435,6 +465,8 @@ std::vector<ChainResult> run_chain(gpu::Context& ctx, const BenchConfig& cfg, ui
     progress("chain of " + std::to_string(ops) + (ops == 1 ? " op" : " ops") + " on " + std::to_string(n) +
              " floats");
     ctx.write_value(u, kMaxChain * kUniformSlot, chain_params(n, 0, ops));
+    fused_kernel = &ctx.kernel(gpu::embedded_kernel("elementwise", "chain_fused", {{"CHAIN_OPS", ops}}));
+    fused = ctx.bind(*fused_kernel, {x, fused_params});
     ChainResult c;
     c.elements = n;
     c.k = ops;
@@ -553,8 +585,10 @@ BenchReport run_dispatch_bench(gpu::Context& ctx, const BenchConfig& cfg, const 
   const uint64_t copy_bytes =
       std::min<uint64_t>(uint64_t(cfg.large_elements) * 4, ctx.limits().max_buffer_size);
   progress("device copy bandwidth");
-  std::tie(r.copy_bandwidth_gbs, r.copy_command_bandwidth_gbs) =
-      measure_copy_bandwidth(ctx, prof, copy_bytes, cfg.reps);
+  const auto copy = measure_copy_bandwidth(ctx, prof, copy_bytes, cfg.reps);
+  r.copy_bandwidth_gbs = copy.kernel_gbs;
+  r.copy_command_bandwidth_gbs = copy.command_gbs;
+  r.copy_command_gpu_bandwidth_gbs = copy.command_gpu_gbs;
 
   auto wanted = [&](const std::string& name) {
     return cfg.only_kernels.empty() ||

@@ -111,6 +111,9 @@ struct BenchReport {
   std::string date_utc;
   double copy_bandwidth_gbs = 0;          // copy kernel (vec4), by GPU timestamps where available
   double copy_command_bandwidth_gbs = 0;  // copyBufferToBuffer, by wall clock
+  // copyBufferToBuffer by GPU timestamps: the span between two timed passes with only the copies
+  // between them; < 0 without timestamps.
+  double copy_command_gpu_bandwidth_gbs = -1;
   std::vector<KernelReport> kernels;
   std::vector<ChainResult> chain;
   PlanEncodeResult plan_encode;

@@ -67,6 +67,8 @@ nlohmann::json to_json(const BenchReport& r, const nlohmann::json& adapter) {
                  {"all_chain_lengths", c.all_chain_lengths}};
   j["copy_bandwidth_gbs"] = r.copy_bandwidth_gbs;
   j["copy_command_bandwidth_gbs"] = r.copy_command_bandwidth_gbs;
+  if (r.copy_command_gpu_bandwidth_gbs > 0)
+    j["copy_command_gpu_bandwidth_gbs"] = r.copy_command_gpu_bandwidth_gbs;
   j["steady_max_n"] = kSteadyMaxN;
   j["plan_encode"] = {{"dispatches", r.plan_encode.dispatches},
                       {"passes", r.plan_encode.passes},
@@ -157,7 +159,11 @@ std::string to_table(const BenchReport& r, const gpu::AdapterInfo& a) {
   o << "adapter: " << a.device << " | " << a.backend << " | " << a.adapter_type << " | " << a.description
     << "\n";
   o << "device copy bandwidth: " << gbs(r.copy_bandwidth_gbs) << " GB/s by a copy kernel, "
-    << gbs(r.copy_command_bandwidth_gbs) << " GB/s by copyBufferToBuffer (bytes read + written)\n\n";
+    << gbs(r.copy_command_bandwidth_gbs) << " GB/s by copyBufferToBuffer (wall clock"
+    << (r.copy_command_gpu_bandwidth_gbs > 0
+            ? "; " + gbs(r.copy_command_gpu_bandwidth_gbs) + " by GPU timestamps"
+            : "")
+    << "; bytes read + written)\n\n";
   o << "Per-dispatch cost: slope of a least-squares fit of time against dispatch count N = 1, 2, 4, ...\n";
   o << "(median of " << r.config.reps
     << " repetitions per N; total = encode .. GPU done, fitted over N <= " << kSteadyMaxN

@@ -33,13 +33,18 @@ void Profiler::resolve(Recorder& rec) {
                                       resolved_.raw(), 0);
 }
 
+std::vector<uint64_t> Profiler::read_ticks() {
+  if (!enabled() || used_ == 0) return {};
+  auto ticks = ctx_->read<uint64_t>(resolved_, 0, 2 * used_);
+  used_ = 0;
+  return ticks;
+}
+
 std::vector<double> Profiler::read_ns() {
   std::vector<double> out;
-  if (!enabled() || used_ == 0) return out;
-  auto ticks = ctx_->read<uint64_t>(resolved_, 0, 2 * used_);
-  for (uint32_t k = 0; k < used_; ++k)
-    out.push_back(ticks[2 * k + 1] >= ticks[2 * k] ? double(ticks[2 * k + 1] - ticks[2 * k]) : 0.0);
-  used_ = 0;
+  auto ticks = read_ticks();
+  for (size_t k = 0; k + 1 < ticks.size(); k += 2)
+    out.push_back(ticks[k + 1] >= ticks[k] ? double(ticks[k + 1] - ticks[k]) : 0.0);
   return out;
 }
 

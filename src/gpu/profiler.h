@@ -29,6 +29,9 @@ class Profiler {
   void resolve(Recorder& rec);
   // GPU time of each timed pass, in nanoseconds (waits for submitted work). Resets the slots.
   std::vector<double> read_ns();
+  // The raw timestamps (ns) instead: begin and end of each timed pass, in order, for spans between
+  // passes (e.g. copies, which no pass can hold). Waits for submitted work; resets the slots.
+  std::vector<uint64_t> read_ticks();
 
  private:
   Context* ctx_;
