@@ -22,9 +22,9 @@ struct State {
 
 const PI: f32 = 3.14159265358979323846;
 
-fn sim_init(ind: u32) -> State {
-  return State(init_uniform(ind, 0u, 0.1), init_uniform(ind, 1u, 0.1),
-               init_uniform(ind, 2u, 0.1), init_uniform(ind, 3u, 0.1), 0.0, 0u);
+fn sim_init(ind: u32, episode: u32) -> State {
+  return State(init_uniform(episode, 0u, 0.1), init_uniform(episode, 1u, 0.1),
+               init_uniform(episode, 2u, 0.1), init_uniform(episode, 3u, 0.1), 0.0, 0u);
 }
 
 // d/dt of (th1, th2, dth1, dth2) under torque a.

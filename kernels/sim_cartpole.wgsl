@@ -18,9 +18,9 @@ struct State {
   done: u32,
 }
 
-fn sim_init(ind: u32) -> State {
-  return State(init_uniform(ind, 0u, 0.05), init_uniform(ind, 1u, 0.05),
-               init_uniform(ind, 2u, 0.05), init_uniform(ind, 3u, 0.05), 0.0, 0u);
+fn sim_init(ind: u32, episode: u32) -> State {
+  return State(init_uniform(episode, 0u, 0.05), init_uniform(episode, 1u, 0.05),
+               init_uniform(episode, 2u, 0.05), init_uniform(episode, 3u, 0.05), 0.0, 0u);
 }
 
 fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {

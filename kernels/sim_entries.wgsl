@@ -1,14 +1,20 @@
 // The fixed tail of every simulation kernel (see sim_common.wgsl): the execution strategies,
 // generated around the one definition of State, sim_init, sim_step and sim_fitness.
-//   per-step and batched: sim_init_main, then L x sim_step_main, then sim_fitness_main, with the
-//                         state of each individual in the storage buffer `slots`;
-//   fused:                sim_fused_main, the whole episode in one invocation, state in registers.
+//   per-step and batched: sim_init_main, then for each of the E episodes L x sim_step_main
+//                         followed by sim_next_episode_main (between episodes) or
+//                         sim_fitness_main (after the last), with the state of each individual
+//                         in the storage buffer `slots`;
+//   fused:                sim_fused_main, the E episodes in one invocation, state in registers.
+// Fitness is the mean return over the episodes: summed in f32 in episode order from 0, divided
+// by E, in every strategy (and in the baselines).
 // Per-step and batched run the same kernels, so their results are bitwise equal.
 // Included at the bottom of every workload file, after its definition.
 // #include "sim_common.wgsl"
 
 struct Slot {
   t: u32,  // steps taken: every step dispatch of the per-step strategies is the same
+  episode: u32,
+  total: f32,  // the returns of the finished episodes
   s: State,
 }
 
@@ -32,7 +38,9 @@ fn sim_init_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     return;
   }
   slots[i].t = 0u;
-  slots[i].s = sim_init(i);
+  slots[i].episode = 0u;
+  slots[i].total = 0.0;
+  slots[i].s = sim_init(i, 0u);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -56,7 +64,22 @@ fn sim_fitness_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     use_all_bindings();
     return;
   }
-  fitness[i] = sim_fitness(slots[i].s);
+  fitness[i] = (slots[i].total + sim_fitness(slots[i].s)) / f32(params.episodes);
+}
+
+// Between episodes: adds the finished episode's return and starts the next.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn sim_next_episode_main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = gid.x;
+  if (i >= params.pop) {
+    use_all_bindings();
+    return;
+  }
+  let e = slots[i].episode + 1u;
+  slots[i].total = slots[i].total + sim_fitness(slots[i].s);
+  slots[i].episode = e;
+  slots[i].t = 0u;
+  slots[i].s = sim_init(i, e);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -66,9 +89,13 @@ fn sim_fused_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     use_all_bindings();
     return;
   }
-  var s = sim_init(i);
-  for (var t = 0u; t < params.steps; t++) {
-    sim_step(t, &s, i);
+  var total = 0.0;
+  for (var e = 0u; e < params.episodes; e++) {
+    var s = sim_init(i, e);
+    for (var t = 0u; t < params.steps; t++) {
+      sim_step(t, &s, i);
+    }
+    total = total + sim_fitness(s);
   }
-  fitness[i] = sim_fitness(s);
+  fitness[i] = total / f32(params.episodes);
 }

@@ -26,7 +26,7 @@ struct State {
 }
 
 
-fn sim_init(ind: u32) -> State {
+fn sim_init(ind: u32, episode: u32) -> State {
   var s: State;  // zero-initialised
   return s;
 }

@@ -67,40 +67,43 @@ fn sim_coop_main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
     reads[q] = market_readout(src, min(lane + q * COOP_LANES, 5u));
   }
 
-  var s = sim_init(src);
-  for (var u = 0u; u < COOP_UNITS; u++) {
-    let j = lane + u * COOP_LANES;
-    coop_h[team][j / 4u][j % 4u] = s.h[j];
-  }
-  workgroupBarrier();
-  var cur = 0u;
-  for (var t = 0u; t < params.steps; t++) {
-    let x = market_observe(t, s);
-    let h = coop_load_h(cur * COOP_TEAMS + team);
-    let nxt = 1u - cur;
-    var hn: array<f32, COOP_UNITS>;
-    for (var u = 0u; u < COOP_UNITS; u++) {
-      hn[u] = market_hidden(units[u], x, h);
-    }
+  var total = 0.0;
+  for (var e = 0u; e < params.episodes; e++) {
+    var s = sim_init(src, e);
+    workgroupBarrier();  // the previous episode's last reads of coop_h are done
     for (var u = 0u; u < COOP_UNITS; u++) {
       let j = lane + u * COOP_LANES;
-      coop_h[nxt * COOP_TEAMS + team][j / 4u][j % 4u] = hn[u];
+      coop_h[team][j / 4u][j % 4u] = s.h[j];
     }
     workgroupBarrier();
-    let hall = coop_load_h(nxt * COOP_TEAMS + team);
-    for (var q = 0u; q < COOP_OUTS; q++) {
-      let o = lane + q * COOP_LANES;
-      if (o < 6u) {
-        coop_out[team][o] = market_output(reads[q], hall);
+    var cur = 0u;
+    for (var t = 0u; t < params.steps; t++) {
+      let x = market_observe(t, s);
+      let h = coop_load_h(cur * COOP_TEAMS + team);
+      let nxt = 1u - cur;
+      var hn: array<f32, COOP_UNITS>;
+      for (var u = 0u; u < COOP_UNITS; u++) {
+        hn[u] = market_hidden(units[u], x, h);
       }
+      for (var u = 0u; u < COOP_UNITS; u++) {
+        let j = lane + u * COOP_LANES;
+        coop_h[nxt * COOP_TEAMS + team][j / 4u][j % 4u] = hn[u];
+      }
+      workgroupBarrier();
+      let hall = coop_load_h(nxt * COOP_TEAMS + team);
+      for (var q = 0u; q < COOP_OUTS; q++) {
+        let o = lane + q * COOP_LANES;
+        if (o < 6u) {
+          coop_out[team][o] = market_output(reads[q], hall);
+        }
+      }
+      workgroupBarrier();
+      market_trade(t, &s, coop_out[team]);
+      cur = nxt;
     }
-    workgroupBarrier();
-    market_trade(t, &s, coop_out[team]);
-    cur = nxt;
+    total = total + sim_fitness(s);
   }
-  // Not needed by sim_fitness, but the state is then the one sim_step would leave.
-  s.h = coop_load_h(cur * COOP_TEAMS + team);
   if (ind < params.pop && lane == 0u) {
-    fitness[ind] = sim_fitness(s);
+    fitness[ind] = total / f32(params.episodes);
   }
 }

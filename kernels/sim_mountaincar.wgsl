@@ -17,8 +17,8 @@ struct State {
   done: u32,
 }
 
-fn sim_init(ind: u32) -> State {
-  return State(-0.5 + init_uniform(ind, 0u, 0.1), 0.0, 0.0, 0u);
+fn sim_init(ind: u32, episode: u32) -> State {
+  return State(-0.5 + init_uniform(episode, 0u, 0.1), 0.0, 0.0, 0u);
 }
 
 fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {

@@ -7,7 +7,7 @@ struct State {
   sum: f32,
 }
 
-fn sim_init(ind: u32) -> State {
+fn sim_init(ind: u32, episode: u32) -> State {
   return State(0.0);
 }
 

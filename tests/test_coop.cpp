@@ -14,6 +14,7 @@
 #include "sim/reference.h"
 #include "sim/runner.h"
 #include "sim/workloads.h"
+#include "sim_support.h"
 #include "support.h"
 #include "util/error.h"
 
@@ -22,19 +23,7 @@ namespace {
 
 using fuse::Strategy;
 using test::context;
-
-// Evaluates gene-major `genomes` under `s` into a fresh NaN-filled fitness buffer: an individual
-// the strategy does not write stays NaN and fails every comparison.
-std::vector<float> evaluate(fuse::SimProgram& p, Strategy s, const std::vector<float>& genomes) {
-  auto& ctx = context();
-  auto g = ctx.upload<float>(genomes, gpu::BufferUsage::StorageIO, "coop.genomes");
-  std::vector<float> nan(p.pop(), std::numeric_limits<float>::quiet_NaN());
-  auto f = ctx.upload<float>(nan, gpu::BufferUsage::StorageIO, "coop.fitness");
-  gpu::Recorder rec(ctx);
-  p.evaluate(s, rec, g, f);
-  rec.submit();
-  return ctx.read<float>(f, 0, p.pop());
-}
+using test::evaluate;
 
 // Test that coop equals per-step (and fused) within 1e-5 relative for every individual of odd
 // populations (37: 4 full workgroups and a partial one; 3: less than one workgroup), on random
@@ -65,7 +54,7 @@ TEST(Coop, MarketEqualsPerStepOnRandomGenomes) {
       // The CPU double reference, as --check compares every strategy (rtol/atol of the workload).
       for (uint32_t i = 0; i < pop; i += 5) {
         std::span<const float> genome(genomes.data() + size_t(i) * w.genome_len, w.genome_len);
-        double want = sim::reference_fitness(w, genome, i, steps, 13, r.data().records);
+        double want = sim::reference_fitness(w, genome, steps, r.starts(), r.data().records);
         EXPECT_LE(std::abs(fc[i] - want), std::max(w.reference_atol, w.reference_rtol * std::abs(want)))
             << "individual " << i << " scale " << scale;
       }

@@ -20,7 +20,7 @@ namespace {
 
 struct SimOptions {
   std::string workload;
-  uint32_t pop = 0, steps = 0, generations = 10, seed = 1, samples = 64;
+  uint32_t pop = 0, steps = 0, generations = 10, seed = 1, samples = 64, episodes = 1;
   std::string mode = "all";
   bool check = false, dump_wgsl = false, quiet = false;
   std::string json_path, data_path;
@@ -47,7 +47,8 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
   }
 
   gpu::Context ctx(g.context_options());
-  sim::SimRunner runner(ctx, w, o.pop ? o.pop : w.default_pop, o.steps ? o.steps : w.default_steps, o.seed);
+  sim::SimRunner runner(ctx, w, o.pop ? o.pop : w.default_pop, o.steps ? o.steps : w.default_steps, o.seed,
+                        o.episodes);
   if (!o.data_path.empty()) {
     if (!w.data) throw Error("--write-data: workload '" + w.name + "' has no data");
     sim::write_records(runner.data().records, o.data_path);
@@ -76,6 +77,11 @@ void add_sim(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--pop", o.pop, "population (default: the workload's)")->check(CLI::PositiveNumber);
   cmd->add_option("--steps", o.steps, "episode length L (default: the workload's)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--episodes", o.episodes,
+                  "fitness = mean return over N start states, the same for every individual, drawn afresh "
+                  "each generation")
+      ->check(CLI::Range(1u, fuse::kMaxEpisodes))
+      ->capture_default_str();
   cmd->add_option("--generations", o.generations, "timed generations per mode")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -19,7 +19,9 @@
 #         7 PyTorch eager L sweep (acrobot, market)
 #         8 torch.compile of the step function (acrobot, market)
 #         9 torch.compile of the whole episode (acrobot L=100 and 500; failures reported as they are)
-# STAGES="1 2 ..." runs a subset; BUDGET and HARD (seconds) move the time limits.
+# STAGES="1 2 ..." runs a subset; BUDGET and HARD (seconds) move the time limits; EPISODES=N
+# (default 1) scores every individual by its mean return over N start states, in wgfuse and the
+# Python baselines alike (the sweeps keep 1).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the output directory}"
@@ -27,6 +29,7 @@ mkdir -p "$OUT"
 BUDGET=${BUDGET:-400}  # seconds: no stage starts after this
 HARD=${HARD:-500}      # seconds: no command runs past this
 PY=${PY:-python3}
+EPISODES=${EPISODES:-1}
 NVCC=${NVCC:-nvcc}
 command -v "$NVCC" >/dev/null || NVCC=/usr/local/cuda/bin/nvcc
 
@@ -104,7 +107,7 @@ sizes() {  # sizes POPS L  |  sizes POP Ls  -> "PxL,..."
 
 if stage "1: wgfuse default sizes, all strategies, --check"; then
   for w in $WORKLOADS; do
-    run "wgfuse_$w" 150 "$WGFUSE" --adapter "$ADAPTER" sim "$w" --generations 10 --check --quiet --json "$OUT/wgfuse_$w.json"
+    run "wgfuse_$w" 150 "$WGFUSE" --adapter "$ADAPTER" sim "$w" --episodes "$EPISODES" --generations 10 --check --quiet --json "$OUT/wgfuse_$w.json"
   done
 fi
 
@@ -121,13 +124,13 @@ fi
 
 if stage "3: JAX default sizes"; then
   for w in $WORKLOADS; do
-    run "jax_$w" 90 "$PY" bench/baselines/sim_jax.py "$w" --generations 5 --data "$DATA" --compare "$OUT/wgfuse_$w.json" --json "$OUT/jax_$w.json"
+    run "jax_$w" 90 "$PY" bench/baselines/sim_jax.py "$w" --episodes "$EPISODES" --generations 5 --data "$DATA" --compare "$OUT/wgfuse_$w.json" --json "$OUT/jax_$w.json"
   done
 fi
 
 if stage "4: PyTorch eager default sizes"; then
   for w in $WORKLOADS; do
-    run "torch_eager_$w" 90 "$PY" bench/baselines/sim_torch.py "$w" --mode eager --generations 2 --data "$DATA" --compare "$OUT/wgfuse_$w.json" --json "$OUT/torch_eager_$w.json"
+    run "torch_eager_$w" 90 "$PY" bench/baselines/sim_torch.py "$w" --mode eager --episodes "$EPISODES" --generations 2 --data "$DATA" --compare "$OUT/wgfuse_$w.json" --json "$OUT/torch_eager_$w.json"
   done
 fi
 
@@ -159,7 +162,7 @@ fi
 
 if stage "8: torch.compile of the step"; then
   for w in acrobot market; do
-    run "torch_compile_step_$w" 120 "$PY" bench/baselines/sim_torch.py "$w" --mode compile-step --generations 2 --data "$DATA" --compare "$OUT/wgfuse_$w.json" --json "$OUT/torch_compile_step_$w.json"
+    run "torch_compile_step_$w" 120 "$PY" bench/baselines/sim_torch.py "$w" --mode compile-step --episodes "$EPISODES" --generations 2 --data "$DATA" --compare "$OUT/wgfuse_$w.json" --json "$OUT/torch_compile_step_$w.json"
   done
 fi
 

@@ -16,7 +16,7 @@ std::string generated_source(const SimSpec& spec) {
 }
 
 SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t steps, uint32_t genome_len,
-                       uint32_t seed, std::span<const float> data, uint32_t data_stride)
+                       uint32_t seed, std::span<const float> data, uint32_t data_stride, uint32_t episodes)
     : ctx_(&ctx),
       spec_(std::move(spec)),
       params_{.pop = pop,
@@ -24,11 +24,15 @@ SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t s
               .genome_len = genome_len,
               .seed = seed,
               .data_stride = data_stride,
-              .pad0 = 0,
-              .pad1 = 0,
-              .pad2 = 0} {
-  if (pop == 0 || steps == 0 || genome_len == 0)
-    throw Error("simulation '" + spec_.name + "': population, steps and genome length must be positive");
+              .generation = 0,
+              .episodes = episodes,
+              .pad0 = 0} {
+  if (pop == 0 || steps == 0 || genome_len == 0 || episodes == 0)
+    throw Error("simulation '" + spec_.name +
+                "': population, steps, genome length and episodes must be positive");
+  if (episodes > kMaxEpisodes)
+    throw Error("simulation '" + spec_.name + "': " + std::to_string(episodes) +
+                " episodes, over the limit of " + std::to_string(kMaxEpisodes));
   const auto& lim = ctx.limits();
   groups_ = (pop + spec_.workgroup_size - 1) / spec_.workgroup_size;
   if (groups_ > lim.max_compute_workgroups_per_dimension)
@@ -36,7 +40,7 @@ SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t s
                 std::to_string(groups_) + " workgroups of " + std::to_string(spec_.workgroup_size) +
                 ", over the device's maxComputeWorkgroupsPerDimension (" +
                 std::to_string(lim.max_compute_workgroups_per_dimension) + ")");
-  slot_bytes_ = 4 + spec_.state_bytes;
+  slot_bytes_ = kSlotHeaderBytes + spec_.state_bytes;
   uint64_t slot_total = uint64_t(pop) * slot_bytes_;
   if (slot_total > lim.max_storage_buffer_binding_size)
     throw Error("simulation '" + spec_.name + "': the state of " + std::to_string(pop) + " individuals (" +
@@ -59,6 +63,12 @@ SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t s
   }
 }
 
+void SimProgram::set_generation(uint32_t g) {
+  if (g == params_.generation) return;
+  params_.generation = g;
+  ctx_->write(params_buf_, 0, std::as_bytes(std::span<const SimParams>(&params_, 1)));
+}
+
 void SimProgram::ensure_slots() {
   if (slots_ && slots_.size() >= uint64_t(params_.pop) * slot_bytes_) return;
   slots_ =
@@ -75,6 +85,7 @@ void SimProgram::compile() {
   };
   init_ = kernel(kInitEntry);
   fitness_ = kernel(kFitnessEntry);
+  next_episode_ = kernel(kNextEpisodeEntry);
   for (auto& r : strategies()) {
     if (entries_.count(r.entry) || !spec_.offers(r.id)) continue;
     // A team kernel has its own workgroup size (fixed in the kernel), so no WORKGROUP_SIZE override.
@@ -93,7 +104,7 @@ gpu::BindGroup SimProgram::group(const gpu::Kernel& k, const gpu::Buffer& genome
 }
 
 uint64_t SimProgram::dispatches(Strategy s) const {
-  return dispatch_count(s, params_.steps);
+  return dispatch_count(s, params_.steps, params_.episodes);
 }
 
 gpu::Plan& SimProgram::plan(Strategy s, const gpu::Buffer& genomes, const gpu::Buffer& fitness) {
@@ -128,7 +139,11 @@ gpu::Plan& SimProgram::plan(Strategy s, const gpu::Buffer& genomes, const gpu::B
     ensure_slots();
     p.dispatch(*init_, group(*init_, genomes, fitness), {groups});
     const auto step_group = group(k, genomes, fitness);
-    for (uint32_t t = 0; t < params_.steps; ++t) p.dispatch(k, step_group, {groups});
+    const auto next_group = group(*next_episode_, genomes, fitness);
+    for (uint32_t e = 0; e < params_.episodes; ++e) {
+      if (e > 0) p.dispatch(*next_episode_, next_group, {groups});
+      for (uint32_t t = 0; t < params_.steps; ++t) p.dispatch(k, step_group, {groups});
+    }
     p.dispatch(*fitness_, group(*fitness_, genomes, fitness), {groups});
   }
   p.build();

@@ -36,7 +36,7 @@ namespace wgfuse::fuse {
 struct SimSpec {
   std::string name;          // for labels and messages, e.g. "acrobot"
   std::string family;        // the embedded kernel family holding the definition, e.g. "sim_acrobot"
-  uint32_t state_bytes = 0;  // size of the WGSL State struct (slot = 4 + state_bytes, rounded)
+  uint32_t state_bytes = 0;  // size of the WGSL State struct (slot = kSlotHeaderBytes + state_bytes)
   uint32_t workgroup_size = 64;
   // The cooperative strategy: the kernel file, included by the workload's after sim_entries.wgsl,
   // that defines sim_coop_main (empty: the workload has no cooperative form), and the
@@ -50,10 +50,21 @@ struct SimSpec {
 
 // Mirrors SimParams in kernels/sim_common.wgsl.
 struct SimParams {
-  uint32_t pop, steps, genome_len, seed, data_stride, pad0, pad1, pad2;
+  uint32_t pop, steps, genome_len, seed, data_stride;
+  uint32_t generation;  // start states are drawn afresh for each GA generation
+  uint32_t episodes;    // fitness = mean return over this many start states
+  uint32_t pad0;
 };
 static_assert(sizeof(SimParams) == 32);
 static_assert(offsetof(SimParams, data_stride) == 16);
+static_assert(offsetof(SimParams, episodes) == 24);
+
+// Start states per evaluation at most (the per-step plan records episodes x (steps + 1) + 1
+// dispatches).
+inline constexpr uint32_t kMaxEpisodes = 1024;
+
+// Slot in kernels/sim_entries.wgsl: {t, episode, total} before the State.
+inline constexpr uint32_t kSlotHeaderBytes = 12;
 
 // The WGSL module of `spec`: its embedded family, includes expanded (sim_common, the workload's
 // definition, sim_entries and, where it has one, its cooperative kernel).
@@ -63,6 +74,7 @@ std::string generated_source(const SimSpec& spec);
 // strategies; the strategies' own entry points are in their rows (fuse/strategy.h).
 inline constexpr const char* kInitEntry = "sim_init_main";
 inline constexpr const char* kFitnessEntry = "sim_fitness_main";
+inline constexpr const char* kNextEpisodeEntry = "sim_next_episode_main";
 
 // Throws Error when `spec` has no cooperative form, saying which workloads have one.
 void require_coop(const SimSpec& spec);
@@ -75,13 +87,19 @@ struct EvalCounts {
 class SimProgram {
  public:
   // `data` is the workload's shared read-only data (may be empty: a 4-byte placeholder is bound).
+  // Fitness is the mean return over `episodes` start states (common to all individuals).
   // Throws Error naming the device limit when the sizes cannot run on this device.
   SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t steps, uint32_t genome_len,
-             uint32_t seed, std::span<const float> data, uint32_t data_stride);
+             uint32_t seed, std::span<const float> data, uint32_t data_stride, uint32_t episodes = 1);
 
   uint32_t pop() const { return params_.pop; }
   uint32_t steps() const { return params_.steps; }
   uint32_t genome_len() const { return params_.genome_len; }
+  uint32_t episodes() const { return params_.episodes; }
+  uint32_t generation() const { return params_.generation; }
+  // The generation whose start states the next evaluations use (written to the params before
+  // the next submit; 0 until set).
+  void set_generation(uint32_t g);
   const SimSpec& spec() const { return spec_; }
 
   // Compiles every pipeline now (otherwise on first use).
@@ -103,7 +121,8 @@ class SimProgram {
   // read the state after a number of steps. Allocated on first per-step use.
   const gpu::Buffer& slots() const { return slots_; }
   uint32_t slot_bytes() const { return slot_bytes_; }
-  // Records init and then `n` step dispatches only (no fitness): for state trajectories.
+  // Records init and then `n` step dispatches of the first episode only (no fitness): for state
+  // trajectories.
   void record_init_and_steps(gpu::Recorder& rec, const gpu::Buffer& genomes, uint32_t n);
 
   // Dispatches per evaluation of each strategy.
@@ -122,7 +141,7 @@ class SimProgram {
   uint32_t slot_bytes_ = 0;
   uint32_t groups_ = 0;
   // Resolved by compile(): the pipelines of the entry points.
-  const gpu::Kernel *init_ = nullptr, *fitness_ = nullptr;
+  const gpu::Kernel *init_ = nullptr, *fitness_ = nullptr, *next_episode_ = nullptr;
   std::map<std::string_view, const gpu::Kernel*> entries_;  // by the strategies' entry points
   // By (strategy, genomes id, fitness id); the GA alternates two genome buffers, so this stays
   // small (cleared past a handful in case a caller cycles through many).

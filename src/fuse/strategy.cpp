@@ -75,8 +75,8 @@ Strategy parse_strategy(std::string_view s) {
   throw Error("unknown strategy '" + std::string(s) + "' (known: " + strategy_names(", ") + ")");
 }
 
-uint64_t dispatch_count(Strategy s, uint32_t steps) {
-  return row(s).dispatches == Dispatches::One ? 1 : uint64_t(steps) + 2;
+uint64_t dispatch_count(Strategy s, uint32_t steps, uint32_t episodes) {
+  return row(s).dispatches == Dispatches::One ? 1 : uint64_t(episodes) * (uint64_t(steps) + 1) + 1;
 }
 
 }  // namespace wgfuse::fuse

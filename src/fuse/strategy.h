@@ -14,7 +14,8 @@ enum class Strategy { PerStep, Batched, Fused, Coop };
 
 // How many dispatches one evaluation of `steps` time steps takes.
 enum class Dispatches {
-  InitStepsFitness,  // init, one per time step, fitness: steps + 2
+  InitStepsFitness,  // init, one per time step of each episode, one between episodes, fitness:
+                     // episodes x (steps + 1) + 1
   One,               // the whole episode in one dispatch
 };
 
@@ -46,6 +47,6 @@ std::string to_string(Strategy s);
 Strategy parse_strategy(std::string_view s);
 // The names of the table joined with `sep` (for the CLI's help and checks).
 std::string strategy_names(std::string_view sep);
-uint64_t dispatch_count(Strategy s, uint32_t steps);
+uint64_t dispatch_count(Strategy s, uint32_t steps, uint32_t episodes = 1);
 
 }  // namespace wgfuse::fuse

@@ -135,9 +135,9 @@ nlohmann::json sample_fitness(SimRunner& runner, const SimReportOptions& o) {
     idx.push_back(i);
     v.push_back(f[i]);
     vh.push_back(fh[i]);
-    ref.push_back(reference_fitness(w, genome, i, steps, o.seed, data));
+    ref.push_back(reference_fitness(w, genome, steps, runner.starts(), data));
     refh.push_back(horizon == steps ? ref.back().get<double>()
-                                    : reference_fitness(w, genome, i, horizon, o.seed, data));
+                                    : reference_fitness(w, genome, horizon, runner.starts(), data));
   }
   return {{"strategy", fuse::to_string(strategy)},
           {"indices", idx},
@@ -224,8 +224,9 @@ nlohmann::json run_and_report(SimRunner& runner, const SimReportOptions& o, cons
                               const nlohmann::json& adapter) {
   const auto& w = runner.workload();
   const bool coop = w.spec.has_coop();
-  std::printf("wgfuse sim %s: pop %u, steps %u, genome %u f32, %u generations, seed %u\n", w.name.c_str(),
-              runner.pop(), runner.steps(), runner.genome_len(), o.generations, o.seed);
+  std::printf("wgfuse sim %s: pop %u, steps %u, episodes %u, genome %u f32, %u generations, seed %u\n",
+              w.name.c_str(), runner.pop(), runner.steps(), runner.episodes(), runner.genome_len(),
+              o.generations, o.seed);
   std::printf("  %s\n", w.summary.c_str());
   std::printf("  adapter: %s\n", adapter_line.c_str());
   const auto t_compile = Clock::now();
@@ -239,6 +240,7 @@ nlohmann::json run_and_report(SimRunner& runner, const SimReportOptions& o, cons
   j["genome_len"] = runner.genome_len();
   j["generations"] = o.generations;
   j["seed"] = o.seed;
+  j["episodes"] = runner.episodes();
   j["compile_seconds"] = compile_s;
   j["ga"] = {{"kind", "GA: tournament selection, uniform crossover, Gaussian mutation, elitism"},
              {"tournament", w.ga.tournament},
