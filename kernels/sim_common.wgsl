@@ -7,11 +7,18 @@
 //   fn sim_init(ind: u32, episode: u32) -> State          (start states: init_uniform(episode, ...))
 //   fn sim_step(t: u32, s: ptr<function, State>, ind: u32)
 //   fn sim_fitness(s: State) -> f32
-// and reads its genome with gene(ind, k) and shared data (market prices) with data(t, k).
+// and reads its genome with gene(ind, k) and shared data (market prices) with data(t, k). In a
+// team (kernels/sim_team.wgsl) it splits its work by team_lane (< TEAM) and combines it with
+// team_sum / team_broadcast (kernels/sim_solo.wgsl: the identity, for a team of one).
 // This file declares nothing a workload must not see and has no entry point.
 // #include "sim_rng.wgsl"
 
 override WORKGROUP_SIZE: u32 = 64;
+// Invocations per individual: 1 for per-step, batched and fused; the team strategy's size.
+override TEAM: u32 = 1u;
+
+// This invocation's lane in its team (0 in a team of one).
+var<private> team_lane: u32;
 
 // Mirrored by wgfuse::fuse::SimParams (static_asserted): 32 bytes.
 struct SimParams {

@@ -262,7 +262,8 @@ TEST(SimReference, MlpArgmaxByHand) {
 TEST(SimCli, CheckPassesAndJsonHasTheFields) {
   std::string json = ::testing::TempDir() + "/sim_cartpole.json";
   auto [rc, out] = test::run_wgfuse(
-      "--adapter cpu sim cartpole --pop 67 --steps 40 --generations 2 --check --quiet --json " + json);
+      "--adapter cpu sim cartpole --mode all --pop 67 --steps 40 --generations 2 --check --quiet --json " +
+      json);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("check passed"), std::string::npos) << out;
   std::ifstream f(json);

@@ -91,7 +91,7 @@ nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1 || true
 WORKLOADS="rastrigin acrobot cartpole mountaincar market"
 # The Market prices: prefix-consistent, so one 5,000-step file serves every L up to 5,000.
 DATA=$OUT/market_5000.f32
-"$WGFUSE" --adapter "$ADAPTER" sim market --pop 64 --steps 5000 --generations 1 --mode fused --quiet \
+"$WGFUSE" --adapter "$ADAPTER" sim market --mode all --pop 64 --steps 5000 --generations 1 --mode fused --quiet \
   --write-data "$DATA" >"$OUT/market_data.txt" 2>&1 || log "writing the market data failed"
 
 ACRO_POPS="512,2048,8192,32768,65536"
@@ -107,7 +107,7 @@ sizes() {  # sizes POPS L  |  sizes POP Ls  -> "PxL,..."
 
 if stage "1: wgfuse default sizes, all strategies, --check"; then
   for w in $WORKLOADS; do
-    run "wgfuse_$w" 150 "$WGFUSE" --adapter "$ADAPTER" sim "$w" --episodes "$EPISODES" --generations 10 --check --quiet --json "$OUT/wgfuse_$w.json"
+    run "wgfuse_$w" 150 "$WGFUSE" --adapter "$ADAPTER" sim "$w" --mode all --episodes "$EPISODES" --generations 10 --check --quiet --json "$OUT/wgfuse_$w.json"
   done
 fi
 
@@ -137,16 +137,16 @@ fi
 if stage "5: wgfuse sweeps"; then
   mkdir -p "$OUT/sweep"
   for p in ${ACRO_POPS//,/ }; do
-    run "sweep/wgfuse_acrobot_p${p}_L500" 60 "$WGFUSE" --adapter "$ADAPTER" sim acrobot --pop "$p" --steps 500 --generations 3 --quiet --json "$OUT/sweep/wgfuse_acrobot_p${p}_L500.json"
+    run "sweep/wgfuse_acrobot_p${p}_L500" 60 "$WGFUSE" --adapter "$ADAPTER" sim acrobot --mode all --pop "$p" --steps 500 --generations 3 --quiet --json "$OUT/sweep/wgfuse_acrobot_p${p}_L500.json"
   done
   for L in ${LS//,/ }; do
-    run "sweep/wgfuse_acrobot_p4096_L$L" 60 "$WGFUSE" --adapter "$ADAPTER" sim acrobot --pop 4096 --steps "$L" --generations 3 --quiet --json "$OUT/sweep/wgfuse_acrobot_p4096_L$L.json"
+    run "sweep/wgfuse_acrobot_p4096_L$L" 60 "$WGFUSE" --adapter "$ADAPTER" sim acrobot --mode all --pop 4096 --steps "$L" --generations 3 --quiet --json "$OUT/sweep/wgfuse_acrobot_p4096_L$L.json"
   done
   for p in ${MARKET_POPS//,/ }; do
-    run "sweep/wgfuse_market_p${p}_L1500" 60 "$WGFUSE" --adapter "$ADAPTER" sim market --pop "$p" --steps 1500 --generations 3 --quiet --json "$OUT/sweep/wgfuse_market_p${p}_L1500.json"
+    run "sweep/wgfuse_market_p${p}_L1500" 60 "$WGFUSE" --adapter "$ADAPTER" sim market --mode all --pop "$p" --steps 1500 --generations 3 --quiet --json "$OUT/sweep/wgfuse_market_p${p}_L1500.json"
   done
   for L in ${LS//,/ }; do
-    run "sweep/wgfuse_market_p10000_L$L" 60 "$WGFUSE" --adapter "$ADAPTER" sim market --pop 10000 --steps "$L" --generations 3 --quiet --json "$OUT/sweep/wgfuse_market_p10000_L$L.json"
+    run "sweep/wgfuse_market_p10000_L$L" 60 "$WGFUSE" --adapter "$ADAPTER" sim market --mode all --pop 10000 --steps "$L" --generations 3 --quiet --json "$OUT/sweep/wgfuse_market_p10000_L$L.json"
   done
 fi
 

@@ -36,15 +36,15 @@ constexpr std::array<StrategyRow, 4> kStrategies = {{
      .optional = false,
      .check_rtol = 1e-5,  // the same functions in one loop: contraction may differ
      .summary = "one dispatch per episode, the step loop in the shader"},
-    {.id = Strategy::Coop,
-     .name = "coop",
-     .entry = "sim_coop_main",
+    {.id = Strategy::Team,
+     .name = "team",
+     .entry = "sim_team_main",
      .dispatches = Dispatches::One,
      .grid = Grid::PerTeam,
      .wait_each_dispatch = false,
      .optional = true,
      .check_rtol = 1e-5,  // the same functions called from another kernel, as for fused
-     .summary = "one dispatch per episode, a team of invocations per individual"},
+     .summary = "one dispatch per episode, a team of invocations per individual (subgroups)"},
 }};
 
 }  // namespace

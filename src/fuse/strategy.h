@@ -10,7 +10,7 @@
 
 namespace wgfuse::fuse {
 
-enum class Strategy { PerStep, Batched, Fused, Coop };
+enum class Strategy { PerStep, Batched, Fused, Team };
 
 // How many dispatches one evaluation of `steps` time steps takes.
 enum class Dispatches {
@@ -22,7 +22,8 @@ enum class Dispatches {
 // How the grid covers the individuals.
 enum class Grid {
   PerIndividual,  // one invocation per individual, in workgroups of the program's workgroup size
-  PerTeam,        // a team of invocations per individual, a fixed number of individuals per workgroup
+  PerTeam,        // a team of TEAM consecutive invocations per individual, in workgroups of the
+                  // program's workgroup size
 };
 
 struct StrategyRow {
@@ -32,7 +33,7 @@ struct StrategyRow {
   Dispatches dispatches;
   Grid grid;
   bool wait_each_dispatch;  // submit and wait after every dispatch but the last (an eager framework)
-  bool optional;            // only for programs that define the entry point
+  bool optional;            // only where the adapter has the feature it needs (team: subgroups)
   // --check compares the strategy's fitness with the first row's: 0 means bitwise equal; a
   // negative value marks the first row itself.
   double check_rtol;

@@ -41,13 +41,14 @@ std::vector<float> gene_major(const std::vector<float>& genomes, uint32_t pop, u
 }
 
 SimRunner::SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_t steps, uint32_t seed,
-                     uint32_t episodes)
+                     uint32_t episodes, uint32_t team)
     : ctx_(&ctx),
       w_(&w),
       pop_(pop),
       steps_(steps),
       seed_(seed),
       episodes_(episodes),
+      team_(team),
       genome_len_(w.genome_length(steps)) {
   if (pop < 2) throw Error("population must be at least 2");
   if (steps < 1) throw Error("steps must be at least 1");
@@ -80,7 +81,7 @@ fuse::SimProgram& SimRunner::program(uint32_t steps) {
       stride = data_.stride;
     }
     p = std::make_unique<fuse::SimProgram>(*ctx_, w_->spec, pop_, steps, w_->genome_length(steps), seed_,
-                                           data, stride, episodes_);
+                                           data, stride, episodes_, team_);
   }
   return *p;
 }
