@@ -22,9 +22,16 @@ struct State {
 
 const PI: f32 = 3.14159265358979323846;
 
-fn sim_init(ind: u32) -> State {
-  return State(init_uniform(ind, 0u, 0.1), init_uniform(ind, 1u, 0.1),
-               init_uniform(ind, 2u, 0.1), init_uniform(ind, 3u, 0.1), 0.0, 0u);
+fn sim_load(ind: u32) {
+  mlp_load(ind);
+}
+
+// Every step depends on the previous one: a team shares the state, not the steps.
+const SIM_TEAM_SPLITS_STEPS: bool = false;
+
+fn sim_init(ind: u32, episode: u32) -> State {
+  return State(init_uniform(episode, 0u, 0.1), init_uniform(episode, 1u, 0.1),
+               init_uniform(episode, 2u, 0.1), init_uniform(episode, 3u, 0.1), 0.0, 0u);
 }
 
 // d/dt of (th1, th2, dth1, dth2) under torque a.
@@ -68,12 +75,13 @@ fn wrap_angle(x: f32) -> f32 {
 }
 
 fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
+  // The policy first, in uniform control flow (a team broadcasts inside it), then the done test.
+  let y0 = vec4<f32>((*s).th1, (*s).th2, (*s).dth1, (*s).dth2);
+  let obs = array<f32, 6>(cos(y0.x), sin(y0.x), cos(y0.y), sin(y0.y), y0.z, y0.w);
+  let torque = f32(mlp_argmax(obs)) - 1.0;
   if ((*s).done != 0u) {
     return;
   }
-  let y0 = vec4<f32>((*s).th1, (*s).th2, (*s).dth1, (*s).dth2);
-  let obs = array<f32, 6>(cos(y0.x), sin(y0.x), cos(y0.y), sin(y0.y), y0.z, y0.w);
-  let torque = f32(mlp_argmax(obs, ind)) - 1.0;
   let dt = 0.2;
   let k1 = acrobot_dsdt(y0, torque);
   let k2 = acrobot_dsdt(y0 + dt / 2.0 * k1, torque);

@@ -18,17 +18,25 @@ struct State {
   done: u32,
 }
 
-fn sim_init(ind: u32) -> State {
-  return State(init_uniform(ind, 0u, 0.05), init_uniform(ind, 1u, 0.05),
-               init_uniform(ind, 2u, 0.05), init_uniform(ind, 3u, 0.05), 0.0, 0u);
+fn sim_load(ind: u32) {
+  mlp_load(ind);
+}
+
+// Every step depends on the previous one: a team shares the state, not the steps.
+const SIM_TEAM_SPLITS_STEPS: bool = false;
+
+fn sim_init(ind: u32, episode: u32) -> State {
+  return State(init_uniform(episode, 0u, 0.05), init_uniform(episode, 1u, 0.05),
+               init_uniform(episode, 2u, 0.05), init_uniform(episode, 3u, 0.05), 0.0, 0u);
 }
 
 fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
+  // The policy first, in uniform control flow (a team broadcasts inside it), then the done test.
+  let obs = array<f32, 4>((*s).x, (*s).x_dot, (*s).theta, (*s).theta_dot);
+  let action = mlp_argmax(obs);
   if ((*s).done != 0u) {
     return;
   }
-  let obs = array<f32, 4>((*s).x, (*s).x_dot, (*s).theta, (*s).theta_dot);
-  let action = mlp_argmax(obs, ind);
   let gravity = 9.8;
   let masspole = 0.1;
   let total_mass = 1.1;      // masscart 1.0 + masspole

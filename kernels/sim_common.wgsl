@@ -4,14 +4,21 @@
 // workload file defines only the simulation (see docs/SIMULATIONS.md):
 //   struct State { ... }                                  (f32/u32 fields: it lives in a storage
 //                                                          buffer for per-step and batched runs)
-//   fn sim_init(ind: u32) -> State
+//   fn sim_init(ind: u32, episode: u32) -> State          (start states: init_uniform(episode, ...))
 //   fn sim_step(t: u32, s: ptr<function, State>, ind: u32)
 //   fn sim_fitness(s: State) -> f32
-// and reads its genome with gene(ind, k) and shared data (market prices) with data(t, k).
+// and reads its genome with gene(ind, k) and shared data (market prices) with data(t, k). In a
+// team (kernels/sim_team.wgsl) it splits its work by team_lane (< TEAM) and combines it with
+// team_sum / team_broadcast (kernels/sim_solo.wgsl: the identity, for a team of one).
 // This file declares nothing a workload must not see and has no entry point.
 // #include "sim_rng.wgsl"
 
 override WORKGROUP_SIZE: u32 = 64;
+// Invocations per individual: 1 for per-step, batched and fused; the team strategy's size.
+override TEAM: u32 = 1u;
+
+// This invocation's lane in its team (0 in a team of one).
+var<private> team_lane: u32;
 
 // Mirrored by wgfuse::fuse::SimParams (static_asserted): 32 bytes.
 struct SimParams {
@@ -20,9 +27,9 @@ struct SimParams {
   genome_len: u32,  // f32 words per individual
   seed: u32,
   data_stride: u32,  // f32 words per step record in sim_data (0 when there is no data)
+  generation: u32,   // the GA generation: start states are drawn afresh for each
+  episodes: u32,     // fitness = the mean return over this many start states
   _pad0: u32,
-  _pad1: u32,
-  _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: SimParams;
@@ -39,9 +46,11 @@ fn unit_sym(h: u32) -> f32 {
   return f32(h >> 8u) * (1.0 / 8388608.0) - 1.0;
 }
 
-// Initial state variable k of individual ind: uniform in [-scale, scale) (one f32 rounding).
-fn init_uniform(ind: u32, k: u32, scale: f32) -> f32 {
-  return scale * unit_sym(hash4(params.seed, STREAM_STATE, ind, k));
+// Start-state variable k of episode `episode`: uniform in [-scale, scale) (one f32 rounding),
+// the same for every individual of the generation (common random numbers), so that fitness
+// compares policies and not their luck; drawn afresh each generation.
+fn init_uniform(episode: u32, k: u32, scale: f32) -> f32 {
+  return scale * unit_sym(hash5(params.seed, STREAM_STATE, params.generation, episode, k));
 }
 
 // Genomes are stored gene-major: gene k of individual i at k * pop + i, so that the invocations

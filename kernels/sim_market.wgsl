@@ -26,15 +26,20 @@ struct State {
 }
 
 
-fn sim_init(ind: u32) -> State {
+fn sim_init(ind: u32, episode: u32) -> State {
   var s: State;  // zero-initialised
   return s;
 }
 
-// The dynamics, in pieces that every strategy calls: sim_step below (per-step, batched, fused)
-// and the cooperative kernel (kernels/sim_market_coop.wgsl), which keeps each lane's weights in
-// registers and exchanges the hidden state through workgroup memory. One definition of the
-// observation, the recurrent unit, the readout, the trade and the reward.
+// Every step depends on the previous one: a team shares the state, not the steps.
+const SIM_TEAM_SPLITS_STEPS: bool = false;
+
+// The dynamics, in pieces: the observation, the recurrent unit, the readout, the trade and the
+// reward. In a team of TEAM lanes (kernels/sim_team.wgsl), lane l holds, in private memory for
+// the whole evaluation, the weights of hidden units l, l + TEAM, ... and of outputs l, l + TEAM,
+// ... (< 6); each step the lanes compute their units, broadcast them, compute their outputs,
+// broadcast those, and every lane applies the trade (the same arithmetic in every lane, so each
+// holds the portfolio state). A team of one (per-step, batched, fused) holds all 502 weights.
 
 // The policy's input at step t: the 6 features of record t and the 2 fed-back outputs.
 fn market_observe(t: u32, s: State) -> array<f32, 8> {
@@ -127,15 +132,37 @@ fn market_trade(t: u32, s: ptr<function, State>, out: array<f32, 6>) {
   (*s).mdd = max((*s).mdd, (*s).peak - (*s).equity);
 }
 
+// This lane's weights (sized for a team of one; a team uses the first 16 / TEAM units and
+// ceil(6 / TEAM) readouts: TEAM is a constant when the pipeline is compiled).
+var<private> market_units: array<MarketUnit, 16>;
+var<private> market_reads: array<MarketReadout, 6>;
+
+fn sim_load(ind: u32) {
+  for (var u = 0u; u < 16u / TEAM; u++) {
+    market_units[u] = market_unit(ind, team_lane + u * TEAM);
+  }
+  for (var q = 0u; q < (6u + TEAM - 1u) / TEAM; q++) {
+    market_reads[q] = market_readout(ind, min(team_lane + q * TEAM, 5u));
+  }
+}
+
 fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
   let x = market_observe(t, *s);
+  var h_lane: array<f32, 16>;
+  for (var u = 0u; u < 16u / TEAM; u++) {
+    h_lane[u] = market_hidden(market_units[u], x, (*s).h);
+  }
   var hn: array<f32, 16>;
   for (var j = 0u; j < 16u; j++) {
-    hn[j] = market_hidden(market_unit(ind, j), x, (*s).h);
+    hn[j] = team_broadcast(h_lane[j / TEAM], j % TEAM);
+  }
+  var out_lane: array<f32, 6>;
+  for (var q = 0u; q < (6u + TEAM - 1u) / TEAM; q++) {
+    out_lane[q] = market_output(market_reads[q], hn);
   }
   var out: array<f32, 6>;
   for (var o = 0u; o < 6u; o++) {
-    out[o] = market_output(market_readout(ind, o), hn);
+    out[o] = team_broadcast(out_lane[o / TEAM], o % TEAM);
   }
   (*s).h = hn;
   market_trade(t, s, out);
@@ -149,6 +176,5 @@ fn sim_fitness(s: State) -> f32 {
   return mean / sqrt(var_r + 1e-12) * 93.59487165438072 - 5.0 * s.mdd;  // sqrt(8760)
 }
 
-// The entry points of every strategy around this definition, then the cooperative one.
+// The entry points of every strategy around this definition.
 // #include "sim_entries.wgsl"
-// #include "sim_market_coop.wgsl"

@@ -17,15 +17,23 @@ struct State {
   done: u32,
 }
 
-fn sim_init(ind: u32) -> State {
-  return State(-0.5 + init_uniform(ind, 0u, 0.1), 0.0, 0.0, 0u);
+fn sim_load(ind: u32) {
+  mlp_load(ind);
+}
+
+// Every step depends on the previous one: a team shares the state, not the steps.
+const SIM_TEAM_SPLITS_STEPS: bool = false;
+
+fn sim_init(ind: u32, episode: u32) -> State {
+  return State(-0.5 + init_uniform(episode, 0u, 0.1), 0.0, 0.0, 0u);
 }
 
 fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
+  // The policy first, in uniform control flow (a team broadcasts inside it), then the done test.
+  let action = mlp_argmax(array<f32, 2>((*s).pos, (*s).vel / 0.07));
   if ((*s).done != 0u) {
     return;
   }
-  let action = mlp_argmax(array<f32, 2>((*s).pos, (*s).vel / 0.07), ind);
   var v = (*s).vel + ((f32(action) - 1.0) * 0.001 + cos(3.0 * (*s).pos) * (-0.0025));
   v = clamp(v, -0.07, 0.07);
   var p = clamp((*s).pos + v, -1.2, 0.6);

@@ -65,6 +65,8 @@ INSTANTIATE_TEST_SUITE_P(FuseWorkloads, FuseStrategies,
                          [](const auto& info) { return std::string(info.param.workload); });
 
 // Reads the per-step slots: word 0 is t, then the State's words.
+// Slot `ind` of the per-step strategies: word 0 the step count, then (from kState) the State.
+constexpr size_t kState = fuse::kSlotHeaderBytes / 4;
 std::vector<float> slot_words(const fuse::SimProgram& p, uint32_t ind) {
   auto all = context().read<float>(p.slots(), 0, p.slots().size() / 4);
   uint32_t words = p.slot_bytes() / 4;
@@ -79,6 +81,9 @@ uint32_t as_u32(float f) {
 
 // Test that the GPU's Acrobot state follows the double-precision reference step by step for 25
 // steps (5 s simulated), within f32 error, from the same initial state and with the same actions.
+// The angles within 5e-4 rad: WGSL's sin and cos may be off by 2^-11 (4.9e-4), and from some
+// starts (this seed's common start state) the chaotic dynamics grow SwiftShader's error to
+// 2.5e-4 by step 25; a wrong term in the equations is off by far more.
 TEST(FuseTrajectories, AcrobotFollowsTheReference) {
   const auto& w = sim::find_workload("acrobot");
   const uint32_t pop = 5, n = 25;
@@ -87,8 +92,8 @@ TEST(FuseTrajectories, AcrobotFollowsTheReference) {
   auto genomes = context().upload<float>(r.initial_genomes_device(), gpu::BufferUsage::StorageIO, "genomes");
   for (uint32_t ind = 0; ind < pop; ++ind) {
     std::span<const float> g(r.initial_genomes().data() + ind * 163, 163);
-    sim::AcrobotState s{sim::init_uniform(3, ind, 0, 0.1f), sim::init_uniform(3, ind, 1, 0.1f),
-                        sim::init_uniform(3, ind, 2, 0.1f), sim::init_uniform(3, ind, 3, 0.1f)};
+    sim::AcrobotState s{sim::init_uniform(3, 0, 0, 0, 0.1f), sim::init_uniform(3, 0, 0, 1, 0.1f),
+                        sim::init_uniform(3, 0, 0, 2, 0.1f), sim::init_uniform(3, 0, 0, 3, 0.1f)};
     for (uint32_t t = 1; t <= n; t += 6) {
       gpu::Recorder rec(context());
       prog.record_init_and_steps(rec, genomes, t);
@@ -104,10 +109,10 @@ TEST(FuseTrajectories, AcrobotFollowsTheReference) {
         if (sim::acrobot_terminal(ref)) break;
         ref = sim::acrobot_step(ref, act - 1.0);
       }
-      EXPECT_NEAR(words[1], ref.th1, 2e-4) << "individual " << ind << " step " << t;
-      EXPECT_NEAR(words[2], ref.th2, 2e-4) << "individual " << ind << " step " << t;
-      EXPECT_NEAR(words[3], ref.dth1, 1e-3) << "individual " << ind << " step " << t;
-      EXPECT_NEAR(words[4], ref.dth2, 1e-3) << "individual " << ind << " step " << t;
+      EXPECT_NEAR(words[kState + 0], ref.th1, 5e-4) << "individual " << ind << " step " << t;
+      EXPECT_NEAR(words[kState + 1], ref.th2, 5e-4) << "individual " << ind << " step " << t;
+      EXPECT_NEAR(words[kState + 2], ref.dth1, 1e-3) << "individual " << ind << " step " << t;
+      EXPECT_NEAR(words[kState + 3], ref.dth2, 1e-3) << "individual " << ind << " step " << t;
     }
   }
 }
@@ -126,8 +131,8 @@ TEST(FuseTrajectories, CartPoleAndMountainCarFollowTheReference) {
     rec.submit();
     for (uint32_t ind = 0; ind < 3; ++ind) {
       std::span<const float> g(r.initial_genomes().data() + ind * 114, 114);
-      sim::CartPoleState s{sim::init_uniform(5, ind, 0, 0.05f), sim::init_uniform(5, ind, 1, 0.05f),
-                           sim::init_uniform(5, ind, 2, 0.05f), sim::init_uniform(5, ind, 3, 0.05f)};
+      sim::CartPoleState s{sim::init_uniform(5, 0, 0, 0, 0.05f), sim::init_uniform(5, 0, 0, 1, 0.05f),
+                           sim::init_uniform(5, 0, 0, 2, 0.05f), sim::init_uniform(5, 0, 0, 3, 0.05f)};
       uint32_t taken = 0;
       for (; taken < 12 && !sim::cartpole_terminal(s); ++taken) {
         double obs[4] = {s.x, s.x_dot, s.theta, s.theta_dot};
@@ -137,11 +142,11 @@ TEST(FuseTrajectories, CartPoleAndMountainCarFollowTheReference) {
       // about 2e-4 per step on theta_dot at worst, so 12 steps stay within 2e-3. A wrong
       // equation is off by far more (the states move by ~1 over these steps).
       auto words = slot_words(prog, ind);
-      EXPECT_NEAR(words[1], s.x, 2e-3) << ind;
-      EXPECT_NEAR(words[2], s.x_dot, 2e-3) << ind;
-      EXPECT_NEAR(words[3], s.theta, 2e-3) << ind;
-      EXPECT_NEAR(words[4], s.theta_dot, 2e-3) << ind;
-      EXPECT_EQ(words[5], float(taken)) << ind;  // return = steps taken
+      EXPECT_NEAR(words[kState + 0], s.x, 2e-3) << ind;
+      EXPECT_NEAR(words[kState + 1], s.x_dot, 2e-3) << ind;
+      EXPECT_NEAR(words[kState + 2], s.theta, 2e-3) << ind;
+      EXPECT_NEAR(words[kState + 3], s.theta_dot, 2e-3) << ind;
+      EXPECT_EQ(words[kState + 4], float(taken)) << ind;  // return = steps taken
     }
   }
   {
@@ -155,7 +160,7 @@ TEST(FuseTrajectories, CartPoleAndMountainCarFollowTheReference) {
     rec.submit();
     for (uint32_t ind = 0; ind < 3; ++ind) {
       std::span<const float> g(r.initial_genomes().data() + ind * 99, 99);
-      sim::MountainCarState s{double(-0.5f + sim::init_uniform(5, ind, 0, 0.1f)), 0.0};
+      sim::MountainCarState s{double(-0.5f + sim::init_uniform(5, 0, 0, 0, 0.1f)), 0.0};
       for (int t = 0; t < 50; ++t) {
         double obs[2] = {s.pos, s.vel / 0.07};
         s = sim::mountaincar_step(s, sim::mlp_argmax(g, 2, 16, 3, obs));
@@ -163,8 +168,8 @@ TEST(FuseTrajectories, CartPoleAndMountainCarFollowTheReference) {
       // cos(3 pos) within 2^-11 (WGSL): velocity error <= 50 x 0.0025 x 2^-11 = 6e-5 after 50
       // steps, position error a multiple of that.
       auto words = slot_words(prog, ind);
-      EXPECT_NEAR(words[1], s.pos, 1e-3) << ind;
-      EXPECT_NEAR(words[2], s.vel, 6e-5) << ind;
+      EXPECT_NEAR(words[kState + 0], s.pos, 1e-3) << ind;
+      EXPECT_NEAR(words[kState + 1], s.vel, 6e-5) << ind;
     }
   }
 }
@@ -226,16 +231,16 @@ TEST(FuseEvolution, ReduceAndElitism) {
   EXPECT_LT(frac, 0.95);
 }
 
-// Test that evolution on the GPU improves CartPole and never loses its best (elitism): the best
-// fitness per generation is non-decreasing and the same under all three strategies.
+// Test that evolution on the GPU improves CartPole and that all strategies follow the same
+// evolution. (The best fitness may decrease here: the start states are drawn afresh each
+// generation, so the elite is re-scored; tests/test_sim_episodes.cpp checks that invariant
+// where the starts are fixed.)
 TEST(FuseEvolution, ImprovesAndAgreesAcrossStrategies) {
   const auto& w = sim::find_workload("cartpole");
   sim::SimRunner r(context(), w, 128, 150, 11);
   auto fused = r.run(Strategy::Fused, 6);
   auto batched = r.run(Strategy::Batched, 6);
   ASSERT_EQ(fused.stats.size(), 6u);
-  for (size_t g = 1; g < fused.stats.size(); ++g)
-    EXPECT_GE(fused.stats[g].best, fused.stats[g - 1].best) << g;
   EXPECT_GT(fused.stats.back().mean, fused.stats.front().mean);
   for (size_t g = 0; g < fused.stats.size(); ++g) {
     EXPECT_EQ(fused.stats[g].best, batched.stats[g].best) << g;
@@ -281,8 +286,8 @@ fn state_size_probe() {
     auto genomes = ctx.upload<float>(std::span<const float>(&one, 1), gpu::BufferUsage::Storage, "probe.g");
     auto data = ctx.upload<float>(std::span<const float>(&one, 1), gpu::BufferUsage::Storage, "probe.d");
     auto out = ctx.buffer(4, gpu::BufferUsage::StorageIO, "probe.out");
-    auto slots =
-        ctx.buffer(uint64_t(n) * (4 + w.spec.state_bytes), gpu::BufferUsage::StorageIO, "probe.slots");
+    auto slots = ctx.buffer(uint64_t(n) * (fuse::kSlotHeaderBytes + w.spec.state_bytes),
+                            gpu::BufferUsage::StorageIO, "probe.slots");
     auto& k = ctx.kernel({"state_probe." + w.name,
                           fuse::generated_source(w.spec) + probe,
                           "state_size_probe",
@@ -299,11 +304,10 @@ fn state_size_probe() {
 // names round-trip, and that an unknown name is refused with the table's names.
 TEST(FuseStrategyTable, RowsMatchTheSources) {
   for (auto& w : sim::workloads()) {
-    const auto src = fuse::generated_source(w.spec);
     for (auto& r : fuse::strategies()) {
       EXPECT_EQ(fuse::parse_strategy(r.name), r.id);
       EXPECT_EQ(fuse::to_string(r.id), r.name);
-      if (!w.spec.offers(r.id)) continue;
+      const auto src = fuse::generated_source(w.spec, r.id);
       EXPECT_NE(src.find("fn " + std::string(r.entry) + "("), std::string::npos) << w.name << " " << r.name;
     }
   }
@@ -313,7 +317,7 @@ TEST(FuseStrategyTable, RowsMatchTheSources) {
     fuse::parse_strategy("eager");
     FAIL() << "an unknown strategy was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("perstep, batched, fused, coop"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("perstep, batched, fused, team"), std::string::npos) << e.what();
   }
 }
 
@@ -371,11 +375,11 @@ TEST(FuseChecks, ComparisonsCanFail) {
 TEST(FuseChecks, ReferenceMarginSeesTies) {
   const auto& cp = sim::find_workload("cartpole");
   std::vector<float> zero(114, 0.0f);
-  auto r = sim::reference_run(cp, zero, 0, 50, 1, {});
+  auto r = sim::reference_run(cp, zero, 50, {.seed = 1}, {});
   EXPECT_EQ(r.min_margin, 0.0);
   const auto& rs = sim::find_workload("rastrigin");
   std::vector<float> x(10, 0.5f);
-  EXPECT_TRUE(std::isinf(sim::reference_run(rs, x, 0, 10, 1, {}).min_margin));
+  EXPECT_TRUE(std::isinf(sim::reference_run(rs, x, 10, {.seed = 1}, {}).min_margin));
 }
 
 }  // namespace

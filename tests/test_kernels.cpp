@@ -27,7 +27,7 @@ TEST(KernelIncludes, FamiliesAreExpandedOnce) {
       {"sim_acrobot", {"\nfn pcg_hash(", "\nfn gene(", "\nfn mlp_argmax(", "\nfn sim_fused_main("}},
       {"sim_mountaincar", {"\nfn pcg_hash(", "\nfn gene(", "\nfn mlp_argmax(", "\nfn sim_fused_main("}},
       {"sim_rastrigin", {"\nfn pcg_hash(", "\nfn gene(", "\nfn sim_fused_main("}},
-      {"sim_market", {"\nfn pcg_hash(", "\nfn gene(", "\nfn sim_fused_main(", "\nfn sim_coop_main("}},
+      {"sim_market", {"\nfn pcg_hash(", "\nfn gene(", "\nfn sim_fused_main(", "\nfn sim_load("}},
       {"sim_evolve", {"\nfn pcg_hash(", "\nfn breed("}},
   };
   for (const auto& c : cases) {

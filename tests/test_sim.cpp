@@ -206,10 +206,10 @@ TEST(SimWorkloads, DescribeThemselves) {
   renamed.name = "cartpole-copy";
   std::vector<float> g(renamed.genome_length(100));
   for (size_t k = 0; k < g.size(); ++k) g[k] = float(std::sin(0.7 * double(k) + 0.3));
-  EXPECT_EQ(sim::reference_fitness(renamed, g, 3, 100, 5, {}),
-            sim::reference_fitness(sim::find_workload("cartpole"), g, 3, 100, 5, {}));
+  EXPECT_EQ(sim::reference_fitness(renamed, g, 100, {.seed = 5}, {}),
+            sim::reference_fitness(sim::find_workload("cartpole"), g, 100, {.seed = 5}, {}));
   renamed.reference = nullptr;
-  EXPECT_THROW(sim::reference_fitness(renamed, g, 3, 100, 5, {}), Error);
+  EXPECT_THROW(sim::reference_fitness(renamed, g, 100, {.seed = 5}, {}), Error);
   for (auto& w : sim::workloads()) {
     EXPECT_TRUE(w.reference) << w.name;
     if (!w.data) continue;
@@ -226,17 +226,17 @@ TEST(SimWorkloads, DescribeThemselves) {
 TEST(SimReference, RewardConventions) {
   const auto& cp = sim::find_workload("cartpole");
   std::vector<float> zero(cp.genome_length(500), 0.0f);  // all logits 0: action 0 (push left)
-  double f = sim::reference_fitness(cp, zero, 0, 500, 1, {});
+  double f = sim::reference_fitness(cp, zero, 500, {.seed = 1}, {});
   // Pushing left every step: the pole falls right within about a second.
   EXPECT_GT(f, 5);
   EXPECT_LT(f, 60);
   EXPECT_EQ(f, std::floor(f));
   const auto& ac = sim::find_workload("acrobot");
   std::vector<float> none(ac.genome_length(500), 0.0f);
-  EXPECT_EQ(sim::reference_fitness(ac, none, 0, 500, 1, {}), -500.0);  // torque -1 for ever: never up
+  EXPECT_EQ(sim::reference_fitness(ac, none, 500, {.seed = 1}, {}), -500.0);  // torque -1 for ever: never up
   const auto& mc = sim::find_workload("mountaincar");
   std::vector<float> idle(mc.genome_length(200), 0.0f);
-  EXPECT_EQ(sim::reference_fitness(mc, idle, 0, 200, 1, {}), -200.0);
+  EXPECT_EQ(sim::reference_fitness(mc, idle, 200, {.seed = 1}, {}), -200.0);
 }
 
 // Test the policy against logits worked out by hand: 2 inputs, 2 hidden units, 3 outputs.
@@ -262,7 +262,8 @@ TEST(SimReference, MlpArgmaxByHand) {
 TEST(SimCli, CheckPassesAndJsonHasTheFields) {
   std::string json = ::testing::TempDir() + "/sim_cartpole.json";
   auto [rc, out] = test::run_wgfuse(
-      "--adapter cpu sim cartpole --pop 67 --steps 40 --generations 2 --check --quiet --json " + json);
+      "--adapter cpu sim cartpole --mode all --pop 67 --steps 40 --generations 2 --check --quiet --json " +
+      json);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("check passed"), std::string::npos) << out;
   std::ifstream f(json);

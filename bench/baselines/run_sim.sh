@@ -21,7 +21,9 @@
 #         7 PyTorch eager L sweep (acrobot, market)
 #         8 torch.compile of the step function (acrobot, market)
 #         9 torch.compile of the whole episode (acrobot L=100 and 500; failures reported as they are)
-# STAGES="1 2 ..." runs a subset; BUDGET and HARD (seconds) move the time limits.
+# STAGES="1 2 ..." runs a subset; BUDGET and HARD (seconds) move the time limits; EPISODES=N
+# (default 1) scores every individual by its mean return over N start states, in wgfuse and the
+# Python baselines alike (the sweeps keep 1).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the output directory}"
@@ -29,6 +31,7 @@ mkdir -p "$OUT"
 BUDGET=${BUDGET:-400}  # seconds: no stage starts after this
 HARD=${HARD:-500}      # seconds: no command runs past this
 PY=${PY:-python3}
+EPISODES=${EPISODES:-1}
 NVCC=${NVCC:-nvcc}
 command -v "$NVCC" >/dev/null || NVCC=/usr/local/cuda/bin/nvcc
 
@@ -90,7 +93,7 @@ nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1 || true
 WORKLOADS="rastrigin acrobot cartpole mountaincar market"
 # The Market prices: prefix-consistent, so one 5,000-step file serves every L up to 5,000.
 DATA=$OUT/market_5000.f32
-"$WGFUSE" --adapter "$ADAPTER" sim market --pop 64 --steps 5000 --generations 1 --mode fused --quiet \
+"$WGFUSE" --adapter "$ADAPTER" sim market --mode all --pop 64 --steps 5000 --generations 1 --mode fused --quiet \
   --write-data "$DATA" >"$OUT/market_data.txt" 2>&1 || log "writing the market data failed"
 
 ACRO_POPS="512,2048,8192,32768,65536"
@@ -106,7 +109,7 @@ sizes() {  # sizes POPS L  |  sizes POP Ls  -> "PxL,..."
 
 if stage "1: wgfuse default sizes, all strategies, --check"; then
   for w in $WORKLOADS; do
-    run "wgfuse_$w" 150 "$WGFUSE" --adapter "$ADAPTER" sim "$w" --generations 10 --check --quiet --json "$OUT/wgfuse_$w.json"
+    run "wgfuse_$w" 150 "$WGFUSE" --adapter "$ADAPTER" sim "$w" --mode all --episodes "$EPISODES" --generations 10 --check --quiet --json "$OUT/wgfuse_$w.json"
   done
 fi
 
@@ -138,29 +141,29 @@ fi
 
 if stage "3: JAX default sizes"; then
   for w in $WORKLOADS; do
-    run "jax_$w" 90 "$PY" bench/baselines/sim_jax.py "$w" --generations 5 --data "$DATA" --compare "$OUT/wgfuse_$w.json" --json "$OUT/jax_$w.json"
+    run "jax_$w" 90 "$PY" bench/baselines/sim_jax.py "$w" --episodes "$EPISODES" --generations 5 --data "$DATA" --compare "$OUT/wgfuse_$w.json" --json "$OUT/jax_$w.json"
   done
 fi
 
 if stage "4: PyTorch eager default sizes"; then
   for w in $WORKLOADS; do
-    run "torch_eager_$w" 90 "$PY" bench/baselines/sim_torch.py "$w" --mode eager --generations 2 --data "$DATA" --compare "$OUT/wgfuse_$w.json" --json "$OUT/torch_eager_$w.json"
+    run "torch_eager_$w" 90 "$PY" bench/baselines/sim_torch.py "$w" --mode eager --episodes "$EPISODES" --generations 2 --data "$DATA" --compare "$OUT/wgfuse_$w.json" --json "$OUT/torch_eager_$w.json"
   done
 fi
 
 if stage "5: wgfuse sweeps"; then
   mkdir -p "$OUT/sweep"
   for p in ${ACRO_POPS//,/ }; do
-    run "sweep/wgfuse_acrobot_p${p}_L500" 60 "$WGFUSE" --adapter "$ADAPTER" sim acrobot --pop "$p" --steps 500 --generations 3 --quiet --json "$OUT/sweep/wgfuse_acrobot_p${p}_L500.json"
+    run "sweep/wgfuse_acrobot_p${p}_L500" 60 "$WGFUSE" --adapter "$ADAPTER" sim acrobot --mode all --pop "$p" --steps 500 --generations 3 --quiet --json "$OUT/sweep/wgfuse_acrobot_p${p}_L500.json"
   done
   for L in ${LS//,/ }; do
-    run "sweep/wgfuse_acrobot_p4096_L$L" 60 "$WGFUSE" --adapter "$ADAPTER" sim acrobot --pop 4096 --steps "$L" --generations 3 --quiet --json "$OUT/sweep/wgfuse_acrobot_p4096_L$L.json"
+    run "sweep/wgfuse_acrobot_p4096_L$L" 60 "$WGFUSE" --adapter "$ADAPTER" sim acrobot --mode all --pop 4096 --steps "$L" --generations 3 --quiet --json "$OUT/sweep/wgfuse_acrobot_p4096_L$L.json"
   done
   for p in ${MARKET_POPS//,/ }; do
-    run "sweep/wgfuse_market_p${p}_L1500" 60 "$WGFUSE" --adapter "$ADAPTER" sim market --pop "$p" --steps 1500 --generations 3 --quiet --json "$OUT/sweep/wgfuse_market_p${p}_L1500.json"
+    run "sweep/wgfuse_market_p${p}_L1500" 60 "$WGFUSE" --adapter "$ADAPTER" sim market --mode all --pop "$p" --steps 1500 --generations 3 --quiet --json "$OUT/sweep/wgfuse_market_p${p}_L1500.json"
   done
   for L in ${LS//,/ }; do
-    run "sweep/wgfuse_market_p10000_L$L" 60 "$WGFUSE" --adapter "$ADAPTER" sim market --pop 10000 --steps "$L" --generations 3 --quiet --json "$OUT/sweep/wgfuse_market_p10000_L$L.json"
+    run "sweep/wgfuse_market_p10000_L$L" 60 "$WGFUSE" --adapter "$ADAPTER" sim market --mode all --pop 10000 --steps "$L" --generations 3 --quiet --json "$OUT/sweep/wgfuse_market_p10000_L$L.json"
   done
 fi
 
@@ -176,7 +179,7 @@ fi
 
 if stage "8: torch.compile of the step"; then
   for w in acrobot market; do
-    run "torch_compile_step_$w" 120 "$PY" bench/baselines/sim_torch.py "$w" --mode compile-step --generations 2 --data "$DATA" --compare "$OUT/wgfuse_$w.json" --json "$OUT/torch_compile_step_$w.json"
+    run "torch_compile_step_$w" 120 "$PY" bench/baselines/sim_torch.py "$w" --mode compile-step --episodes "$EPISODES" --generations 2 --data "$DATA" --compare "$OUT/wgfuse_$w.json" --json "$OUT/torch_compile_step_$w.json"
   done
 fi
 

@@ -47,6 +47,10 @@ def hash4(a, b, c, d):
     return pcg_hash((h + np.asarray(d, dtype=np.uint64)) & M32)
 
 
+def hash5(a, b, c, d, e):
+    return pcg_hash((hash4(a, b, c, d) + np.asarray(e, dtype=np.uint64)) & M32)
+
+
 def unit_sym(h):
     """Multiples of 2^-23 in [-1, 1), exact in float32."""
     return (np.asarray(h >> np.uint64(8), dtype=np.float32) * np.float32(1.0 / 8388608.0)) - np.float32(1.0)
@@ -59,12 +63,23 @@ def initial_genomes(pop, genome_len, seed, scale):
     return (np.float32(scale) * u).astype(np.float32)
 
 
-def initial_state(pop, nvars, seed, scale):
-    """[pop, nvars] float32: variable k of individual i = scale * unit_sym(hash4(seed, 2, i, k))."""
-    ind = np.arange(pop, dtype=np.uint64)[:, None]
-    k = np.arange(nvars, dtype=np.uint64)[None, :]
-    u = unit_sym(hash4(np.uint64(seed), np.uint64(STREAM_STATE), ind, k))
-    return (np.float32(scale) * u).astype(np.float32)
+def initial_state(pop, nvars, seed, scale, generation=0, episode=0):
+    """[pop, nvars] float32, the same row for every individual (common random numbers):
+    start-state variable k of episode `episode` in GA generation `generation` =
+    scale * unit_sym(hash5(seed, 2, generation, episode, k))."""
+    k = np.arange(nvars, dtype=np.uint64)
+    u = unit_sym(hash5(np.uint64(seed), np.uint64(STREAM_STATE), np.uint64(generation), np.uint64(episode), k))
+    row = (np.float32(scale) * u).astype(np.float32)
+    return np.broadcast_to(row, (pop, nvars)).copy()
+
+
+def mean_over_episodes(returns):
+    """Fitness over several start states, as wgfuse: summed in float32 in episode order from 0,
+    divided by the number of episodes. `returns`: one array (or tensor) per episode."""
+    total = returns[0]  # = 0 + returns[0]
+    for r in returns[1:]:
+        total = total + r
+    return total / len(returns)
 
 
 ELITES = 2  # the GA keeps the 2 best unchanged (src/sim/workloads.cpp)

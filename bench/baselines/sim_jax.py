@@ -153,9 +153,11 @@ EPISODES = {"acrobot": (acrobot_episode, 4, 0.1), "cartpole": (cartpole_episode,
             "market": (market_episode, 1, 0.0)}
 
 
-def initial_states(name, pop, seed):
+def initial_states(name, pop, seed, generation, episodes):
+    """[episodes, pop, nvars]: the start states of a generation's episodes (the same for every
+    individual, as wgfuse)."""
     _, nvars, scale = EPISODES[name]
-    s = C.initial_state(pop, nvars, seed, scale if scale else 1.0)
+    s = np.stack([C.initial_state(pop, nvars, seed, scale if scale else 1.0, generation, e) for e in range(episodes)])
     if name == "mountaincar":
         s = (np.float32(-0.5) + s).astype(np.float32)
     return jnp.asarray(s)
@@ -180,14 +182,18 @@ def ga_step(key, G, fit, cfg):
     return child, fitn[best], mean
 
 
+def make_mean(name, steps):
+    """(G, S0 [episodes, pop, ...], data) -> the mean return over the episodes, as wgfuse."""
+    one = jax.vmap(functools.partial(EPISODES[name][0], steps=steps), in_axes=(0, 0, None))
+    return lambda G, S0, data: C.mean_over_episodes([one(G, S0[e], data) for e in range(S0.shape[0])])
+
+
 def make_eval(name, steps):
-    ep = EPISODES[name][0]
-    return jax.jit(jax.vmap(functools.partial(ep, steps=steps), in_axes=(0, 0, None)))
+    return jax.jit(make_mean(name, steps))
 
 
 def make_generation(name, steps, cfg):
-    ep = EPISODES[name][0]
-    evaluate = jax.vmap(functools.partial(ep, steps=steps), in_axes=(0, 0, None))
+    evaluate = make_mean(name, steps)
 
     @jax.jit
     def generation(key, G, S0, data):
@@ -202,6 +208,7 @@ def main():
     ap.add_argument("workload", choices=sorted(EPISODES))
     ap.add_argument("--sizes", default="", help="comma-separated POPxSTEPS points (default: the workload's)")
     ap.add_argument("--generations", type=int, default=5)
+    ap.add_argument("--episodes", type=int, default=1, help="fitness = mean return over N start states")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--data", default="")
     ap.add_argument("--compare", default="")
@@ -217,14 +224,19 @@ def main():
         rec = C.load_market(a.data, max_steps)
         data = (jnp.asarray(rec[:, :6]), jnp.asarray(rec[:, 6:22].reshape(max_steps, 4, 4).sum(2) * np.float32(0.25)))
     dev = jax.devices()[0]
+    if a.episodes < 1:
+        sys.exit("--episodes must be at least 1")
     out = {"framework": "jax", "jax": jax.__version__, "mode": "jit+lax.scan+vmap", "workload": a.workload,
+           "episodes": a.episodes,
            "device": str(getattr(dev, "device_kind", dev)), "environment": C.environment(), "points": []}
     for pop, steps in points:
         C.log(f"[jax] {a.workload} pop {pop} steps {steps}")
         try:
             glen = C.genome_length(a.workload, steps)
             G0 = jnp.asarray(C.initial_genomes(pop, glen, a.seed, spec["scale"]))
-            S0 = initial_states(a.workload, pop, a.seed)
+            # Each generation's start states, made before the clock starts.
+            S = [initial_states(a.workload, pop, a.seed, g, a.episodes) for g in range(max(a.generations, 1))]
+            S0 = S[0]
             gen = make_generation(a.workload, steps, spec["ga"])
             key = jax.random.PRNGKey(a.seed)
             t0 = time.perf_counter()
@@ -236,7 +248,7 @@ def main():
             for g in range(a.generations):
                 key, sub = jax.random.split(key)
                 t = time.perf_counter()
-                G, b, m = gen(sub, G, S0, data)
+                G, b, m = gen(sub, G, S[g], data)
                 b, m = float(b), float(m)  # the one read-back per generation
                 secs.append(time.perf_counter() - t)
                 best.append(b)

@@ -4,9 +4,10 @@
 Run: python3 bench/baselines/sim_report.py OUT_DIR > report.md
 
 Everything printed is read from the JSON files; nothing is filled in by hand.
-Missing measurements print as "-", failures with their message. The cooperative strategy (`coop`,
-Market only) gets its columns and target rows where a wgfuse JSON has it; a run without it (before
-`--mode coop` existed) prints "-" there and leaves it out of the targets.
+Missing measurements print as "-", failures with their message. The team strategy (`team`, every
+workload where the adapter has subgroups; it replaced Market's hand-written `coop`) gets its
+columns and target rows where a wgfuse JSON has it; a run without it prints "-" there and leaves
+it out of the targets.
 """
 
 import glob
@@ -73,7 +74,7 @@ def rate_spread(p):
     return spread(p.get("gen_per_s"))
 
 
-STRATEGIES = ("perstep", "batched", "fused", "coop")
+STRATEGIES = ("perstep", "batched", "fused", "team")
 
 
 def agreement(mine, theirs, tol_rel=1e-4, tol_abs=1e-3):
@@ -146,9 +147,9 @@ def main():
 
     # ---- default sizes ----
     print("### Default sizes: generations per second (median), one generation = evaluation + GA + read-back\n")
-    print("| workload | pop x L | wgfuse per-step | wgfuse batched | wgfuse fused | wgfuse coop | CUDA (fastest, fast-math) |"
+    print("| workload | pop x L | wgfuse per-step | wgfuse batched | wgfuse fused | wgfuse team | CUDA (fastest, fast-math) |"
           " JAX scan+vmap | PyTorch eager | torch.compile (step) | fused / JAX | fused / eager | CUDA / fused |"
-          " fused GPU ms | coop GPU ms | CUDA evaluation ms |")
+          " fused GPU ms | team GPU ms | CUDA evaluation ms |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     targets = []
     spreads = []
@@ -164,13 +165,13 @@ def main():
         comp = rate(point(load(os.path.join(out, f"torch_compile_step_{w}.json")), pop, L))
         fj, fe, cf = ratio(r["fused"], jax_r), ratio(r["fused"], eager), ratio(cuda, r["fused"])
         gms = (modes.get("fused", {}).get("gpu_evaluation_ms") or {}).get("median")
-        cms = (modes.get("coop", {}).get("gpu_evaluation_ms") or {}).get("median")
-        print(f"| {w} | {pop:,} x {L:,} | {fmt(r['perstep'])} | {fmt(r['batched'])} | {fmt(r['fused'])} | {fmt(r['coop'])} |"
+        cms = (modes.get("team", {}).get("gpu_evaluation_ms") or {}).get("median")
+        print(f"| {w} | {pop:,} x {L:,} | {fmt(r['perstep'])} | {fmt(r['batched'])} | {fmt(r['fused'])} | {fmt(r['team'])} |"
               f" {cuda_cell(cbest)} | {fmt(jax_r)} | {fmt(eager)} | {fmt(comp)} | {fmt(fj, 3)} | {fmt(fe, 3)} | {fmt(cf, 3)} |"
               f" {fmt(gms)} | {fmt(cms)} |"
               f" {fmt(((point(cbest[2], pop, L) or {}).get('eval_ms') or {}).get('median') if cbest else None)} |")
         if w in ("acrobot", "market"):
-            for m in ("fused", "coop"):
+            for m in ("fused", "team"):
                 if r[m] is not None:
                     targets.append((w, m, r[m], jax_r, eager, cuda))
         cuda_pts = [f"{label} {rate_spread(point(j, pop, L))}" for j, label in cuda_runs(out, w) if point(j, pop, L)]
@@ -182,15 +183,15 @@ def main():
                          for b in ("jax", "torch_eager", "torch_compile_step")]))
     print()
     print("Median [min–max] of the same runs (dispatches and submits per generation in the order of the"
-          " strategies present: per-step/batched/fused[/coop]):\n")
-    print("| workload | pop x L | per-step | batched | fused | coop | dispatches / gen | submits / gen | CUDA |"
+          " strategies present: per-step/batched/fused[/team]):\n")
+    print("| workload | pop x L | per-step | batched | fused | team | dispatches / gen | submits / gen | CUDA |"
           " JAX | PyTorch eager | torch.compile (step) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for w, pop, L, ws, disp, subm, cuda_s, bs in spreads:
         print(f"| {w} | {pop:,} x {L:,} | {' | '.join(ws)} | {disp} | {subm} | {cuda_s} | {' | '.join(bs)} |")
     print()
-    print("Targets (Market and Acrobot), per wgfuse strategy that ran (fused everywhere; coop where the"
-          " workload has it): >= 5x JAX, >= 100x PyTorch eager, within 1.25x of the fastest fast-math CUDA kernel.\n")
+    print("Targets (Market and Acrobot), per wgfuse strategy that ran (fused everywhere; team where the"
+          " adapter has subgroups): >= 5x JAX, >= 100x PyTorch eager, within 1.25x of the fastest fast-math CUDA kernel.\n")
     print("| workload | strategy | gen/s | vs JAX (>= 5x) | vs PyTorch eager (>= 100x) | CUDA / strategy (<= 1.25) |")
     print("|---|---|---|---|---|---|")
 
@@ -223,8 +224,8 @@ def main():
 
     # ---- checks ----
     print("### Equivalence (generation-0 population)\n")
-    print("| workload | per-step = batched | fused vs per-step (max rel diff) | coop vs per-step (max rel diff) |"
-          " GPU vs CPU double (agree, horizon; fused / coop) |"
+    print("| workload | per-step = batched | fused vs per-step (max rel diff) | team vs per-step (max rel diff) |"
+          " GPU vs CPU double (agree, horizon; fused / team) |"
           " JAX vs wgfuse (at L / at horizon) | eager vs wgfuse | CUDA vs wgfuse | JAX vs CPU double at L |")
     print("|---|---|---|---|---|---|---|---|---|")
     for w in WORKLOADS:
@@ -233,9 +234,9 @@ def main():
         c = wj.get("check", {})
         pb = c.get("perstep_vs_batched", {})
         pf = c.get("fused_vs_perstep", {})
-        pc = c.get("coop_vs_perstep", {})
+        pc = c.get("team_vs_perstep", {})
         ref = c.get("reference", {}).get("fused", {})
-        refc = c.get("reference", {}).get("coop", {})
+        refc = c.get("reference", {}).get("team", {})
         s = wj.get("sample_fitness", {})
 
         def vs(j):
@@ -275,8 +276,8 @@ def main():
         print(f"#### {w}: {'episode length L' if axis == 'L' else 'population'} sweep"
               f" ({'pop' if axis == 'L' else 'L'} = {fixed:,})\n")
         print("| " + ("L" if axis == "L" else "pop") + " | wgfuse per-step | wgfuse batched | wgfuse fused [min–max] |"
-              " fused GPU ms | wgfuse coop [min–max] | coop GPU ms | fused/batched | fused/per-step | CUDA | JAX |"
-              " fused/JAX | coop/JAX | PyTorch eager |")
+              " fused GPU ms | wgfuse team [min–max] | team GPU ms | fused/batched | fused/per-step | CUDA | JAX |"
+              " fused/JAX | team/JAX | PyTorch eager |")
         print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for v in values:
             pop, L = (fixed, v) if axis == "L" else (v, fixed)
@@ -288,9 +289,9 @@ def main():
             jx = rate(point(load(os.path.join(out, f"jax_sweep_{w}.json")), pop, L))
             te = rate(point(load(os.path.join(out, f"torch_eager_sweep_{w}.json")), pop, L))
             print(f"| {v:,} | {fmt(r['perstep'])} | {fmt(r['batched'])} | {spread(m.get('fused', {}).get('gen_per_s'))} |"
-                  f" {fmt(gms['fused'], 3)} | {spread(m.get('coop', {}).get('gen_per_s'))} | {fmt(gms['coop'], 3)} |"
+                  f" {fmt(gms['fused'], 3)} | {spread(m.get('team', {}).get('gen_per_s'))} | {fmt(gms['team'], 3)} |"
                   f" {fmt(ratio(r['fused'], r['batched']), 3)} | {fmt(ratio(r['fused'], r['perstep']), 3)} |"
-                  f" {cuda_s} | {fmt(jx)} | {fmt(ratio(r['fused'], jx), 3)} | {fmt(ratio(r['coop'], jx), 3)} | {fmt(te)} |")
+                  f" {cuda_s} | {fmt(jx)} | {fmt(ratio(r['fused'], jx), 3)} | {fmt(ratio(r['team'], jx), 3)} | {fmt(te)} |")
         print()
 
     print("### Sweeps (generations per second, median)\n")

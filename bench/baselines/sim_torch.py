@@ -58,7 +58,7 @@ def wrap_pi(x):
     return x
 
 
-# ---- workloads: init(pop, seed, dev) -> state, step(state, w, x_t) -> state, fitness(state, steps) ----
+# ---- workloads: init(pop, seed, dev, generation, episode) -> state, step(state, w, x_t) -> state, fitness(state, steps) ----
 
 class Rastrigin:
     name = "rastrigin"
@@ -74,7 +74,7 @@ class Rastrigin:
         return [G[:, :steps]]
 
     @staticmethod
-    def init(pop, seed, dev):
+    def init(pop, seed, dev, generation=0, episode=0):
         return (torch.zeros(pop, device=dev),)
 
 
@@ -100,8 +100,8 @@ class Acrobot:
         return [None] * steps
 
     @staticmethod
-    def init(pop, seed, dev):
-        y = torch.from_numpy(C.initial_state(pop, 4, seed, 0.1)).to(dev)
+    def init(pop, seed, dev, generation=0, episode=0):
+        y = torch.from_numpy(C.initial_state(pop, 4, seed, 0.1, generation, episode)).to(dev)
         return (y, torch.zeros(pop, device=dev), torch.zeros(pop, dtype=torch.bool, device=dev))
 
     @staticmethod
@@ -158,8 +158,8 @@ class CartPole:
         return [None] * steps
 
     @staticmethod
-    def init(pop, seed, dev):
-        y = torch.from_numpy(C.initial_state(pop, 4, seed, 0.05)).to(dev)
+    def init(pop, seed, dev, generation=0, episode=0):
+        y = torch.from_numpy(C.initial_state(pop, 4, seed, 0.05, generation, episode)).to(dev)
         return (y, torch.zeros(pop, device=dev), torch.zeros(pop, dtype=torch.bool, device=dev))
 
     @staticmethod
@@ -196,8 +196,8 @@ class MountainCar:
         return [None] * steps
 
     @staticmethod
-    def init(pop, seed, dev):
-        u = torch.from_numpy(C.initial_state(pop, 1, seed, 0.1)[:, 0]).to(dev)
+    def init(pop, seed, dev, generation=0, episode=0):
+        u = torch.from_numpy(C.initial_state(pop, 1, seed, 0.1, generation, episode)[:, 0]).to(dev)
         pos = (-0.5 + u).to(torch.float32)
         return (pos, torch.zeros_like(pos), torch.zeros_like(pos), torch.zeros(pop, dtype=torch.bool, device=dev))
 
@@ -235,7 +235,7 @@ class Market:
         return [(feats[t].clone(), group[t].clone()) for t in range(steps)]
 
     @staticmethod
-    def init(pop, seed, dev):
+    def init(pop, seed, dev, generation=0, episode=0):
         z = lambda *shape: torch.zeros(*shape, device=dev)  # noqa: E731
         return (z(pop, 16), z(pop, 4), z(pop, 2), z(pop), z(pop), z(pop), z(pop), z(pop))
 
@@ -292,15 +292,22 @@ def ga_step(G, fit, cfg):
     return child, fitn[best], mean
 
 
-def run_point(W, pop, steps, gens, seed, dev, episode_fn):
+def evaluate(G, starts, steps, episode_fn):
+    """Fitness: the mean return over the start states `starts` (one per episode), as wgfuse."""
+    return C.mean_over_episodes([episode_fn(G, s0, steps) for s0 in starts])
+
+
+def run_point(W, pop, steps, gens, seed, dev, episode_fn, episodes):
     glen = C.genome_length(W.name, steps)
     cfg = C.WORKLOADS[W.name]["ga"]
     G0 = torch.from_numpy(C.initial_genomes(pop, glen, seed, C.WORKLOADS[W.name]["scale"])).to(dev)
-    s0 = W.init(pop, seed, dev)  # the initial states (hash-seeded, as wgfuse), made once
+    # The start states of each generation's episodes (hash-seeded, the same for every individual,
+    # as wgfuse), made before the clock starts.
+    starts = [[W.init(pop, seed, dev, g, e) for e in range(episodes)] for g in range(max(gens, 1))]
     torch.manual_seed(seed)
 
     def generation(G, g):
-        fit = episode_fn(G, s0, steps)
+        fit = evaluate(G, starts[g], steps, episode_fn)
         child, best, mean = ga_step(G, fit, cfg)
         return child, best.item(), mean.item(), fit  # .item(): the one read-back per generation
 
@@ -317,7 +324,7 @@ def run_point(W, pop, steps, gens, seed, dev, episode_fn):
         mean.append(m)
     return {"pop": pop, "steps": steps, "generations": gens, "gen_per_s": C.summarize(secs),
             "seconds_per_generation": secs, "warmup_seconds": warm, "best_fitness": best, "mean_fitness": mean,
-            "G0": G0, "s0": s0}
+            "G0": G0, "starts": starts[0]}
 
 
 def main():
@@ -326,6 +333,7 @@ def main():
     ap.add_argument("--mode", default="eager", choices=["eager", "compile-step", "compile-episode"])
     ap.add_argument("--sizes", default="", help="comma-separated POPxSTEPS points (default: the workload's)")
     ap.add_argument("--generations", type=int, default=3)
+    ap.add_argument("--episodes", type=int, default=1, help="fitness = mean return over N start states")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--data", default="", help="market records (wgfuse sim market --write-data)")
     ap.add_argument("--compare", default="", help="wgfuse sim --json output to compare generation-0 fitness with")
@@ -344,7 +352,10 @@ def main():
             sys.exit("market needs --data FILE (wgfuse sim market --steps N --write-data FILE)")
         data = torch.from_numpy(C.load_market(a.data, max_steps)).to(dev)
 
+    if a.episodes < 1:
+        sys.exit("--episodes must be at least 1")
     out = {"framework": "pytorch", "torch": torch.__version__, "mode": a.mode, "workload": a.workload,
+           "episodes": a.episodes,
            "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
            "environment": C.environment(), "points": []}
     compiled_step = None
@@ -365,15 +376,16 @@ def main():
             out["points"].append({"pop": pop, "steps": steps,
                                   "error": "did not finish (killed by the time limit or crashed)"})
             C.write_json(a.json, out)
-            r = run_point(W, pop, steps, a.generations, a.seed, dev, episode_fn)
+            r = run_point(W, pop, steps, a.generations, a.seed, dev, episode_fn, a.episodes)
             out["points"].pop()
-            G0, s0 = r.pop("G0"), r.pop("s0")
+            G0, starts = r.pop("G0"), r.pop("starts")
             if (pop, steps) == (spec["pop"], spec["steps"]) or len(points) == 1:
                 idx = C.sample_indices(pop)
-                f = episode_fn(G0, s0, steps)
+                f = evaluate(G0, starts, steps, episode_fn)
                 vals = [float(v) for v in f[idx].cpu()]
                 H = C.horizon(a.workload, steps)
-                vh = vals if H == steps else [float(v) for v in episode(W, G0, s0, data, H, W.step)[idx].cpu()]
+                eager = lambda G, s0, L: episode(W, G, s0, data, L, W.step)  # noqa: E731
+                vh = vals if H == steps else [float(v) for v in evaluate(G0, starts, H, eager)[idx].cpu()]
                 r["sample_fitness"] = {"indices": idx, "values": vals, "horizon": H, "values_at_horizon": vh}
                 r["comparison"] = C.compare_with_wgfuse(vals, vh, a.compare)
             C.log(f"  {r['gen_per_s']['median']:.4g} gen/s (warm-up {r['warmup_seconds']:.1f} s)")

@@ -4,19 +4,59 @@
 
 namespace wgfuse::fuse {
 
-void require_coop(const SimSpec& spec) {
-  if (!spec.has_coop())
-    throw Error(
-        "simulation '" + spec.name +
-        "' has no cooperative form (strategy coop): only market has one; use perstep, batched or fused");
+bool offered(const gpu::Context& ctx, Strategy s) {
+  return !row(s).optional || ctx.features().subgroups;
 }
 
-std::string generated_source(const SimSpec& spec) {
-  return std::string(gpu::kernel_source(spec.family));
+void require_offered(const gpu::Context& ctx, Strategy s) {
+  if (!offered(ctx, s))
+    throw Error("strategy " + to_string(s) +
+                " needs the adapter's 'subgroups' feature, which this adapter does not offer; use fused");
+}
+
+uint32_t max_team(const gpu::Context& ctx, const SimSpec& spec) {
+  if (!ctx.features().subgroups) return 1;
+  uint32_t m = std::min({spec.max_team, ctx.adapter().subgroup_min_size, spec.workgroup_size});
+  uint32_t p = 1;
+  while (p * 2 <= m) p *= 2;
+  return p;
+}
+
+void check_team(const gpu::Context& ctx, const SimSpec& spec, uint32_t team) {
+  const uint32_t m = max_team(ctx, spec);
+  if (team == 0 || (team & (team - 1)) != 0 || team > m)
+    throw Error("simulation '" + spec.name + "': team size " + std::to_string(team) +
+                " must be a power of two from 1 to " + std::to_string(m) +
+                " (the smallest of the workload's " + std::to_string(spec.max_team) +
+                ", the adapter's smallest subgroup, " + std::to_string(ctx.adapter().subgroup_min_size) +
+                ", and the workgroup size " + std::to_string(spec.workgroup_size) + ")");
+}
+
+AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t pop) {
+  if (!ctx.features().subgroups)
+    return {Strategy::Fused, 1, "fused: the adapter has no subgroups, so no team strategy"};
+  const uint32_t m = max_team(ctx, spec);
+  uint32_t team = 1;
+  while (team < m && uint64_t(pop) * team < kAutoTargetInvocations) team *= 2;
+  const std::string target = std::to_string(kAutoTargetInvocations);
+  if (team == 1)
+    return {Strategy::Fused, 1,
+            "fused: population " + std::to_string(pop) + " alone reaches " + target + " invocations"};
+  return {Strategy::Team, team,
+          "team of " + std::to_string(team) + ": population " + std::to_string(pop) + " x " +
+              std::to_string(team) + " lanes = " + std::to_string(uint64_t(pop) * team) +
+              " invocations (target " + target + ", team at most " + std::to_string(m) +
+              ": workload, smallest subgroup, workgroup)"};
+}
+
+std::string generated_source(const SimSpec& spec, Strategy s) {
+  const char* prefix = row(s).grid == Grid::PerTeam ? "sim_team" : "sim_solo";
+  return std::string(gpu::kernel_source(prefix)) + std::string(gpu::kernel_source(spec.family));
 }
 
 SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t steps, uint32_t genome_len,
-                       uint32_t seed, std::span<const float> data, uint32_t data_stride)
+                       uint32_t seed, std::span<const float> data, uint32_t data_stride, uint32_t episodes,
+                       uint32_t team)
     : ctx_(&ctx),
       spec_(std::move(spec)),
       params_{.pop = pop,
@@ -24,11 +64,17 @@ SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t s
               .genome_len = genome_len,
               .seed = seed,
               .data_stride = data_stride,
-              .pad0 = 0,
-              .pad1 = 0,
-              .pad2 = 0} {
-  if (pop == 0 || steps == 0 || genome_len == 0)
-    throw Error("simulation '" + spec_.name + "': population, steps and genome length must be positive");
+              .generation = 0,
+              .episodes = episodes,
+              .pad0 = 0} {
+  if (pop == 0 || steps == 0 || genome_len == 0 || episodes == 0)
+    throw Error("simulation '" + spec_.name +
+                "': population, steps, genome length and episodes must be positive");
+  if (episodes > kMaxEpisodes)
+    throw Error("simulation '" + spec_.name + "': " + std::to_string(episodes) +
+                " episodes, over the limit of " + std::to_string(kMaxEpisodes));
+  check_team(ctx, spec_, team);
+  team_ = team;
   const auto& lim = ctx.limits();
   groups_ = (pop + spec_.workgroup_size - 1) / spec_.workgroup_size;
   if (groups_ > lim.max_compute_workgroups_per_dimension)
@@ -36,7 +82,7 @@ SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t s
                 std::to_string(groups_) + " workgroups of " + std::to_string(spec_.workgroup_size) +
                 ", over the device's maxComputeWorkgroupsPerDimension (" +
                 std::to_string(lim.max_compute_workgroups_per_dimension) + ")");
-  slot_bytes_ = 4 + spec_.state_bytes;
+  slot_bytes_ = kSlotHeaderBytes + spec_.state_bytes;
   uint64_t slot_total = uint64_t(pop) * slot_bytes_;
   if (slot_total > lim.max_storage_buffer_binding_size)
     throw Error("simulation '" + spec_.name + "': the state of " + std::to_string(pop) + " individuals (" +
@@ -47,7 +93,8 @@ SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t s
     throw Error("simulation '" + spec_.name + "': its data (" + std::to_string(data_bytes) +
                 " bytes) is over the device's maxStorageBufferBindingSize (" +
                 std::to_string(lim.max_storage_buffer_binding_size) + ")");
-  source_ = generated_source(spec_);
+  source_ = generated_source(spec_, Strategy::Fused);
+  if (ctx.features().subgroups) team_source_ = generated_source(spec_, Strategy::Team);
   params_buf_ = ctx.upload<SimParams>(std::span<const SimParams>(&params_, 1), gpu::BufferUsage::Uniform,
                                       spec_.name + ".params");
   if (data.empty()) {
@@ -57,6 +104,12 @@ SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t s
   } else {
     data_ = ctx.upload<float>(data, gpu::BufferUsage::Storage, spec_.name + ".data");
   }
+}
+
+void SimProgram::set_generation(uint32_t g) {
+  if (g == params_.generation) return;
+  params_.generation = g;
+  ctx_->write(params_buf_, 0, std::as_bytes(std::span<const SimParams>(&params_, 1)));
 }
 
 void SimProgram::ensure_slots() {
@@ -75,12 +128,16 @@ void SimProgram::compile() {
   };
   init_ = kernel(kInitEntry);
   fitness_ = kernel(kFitnessEntry);
+  next_episode_ = kernel(kNextEpisodeEntry);
   for (auto& r : strategies()) {
-    if (entries_.count(r.entry) || !spec_.offers(r.id)) continue;
-    // A team kernel has its own workgroup size (fixed in the kernel), so no WORKGROUP_SIZE override.
-    entries_[r.entry] = r.grid == Grid::PerTeam
-                            ? &ctx_->kernel({"sim." + spec_.name, source_, std::string(r.entry), {}})
-                            : kernel(r.entry);
+    if (entries_.count(r.entry) || !offered(*ctx_, r.id)) continue;
+    entries_[r.entry] =
+        r.grid == Grid::PerTeam
+            ? &ctx_->kernel({"sim." + spec_.name + ".team",
+                             team_source_,
+                             std::string(r.entry),
+                             {{"WORKGROUP_SIZE", double(spec_.workgroup_size)}, {"TEAM", double(team_)}}})
+            : kernel(r.entry);
   }
 }
 
@@ -93,12 +150,12 @@ gpu::BindGroup SimProgram::group(const gpu::Kernel& k, const gpu::Buffer& genome
 }
 
 uint64_t SimProgram::dispatches(Strategy s) const {
-  return dispatch_count(s, params_.steps);
+  return dispatch_count(s, params_.steps, params_.episodes);
 }
 
 gpu::Plan& SimProgram::plan(Strategy s, const gpu::Buffer& genomes, const gpu::Buffer& fitness) {
   const auto& r = row(s);
-  if (!spec_.offers(s)) require_coop(spec_);
+  require_offered(*ctx_, s);
   // Strategies that differ only in how they wait (per-step, batched) share one plan.
   for (auto& other : strategies())
     if (other.entry == r.entry && other.dispatches == r.dispatches && other.grid == r.grid) {
@@ -112,13 +169,13 @@ gpu::Plan& SimProgram::plan(Strategy s, const gpu::Buffer& genomes, const gpu::B
   gpu::Plan p(*ctx_, "sim." + spec_.name + "." + to_string(s));
   uint32_t groups = groups_;
   if (r.grid == Grid::PerTeam) {
-    const uint32_t per = spec_.coop_per_workgroup;
-    groups = (params_.pop + per - 1) / per;
+    const uint64_t invocations = uint64_t(params_.pop) * team_;
+    groups = uint32_t((invocations + spec_.workgroup_size - 1) / spec_.workgroup_size);
     if (groups > ctx_->limits().max_compute_workgroups_per_dimension)
-      throw Error("simulation '" + spec_.name + "': population " + std::to_string(params_.pop) + " needs " +
-                  std::to_string(groups) + " workgroups of the " + std::string(r.name) + " kernel (" +
-                  std::to_string(per) +
-                  " individuals each), over the device's maxComputeWorkgroupsPerDimension (" +
+      throw Error("simulation '" + spec_.name + "': population " + std::to_string(params_.pop) +
+                  " in teams of " + std::to_string(team_) + " needs " + std::to_string(groups) +
+                  " workgroups of " + std::to_string(spec_.workgroup_size) +
+                  ", over the device's maxComputeWorkgroupsPerDimension (" +
                   std::to_string(ctx_->limits().max_compute_workgroups_per_dimension) + ")");
   }
   const gpu::Kernel& k = *entries_.at(r.entry);
@@ -128,7 +185,11 @@ gpu::Plan& SimProgram::plan(Strategy s, const gpu::Buffer& genomes, const gpu::B
     ensure_slots();
     p.dispatch(*init_, group(*init_, genomes, fitness), {groups});
     const auto step_group = group(k, genomes, fitness);
-    for (uint32_t t = 0; t < params_.steps; ++t) p.dispatch(k, step_group, {groups});
+    const auto next_group = group(*next_episode_, genomes, fitness);
+    for (uint32_t e = 0; e < params_.episodes; ++e) {
+      if (e > 0) p.dispatch(*next_episode_, next_group, {groups});
+      for (uint32_t t = 0; t < params_.steps; ++t) p.dispatch(k, step_group, {groups});
+    }
     p.dispatch(*fitness_, group(*fitness_, genomes, fitness), {groups});
   }
   p.build();

@@ -10,13 +10,14 @@
 //   Batched: the same dispatches recorded into one command buffer, one wait;
 //   Fused:   one dispatch for the whole episode, one invocation per individual, the step loop
 //            inside the shader and the state in registers.
-//   Coop:    one dispatch for the whole episode, a team of invocations per individual, each
-//            holding its slice of the weights in registers and exchanging the hidden state
-//            through workgroup memory every step (only for workloads with a coop kernel:
-//            SimSpec::coop_family; it calls the same pieces of the definition as sim_step).
+//   Team:    one dispatch for the whole episode, a team of TEAM invocations per individual
+//            (an override constant), each holding its slice of the weights in private memory
+//            and exchanging values by subgroup shuffles (kernels/sim_team.wgsl placed before
+//            the same definition; only where the adapter has subgroups).
 // PerStep and Batched run the same kernels in the same order, so they agree bitwise; Fused
-// compiles the same functions into one loop and may differ by floating-point contraction; Coop
-// calls the same functions from a different kernel and may differ likewise.
+// compiles the same functions into one loop and may differ by floating-point contraction; Team
+// calls the same functions from a different kernel and may differ likewise (and Rastrigin sums
+// its terms in another order).
 #pragma once
 
 #include <cstdint>
@@ -36,36 +37,64 @@ namespace wgfuse::fuse {
 struct SimSpec {
   std::string name;          // for labels and messages, e.g. "acrobot"
   std::string family;        // the embedded kernel family holding the definition, e.g. "sim_acrobot"
-  uint32_t state_bytes = 0;  // size of the WGSL State struct (slot = 4 + state_bytes, rounded)
+  uint32_t state_bytes = 0;  // size of the WGSL State struct (slot = kSlotHeaderBytes + state_bytes)
   uint32_t workgroup_size = 64;
-  // The cooperative strategy: the kernel file, included by the workload's after sim_entries.wgsl,
-  // that defines sim_coop_main (empty: the workload has no cooperative form), and the
-  // individuals one of its workgroups evaluates (mirrors COOP_TEAMS in that file).
-  std::string coop_family = {};
-  uint32_t coop_per_workgroup = 0;
-  bool has_coop() const { return !coop_family.empty(); }
-  // Whether the program defines the strategy's entry point (the optional row is coop).
-  bool offers(Strategy s) const { return !row(s).optional || has_coop(); }
+  // The largest team the definition splits its work for (a power of two): 16 where hidden units
+  // are split across lanes (16 units), more where steps are (Rastrigin).
+  uint32_t max_team = 16;
 };
 
 // Mirrors SimParams in kernels/sim_common.wgsl.
 struct SimParams {
-  uint32_t pop, steps, genome_len, seed, data_stride, pad0, pad1, pad2;
+  uint32_t pop, steps, genome_len, seed, data_stride;
+  uint32_t generation;  // start states are drawn afresh for each GA generation
+  uint32_t episodes;    // fitness = mean return over this many start states
+  uint32_t pad0;
 };
 static_assert(sizeof(SimParams) == 32);
 static_assert(offsetof(SimParams, data_stride) == 16);
+static_assert(offsetof(SimParams, episodes) == 24);
 
-// The WGSL module of `spec`: its embedded family, includes expanded (sim_common, the workload's
-// definition, sim_entries and, where it has one, its cooperative kernel).
-std::string generated_source(const SimSpec& spec);
+// Start states per evaluation at most (the per-step plan records episodes x (steps + 1) + 1
+// dispatches).
+inline constexpr uint32_t kMaxEpisodes = 1024;
+
+// Slot in kernels/sim_entries.wgsl: {t, episode, total} before the State.
+inline constexpr uint32_t kSlotHeaderBytes = 12;
+
+// The WGSL module that runs strategy `s` of `spec`: the strategy's prefix (kernels/sim_solo.wgsl,
+// or kernels/sim_team.wgsl for Team: the team helpers and entry point) followed by the workload's
+// embedded family, includes expanded (sim_common, the definition, sim_entries).
+std::string generated_source(const SimSpec& spec, Strategy s = Strategy::Fused);
 
 // Entry points of the generated module before and after the time steps of the step-loop
 // strategies; the strategies' own entry points are in their rows (fuse/strategy.h).
 inline constexpr const char* kInitEntry = "sim_init_main";
 inline constexpr const char* kFitnessEntry = "sim_fitness_main";
+inline constexpr const char* kNextEpisodeEntry = "sim_next_episode_main";
 
-// Throws Error when `spec` has no cooperative form, saying which workloads have one.
-void require_coop(const SimSpec& spec);
+// Whether strategy `s` can run on this adapter (team needs subgroups).
+bool offered(const gpu::Context& ctx, Strategy s);
+// Throws Error naming what `s` needs when the adapter lacks it.
+void require_offered(const gpu::Context& ctx, Strategy s);
+
+// The team sizes `spec` can run with on this adapter: powers of two up to min(spec.max_team,
+// the adapter's smallest subgroup, the workgroup size). 1 where the adapter has no subgroups.
+uint32_t max_team(const gpu::Context& ctx, const SimSpec& spec);
+// Throws Error naming the limit when `team` is not a power of two within max_team.
+void check_team(const gpu::Context& ctx, const SimSpec& spec, uint32_t team);
+
+// --mode auto: the strategy and team size for a population, and why.
+struct AutoChoice {
+  Strategy strategy = Strategy::Fused;
+  uint32_t team = 1;
+  std::string why;
+};
+// Enough invocations to fill a large GPU with these register-heavy kernels: about one wave of an
+// H100 at ~128 registers per invocation (132 SMs x 512 invocations = 67,584; half of it already
+// hides latency, as the Market team kernel measured at 40,000).
+inline constexpr uint64_t kAutoTargetInvocations = 32768;
+AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t pop);
 
 struct EvalCounts {
   uint64_t dispatches = 0;
@@ -75,13 +104,22 @@ struct EvalCounts {
 class SimProgram {
  public:
   // `data` is the workload's shared read-only data (may be empty: a 4-byte placeholder is bound).
+  // Fitness is the mean return over `episodes` start states (common to all individuals).
   // Throws Error naming the device limit when the sizes cannot run on this device.
+  // `team`: the invocations per individual of the team strategy (check_team).
   SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t steps, uint32_t genome_len,
-             uint32_t seed, std::span<const float> data, uint32_t data_stride);
+             uint32_t seed, std::span<const float> data, uint32_t data_stride, uint32_t episodes = 1,
+             uint32_t team = 1);
 
   uint32_t pop() const { return params_.pop; }
   uint32_t steps() const { return params_.steps; }
   uint32_t genome_len() const { return params_.genome_len; }
+  uint32_t episodes() const { return params_.episodes; }
+  uint32_t team() const { return team_; }
+  uint32_t generation() const { return params_.generation; }
+  // The generation whose start states the next evaluations use (written to the params before
+  // the next submit; 0 until set).
+  void set_generation(uint32_t g);
   const SimSpec& spec() const { return spec_; }
 
   // Compiles every pipeline now (otherwise on first use).
@@ -91,7 +129,7 @@ class SimProgram {
 
   // Evaluates `genomes` (genome_len x pop f32, gene-major: gene k of individual i at k * pop + i;
   // Storage) into `fitness` (pop f32, StorageIO).
-  // Coop throws Error when the workload has no cooperative form.
+  // Team throws Error when the adapter has no subgroups.
   // PerStep submits and waits after the init dispatch and after every step dispatch (work
   // already recorded in `rec` goes with the first submit); its fitness dispatch, like all of
   // Batched and Fused, is only recorded: the caller submits, so that the GA's dispatches follow
@@ -103,7 +141,8 @@ class SimProgram {
   // read the state after a number of steps. Allocated on first per-step use.
   const gpu::Buffer& slots() const { return slots_; }
   uint32_t slot_bytes() const { return slot_bytes_; }
-  // Records init and then `n` step dispatches only (no fitness): for state trajectories.
+  // Records init and then `n` step dispatches of the first episode only (no fitness): for state
+  // trajectories.
   void record_init_and_steps(gpu::Recorder& rec, const gpu::Buffer& genomes, uint32_t n);
 
   // Dispatches per evaluation of each strategy.
@@ -117,12 +156,13 @@ class SimProgram {
   gpu::Context* ctx_;
   SimSpec spec_;
   SimParams params_;
-  std::string source_;
+  std::string source_, team_source_;
+  uint32_t team_ = 1;
   gpu::Buffer params_buf_, data_, slots_, no_slots_, no_fitness_;
   uint32_t slot_bytes_ = 0;
   uint32_t groups_ = 0;
   // Resolved by compile(): the pipelines of the entry points.
-  const gpu::Kernel *init_ = nullptr, *fitness_ = nullptr;
+  const gpu::Kernel *init_ = nullptr, *fitness_ = nullptr, *next_episode_ = nullptr;
   std::map<std::string_view, const gpu::Kernel*> entries_;  // by the strategies' entry points
   // By (strategy, genomes id, fitness id); the GA alternates two genome buffers, so this stays
   // small (cleared past a handful in case a caller cycles through many).

@@ -36,15 +36,15 @@ constexpr std::array<StrategyRow, 4> kStrategies = {{
      .optional = false,
      .check_rtol = 1e-5,  // the same functions in one loop: contraction may differ
      .summary = "one dispatch per episode, the step loop in the shader"},
-    {.id = Strategy::Coop,
-     .name = "coop",
-     .entry = "sim_coop_main",
+    {.id = Strategy::Team,
+     .name = "team",
+     .entry = "sim_team_main",
      .dispatches = Dispatches::One,
      .grid = Grid::PerTeam,
      .wait_each_dispatch = false,
      .optional = true,
      .check_rtol = 1e-5,  // the same functions called from another kernel, as for fused
-     .summary = "one dispatch per episode, a team of invocations per individual"},
+     .summary = "one dispatch per episode, a team of invocations per individual (subgroups)"},
 }};
 
 }  // namespace
@@ -75,8 +75,8 @@ Strategy parse_strategy(std::string_view s) {
   throw Error("unknown strategy '" + std::string(s) + "' (known: " + strategy_names(", ") + ")");
 }
 
-uint64_t dispatch_count(Strategy s, uint32_t steps) {
-  return row(s).dispatches == Dispatches::One ? 1 : uint64_t(steps) + 2;
+uint64_t dispatch_count(Strategy s, uint32_t steps, uint32_t episodes) {
+  return row(s).dispatches == Dispatches::One ? 1 : uint64_t(episodes) * (uint64_t(steps) + 1) + 1;
 }
 
 }  // namespace wgfuse::fuse

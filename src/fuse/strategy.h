@@ -10,18 +10,20 @@
 
 namespace wgfuse::fuse {
 
-enum class Strategy { PerStep, Batched, Fused, Coop };
+enum class Strategy { PerStep, Batched, Fused, Team };
 
 // How many dispatches one evaluation of `steps` time steps takes.
 enum class Dispatches {
-  InitStepsFitness,  // init, one per time step, fitness: steps + 2
+  InitStepsFitness,  // init, one per time step of each episode, one between episodes, fitness:
+                     // episodes x (steps + 1) + 1
   One,               // the whole episode in one dispatch
 };
 
 // How the grid covers the individuals.
 enum class Grid {
   PerIndividual,  // one invocation per individual, in workgroups of the program's workgroup size
-  PerTeam,        // a team of invocations per individual, a fixed number of individuals per workgroup
+  PerTeam,        // a team of TEAM consecutive invocations per individual, in workgroups of the
+                  // program's workgroup size
 };
 
 struct StrategyRow {
@@ -31,7 +33,7 @@ struct StrategyRow {
   Dispatches dispatches;
   Grid grid;
   bool wait_each_dispatch;  // submit and wait after every dispatch but the last (an eager framework)
-  bool optional;            // only for programs that define the entry point
+  bool optional;            // only where the adapter has the feature it needs (team: subgroups)
   // --check compares the strategy's fitness with the first row's: 0 means bitwise equal; a
   // negative value marks the first row itself.
   double check_rtol;
@@ -46,6 +48,6 @@ std::string to_string(Strategy s);
 Strategy parse_strategy(std::string_view s);
 // The names of the table joined with `sep` (for the CLI's help and checks).
 std::string strategy_names(std::string_view sep);
-uint64_t dispatch_count(Strategy s, uint32_t steps);
+uint64_t dispatch_count(Strategy s, uint32_t steps, uint32_t episodes = 1);
 
 }  // namespace wgfuse::fuse

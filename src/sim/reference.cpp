@@ -45,9 +45,15 @@ ReferenceRun rastrigin(std::span<const float> x) {
   return {-f, INFINITY};
 }
 
-ReferenceRun acrobot(std::span<const float> g, uint32_t ind, uint32_t steps, uint32_t seed) {
-  AcrobotState s{init_uniform(seed, ind, 0, 0.1f), init_uniform(seed, ind, 1, 0.1f),
-                 init_uniform(seed, ind, 2, 0.1f), init_uniform(seed, ind, 3, 0.1f)};
+// Start-state variable k of episode e (sim_common.wgsl's init_uniform).
+float start_var(const Episode& e, uint32_t k, float scale) {
+  return init_uniform(e.seed, e.generation, e.episode, k, scale);
+}
+
+ReferenceRun acrobot(const Episode& e) {
+  std::span<const float> g = e.genome;
+  const uint32_t steps = e.steps;
+  AcrobotState s{start_var(e, 0, 0.1f), start_var(e, 1, 0.1f), start_var(e, 2, 0.1f), start_var(e, 3, 0.1f)};
   double ret = 0, margin = INFINITY;
   for (uint32_t t = 0; t < steps; ++t) {
     double obs[6] = {std::cos(s.th1), std::sin(s.th1), std::cos(s.th2), std::sin(s.th2), s.dth1, s.dth2};
@@ -60,9 +66,11 @@ ReferenceRun acrobot(std::span<const float> g, uint32_t ind, uint32_t steps, uin
   return {ret, margin};
 }
 
-ReferenceRun cartpole(std::span<const float> g, uint32_t ind, uint32_t steps, uint32_t seed) {
-  CartPoleState s{init_uniform(seed, ind, 0, 0.05f), init_uniform(seed, ind, 1, 0.05f),
-                  init_uniform(seed, ind, 2, 0.05f), init_uniform(seed, ind, 3, 0.05f)};
+ReferenceRun cartpole(const Episode& e) {
+  std::span<const float> g = e.genome;
+  const uint32_t steps = e.steps;
+  CartPoleState s{start_var(e, 0, 0.05f), start_var(e, 1, 0.05f), start_var(e, 2, 0.05f),
+                  start_var(e, 3, 0.05f)};
   double ret = 0, margin = INFINITY;
   const double theta_limit = 12 * 2 * kPi / 360;
   for (uint32_t t = 0; t < steps; ++t) {
@@ -75,8 +83,10 @@ ReferenceRun cartpole(std::span<const float> g, uint32_t ind, uint32_t steps, ui
   return {ret, margin};
 }
 
-ReferenceRun mountaincar(std::span<const float> g, uint32_t ind, uint32_t steps, uint32_t seed) {
-  MountainCarState s{double(-0.5f + init_uniform(seed, ind, 0, 0.1f)), 0.0};
+ReferenceRun mountaincar(const Episode& e) {
+  std::span<const float> g = e.genome;
+  const uint32_t steps = e.steps;
+  MountainCarState s{double(-0.5f + start_var(e, 0, 0.1f)), 0.0};
   double ret = 0, margin = INFINITY;
   for (uint32_t t = 0; t < steps; ++t) {
     double obs[2] = {s.pos, s.vel / 0.07};
@@ -228,30 +238,43 @@ ReferenceRun rastrigin_reference(const Episode& e) {
   return rastrigin(e.genome);
 }
 ReferenceRun acrobot_reference(const Episode& e) {
-  return acrobot(e.genome, e.ind, e.steps, e.seed);
+  return acrobot(e);
 }
 ReferenceRun cartpole_reference(const Episode& e) {
-  return cartpole(e.genome, e.ind, e.steps, e.seed);
+  return cartpole(e);
 }
 ReferenceRun mountaincar_reference(const Episode& e) {
-  return mountaincar(e.genome, e.ind, e.steps, e.seed);
+  return mountaincar(e);
 }
 ReferenceRun market_reference(const Episode& e) {
   return market(e.genome, e.steps, e.data);
 }
 
-ReferenceRun reference_run(const Workload& w, std::span<const float> genome, uint32_t ind, uint32_t steps,
-                           uint32_t seed, std::span<const float> data) {
+ReferenceRun reference_run(const Workload& w, std::span<const float> genome, uint32_t steps,
+                           const Starts& starts, std::span<const float> data) {
   if (genome.size() != w.genome_length(steps))
     throw Error("reference of '" + w.name + "': genome of " + std::to_string(genome.size()) +
                 " genes, expected " + std::to_string(w.genome_length(steps)));
   if (!w.reference) throw Error("no reference for workload '" + w.name + "'");
-  return w.reference({.genome = genome, .ind = ind, .steps = steps, .seed = seed, .data = data});
+  if (starts.episodes == 0) throw Error("reference of '" + w.name + "': episodes must be positive");
+  ReferenceRun mean{0, INFINITY};
+  for (uint32_t e = 0; e < starts.episodes; ++e) {
+    auto r = w.reference({.genome = genome,
+                          .steps = steps,
+                          .seed = starts.seed,
+                          .generation = starts.generation,
+                          .episode = e,
+                          .data = data});
+    mean.fitness += r.fitness;
+    mean.min_margin = std::min(mean.min_margin, r.min_margin);
+  }
+  mean.fitness /= starts.episodes;
+  return mean;
 }
 
-double reference_fitness(const Workload& w, std::span<const float> genome, uint32_t ind, uint32_t steps,
-                         uint32_t seed, std::span<const float> data) {
-  return reference_run(w, genome, ind, steps, seed, data).fitness;
+double reference_fitness(const Workload& w, std::span<const float> genome, uint32_t steps,
+                         const Starts& starts, std::span<const float> data) {
+  return reference_run(w, genome, steps, starts, data).fitness;
 }
 
 }  // namespace wgfuse::sim

@@ -51,13 +51,15 @@ ReferenceRun cartpole_reference(const Episode& e);
 ReferenceRun mountaincar_reference(const Episode& e);
 ReferenceRun market_reference(const Episode& e);  // e.data: the Market records (steps x 22)
 
-// Workload `w`'s reference episode; throws Error for a genome of the wrong length.
-ReferenceRun reference_run(const Workload& w, std::span<const float> genome, uint32_t ind, uint32_t steps,
-                           uint32_t seed, std::span<const float> data);
+// Workload `w`'s reference evaluation of `genome`: the mean return over the episodes of
+// `starts`, each of `steps` steps, and the smallest decision margin of any of them. Throws Error
+// for a genome of the wrong length or no episodes.
+ReferenceRun reference_run(const Workload& w, std::span<const float> genome, uint32_t steps,
+                           const Starts& starts, std::span<const float> data);
 
-// The fitness of individual `ind` with genome `genome` after `steps` steps, in double.
-// `data` is the workload's shared data (runner.data().records; empty where it has none).
-double reference_fitness(const Workload& w, std::span<const float> genome, uint32_t ind, uint32_t steps,
-                         uint32_t seed, std::span<const float> data);
+// The fitness of `genome` (reference_run's), in double. `data` is the workload's shared data
+// (runner.data().records; empty where it has none).
+double reference_fitness(const Workload& w, std::span<const float> genome, uint32_t steps,
+                         const Starts& starts, std::span<const float> data);
 
 }  // namespace wgfuse::sim

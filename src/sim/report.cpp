@@ -24,7 +24,8 @@ nlohmann::json summary_json(const Summary& s) {
 }
 
 // One timed mode: its rates, times, counts and fitness trajectory. Also returns the median rate.
-nlohmann::json mode_json(const ModeRun& r, double& median_gen_per_s) {
+// `genome_bytes`: the population's genomes, which every evaluation reads at least once.
+nlohmann::json mode_json(const ModeRun& r, uint64_t genome_bytes, double& median_gen_per_s) {
   std::vector<double> gps;
   for (double s : r.seconds) gps.push_back(1.0 / s);
   const Summary rate = gps.empty() ? Summary{} : summarize(gps);
@@ -34,6 +35,11 @@ nlohmann::json mode_json(const ModeRun& r, double& median_gen_per_s) {
   jm["seconds_per_generation"] = r.seconds;
   jm["gpu_evaluation_ms"] =
       r.gpu_eval_ms.empty() ? nlohmann::json(nullptr) : summary_json(summarize(r.gpu_eval_ms));
+  // The evaluation's rate of reading the genomes (against the copy bandwidth: how near the
+  // memory bound an embarrassingly parallel workload such as Rastrigin gets).
+  jm["genome_read_gb_per_s"] =
+      r.gpu_eval_ms.empty() ? nlohmann::json(nullptr)
+                            : nlohmann::json(double(genome_bytes) / (summarize(r.gpu_eval_ms).median * 1e6));
   jm["dispatches_per_generation"] = r.dispatches_per_generation;
   jm["submits_per_generation"] = r.submits_per_generation;
   std::vector<double> best, mean;
@@ -74,7 +80,7 @@ void print_table(const std::vector<Strategy>& modes, const std::map<Strategy, Mo
   }
 }
 
-// Fused and coop against the slower strategies (printed), and batched against per-step (JSON only).
+// Fused and team against the slower strategies (printed), and batched against per-step (JSON only).
 nlohmann::json speedups(const std::map<Strategy, double>& rate) {
   nlohmann::json js = nlohmann::json::object();
   auto versus = [&](Strategy fast, std::initializer_list<Strategy> slower) {
@@ -88,7 +94,7 @@ nlohmann::json speedups(const std::map<Strategy, double>& rate) {
     }
   };
   versus(Strategy::Fused, {Strategy::PerStep, Strategy::Batched});
-  versus(Strategy::Coop, {Strategy::PerStep, Strategy::Batched, Strategy::Fused});
+  versus(Strategy::Team, {Strategy::PerStep, Strategy::Batched, Strategy::Fused});
   if (rate.count(Strategy::PerStep) && rate.count(Strategy::Batched) && rate.at(Strategy::PerStep) > 0)
     js["batched_vs_perstep"] = rate.at(Strategy::Batched) / rate.at(Strategy::PerStep);
   return js;
@@ -135,9 +141,9 @@ nlohmann::json sample_fitness(SimRunner& runner, const SimReportOptions& o) {
     idx.push_back(i);
     v.push_back(f[i]);
     vh.push_back(fh[i]);
-    ref.push_back(reference_fitness(w, genome, i, steps, o.seed, data));
+    ref.push_back(reference_fitness(w, genome, steps, runner.starts(), data));
     refh.push_back(horizon == steps ? ref.back().get<double>()
-                                    : reference_fitness(w, genome, i, horizon, o.seed, data));
+                                    : reference_fitness(w, genome, horizon, runner.starts(), data));
   }
   return {{"strategy", fuse::to_string(strategy)},
           {"indices", idx},
@@ -169,7 +175,7 @@ nlohmann::json check(SimRunner& runner, const SimReportOptions& o, bool& ok) {
   bool strategies_ok = true;
   std::vector<Strategy> checked = {first.id};
   for (auto& r : rows.subspan(1)) {
-    if (!w.spec.offers(r.id)) continue;
+    if (!fuse::offered(runner.context(), r.id)) continue;
     checked.push_back(r.id);
     auto a = compare_fitness(f0, runner.evaluate_initial(r.id), r.check_rtol);
     const std::string name(r.name), ref(first.name);
@@ -223,9 +229,10 @@ nlohmann::json check(SimRunner& runner, const SimReportOptions& o, bool& ok) {
 nlohmann::json run_and_report(SimRunner& runner, const SimReportOptions& o, const std::string& adapter_line,
                               const nlohmann::json& adapter) {
   const auto& w = runner.workload();
-  const bool coop = w.spec.has_coop();
-  std::printf("wgfuse sim %s: pop %u, steps %u, genome %u f32, %u generations, seed %u\n", w.name.c_str(),
-              runner.pop(), runner.steps(), runner.genome_len(), o.generations, o.seed);
+  const bool team = fuse::offered(runner.context(), Strategy::Team);
+  std::printf("wgfuse sim %s: pop %u, steps %u, episodes %u, genome %u f32, %u generations, seed %u\n",
+              w.name.c_str(), runner.pop(), runner.steps(), runner.episodes(), runner.genome_len(),
+              o.generations, o.seed);
   std::printf("  %s\n", w.summary.c_str());
   std::printf("  adapter: %s\n", adapter_line.c_str());
   const auto t_compile = Clock::now();
@@ -239,6 +246,7 @@ nlohmann::json run_and_report(SimRunner& runner, const SimReportOptions& o, cons
   j["genome_len"] = runner.genome_len();
   j["generations"] = o.generations;
   j["seed"] = o.seed;
+  j["episodes"] = runner.episodes();
   j["compile_seconds"] = compile_s;
   j["ga"] = {{"kind", "GA: tournament selection, uniform crossover, Gaussian mutation, elitism"},
              {"tournament", w.ga.tournament},
@@ -249,18 +257,24 @@ nlohmann::json run_and_report(SimRunner& runner, const SimReportOptions& o, cons
              {"hi", w.ga.hi}};
   j["adapter"] = adapter;
   j["modes"] = nlohmann::json::object();
-  if (!coop) j["modes_unavailable"] = {{"coop", w.name + " has no cooperative form (only market has one)"}};
+  j["team"] = runner.team();
+  if (!o.auto_why.empty()) {
+    j["auto"] = {
+        {"strategy", fuse::to_string(o.modes.front())}, {"team", runner.team()}, {"why", o.auto_why}};
+    std::printf("  mode auto: %s\n", o.auto_why.c_str());
+  }
+  if (!team) j["modes_unavailable"] = {{"team", "the adapter has no subgroups"}};
 
   std::map<Strategy, double> rate;
   std::map<Strategy, ModeRun> runs;
   for (auto m : o.modes) {
     auto r = run_mode(runner, m, o);
-    j["modes"][fuse::to_string(m)] = mode_json(r, rate[m]);
+    j["modes"][fuse::to_string(m)] =
+        mode_json(r, uint64_t(runner.pop()) * runner.genome_len() * sizeof(float), rate[m]);
     runs[m] = std::move(r);
   }
 
-  if (!coop && o.all_modes)
-    std::printf("\n  (coop: not run, %s has no cooperative form; only market has one)\n", w.name.c_str());
+  if (!team && o.all_modes) std::printf("\n  (team: not run, the adapter has no subgroups)\n");
   print_table(o.modes, runs, rate, j["modes"]);
   j["speedups"] = speedups(rate);
 

@@ -17,6 +17,7 @@ namespace wgfuse::sim {
 struct SimReportOptions {
   std::vector<fuse::Strategy> modes;  // run in this order
   bool all_modes = false;             // the user asked for every strategy (--mode all)
+  std::string auto_why;               // --mode auto: why it chose modes[0] (and the team size)
   uint32_t generations = 10;          // timed generations per mode
   uint32_t seed = 1;
   uint32_t samples = 64;  // individuals compared with the CPU reference and written to JSON

@@ -21,14 +21,19 @@ constexpr uint32_t hash4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
   return pcg_hash(pcg_hash(pcg_hash(pcg_hash(a) + b) + c) + d);
 }
 
+constexpr uint32_t hash5(uint32_t a, uint32_t b, uint32_t c, uint32_t d, uint32_t e) {
+  return pcg_hash(hash4(a, b, c, d) + e);
+}
+
 // A multiple of 2^-23 in [-1, 1), exact in f32.
 constexpr float unit_sym(uint32_t h) {
   return float(h >> 8u) * (1.0f / 8388608.0f) - 1.0f;
 }
 
-// Initial state variable k of individual ind, as sim_common.wgsl's init_uniform.
-constexpr float init_uniform(uint32_t seed, uint32_t ind, uint32_t k, float scale) {
-  return scale * unit_sym(hash4(seed, kStreamState, ind, k));
+// Start-state variable k of episode `episode` in generation `generation`, as sim_common.wgsl's
+// init_uniform: the same for every individual of the generation (common random numbers).
+constexpr float init_uniform(uint32_t seed, uint32_t generation, uint32_t episode, uint32_t k, float scale) {
+  return scale * unit_sym(hash5(seed, kStreamState, generation, episode, k));
 }
 
 // Gene k of individual ind of the initial population: uniform in [-scale, scale).

@@ -40,8 +40,16 @@ std::vector<float> gene_major(const std::vector<float>& genomes, uint32_t pop, u
   return out;
 }
 
-SimRunner::SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_t steps, uint32_t seed)
-    : ctx_(&ctx), w_(&w), pop_(pop), steps_(steps), seed_(seed), genome_len_(w.genome_length(steps)) {
+SimRunner::SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_t steps, uint32_t seed,
+                     uint32_t episodes, uint32_t team)
+    : ctx_(&ctx),
+      w_(&w),
+      pop_(pop),
+      steps_(steps),
+      seed_(seed),
+      episodes_(episodes),
+      team_(team),
+      genome_len_(w.genome_length(steps)) {
   if (pop < 2) throw Error("population must be at least 2");
   if (steps < 1) throw Error("steps must be at least 1");
   const auto& lim = ctx.limits();
@@ -73,7 +81,7 @@ fuse::SimProgram& SimRunner::program(uint32_t steps) {
       stride = data_.stride;
     }
     p = std::make_unique<fuse::SimProgram>(*ctx_, w_->spec, pop_, steps, w_->genome_length(steps), seed_,
-                                           data, stride);
+                                           data, stride, episodes_, team_);
   }
   return *p;
 }
@@ -83,7 +91,7 @@ void SimRunner::compile() {
   evo_->compile();
 }
 
-std::vector<float> SimRunner::evaluate_initial(Strategy s, uint32_t steps) {
+std::vector<float> SimRunner::evaluate_initial(Strategy s, uint32_t steps, uint32_t generation) {
   if (steps == 0) steps = steps_;
   if (w_->genome_length(steps) != genome_len_)
     throw Error(w_->name +
@@ -93,8 +101,10 @@ std::vector<float> SimRunner::evaluate_initial(Strategy s, uint32_t steps) {
   // value and pass a comparison.
   const std::vector<float> nan(pop_, std::numeric_limits<float>::quiet_NaN());
   ctx_->write(fitness_, 0, std::as_bytes(std::span<const float>(nan)));
+  auto& prog = program(steps);
+  prog.set_generation(generation);
   gpu::Recorder rec(*ctx_);
-  program(steps).evaluate(s, rec, genomes_[0], fitness_);
+  prog.evaluate(s, rec, genomes_[0], fitness_);
   rec.submit();
   return ctx_->read<float>(fitness_, 0, pop_);
 }
@@ -108,6 +118,7 @@ ModeRun SimRunner::run(Strategy s, uint32_t generations,
   const bool timed_gpu = prof.enabled() && s != Strategy::PerStep;
   auto generation = [&](uint32_t g, int cur) {
     gpu::Recorder rec(*ctx_);
+    prog.set_generation(g);  // this generation's start states
     if (timed_gpu) rec.time_next_pass(prof);
     auto c = prog.evaluate(s, rec, genomes_[cur], fitness_);
     rec.end_pass();  // the evaluation in its own pass (timed), the GA in the next
@@ -150,7 +161,7 @@ ReferenceCheck SimRunner::check_reference(Strategy s, uint32_t samples) {
   for (uint32_t k = 0; k < r.samples; ++k) {
     uint32_t i = uint32_t(uint64_t(k) * pop_ / r.samples);
     std::span<const float> genome(initial_.data() + size_t(i) * genome_len_, genome_len_);
-    auto ref = reference_run(*w_, genome, i, r.horizon, seed_, data_.records);
+    auto ref = reference_run(*w_, genome, r.horizon, starts(), data_.records);
     double want = ref.fitness;
     double err = std::abs(double(got[i]) - want);
     double rel = want != 0 ? err / std::abs(want) : (err == 0 ? 0 : INFINITY);

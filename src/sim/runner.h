@@ -52,12 +52,22 @@ std::vector<float> gene_major(const std::vector<float>& genomes, uint32_t pop, u
 
 class SimRunner {
  public:
-  SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_t steps, uint32_t seed);
+  // Fitness is the mean return over `episodes` start states per generation (common to all
+  // individuals, drawn afresh each generation).
+  // `team`: the invocations per individual of the team strategy (fuse::check_team).
+  SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_t steps, uint32_t seed,
+            uint32_t episodes = 1, uint32_t team = 1);
+
+  const gpu::Context& context() const { return *ctx_; }
 
   const Workload& workload() const { return *w_; }
   uint32_t pop() const { return pop_; }
   uint32_t steps() const { return steps_; }
   uint32_t genome_len() const { return genome_len_; }
+  uint32_t episodes() const { return episodes_; }
+  uint32_t team() const { return team_; }
+  // The start states of generation `g` (what the reference needs to score an evaluation).
+  Starts starts(uint32_t g = 0) const { return {.seed = seed_, .generation = g, .episodes = episodes_}; }
   // The initial population, one genome after another (the documented layout).
   const std::vector<float>& initial_genomes() const { return initial_; }
   // The same, as stored on the GPU: gene-major (gene k of individual i at k * pop + i).
@@ -67,8 +77,9 @@ class SimRunner {
 
   // Compiles every kernel (simulation entry points and the GA).
   void compile();
-  // The fitness of the initial population after `steps` steps (default: the run's steps).
-  std::vector<float> evaluate_initial(fuse::Strategy s, uint32_t steps = 0);
+  // The fitness of the initial population after `steps` steps (default: the run's steps) on the
+  // start states of generation `generation`.
+  std::vector<float> evaluate_initial(fuse::Strategy s, uint32_t steps = 0, uint32_t generation = 0);
   // One warm-up generation (not timed, discarded), then `generations` timed generations from the
   // initial population. `progress` is called after each timed generation.
   ModeRun run(fuse::Strategy s, uint32_t generations,
@@ -82,7 +93,7 @@ class SimRunner {
  private:
   gpu::Context* ctx_;
   const Workload* w_;
-  uint32_t pop_, steps_, seed_, genome_len_;
+  uint32_t pop_, steps_, seed_, episodes_, team_, genome_len_;
   WorkloadData data_;
   std::vector<float> initial_, initial_device_;
   std::map<uint32_t, std::unique_ptr<fuse::SimProgram>> programs_;

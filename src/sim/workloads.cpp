@@ -19,7 +19,8 @@ const std::vector<Workload>& workloads() {
   static const std::vector<Workload> all = {
       {.name = "rastrigin",
        .summary = "Rastrigin function, dimension = steps (the embarrassingly parallel control)",
-       .spec = {.name = "rastrigin", .family = "sim_rastrigin", .state_bytes = 4},
+       // A team splits the dimensions: as large a team as a subgroup holds.
+       .spec = {.name = "rastrigin", .family = "sim_rastrigin", .state_bytes = 4, .max_team = 32},
        .default_pop = 4096,
        .default_steps = 2000,
        .genome_len = 0,
@@ -66,11 +67,7 @@ const std::vector<Workload>& workloads() {
        .boundary_margin = 5e-3},  // 1 of 4,096 differs on SwiftShader, within 1.7e-4
       {.name = "market",
        .summary = "16 synthetic assets, hourly, RNN 8-16-6 with 2 outputs fed back, Sharpe - 5 x drawdown",
-       .spec = {.name = "market",
-                .family = "sim_market",
-                .state_bytes = 27 * 4,
-                .coop_family = "sim_market_coop",
-                .coop_per_workgroup = 8},  // COOP_TEAMS: 32 invocations, 4 lanes per individual
+       .spec = {.name = "market", .family = "sim_market", .state_bytes = 27 * 4},
        .default_pop = 10000,
        .default_steps = 1500,
        .genome_len = 502,

@@ -23,11 +23,18 @@ struct ReferenceRun {
   double min_margin;
 };
 
-// What the CPU reference of one episode is given: individual `ind`'s genome, its episode length
-// and seed, and the workload's shared data (empty where it has none).
+// Which start states an evaluation uses: episodes 0 .. episodes - 1 of GA generation
+// `generation`, drawn from `seed`, the same for every individual (common random numbers).
+struct Starts {
+  uint32_t seed = 1, generation = 0, episodes = 1;
+};
+
+// What the CPU reference of one episode is given: the genome, the episode length, which start
+// state (seed, generation, episode index), and the workload's shared data (empty where it has
+// none).
 struct Episode {
   std::span<const float> genome;
-  uint32_t ind = 0, steps = 0, seed = 0;
+  uint32_t steps = 0, seed = 0, generation = 0, episode = 0;
   std::span<const float> data;
 };
 
