@@ -337,9 +337,8 @@ void sweep(std::vector<SeriesPlan>& plans, const BenchConfig& cfg, const std::st
   }
 }
 
-// Device copy bandwidth, counting bytes read and written: (1) a vec4 copy kernel timed by GPU
-// timestamps (the roofline reference for our kernels; wall clock where timestamps are missing),
-// (2) copyBufferToBuffer, by the wall time of enough back-to-back copies to dwarf the wait.
+}  // namespace
+
 std::pair<double, double> measure_copy_bandwidth(gpu::Context& ctx, gpu::Profiler& prof, uint64_t bytes,
                                                  uint32_t reps) {
   bytes = bytes / 16 * 16;
@@ -379,6 +378,8 @@ std::pair<double, double> measure_copy_bandwidth(gpu::Context& ctx, gpu::Profile
   }
   return {summarize(by_kernel).median, summarize(by_command).median};
 }
+
+namespace {
 
 // k dispatches of one op each vs one dispatch of k ops, on the same data, same arithmetic.
 std::vector<ChainResult> run_chain(gpu::Context& ctx, const BenchConfig& cfg, uint32_t n, double copy_gbs,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpu/context.h"
+#include "gpu/profiler.h"
 #include "util/stats.h"
 
 namespace wgfuse::bench {
@@ -119,6 +120,11 @@ struct BenchReport {
 
 using Progress = std::function<void(const std::string&)>;
 
+// Device copy bandwidth in GB/s, counting bytes read and written: {a vec4 copy kernel timed by GPU
+// timestamps (the roofline reference for our kernels; wall clock where timestamps are missing),
+// copyBufferToBuffer by the wall time of enough back-to-back copies to dwarf the wait}.
+std::pair<double, double> measure_copy_bandwidth(gpu::Context& ctx, gpu::Profiler& prof, uint64_t bytes,
+                                                 uint32_t reps);
 PlanEncodeResult measure_plan_encode(gpu::Context& ctx, uint32_t dispatches, uint32_t reps);
 BenchReport run_dispatch_bench(gpu::Context& ctx, const BenchConfig& config, const Progress& progress);
 
