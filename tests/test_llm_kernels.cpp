@@ -92,6 +92,9 @@ namespace wgfuse::llm {
 void PrintTo(WeightDType t, std::ostream* os) {
   *os << (t == WeightDType::F16 ? "f16" : "f32");
 }
+void PrintTo(const MatvecTuning& t, std::ostream* os) {
+  *os << t.name();
+}
 }  // namespace wgfuse::llm
 
 namespace wgfuse {
