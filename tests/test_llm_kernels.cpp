@@ -4,8 +4,10 @@
 // storage), so both dtypes are held to f32-arithmetic tolerances; what f16 rounding costs is the
 // whole-model test's business. Outputs are poisoned with NaN before each run.
 #include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -92,49 +94,54 @@ namespace wgfuse::llm {
 void PrintTo(WeightDType t, std::ostream* os) {
   *os << (t == WeightDType::F16 ? "f16" : "f32");
 }
+void PrintTo(const MatvecTuning& t, std::ostream* os) {
+  *os << t.name();
+}
 }  // namespace wgfuse::llm
 
 namespace wgfuse {
 namespace {
 
-class LlmKernel : public ::testing::TestWithParam<WeightDType> {};
+// The decode matrix-vector kernels, each checked at one shape under one tuning (nullopt: the
+// rule's), so that the rule's tests and every tuning's share one body.
+using Tuning = std::optional<llm::MatvecTuning>;
 
-// Test that resid += W x matches the reference at 37 rows of 50 (neither a multiple of 8).
-TEST_P(LlmKernel, MatvecResidual) {
-  const WeightDType t = GetParam();
-  const uint32_t rows = 37, cols = 50;
+llm::DecodeKernels kernels_with(WeightDType t, const Tuning& tuning) {
+  llm::DecodeKernels k(context(), t);
+  k.force_matvec_tuning(tuning);
+  return k;
+}
+
+// resid += W x.
+void check_matvec_residual(WeightDType t, uint32_t rows, uint32_t cols, const Tuning& tuning) {
   Matrix w = random_matrix(t, rows, cols, 1);
   auto x = test::random_floats(cols, 2, -1, 1), resid = test::random_floats(rows, 3, -1, 1);
   // x's padding holds NaN: the kernel must not read past `cols` into the sum.
-  std::vector<float> x_padded(56, kNaN);
+  std::vector<float> x_padded((cols + 7) / 8 * 8, kNaN);
   std::copy(x.begin(), x.end(), x_padded.begin());
   auto x_buf = context().upload<float>(x_padded, BufferUsage::StorageIO, "x");
   auto r_buf = llm::upload_padded(context(), "resid", resid);
-  llm::DecodeKernels k(context(), t);
+  auto k = kernels_with(t, tuning);
   run({k.matvec_residual(w.buffer, x_buf, r_buf, rows, cols)});
   auto want = ref::linear(linear_of(w, rows, cols), as_double(x));
   for (uint32_t r = 0; r < rows; ++r) want[r] += resid[r];
   EXPECT_TRUE(close_normalised(context().read<float>(r_buf, 0, rows), want, 1e-5));
 }
 
-// Test that y = W rmsnorm(x) (the LM head) matches the reference, 37 x 50.
-TEST_P(LlmKernel, MatvecNorm) {
-  const WeightDType t = GetParam();
-  const uint32_t rows = 37, cols = 50;
+// y = W rmsnorm(x) (the LM head).
+void check_matvec_norm(WeightDType t, uint32_t rows, uint32_t cols, const Tuning& tuning) {
   Matrix w = random_matrix(t, rows, cols, 4);
   auto x = test::random_floats(cols, 5, -2, 2), nw = test::random_floats(cols, 6, 0.5, 1.5);
   auto y = poisoned(rows);
-  llm::DecodeKernels k(context(), t);
+  auto k = kernels_with(t, tuning);
   run({k.matvec_norm(w.buffer, llm::upload_padded(context(), "x", x), llm::upload_padded(context(), "nw", nw),
                      y, rows, cols, 1e-6)});
   auto want = ref::linear(linear_of(w, rows, cols), ref::rmsnorm(as_double(x), as_double(nw), 1e-6));
   EXPECT_TRUE(close_normalised(context().read<float>(y, 0, rows), want, 1e-5));
 }
 
-// Test that act = silu(gate xn) * up xn matches the reference with 37 intermediate rows of 50.
-TEST_P(LlmKernel, GateUpSilu) {
-  const WeightDType t = GetParam();
-  const uint32_t inter = 37, hidden = 50;
+// act = silu(gate xn) * up xn.
+void check_gate_up_silu(WeightDType t, uint32_t inter, uint32_t hidden, const Tuning& tuning) {
   // One matrix [gate; up] of 2 * inter rows, uploaded in the interleaved order.
   Matrix w = random_matrix(t, 2 * inter, hidden, 7, [&](uint32_t p) {
     auto [which, row] = llm::gate_up_source_row(p);
@@ -142,7 +149,7 @@ TEST_P(LlmKernel, GateUpSilu) {
   });
   auto x = test::random_floats(hidden, 8, -2, 2), nw = test::random_floats(hidden, 9, 0.5, 1.5);
   auto act = poisoned(inter);
-  llm::DecodeKernels k(context(), t);
+  auto k = kernels_with(t, tuning);
   run({k.gate_up_silu(w.buffer, llm::upload_padded(context(), "x", x),
                       llm::upload_padded(context(), "nw", nw), act, inter, hidden, 1e-6)});
   const auto xn = ref::rmsnorm(as_double(x), as_double(nw), 1e-6);
@@ -151,6 +158,23 @@ TEST_P(LlmKernel, GateUpSilu) {
   ref::Linear up{{wv.begin() + inter * hidden, wv.end()}, {}, inter, hidden};
   EXPECT_TRUE(close_normalised(context().read<float>(act, 0, inter),
                                ref::swiglu(ref::linear(gate, xn), ref::linear(up, xn)), 1e-5));
+}
+
+class LlmKernel : public ::testing::TestWithParam<WeightDType> {};
+
+// Test that resid += W x matches the reference at 37 rows of 50 (neither a multiple of 8).
+TEST_P(LlmKernel, MatvecResidual) {
+  check_matvec_residual(GetParam(), 37, 50, std::nullopt);
+}
+
+// Test that y = W rmsnorm(x) (the LM head) matches the reference, 37 x 50.
+TEST_P(LlmKernel, MatvecNorm) {
+  check_matvec_norm(GetParam(), 37, 50, std::nullopt);
+}
+
+// Test that act = silu(gate xn) * up xn matches the reference with 37 intermediate rows of 50.
+TEST_P(LlmKernel, GateUpSilu) {
+  check_gate_up_silu(GetParam(), 37, 50, std::nullopt);
 }
 
 // Heads 4 on kv heads 2, head_dim 12, hidden 50.
@@ -185,14 +209,14 @@ std::vector<float> read_rows(const gpu::Buffer& b, uint32_t T, uint32_t width) {
 // A random Q/K/V projection (weights, bias) packed as the kernels want it, the RoPE table, and
 // the reference: q, k, v (after bias and RoPE) of one token.
 struct Qkv {
-  llm::ModelConfig c = attention_config();
+  llm::ModelConfig c;
   uint32_t hd = c.head_dim, q_rows = c.num_heads * hd, kv_rows = c.num_kv_heads * hd,
            rows = q_rows + 2 * kv_rows;
   Matrix w;
   std::vector<float> bias;
   gpu::Buffer packed_bias, rope;
 
-  Qkv(WeightDType t, uint32_t ctx_len) {
+  Qkv(WeightDType t, uint32_t ctx_len, const llm::ModelConfig& cfg = attention_config()) : c(cfg) {
     auto source = [&](uint32_t p) {
       auto [which, row] = llm::qkv_source_row(p, hd, q_rows, kv_rows);
       return (which == 0 ? 0 : which == 1 ? q_rows : q_rows + kv_rows) + row;
@@ -250,17 +274,17 @@ struct Qkv {
   }
 };
 
-// Test the fused Q/K/V kernel: rmsnorm, projection + bias, RoPE at pos 5, K and V appended to
-// the caches at pos 5 and nowhere else (heads 4, kv heads 2, head_dim 12, hidden 50).
-TEST_P(LlmKernel, QkvRope) {
+// The fused Q/K/V kernel with config c: rmsnorm, projection + bias, RoPE at pos 5, K and V
+// appended to the caches at pos 5 and nowhere else.
+void check_qkv_rope(WeightDType t, const llm::ModelConfig& cfg, const Tuning& tuning) {
   const uint32_t ctx_len = 7, pos = 5;
-  const Qkv s(GetParam(), ctx_len);
+  const Qkv s(t, ctx_len, cfg);
   const auto& c = s.c;
   auto x = test::random_floats(c.hidden_size, 12, -2, 2),
        nw = test::random_floats(c.hidden_size, 13, 0.5, 1.5);
   const uint32_t state[4] = {pos, 0, 0, 0};
   auto q = poisoned(s.q_rows), kc = poisoned(s.kv_rows * ctx_len), vc = poisoned(s.kv_rows * ctx_len);
-  llm::DecodeKernels k(context(), GetParam());
+  auto k = kernels_with(t, tuning);
   run({k.qkv_rope(s.w.buffer, llm::upload_padded(context(), "x", x), llm::upload_padded(context(), "nw", nw),
                   s.packed_bias, s.rope, context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"),
                   q, kc, vc, c, ctx_len)});
@@ -271,8 +295,122 @@ TEST_P(LlmKernel, QkvRope) {
     s.expect_cache_at(kg, vg, ctx_len, p, p == pos ? want[1] : std::vector<double>{}, want[2]);
 }
 
+// Test the fused Q/K/V kernel (heads 4, kv heads 2, head_dim 12, hidden 50).
+TEST_P(LlmKernel, QkvRope) {
+  check_qkv_rope(GetParam(), attention_config(), std::nullopt);
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, LlmKernel, ::testing::Values(WeightDType::F32, WeightDType::F16),
                          [](const auto& info) { return info.param == WeightDType::F16 ? "f16" : "f32"; });
+
+// Every matrix-vector kernel under tunings that cover its cases: a row in several passes of its
+// team (team 32, 64), in one pass with idle lanes (128, 256), 1 to 32 rows per workgroup, teams
+// of several subgroups. Shapes: 601 columns (not a multiple of 8, nor of any team's span), rows
+// not a multiple of any workgroup's rows (37; gate/up 2 x 37; Q/K/V 84).
+class LlmMatvecTuned : public ::testing::TestWithParam<std::tuple<WeightDType, llm::MatvecTuning>> {
+ protected:
+  static constexpr uint32_t kCols = 601;
+  // Skips tunings this adapter cannot run (a team smaller than its largest subgroup).
+  void SetUp() override {
+    const uint32_t team = std::get<1>(GetParam()).team;
+    if (team < context().adapter().subgroup_max_size)
+      GTEST_SKIP() << "team " << team << " < subgroup size " << context().adapter().subgroup_max_size;
+  }
+  WeightDType dtype() const { return std::get<0>(GetParam()); }
+  llm::MatvecTuning tuning() const { return std::get<1>(GetParam()); }
+  // RoPE and gate/up pairs must not straddle workgroups: odd rows per workgroup are refused.
+  bool pairs_allowed() const { return tuning().rows_per_workgroup() % 2 == 0; }
+};
+
+TEST_P(LlmMatvecTuned, Residual) {
+  check_matvec_residual(dtype(), 37, kCols, tuning());
+}
+
+TEST_P(LlmMatvecTuned, Norm) {
+  check_matvec_norm(dtype(), 37, kCols, tuning());
+}
+
+TEST_P(LlmMatvecTuned, GateUpSilu) {
+  if (!pairs_allowed()) {
+    EXPECT_THROW(check_gate_up_silu(dtype(), 37, kCols, tuning()), Error);
+    return;
+  }
+  check_gate_up_silu(dtype(), 37, kCols, tuning());
+}
+
+TEST_P(LlmMatvecTuned, QkvRope) {
+  // 5 heads on 1 kv head of 12: 60 + 2 * 12 = 84 rows.
+  const llm::ModelConfig c{.hidden_size = kCols,
+                           .num_heads = 5,
+                           .num_kv_heads = 1,
+                           .head_dim = 12,
+                           .rope_theta = 1e4,
+                           .rms_norm_eps = 1e-6};
+  if (!pairs_allowed()) {
+    EXPECT_THROW(check_qkv_rope(dtype(), c, tuning()), Error);
+    return;
+  }
+  check_qkv_rope(dtype(), c, tuning());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Tunings, LlmMatvecTuned,
+    ::testing::Combine(::testing::Values(WeightDType::F32, WeightDType::F16),
+                       ::testing::Values(llm::MatvecTuning{32, 1, 32}, llm::MatvecTuning{32, 2, 128},
+                                         llm::MatvecTuning{32, 4, 256}, llm::MatvecTuning{64, 3, 64},
+                                         llm::MatvecTuning{64, 4, 128}, llm::MatvecTuning{128, 2, 256},
+                                         llm::MatvecTuning{256, 1, 256}, llm::MatvecTuning{256, 4, 256})),
+    [](const auto& info) {
+      const auto& t = std::get<1>(info.param);
+      return std::string(std::get<0>(info.param) == WeightDType::F16 ? "f16" : "f32") + "_team" +
+             std::to_string(t.team) + "_rows" + std::to_string(t.rows_per_team) + "_wg" +
+             std::to_string(t.workgroup);
+    });
+
+// Test that tunings the kernels cannot run are refused with an Error naming the tuning.
+TEST(LlmMatvecTuning, BadTuningsAreRefused) {
+  const uint32_t rows = 16, cols = 40;
+  Matrix w = random_matrix(WeightDType::F32, rows, cols, 50);
+  auto x = llm::upload_padded(context(), "x", test::random_floats(cols, 51, -1, 1));
+  auto resid = poisoned(rows);
+  const uint32_t too_many = context().limits().max_compute_invocations_per_workgroup * 2;
+  for (const llm::MatvecTuning t :
+       {llm::MatvecTuning{48, 1, 96}, llm::MatvecTuning{32, 5, 128}, llm::MatvecTuning{64, 1, 96},
+        llm::MatvecTuning{32, 0, 128}, llm::MatvecTuning{too_many, 1, too_many}}) {
+    auto k = kernels_with(WeightDType::F32, t);
+    try {
+      k.matvec_residual(w.buffer, x, resid, rows, cols);
+      ADD_FAILURE() << "accepted " << t.name();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(t.name()), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Test the rule at every Qwen2.5-0.5B/1.5B shape: a runnable tuning (even rows per workgroup,
+// team a power of two >= the subgroup) that keeps the grid at >= 512 workgroups where rows allow.
+TEST(LlmMatvecTuning, RuleAtQwenShapes) {
+  for (WeightDType t : {WeightDType::F16, WeightDType::F32}) {
+    llm::DecodeKernels k(context(), t);
+    for (auto [rows, cols] : std::vector<std::pair<uint32_t, uint32_t>>{{1152, 896},
+                                                                        {896, 896},
+                                                                        {9728, 896},
+                                                                        {896, 4864},
+                                                                        {151936, 896},
+                                                                        {2048, 1536},
+                                                                        {1536, 1536},
+                                                                        {17920, 1536},
+                                                                        {1536, 8960},
+                                                                        {151936, 1536}}) {
+      const auto r = k.matvec_tuning(rows, cols);
+      SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + ": " + r.name());
+      EXPECT_TRUE(std::has_single_bit(r.team));
+      EXPECT_GE(r.team, std::max(32u, context().adapter().subgroup_max_size));
+      EXPECT_EQ(r.rows_per_workgroup() % 2, 0u);
+      EXPECT_TRUE(llm::ceil_div(rows, r.rows_per_workgroup()) >= 512 || r.rows_per_workgroup() == 2);
+    }
+  }
+}
 
 // Test decode attention split along the cache against the reference: per layout (heads on kv
 // heads, head_dim, capacity, chunk, heads per workgroup), positions at and around chunk edges.

@@ -572,7 +572,7 @@ BenchConfig BenchConfig::default_for(const gpu::AdapterInfo& adapter) {
 
 double copy_kernel_bandwidth_gbs(gpu::Context& ctx, uint64_t bytes, uint32_t reps) {
   gpu::Profiler prof(ctx, 1);
-  return measure_copy_bandwidth(ctx, prof, std::min(bytes, ctx.limits().max_buffer_size), reps).first;
+  return measure_copy_bandwidth(ctx, prof, std::min(bytes, ctx.limits().max_buffer_size), reps).kernel_gbs;
 }
 
 BenchReport run_dispatch_bench(gpu::Context& ctx, const BenchConfig& cfg, const Progress& progress) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpu/context.h"
+#include "gpu/profiler.h"
 #include "util/stats.h"
 
 namespace wgfuse::bench {

@@ -84,13 +84,54 @@ DecodeKernels::DecodeKernels(gpu::Context& ctx, WeightDType dtype) : ctx_(&ctx),
     throw Error("the LLM kernels need the WebGPU 'subgroups' feature, which adapter '" +
                 ctx.adapter().description + "' does not offer");
   // A row's team is at least one whole subgroup, so a subgroup sum never mixes rows.
-  team_ = std::max<uint32_t>(32, std::bit_ceil(std::max<uint32_t>(1, ctx.adapter().subgroup_max_size)));
-  rows_per_wg_ = team_ >= 64 ? 2 : 4;  // even: RoPE pairs and gate/up pairs stay together
-  if (team_ * rows_per_wg_ > ctx.limits().max_compute_invocations_per_workgroup)
-    throw Error("subgroups of " + std::to_string(team_) + " need workgroups of " +
-                std::to_string(team_ * rows_per_wg_) +
-                " invocations, over maxComputeInvocationsPerWorkgroup = " +
-                std::to_string(ctx.limits().max_compute_invocations_per_workgroup));
+  min_team_ = std::bit_ceil(std::max<uint32_t>(1, ctx.adapter().subgroup_max_size));
+}
+
+std::string MatvecTuning::name() const {
+  return "team" + std::to_string(team) + " rows" + std::to_string(rows_per_team) + " wg" +
+         std::to_string(workgroup);
+}
+
+// The rule, in napkin maths for an H100 (132 SMs, subgroups of 32); the kernel benchmark
+// (wgfuse_kernel_bench) measures the alternatives.
+// - team: the smallest power of two >= max(32, the adapter's subgroup) whose lanes cover a row in
+//   at most kLoadsPerRow 16-byte loads each (f16: 8 columns a load, f32: 4), at most 256: loads
+//   in flight without idle lanes on short rows.
+// - Starting from 256-thread workgroups whose teams do 4 rows each (x read once for 4 rows),
+//   halve the rows per team, then the workgroup, while the grid has fewer than kMinWorkgroups
+//   workgroups (a few per SM, so that small matrices still fill the device with a short tail),
+//   keeping at least 2 rows per workgroup (RoPE and gate/up pairs stay in one workgroup).
+MatvecTuning DecodeKernels::matvec_tuning(uint32_t rows, uint32_t cols) const {
+  if (forced_) return *forced_;
+  constexpr uint32_t kLoadsPerRow = 4, kMinWorkgroups = 512, kMaxThreads = 256;
+  const uint64_t loads = ceil_div(cols, dtype_ == WeightDType::F16 ? 8 : 4);
+  MatvecTuning t;
+  t.team = std::max<uint32_t>(32, min_team_);
+  while (t.team < kMaxThreads && t.team * kLoadsPerRow < loads) t.team *= 2;
+  t.workgroup = std::max(t.team, kMaxThreads);
+  t.rows_per_team = 4;
+  while (ceil_div(rows, t.rows_per_workgroup()) < kMinWorkgroups && t.rows_per_workgroup() > 2) {
+    if (t.rows_per_team > 1)
+      t.rows_per_team /= 2;
+    else
+      t.workgroup /= 2;
+  }
+  return t;
+}
+
+void DecodeKernels::check_tuning(const std::string& entry, const MatvecTuning& t, bool pairs) const {
+  auto fail = [&](const std::string& why) {
+    throw Error("kernel " + entry + ", matrix-vector tuning " + t.name() + ": " + why);
+  };
+  if (!std::has_single_bit(t.team) || t.team < min_team_)
+    fail("team must be a power of two >= the adapter's largest subgroup (" + std::to_string(min_team_) + ")");
+  if (t.rows_per_team < 1 || t.rows_per_team > 4) fail("rows per team must be 1..4");
+  if (t.workgroup % t.team != 0) fail("the workgroup must be a multiple of the team");
+  if (t.workgroup > ctx_->limits().max_compute_invocations_per_workgroup)
+    fail("over maxComputeInvocationsPerWorkgroup = " +
+         std::to_string(ctx_->limits().max_compute_invocations_per_workgroup));
+  if (pairs && t.rows_per_workgroup() % 2 != 0)
+    fail("this kernel needs an even number of rows per workgroup");
 }
 
 void DecodeKernels::check_workgroup_memory(const std::string& entry, uint32_t cols, uint64_t bytes) const {
@@ -100,27 +141,28 @@ void DecodeKernels::check_workgroup_memory(const std::string& entry, uint32_t co
                 std::to_string(ctx_->limits().max_compute_workgroup_storage_size));
 }
 
-const gpu::Kernel& DecodeKernels::matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm,
-                                         double eps, std::map<std::string, double> o) {
-  const uint32_t cols8 = ceil_div(cols, 8), wg = team_ * rows_per_wg_;
-  check_workgroup_memory(entry, cols, (norm ? 32ull * cols8 : 32) + 4ull * wg + 4ull * rows_per_wg_ + 4);
+Step DecodeKernels::matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm, double eps,
+                           bool pairs, std::map<std::string, double> o,
+                           std::initializer_list<gpu::BufferBinding> b) {
+  const MatvecTuning t = matvec_tuning(rows, cols);
+  check_tuning(entry, t, pairs);
+  const uint32_t cols8 = ceil_div(cols, 8), red = t.workgroup * t.rows_per_team;
+  check_workgroup_memory(entry, cols, (norm ? 32ull * cols8 + 4ull * t.workgroup : 32) + 4ull * red);
   o.insert({{"WEIGHT_F16", dtype_ == WeightDType::F16},
             {"ROWS", rows},
             {"COLS", cols},
             {"COLS8", cols8},
-            {"TEAM", team_},
-            {"ROWS_PER_WG", rows_per_wg_},
-            {"WG", wg},
-            {"ITERS", ceil_div(cols8, team_)},
+            {"TEAM", t.team},
+            {"RPT", t.rows_per_team},
+            {"WG", t.workgroup},
+            {"ROWS_PER_WG", t.rows_per_workgroup()},
+            {"RED_LEN", red},
+            {"ITERS", ceil_div(cols8, t.team)},
             {"NORM_X", norm},
             {"XS_V4", norm ? 2 * cols8 : 2},
             {"EPS", eps}});
-  return ctx_->kernel(gpu::embedded_kernel("llm_matvec", entry, std::move(o)));
-}
-
-Step DecodeKernels::matvec_step(const gpu::Kernel& k, uint32_t rows,
-                                std::initializer_list<gpu::BufferBinding> b) {
-  return grid(k, ctx_->bind(k, b), ceil_div(rows, rows_per_wg_));
+  auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matvec", entry, std::move(o)));
+  return grid(k, ctx_->bind(k, b), ceil_div(rows, t.rows_per_workgroup()));
 }
 
 Step DecodeKernels::qkv_rope(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
@@ -128,25 +170,24 @@ Step DecodeKernels::qkv_rope(const gpu::Buffer& w, const gpu::Buffer& x, const g
                              const gpu::Buffer& q_out, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
                              const ModelConfig& c, uint32_t ctx_len) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
-  const uint32_t rows = q_rows + 2 * kv_rows;
-  auto& k = matvec("qkv_rope", rows, c.hidden_size, true, c.rms_norm_eps,
-                   {{"Q_ROWS", q_rows}, {"KV_ROWS", kv_rows}, {"HEAD_DIM", c.head_dim}, {"CTX", ctx_len}});
-  return matvec_step(k, rows, {w, x, norm, bias, rope, state, q_out, k_cache, v_cache});
+  return matvec("qkv_rope", q_rows + 2 * kv_rows, c.hidden_size, true, c.rms_norm_eps, true,
+                {{"Q_ROWS", q_rows}, {"KV_ROWS", kv_rows}, {"HEAD_DIM", c.head_dim}, {"CTX", ctx_len}},
+                {w, x, norm, bias, rope, state, q_out, k_cache, v_cache});
 }
 
 Step DecodeKernels::gate_up_silu(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
                                  const gpu::Buffer& act, uint32_t inter, uint32_t hidden, double eps) {
-  return matvec_step(matvec("gate_up_silu", 2 * inter, hidden, true, eps), 2 * inter, {w, x, norm, act});
+  return matvec("gate_up_silu", 2 * inter, hidden, true, eps, true, {}, {w, x, norm, act});
 }
 
 Step DecodeKernels::matvec_norm(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
                                 const gpu::Buffer& y, uint32_t rows, uint32_t cols, double eps) {
-  return matvec_step(matvec("matvec_norm", rows, cols, true, eps), rows, {w, x, norm, y});
+  return matvec("matvec_norm", rows, cols, true, eps, false, {}, {w, x, norm, y});
 }
 
 Step DecodeKernels::matvec_residual(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid,
                                     uint32_t rows, uint32_t cols) {
-  return matvec_step(matvec("matvec_residual", rows, cols, false, 0.0), rows, {w, x, resid});
+  return matvec("matvec_residual", rows, cols, false, 0.0, false, {}, {w, x, resid});
 }
 
 const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const ModelConfig& c, uint32_t ctx_len,

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -65,6 +66,16 @@ struct AttentionSplit {
 // 64 x 64 and 64 x 128 (the kernel also needs 1 or 2 loads of A and of W per thread and step).
 struct PromptTile {
   uint32_t tokens = 0, rows = 0;
+};
+
+// How a decode matrix-vector kernel spreads a matrix over threads (kernels/llm_matvec.wgsl): a
+// team of `team` threads per row (a power of two, at least the adapter's largest subgroup), each
+// team computing `rows_per_team` rows at once (1..4), `workgroup` threads (a multiple of team).
+struct MatvecTuning {
+  uint32_t team = 32, rows_per_team = 1, workgroup = 128;
+  uint32_t rows_per_workgroup() const { return workgroup / team * rows_per_team; }
+  std::string name() const;  // e.g. "team32 rows2 wg256"
+  bool operator==(const MatvecTuning&) const = default;
 };
 
 // The kernels of the decode step, each resolved into a Step over given buffers: one definition
@@ -133,19 +144,29 @@ class DecodeKernels {
   // Throws Error for an unsupported tile.
   void force_prompt_tile(PromptTile tile);
 
+  // The tuning the matrix-vector kernels use for a matrix of rows x cols: the forced one if set,
+  // else the rule (decode_kernels.cpp) for this adapter and dtype.
+  MatvecTuning matvec_tuning(uint32_t rows, uint32_t cols) const;
+  // Forces one tuning on every later matrix-vector step (the kernel benchmark and the tests try
+  // them all); nullopt restores the rule. Checked when a step is made: Error if the adapter
+  // cannot run it.
+  void force_matvec_tuning(std::optional<MatvecTuning> t) { forced_ = t; }
+
  private:
-  const gpu::Kernel& matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm, double eps,
-                            std::map<std::string, double> extra = {});
+  // A matrix-vector step; `pairs`: the epilogue reads rows 2i, 2i + 1 together (RoPE, gate/up).
+  Step matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm, double eps, bool pairs,
+              std::map<std::string, double> extra, std::initializer_list<gpu::BufferBinding> b);
+  void check_tuning(const std::string& entry, const MatvecTuning& t, bool pairs) const;
   Step matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm, double eps,
               std::map<std::string, double> extra, std::initializer_list<gpu::BufferBinding> b);
   const gpu::Kernel& attention(const std::string& entry, const ModelConfig& cfg, uint32_t ctx_len,
                                AttentionSplit split = {});
   void check_workgroup_memory(const std::string& entry, uint32_t cols, uint64_t bytes) const;
-  Step matvec_step(const gpu::Kernel& k, uint32_t rows, std::initializer_list<gpu::BufferBinding> b);
   gpu::Context* ctx_;
   WeightDType dtype_;
-  uint32_t team_, rows_per_wg_;
   PromptTile forced_tile_{};  // tokens == 0: prompt_tile() decides
+  uint32_t min_team_;         // the adapter's largest subgroup, rounded up to a power of two
+  std::optional<MatvecTuning> forced_;
 };
 
 }  // namespace wgfuse::llm
