@@ -206,9 +206,11 @@ void Model::build_steps() {
   for (const Layer& l : layers_) {
     add(k.qkv_rope(l.qkv, x_, l.input_norm, l.qkv_bias, rope_, state_, q_, l.k_cache, l.v_cache, c, ctx_len_),
         "qkv_rope", l.qkv.size() + vec(2 * c.hidden_size + 2 * qkv_rows + c.head_dim));
-    auto attention = k.attend(q_, l.k_cache, l.v_cache, state_, att_partials_, att_, c, ctx_len_, opt_.attention);
+    auto attention =
+        k.attend(q_, l.k_cache, l.v_cache, state_, att_partials_, att_, c, ctx_len_, opt_.attention);
     add(std::move(attention.at(0)), "attention", vec(q_rows), vec(2 * c.num_kv_heads * c.head_dim));
-    for (size_t i = 1; i < attention.size(); ++i) add(std::move(attention[i]), "attention_combine", vec(q_rows));
+    for (size_t i = 1; i < attention.size(); ++i)
+      add(std::move(attention[i]), "attention_combine", vec(q_rows));
     add(k.matvec_residual(l.o, att_, x_, c.hidden_size, q_rows), "o_proj+residual",
         l.o.size() + vec(q_rows + 2 * c.hidden_size));
     add(k.gate_up_silu(l.gate_up, x_, l.post_norm, act_, c.intermediate_size, c.hidden_size, c.rms_norm_eps),
