@@ -46,8 +46,18 @@ fn reduce(v: f32, lid: u32, take_max: bool) -> f32 {
   return r;
 }
 
-var<workgroup> q_group: array<f32, HEADS_PER_WG * HEAD_DIM>;
+// attend_chunk reads K, V and q as vec4s (HEAD_DIM % 4 == 0, checked by the host): a score is
+// HEAD_DIM / 4 independent 16-byte loads, and the output sums go 4 dimensions per thread, so
+// that each thread's chain of dependent loads is a quarter as long (the chunk kernel is latency-
+// bound: a few dozen workgroups at short contexts).
+override D4: u32 = HEAD_DIM / 4u;
+@group(0) @binding(0) var<storage, read> q4: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> k4_cache: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> v4_cache: array<vec4<f32>>;
+
+var<workgroup> q_group: array<vec4<f32>, HEADS_PER_WG * D4>;
 var<workgroup> chunk_p: array<f32, HEADS_PER_WG * CHUNK>;  // scores, then exp(s - m)
+var<workgroup> red4: array<vec4<f32>, WG>;
 
 @compute @workgroup_size(WG)
 fn attend_chunk(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -59,29 +69,29 @@ fn attend_chunk(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
   }
   let n = min(CHUNK, len - start);
   let h0 = wid.x * HEADS_PER_WG;
-  let kv = ((h0 / GROUP) * CTX + start) * HEAD_DIM;
-  for (var i = lid; i < HEADS_PER_WG * HEAD_DIM; i += WG) {
-    q_group[i] = q[h0 * HEAD_DIM + i];
+  let kv = ((h0 / GROUP) * CTX + start) * D4;  // in vec4s
+  for (var i = lid; i < HEADS_PER_WG * D4; i += WG) {
+    q_group[i] = q4[h0 * D4 + i];
   }
   workgroupBarrier();
 
-  // Scores, (head, position) pairs over the threads; neighbours read neighbouring rows.
+  // Scores, (head, position) pairs over the threads.
   for (var i = lid; i < HEADS_PER_WG * CHUNK; i += WG) {
     let g = i / CHUNK;
     let t = i % CHUNK;
     if (t < n) {
-      var s = 0.0;
-      for (var d = 0u; d < HEAD_DIM; d++) {
-        s += q_group[g * HEAD_DIM + d] * k_cache[kv + t * HEAD_DIM + d];
+      var s = vec4<f32>(0.0);
+      for (var d = 0u; d < D4; d++) {
+        s += q_group[g * D4 + d] * k4_cache[kv + t * D4 + d];
       }
-      chunk_p[i] = s * SCALE;
+      chunk_p[i] = (s.x + s.y + s.z + s.w) * SCALE;
     }
   }
   workgroupBarrier();
 
-  let slices = WG / HEAD_DIM;  // threads (d, slice) share the positions of the output sums
-  let d = lid % HEAD_DIM;
-  let slice = lid / HEAD_DIM;
+  let slices = WG / D4;  // threads (vec4 d4, slice) share the positions of the output sums
+  let d4 = lid % D4;
+  let slice = lid / D4;
   for (var g = 0u; g < HEADS_PER_WG; g++) {
     let row = g * CHUNK;
     var m = -3.4e38;
@@ -97,27 +107,30 @@ fn attend_chunk(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
     }
     l = reduce(l, lid, false);  // its barriers also publish chunk_p
 
-    var acc = 0.0;
+    var acc = vec4<f32>(0.0);
     if (slice < slices) {
       for (var t = slice; t < n; t += slices) {
-        acc += chunk_p[row + t] * v_cache[kv + t * HEAD_DIM + d];
+        acc += chunk_p[row + t] * v4_cache[kv + t * D4 + d4];
       }
     }
-    red[lid] = acc;
+    red4[lid] = acc;
     workgroupBarrier();
     let base = ((h0 + g) * CHUNKS + c) * PARTIAL;
-    if (lid < HEAD_DIM) {
-      var sum = 0.0;
+    if (lid < D4) {
+      var sum = vec4<f32>(0.0);
       for (var s = 0u; s < slices; s++) {
-        sum += red[s * HEAD_DIM + lid];
+        sum += red4[s * D4 + lid];
       }
-      partials[base + lid] = sum;
+      partials[base + 4u * lid] = sum.x;
+      partials[base + 4u * lid + 1u] = sum.y;
+      partials[base + 4u * lid + 2u] = sum.z;
+      partials[base + 4u * lid + 3u] = sum.w;
     }
     if (lid == 0u) {
       partials[base + HEAD_DIM] = m;
       partials[base + HEAD_DIM + 1u] = l;
     }
-    workgroupBarrier();  // red is rewritten by the next head
+    workgroupBarrier();  // red4 is rewritten by the next head
   }
 }
 

@@ -202,9 +202,12 @@ const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const Mode
                 std::to_string(ctx_len) + " into " + std::to_string(chunks) +
                 " chunks, over maxComputeWorkgroupsPerDimension (" +
                 std::to_string(ctx_->limits().max_compute_workgroups_per_dimension) + ")");
-  // attend_chunk's workgroup memory: its heads' queries, their chunk of scores, the reduction.
+  if (c.head_dim % 4 != 0)
+    throw Error("the attention kernels read head_dim " + std::to_string(c.head_dim) +
+                " as vec4s: it must be a multiple of 4");
+  // attend_chunk's workgroup memory: its heads' queries, their chunk of scores, the reductions.
   check_workgroup_memory(entry, c.head_dim,
-                         4ull * split.heads_per_wg * (c.head_dim + uint64_t(split.chunk)) + 4ull * wg);
+                         4ull * split.heads_per_wg * (c.head_dim + uint64_t(split.chunk)) + 20ull * wg);
   return ctx_->kernel(gpu::embedded_kernel("llm_attention", entry,
                                            {{"HEAD_DIM", c.head_dim},
                                             {"GROUP", group},
