@@ -93,7 +93,7 @@ nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1 || true
 WORKLOADS="rastrigin acrobot cartpole mountaincar market"
 # The Market prices: prefix-consistent, so one 5,000-step file serves every L up to 5,000.
 DATA=$OUT/market_5000.f32
-"$WGFUSE" --adapter "$ADAPTER" sim market --mode all --pop 64 --steps 5000 --generations 1 --mode fused --quiet \
+"$WGFUSE" --adapter "$ADAPTER" sim market --pop 64 --steps 5000 --generations 1 --mode fused --quiet \
   --write-data "$DATA" >"$OUT/market_data.txt" 2>&1 || log "writing the market data failed"
 
 ACRO_POPS="512,2048,8192,32768,65536"

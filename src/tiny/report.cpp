@@ -1,5 +1,6 @@
 #include "tiny/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -137,6 +138,12 @@ nlohmann::json run_report(gpu::Context& ctx, const TinyModel& m, const TinyOptio
   }
   nlohmann::json j{
       {"config", config_json(m, o)}, {"strategies", strategies_json(rs, o)}, {"speedups", speedups}};
+  // The generated tokens of the last strategy run (with --check, every strategy's are equal), per
+  // sequence, for baselines to compare with; at most the first 1,024 sequences.
+  nlohmann::json ids = nlohmann::json::array();
+  for (uint32_t seq = 0; seq < std::min<uint32_t>(o.sequences, 1024); ++seq)
+    ids.push_back(runner.tokens(seq));
+  j["generated_ids"] = ids;
   if (o.check) {
     bool pass = true;
     for (const auto& r : rs) pass = pass && r.check->ok;
