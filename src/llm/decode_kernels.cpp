@@ -30,7 +30,8 @@ gpu::Buffer upload_rows(gpu::Context& ctx, WeightDType dtype, std::string_view l
                         uint32_t cols, const std::function<void(uint32_t row, float* out)>& row,
                         const std::function<void(uint64_t bytes)>& progress) {
   const uint64_t rb = row_bytes(dtype, cols);
-  gpu::Buffer buf = ctx.buffer(rb * rows, BufferUsage::Storage | BufferUsage::CopyDst, label);
+  gpu::Buffer buf =
+      ctx.buffer(rb * rows, BufferUsage::Storage | BufferUsage::CopyDst | BufferUsage::CopySrc, label);
   const uint32_t chunk_rows = uint32_t(std::max<uint64_t>(1, (8u << 20) / rb));  // ~8 MB per write
   std::vector<float> values(pad8(cols));
   std::vector<std::byte> staging;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "util/error.h"
+#include "util/half.h"
 
 namespace wgfuse::llm {
 namespace {
@@ -18,28 +19,10 @@ std::string shape_text(std::span<const uint64_t> shape) {
   return s.str();
 }
 
-}  // namespace
-
-// TO BE REPLACED by src/util/half.h once it lands (another helper writes it).
-double value16(uint16_t bits, DType t) {
-  if (t == DType::BF16) {
-    const uint32_t f = uint32_t(bits) << 16;
-    float v;
-    std::memcpy(&v, &f, 4);
-    return v;
-  }
-  const int sign = bits >> 15, exp = (bits >> 10) & 0x1f, frac = bits & 0x3ff;
-  double v;
-  if (exp == 0)
-    v = std::ldexp(double(frac), -24);
-  else if (exp == 31)
-    v = frac ? NAN : INFINITY;
-  else
-    v = std::ldexp(double(frac | 0x400), exp - 25);
-  return sign ? -v : v;
+// One 16-bit float of a tensor (IEEE half, or bfloat16 when t is BF16).
+double half16_value(uint16_t bits, DType t) {
+  return t == DType::BF16 ? half::bf16_to_float(bits) : half::to_float(bits);
 }
-
-namespace {
 
 double element(const TensorRef& t, uint64_t i) {
   const std::byte* p = t.bytes.data();
@@ -50,7 +33,7 @@ double element(const TensorRef& t, uint64_t i) {
   }
   uint16_t bits;
   std::memcpy(&bits, p + 2 * i, 2);
-  return value16(bits, t.dtype);
+  return half16_value(bits, t.dtype);
 }
 
 }  // namespace

@@ -32,9 +32,6 @@ const TensorRef& require_tensor(const WeightLookup& lookup, const std::string& n
                                 const std::vector<uint64_t>& shape);
 // The values of a tensor (F32, F16 or BF16) as doubles, in file order.
 std::vector<double> tensor_values(const TensorRef& t);
-// One 16-bit float (IEEE half, or bfloat16 when t is BF16) as a double. TO BE REPLACED by
-// src/util/half.h once it lands.
-double value16(uint16_t bits, DType t);
 // Row `row` of a 2-D tensor (or the whole of a 1-D one when row is 0) as floats.
 void tensor_row(const TensorRef& t, uint64_t row, std::span<float> out);
 
