@@ -12,7 +12,8 @@ namespace {
 using test::context;
 
 // Test that the grid barrier either works (all workgroups co-resident, every value read across a
-// barrier right) or is reported as unusable with a message; never a hang, never a silent pass.
+// barrier right) or is reported as unusable with a message (not co-resident, or timed out later);
+// never a hang, never a silent pass, never a wrong value accepted.
 TEST(LlmPersistent, GridSyncWorksOrIsReported) {
   for (uint32_t workgroups : {1u, 2u, 7u}) {
     SCOPED_TRACE(std::to_string(workgroups) + " workgroups");
@@ -20,7 +21,12 @@ TEST(LlmPersistent, GridSyncWorksOrIsReported) {
     std::printf("[ info ] %u workgroups on %s: %s\n", workgroups, context().adapter().description.c_str(),
                 r.ok() ? "grid sync works" : r.message.c_str());
     if (r.co_resident) {
-      EXPECT_TRUE(r.visible) << r.message;
+      // Co-residency seen by the probe is not promised to last (SwiftShader under load schedules
+      // workgroups differently from one dispatch to the next): a later barrier may time out, which
+      // is reported and not trusted. Values that arrive wrong are a visibility failure and fail.
+      if (!r.visible) {
+        EXPECT_NE(r.message.find("timed out"), std::string::npos) << r.message;
+      }
     } else {
       EXPECT_NE(r.message.find("not co-resident"), std::string::npos) << r.message;
     }
