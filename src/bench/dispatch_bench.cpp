@@ -347,8 +347,9 @@ struct CopyBandwidth {
 // (2) copyBufferToBuffer, by the wall time of enough back-to-back copies to dwarf the wait, and
 // (3) the same copies by GPU timestamps: no pass can hold a copy, so they sit between two timed
 // passes of one small dispatch each, and the span from the end of the first pass to the start of
-// the second is theirs (with Dawn's barriers between them).
-CopyBandwidth measure_copy_bandwidth(gpu::Context& ctx, gpu::Profiler& prof, uint64_t bytes, uint32_t reps) {
+// the second is theirs (with Dawn's barriers between them). Without `commands`, (1) alone.
+CopyBandwidth measure_copy_bandwidth(gpu::Context& ctx, gpu::Profiler& prof, uint64_t bytes, uint32_t reps,
+                                     bool commands = true) {
   bytes = bytes / 16 * 16;
   Buffer src = ctx.buffer(bytes, BufferUsage::StorageIO, "copy.src");
   Buffer dst = ctx.buffer(bytes, BufferUsage::StorageIO, "copy.dst");
@@ -396,10 +397,11 @@ CopyBandwidth measure_copy_bandwidth(gpu::Context& ctx, gpu::Profiler& prof, uin
   std::vector<double> by_kernel, by_command, by_command_gpu;
   for (uint32_t i = 0; i < reps; ++i) {
     by_kernel.push_back(2.0 * double(bytes) / (kernel_run(m) * 1e3));
+    if (!commands) continue;
     by_command.push_back(2.0 * double(bytes) / (command_run(m) * 1e3));
     if (double us = command_gpu_run(m); us > 0) by_command_gpu.push_back(2.0 * double(bytes) / (us * 1e3));
   }
-  return {summarize(by_kernel).median, summarize(by_command).median,
+  return {summarize(by_kernel).median, by_command.empty() ? 0.0 : summarize(by_command).median,
           by_command_gpu.empty() ? -1.0 : summarize(by_command_gpu).median};
 }
 
@@ -572,7 +574,8 @@ BenchConfig BenchConfig::default_for(const gpu::AdapterInfo& adapter) {
 
 double copy_kernel_bandwidth_gbs(gpu::Context& ctx, uint64_t bytes, uint32_t reps) {
   gpu::Profiler prof(ctx, 1);
-  return measure_copy_bandwidth(ctx, prof, std::min(bytes, ctx.limits().max_buffer_size), reps).kernel_gbs;
+  return measure_copy_bandwidth(ctx, prof, std::min(bytes, ctx.limits().max_buffer_size), reps, false)
+      .kernel_gbs;
 }
 
 BenchReport run_dispatch_bench(gpu::Context& ctx, const BenchConfig& cfg, const Progress& progress) {
