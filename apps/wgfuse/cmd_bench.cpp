@@ -6,6 +6,7 @@
 
 #include "bench/dispatch_bench.h"
 #include "commands.h"
+#include "submit.h"
 #include "util/error.h"
 
 namespace wgfuse::cli {
@@ -23,7 +24,7 @@ void add_bench(CLI::App& app, GlobalOptions& g) {
   auto* cmd = app.add_subcommand("bench", "Measure WebGPU dispatch overhead and what fusion saves");
   struct Opts {
     bool quick = false;
-    std::string json, csv;
+    std::string json, csv, submit;
     uint32_t reps = 0, max_dispatches = 0;
     std::vector<std::string> kernels;
   };
@@ -31,6 +32,8 @@ void add_bench(CLI::App& app, GlobalOptions& g) {
   cmd->add_flag("--quick", o.quick, "CI scale: fewer repetitions, N up to 64, a 1M-float large kernel");
   cmd->add_option("--json", o.json, "write the report as JSON (schema docs/bench.schema.json)");
   cmd->add_option("--csv", o.csv, "write every measured point as CSV");
+  cmd->add_option("--submit", o.submit,
+                  "post the fused/unfused chain results to a wgfuse serve at URL (http://host:port)");
   cmd->add_option("--reps", o.reps, "timed repetitions per point (default 10, quick 3)")
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--max-dispatches", o.max_dispatches, "largest N of the sweep (default 4096, quick 64)")
@@ -61,6 +64,10 @@ void add_bench(CLI::App& app, GlobalOptions& g) {
     bool ok = true;
     for (auto& c : report.chain) ok &= c.passed;
     if (!ok) throw Error("a fused/unfused chain check failed: the timings above compare unequal work");
+    if (!o.submit.empty()) {
+      if (report.chain.empty()) throw Error("--submit: this run has no chain results to submit");
+      submit_native(o.submit, ctx, bench_submission_results(report));
+    }
   });
 }
 

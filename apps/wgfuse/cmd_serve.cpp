@@ -4,13 +4,15 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
 
 #include "commands.h"
-#include "gpu/kernel.h"
 #include "serve/server.h"
+#include "submit.h"
 #include "util/error.h"
 
 namespace wgfuse::cli {
@@ -18,25 +20,26 @@ namespace {
 
 namespace fs = std::filesystem;
 
-serve::KernelIndex embedded_kernel_index() {
-  std::vector<std::pair<std::string, std::string>> families;
-  for (auto& f : gpu::embedded_kernel_families())
-    families.emplace_back(std::string(f.name), std::string(f.source));
-  return serve::make_kernel_index(std::move(families));
-}
-
 // The page: --web DIR, else web/ beside the binary (a package), else the source tree's web/ (a
 // build). Files the build generates (the vendored chart library) are in web/ beside the binary,
-// looked up after the page's own.
+// looked up after the page's own. Without any page the API and kernels are still served.
 std::vector<fs::path> web_roots(const std::string& web_option) {
   const fs::path beside = fs::read_symlink("/proc/self/exe").parent_path() / "web";
   fs::path primary = web_option;
   if (primary.empty()) primary = fs::exists(beside / "index.html") ? beside : fs::path(WGFUSE_SOURCE_WEB_DIR);
-  if (!fs::is_directory(primary))
-    throw Error("serve: --web " + primary.string() +
+  std::vector<fs::path> roots;
+  if (fs::is_directory(primary)) {
+    roots.push_back(primary);
+  } else if (!web_option.empty()) {
+    throw Error("serve: --web " + web_option +
                 " is not a directory (the page's files: index.html, app/, ...)");
-  std::vector<fs::path> roots{primary};
-  if (fs::is_directory(beside) && !fs::equivalent(beside, primary)) roots.push_back(beside);
+  } else {
+    std::fprintf(stderr,
+                 "wgfuse serve: no page found (%s, %s); serving the API and kernels only (see --web)\n",
+                 beside.c_str(), primary.c_str());
+  }
+  if (fs::is_directory(beside) && (roots.empty() || !fs::equivalent(beside, primary)))
+    roots.push_back(beside);
   return roots;
 }
 
@@ -76,19 +79,22 @@ void add_serve(CLI::App& app) {
     serve::ResultsStore store(serve::open_database(db));
     serve::Server server(options, embedded_kernel_index(), store);
     const int port = server.bind();
+    const std::string page = options.web_roots.empty() ? "none" : options.web_roots.front().string();
     std::printf("wgfuse serve: http://%s:%d/ (results in %s, page from %s)\n", options.host.c_str(), port,
-                store.describe().c_str(), options.web_roots.front().c_str());
+                store.describe().c_str(), page.c_str());
     std::fflush(stdout);
+    std::atomic<bool> finished = false;
     std::thread stopper([&] {
       int signal = 0;
       sigwait(&stop_signals, &signal);
-      server.stop();
+      // A stop() that comes before run() has started listening would be lost: wait for it.
+      while (!finished && !server.listening()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (!finished) server.stop();
     });
     server.run();  // returns once stopped and the requests in flight are answered
-    if (stopper.joinable()) {
-      kill(getpid(), SIGTERM);  // pending for the stopper if run() ended by itself; harmless otherwise
-      stopper.join();
-    }
+    finished = true;
+    kill(getpid(), SIGTERM);  // wakes the stopper if run() ended by itself; pending and harmless otherwise
+    stopper.join();
     std::printf("wgfuse serve: stopped\n");
   });
 }

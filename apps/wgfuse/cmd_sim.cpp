@@ -14,6 +14,7 @@
 #include "sim/report.h"
 #include "sim/runner.h"
 #include "sim/workloads.h"
+#include "submit.h"
 #include "util/error.h"
 
 namespace wgfuse::cli {
@@ -24,7 +25,7 @@ struct SimOptions {
   uint32_t pop = 0, steps = 0, generations = 10, seed = 1, samples = 64, episodes = 1, team = 0;
   std::string mode = "auto";
   bool check = false, dump_wgsl = false, quiet = false;
-  std::string json_path, data_path;
+  std::string json_path, data_path, submit;
 };
 
 void run_sim(const SimOptions& o, const GlobalOptions& g) {
@@ -39,7 +40,7 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
                           .generations = o.generations,
                           .seed = o.seed,
                           .samples = o.samples,
-                          .check = o.check,
+                          .check = o.check || !o.submit.empty(),
                           .quiet = o.quiet};
   if (!auto_mode && !r.all_modes) r.modes = {fuse::parse_strategy(o.mode)};
 
@@ -70,7 +71,8 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
     if (!f) throw Error("cannot write JSON to '" + o.json_path + "'");
     f << j.dump(2) << "\n";
   }
-  if (o.check && !j["check"]["pass"].get<bool>()) throw Error("sim --check failed for '" + w.name + "'");
+  if (r.check && !j["check"]["pass"].get<bool>()) throw Error("sim --check failed for '" + w.name + "'");
+  if (!o.submit.empty()) submit_native(o.submit, ctx, sim_submission_results(j));
 }
 
 }  // namespace
@@ -117,6 +119,8 @@ void add_sim(CLI::App& app, GlobalOptions& g) {
       ->capture_default_str();
   cmd->add_flag("--check", o.check, "check the strategies against each other and the CPU reference");
   cmd->add_option("--json", o.json_path, "write the results as JSON to FILE");
+  cmd->add_option("--submit", o.submit,
+                  "post the results (checked: implies --check) to a wgfuse serve at URL (http://host:port)");
   cmd->add_option("--write-data", o.data_path, "market: write the price records (f32, steps x 22) to FILE");
   cmd->add_flag("--dump-wgsl", o.dump_wgsl, "print the generated WGSL of the workload and exit");
   cmd->add_flag("--quiet", o.quiet, "no progress lines");

@@ -508,6 +508,8 @@ std::vector<ChainResult> run_chain(gpu::Context& ctx, const BenchConfig& cfg, ui
     }
     c.unfused_us = summarize(uw);
     c.fused_us = summarize(fw);
+    c.unfused_samples_us = uw;
+    c.fused_samples_us = fw;
     if (!ug.empty()) c.unfused_gpu_us = summarize(ug).median;
     if (!fg.empty()) c.fused_gpu_us = summarize(fg).median;
     c.unfused_bytes = 2ull * ops * 4 * n;

@@ -88,7 +88,8 @@ struct ChainResult {
   uint64_t elements = 0;
   uint32_t k = 0;
   uint32_t runs_per_sample = 0;
-  Summary unfused_us, fused_us;  // per chain run, wall clock
+  Summary unfused_us, fused_us;                              // per chain run, wall clock
+  std::vector<double> unfused_samples_us, fused_samples_us;  // what they summarise
   double unfused_gpu_us = -1, fused_gpu_us = -1;
   uint64_t unfused_bytes = 0, fused_bytes = 0;
   double unfused_bound_us = 0, fused_bound_us = 0;  // bytes / measured copy bandwidth

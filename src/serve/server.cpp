@@ -102,6 +102,10 @@ void Server::run() {
   http_->listen_after_bind();
 }
 
+bool Server::listening() const {
+  return http_->is_running();
+}
+
 void Server::stop() {
   http_->stop();
 }

@@ -35,7 +35,9 @@ class Server {
   int bind();
   // Serves until stop(); then finishes the requests in flight before returning.
   void run();
-  // Stops accepting; safe from any thread.
+  // Whether run() is listening (from just before its first accept until it returns).
+  bool listening() const;
+  // Stops accepting; safe from any thread, a no-op unless listening.
   void stop();
 
  private:

@@ -136,7 +136,7 @@ void check_result(const json& r, const std::string& path) {
   const json& speedup = member(r, path, "speedup");
   const json& baseline = member(r, path, "baseline");
   if (speedup.is_null() != baseline.is_null())
-    reject(join(path, speedup.is_null() ? "baseline" : "speedup"),
+    reject(join(path, speedup.is_null() ? "speedup" : "baseline"),
            "speedup and baseline are both null or both set");
   if (!speedup.is_null()) {
     double s = check_number(speedup, join(path, "speedup"));

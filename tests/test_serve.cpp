@@ -1,0 +1,228 @@
+// The pieces of `wgfuse serve` on their own: submission validation, the rate limiter, static path
+// safety, the kernel index, and the results store on SQLite (the API end to end, PostgreSQL, load
+// and faults are in tests/serve/, against a real server).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+
+#include "gpu/kernel.h"
+#include "serve/kernel_index.h"
+#include "serve/rate_limiter.h"
+#include "serve/results_store.h"
+#include "serve/static_files.h"
+#include "serve/submission.h"
+
+namespace wgfuse::serve {
+namespace {
+
+using nlohmann::json;
+
+json valid_submission(uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> d(3.0, 40.0);
+  json results = json::array();
+  for (int k = 0; k < 3; ++k) {
+    std::vector<double> samples(5 + k);
+    for (auto& x : samples) x = d(rng);
+    std::vector<double> sorted = samples;
+    std::sort(sorted.begin(), sorted.end());
+    results.push_back({{"suite", k == 0 ? "dispatch" : "sim"},
+                       {"name", "variant " + std::to_string(k)},
+                       {"kernel_version", "00ff00ff00ff00ff"},
+                       {"sizes", {{"elements", 4097 + k}}},
+                       {"unit", "us"},
+                       {"samples", samples},
+                       {"median", sorted[sorted.size() / 2]},
+                       {"min", sorted.front()},
+                       {"max", sorted.back()},
+                       {"std", d(rng) / 10},
+                       {"dispatches", 7 * k},
+                       {"submits", 1},
+                       {"speedup", k == 1 ? json(d(rng)) : json(nullptr)},
+                       {"baseline", k == 1 ? json("naive") : json(nullptr)},
+                       {"bandwidth_gbs", nullptr},
+                       {"bound_gbs", nullptr},
+                       {"equivalence",
+                        {{"passed", true},
+                         {"compared", "fused vs unfused"},
+                         {"max_abs_diff", 3e-7},
+                         {"tolerance", 1e-5}}}});
+  }
+  return {{"schema_version", 1},
+          {"source", "native"},
+          {"client_version", "wgfuse test"},
+          {"adapter",
+           {{"vendor", "google"},
+            {"architecture", "swiftshader"},
+            {"device", "d"},
+            {"description", "SwiftShader"},
+            {"backend", "vulkan"}}},
+          {"browser", nullptr},
+          {"os", "Linux x86_64"},
+          {"results", results}};
+}
+
+// The reason a mutated submission is rejected with ("" when accepted).
+std::string rejection(const std::function<void(json&)>& mutate) {
+  json s = valid_submission(5);
+  mutate(s);
+  try {
+    validate_submission(s);
+    return "";
+  } catch (const ValidationError& e) {
+    return e.what();
+  }
+}
+
+TEST(ServeSubmission, AcceptsValidAndNamesTheFieldOfEachRejection) {
+  EXPECT_EQ(rejection([](json&) {}), "");
+  EXPECT_EQ(
+      rejection([](json& s) { s["results"][2]["median"] = s["results"][2]["min"].get<double>() - 0.25; }),
+      "results[2].median: must be >= min");
+  EXPECT_EQ(rejection([](json& s) { s["results"][0]["median"] = s["results"][0]["max"].get<double>() + 1; }),
+            "results[0].median: must be <= max");
+  EXPECT_EQ(rejection([](json& s) { s["results"][1]["std"] = -1e-9; }), "results[1].std: must be >= 0");
+  EXPECT_EQ(rejection([](json& s) { s["results"][1]["speedup"] = 10000.5; }),
+            "results[1].speedup: must be within 0.01..10000");
+  EXPECT_EQ(rejection([](json& s) { s["results"][1]["speedup"] = 0.0099; }),
+            "results[1].speedup: must be within 0.01..10000");
+  EXPECT_EQ(rejection([](json& s) { s["results"][0].erase("equivalence"); }),
+            "results[0].equivalence: missing");
+  EXPECT_EQ(rejection([](json& s) { s["results"][0]["equivalence"]["passed"] = false; }),
+            "results[0].equivalence.passed: the equivalence check failed; the result is not accepted");
+  EXPECT_EQ(rejection([](json& s) { s["results"][0]["samples"].push_back(1e6); }),
+            "results[0].samples[5]: outside [min, max]");
+  EXPECT_EQ(rejection([](json& s) { s["results"][0]["dispatches"] = -3; }),
+            "results[0].dispatches: must be >= 0");
+  EXPECT_EQ(rejection([](json& s) { s["adapter"]["vendor"] = 12; }),
+            "adapter.vendor: must be a string, not number");
+  EXPECT_EQ(rejection([](json& s) { s["os"] = std::string(257, 'x'); }),
+            "os: longer than 256 characters (257)");
+  EXPECT_EQ(rejection([](json& s) {
+              s["browser"] = {{"name", "x"}, {"version", "1"}};
+            }),
+            "browser: must be null when source is \"native\"");
+  EXPECT_EQ(rejection([](json& s) { s.erase("results"); }), "results: missing");
+  EXPECT_EQ(rejection([](json& s) {
+              json one = s["results"][0];
+              s["results"] = json::array();
+              for (int k = 0; k < 257; ++k) s["results"].push_back(one);
+            }),
+            "results: more than 256 results (257)");
+  EXPECT_EQ(rejection([](json& s) { s["results"][2]["suite"] = "mining"; }),
+            "results[2].suite: 'mining' is not one of dispatch, chain, sim, tiny");
+  EXPECT_EQ(rejection([](json& s) { s["results"][0]["sizes"]["elements"] = "many"; }),
+            "results[0].sizes.elements: must be a number, not string");
+  EXPECT_EQ(rejection([](json& s) { s["results"][1]["baseline"] = nullptr; }),
+            "results[1].baseline: speedup and baseline are both null or both set");
+}
+
+TEST(ServeRateLimit, BucketEmptiesRefillsAndKeepsClientsApart) {
+  RateLimiter limiter(RateLimit::parse("6/min"));  // a token every 10 s, a burst of 6
+  auto t0 = RateLimiter::Clock::time_point{} + std::chrono::hours(1);
+  double retry = 0;
+  for (int k = 0; k < 6; ++k) EXPECT_TRUE(limiter.admit("10.0.0.1", retry, t0)) << k;
+  EXPECT_FALSE(limiter.admit("10.0.0.1", retry, t0));
+  EXPECT_NEAR(retry, 10.0, 1e-9);
+  EXPECT_TRUE(limiter.admit("10.0.0.2", retry, t0));  // another client has its own bucket
+  EXPECT_FALSE(limiter.admit("10.0.0.1", retry, t0 + std::chrono::seconds(9)));
+  EXPECT_NEAR(retry, 1.0, 1e-9);
+  EXPECT_TRUE(limiter.admit("10.0.0.1", retry, t0 + std::chrono::seconds(10)));
+  EXPECT_FALSE(limiter.admit("10.0.0.1", retry, t0 + std::chrono::seconds(10)));
+  // Refill is capped at the burst.
+  for (int k = 0; k < 6; ++k) EXPECT_TRUE(limiter.admit("10.0.0.1", retry, t0 + std::chrono::hours(5))) << k;
+  EXPECT_FALSE(limiter.admit("10.0.0.1", retry, t0 + std::chrono::hours(5)));
+}
+
+TEST(ServeRateLimit, ParsesTheOptionAndRejectsNonsense) {
+  EXPECT_DOUBLE_EQ(RateLimit::parse("10/s").per_window, 10);
+  EXPECT_DOUBLE_EQ(RateLimit::parse("1000/hour").window.count(), 3600);
+  EXPECT_DOUBLE_EQ(RateLimit::parse("off").per_window, 0);
+  for (const char* bad : {"", "60", "60/day", "-5/min", "0/s", "x/min", "5/"})
+    EXPECT_THROW(RateLimit::parse(bad), Error) << bad;
+}
+
+TEST(ServeStaticFiles, RefusesTraversalAndTypesFiles) {
+  for (const char* bad : {"/../x", "/a/../../x", "/./x", "/a//b", "/.git/config", "/a\\..\\b", "", "x", "/"})
+    EXPECT_FALSE(is_safe_relative_path(bad)) << bad;
+  for (const char* good : {"/index.html", "/app/main.js", "/vendor/uplot/uPlot.iife.min.js", "/a..b"})
+    EXPECT_TRUE(is_safe_relative_path(good)) << good;
+  EXPECT_EQ(content_type_for("app/x.js"), "text/javascript; charset=utf-8");
+  EXPECT_EQ(content_type_for("k.wgsl"), "text/plain; charset=utf-8");
+  EXPECT_EQ(content_type_for("blob"), "application/octet-stream");
+  EXPECT_EQ(cache_control_for("index.html"), "no-cache");
+  EXPECT_EQ(cache_control_for("style.css"), "max-age=3600");
+
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("wgfuse-static-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "page");
+  fs::create_directories(dir / "generated" / "vendor");
+  std::ofstream(dir / "page" / "index.html") << "i";
+  std::ofstream(dir / "generated" / "vendor" / "lib.js") << "v";
+  std::ofstream(dir / "secret.txt") << "s";
+  const std::vector<fs::path> roots{dir / "page", dir / "generated"};
+  EXPECT_EQ(resolve_static(roots, "/"), dir / "page" / "index.html");
+  EXPECT_EQ(resolve_static(roots, "/vendor/lib.js"), dir / "generated" / "vendor" / "lib.js");
+  EXPECT_EQ(resolve_static(roots, "/../secret.txt"), std::nullopt);
+  EXPECT_EQ(resolve_static(roots, "/vendor"), std::nullopt);  // a directory is not a file
+  fs::remove_all(dir);
+}
+
+TEST(ServeKernelIndex, HashesMatchKnownVectorsAndTheEmbeddedTable) {
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  std::vector<std::pair<std::string, std::string>> families;
+  for (auto& f : gpu::embedded_kernel_families())
+    families.emplace_back(std::string(f.name), std::string(f.source));
+  ASSERT_GT(families.size(), 5u);
+  auto index = make_kernel_index(families);
+  ASSERT_EQ(index.files.size(), families.size());
+  std::string listing;
+  for (auto& f : index.files) {
+    EXPECT_EQ(f.text, gpu::kernel_source(f.name)) << f.name;
+    listing += f.name + "\n" + sha256_hex(f.text) + "\n";
+  }
+  EXPECT_EQ(index.version, sha256_hex(listing).substr(0, 16));
+  std::reverse(families.begin(), families.end());  // the order given does not matter
+  EXPECT_EQ(make_kernel_index(families).version, index.version);
+  families.front().second += " ";  // any edit changes the version
+  EXPECT_NE(make_kernel_index(families).version, index.version);
+}
+
+TEST(ServeResultsStore, SqliteMigratesStoresVerbatimAndSummarises) {
+  namespace fs = std::filesystem;
+  const fs::path file =
+      fs::temp_directory_path() / ("wgfuse-store-" + std::to_string(::getpid()) + ".sqlite");
+  fs::remove(file);
+  {
+    ResultsStore store(open_sqlite(file.string()));
+    EXPECT_EQ(store.schema_version(), 1);
+    json a = valid_submission(1), b = valid_submission(2);
+    b["adapter"]["vendor"] = "x'); DROP TABLE results; --";
+    const int64_t ida = store.insert(a, "2026-11-22T00:00:00.000Z");
+    const int64_t idb = store.insert(b, "2026-11-22T00:00:01.000Z");
+    EXPECT_LT(ida, idb);
+    json all = store.query({});
+    ASSERT_EQ(all["total"], 6);
+    EXPECT_EQ(all["rows"][3]["vendor"], b["adapter"]["vendor"]);
+    EXPECT_EQ(all["rows"][4]["samples"], b["results"][1]["samples"]);
+    EXPECT_EQ(all["rows"][4]["speedup"], b["results"][1]["speedup"]);
+    json filtered = store.query({{{"vendor", b["adapter"]["vendor"].get<std::string>()}, {"suite", "sim"}}});
+    EXPECT_EQ(filtered["total"], 2);
+    json summary = store.summary("vendor", "dispatch");
+    ASSERT_EQ(summary["groups"].size(), 2u);
+    for (auto& g : summary["groups"]) EXPECT_EQ(g["count"], 1);
+  }
+  // Reopening applies no migration twice and keeps the rows.
+  ResultsStore again(open_sqlite(file.string()));
+  EXPECT_EQ(again.schema_version(), 1);
+  EXPECT_EQ(again.query({})["total"], 6);
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(file.string() + suffix);
+}
+
+}  // namespace
+}  // namespace wgfuse::serve
