@@ -1,102 +1,33 @@
-// wgfuse serve: the browser benchmark page, the kernels it runs, and the results API
-// (docs/WEB_API.md).
-#include <pthread.h>
-#include <signal.h>
+// wgfuse serve: runs wgfuse-serve, the program beside this one that holds the HTTP server and the
+// database drivers (apps/serve), with the same arguments.
 #include <unistd.h>
 
-#include <atomic>
-#include <chrono>
-#include <cstdio>
-#include <filesystem>
-#include <thread>
+#include <cerrno>
+#include <cstring>
 
 #include "commands.h"
-#include "serve/server.h"
 #include "submit.h"
 #include "util/error.h"
 
 namespace wgfuse::cli {
-namespace {
 
-namespace fs = std::filesystem;
-
-// The page: --web DIR, else web/ beside the binary (a package), else the source tree's web/ (a
-// build). Files the build generates (the vendored chart library) are in web/ beside the binary,
-// looked up after the page's own. Without any page the API and kernels are still served.
-std::vector<fs::path> web_roots(const std::string& web_option) {
-  const fs::path beside = fs::read_symlink("/proc/self/exe").parent_path() / "web";
-  fs::path primary = web_option;
-  if (primary.empty()) primary = fs::exists(beside / "index.html") ? beside : fs::path(WGFUSE_SOURCE_WEB_DIR);
-  std::vector<fs::path> roots;
-  if (fs::is_directory(primary)) {
-    roots.push_back(primary);
-  } else if (!web_option.empty()) {
-    throw Error("serve: --web " + web_option +
-                " is not a directory (the page's files: index.html, app/, ...)");
-  } else {
-    std::fprintf(stderr,
-                 "wgfuse serve: no page found (%s, %s); serving the API and kernels only (see --web)\n",
-                 beside.c_str(), primary.c_str());
-  }
-  if (fs::is_directory(beside) && (roots.empty() || !fs::equivalent(beside, primary)))
-    roots.push_back(beside);
-  return roots;
+[[noreturn]] void run_serve(int argc, char** argv) {
+  const std::string tool = serve_tool().string();
+  std::vector<char*> args{const_cast<char*>(tool.c_str())};
+  for (int i = 0; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  execv(tool.c_str(), args.data());
+  throw Error("serve: cannot run " + tool + ": " + std::strerror(errno));
 }
 
-}  // namespace
-
+// Listed in `wgfuse --help`; main() hands `wgfuse serve ...` to run_serve before parsing, so that
+// every option, --help included, is wgfuse-serve's. Reached only with a global option in front.
 void add_serve(CLI::App& app) {
-  auto* cmd =
-      app.add_subcommand("serve", "Serve the browser benchmark and collect results (docs/WEB_API.md)");
-  static serve::ServerOptions options;
-  static std::string db = "results.sqlite", web, rate = "60/min";
-  cmd->add_option("--host", options.host, "address to listen on")->capture_default_str();
-  cmd->add_option("--port", options.port, "port to listen on (0: any free port, printed)")
-      ->check(CLI::Range(0, 65535))
-      ->capture_default_str();
-  cmd->add_option("--db", db, "SQLite file, or a PostgreSQL URI postgresql://user@host:port/dbname")
-      ->capture_default_str();
-  cmd->add_option("--web", web,
-                  "the page's directory (default: web/ beside the binary, else the source tree's)");
-  cmd->add_option("--rate", rate, "API requests per client address: COUNT/s, COUNT/min, COUNT/hour, or off")
-      ->capture_default_str();
-  cmd->add_option("--threads", options.threads, "requests served at once")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  cmd->add_flag("--access-log", options.access_log, "print a line per request on stderr");
-  cmd->callback([] {
-    options.rate = serve::RateLimit::parse(rate);
-    options.web_roots = web_roots(web);
-
-    // SIGTERM and SIGINT are taken by one thread (sigwait), blocked in every other, so that the
-    // stop is an ordinary call rather than work inside a signal handler.
-    sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGTERM);
-    sigaddset(&stop_signals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-
-    serve::ResultsStore store(serve::open_database(db));
-    serve::Server server(options, embedded_kernel_index(), store);
-    const int port = server.bind();
-    const std::string page = options.web_roots.empty() ? "none" : options.web_roots.front().string();
-    std::printf("wgfuse serve: http://%s:%d/ (results in %s, page from %s)\n", options.host.c_str(), port,
-                store.describe().c_str(), page.c_str());
-    std::fflush(stdout);
-    std::atomic<bool> finished = false;
-    std::thread stopper([&] {
-      int signal = 0;
-      sigwait(&stop_signals, &signal);
-      // A stop() that comes before run() has started listening would be lost: wait for it.
-      while (!finished && !server.listening()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      if (!finished) server.stop();
-    });
-    server.run();  // returns once stopped and the requests in flight are answered
-    finished = true;
-    kill(getpid(), SIGTERM);  // wakes the stopper if run() ended by itself; pending and harmless otherwise
-    stopper.join();
-    std::printf("wgfuse serve: stopped\n");
-  });
+  auto* cmd = app.add_subcommand(
+      "serve", "Serve the browser benchmark and collect results (`wgfuse serve --help`; docs/WEB_API.md)");
+  cmd->prefix_command();
+  cmd->set_help_flag();
+  cmd->callback([] { throw Error("serve takes no global options: run `wgfuse serve [options]`"); });
 }
 
 }  // namespace wgfuse::cli

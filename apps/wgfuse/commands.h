@@ -27,5 +27,7 @@ void add_generate(CLI::App& app, GlobalOptions& g);
 void add_chat(CLI::App& app, GlobalOptions& g);
 void add_tiny(CLI::App& app, GlobalOptions& g);
 void add_serve(CLI::App& app);
+// Runs wgfuse-serve (beside this binary) with these arguments, in place of this process.
+[[noreturn]] void run_serve(int argc, char** argv);
 
 }  // namespace wgfuse::cli

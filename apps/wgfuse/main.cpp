@@ -1,5 +1,6 @@
 // wgfuse: WebGPU compute with fusion, measured. See README.md.
 #include <cstdio>
+#include <string_view>
 
 #include "commands.h"
 #include "util/error.h"
@@ -19,6 +20,12 @@ gpu::ContextOptions GlobalOptions::context_options() const {
 
 int main(int argc, char** argv) {
   using namespace wgfuse::cli;
+  if (argc >= 2 && std::string_view(argv[1]) == "serve") try {
+      run_serve(argc - 2, argv + 2);
+    } catch (const wgfuse::Error& e) {
+      std::fprintf(stderr, "wgfuse: error: %s\n", e.what());
+      return 1;
+    }
   CLI::App app{"wgfuse " WGFUSE_VERSION
                ": GPU compute through WebGPU (Dawn), with kernel fusion measured against "
                "per-dispatch overhead"};

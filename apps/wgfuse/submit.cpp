@@ -1,6 +1,9 @@
 #include "submit.h"
 
+#include <spawn.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -8,8 +11,6 @@
 #include <cstdio>
 
 #include "fuse/strategy.h"
-#include "gpu/kernel.h"
-#include "serve/client.h"
 #include "util/error.h"
 #include "util/stats.h"
 
@@ -37,17 +38,60 @@ std::string lower(std::string s) {
   return s;
 }
 
+// Runs `tool args...` with `input` on its stdin; returns its stdout. Its stderr (a rejection's
+// reason) passes through; a failure exit is an Error.
+std::string run_with_stdin(const std::filesystem::path& tool, std::vector<std::string> args,
+                           const std::string& input) {
+  int in[2], out[2];
+  if (pipe(in) != 0 || pipe(out) != 0) throw Error("--submit: pipe failed");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  for (int fd : {in[0], in[1], out[0], out[1]}) posix_spawn_file_actions_addclose(&fa, fd);
+  std::vector<char*> argv{const_cast<char*>(tool.c_str())};
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, tool.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(in[0]);
+  close(out[1]);
+  if (rc != 0) {
+    close(in[1]);
+    close(out[0]);
+    throw Error("--submit: cannot run " + tool.string());
+  }
+  // The child reads all of stdin before it writes, so writing first cannot deadlock.
+  for (size_t done = 0; done < input.size();) {
+    const ssize_t n = write(in[1], input.data() + done, input.size() - done);
+    if (n <= 0) break;
+    done += size_t(n);
+  }
+  close(in[1]);
+  std::string output;
+  char buf[4096];
+  for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) output.append(buf, size_t(n));
+  close(out[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw Error("--submit: the submission to " + args.back() + " failed (the reason is above)");
+  return output;
+}
+
 }  // namespace
 
-serve::KernelIndex embedded_kernel_index() {
-  std::vector<std::pair<std::string, std::string>> families;
-  for (auto& f : gpu::embedded_kernel_families())
-    families.emplace_back(std::string(f.name), std::string(f.source));
-  return serve::make_kernel_index(std::move(families));
+std::filesystem::path serve_tool() {
+  const auto tool = std::filesystem::read_symlink("/proc/self/exe").parent_path() / "wgfuse-serve";
+  if (access(tool.c_str(), X_OK) != 0)
+    throw Error("serve and --submit run " + tool.string() +
+                ", which is missing or not executable: build it (scripts/setup builds every target) or "
+                "take it from the package beside wgfuse");
+  return tool;
 }
 
 json bench_submission_results(const bench::BenchReport& report) {
-  const std::string version = embedded_kernel_index().version;
   json results = json::array();
   for (const auto& c : report.chain) {
     const std::string k = std::to_string(c.k);
@@ -59,7 +103,6 @@ json bench_submission_results(const bench::BenchReport& report) {
       r.update(
           {{"suite", "chain"},
            {"name", std::string(fused ? "fused" : "unfused") + " k=" + k},
-           {"kernel_version", version},
            {"sizes", {{"elements", c.elements}, {"ops", c.k}, {"runs_per_sample", c.runs_per_sample}}},
            // A sample is one timed submit of runs_per_sample chain runs, its value µs per run.
            {"dispatches", uint64_t(c.runs_per_sample) * (fused ? 1 : c.k)},
@@ -85,7 +128,6 @@ json sim_submission_results(const json& sim) {
     throw Error(
         "--submit: the simulation ran without --check; a result without its equivalence check is not "
         "accepted");
-  const std::string version = embedded_kernel_index().version;
   const std::string workload = sim.at("workload");
   const json& modes = sim.at("modes");
   const json& reference = sim.at("check").at("reference");
@@ -101,7 +143,6 @@ json sim_submission_results(const json& sim) {
     const bool versus = has_baseline && mode != baseline && baseline_rate > 0;
     r.update({{"suite", "sim"},
               {"name", workload + " " + mode},
-              {"kernel_version", version},
               {"sizes",
                {{"pop", sim.at("pop")},
                 {"steps", sim.at("steps")},
@@ -154,9 +195,9 @@ void submit_native(const std::string& url, const gpu::Context& ctx, json results
       {"os", std::string(os.sysname) + " " + os.machine},
       {"results", std::move(results)},
   };
-  const auto reply = serve::submit_results(url, submission);
-  std::printf("submitted %lld results to %s: submission id %lld\n", (long long)reply.accepted, url.c_str(),
-              (long long)reply.id);
+  const json reply = json::parse(run_with_stdin(serve_tool(), {"--submit", url}, submission.dump()));
+  std::printf("submitted %lld results to %s: submission id %lld\n", reply.at("accepted").get<long long>(),
+              url.c_str(), reply.at("id").get<long long>());
 }
 
 }  // namespace wgfuse::cli

@@ -2,25 +2,26 @@
 // `wgfuse bench --submit URL` and `wgfuse sim --submit URL`.
 #pragma once
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "bench/dispatch_bench.h"
 #include "gpu/context.h"
-#include "serve/kernel_index.h"
 
 namespace wgfuse::cli {
 
-// The embedded kernel families as GET /kernels/index.json lists them (its version is every
-// result's kernel_version).
-serve::KernelIndex embedded_kernel_index();
+// wgfuse-serve beside this binary (the server and the --submit client); throws Error saying how to
+// get it when it is missing.
+std::filesystem::path serve_tool();
 
 // The chain of `wgfuse bench`: fused and unfused per chain length, fused with its speedup.
 nlohmann::json bench_submission_results(const bench::BenchReport& report);
 // `wgfuse sim --check --json`'s report: each timed mode, with its speedup over perstep.
 nlohmann::json sim_submission_results(const nlohmann::json& sim_report);
 
-// Wraps `results` with the adapter, OS and version, POSTs them, prints the id.
+// Wraps `results` with the adapter, OS and version and POSTs them through `wgfuse-serve --submit`
+// (which adds each result's kernel_version), prints the id.
 void submit_native(const std::string& url, const gpu::Context& ctx, nlohmann::json results);
 
 }  // namespace wgfuse::cli

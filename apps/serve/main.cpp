@@ -1,0 +1,144 @@
+// wgfuse-serve: the browser benchmark page, the kernels it runs, and the results API
+// (docs/WEB_API.md); `wgfuse serve` runs it. Also the client of `--submit`: a submission JSON on
+// stdin, POSTed, the reply on stdout. A program of its own so that wgfuse itself needs no HTTP,
+// TLS or database libraries (their dependencies run to Kerberos and LDAP) where no one serves.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <iterator>
+#include <thread>
+
+#include "gpu/kernel.h"
+#include "serve/client.h"
+#include "serve/server.h"
+#include "util/error.h"
+
+namespace wgfuse {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The page: --web DIR, else web/ beside the binary (a package), else the source tree's web/ (a
+// build). Files the build generates (the vendored chart library) are in web/ beside the binary,
+// looked up after the page's own. Without any page the API and kernels are still served.
+std::vector<fs::path> web_roots(const std::string& web_option) {
+  const fs::path beside = fs::read_symlink("/proc/self/exe").parent_path() / "web";
+  fs::path primary = web_option;
+  if (primary.empty()) primary = fs::exists(beside / "index.html") ? beside : fs::path(WGFUSE_SOURCE_WEB_DIR);
+  std::vector<fs::path> roots;
+  if (fs::is_directory(primary)) {
+    roots.push_back(primary);
+  } else if (!web_option.empty()) {
+    throw Error("serve: --web " + web_option +
+                " is not a directory (the page's files: index.html, app/, ...)");
+  } else {
+    std::fprintf(stderr,
+                 "wgfuse serve: no page found (%s, %s); serving the API and kernels only (see --web)\n",
+                 beside.c_str(), primary.c_str());
+  }
+  if (fs::is_directory(beside) && (roots.empty() || !fs::equivalent(beside, primary)))
+    roots.push_back(beside);
+  return roots;
+}
+
+// The embedded kernel families as GET /kernels/index.json lists them (its version is every
+// result's kernel_version): the same table the wgfuse binary built beside this one runs.
+serve::KernelIndex embedded_kernel_index() {
+  std::vector<std::pair<std::string, std::string>> families;
+  for (auto& f : gpu::embedded_kernel_families())
+    families.emplace_back(std::string(f.name), std::string(f.source));
+  return serve::make_kernel_index(std::move(families));
+}
+
+// --submit URL: the submission on stdin gets the kernel version where a result lacks it.
+void submit(const std::string& url) {
+  std::string body{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+  nlohmann::json submission = nlohmann::json::parse(body, nullptr, false);
+  if (submission.is_discarded() || !submission.contains("results") || !submission["results"].is_array())
+    throw Error("--submit: stdin is not a submission JSON with a results array (docs/WEB_API.md)");
+  const std::string version = embedded_kernel_index().version;
+  for (auto& r : submission["results"])
+    if (r.is_object() && !r.contains("kernel_version")) r["kernel_version"] = version;
+  const auto reply = serve::submit_results(url, submission);
+  std::printf("%s\n", nlohmann::json{{"id", reply.id}, {"accepted", reply.accepted}}.dump().c_str());
+}
+
+}  // namespace
+}  // namespace wgfuse
+
+int main(int argc, char** argv) {
+  using namespace wgfuse;
+  CLI::App cmd{"wgfuse serve: the browser benchmark and its results API (docs/WEB_API.md)", "wgfuse serve"};
+  serve::ServerOptions options;
+  std::string db = "results.sqlite", web, rate = "60/min", submit_url;
+  cmd.add_option("--host", options.host, "address to listen on")->capture_default_str();
+  cmd.add_option("--port", options.port, "port to listen on (0: any free port, printed)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  cmd.add_option("--db", db, "SQLite file, or a PostgreSQL URI postgresql://user@host:port/dbname")
+      ->capture_default_str();
+  cmd.add_option("--web", web,
+                 "the page's directory (default: web/ beside the binary, else the source tree's)");
+  cmd.add_option("--rate", rate, "API requests per client address: COUNT/s, COUNT/min, COUNT/hour, or off")
+      ->capture_default_str();
+  cmd.add_option("--threads", options.threads, "requests served at once")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd.add_flag("--access-log", options.access_log, "print a line per request on stderr");
+  cmd.add_option("--submit", submit_url,
+                 "instead of serving: POST the submission JSON on stdin to URL, print the reply (how "
+                 "`wgfuse bench|sim --submit` send theirs)");
+  cmd.callback([&] {
+    if (!submit_url.empty()) return submit(submit_url);
+    options.rate = serve::RateLimit::parse(rate);
+    options.web_roots = web_roots(web);
+
+    // SIGTERM and SIGINT are taken by one thread (sigwait), blocked in every other, so that the
+    // stop is an ordinary call rather than work inside a signal handler.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+    serve::ResultsStore store(serve::open_database(db));
+    serve::Server server(options, embedded_kernel_index(), store);
+    const int port = server.bind();
+    const std::string page = options.web_roots.empty() ? "none" : options.web_roots.front().string();
+    std::printf("wgfuse serve: http://%s:%d/ (results in %s, page from %s)\n", options.host.c_str(), port,
+                store.describe().c_str(), page.c_str());
+    std::fflush(stdout);
+    std::atomic<bool> finished = false;
+    std::thread stopper([&] {
+      int signal = 0;
+      sigwait(&stop_signals, &signal);
+      // A stop() that comes before run() has started listening would be lost: wait for it.
+      while (!finished && !server.listening()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (!finished) server.stop();
+    });
+    server.run();  // returns once stopped and the requests in flight are answered
+    finished = true;
+    kill(getpid(), SIGTERM);  // wakes the stopper if run() ended by itself; pending and harmless otherwise
+    stopper.join();
+    std::printf("wgfuse serve: stopped\n");
+  });
+  try {
+    cmd.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return cmd.exit(e);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "wgfuse serve: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "wgfuse serve: internal error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
