@@ -103,8 +103,9 @@ std::string MatvecTuning::name() const {
 //   workgroups (a few per SM, so that small matrices still fill the device with a short tail),
 //   keeping at least 2 rows per workgroup (RoPE and gate/up pairs stay in one workgroup).
 // - Vocabulary-sized matrices (the LM head, >= kLmHeadRows rows: tens of thousands of workgroups
-//   either way): teams of at least 64 threads doing 2 rows each, measured best on the H100 for
-//   Qwen2.5-0.5B f16 (90.2 us; team 32 x 4 rows was bimodal, 93-220 us).
+//   either way) with rows of at least 64 loads: teams of at least 64 threads doing 2 rows each,
+//   measured best on the H100 for Qwen2.5-0.5B f16 (90.2 us; team 32 x 4 rows was bimodal,
+//   93-220 us). Shorter rows would leave lanes of a 64-thread team idle.
 MatvecTuning DecodeKernels::matvec_tuning(uint32_t rows, uint32_t cols) const {
   if (forced_) return *forced_;
   constexpr uint32_t kLoadsPerRow = 4, kMinWorkgroups = 512, kMaxThreads = 256, kLmHeadRows = 65536;
@@ -113,7 +114,7 @@ MatvecTuning DecodeKernels::matvec_tuning(uint32_t rows, uint32_t cols) const {
   t.team = std::max<uint32_t>(32, min_team_);
   while (t.team < kMaxThreads && t.team * kLoadsPerRow < loads) t.team *= 2;
   t.workgroup = std::max(t.team, kMaxThreads);
-  if (rows >= kLmHeadRows) {
+  if (rows >= kLmHeadRows && loads >= 64) {
     t.team = std::max(t.team, 64u);
     t.rows_per_team = 2;
     return t;
