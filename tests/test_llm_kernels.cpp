@@ -458,6 +458,127 @@ TEST(LlmKernels, AttentionSplitAlongTheCache) {
   }
 }
 
+// The fused short-context layer after qkv_rope: attend_o (attention times W_o, a partial per kv
+// head), gate_up_silu_sum (x + partials -> x_next, then rmsnorm, gate/up, SiLU), down into
+// x_out = x_next + W_down act; against the reference and against the split sequence (attend,
+// o_proj + residual, gate_up_silu, down + residual) on the same buffers; and the long-context
+// o_proj_combine on the split sequence's chunk partials. Cache slots past pos and every output
+// hold NaN beforehand.
+struct FusedLayerCase {
+  uint32_t heads, kv_heads, hd, hidden, inter, ctx_len;
+  std::vector<uint32_t> positions;
+};
+void PrintTo(const FusedLayerCase& f, std::ostream* os) {
+  *os << f.heads << "/" << f.kv_heads << " heads, hd " << f.hd << ", hidden " << f.hidden;
+}
+
+void check_fused_layer(WeightDType t, const FusedLayerCase& f) {
+  auto c = attention_config();
+  c.num_heads = f.heads, c.num_kv_heads = f.kv_heads, c.head_dim = f.hd, c.hidden_size = f.hidden;
+  c.intermediate_size = f.inter;
+  const uint32_t q_rows = f.heads * f.hd, cache = f.kv_heads * f.ctx_len * f.hd;
+  Matrix w_o = random_matrix(t, f.hidden, q_rows, 30);
+  Matrix w_gu = random_matrix(t, 2 * f.inter, f.hidden, 31, [&](uint32_t p) {
+    auto [which, row] = llm::gate_up_source_row(p);
+    return which * f.inter + row;
+  });
+  Matrix w_down = random_matrix(t, f.hidden, f.inter, 32);
+  auto x = test::random_floats(f.hidden, 33, -2, 2), nw = test::random_floats(f.hidden, 34, 0.5, 1.5);
+  auto q = test::random_floats(q_rows, 35, -1.5, 1.5);
+  auto wv = as_double(w_gu.values);
+  ref::Linear gate{{wv.begin(), wv.begin() + f.inter * f.hidden}, {}, f.inter, f.hidden};
+  ref::Linear up{{wv.begin() + f.inter * f.hidden, wv.end()}, {}, f.inter, f.hidden};
+  llm::DecodeKernels k(context(), t);
+  for (uint32_t pos : f.positions) {
+    SCOPED_TRACE("pos " + std::to_string(pos));
+    auto kc = test::random_floats(cache, 36 + pos, -1.5, 1.5),
+         vc = test::random_floats(cache, 37 + pos, -1, 1);
+    for (uint32_t h = 0; h < f.kv_heads; ++h)
+      for (uint32_t p = pos + 1; p < f.ctx_len; ++p)
+        for (uint32_t d = 0; d < f.hd; ++d)
+          kc[(h * f.ctx_len + p) * f.hd + d] = vc[(h * f.ctx_len + p) * f.hd + d] = kNaN;
+    const uint32_t words[4] = {pos, 0, 0, 0};
+    auto state = context().upload<uint32_t>(words, BufferUsage::StorageIO, "state");
+    auto q_buf = llm::upload_padded(context(), "q", q), k_buf = llm::upload_padded(context(), "k", kc),
+         v_buf = llm::upload_padded(context(), "v", vc), x_buf = llm::upload_padded(context(), "x", x),
+         nw_buf = llm::upload_padded(context(), "nw", nw);
+    auto parts = poisoned(llm::DecodeKernels::attend_o_parts_words(c)), act = poisoned(f.inter),
+         x_next = poisoned(f.hidden), x_out = poisoned(f.hidden);
+    run({k.attend_o(w_o.buffer, q_buf, k_buf, v_buf, state, parts, c, f.ctx_len),
+         k.gate_up_silu_sum(w_gu.buffer, x_buf, parts, nw_buf, act, x_next, c),
+         k.matvec_residual_to(w_down.buffer, act, x_next, x_out, f.hidden, f.inter)});
+
+    const auto att = ref::attention(as_double(q), as_double(kc), as_double(vc), f.heads, f.kv_heads, f.hd,
+                                    f.ctx_len, pos + 1);
+    auto x1 = ref::linear(linear_of(w_o, f.hidden, q_rows), att);
+    for (uint32_t i = 0; i < f.hidden; ++i) x1[i] += x[i];
+    const auto xn = ref::rmsnorm(x1, as_double(nw), 1e-6);
+    const auto act_want = ref::swiglu(ref::linear(gate, xn), ref::linear(up, xn));
+    auto x2 = ref::linear(linear_of(w_down, f.hidden, f.inter), act_want);
+    for (uint32_t i = 0; i < f.hidden; ++i) x2[i] += x1[i];
+    EXPECT_TRUE(close_normalised(context().read<float>(x_next, 0, f.hidden), x1, 1e-5)) << "x_next";
+    EXPECT_TRUE(close_normalised(context().read<float>(act, 0, f.inter), act_want, 1e-5)) << "act";
+    const auto fused = context().read<float>(x_out, 0, f.hidden);
+    EXPECT_TRUE(close_normalised(fused, x2, 1e-5)) << "x_out";
+
+    const llm::AttentionSplit split{.chunk = 16};
+    auto att_buf = poisoned(q_rows), act_split = poisoned(f.inter);
+    auto chunks = poisoned(llm::DecodeKernels::attend_partials_words(c, f.ctx_len, split));
+    auto steps = k.attend(q_buf, k_buf, v_buf, state, chunks, att_buf, c, f.ctx_len, split);
+    steps.push_back(k.matvec_residual(w_o.buffer, att_buf, x_buf, f.hidden, q_rows));
+    steps.push_back(k.gate_up_silu(w_gu.buffer, x_buf, nw_buf, act_split, f.inter, f.hidden, 1e-6));
+    steps.push_back(k.matvec_residual(w_down.buffer, act_split, x_buf, f.hidden, f.inter));
+    run(steps);
+    EXPECT_TRUE(close_normalised(fused, as_double(context().read<float>(x_buf, 0, f.hidden)), 1e-5))
+        << "fused vs split";
+
+    // The long-context layer's o_proj_combine on the chunks attend left: x + W_o attention.
+    auto x_long = llm::upload_padded(context(), "x", x);
+    run({k.o_proj_combine(w_o.buffer, chunks, x_long, state, c, f.ctx_len, split)});
+    EXPECT_TRUE(close_normalised(context().read<float>(x_long, 0, f.hidden), x1, 1e-5)) << "o_proj_combine";
+  }
+}
+
+class LlmFusedLayer : public ::testing::TestWithParam<std::tuple<WeightDType, FusedLayerCase>> {};
+
+// Test the fused layer at contexts 1, 37 and across attend_o's tiles of 32 positions, for GQA
+// groups of 2, 3 (a group's W_o columns start inside a group of 8), 6 with head_dim 64, and 7
+// (Qwen2.5-0.5B's).
+TEST_P(LlmFusedLayer, MatchesTheReferenceAndTheSplitLayer) {
+  check_fused_layer(std::get<0>(GetParam()), std::get<1>(GetParam()));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Groups, LlmFusedLayer,
+    ::testing::Combine(::testing::Values(WeightDType::F32, WeightDType::F16),
+                       ::testing::Values(FusedLayerCase{4, 2, 12, 50, 37, 150, {0, 31, 32, 36, 149}},
+                                         FusedLayerCase{6, 2, 12, 50, 37, 70, {0, 40, 69}},
+                                         FusedLayerCase{6, 1, 64, 41, 29, 40, {36}},
+                                         FusedLayerCase{14, 2, 64, 72, 45, 40, {0, 36}})),
+    [](const auto& info) {
+      const auto& f = std::get<1>(info.param);
+      return std::string(std::get<0>(info.param) == WeightDType::F16 ? "f16" : "f32") + "_heads" +
+             std::to_string(f.heads) + "_kv" + std::to_string(f.kv_heads) + "_hd" + std::to_string(f.hd);
+    });
+
+// Test that attend_o refuses a tuning whose workgroup has fewer threads than the kv group's
+// output vec4s, naming both.
+TEST(LlmKernels, AttendORefusesATooSmallWorkgroup) {
+  auto c = attention_config();
+  c.num_heads = 6, c.num_kv_heads = 1, c.head_dim = 64;  // 6 x 64 / 4 = 96 output vec4s
+  auto b = poisoned(8);
+  llm::DecodeKernels k(context(), WeightDType::F32);
+  const uint32_t team = std::max(32u, std::bit_ceil(context().adapter().subgroup_max_size));
+  k.force_matvec_tuning(llm::MatvecTuning{.team = team, .rows_per_team = 1, .workgroup = team});
+  if (team >= 96) GTEST_SKIP() << "subgroups of " << team << " threads";
+  try {
+    k.attend_o(b, b, b, b, b, b, c, 4);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("96 vec4s"), std::string::npos) << e.what();
+  }
+}
+
 // Test that a split the kernels cannot run is refused, naming what is wrong.
 TEST(LlmKernels, AttentionSplitIsChecked) {
   const auto c = attention_config();  // 2 query heads per kv head

@@ -123,7 +123,8 @@ TEST(LlmModelRun, KStepsPerSubmitCountsAndTokens) {
   EXPECT_EQ(got, want);
   EXPECT_EQ(streamed, got);
   const auto& s = model.stats();
-  EXPECT_EQ(s.dispatches_per_step, 1 + 6 * cfg.num_layers + 1 + 2);
+  EXPECT_EQ(s.dispatches_per_step, 1 + 4 * cfg.num_layers + 1 + 2);       // fused layers
+  EXPECT_EQ(s.dispatches_per_step_long, 1 + 5 * cfg.num_layers + 1 + 2);  // o_proj_combine
   EXPECT_EQ(s.decode_tokens, 31u);  // the first token ends the prompt phase
   EXPECT_EQ(s.decode_steps, 31u);
   EXPECT_EQ(s.decode_submits, 4u);  // ceil(31 / 8)
@@ -131,6 +132,51 @@ TEST(LlmModelRun, KStepsPerSubmitCountsAndTokens) {
   EXPECT_EQ(s.decode_dispatches, 31u * s.dispatches_per_step);
   EXPECT_EQ(s.debug_readbacks, 0u);
   EXPECT_EQ(s.prompt_tokens, kPrompt.size());
+}
+
+// Test that the fused layers (attend_o: 4 dispatches a layer), the split ones (--fusion none: 6)
+// and fused layers that switch to split attention with o_proj_combine (5) at position 20
+// (--attn-fuse-max 20, the prompt fed one decode step at a time; chunks of 16 positions) give the same 24
+// greedy tokens as the reference on the stored weights, and logits within f32 rounding of each other at every
+// step.
+TEST_P(LlmModel, FusedAndSplitLayersAgree) {
+  const auto [dtype, tied] = GetParam();
+  const auto cfg = small_config(tied);
+  const auto weights = llm::HostWeights::random(cfg, tied ? 13 : 14);
+  const uint32_t n = 24;
+  struct Run {
+    std::vector<uint32_t> tokens;
+    std::vector<std::vector<float>> logits;
+    uint32_t dispatches;
+  };
+  auto generate = [&](llm::ModelOptions o) {
+    o.dtype = dtype;
+    o.ctx = 64;
+    llm::Model model(context(), cfg, weights.lookup(), o);
+    Run r;
+    llm::GenerateOptions opt;
+    opt.on_logits = [&](std::span<const float> l) { r.logits.emplace_back(l.begin(), l.end()); };
+    r.tokens = model.generate(kPrompt, n, {}, opt);
+    r.dispatches = model.stats().dispatches_per_step;
+    return r;
+  };
+  const Run split = generate({.fusion = llm::Fusion::None});
+  const Run fused = generate({.fusion = llm::Fusion::Full});
+  const Run mixed = generate(
+      {.fusion = llm::Fusion::Full, .attn_fuse_max = 20, .prefill_chunk = 0, .attention = {.chunk = 16}});
+  EXPECT_EQ(split.dispatches, 1 + 6 * cfg.num_layers + 3);
+  EXPECT_EQ(fused.dispatches, 1 + 4 * cfg.num_layers + 3);
+  auto stored = reference(cfg, as_stored(weights, dtype), 64);
+  const auto want = stored.greedy(kPrompt, n);
+  EXPECT_EQ(split.tokens, want);
+  EXPECT_EQ(fused.tokens, want);
+  EXPECT_EQ(mixed.tokens, want);
+  ASSERT_EQ(split.logits.size(), n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const std::vector<double> s(split.logits[i].begin(), split.logits[i].end());
+    EXPECT_LE(normalised_error(fused.logits.at(i), s), 1e-5) << "fused, step " << i;
+    EXPECT_LE(normalised_error(mixed.logits.at(i), s), 1e-5) << "mixed, step " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Storage, LlmModel,

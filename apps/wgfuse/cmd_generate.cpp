@@ -31,6 +31,8 @@ struct LlmOptions {
   std::optional<uint32_t> ctx;  // default: 4096, or the model's max_position_embeddings if smaller
   uint32_t steps_per_submit = 8;
   llm::AttentionSplit attention;
+  std::string fusion = "full";
+  uint32_t attn_fuse_max = llm::ModelOptions{}.attn_fuse_max;
   // Sampling: unset flags take generation_config.json's values (greedy when it has none).
   std::optional<double> temp, top_p, repeat_penalty;
   std::optional<int64_t> top_k;
@@ -70,6 +72,13 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
        "--attn-heads", o.attention.heads_per_wg,
        "decode attention: query heads per workgroup (a divisor of heads / kv heads; they share K/V reads)")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  c->add_option("--fusion", o.fusion,
+                "decode layers: full (attention fused with o_proj, 4 dispatches a layer) | none (split, 6)")
+      ->check(CLI::IsMember({"none", "full"}))
+      ->capture_default_str();
+  c->add_option("--attn-fuse-max", o.attn_fuse_max,
+                "with --fusion full: positions from which decode attention is split along the cache again")
       ->capture_default_str();
 }
 
@@ -142,6 +151,8 @@ struct Session {
     mo.dtype = llm::parse_weight_dtype(o.dtype);
     mo.ctx = ctx_len;
     mo.attention = o.attention;
+    mo.fusion = llm::parse_fusion(o.fusion);
+    mo.attn_fuse_max = o.attn_fuse_max;
     auto bar = std::make_shared<ProgressBar>("loading " + o.model_dir);
     mo.progress = [bar](uint64_t done, uint64_t total) { (*bar)(done, total); };
     return std::unique_ptr<Session>(
@@ -419,6 +430,9 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     j["decode_tokens"] = s->model->stats().decode_tokens;
     j["decode_steps"] = s->model->stats().decode_steps;
     j["dispatches_per_step"] = s->model->stats().dispatches_per_step;
+    j["dispatches_per_step_long"] = s->model->stats().dispatches_per_step_long;
+    j["fusion"] = lo.fusion;
+    j["attn_fuse_max"] = lo.attn_fuse_max;
     j["steps_per_submit"] = lo.steps_per_submit;
     j["dtype"] = lo.dtype;
     j["ctx"] = s->ctx_len();

@@ -102,14 +102,23 @@ std::string MatvecTuning::name() const {
 //   halve the rows per team, then the workgroup, while the grid has fewer than kMinWorkgroups
 //   workgroups (a few per SM, so that small matrices still fill the device with a short tail),
 //   keeping at least 2 rows per workgroup (RoPE and gate/up pairs stay in one workgroup).
+// - Vocabulary-sized matrices (the LM head, >= kLmHeadRows rows: tens of thousands of workgroups
+//   either way) with rows of at least 64 loads: teams of at least 64 threads doing 2 rows each,
+//   measured best on the H100 for Qwen2.5-0.5B f16 (90.2 us; team 32 x 4 rows was bimodal,
+//   93-220 us). Shorter rows would leave lanes of a 64-thread team idle.
 MatvecTuning DecodeKernels::matvec_tuning(uint32_t rows, uint32_t cols) const {
   if (forced_) return *forced_;
-  constexpr uint32_t kLoadsPerRow = 4, kMinWorkgroups = 512, kMaxThreads = 256;
+  constexpr uint32_t kLoadsPerRow = 4, kMinWorkgroups = 512, kMaxThreads = 256, kLmHeadRows = 65536;
   const uint64_t loads = ceil_div(cols, dtype_ == WeightDType::F16 ? 8 : 4);
   MatvecTuning t;
   t.team = std::max<uint32_t>(32, min_team_);
   while (t.team < kMaxThreads && t.team * kLoadsPerRow < loads) t.team *= 2;
   t.workgroup = std::max(t.team, kMaxThreads);
+  if (rows >= kLmHeadRows && loads >= 64) {
+    t.team = std::max(t.team, 64u);
+    t.rows_per_team = 2;
+    return t;
+  }
   t.rows_per_team = 4;
   while (ceil_div(rows, t.rows_per_workgroup()) < kMinWorkgroups && t.rows_per_workgroup() > 2) {
     if (t.rows_per_team > 1)
@@ -145,10 +154,18 @@ void DecodeKernels::check_workgroup_memory(const std::string& entry, uint32_t co
 Step DecodeKernels::matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm, double eps,
                            bool pairs, std::map<std::string, double> o,
                            std::initializer_list<gpu::BufferBinding> b) {
-  const MatvecTuning t = matvec_tuning(rows, cols);
+  return matvec_tuned(matvec_tuning(rows, cols), entry, rows, cols, norm, eps, pairs, 0, std::move(o), b);
+}
+
+Step DecodeKernels::matvec_tuned(const MatvecTuning& t, const std::string& entry, uint32_t rows,
+                                 uint32_t cols, bool norm, double eps, bool pairs, uint64_t extra_wg_bytes,
+                                 std::map<std::string, double> o,
+                                 std::initializer_list<gpu::BufferBinding> b) {
   check_tuning(entry, t, pairs);
   const uint32_t cols8 = ceil_div(cols, 8), red = t.workgroup * t.rows_per_team;
-  check_workgroup_memory(entry, cols, (norm ? 32ull * cols8 + 4ull * t.workgroup : 32) + 4ull * red);
+  check_workgroup_memory(entry, cols,
+                         (norm ? 32ull * cols8 + 4ull * t.workgroup : 32) + 4ull * red + extra_wg_bytes);
+  // Keys already in `o` (attend_o's ITERS over its slice) win over these.
   o.insert({{"WEIGHT_F16", dtype_ == WeightDType::F16},
             {"ROWS", rows},
             {"COLS", cols},
@@ -189,6 +206,91 @@ Step DecodeKernels::matvec_norm(const gpu::Buffer& w, const gpu::Buffer& x, cons
 Step DecodeKernels::matvec_residual(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid,
                                     uint32_t rows, uint32_t cols) {
   return matvec("matvec_residual", rows, cols, false, 0.0, false, {}, {w, x, resid});
+}
+
+Step DecodeKernels::matvec_residual_to(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& base,
+                                       const gpu::Buffer& out, uint32_t rows, uint32_t cols) {
+  return matvec("matvec_residual_to", rows, cols, false, 0.0, false, {}, {w, x, base, out});
+}
+
+// Blocks of 16 rows (8 teams of 32 threads, 2 rows each): every block recomputes its group's
+// attention (Qwen2.5-0.5B: 7 heads), so the rule's blocks of 2 rows would redo it 448 times per
+// group; 16 rows give 0.5B 112 workgroups (56 per kv head), 1.5B 192: about one per SM of an H100.
+MatvecTuning DecodeKernels::attend_o_tuning(const ModelConfig& c) const {
+  if (forced_) return *forced_;
+  MatvecTuning t{.team = std::max<uint32_t>(32, min_team_), .rows_per_team = 2, .workgroup = 256};
+  t.workgroup = std::max(t.workgroup, t.team);
+  const uint32_t slots = c.num_heads / c.num_kv_heads * c.head_dim / 4;
+  while (t.workgroup < slots) t.workgroup *= 2;  // a thread per output vec4 of the group
+  return t;
+}
+
+uint64_t DecodeKernels::attend_o_parts_words(const ModelConfig& c) {
+  return uint64_t(c.num_kv_heads) * pad8(c.hidden_size);
+}
+
+Step DecodeKernels::attend_o(const gpu::Buffer& w_o, const gpu::Buffer& q, const gpu::Buffer& k_cache,
+                             const gpu::Buffer& v_cache, const gpu::Buffer& state, const gpu::Buffer& o_parts,
+                             const ModelConfig& c, uint32_t ctx_len) {
+  const MatvecTuning t = attend_o_tuning(c);
+  const uint32_t group = c.num_heads / c.num_kv_heads, q_rows = c.num_heads * c.head_dim;
+  const uint32_t slots = group * c.head_dim / 4, tile = 32, span = group * c.head_dim;
+  if (c.head_dim % 4 != 0)
+    throw Error("attend_o reads head_dim " + std::to_string(c.head_dim) +
+                " as vec4s: it must be a multiple of 4");
+  if (slots > t.workgroup)
+    throw Error("attend_o: a kv group's output (" + std::to_string(group) + " heads x head_dim " +
+                std::to_string(c.head_dim) + " / 4 = " + std::to_string(slots) +
+                " vec4s) needs a thread each, more than the workgroup of tuning " + t.name());
+  // Column groups of 8 a group's slice of W_o touches: one more where slices start mid-group.
+  const uint32_t span8 = ceil_div(span, 8) + (span % 8 ? 1 : 0);
+  const uint64_t own_bytes =
+      4ull * span + 16ull * slots + 4ull * group * tile + 8ull * group + 20ull * t.workgroup;
+  Step s = matvec_tuned(t, "attend_o", c.hidden_size, q_rows, false, 0.0, false, own_bytes,
+                        {{"HEAD_DIM", c.head_dim},
+                         {"CTX", ctx_len},
+                         {"GROUP", group},
+                         {"HPW", group},
+                         {"TILE", tile},
+                         {"SCALE", 1.0 / std::sqrt(double(c.head_dim))},
+                         {"ATTEND_X", 1},
+                         {"OS_LEN", span},
+                         {"SPAN8", span8},
+                         {"ITERS", ceil_div(span8, t.team)},
+                         {"PART_STRIDE", pad8(c.hidden_size)}},
+                        {w_o, q, k_cache, v_cache, state, o_parts});
+  if (s.y != 1)
+    throw Error("attend_o: hidden_size " + std::to_string(c.hidden_size) + " has too many row blocks");
+  s.y = c.num_kv_heads;
+  return s;
+}
+
+// Blocks of 32 rows (8 teams of 32 threads, 4 rows each): every workgroup combines all of the
+// chunk partials (at 4,096 positions, Qwen2.5-0.5B: 14 heads x 64 chunks x 66 floats = 236 KB
+// from L2), so few workgroups: 28 for 0.5B, 48 for 1.5B.
+Step DecodeKernels::o_proj_combine(const gpu::Buffer& w_o, const gpu::Buffer& partials,
+                                   const gpu::Buffer& resid, const gpu::Buffer& state, const ModelConfig& c,
+                                   uint32_t ctx_len, AttentionSplit split) {
+  MatvecTuning t{.team = std::max<uint32_t>(32, min_team_), .rows_per_team = 4, .workgroup = 256};
+  t.workgroup = std::max(t.workgroup, t.team);
+  if (forced_) t = *forced_;
+  const uint32_t q_rows = c.num_heads * c.head_dim;
+  return matvec_tuned(t, "o_proj_combine", c.hidden_size, q_rows, false, 0.0, false,
+                      32ull * ceil_div(q_rows, 8) + 8ull * c.num_heads,
+                      {{"COMBINE_X", 1},
+                       {"XS_V4", 2 * ceil_div(q_rows, 8)},
+                       {"HEAD_DIM", c.head_dim},
+                       {"HEADS", c.num_heads},
+                       {"CHUNK", split.chunk},
+                       {"CHUNKS", attend_chunks(c, ctx_len, split)}},
+                      {w_o, partials, resid, state});
+}
+
+Step DecodeKernels::gate_up_silu_sum(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& o_parts,
+                                     const gpu::Buffer& norm, const gpu::Buffer& act,
+                                     const gpu::Buffer& x_next, const ModelConfig& c) {
+  return matvec("gate_up_silu_sum", 2 * c.intermediate_size, c.hidden_size, true, c.rms_norm_eps, true,
+                {{"PARTS", c.num_kv_heads}}, {w, x, norm, act, o_parts, x_next});
 }
 
 const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const ModelConfig& c, uint32_t ctx_len,

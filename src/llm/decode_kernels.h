@@ -96,12 +96,33 @@ class DecodeKernels {
                    uint32_t rows, uint32_t cols, double eps);  // y = W rmsnorm(x)
   Step matvec_residual(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid, uint32_t rows,
                        uint32_t cols);  // resid += W x
+  Step matvec_residual_to(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& base,
+                          const gpu::Buffer& out, uint32_t rows, uint32_t cols);  // out = base + W x
+
+  // The fused short-context layer (kernels/llm_matvec.wgsl attend_o): attention of q (at pos)
+  // over the cache, one workgroup per (block of o_proj rows, kv head), each multiplying its
+  // GQA group's attention output by that group's columns of W_o into o_parts[kv head]
+  // (attend_o_parts_words floats: kv_heads rows of hidden padded to 8). No residual is added.
+  Step attend_o(const gpu::Buffer& w_o, const gpu::Buffer& q, const gpu::Buffer& k_cache,
+                const gpu::Buffer& v_cache, const gpu::Buffer& state, const gpu::Buffer& o_parts,
+                const ModelConfig& cfg, uint32_t ctx_len);
+  static uint64_t attend_o_parts_words(const ModelConfig& cfg);
+  // x_next = x + the sum of attend_o's partials; act = silu(W_gate xn) * (W_up xn), xn =
+  // rmsnorm(x_next). x_next must not be x: the workgroups read x while one writes x_next.
+  Step gate_up_silu_sum(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& o_parts,
+                        const gpu::Buffer& norm, const gpu::Buffer& act, const gpu::Buffer& x_next,
+                        const ModelConfig& cfg);
   // Decode attention of q (at pos) over the cache, split along the cache: two steps, the chunks
   // (into `partials`, attend_partials_words floats) then their combination into out.
   std::vector<Step> attend(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
                            const gpu::Buffer& state, const gpu::Buffer& partials, const gpu::Buffer& out,
                            const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split = {});
   static uint64_t attend_partials_words(const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split);
+  // resid += W_o attention, the attention combined from attend()'s chunk partials by every
+  // workgroup itself (attend_combine folded into o_proj: the split layer in 5 dispatches).
+  Step o_proj_combine(const gpu::Buffer& w_o, const gpu::Buffer& partials, const gpu::Buffer& resid,
+                      const gpu::Buffer& state, const ModelConfig& cfg, uint32_t ctx_len,
+                      AttentionSplit split = {});
   // Chunks of the cache capacity; throws Error when the split does not fit the model.
   static uint32_t attend_chunks(const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split);
   // x = embedding[tokens[pos]]; with prompt_rows = T > 0, rows t < T of x (rows padded to 8)
@@ -151,11 +172,18 @@ class DecodeKernels {
   // them all); nullopt restores the rule. Checked when a step is made: Error if the adapter
   // cannot run it.
   void force_matvec_tuning(std::optional<MatvecTuning> t) { forced_ = t; }
+  // attend_o's tuning (the forced one if set): a whole GQA group's attention is recomputed by
+  // every row block, so its blocks are larger than the rule's (see decode_kernels.cpp).
+  MatvecTuning attend_o_tuning(const ModelConfig& cfg) const;
 
  private:
   // A matrix-vector step; `pairs`: the epilogue reads rows 2i, 2i + 1 together (RoPE, gate/up).
   Step matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm, double eps, bool pairs,
               std::map<std::string, double> extra, std::initializer_list<gpu::BufferBinding> b);
+  // matvec under tuning t; `extra_wg_bytes`: the entry's own workgroup memory.
+  Step matvec_tuned(const MatvecTuning& t, const std::string& entry, uint32_t rows, uint32_t cols, bool norm,
+                    double eps, bool pairs, uint64_t extra_wg_bytes, std::map<std::string, double> extra,
+                    std::initializer_list<gpu::BufferBinding> b);
   void check_tuning(const std::string& entry, const MatvecTuning& t, bool pairs) const;
   Step matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm, double eps,
               std::map<std::string, double> extra, std::initializer_list<gpu::BufferBinding> b);

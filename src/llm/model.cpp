@@ -21,6 +21,12 @@ double ms_since(Clock::time_point t0) {
 
 }  // namespace
 
+Fusion parse_fusion(std::string_view s) {
+  if (s == "none") return Fusion::None;
+  if (s == "full") return Fusion::Full;
+  throw Error("--fusion '" + std::string(s) + "': expected none or full");
+}
+
 Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, ModelOptions options)
     : ctx_(&ctx), cfg_(std::move(cfg)), opt_(std::move(options)), ctx_len_(opt_.ctx) {
   const auto& c = cfg_;
@@ -51,6 +57,10 @@ Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, Mo
   act_ = scratch("llm.act", c.intermediate_size);
   att_partials_ =
       scratch("llm.attention_partials", DecodeKernels::attend_partials_words(c, ctx_len_, opt_.attention));
+  if (opt_.fusion == Fusion::Full) {
+    x_next_ = scratch("llm.x_next", c.hidden_size);
+    o_parts_ = scratch("llm.o_parts", DecodeKernels::attend_o_parts_words(c));
+  }
   logits_ = scratch("llm.logits", c.vocab_size);
   part_v_ = scratch("llm.argmax_v", ceil_div(c.vocab_size, DecodeKernels::kArgmaxChunk));
   part_i_ = scratch("llm.argmax_i", ceil_div(c.vocab_size, DecodeKernels::kArgmaxChunk));
@@ -203,12 +213,15 @@ void Model::build_steps() {
   auto vec = [](uint64_t floats) { return 4 * floats; };
   add(k.embed(embedding_, tokens_, state_, x_, c.hidden_size), "embed",
       row_bytes(opt_.dtype, c.hidden_size) + vec(c.hidden_size));
+  const uint64_t kv_per_position = vec(2 * c.num_kv_heads * c.head_dim);
+  std::vector<size_t> qkv_at;  // each layer's qkv_rope in step_ (then attention .. down), shared
   for (const Layer& l : layers_) {
+    qkv_at.push_back(step_.size());
     add(k.qkv_rope(l.qkv, x_, l.input_norm, l.qkv_bias, rope_, state_, q_, l.k_cache, l.v_cache, c, ctx_len_),
         "qkv_rope", l.qkv.size() + vec(2 * c.hidden_size + 2 * qkv_rows + c.head_dim));
     auto attention =
         k.attend(q_, l.k_cache, l.v_cache, state_, att_partials_, att_, c, ctx_len_, opt_.attention);
-    add(std::move(attention.at(0)), "attention", vec(q_rows), vec(2 * c.num_kv_heads * c.head_dim));
+    add(std::move(attention.at(0)), "attention", vec(q_rows), kv_per_position);
     for (size_t i = 1; i < attention.size(); ++i)
       add(std::move(attention[i]), "attention_combine", vec(q_rows));
     add(k.matvec_residual(l.o, att_, x_, c.hidden_size, q_rows), "o_proj+residual",
@@ -220,14 +233,58 @@ void Model::build_steps() {
   }
   add(k.matvec_norm(lm_head_, x_, final_norm_, logits_, c.vocab_size, c.hidden_size, c.rms_norm_eps),
       "lm_head", lm_head_.size() + vec(2 * c.hidden_size + c.vocab_size));
+  if (opt_.fusion == Fusion::Full) {
+    // The same step with fused layers: embed, qkv_rope and the LM head are the split step's.
+    const uint64_t parts = vec(DecodeKernels::attend_o_parts_words(c));
+    fused_step_.push_back(step_.front());  // embed
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      const Layer& l = layers_[i];
+      fused_step_.push_back(step_[qkv_at[i]]);
+      Step s = k.attend_o(l.o, q_, l.k_cache, l.v_cache, state_, o_parts_, c, ctx_len_);
+      s.name = "attend_o";
+      s.bytes = l.o.size() + vec(q_rows) + parts;
+      s.bytes_per_position = kv_per_position;
+      fused_step_.push_back(std::move(s));
+      s = k.gate_up_silu_sum(l.gate_up, x_, o_parts_, l.post_norm, act_, x_next_, c);
+      s.name = "gate_up_silu_sum";
+      s.bytes = l.gate_up.size() + parts + vec(3 * c.hidden_size + c.intermediate_size);
+      fused_step_.push_back(std::move(s));
+      s = k.matvec_residual_to(l.down, act_, x_next_, x_, c.hidden_size, c.intermediate_size);
+      s.name = "down+residual";
+      s.bytes = l.down.size() + vec(c.intermediate_size + 2 * c.hidden_size);
+      fused_step_.push_back(std::move(s));
+    }
+    fused_step_.push_back(step_.back());  // LM head
+    // Long contexts: the split layer, attend_combine folded into o_proj.
+    long_step_.push_back(step_.front());
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      const size_t at = qkv_at[i];
+      long_step_.push_back(step_[at]);      // qkv_rope
+      long_step_.push_back(step_[at + 1]);  // attention (chunks)
+      Step s = k.o_proj_combine(layers_[i].o, att_partials_, x_, state_, c, ctx_len_, opt_.attention);
+      s.name = "o_proj_combine";
+      s.bytes = step_[at + 3].bytes + step_[at + 2].bytes;
+      long_step_.push_back(std::move(s));
+      long_step_.push_back(step_[at + 4]);  // gate_up_silu
+      long_step_.push_back(step_[at + 5]);  // down + residual
+    }
+    long_step_.push_back(step_.back());
+  }
   argmax_ = k.argmax(logits_, part_v_, part_i_, tokens_, state_, c.vocab_size, DecodeKernels::kArgmaxChunk);
   argmax_[0].name = "argmax_partial";
   argmax_[0].bytes = vec(c.vocab_size);
   argmax_[1].name = "argmax_final";
   advance_ = k.advance(state_);
-  stats_.dispatches_per_step = uint32_t(step_.size() + argmax_.size());
+  stats_.dispatches_per_step_long =
+      uint32_t((opt_.fusion == Fusion::Full ? long_step_ : step_).size() + argmax_.size());
+  stats_.dispatches_per_step = uint32_t(decode_step(0).size() + argmax_.size());
   // The prefill pipelines of a whole chunk are compiled now, not inside the first (timed) prompt.
   if (opt_.prefill_chunk) prompt_steps(std::min(opt_.prefill_chunk, ctx_len_));
+}
+
+std::span<const Step> Model::decode_step(uint32_t pos) const {
+  if (opt_.fusion == Fusion::None) return step_;
+  return pos < opt_.attn_fuse_max ? fused_step_ : long_step_;
 }
 
 std::vector<Step> Model::prompt_steps(uint32_t T) {
@@ -276,12 +333,12 @@ void Model::record_prompt(gpu::Recorder& rec) {
   const auto& c = cfg_;
   const uint32_t last = uint32_t(seq_.size()) - 1;
   if (opt_.prefill_chunk == 0) {  // one decode step per position; state word 0 = fed_
-    const auto body = std::span(step_).first(step_.size() - 1);  // embedding .. last layer
     for (uint32_t p = fed_; p < last; ++p) {
-      record(rec, body);
+      const auto step = decode_step(p);
+      record(rec, step.first(step.size() - 1));  // embedding .. last layer
       record(rec, std::span(&advance_, 1));
     }
-    record(rec, step_);
+    record(rec, decode_step(last));
     return;
   }
   for (uint32_t p0 = fed_; p0 <= last; p0 += opt_.prefill_chunk) {
@@ -316,7 +373,7 @@ DecodeProfile Model::profile_decode(std::span<const Step> picker, uint32_t reps)
     throw Error("profile: generate tokens first (the profile decodes the last generated token again)");
   if (picker.empty()) picker = argmax_;
   std::vector<const Step*> all;
-  for (const Step& s : step_) all.push_back(&s);
+  for (const Step& s : decode_step(fed_)) all.push_back(&s);
   for (const Step& s : picker) all.push_back(&s);
   gpu::Profiler prof(*ctx_, uint32_t(all.size()) + 1);
   if (!prof.enabled())
@@ -429,7 +486,7 @@ std::vector<uint32_t> Model::generate(std::span<const uint32_t> prompt, uint32_t
     while (in_flight.size() < depth && scheduled < n) {
       const uint32_t k = std::min<uint32_t>(K, n - scheduled);
       for (uint32_t i = 0; i < k; ++i) {
-        record(rec, step_);
+        record(rec, decode_step(first + scheduled + i - 1));  // feeds token first + scheduled + i - 1
         record(rec, picker);
       }
       rec.copy(tokens_, 4ull * (first + scheduled), token_staging_[next_slot], 0, 4ull * k);

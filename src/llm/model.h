@@ -1,9 +1,14 @@
 // Model: a Qwen2-architecture decoder on the GPU. Weights are uploaded once in the storage dtype
 // (f16 packed two to a u32, or f32; arithmetic is f32 either way), the KV cache is allocated for
-// `ctx` positions, and the decode step is resolved once into a list of dispatches (kernel, bind
-// group, grid) that is recorded unchanged for every token:
-//   embed; per layer: qkv_rope, attend (chunks, combine), o_proj + residual, gate_up_silu,
+// `ctx` positions, and the decode step is resolved once into lists of dispatches (kernel, bind
+// group, grid) recorded unchanged for every token:
+//   embed; per layer (split): qkv_rope, attend (chunks, combine), o_proj + residual, gate_up_silu,
 //   down + residual;
+//   per layer (fused, Fusion::Full below attn_fuse_max positions): qkv_rope, attend_o (attention
+//   times W_o, a partial per kv head), gate_up_silu_sum (residual + partials into x_next),
+//   down + residual (x = x_next + W_down act);
+//   per layer (Fusion::Full from attn_fuse_max positions on): the split layer with
+//   attend_combine folded into o_proj (o_proj_combine), 5 dispatches;
 //   LM head; token picker (greedy argmax, or the sampler)
 // The step reads and advances a device-side decode state (state word 0 = pos), and the picker
 // writes tokens[pos + 1], which the next step's embedding reads: K steps go into one command
@@ -28,8 +33,19 @@
 
 namespace wgfuse::llm {
 
+// Fusion::Full decodes positions below attn_fuse_max with the fused layer (4 dispatches), later
+// ones with split attention and the combination folded into o_proj (5); Fusion::None always with
+// the split layer as it was (6), for comparison.
+enum class Fusion { None, Full };
+Fusion parse_fusion(std::string_view s);  // "none" | "full"; throws Error otherwise
+
 struct ModelOptions {
   WeightDType dtype = WeightDType::F16;
+  Fusion fusion = Fusion::Full;
+  // Positions from which Fusion::Full uses the split attention: attend_o redoes a group's whole
+  // attention in every row block, cheap only while the cache is short (an estimate; measure it
+  // with `generate --attn-fuse-max`).
+  uint32_t attn_fuse_max = 512;
   uint32_t ctx = 4096;  // KV-cache positions; at most max_position_embeddings
   // Prompt tokens per prefill submit (tiled matrix-matrix kernels); 0 feeds prompts through
   // decode steps instead, one position at a time.
@@ -59,7 +75,8 @@ struct GenerateOptions {
 struct ModelStats {
   uint64_t weight_bytes = 0, kv_cache_bytes = 0, gpu_memory_bytes = 0;  // all of the model's buffers
   double upload_ms = 0;
-  uint32_t dispatches_per_step = 0;  // one decode step: embedding .. picker
+  uint32_t dispatches_per_step = 0;       // one decode step: embedding .. picker (fused when enabled)
+  uint32_t dispatches_per_step_long = 0;  // the same from attn_fuse_max positions on
   // The last generate(): the prompt phase (prompt positions + the first generated token) and
   // the decode phase (every later token).
   uint64_t prompt_tokens = 0, generated_tokens = 0;
@@ -107,7 +124,8 @@ class Model {
   // last generate(), `reps` times; the device is left as it was. Needs timestamp queries.
   DecodeProfile profile_decode(std::span<const Step> picker, uint32_t reps);
   DecodeBuffers decode_buffers() const { return {logits_, tokens_, state_}; }
-  std::span<const Step> decode_step() const { return step_; }  // without the picker
+  // The decode step (without the picker) that decodes position pos.
+  std::span<const Step> decode_step(uint32_t pos) const;
   const ModelStats& stats() const { return stats_; }
 
  private:
@@ -133,11 +151,14 @@ class Model {
   std::vector<Layer> layers_;
   gpu::Buffer embedding_, lm_head_, final_norm_, rope_;
   gpu::Buffer x_, q_, att_, act_, att_partials_, logits_, part_v_, part_i_, tokens_, state_;
+  gpu::Buffer x_next_, o_parts_;  // the fused layer: the residual stream after attention, attend_o's partials
   gpu::Buffer x_rows_, q_rows_, att_rows_, act_rows_;  // prefill activations [chunk][width]
   gpu::Buffer token_staging_[2];                       // decode tokens read back, one per batch in flight
-  std::vector<Step> step_;                             // embedding .. LM head
-  std::vector<Step> argmax_;                           // the greedy picker
-  Step advance_{};  // ends a prompt position instead of the LM head and the picker
+  std::vector<Step> step_;                             // embedding .. LM head, split attention
+  // Fusion::Full (else empty): the step with fused layers, and with o_proj_combine (long contexts).
+  std::vector<Step> fused_step_, long_step_;
+  std::vector<Step> argmax_;  // the greedy picker
+  Step advance_{};            // ends a prompt position instead of the LM head and the picker
   std::vector<uint32_t> seq_;
   uint32_t fed_ = 0;
   uint32_t written_ = 0;       // tokens of seq_ already in the device tokens buffer
