@@ -160,34 +160,45 @@ fn reduce(v: f32, lid: u32, take_max: bool) -> f32 {
 
 // xs = v * norm (zero past cols), v = live[at..], or with `embed_token` < VOCAB that token's
 // embedding row, which workgroup 0 also stores as the residual stream. Returns 1 / rms(v) with a
-// norm, else 1 (norm_at = NO_NORM).
+// norm, else 1 (norm_at = NO_NORM). Four elements per thread and step: four independent loads in
+// flight (atomic loads go to L2, whose latency dominates this staging).
 const NO_NORM = 0xffffffffu;
 fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u32) -> f32 {
   let c8n = (cols + 7u) / 8u;
   var ss = 0.0;
-  for (var i = ids.lid; i < 8u * c8n; i += WG) {
-    var v = 0.0;
-    if (i < cols) {
-      if (embed_token < VOCAB) {
-        if (WEIGHT_F16) {
-          let word = wts[EMBED_V4 + embed_token * c8n + i / 8u][(i % 8u) / 2u];
-          v = unpack2x16float(word)[i % 2u];
-        } else {
-          v = bitcast<f32>(wts[EMBED_V4 + 2u * embed_token * c8n + i / 4u][i % 4u]);
-        }
-        if (grid.wid == 0u) {
-          store_f(X_W + i, v);
-        }
+  for (var i4 = ids.lid; i4 < 2u * c8n; i4 += WG) {
+    var v = vec4<f32>(0.0);
+    let i = 4u * i4;
+    let inside = vec4<u32>(i, i + 1u, i + 2u, i + 3u) < vec4<u32>(cols);
+    if (embed_token < VOCAB) {
+      if (WEIGHT_F16) {
+        let q = wts[EMBED_V4 + embed_token * c8n + i4 / 2u];
+        v = select(vec4<f32>(unpack2x16float(q.z), unpack2x16float(q.w)),
+                   vec4<f32>(unpack2x16float(q.x), unpack2x16float(q.y)), i4 % 2u == 0u);
       } else {
-        v = load_f(at + i);
+        v = bitcast<vec4<f32>>(wts[EMBED_V4 + 2u * embed_token * c8n + i4]);
       }
-    }
-    ss += v * v;
-    if (norm_at != NO_NORM && i < cols) {
-      xs[i] = v * vecs[norm_at + i];
+      v = select(vec4<f32>(0.0), v, inside);
+      if (grid.wid == 0u) {
+        for (var j = 0u; j < 4u; j++) {
+          if (inside[j]) {
+            store_f(X_W + i + j, v[j]);
+          }
+        }
+      }
     } else {
-      xs[i] = v;
+      // Clamped reads past cols (inside the live buffer: every region is padded to 8), zeroed.
+      v = select(vec4<f32>(0.0), vec4<f32>(load_f(at + i), load_f(at + i + 1u), load_f(at + i + 2u), load_f(at + i + 3u)),
+                 inside);
     }
+    ss += dot(v, v);
+    if (norm_at != NO_NORM) {
+      v *= select(vec4<f32>(0.0), vec4<f32>(vecs[norm_at + i], vecs[norm_at + i + 1u], vecs[norm_at + i + 2u], vecs[norm_at + i + 3u]), inside);
+    }
+    xs[i] = v.x;
+    xs[i + 1u] = v.y;
+    xs[i + 2u] = v.z;
+    xs[i + 3u] = v.w;
   }
   let total = reduce(ss, ids.lid, false);  // its barriers also publish xs
   return select(1.0, inverseSqrt(total / f32(cols) + EPS), norm_at != NO_NORM);

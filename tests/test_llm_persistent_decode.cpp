@@ -169,7 +169,8 @@ TEST(LlmPersistentDecodeRun, SeveralWorkgroupsMatchOrReportTheTimeout) {
   const auto want = run_persistent(one, 12, 4, false).tokens;
   for (uint32_t groups : {2u, 3u}) {
     SCOPED_TRACE(std::to_string(groups) + " workgroups");
-    const auto probe = llm::check_grid_sync(context(), groups, 64);
+    // SwiftShader needs long waits (workgroups on a shared CPU): ~1M spins, as the decoder's.
+    const auto probe = llm::check_grid_sync(context(), groups, 64, 4, 1u << 22);
     if (!probe.ok()) {
       std::printf("[ info ] %u workgroups not tried: %s\n", groups, probe.message.c_str());
       continue;
@@ -179,6 +180,7 @@ TEST(LlmPersistentDecodeRun, SeveralWorkgroupsMatchOrReportTheTimeout) {
         {.dtype = WeightDType::F32, .ctx = 64, .workgroups = groups, .workgroup_size = 64});
     try {
       EXPECT_EQ(run_persistent(d, 12, 4, false).tokens, want);
+      std::printf("[ info ] %u workgroups: ran, tokens compared\n", groups);
     } catch (const Error& e) {
       std::printf("[ info ] %u workgroups: %s\n", groups, e.what());
       EXPECT_NE(std::string(e.what()).find("timed out"), std::string::npos) << e.what();

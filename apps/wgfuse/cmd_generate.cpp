@@ -46,8 +46,8 @@ struct GenerateOptions {
   uint32_t warmup = 0;        // --warmup: tokens generated (greedy, not shown) before the timed run
   // --decode persistent (issue 9, experimental): one dispatch per token; see start_persistent.
   std::string decode = "steps";
-  uint32_t persistent_wg = 0;  // workgroups of the grid; 0 = the largest the probe passes
-  uint32_t probe_spin = 65536;
+  uint32_t persistent_wg = 0;      // workgroups of the grid; 0 = the largest the probe passes
+  uint32_t probe_spin = 1u << 20;  // SwiftShader needs ~1M to see 2 workgroups co-resident
   uint32_t decode_check = 8;
 };
 
@@ -386,7 +386,9 @@ nlohmann::json start_persistent(Session& s, const GenerateOptions& o, std::span<
     s.persistent.reset();
     return nlohmann::json{{"mode", "steps"}, {"fallback_reason", why}};
   };
-  const llm::GridChoice grid = llm::choose_grid(*s.ctx, o.persistent_wg, wg, o.probe_spin);
+  // Auto: at most 256 workgroups (2 per SM of an H100), since the probe's kernel is lighter than
+  // the decode's and may fit more at once; a decode barrier that then times out falls back.
+  const llm::GridChoice grid = llm::choose_grid(*s.ctx, o.persistent_wg, wg, o.probe_spin, 256);
   if (grid.workgroups == 0) return fall_back(grid.reason);
   llm::PersistentOptions po{.dtype = s.model_options.dtype,
                             .ctx = s.model_options.ctx,
@@ -586,7 +588,7 @@ void add_generate(CLI::App& app, GlobalOptions& g) {
       ->check(CLI::IsMember({"steps", "persistent"}))
       ->capture_default_str();
   c->add_option("--persistent-wg", o->persistent_wg,
-                "--decode persistent: workgroups of the grid (0 = the largest power of two up to 1024 that "
+                "--decode persistent: workgroups of the grid (0 = the largest power of two up to 256 that "
                 "the co-residency probe passes)")
       ->capture_default_str();
   c->add_option("--persistent-probe-spin", o->probe_spin,

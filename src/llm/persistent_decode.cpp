@@ -20,7 +20,8 @@ double ms_since(Clock::time_point t0) {
 }
 
 constexpr uint32_t kStagesPerLayer = 5;
-constexpr uint32_t kFailedBase = 0x10000;  // FAILED_BASE of the kernel: control word 1 = it - first failed barrier
+constexpr uint32_t kFailedBase =
+    0x10000;  // FAILED_BASE of the kernel: control word 1 = it - first failed barrier
 constexpr const char* kStageNames[kStagesPerLayer] = {"Q/K/V", "attention", "o_proj", "gate/up", "down_proj"};
 
 // What grid barrier k (0-based) ends, for the timeout message.
@@ -47,8 +48,9 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   need(c.num_heads % c.num_kv_heads == 0, "num_attention_heads (" + std::to_string(c.num_heads) +
                                               ") must be a multiple of num_key_value_heads (" +
                                               std::to_string(c.num_kv_heads) + ")");
-  need(kStagesPerLayer * c.num_layers + 1 < kFailedBase,
-       std::to_string(c.num_layers) + " layers: at most " + std::to_string(kFailedBase / kStagesPerLayer - 1));
+  need(
+      kStagesPerLayer * c.num_layers + 1 < kFailedBase,
+      std::to_string(c.num_layers) + " layers: at most " + std::to_string(kFailedBase / kStagesPerLayer - 1));
   need(c.head_dim % 2 == 0, "head_dim (" + std::to_string(c.head_dim) + ") must be even for RoPE");
   need(opt_.ctx >= 1 && (!c.max_position_embeddings || opt_.ctx <= c.max_position_embeddings),
        "--ctx " + std::to_string(opt_.ctx) + " must be 1 .. max_position_embeddings (" +
