@@ -374,11 +374,6 @@ nlohmann::json profile(Session& s, uint32_t reps) {
 // Returns how the decode ran, for --json.
 nlohmann::json start_persistent(Session& s, const GenerateOptions& o, std::span<const uint32_t> prompt,
                                 uint32_t n) {
-  if (s.params.temperature != 0)
-    throw Error(
-        "--decode persistent decodes greedily only: give --temp 0 (the model's generation_config.json "
-        "asks for sampling)");
-  if (o.profile_reps) throw Error("--profile times the step decoder's kernels: not with --decode persistent");
   const uint32_t wg = 256;
   auto fall_back = [&](const std::string& why) {
     std::fprintf(stderr, "wgfuse: --decode persistent cannot run here, using the step decoder: %s\n",
@@ -453,6 +448,12 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
   if (n < o.n)
     std::fprintf(stderr, "wgfuse: -n %lld: only %lld tokens fit in --ctx %u after the prompt\n",
                  (long long)o.n, (long long)n, s->ctx_len());
+  if (o.decode == "persistent" && s->params.temperature != 0)
+    throw Error(
+        "--decode persistent decodes greedily only: give --temp 0 (the model's generation_config.json "
+        "asks for sampling)");
+  if (o.decode == "persistent" && o.profile_reps)
+    throw Error("--profile times the step decoder's kernels: not with --decode persistent");
   s->load(g);
   nlohmann::json decode = {{"mode", "steps"}};
   if (o.decode == "persistent") decode = start_persistent(*s, o, prompt, uint32_t(n));
