@@ -216,10 +216,11 @@ fn w8(mat: u32, row: u32, c8n: u32, c8: u32) -> array<vec4<f32>, 2> {
   return array<vec4<f32>, 2>(bitcast<vec4<f32>>(wts[base]), bitcast<vec4<f32>>(wts[base + 1u]));
 }
 
-// Dots of rows r0 .. r0 + n - 1 (n = 1 or 2) of the matrix at `mat` with xs, by this thread's
-// team; each subgroup's partials in red[sg * 2 + r], after a barrier. Uniform trip count
-// (subgroupAdd follows): lanes past the row re-read its last word and multiply it by zero.
-fn team_dots(ids: Ids, mat: u32, r0: u32, n: u32, cols: u32) {
+// Dots of rows r0 and r0 + 1 (clamped to the matrix's `rows`) of the matrix at `mat` with xs, by
+// this thread's team: two rows at once, twice the loads in flight. Each subgroup's partials in
+// red[sg * 2 + r], after a barrier. Uniform trip count (subgroupAdd follows): lanes past the row
+// re-read its last word and multiply it by zero.
+fn team_dots(ids: Ids, mat: u32, r0: u32, rows: u32, cols: u32) {
   let c8n = (cols + 7u) / 8u;
   let lane = ids.lid % TEAM;
   var acc = vec2<f32>(0.0);
@@ -231,11 +232,9 @@ fn team_dots(ids: Ids, mat: u32, r0: u32, n: u32, cols: u32) {
     let xb = select(z, vec4<f32>(xs[8u * c8 + 4u], xs[8u * c8 + 5u], xs[8u * c8 + 6u], xs[8u * c8 + 7u]),
                     c < c8n);
     let a = w8(mat, r0, c8n, c8);
+    let b = w8(mat, min(r0 + 1u, rows - 1u), c8n, c8);
     acc.x += dot(a[0], xa) + dot(a[1], xb);
-    if (n == 2u) {
-      let b = w8(mat, r0 + 1u, c8n, c8);
-      acc.y += dot(b[0], xa) + dot(b[1], xb);
-    }
+    acc.y += dot(b[0], xa) + dot(b[1], xb);
   }
   let s = vec2<f32>(subgroupAdd(acc.x), subgroupAdd(acc.y));
   if (ids.sg_lane == 0u) {
@@ -257,7 +256,7 @@ fn team_total(ids: Ids, r: u32) -> f32 {
   return t;
 }
 
-// Work units (a row, or a pair of rows) of a product over the whole grid: iteration `it` gives
+// Work units (a pair of rows) of a product over the whole grid: iteration `it` gives
 // this thread's team unit (it * groups + wid) * teams + team. The count is uniform.
 fn unit_iters(grid: Grid, units: u32) -> u32 {
   let per_iter = grid.groups * (WG / TEAM);
@@ -304,13 +303,13 @@ fn store_qkv(layer: u32, ra: u32, a_dot: f32, b_dot: f32, pos: u32) {
 }
 
 // Attention of the query heads at pos over cache positions 0..pos: a head per workgroup and
-// iteration, positions in tiles of WG threads with a running maximum (one pass over K and V).
+// iteration (workgroups past the heads wait at the next barrier), positions in tiles of WG
+// threads with a running maximum (one pass over K and V). Not split along the cache: long
+// contexts make this stage long.
 fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32) {
   let lid = ids.lid;
   let len = pos + 1u;
-  for (var h0 = 0u; h0 < HEADS; h0 += grid.groups) {
-    let h = min(h0 + grid.wid, HEADS - 1u);
-    let valid = h0 + grid.wid < HEADS;
+  for (var h = grid.wid; h < HEADS; h += grid.groups) {  // uniform: the workgroup's own heads
     let kvh = h / (HEADS / KV_HEADS);
     for (var d = lid; d < HEAD_DIM; d += WG) {
       qh[d] = load_f(Q_W + h * HEAD_DIM + d);
@@ -345,9 +344,27 @@ fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32) {
       m = m_new;
       workgroupBarrier();  // probs is rewritten by the next tile
     }
-    if (valid && lid < HEAD_DIM) {
+    if (lid < HEAD_DIM) {
       store_f(ATT_W + h * HEAD_DIM + lid, acc / l);
     }
+  }
+}
+
+// x += W xs (o_proj, down_proj), rows in pairs over the grid's teams; a row's residual word is
+// only touched by its team.
+fn add_product(ids: Ids, grid: Grid, mat: u32, cols: u32) {
+  let units = (HIDDEN + 1u) / 2u;
+  for (var it = 0u; it < unit_iters(grid, units); it++) {
+    let u = unit_of(ids, grid, it);
+    let r0 = 2u * min(u, units - 1u);
+    team_dots(ids, mat, r0, HIDDEN, cols);
+    if (ids.lid % TEAM == 0u && u < units) {
+      store_f(X_W + r0, load_f(X_W + r0) + team_total(ids, 0u));
+      if (r0 + 1u < HIDDEN) {
+        store_f(X_W + r0 + 1u, load_f(X_W + r0 + 1u) + team_total(ids, 1u));
+      }
+    }
+    workgroupBarrier();
   }
 }
 
@@ -387,7 +404,7 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     for (var it = 0u; it < unit_iters(grid, qkv_rows / 2u); it++) {
       let u = unit_of(ids, grid, it);
       let ra = 2u * min(u, qkv_rows / 2u - 1u);
-      team_dots(ids, mats + QKV_V4, ra, 2u, HIDDEN);
+      team_dots(ids, mats + QKV_V4, ra, qkv_rows, HIDDEN);
       if (lane == 0u && u < qkv_rows / 2u) {
         store_qkv(layer, ra, team_total(ids, 0u) * inv, team_total(ids, 1u) * inv, pos);
       }
@@ -399,23 +416,16 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     attention(ids, grid, layer, pos);
     grid_barrier(ids, grid, k);
     k++;
-    // 3: o_proj + residual (a row's residual word is only touched by its team).
+    // 3: o_proj + residual.
     stage(ids, grid, ATT_W, q_rows, NO_NORM, VOCAB);
-    for (var it = 0u; it < unit_iters(grid, HIDDEN); it++) {
-      let u = unit_of(ids, grid, it);
-      team_dots(ids, mats + O_V4, min(u, HIDDEN - 1u), 1u, q_rows);
-      if (lane == 0u && u < HIDDEN) {
-        store_f(X_W + u, load_f(X_W + u) + team_total(ids, 0u));
-      }
-      workgroupBarrier();
-    }
+    add_product(ids, grid, mats + O_V4, q_rows);
     grid_barrier(ids, grid, k);
     k++;
     // 4: gate/up + SiLU.
     let inv2 = stage(ids, grid, X_W, HIDDEN, vs + POST_NORM_F, VOCAB);
     for (var it = 0u; it < unit_iters(grid, INTER); it++) {
       let u = unit_of(ids, grid, it);
-      team_dots(ids, mats + GU_V4, 2u * min(u, INTER - 1u), 2u, HIDDEN);
+      team_dots(ids, mats + GU_V4, 2u * min(u, INTER - 1u), 2u * INTER, HIDDEN);
       if (lane == 0u && u < INTER) {
         let g = team_total(ids, 0u) * inv2;
         store_f(ACT_W + u, g / (1.0 + exp(-g)) * (team_total(ids, 1u) * inv2));
@@ -426,14 +436,7 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     k++;
     // 5: down_proj + residual.
     stage(ids, grid, ACT_W, INTER, NO_NORM, VOCAB);
-    for (var it = 0u; it < unit_iters(grid, HIDDEN); it++) {
-      let u = unit_of(ids, grid, it);
-      team_dots(ids, mats + DOWN_V4, min(u, HIDDEN - 1u), 1u, INTER);
-      if (lane == 0u && u < HIDDEN) {
-        store_f(X_W + u, load_f(X_W + u) + team_total(ids, 0u));
-      }
-      workgroupBarrier();
-    }
+    add_product(ids, grid, mats + DOWN_V4, INTER);
     grid_barrier(ids, grid, k);
     k++;
   }
@@ -441,15 +444,21 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
   let inv = stage(ids, grid, X_W, HIDDEN, FINAL_NORM_F, VOCAB);
   var bv = STALL;
   var bi = 0xffffffffu;
-  for (var it = 0u; it < unit_iters(grid, VOCAB); it++) {
+  let units = (VOCAB + 1u) / 2u;
+  for (var it = 0u; it < unit_iters(grid, units); it++) {
     let u = unit_of(ids, grid, it);
-    team_dots(ids, HEAD_V4, min(u, VOCAB - 1u), 1u, HIDDEN);
-    if (lane == 0u && u < VOCAB) {
-      let logit = team_total(ids, 0u) * inv;
-      store_f(LOGITS_W + u, logit);
-      if (better(logit, u, bv, bi)) {
-        bv = logit;
-        bi = u;
+    let r0 = 2u * min(u, units - 1u);
+    team_dots(ids, HEAD_V4, r0, VOCAB, HIDDEN);
+    if (lane == 0u && u < units) {
+      for (var r = 0u; r < 2u; r++) {
+        let logit = team_total(ids, r) * inv;
+        if (r0 + r < VOCAB) {
+          store_f(LOGITS_W + r0 + r, logit);
+          if (better(logit, r0 + r, bv, bi)) {
+            bv = logit;
+            bi = r0 + r;
+          }
+        }
       }
     }
     workgroupBarrier();

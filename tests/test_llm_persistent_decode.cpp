@@ -1,7 +1,7 @@
 // The persistent single-dispatch decode (llm::PersistentDecoder) against the step decoder
 // (llm::Model) and the double-precision reference (llm::ref::Decoder) on small random
 // Qwen2-architecture models: hidden 48, 3 layers, 4 heads on 2 kv heads (head_dim 12),
-// intermediate 72, vocab 300; f32 and f16 storage, tied and untied LM heads.
+// intermediate 72, vocab 301; f32 and f16 storage, tied and untied LM heads.
 // One workgroup is always co-resident with itself, so the grid barriers are exercised without
 // depending on SwiftShader's scheduling; several workgroups run where the probe passes, and a
 // barrier that then times out must be reported, never give wrong tokens.
@@ -23,7 +23,7 @@ using llm::WeightDType;
 using test::context;
 
 llm::ModelConfig small_config(bool tied) {
-  return {.vocab_size = 300,
+  return {.vocab_size = 301,  // odd: the LM head's last pair of rows has one
           .hidden_size = 48,
           .intermediate_size = 72,
           .num_layers = 3,
