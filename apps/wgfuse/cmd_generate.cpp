@@ -18,6 +18,7 @@
 #include "llm/chat_template.h"
 #include "llm/model.h"
 #include "llm/model_files.h"
+#include "llm/persistent_decode.h"
 #include "llm/sampler.h"
 #include "llm/tokenizer.h"
 #include "util/error.h"
@@ -45,6 +46,11 @@ struct GenerateOptions {
   bool chat = false, quiet = false;
   uint32_t profile_reps = 0;  // --profile: repetitions of the timed decode step; 0 = off
   uint32_t warmup = 0;        // --warmup: tokens generated (greedy, not shown) before the timed run
+  // --decode persistent (issue 9, experimental): one dispatch per token; see start_persistent.
+  std::string decode = "steps";
+  uint32_t persistent_wg = 0;      // workgroups of the grid; 0 = the largest the probe passes
+  uint32_t probe_spin = 1u << 20;  // SwiftShader needs ~1M to see 2 workgroups co-resident
+  uint32_t decode_check = 8;
 };
 
 void add_llm_options(CLI::App* c, LlmOptions& o) {
@@ -130,7 +136,10 @@ struct Session {
   std::unique_ptr<gpu::Context> ctx;
   std::unique_ptr<llm::Model> model;
   std::unique_ptr<llm::Sampler> sampler;
+  std::unique_ptr<llm::PersistentDecoder> persistent;  // --decode persistent, once probed and checked
   double load_ms = 0;
+
+  const llm::ModelStats& stats() const { return persistent ? persistent->stats() : model->stats(); }
 
   uint32_t ctx_len() const { return model_options.ctx; }  // KV-cache positions
 
@@ -255,7 +264,8 @@ RunResult run(Session& s, std::span<const uint32_t> prompt, int64_t n, uint32_t 
     std::fflush(stdout);
     return true;
   };
-  r.generated = s.model->generate(prompt, uint32_t(n), on_token, go);
+  r.generated = s.persistent ? s.persistent->generate(prompt, uint32_t(n), on_token, go)
+                             : s.model->generate(prompt, uint32_t(n), on_token, go);
   std::fputs(dec.finish().c_str(), stdout);
   std::fflush(stdout);
   return r;
@@ -279,7 +289,7 @@ nlohmann::json timing_json(const llm::ModelStats& st) {
 }
 
 void print_timing(const Session& s) {
-  const auto& st = s.model->stats();
+  const auto& st = s.stats();
   const auto t = timing_json(st);
   std::fprintf(
       stderr,
@@ -368,6 +378,55 @@ nlohmann::json profile(Session& s, uint32_t reps) {
           {"bytes_per_token", sum_bytes}};
 }
 
+// --decode persistent: the co-residency probe decides whether the persistent decoder may run at
+// all, else the step decoder runs, with the reason on stderr (also when a grid barrier times out
+// during the check). Its first --decode-check tokens and their logits must equal the step
+// decoder's: an Error otherwise (writes not visible across workgroups, or a wrong kernel).
+// Returns how the decode ran, for --json.
+nlohmann::json start_persistent(Session& s, const GenerateOptions& o, std::span<const uint32_t> prompt,
+                                uint32_t n) {
+  const uint32_t wg = 256;
+  auto fall_back = [&](const std::string& why) {
+    std::fprintf(stderr, "wgfuse: --decode persistent cannot run here, using the step decoder: %s\n",
+                 why.c_str());
+    s.persistent.reset();
+    return nlohmann::json{{"mode", "steps"}, {"fallback_reason", why}};
+  };
+  // Auto: at most 256 workgroups (2 per SM of an H100), since the probe's kernel is lighter than
+  // the decode's and may fit more at once; a decode barrier that then times out falls back.
+  const llm::GridChoice grid = llm::choose_grid(*s.ctx, o.persistent_wg, wg, o.probe_spin, 256);
+  if (grid.workgroups == 0) return fall_back(grid.reason);
+  llm::PersistentOptions po{.dtype = s.model_options.dtype,
+                            .ctx = s.model_options.ctx,
+                            .workgroups = grid.workgroups,
+                            .workgroup_size = wg};
+  s.persistent = std::make_unique<llm::PersistentDecoder>(
+      *s.ctx, s.files.config(), [&s](std::string_view name) { return s.files.find(name); }, po);
+  const uint32_t checked = std::min(o.decode_check, n);
+  if (checked) {
+    std::string diff;
+    try {
+      diff = llm::compare_with_steps(*s.model, *s.persistent, prompt, checked, 1e-3);
+    } catch (const Error& e) {
+      if (std::string(e.what()).find("timed out") == std::string::npos) throw;
+      return fall_back(e.what());
+    }
+    if (!diff.empty())
+      throw Error("--decode persistent: the check against the step decoder failed at " + diff +
+                  " (--decode steps is the trusted path)");
+  }
+  std::fprintf(
+      stderr,
+      "wgfuse: persistent decode: %u workgroups of %u, %u grid barriers per token, %u tokens checked\n",
+      grid.workgroups, wg, s.persistent->barriers_per_token(), checked);
+  s.model.reset();  // checked: the step decoder's weights and cache are not needed any more
+  return {{"mode", "persistent"},
+          {"workgroups", grid.workgroups},
+          {"workgroup_size", wg},
+          {"barriers_per_token", s.persistent->barriers_per_token()},
+          {"checked_tokens", checked}};
+}
+
 void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOptions& g) {
   if (o.n <= 0)
     throw Error("-n " + std::to_string(o.n) + ": the number of tokens to generate must be at least 1");
@@ -400,15 +459,28 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
   if (n < o.n)
     std::fprintf(stderr, "wgfuse: -n %lld: only %lld tokens fit in --ctx %u after the prompt\n",
                  (long long)o.n, (long long)n, s->ctx_len());
+  if (o.decode == "persistent" && s->params.temperature != 0)
+    throw Error(
+        "--decode persistent decodes greedily only: give --temp 0 (the model's generation_config.json "
+        "asks for sampling)");
+  if (o.decode == "persistent" && o.profile_reps)
+    throw Error("--profile times the step decoder's kernels: not with --decode persistent");
   s->load(g);
+  nlohmann::json decode = {{"mode", "steps"}};
+  if (o.decode == "persistent") decode = start_persistent(*s, o, prompt, uint32_t(n));
   std::vector<float> logits;
   if (o.warmup) {
     // The same prompt and steps, unshown and untimed, so that the timed run finds the pipelines
     // compiled and the GPU at its working clocks; the model then starts afresh.
     llm::GenerateOptions go;
     go.steps_per_submit = lo.steps_per_submit;
-    s->model->generate(prompt, std::min<uint32_t>(o.warmup, uint32_t(n)), {}, go);
-    s->model->reset();
+    if (s->persistent) {
+      s->persistent->generate(prompt, std::min<uint32_t>(o.warmup, uint32_t(n)), {}, go);
+      s->persistent->reset();
+    } else {
+      s->model->generate(prompt, std::min<uint32_t>(o.warmup, uint32_t(n)), {}, go);
+      s->model->reset();
+    }
   }
   const RunResult r = run(*s, prompt, n, lo.steps_per_submit, o.logits_path.empty() ? nullptr : &logits);
   print_timing(*s);
@@ -419,20 +491,21 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     write_npy(o.logits_path, logits, logits.size() / vocab, vocab);
   }
   if (!o.json_path.empty()) {
-    nlohmann::json j = timing_json(s->model->stats());
+    nlohmann::json j = timing_json(s->stats());
     j["prompt_ids"] = prompt;
     j["generated_ids"] = r.generated;
     j["stopped_at_eos"] = r.stopped_at_eos;
     j["text"] = text_of(s->tokenizer, r.generated);
     j["load_ms"] = s->load_ms;
-    j["upload_ms"] = s->model->stats().upload_ms;
-    j["prompt_tokens"] = s->model->stats().prompt_tokens;
-    j["decode_tokens"] = s->model->stats().decode_tokens;
-    j["decode_steps"] = s->model->stats().decode_steps;
-    j["dispatches_per_step"] = s->model->stats().dispatches_per_step;
-    j["dispatches_per_step_long"] = s->model->stats().dispatches_per_step_long;
+    j["upload_ms"] = s->stats().upload_ms;
+    j["prompt_tokens"] = s->stats().prompt_tokens;
+    j["decode_tokens"] = s->stats().decode_tokens;
+    j["decode_steps"] = s->stats().decode_steps;
+    j["dispatches_per_step"] = s->stats().dispatches_per_step;
+    j["dispatches_per_step_long"] = s->stats().dispatches_per_step_long;
     j["fusion"] = lo.fusion;
     j["attn_fuse_max"] = lo.attn_fuse_max;
+    j["decode"] = decode;
     j["steps_per_submit"] = lo.steps_per_submit;
     j["dtype"] = lo.dtype;
     j["ctx"] = s->ctx_len();
@@ -522,6 +595,25 @@ void add_generate(CLI::App& app, GlobalOptions& g) {
       "--dump-logits", o->logits_path,
       "write the logits that chose each generated token as float32 .npy [n, vocab] (slow: one read-back "
       "per token)");
+  c->add_option(
+       "--decode", o->decode,
+       "decode path: steps (a list of dispatches per token) | persistent (experimental: one dispatch "
+       "per token whose workgroups meet at grid barriers; greedy only; falls back to steps where "
+       "the co-residency probe fails)")
+      ->check(CLI::IsMember({"steps", "persistent"}))
+      ->capture_default_str();
+  c->add_option("--persistent-wg", o->persistent_wg,
+                "--decode persistent: workgroups of the grid (0 = the largest power of two up to 256 that "
+                "the co-residency probe passes)")
+      ->capture_default_str();
+  c->add_option("--persistent-probe-spin", o->probe_spin,
+                "--decode persistent: atomic loads the co-residency probe waits per barrier (0 fails it: "
+                "tests the fallback)")
+      ->capture_default_str();
+  c->add_option("--decode-check", o->decode_check,
+                "--decode persistent: greedy tokens whose tokens and logits must equal the step decoder's "
+                "before the run (0 = no check)")
+      ->capture_default_str();
   c->callback([lo, o, &g] { generate(*lo, *o, g); });
 }
 

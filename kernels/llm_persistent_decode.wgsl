@@ -1,0 +1,495 @@
+// The persistent decode (issue 9, experimental): ONE dispatch computes one position of the
+// sequence through the whole Qwen2 forward pass. Its workgroups (at most as many as the
+// co-residency probe of llm_persistent.wgsl saw resident at once) share every stage's rows and
+// meet at grid barriers between stages:
+//   embed (no barrier: every workgroup stages the token's embedding row itself), then per layer
+//   1 RMSNorm + Q/K/V + bias + RoPE -> q, K/V appended to the cache   | barrier
+//   2 attention of q over the cache, a head per workgroup             | barrier
+//   3 o_proj + residual                                               | barrier
+//   4 RMSNorm + gate/up + SiLU * up                                   | barrier
+//   5 down_proj + residual                                            | barrier
+//   final RMSNorm + LM head, each workgroup's best logit              | barrier
+//   workgroup 0: argmax of the partials -> tokens[pos + 1]; pos + 1.
+// 5 * layers + 1 grid barriers per token. The math is that of llm_matvec.wgsl, llm_attention.wgsl
+// and llm_step.wgsl (the same weight layout, RMSNorm folded into the products, RoPE on packed
+// pairs, ties of the argmax to the lowest index), so the step decoder is its reference.
+//
+// Visibility across workgroups. WebGPU orders nothing between workgroups beyond relaxed atomics,
+// and Tint (the pinned Dawn, Vulkan) gives storageBarrier() Workgroup scope only. So every
+// buffer this dispatch writes (the activations `live`, the KV cache `kv`, the control words) is
+// declared atomic and read and written ONLY through atomicLoad/atomicStore/atomicAdd: Tint emits
+// those as OpAtomic* at Device scope, which a GPU performs at the device-coherent level (on
+// NVIDIA, L2; never from a stale line of an SM's L1, which plain loads may hit). What relaxed
+// atomics still do not promise is that a workgroup's stores are performed before its arrival at
+// the barrier is seen: that rests on the storageBarrier() before the arrival and on in-order
+// completion of one SM's device-scope operations, a property of the driver and GPU. Hence the
+// check: the host compares tokens and logits with the step decoder before the dispatch is
+// trusted (PersistentDecoder, `wgfuse generate --decode persistent --decode-check N`).
+// Weights, norms, biases and RoPE angles are read-only here (plain loads).
+//
+// Forward progress: a barrier's waiter spins at most SPIN_LIMIT atomic loads; one that gives up
+// records the barrier in ctl[1] and stops waiting at later ones, so the dispatch ends with an
+// error the host reports, instead of hanging the device.
+enable subgroups;
+
+override WEIGHT_F16: bool = true;
+override WG: u32 = 256u;            // threads per workgroup (a power of two, >= HEAD_DIM, >= TEAM)
+override TEAM: u32 = 32u;           // threads per row (a power of two >= the largest subgroup)
+override SPIN_LIMIT: u32 = 1048576u;
+override HIDDEN: u32 = 8u;
+override INTER: u32 = 8u;
+override LAYERS: u32 = 1u;
+override HEADS: u32 = 1u;
+override KV_HEADS: u32 = 1u;
+override HEAD_DIM: u32 = 2u;
+override VOCAB: u32 = 1u;
+override CTX: u32 = 1u;
+override EPS: f32 = 1e-6;
+override SCALE: f32 = 1.0;          // 1 / sqrt(HEAD_DIM)
+override XS_LEN: u32 = 8u;          // staged vector floats: 8 * the largest COLS8 of any product
+// Offsets, in vec4<u32> of `wts`: layer l's matrices at l * LAYER_V4 + *_V4; the embedding and
+// the LM head (equal when tied).
+override LAYER_V4: u32 = 0u;
+override QKV_V4: u32 = 0u;
+override O_V4: u32 = 0u;
+override GU_V4: u32 = 0u;
+override DOWN_V4: u32 = 0u;
+override EMBED_V4: u32 = 0u;
+override HEAD_V4: u32 = 0u;
+// Offsets, in floats of `vecs`: layer l's at l * LAYER_F + *_F; the final norm; the RoPE table.
+override LAYER_F: u32 = 0u;
+override IN_NORM_F: u32 = 0u;
+override POST_NORM_F: u32 = 0u;
+override BIAS_F: u32 = 0u;
+override FINAL_NORM_F: u32 = 0u;
+override ROPE_F: u32 = 0u;
+// Offsets, in words of `live`.
+override X_W: u32 = 0u;       // residual stream [HIDDEN]
+override Q_W: u32 = 0u;       // RoPE'd queries [HEADS * HEAD_DIM]
+override ATT_W: u32 = 0u;     // attention output [HEADS * HEAD_DIM]
+override ACT_W: u32 = 0u;     // silu(gate) * up [INTER]
+override LOGITS_W: u32 = 0u;  // [VOCAB]
+override BEST_W: u32 = 0u;    // per workgroup: best logit (bits), its index
+
+const STALL = -3.4e38;
+const FAILED_BASE = 0x10000u;  // above any barrier count (5 * layers + 1)  // below every logit and score, as the step kernels' initial maximum
+
+@group(0) @binding(0) var<storage, read> wts: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> vecs: array<f32>;
+@group(0) @binding(2) var<storage, read_write> live: array<atomic<u32>>;
+@group(0) @binding(3) var<storage, read_write> kv: array<atomic<u32>>;  // [layer][K, V][kv_heads][CTX][hd]
+@group(0) @binding(4) var<storage, read_write> tokens: array<u32>;      // [CTX + 1]
+// ctl: 0 barrier arrivals (zeroed before each dispatch), 1 FAILED_BASE - the first failed
+// barrier (0: none),
+// 2 pos, 3 tokens known (a position whose next token is known picks none).
+@group(0) @binding(5) var<storage, read_write> ctl: array<atomic<u32>>;
+
+var<workgroup> xs: array<f32, XS_LEN>;     // the staged input vector of a product
+var<workgroup> red: array<f32, 2u * WG>;   // subgroup partials (2 rows); tree reductions
+var<workgroup> best_i: array<u32, WG>;
+var<workgroup> probs: array<f32, WG>;      // attention: exp(s - m) of one tile of positions
+var<workgroup> qh: array<f32, HEAD_DIM>;   // attention: one head's query
+var<workgroup> shared_word: u32;
+
+// The thread's built-ins; the grid's (uniform) go apart in Grid: the uniformity analysis takes a
+// struct parameter as a whole.
+struct Ids {
+  @builtin(local_invocation_index) lid: u32,
+  @builtin(subgroup_invocation_id) sg_lane: u32,
+  @builtin(subgroup_size) sg_size: u32,
+}
+struct Grid {
+  wid: u32,     // this workgroup
+  groups: u32,  // workgroups in the dispatch
+}
+
+fn load_f(at: u32) -> f32 {
+  return bitcast<f32>(atomicLoad(&live[at]));
+}
+fn store_f(at: u32, v: f32) {
+  atomicStore(&live[at], bitcast<u32>(v));
+}
+
+// Grid barrier number k of this dispatch. ctl[0] only grows within a dispatch: barrier k is
+// passed when it reaches (k + 1) * groups.
+fn grid_barrier(ids: Ids, grid: Grid, k: u32) {
+  storageBarrier();
+  workgroupBarrier();
+  if (ids.lid == 0u) {
+    atomicAdd(&ctl[0], 1u);
+    let everyone = (k + 1u) * grid.groups;
+    var met = false;
+    if (atomicLoad(&ctl[1]) == 0u) {  // after a failure nobody waits
+      for (var i = 0u; i < SPIN_LIMIT; i++) {
+        if (atomicLoad(&ctl[0]) >= everyone) {
+          met = true;
+          break;
+        }
+      }
+    }
+    if (!met) {
+      atomicMax(&ctl[1], FAILED_BASE - k);  // the first failed barrier wins
+    }
+  }
+  storageBarrier();
+  workgroupBarrier();
+}
+
+// A word every thread needs uniformly (pos), read once by thread 0.
+fn uniform_ctl(ids: Ids, word: u32) -> u32 {
+  if (ids.lid == 0u) {
+    shared_word = atomicLoad(&ctl[word]);
+  }
+  return workgroupUniformLoad(&shared_word);
+}
+
+// Tree reduction over the workgroup (max when take_max, else sum), returned to every thread.
+fn reduce(v: f32, lid: u32, take_max: bool) -> f32 {
+  red[lid] = v;
+  workgroupBarrier();
+  for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+    if (lid < stride) {
+      red[lid] = select(red[lid] + red[lid + stride], max(red[lid], red[lid + stride]), take_max);
+    }
+    workgroupBarrier();
+  }
+  let r = red[0];
+  workgroupBarrier();
+  return r;
+}
+
+// xs = v * norm (zero past cols), v = live[at..], or with `embed_token` < VOCAB that token's
+// embedding row, which workgroup 0 also stores as the residual stream. Returns 1 / rms(v) with a
+// norm, else 1 (norm_at = NO_NORM). Four elements per thread and step: four independent loads in
+// flight (atomic loads go to L2, whose latency dominates this staging).
+const NO_NORM = 0xffffffffu;
+fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u32) -> f32 {
+  let c8n = (cols + 7u) / 8u;
+  var ss = 0.0;
+  for (var i4 = ids.lid; i4 < 2u * c8n; i4 += WG) {
+    var v = vec4<f32>(0.0);
+    let i = 4u * i4;
+    let inside = vec4<u32>(i, i + 1u, i + 2u, i + 3u) < vec4<u32>(cols);
+    if (embed_token < VOCAB) {
+      if (WEIGHT_F16) {
+        let q = wts[EMBED_V4 + embed_token * c8n + i4 / 2u];
+        v = select(vec4<f32>(unpack2x16float(q.z), unpack2x16float(q.w)),
+                   vec4<f32>(unpack2x16float(q.x), unpack2x16float(q.y)), i4 % 2u == 0u);
+      } else {
+        v = bitcast<vec4<f32>>(wts[EMBED_V4 + 2u * embed_token * c8n + i4]);
+      }
+      v = select(vec4<f32>(0.0), v, inside);
+      if (grid.wid == 0u) {
+        for (var j = 0u; j < 4u; j++) {
+          if (inside[j]) {
+            store_f(X_W + i + j, v[j]);
+          }
+        }
+      }
+    } else {
+      // Clamped reads past cols (inside the live buffer: every region is padded to 8), zeroed.
+      v = select(vec4<f32>(0.0), vec4<f32>(load_f(at + i), load_f(at + i + 1u), load_f(at + i + 2u), load_f(at + i + 3u)),
+                 inside);
+    }
+    ss += dot(v, v);
+    if (norm_at != NO_NORM) {
+      v *= select(vec4<f32>(0.0), vec4<f32>(vecs[norm_at + i], vecs[norm_at + i + 1u], vecs[norm_at + i + 2u], vecs[norm_at + i + 3u]), inside);
+    }
+    xs[i] = v.x;
+    xs[i + 1u] = v.y;
+    xs[i + 2u] = v.z;
+    xs[i + 3u] = v.w;
+  }
+  let total = reduce(ss, ids.lid, false);  // its barriers also publish xs
+  return select(1.0, inverseSqrt(total / f32(cols) + EPS), norm_at != NO_NORM);
+}
+
+// Weights (8 of them) at column group c8 of the row starting at vec4 `row_v4` (f16) or at
+// vec4 2 * row_v4 past `mat` (f32: a row is twice as long).
+fn w8(mat: u32, row: u32, c8n: u32, c8: u32) -> array<vec4<f32>, 2> {
+  if (WEIGHT_F16) {
+    let q = wts[mat + row * c8n + c8];
+    return array<vec4<f32>, 2>(vec4<f32>(unpack2x16float(q.x), unpack2x16float(q.y)),
+                               vec4<f32>(unpack2x16float(q.z), unpack2x16float(q.w)));
+  }
+  let base = mat + 2u * (row * c8n + c8);
+  return array<vec4<f32>, 2>(bitcast<vec4<f32>>(wts[base]), bitcast<vec4<f32>>(wts[base + 1u]));
+}
+
+// Dots of rows r0 and r0 + 1 (clamped to the matrix's `rows`) of the matrix at `mat` with xs, by
+// this thread's team: two rows at once, twice the loads in flight. Each subgroup's partials in
+// red[sg * 2 + r], after a barrier. Uniform trip count (subgroupAdd follows): lanes past the row
+// re-read its last word and multiply it by zero.
+fn team_dots(ids: Ids, mat: u32, r0: u32, rows: u32, cols: u32) {
+  let c8n = (cols + 7u) / 8u;
+  let lane = ids.lid % TEAM;
+  var acc = vec2<f32>(0.0);
+  for (var c0 = 0u; c0 < c8n; c0 += TEAM) {
+    let c = c0 + lane;
+    let c8 = min(c, c8n - 1u);
+    let z = vec4<f32>(0.0);
+    let xa = select(z, vec4<f32>(xs[8u * c8], xs[8u * c8 + 1u], xs[8u * c8 + 2u], xs[8u * c8 + 3u]), c < c8n);
+    let xb = select(z, vec4<f32>(xs[8u * c8 + 4u], xs[8u * c8 + 5u], xs[8u * c8 + 6u], xs[8u * c8 + 7u]),
+                    c < c8n);
+    let a = w8(mat, r0, c8n, c8);
+    let b = w8(mat, min(r0 + 1u, rows - 1u), c8n, c8);
+    acc.x += dot(a[0], xa) + dot(a[1], xb);
+    acc.y += dot(b[0], xa) + dot(b[1], xb);
+  }
+  let s = vec2<f32>(subgroupAdd(acc.x), subgroupAdd(acc.y));
+  if (ids.sg_lane == 0u) {
+    let sg = ids.lid / ids.sg_size;
+    red[2u * sg] = s.x;
+    red[2u * sg + 1u] = s.y;
+  }
+  workgroupBarrier();
+}
+
+// Row r (0 or 1) of this thread's team: the sum of its subgroups' partials.
+fn team_total(ids: Ids, r: u32) -> f32 {
+  let per_team = TEAM / ids.sg_size;
+  let first = ids.lid / TEAM * per_team;
+  var t = 0.0;
+  for (var j = 0u; j < per_team; j++) {
+    t += red[2u * (first + j) + r];
+  }
+  return t;
+}
+
+// Work units (a pair of rows) of a product over the whole grid: iteration `it` gives
+// this thread's team unit (it * groups + wid) * teams + team. The count is uniform.
+fn unit_iters(grid: Grid, units: u32) -> u32 {
+  let per_iter = grid.groups * (WG / TEAM);
+  return (units + per_iter - 1u) / per_iter;
+}
+fn unit_of(ids: Ids, grid: Grid, it: u32) -> u32 {
+  return (it * grid.groups + grid.wid) * (WG / TEAM) + ids.lid / TEAM;
+}
+
+fn kv_at(layer: u32, which: u32, kv_head: u32, p: u32) -> u32 {
+  return (((layer * 2u + which) * KV_HEADS + kv_head) * CTX + p) * HEAD_DIM;
+}
+
+// Packed Q/K/V rows ra, ra + 1 (dots already scaled): bias, RoPE, the store into q or the cache.
+// As store_qkv of llm_common.wgsl.
+fn store_qkv(layer: u32, ra: u32, a_dot: f32, b_dot: f32, pos: u32) {
+  let q_rows = HEADS * HEAD_DIM;
+  let kv_rows = KV_HEADS * HEAD_DIM;
+  let bias = layer * LAYER_F + BIAS_F;
+  let a = a_dot + vecs[bias + ra];
+  let b = b_dot + vecs[bias + ra + 1u];
+  let half_dim = HEAD_DIM / 2u;
+  if (ra < q_rows + kv_rows) {
+    let r = select(ra - q_rows, ra, ra < q_rows);
+    let head = r / HEAD_DIM;
+    let i = (r % HEAD_DIM) / 2u;
+    let cs = vec2<f32>(vecs[ROPE_F + 2u * (pos * half_dim + i)], vecs[ROPE_F + 2u * (pos * half_dim + i) + 1u]);
+    let ya = a * cs.x - b * cs.y;
+    let yb = b * cs.x + a * cs.y;
+    if (ra < q_rows) {
+      store_f(Q_W + head * HEAD_DIM + i, ya);
+      store_f(Q_W + head * HEAD_DIM + i + half_dim, yb);
+    } else {
+      let at = kv_at(layer, 0u, head, pos) + i;
+      atomicStore(&kv[at], bitcast<u32>(ya));
+      atomicStore(&kv[at + half_dim], bitcast<u32>(yb));
+    }
+  } else {
+    let r = ra - q_rows - kv_rows;
+    let at = kv_at(layer, 1u, r / HEAD_DIM, pos) + r % HEAD_DIM;
+    atomicStore(&kv[at], bitcast<u32>(a));
+    atomicStore(&kv[at + 1u], bitcast<u32>(b));
+  }
+}
+
+// Attention of the query heads at pos over cache positions 0..pos: a head per workgroup and
+// iteration (workgroups past the heads wait at the next barrier), positions in tiles of WG
+// threads with a running maximum (one pass over K and V). Not split along the cache: long
+// contexts make this stage long.
+fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32) {
+  let lid = ids.lid;
+  let len = pos + 1u;
+  for (var h = grid.wid; h < HEADS; h += grid.groups) {  // uniform: the workgroup's own heads
+    let kvh = h / (HEADS / KV_HEADS);
+    for (var d = lid; d < HEAD_DIM; d += WG) {
+      qh[d] = load_f(Q_W + h * HEAD_DIM + d);
+    }
+    workgroupBarrier();
+    var m = STALL;
+    var l = 0.0;
+    var acc = 0.0;  // output dimension lid (lid < HEAD_DIM)
+    for (var t0 = 0u; t0 < len; t0 += WG) {
+      let p = t0 + lid;
+      var s = STALL;
+      if (p < len) {
+        let k = kv_at(layer, 0u, kvh, p);
+        var dsum = 0.0;
+        for (var d = 0u; d < HEAD_DIM; d++) {
+          dsum += qh[d] * bitcast<f32>(atomicLoad(&kv[k + d]));
+        }
+        s = dsum * SCALE;
+      }
+      let m_new = max(m, reduce(s, lid, true));
+      let e = select(0.0, exp(s - m_new), p < len);
+      probs[lid] = e;
+      let corr = exp(m - m_new);
+      l = l * corr + reduce(e, lid, false);  // its barriers also publish probs
+      if (lid < HEAD_DIM) {
+        acc *= corr;
+        let v = kv_at(layer, 1u, kvh, t0) + lid;
+        for (var j = 0u; j < min(WG, len - t0); j++) {
+          acc += probs[j] * bitcast<f32>(atomicLoad(&kv[v + j * HEAD_DIM]));
+        }
+      }
+      m = m_new;
+      workgroupBarrier();  // probs is rewritten by the next tile
+    }
+    if (lid < HEAD_DIM) {
+      store_f(ATT_W + h * HEAD_DIM + lid, acc / l);
+    }
+  }
+}
+
+// x += W xs (o_proj, down_proj), rows in pairs over the grid's teams; a row's residual word is
+// only touched by its team.
+fn add_product(ids: Ids, grid: Grid, mat: u32, cols: u32) {
+  let units = (HIDDEN + 1u) / 2u;
+  for (var it = 0u; it < unit_iters(grid, units); it++) {
+    let u = unit_of(ids, grid, it);
+    let r0 = 2u * min(u, units - 1u);
+    team_dots(ids, mat, r0, HIDDEN, cols);
+    if (ids.lid % TEAM == 0u && u < units) {
+      store_f(X_W + r0, load_f(X_W + r0) + team_total(ids, 0u));
+      if (r0 + 1u < HIDDEN) {
+        store_f(X_W + r0 + 1u, load_f(X_W + r0 + 1u) + team_total(ids, 1u));
+      }
+    }
+    workgroupBarrier();
+  }
+}
+
+fn better(v: f32, i: u32, w: f32, j: u32) -> bool {
+  return v > w || (v == w && i < j);
+}
+
+// The best (value, index) of the workgroup's threads' candidates, in red[0], best_i[0].
+fn reduce_best(lid: u32, v: f32, i: u32) {
+  red[lid] = v;
+  best_i[lid] = i;
+  workgroupBarrier();
+  for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+    if (lid < stride && better(red[lid + stride], best_i[lid + stride], red[lid], best_i[lid])) {
+      red[lid] = red[lid + stride];
+      best_i[lid] = best_i[lid + stride];
+    }
+    workgroupBarrier();
+  }
+}
+
+@compute @workgroup_size(WG)
+fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let grid = Grid(wid.x, groups.x);
+  let lid = ids.lid;
+  let lane = ids.lid % TEAM;
+  let pos = uniform_ctl(ids, 2u);
+  let token = tokens[pos];
+  let q_rows = HEADS * HEAD_DIM;
+  let qkv_rows = q_rows + 2u * KV_HEADS * HEAD_DIM;
+  var k = 0u;  // grid barriers passed
+  for (var layer = 0u; layer < LAYERS; layer++) {
+    let mats = layer * LAYER_V4;
+    let vs = layer * LAYER_F;
+    // 1: Q/K/V. Layer 0 stages the embedding row, and workgroup 0 stores it as the residual.
+    let inv = stage(ids, grid, X_W, HIDDEN, vs + IN_NORM_F, select(VOCAB, token, layer == 0u));
+    for (var it = 0u; it < unit_iters(grid, qkv_rows / 2u); it++) {
+      let u = unit_of(ids, grid, it);
+      let ra = 2u * min(u, qkv_rows / 2u - 1u);
+      team_dots(ids, mats + QKV_V4, ra, qkv_rows, HIDDEN);
+      if (lane == 0u && u < qkv_rows / 2u) {
+        store_qkv(layer, ra, team_total(ids, 0u) * inv, team_total(ids, 1u) * inv, pos);
+      }
+      workgroupBarrier();
+    }
+    grid_barrier(ids, grid, k);
+    k++;
+    // 2: attention.
+    attention(ids, grid, layer, pos);
+    grid_barrier(ids, grid, k);
+    k++;
+    // 3: o_proj + residual.
+    stage(ids, grid, ATT_W, q_rows, NO_NORM, VOCAB);
+    add_product(ids, grid, mats + O_V4, q_rows);
+    grid_barrier(ids, grid, k);
+    k++;
+    // 4: gate/up + SiLU.
+    let inv2 = stage(ids, grid, X_W, HIDDEN, vs + POST_NORM_F, VOCAB);
+    for (var it = 0u; it < unit_iters(grid, INTER); it++) {
+      let u = unit_of(ids, grid, it);
+      team_dots(ids, mats + GU_V4, 2u * min(u, INTER - 1u), 2u * INTER, HIDDEN);
+      if (lane == 0u && u < INTER) {
+        let g = team_total(ids, 0u) * inv2;
+        store_f(ACT_W + u, g / (1.0 + exp(-g)) * (team_total(ids, 1u) * inv2));
+      }
+      workgroupBarrier();
+    }
+    grid_barrier(ids, grid, k);
+    k++;
+    // 5: down_proj + residual.
+    stage(ids, grid, ACT_W, INTER, NO_NORM, VOCAB);
+    add_product(ids, grid, mats + DOWN_V4, INTER);
+    grid_barrier(ids, grid, k);
+    k++;
+  }
+  // Final norm + LM head; each team's lane 0 keeps its best logit.
+  let inv = stage(ids, grid, X_W, HIDDEN, FINAL_NORM_F, VOCAB);
+  var bv = STALL;
+  var bi = 0xffffffffu;
+  let units = (VOCAB + 1u) / 2u;
+  for (var it = 0u; it < unit_iters(grid, units); it++) {
+    let u = unit_of(ids, grid, it);
+    let r0 = 2u * min(u, units - 1u);
+    team_dots(ids, HEAD_V4, r0, VOCAB, HIDDEN);
+    if (lane == 0u && u < units) {
+      for (var r = 0u; r < 2u; r++) {
+        let logit = team_total(ids, r) * inv;
+        if (r0 + r < VOCAB) {
+          store_f(LOGITS_W + r0 + r, logit);
+          if (better(logit, r0 + r, bv, bi)) {
+            bv = logit;
+            bi = r0 + r;
+          }
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  reduce_best(lid, bv, bi);
+  if (lid == 0u) {
+    store_f(BEST_W + 2u * grid.wid, red[0]);
+    atomicStore(&live[BEST_W + 2u * grid.wid + 1u], best_i[0]);
+  }
+  grid_barrier(ids, grid, k);
+  if (grid.wid != 0u) {
+    return;
+  }
+  // Workgroup 0: the argmax of the partials, the next token, the next position.
+  bv = STALL;
+  bi = 0xffffffffu;
+  for (var i = lid; i < grid.groups; i += WG) {
+    let v = load_f(BEST_W + 2u * i);
+    let j = atomicLoad(&live[BEST_W + 2u * i + 1u]);
+    if (better(v, j, bv, bi)) {
+      bv = v;
+      bi = j;
+    }
+  }
+  workgroupBarrier();
+  reduce_best(lid, bv, bi);
+  if (lid == 0u) {
+    if (pos + 1u >= atomicLoad(&ctl[3])) {
+      tokens[pos + 1u] = best_i[0];
+      atomicStore(&ctl[3], pos + 2u);
+    }
+    atomicStore(&ctl[2], pos + 1u);
+  }
+}

@@ -1,0 +1,271 @@
+// The persistent single-dispatch decode (llm::PersistentDecoder) against the step decoder
+// (llm::Model) and the double-precision reference (llm::ref::Decoder) on small random
+// Qwen2-architecture models: hidden 48, 3 layers, 4 heads on 2 kv heads (head_dim 12),
+// intermediate 72, vocab 301; f32 and f16 storage, tied and untied LM heads.
+// One workgroup is always co-resident with itself, so the grid barriers are exercised without
+// depending on SwiftShader's scheduling; several workgroups run where the probe passes, and a
+// barrier that then times out must be reported, never give wrong tokens.
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+
+#include "llm/model.h"
+#include "llm/persistent.h"
+#include "llm/persistent_decode.h"
+#include "support.h"
+#include "util/error.h"
+#include "util/half.h"
+
+namespace wgfuse {
+namespace {
+
+using llm::WeightDType;
+using test::context;
+
+llm::ModelConfig small_config(bool tied) {
+  return {.vocab_size = 301,  // odd: the LM head's last pair of rows has one
+          .hidden_size = 48,
+          .intermediate_size = 72,
+          .num_layers = 3,
+          .num_heads = 4,
+          .num_kv_heads = 2,
+          .head_dim = 12,
+          .max_position_embeddings = 128,
+          .rope_theta = 10000.0,
+          .rms_norm_eps = 1e-6,
+          .tie_word_embeddings = tied};
+}
+
+const std::vector<uint32_t> kPrompt = {7, 123, 42, 299, 0, 64, 5};
+
+// max |got - want| / max |want|; NaN counts as infinitely wrong.
+template <typename T>
+double normalised_error(std::span<const float> got, std::span<const T> want) {
+  double scale = 0, err = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    scale = std::max(scale, std::abs(double(want[i])));
+    const double e = std::abs(double(got[i]) - double(want[i]));
+    if (!(e <= err)) err = e;
+  }
+  return err / scale;
+}
+
+struct Decoded {
+  std::vector<uint32_t> tokens;
+  std::vector<std::vector<float>> logits;  // one per generated token
+};
+
+Decoded run_persistent(llm::PersistentDecoder& d, uint32_t n, uint32_t k = 8, bool logits = true) {
+  Decoded r;
+  llm::GenerateOptions opt;
+  opt.steps_per_submit = k;
+  if (logits) opt.on_logits = [&](std::span<const float> l) { r.logits.emplace_back(l.begin(), l.end()); };
+  r.tokens = d.generate(kPrompt, n, {}, opt);
+  return r;
+}
+
+Decoded run_steps(const llm::ModelConfig& cfg, const llm::HostWeights& w, WeightDType dtype, uint32_t n) {
+  llm::Model model(context(), cfg, w.lookup(), {.dtype = dtype, .ctx = 64});
+  Decoded r;
+  llm::GenerateOptions opt;
+  opt.on_logits = [&](std::span<const float> l) { r.logits.emplace_back(l.begin(), l.end()); };
+  r.tokens = model.generate(kPrompt, n, {}, opt);
+  return r;
+}
+
+struct Case {
+  WeightDType dtype;
+  bool tied;
+  uint32_t workgroup_size;
+};
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << (c.dtype == WeightDType::F16 ? "f16" : "f32") << (c.tied ? " tied" : " untied") << " wg"
+      << c.workgroup_size;
+}
+class LlmPersistentDecode : public ::testing::TestWithParam<Case> {};
+
+// Test 24 greedy tokens and every step's logits of one-workgroup persistent dispatches against
+// the step decoder (same stored weights: tokens equal, logits within f32 rounding) and the
+// reference (tokens equal on the stored weights; logits within the storage dtype's tolerance of
+// the unrounded weights). A workgroup of 32 threads takes the 30-position cache in tiles of 32
+// and 64 in one.
+TEST_P(LlmPersistentDecode, MatchesStepDecoderAndReference) {
+  const auto [dtype, tied, wg] = GetParam();
+  const auto cfg = small_config(tied);
+  const auto weights = llm::HostWeights::random(cfg, tied ? 31 : 32);
+  const uint32_t n = 24;
+  llm::PersistentDecoder d(context(), cfg, weights.lookup(),
+                           {.dtype = dtype, .ctx = 64, .workgroup_size = wg});
+  const Decoded got = run_persistent(d, n, 1);
+  ASSERT_EQ(got.tokens.size(), n);
+  ASSERT_EQ(got.logits.size(), n);
+
+  const Decoded steps = run_steps(cfg, weights, dtype, n);
+  EXPECT_EQ(got.tokens, steps.tokens) << "tokens differ from the step decoder";
+  for (uint32_t i = 0; i < n; ++i)
+    EXPECT_LE(normalised_error<float>(got.logits[i], steps.logits[i]), 1e-5) << "step " << i;
+
+  llm::HostWeights stored = weights;
+  if (dtype == WeightDType::F16)
+    stored.transform([](float v) { return half::to_float(half::from_float(v)); });
+  llm::ref::Decoder on_stored(cfg, llm::ref::Weights::load(cfg, stored.lookup()), 64);
+  EXPECT_EQ(got.tokens, on_stored.greedy(kPrompt, n)) << "tokens differ from the reference";
+  llm::ref::Decoder exact(cfg, llm::ref::Weights::load(cfg, weights.lookup()), 64);
+  auto want = exact.prefill(kPrompt);
+  const double tol = dtype == WeightDType::F32 ? 1e-4 : 1e-2;
+  for (uint32_t i = 0; i < n; ++i) {
+    EXPECT_LE(normalised_error<double>(got.logits[i], want), tol) << "step " << i;
+    if (i + 1 < n) want = exact.forward(got.tokens[i]);
+  }
+  const auto& s = d.stats();
+  EXPECT_EQ(d.barriers_per_token(), 5 * cfg.num_layers + 1);
+  EXPECT_EQ(s.prompt_tokens, kPrompt.size());
+  EXPECT_EQ(s.decode_dispatches, n - 1);  // one dispatch per decoded token
+}
+
+INSTANTIATE_TEST_SUITE_P(Storage, LlmPersistentDecode,
+                         ::testing::Values(Case{WeightDType::F32, false, 32},
+                                           Case{WeightDType::F32, true, 64},
+                                           Case{WeightDType::F16, false, 64},
+                                           Case{WeightDType::F16, true, 32}),
+                         [](const auto& info) {
+                           return std::string(info.param.dtype == WeightDType::F16 ? "f16" : "f32") +
+                                  (info.param.tied ? "_tied" : "_untied") + "_wg" +
+                                  std::to_string(info.param.workgroup_size);
+                         });
+
+// Test K positions per submit, a sequence continued by a second generate() (a chat turn), and
+// an EOS id that stops generation with the tokens computed past it discarded.
+TEST(LlmPersistentDecodeRun, BatchesContinuationAndEos) {
+  const auto cfg = small_config(true);
+  const auto weights = llm::HostWeights::random(cfg, 33);
+  llm::PersistentDecoder one(context(), cfg, weights.lookup(), {.dtype = WeightDType::F16, .ctx = 64});
+  const auto want = run_persistent(one, 20, 1, false).tokens;
+  const std::vector<uint32_t> more = {9, 8};
+  const auto want_more = one.generate(more, 6);
+
+  llm::PersistentDecoder d(context(), cfg, weights.lookup(), {.dtype = WeightDType::F16, .ctx = 64});
+  EXPECT_EQ(run_persistent(d, 20, 8, false).tokens, want);
+  EXPECT_EQ(d.stats().decode_submits, 3u);  // ceil(19 / 8)
+  EXPECT_EQ(d.stats().decode_dispatches, 19u);
+  EXPECT_EQ(d.generate(more, 6), want_more);
+
+  llm::PersistentDecoder e(context(), cfg, weights.lookup(), {.dtype = WeightDType::F16, .ctx = 64});
+  llm::GenerateOptions opt;
+  opt.steps_per_submit = 8;
+  opt.eos_ids = {want[4]};
+  const auto stopped = e.generate(kPrompt, 20, {}, opt);
+  const auto end = std::find(want.begin(), want.end(), want[4]) + 1;
+  EXPECT_EQ(stopped, std::vector<uint32_t>(want.begin(), end));
+}
+
+// Test several workgroups where the co-residency probe passes: the tokens equal the one-workgroup
+// run's, or a barrier timed out and generate() said so (co-residency is not promised to last on
+// SwiftShader under load); never other tokens.
+TEST(LlmPersistentDecodeRun, SeveralWorkgroupsMatchOrReportTheTimeout) {
+  const auto cfg = small_config(false);
+  const auto weights = llm::HostWeights::random(cfg, 34);
+  llm::PersistentDecoder one(context(), cfg, weights.lookup(), {.dtype = WeightDType::F32, .ctx = 64});
+  const auto want = run_persistent(one, 12, 4, false).tokens;
+  for (uint32_t groups : {2u, 3u}) {
+    SCOPED_TRACE(std::to_string(groups) + " workgroups");
+    // SwiftShader needs long waits (workgroups on a shared CPU): ~1M spins, as the decoder's.
+    const auto probe = llm::check_grid_sync(context(), groups, 64, 4, 1u << 22);
+    if (!probe.ok()) {
+      std::printf("[ info ] %u workgroups not tried: %s\n", groups, probe.message.c_str());
+      continue;
+    }
+    llm::PersistentDecoder d(
+        context(), cfg, weights.lookup(),
+        {.dtype = WeightDType::F32, .ctx = 64, .workgroups = groups, .workgroup_size = 64});
+    try {
+      EXPECT_EQ(run_persistent(d, 12, 4, false).tokens, want);
+      std::printf("[ info ] %u workgroups: ran, tokens compared\n", groups);
+    } catch (const Error& e) {
+      std::printf("[ info ] %u workgroups: %s\n", groups, e.what());
+      EXPECT_NE(std::string(e.what()).find("timed out"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Test that a grid barrier that times out (a spin limit of 0: no waiter ever sees the others) is
+// an Error naming the barrier, and that the decoder refuses to go on afterwards.
+TEST(LlmPersistentDecodeRun, BarrierTimeoutIsAnError) {
+  const auto cfg = small_config(true);
+  const auto weights = llm::HostWeights::random(cfg, 35);
+  llm::PersistentDecoder d(context(), cfg, weights.lookup(),
+                           {.dtype = WeightDType::F16, .ctx = 64, .workgroups = 2, .spin_limit = 0});
+  try {
+    d.generate(kPrompt, 4);
+    FAIL() << "a timed-out barrier was not reported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("grid barrier timed out (barrier 0 of 16, after layer 0 Q/K/V)"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    d.generate(kPrompt, 4);
+    FAIL() << "a broken decoder went on";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("timed out earlier"), std::string::npos) << e.what();
+  }
+}
+
+// Test that options the kernel cannot run are clear errors naming the limit.
+TEST(LlmPersistentDecodeRun, BadOptionsAreErrors) {
+  const auto cfg = small_config(true);
+  const auto weights = llm::HostWeights::random(cfg, 36);
+  auto error_of = [&](llm::PersistentOptions o) -> std::string {
+    try {
+      llm::PersistentDecoder d(context(), cfg, weights.lookup(), o);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_NE(error_of({.ctx = 64, .workgroup_size = 48}).find("power of two"), std::string::npos);
+  EXPECT_NE(error_of({.ctx = 64, .workgroups = 0}).find("maxComputeWorkgroupsPerDimension"),
+            std::string::npos);
+  EXPECT_NE(error_of({.ctx = 1000}).find("max_position_embeddings"), std::string::npos);
+
+  llm::PersistentDecoder d(context(), cfg, weights.lookup(), {.ctx = 8});
+  try {
+    d.generate(kPrompt, 4);  // 7 + 4 - 1 positions > 8
+    FAIL() << "a sequence past --ctx was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("exceed --ctx 8"), std::string::npos) << e.what();
+  }
+}
+
+// Test the grid choice: one workgroup always passes the probe; a probe that may not wait (spin
+// limit 0) fails for every grid, which is the fallback to the step decoder, with the reason.
+TEST(LlmPersistentDecodeRun, GridChoiceAndFallback) {
+  EXPECT_EQ(llm::choose_grid(context(), 1, 64, 65536).workgroups, 1u);
+  const auto any = llm::choose_grid(context(), 0, 64, 65536, 4);
+  EXPECT_GE(any.workgroups, 1u);
+  EXPECT_LE(any.workgroups, 4u);
+  const auto none = llm::choose_grid(context(), 0, 64, 0, 4);
+  EXPECT_EQ(none.workgroups, 0u);
+  EXPECT_NE(none.reason.find("1 workgroups:"), std::string::npos) << none.reason;
+  EXPECT_NE(none.reason.find("not co-resident"), std::string::npos) << none.reason;
+}
+
+// Test the check that guards the persistent decode: it passes against the step decoder on the
+// same weights and names the first differing step against a model with other weights.
+TEST(LlmPersistentDecodeRun, CheckAgainstStepDecoderCatchesDifferences) {
+  const auto cfg = small_config(true);
+  const auto weights = llm::HostWeights::random(cfg, 37);
+  llm::Model steps(context(), cfg, weights.lookup(), {.dtype = WeightDType::F16, .ctx = 64});
+  llm::PersistentDecoder same(context(), cfg, weights.lookup(), {.dtype = WeightDType::F16, .ctx = 64});
+  EXPECT_EQ(llm::compare_with_steps(steps, same, kPrompt, 8, 1e-4), "");
+  EXPECT_TRUE(same.sequence().empty());  // reset after the check
+
+  auto other = weights;
+  other.transform([](float v) { return v * 1.01f; });
+  llm::PersistentDecoder off(context(), cfg, other.lookup(), {.dtype = WeightDType::F16, .ctx = 64});
+  const std::string diff = llm::compare_with_steps(steps, off, kPrompt, 8, 1e-4);
+  EXPECT_NE(diff.find("step 0: logits differ"), std::string::npos) << diff;
+}
+
+}  // namespace
+}  // namespace wgfuse
