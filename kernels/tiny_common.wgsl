@@ -46,7 +46,8 @@ override LN_AT: u32 = 1u;
 override QD: u32 = H * HD;
 override KVD: u32 = KVH * HD;
 override QKV: u32 = QD + 2u * KVD;
-override SC_STEPS: u32 = (HD + LN_SC - 1u) / LN_SC;  // products per lane of a score
+override SC_STEPS: u32 = (HD + LN_SC - 1u) / LN_SC;   // products per lane of a score
+override AT_STEPS: u32 = (CAP + LN_AT - 1u) / LN_AT;  // positions per lane of an attention output
 
 // Activations of one sequence (floats): the residual stream, its norm, q|k|v, the attention
 // output, the attention scores [H][CAP], gate|up (silu(gate) * up overwrites gate), the output of
@@ -375,18 +376,22 @@ fn attend(layer: u32, pos: u32, tid: u32, nthr: u32) {
     let h = sl.item / HD;
     let j = sl.item % HD;
     let sc = act_base + A_SC + h * CAP;
+    // Positions lane, lane + LN_AT, ... < n; the trip count is a constant (AT_STEPS, positions
+    // past n masked) so that the loads of all steps can be in flight together.
     var m = act[sc + min(lane, n - 1u)];
-    for (var t = lane + LN_AT; t < n; t += LN_AT) {
-      m = max(m, act[sc + t]);
+    for (var u = 1u; u < AT_STEPS; u++) {
+      m = max(m, act[sc + min(lane + u * LN_AT, n - 1u)]);
     }
     m = lane_max(m, LN_AT);
     let v = kv_index(layer, 1u, h / (H / KVH), 0u) + j;
     var sum = 0.0;
     var acc = 0.0;
-    for (var t = lane; t < n; t += LN_AT) {
-      let e = exp(act[sc + t] - m);
+    for (var u = 0u; u < AT_STEPS; u++) {
+      let t = lane + u * LN_AT;
+      let tc = min(t, n - 1u);
+      let e = select(0.0, exp(act[sc + tc] - m), t < n);
       sum += e;
-      acc += e * kv[v + t * HD];
+      acc += e * kv[v + tc * HD];
     }
     sum = lane_sum(sum, LN_AT);
     acc = lane_sum(acc, LN_AT);

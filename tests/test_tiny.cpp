@@ -75,7 +75,9 @@ TEST(Tiny, TuningKnobsMatchReference) {
     EXPECT_EQ(r.threads, t.threads);
     EXPECT_EQ(r.single_in_workgroup, t.single_activations != Act::Storage);
     // 36 rows of down fit `most` threads several times: they share rows when lanes are allowed
-    if (t.lanes > 1 && t.threads == most) EXPECT_GT(r.down, 1u);
+    if (t.lanes > 1 && t.threads == most) {
+      EXPECT_GT(r.down, 1u);
+    }
     for (auto s : {Strategy::Batched, Strategy::Layer, Strategy::Single}) {
       SCOPED_TRACE(std::string(strategy_name(s)));
       runner.run(s);
