@@ -58,8 +58,8 @@ uint32_t floor_power_of_two(uint32_t v) {
   return p;
 }
 
-// The lanes (a power of two, at most `cap`) of `items` items of `units` terms each: as many as let
-// items x lanes fit `threads`, each lane keeping at least one term.
+// The lanes (a power of two, at most `cap`) of `items` items of `units` steps each: as many as let
+// items x lanes fit `threads`, each lane keeping at least one step.
 uint32_t lanes_for(uint64_t items, uint32_t units, uint32_t threads, uint32_t cap) {
   uint32_t p = 1;
   while (p * 2 <= cap && items * p * 2 <= threads && p * 2 <= units) p *= 2;
@@ -99,11 +99,14 @@ Resolved resolve(const gpu::Context& ctx, const llm::ModelConfig& c, uint32_t ca
   }
   const uint32_t d = c.hidden_size, ff = c.intermediate_size, hd = c.head_dim, n = r.threads, l = r.lanes;
   const uint32_t qd = c.num_heads * hd, qkv = (c.num_heads + 2 * c.num_kv_heads) * hd;
-  r.qkv = lanes_for(qkv / 2, d / 4, n, l);  // a team per RoPE pair of rows
-  r.o = lanes_for(d, qd / 4, n, l);
-  r.gate_up = lanes_for(ff, d / 4, n, l);  // a team per (gate, up) pair
-  r.down = lanes_for(d, ff / 4, n, l);
-  r.head = lanes_for(kVocab, d / 4, n, l);
+  // A product's lane loads 4 column blocks (16 columns) per step: one step each is one round of
+  // loads, and more lanes would only add shuffles.
+  auto steps = [](uint32_t cols) { return std::max(1u, cols / 16); };
+  r.qkv = lanes_for(qkv / 2, steps(d), n, l);  // a team per RoPE pair of rows
+  r.o = lanes_for(d, steps(qd), n, l);
+  r.gate_up = lanes_for(ff, steps(d), n, l);  // a team per (gate, up) pair
+  r.down = lanes_for(d, steps(ff), n, l);
+  r.head = lanes_for(kVocab, steps(d), n, l);
   r.scores = lanes_for(uint64_t(c.num_heads) * cap, hd, n, l);
   r.attend = lanes_for(qd, cap, n, l);
 
