@@ -1,16 +1,18 @@
 // The tiny transformer one op per dispatch (strategies eager and batched) and one dispatch per
 // layer (strategy layer): the ops of tiny_common.wgsl over activations in a storage buffer. `op`
-// spreads its items over every thread of the grid (x: ceil(items / WG) workgroups, y: the
-// sequence); the *_fused entries and op_emit run one workgroup per sequence.
+// spreads its items over every thread of the grid (x: ceil(items * lanes / WG) workgroups, y: the
+// sequence); the *_fused entries, op_emit and generate (strategy single where one sequence's
+// activations do not fit workgroup memory) run one workgroup per sequence.
 // #include "tiny_common.wgsl"
 
 @group(0) @binding(6) var<storage, read_write> act: array<f32>;  // [seq][ACT_SIZE]
+
+var<workgroup> fed: u32;  // the position state[seq] holds, as a value uniform across the workgroup
 
 struct Ids {
   @builtin(global_invocation_id) gid: vec3<u32>,
   @builtin(local_invocation_index) lid: u32,
   @builtin(workgroup_id) wid: vec3<u32>,
-  @builtin(num_workgroups) groups: vec3<u32>,
 }
 
 // Selects the sequence of this workgroup; returns the position being fed.
@@ -19,22 +21,27 @@ fn begin(ids: Ids) -> u32 {
   _ = &act;
   seq = ids.wid.y;
   act_base = seq * ACT_SIZE;
-  return state[seq];
+  if (ids.lid == 0u) {
+    fed = state[seq];
+  }
+  return workgroupUniformLoad(&fed);
 }
 
 // Which op an `op` pipeline runs: the values of tiny::Op (src/tiny/runner.cpp).
 override OP: u32 = 0u;
 
 // One op of the decode step, its items spread over every thread of the grid.
+// The grid's size is a parameter of its own: the uniformity analysis takes a structure of
+// built-ins as non-uniform when one member is, and the lane reductions need n uniform.
 @compute @workgroup_size(WG)
-fn op(ids: Ids) {
+fn op(ids: Ids, @builtin(num_workgroups) groups: vec3<u32>) {
   let pos = begin(ids);
   let tid = ids.gid.x;
-  let n = ids.groups.x * WG;
+  let n = groups.x * WG;
   let layer = params.layer;
   let lw = layer_w(layer);
   switch OP {
-    case 0u: { embed(pos, tid, n); }
+    case 0u: { embed(tokens[seq * CAP + pos], tid, n); }
     case 1u: { rmsnorm(lw, A_X, A_XN, tid, n); }
     case 2u: { qkv(layer, tid, n); }
     case 3u: { rope_kv(layer, pos, tid, n); }
@@ -47,7 +54,7 @@ fn op(ids: Ids) {
     case 10u: { silu_mul(tid, n); }
     case 11u: { down(layer, tid, n); }
     case 12u: { rmsnorm(W_FNORM, A_X, A_XN, tid, n); }
-    default: { head(tid, n); }
+    default: { head(plain(A_XN), tid, n); }
   }
 }
 
@@ -56,7 +63,7 @@ fn op(ids: Ids) {
 @compute @workgroup_size(WG)
 fn op_emit(ids: Ids) {
   let pos = begin(ids);
-  emit(pos, ids.lid, WG);
+  _ = emit(pos, ids.lid, WG);
   storageBarrier();
   if (ids.lid == 0u) {
     state[seq] = pos + 1u;
@@ -73,10 +80,17 @@ fn layer_fused(ids: Ids) {
 @compute @workgroup_size(WG)
 fn head_fused(ids: Ids) {
   let pos = begin(ids);
-  head_step(pos, ids.lid, WG);
+  _ = head_step(pos, ids.lid, WG);
   if (ids.lid == 0u) {
     state[seq] = pos + 1u;
   }
+}
+
+// Strategy single, the activations in storage: the whole generation, one workgroup per sequence.
+@compute @workgroup_size(WG)
+fn generate(ids: Ids) {
+  begin(ids);
+  generation(ids.lid, WG);
 }
 
 // Before each run: every logit NaN, so that a value no strategy wrote fails the check. The grid is
@@ -84,10 +98,10 @@ fn head_fused(ids: Ids) {
 var<private> nan_bits: u32 = 0x7fc00000u;  // read at run time: WGSL refuses a NaN constant
 
 @compute @workgroup_size(WG)
-fn poison_logits(ids: Ids) {
+fn poison_logits(ids: Ids, @builtin(num_workgroups) groups: vec3<u32>) {
   use_bindings();
   _ = &act;
-  let i = (ids.wid.y * ids.groups.x + ids.wid.x) * WG + ids.lid;
+  let i = (ids.wid.y * groups.x + ids.wid.x) * WG + ids.lid;
   if (i < arrayLength(&logits)) {
     logits[i] = bitcast<f32>(nan_bits);
   }

@@ -10,15 +10,5 @@ var<workgroup> act: array<f32, ACT_SIZE>;  // act_base stays 0: the group is one
 fn generate(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
   use_bindings();
   seq = wid.x;
-  for (var pos = 0u; pos + 1u < CAP; pos++) {
-    embed(pos, lid, WG);
-    sync();
-    for (var layer = 0u; layer < L; layer++) {
-      layer_step(layer, pos, lid, WG);
-    }
-    head_step(pos, lid, WG);
-  }
-  if (lid == 0u) {
-    state[seq] = CAP - 1u;
-  }
+  generation(lid, WG);
 }

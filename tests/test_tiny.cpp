@@ -49,6 +49,45 @@ TEST(Tiny, StrategiesMatchReferenceRaggedWidth) {
   expect_all_strategies_match({{.d = 36, .layers = 1, .heads = 2}, 5, 2, "Zq"}, 13);
 }
 
+// Every knob of the fused strategies gives the reference's tokens and logits, at a ragged width
+// (d = 36: 9 column blocks, head_dim 18) with grouped-query attention: teams of one thread (the
+// path of adapters without subgroups), teams of 2 up to the adapter's widest, few and many
+// threads, single's activations in storage. Batched runs the op dispatches with the same lanes.
+TEST(Tiny, TuningKnobsMatchReference) {
+  auto& ctx = test::context();
+  const uint32_t widest = ctx.features().subgroups ? std::min(32u, ctx.adapter().subgroup_min_size) : 1;
+  const uint32_t most = std::min(256u, ctx.limits().max_compute_invocations_per_workgroup);
+  const auto model = random_model(tiny_config({.d = 36, .layers = 2, .heads = 2, .kv_heads = 1}), 17);
+  const auto ref = reference_set(model, "Tq!", 7, 2);
+  using Act = Tuning::Activations;
+  std::vector<Tuning> knobs{{.threads = 32, .lanes = 1},
+                            {.threads = most, .lanes = 1, .single_activations = Act::Storage}};
+  for (uint32_t l = 2; l <= widest; l *= 2) {
+    knobs.push_back({.threads = 32, .lanes = l});
+    knobs.push_back({.threads = most, .lanes = l, .single_activations = Act::Storage});
+    knobs.push_back({.threads = most, .lanes = l, .single_activations = Act::Workgroup});
+  }
+  for (const auto& t : knobs) {
+    TinyRunner runner(ctx, model, "Tq!", 7, 2, t);
+    const auto& r = runner.resolved();
+    SCOPED_TRACE("threads " + std::to_string(r.threads) + ", lanes " + std::to_string(r.lanes) +
+                 (r.single_in_workgroup ? ", workgroup" : ", storage"));
+    EXPECT_EQ(r.threads, t.threads);
+    EXPECT_EQ(r.single_in_workgroup, t.single_activations != Act::Storage);
+    // 36 rows of down fit `most` threads several times: they share rows when lanes are allowed
+    if (t.lanes > 1 && t.threads == most) {
+      EXPECT_GT(r.down, 1u);
+    }
+    for (auto s : {Strategy::Batched, Strategy::Layer, Strategy::Single}) {
+      SCOPED_TRACE(std::string(strategy_name(s)));
+      runner.run(s);
+      const auto c = check_run(runner, ref);
+      EXPECT_TRUE(c.ok) << c.first_failure;
+      EXPECT_LE(c.max_error, kLogitTolerance);
+    }
+  }
+}
+
 // The generation feeds its tokens back: different sequences (prompts shifted per sequence) give
 // different tokens, and a run's tokens are those of the reference's own greedy loop.
 TEST(Tiny, SequencesDifferAndTokensFeedBack) {
@@ -122,6 +161,16 @@ TEST(Tiny, BadShapesAndLimitsAreNamed) {
   const auto model = random_model(tiny_config({.d = 32, .layers = 1, .heads = 2}), 1);
   EXPECT_NE(message([&] { TinyRunner(test::context(), model, "a", 300, 1); }).find("--tokens 300"),
             std::string::npos);
+  EXPECT_NE(message([&] {
+              TinyRunner(test::context(), model, "a", 3, 1, {.threads = 48});
+            }).find("--threads 48 must be a multiple of 32"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              TinyRunner(test::context(), model, "a", 3, 1, {.lanes = 3});
+            }).find("--lanes 3 must be a power of two"),
+            std::string::npos);
+  EXPECT_NE(message([&] { TinyRunner(test::context(), model, "a", 3, 1, {.lanes = 64}); }).find("--lanes 64"),
+            std::string::npos);
   // The smallest width whose activations (256 tokens) pass this adapter's workgroup memory.
   const uint64_t limit = test::context().limits().max_compute_workgroup_storage_size;
   uint32_t d = 256;
@@ -130,10 +179,14 @@ TEST(Tiny, BadShapesAndLimitsAreNamed) {
   };
   while (d < 1024 && fits(d)) d *= 2;
   if (fits(d)) GTEST_SKIP() << "this adapter's workgroup memory holds even d=1024";
+  // Single then keeps them in storage, unless asked for workgroup memory.
   const auto big = random_model(tiny_config({.d = d, .layers = 1, .heads = 16}), 1);
-  EXPECT_NE(
-      message([&] { TinyRunner(test::context(), big, "a", 256, 1); }).find("maxComputeWorkgroupStorageSize"),
-      std::string::npos);
+  EXPECT_FALSE(TinyRunner(test::context(), big, "a", 256, 1).resolved().single_in_workgroup);
+  EXPECT_NE(message([&] {
+              TinyRunner(test::context(), big, "a", 256, 1,
+                         {.single_activations = Tuning::Activations::Workgroup});
+            }).find("maxComputeWorkgroupStorageSize"),
+            std::string::npos);
 }
 
 }  // namespace

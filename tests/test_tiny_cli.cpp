@@ -56,6 +56,26 @@ TEST(TinyCli, WrittenModelRunsFromItsFolder) {
   std::filesystem::remove_all(dir);
 }
 
+// The knobs reach the kernels: a run with given threads and lanes passes --check and its JSON
+// says what ran.
+TEST(TinyCli, ThreadsAndLanesKnobs) {
+  const auto json = std::filesystem::temp_directory_path() / "wgfuse_tiny_cli_knobs.json";
+  const auto r = test::run_wgfuse(
+      "--adapter cpu tiny --d 36 --layers 1 --heads 2 --tokens 4 --prompt xy --threads 64 --lanes 1 "
+      "--single-activations storage --mode single --repeats 1 --check --json " +
+      json.string());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto j = read_json(json);
+  EXPECT_EQ(j["tuning"]["threads"], 64);
+  EXPECT_EQ(j["tuning"]["lanes"], 1);
+  EXPECT_EQ(j["tuning"]["single_activations"], "storage");
+  EXPECT_TRUE(j["check"]["pass"].get<bool>());
+  std::filesystem::remove(json);
+  const auto bad = test::run_wgfuse("--adapter cpu tiny --d 32 --threads 100");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.out.find("--threads 100 must be a multiple of 32"), std::string::npos) << bad.out;
+}
+
 TEST(TinyCli, BadShapeIsRefusedNamingTheField) {
   const auto r = test::run_wgfuse("--adapter cpu tiny --d 30 --heads 4");
   EXPECT_NE(r.rc, 0);

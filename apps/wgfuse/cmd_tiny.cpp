@@ -18,12 +18,17 @@ struct TinyCliOptions {
   tiny::TinyOptions run;
   std::string mode = "all";
   std::string json_path, model_dir, write_dir;
+  std::string single_activations = "auto";
   bool sweep = false;
 };
 
 void run_tiny(const TinyCliOptions& o, const GlobalOptions& g) {
   tiny::TinyOptions r = o.run;
   if (o.mode != "all") r.strategies = {tiny::parse_strategy(o.mode)};
+  using Act = tiny::Tuning::Activations;
+  r.tuning.single_activations = o.single_activations == "workgroup" ? Act::Workgroup
+                                : o.single_activations == "storage" ? Act::Storage
+                                                                    : Act::Auto;
   if (!o.write_dir.empty()) {
     tiny::write_model(o.write_dir, tiny::tiny_config(o.shape), r.seed);
     std::printf("wrote the random model (seed %u) to %s\n", r.seed, o.write_dir.c_str());
@@ -51,7 +56,7 @@ void add_tiny(CLI::App& app, GlobalOptions& g) {
   auto* cmd = app.add_subcommand(
       "tiny", "A tiny transformer's whole generation: eager vs batched vs per-layer vs one dispatch");
   static TinyCliOptions o;
-  cmd->add_option("--d", o.shape.d, "d_model (32, 64, 128, 256; any multiple of --heads)")
+  cmd->add_option("--d", o.shape.d, "d_model (8 to 4096, a multiple of 4 and of --heads)")
       ->capture_default_str();
   cmd->add_option("--layers", o.shape.layers, "decoder layers")->capture_default_str();
   cmd->add_option("--heads", o.shape.heads, "attention heads (head_dim = d / heads)")->capture_default_str();
@@ -76,8 +81,29 @@ void add_tiny(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--model", o.model_dir, "a tiny Qwen2 safetensors folder instead of random weights");
   cmd->add_option("--write-model", o.write_dir,
                   "write the random model as a Qwen2 folder (config.json + model.safetensors, f32) to DIR");
+  cmd->add_option("--threads", o.run.tuning.threads,
+                  "threads per workgroup of layer and single (a multiple of 32; default: 262144 / "
+                  "sequences, 64 to 1024)");
+  cmd->add_option("--lanes", o.run.tuning.lanes,
+                  "most threads sharing one row or score (a power of two up to the smallest subgroup; 1: "
+                  "no subgroups; default: the smallest subgroup, at most 32)");
+  cmd->add_option("--single-activations", o.single_activations,
+                  "where single keeps one sequence's activations: auto (workgroup memory where they fit) "
+                  "| workgroup | storage")
+      ->check(CLI::IsMember({"auto", "workgroup", "storage"}))
+      ->capture_default_str();
   cmd->add_flag("--sweep", o.sweep,
-                "d {32,64,128,256} x layers {1,2,4} x sequences {1,64,1024; 16384 at d=64}, random weights");
+                "d (--sweep-d) x layers (--sweep-layers) x sequences (--sweep-sequences; 16384 only at "
+                "d=64); past d=256 one layer, one sequence, head_dim 128, at most 8 tokens");
+  cmd->add_option("--sweep-d", o.run.sweep_widths, "the sweep's widths")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--sweep-layers", o.run.sweep_layers, "the sweep's layer counts")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--sweep-sequences", o.run.sweep_sequences, "the sweep's sequence counts")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->callback([&g] { run_tiny(o, g); });
 }
 

@@ -102,6 +102,20 @@ void print_table(const std::vector<Result>& rs, const TinyOptions& o, const nloh
   for (auto& [k, v] : speedups.items()) std::printf("  %-28s %8.1fx\n", k.c_str(), v.get<double>());
 }
 
+nlohmann::json tuning_json(const Resolved& r) {
+  return {{"threads", r.threads},
+          {"lanes", r.lanes},
+          {"lanes_per_op",
+           {{"qkv", r.qkv},
+            {"o", r.o},
+            {"gate_up", r.gate_up},
+            {"down", r.down},
+            {"head", r.head},
+            {"scores", r.scores},
+            {"attend", r.attend}}},
+          {"single_activations", r.single_in_workgroup ? "workgroup" : "storage"}};
+}
+
 nlohmann::json config_json(const TinyModel& m, const TinyOptions& o) {
   const auto& c = m.config;
   return {{"d", c.hidden_size},
@@ -123,7 +137,7 @@ nlohmann::json config_json(const TinyModel& m, const TinyOptions& o) {
 }  // namespace
 
 nlohmann::json run_report(gpu::Context& ctx, const TinyModel& m, const TinyOptions& o) {
-  TinyRunner runner(ctx, m, o.prompt, o.tokens, o.sequences);
+  TinyRunner runner(ctx, m, o.prompt, o.tokens, o.sequences, o.tuning);
   const auto rs = run_strategies(runner, m, o);
   const auto speedups = speedups_json(rs);
   if (o.print) {
@@ -134,10 +148,18 @@ nlohmann::json run_report(gpu::Context& ctx, const TinyModel& m, const TinyOptio
         "%u sequence(s)\n",
         c.hidden_size, c.num_layers, c.num_heads, c.num_kv_heads, c.intermediate_size, kVocab,
         m.source.c_str(), o.prompt.size(), o.tokens, o.sequences);
+    const auto& t = runner.resolved();
+    std::printf(
+        "fused: %u threads per workgroup, lanes per item up to %u (qkv %u, o %u, gate|up %u, down %u, head "
+        "%u, scores %u, attend %u); single's activations in %s memory\n",
+        t.threads, t.lanes, t.qkv, t.o, t.gate_up, t.down, t.head, t.scores, t.attend,
+        t.single_in_workgroup ? "workgroup" : "storage");
     print_table(rs, o, speedups);
   }
-  nlohmann::json j{
-      {"config", config_json(m, o)}, {"strategies", strategies_json(rs, o)}, {"speedups", speedups}};
+  nlohmann::json j{{"config", config_json(m, o)},
+                   {"tuning", tuning_json(runner.resolved())},
+                   {"strategies", strategies_json(rs, o)},
+                   {"speedups", speedups}};
   // The generated tokens of the last strategy run (with --check, every strategy's are equal), per
   // sequence, for baselines to compare with; at most the first 1,024 sequences.
   nlohmann::json ids = nlohmann::json::array();
@@ -153,29 +175,40 @@ nlohmann::json run_report(gpu::Context& ctx, const TinyModel& m, const TinyOptio
 }
 
 nlohmann::json run_sweep(gpu::Context& ctx, const Shape& shape, const TinyOptions& o) {
+  constexpr uint32_t kNarrow = 256;       // widths up to this run the whole grid
+  constexpr uint32_t kWideHeadDim = 128;  // past it: a real model's heads
+  constexpr uint32_t kWideTokens = 8;
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("%5s %6s %9s", "d", "layers", "sequences");
+  std::printf("%5s %6s %9s %6s %7s", "d", "layers", "sequences", "tokens", "threads");
   for (auto s : o.strategies) std::printf(" %14s", (std::string(strategy_name(s)) + " tok/s").c_str());
   std::printf(" %14s\n", "single/batched");
   bool pass = true;
-  for (uint32_t d : {32u, 64u, 128u, 256u})
-    for (uint32_t layers : {1u, 2u, 4u})
-      for (uint32_t seqs : {1u, 64u, 1024u, 16384u}) {
+  for (uint32_t d : o.sweep_widths)
+    for (uint32_t layers : o.sweep_layers)
+      for (uint32_t seqs : o.sweep_sequences) {
+        const bool wide = d > kNarrow;
         if (seqs == 16384 && d != 64) continue;
-        nlohmann::json row{{"d", d}, {"layers", layers}, {"sequences", seqs}};
+        if (wide && (layers != 1 || seqs != 1)) continue;
         TinyOptions ro = o;
         ro.sequences = seqs;
         ro.print = false;
+        if (wide) ro.tokens = std::min(o.tokens, kWideTokens);
+        Shape s = shape;
+        s.d = d;
+        s.layers = layers;
+        if (wide) s.heads = s.kv_heads = std::max(1u, d / kWideHeadDim);
+        nlohmann::json row{
+            {"d", d}, {"layers", layers}, {"heads", s.heads}, {"sequences", seqs}, {"tokens", ro.tokens}};
         try {
-          Shape s = shape;
-          s.d = d;
-          s.layers = layers;
           const auto m = random_model(tiny_config(s), o.seed);
           const auto r = run_report(ctx, m, ro);
+          row["threads"] = r["tuning"]["threads"];
+          row["tuning"] = r["tuning"];
           row["strategies"] = r["strategies"];
           row["speedups"] = r["speedups"];
           if (r.contains("check")) pass = pass && r["check"]["pass"].get<bool>();
-          std::printf("%5u %6u %9u", d, layers, seqs);
+          std::printf("%5u %6u %9u %6u %7u", d, layers, seqs, ro.tokens,
+                      r["tuning"]["threads"].get<uint32_t>());
           double single = 0, batched = 0;
           for (const auto& st : r["strategies"]) {
             std::printf(" %14.1f", st["tokens_per_s"].get<double>());

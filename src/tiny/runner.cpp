@@ -12,8 +12,12 @@
 namespace wgfuse::tiny {
 namespace {
 
-constexpr uint32_t kOpsWorkgroup = 64;     // op dispatches: many small workgroups
-constexpr uint32_t kFusedWorkgroup = 256;  // one workgroup per sequence: as many threads as allowed
+constexpr uint32_t kOpsWorkgroup = 64;  // op dispatches: many small workgroups
+constexpr uint32_t kMaxThreads = 1024;  // fused workgroups (where the device allows)
+constexpr uint32_t kMaxLanes = 32;      // threads per item: a subgroup on NVIDIA
+// Auto threads: sequences x threads near what an H100 holds at once (132 SMs x 2,048), so one
+// sequence gets the most threads (shortest chains) and many sequences the least redundant work.
+constexpr uint64_t kAutoThreadsTotal = 262144;
 constexpr uint32_t kPoisonToken = 0xFFFFFFFFu;
 constexpr uint32_t kEagerTimedChunk = 1024;  // passes timed between two read-backs
 
@@ -42,6 +46,79 @@ static_assert(sizeof(Params) == 16);
 
 uint32_t ceil_div(uint64_t a, uint64_t b) {
   return uint32_t((a + b - 1) / b);
+}
+
+bool power_of_two(uint32_t v) {
+  return v && !(v & (v - 1));
+}
+
+uint32_t floor_power_of_two(uint32_t v) {
+  uint32_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+
+// The lanes (a power of two, at most `cap`) of `items` items of `units` steps each: as many as let
+// items x lanes fit `threads`, each lane keeping at least one step.
+uint32_t lanes_for(uint64_t items, uint32_t units, uint32_t threads, uint32_t cap) {
+  uint32_t p = 1;
+  while (p * 2 <= cap && items * p * 2 <= threads && p * 2 <= units) p *= 2;
+  return p;
+}
+
+Resolved resolve(const gpu::Context& ctx, const llm::ModelConfig& c, uint32_t cap, uint32_t sequences,
+                 uint64_t act_bytes, const Tuning& t) {
+  const auto& lim = ctx.limits();
+  Resolved r;
+  const uint32_t max_threads =
+      std::min({kMaxThreads, lim.max_compute_invocations_per_workgroup, lim.max_compute_workgroup_size_x});
+  if (t.threads) {
+    if (t.threads % 32 || t.threads > max_threads)
+      throw Error("tiny: --threads " + std::to_string(t.threads) + " must be a multiple of 32 from 32 to " +
+                  std::to_string(max_threads) +
+                  " (this device's maxComputeInvocationsPerWorkgroup / maxComputeWorkgroupSizeX, at most " +
+                  std::to_string(kMaxThreads) + ")");
+    r.threads = t.threads;
+  } else {
+    r.threads = 64;
+    while (r.threads * 2 <= max_threads && uint64_t(r.threads) * 2 * sequences <= kAutoThreadsTotal)
+      r.threads *= 2;
+  }
+  const bool subgroups = ctx.features().subgroups && ctx.adapter().subgroup_min_size > 0;
+  const uint32_t device_lanes =
+      subgroups ? floor_power_of_two(std::min(kMaxLanes, ctx.adapter().subgroup_min_size)) : 1;
+  if (t.lanes) {
+    if (!power_of_two(t.lanes) || t.lanes > device_lanes)
+      throw Error("tiny: --lanes " + std::to_string(t.lanes) + " must be a power of two from 1 to " +
+                  std::to_string(device_lanes) +
+                  (subgroups ? " (the adapter's smallest subgroup, at most 32)"
+                             : " (this adapter has no subgroups, so every item has one thread)"));
+    r.lanes = t.lanes;
+  } else {
+    r.lanes = device_lanes;
+  }
+  const uint32_t d = c.hidden_size, ff = c.intermediate_size, hd = c.head_dim, n = r.threads, l = r.lanes;
+  const uint32_t qd = c.num_heads * hd, qkv = (c.num_heads + 2 * c.num_kv_heads) * hd;
+  // A product's lane loads 4 column blocks (16 columns) per step: one step each is one round of
+  // loads, and more lanes would only add shuffles.
+  auto steps = [](uint32_t cols) { return std::max(1u, cols / 16); };
+  r.qkv = lanes_for(qkv / 2, steps(d), n, l);  // a team per RoPE pair of rows
+  r.o = lanes_for(d, steps(qd), n, l);
+  r.gate_up = lanes_for(ff, steps(d), n, l);  // a team per (gate, up) pair
+  r.down = lanes_for(d, steps(ff), n, l);
+  r.head = lanes_for(kVocab, steps(d), n, l);
+  r.scores = lanes_for(uint64_t(c.num_heads) * cap, hd, n, l);
+  r.attend = lanes_for(qd, cap, n, l);
+
+  const uint64_t wg_limit = lim.max_compute_workgroup_storage_size;
+  r.single_in_workgroup =
+      t.single_activations == Tuning::Activations::Storage ? false : act_bytes <= wg_limit;
+  if (t.single_activations == Tuning::Activations::Workgroup && !r.single_in_workgroup)
+    throw Error("tiny: one sequence's activations take " + std::to_string(act_bytes) +
+                " bytes of workgroup memory at d=" + std::to_string(d) + " with " + std::to_string(cap) +
+                " positions; this device's maxComputeWorkgroupStorageSize is " + std::to_string(wg_limit) +
+                " (leave single's activations to auto or storage)");
+  return r;
 }
 
 }  // namespace
@@ -80,7 +157,7 @@ struct TinyRunner::Impl {
 };
 
 TinyRunner::TinyRunner(gpu::Context& ctx, const TinyModel& model, std::string_view prompt, uint32_t tokens,
-                       uint32_t sequences)
+                       uint32_t sequences, const Tuning& tuning)
     : ctx_(&ctx), prompt_len_(uint32_t(prompt.size())), tokens_(tokens), sequences_(sequences) {
   const auto& c = model.config;
   validate_config(c, model.source);
@@ -97,13 +174,12 @@ TinyRunner::TinyRunner(gpu::Context& ctx, const TinyModel& model, std::string_vi
                 std::to_string(lim.max_compute_workgroups_per_dimension) + "] (one workgroup per sequence)");
   const uint32_t cap = prompt_len_ + tokens;
   const uint64_t act_floats = activation_floats(c, cap);
-  if (act_floats * 4 > lim.max_compute_workgroup_storage_size)
-    throw Error("tiny: one sequence's activations take " + std::to_string(act_floats * 4) +
-                " bytes of workgroup memory at d=" + std::to_string(c.hidden_size) + " with " +
-                std::to_string(cap) + " positions; this device's maxComputeWorkgroupStorageSize is " +
-                std::to_string(lim.max_compute_workgroup_storage_size));
-  const uint32_t fused_wg = std::min(
-      {kFusedWorkgroup, lim.max_compute_invocations_per_workgroup, lim.max_compute_workgroup_size_x});
+  resolved_ = resolve(ctx, c, cap, sequences, act_floats * 4, tuning);
+  const Resolved& rs = resolved_;
+  const uint32_t fused_wg = rs.threads;
+  // The lane reductions: subgroup shuffles, or teams of one thread.
+  const std::string lanes_family = rs.lanes > 1 ? "tiny_team" : "tiny_solo";
+  const std::string lanes_source(gpu::kernel_source(lanes_family));
 
   for (uint32_t i = 0; i < sequences; ++i) {
     auto p = sequence_prompt(prompt, i);
@@ -145,9 +221,19 @@ TinyRunner::TinyRunner(gpu::Context& ctx, const TinyModel& model, std::string_vi
                                     {"T", tokens},
                                     {"CAP", cap},
                                     {"EPS", c.rms_norm_eps},
-                                    {"WG", wg}};
+                                    {"WG", wg},
+                                    {"LN_QKV", rs.qkv},
+                                    {"LN_O", rs.o},
+                                    {"LN_GU", rs.gate_up},
+                                    {"LN_DOWN", rs.down},
+                                    {"LN_HEAD", rs.head},
+                                    {"LN_SC", rs.scores},
+                                    {"LN_AT", rs.attend}};
     if (op >= 0) o["OP"] = op;
-    return ctx.kernel(gpu::embedded_kernel(family, entry, std::move(o)));
+    auto desc = gpu::embedded_kernel(family, entry, std::move(o));
+    desc.name = lanes_family + "+" + desc.name;
+    desc.source = lanes_source + desc.source;
+    return ctx.kernel(desc);
   };
   auto bindings = [&](gpu::ParamsSlot p) -> std::vector<gpu::Plan::Binding> {
     return {p, m.weights, m.kv, m.tokens, m.logits, m.state, m.act};
@@ -168,21 +254,20 @@ TinyRunner::TinyRunner(gpu::Context& ctx, const TinyModel& model, std::string_vi
   op(m.position, layer_params[0], Op::Embed, d);
   for (auto p : layer_params) {
     op(m.position, p, Op::NormIn, d);
-    op(m.position, p, Op::Qkv, qkv_rows);
-    op(m.position, p, Op::RopeKv,
-       (c.num_heads + c.num_kv_heads) * (c.head_dim / 2) + c.num_kv_heads * c.head_dim);
-    op(m.position, p, Op::Scores, uint64_t(c.num_heads) * cap);
-    op(m.position, p, Op::Attend, qd);
-    op(m.position, p, Op::OProj, d);
+    op(m.position, p, Op::Qkv, uint64_t(qkv_rows) * rs.qkv);
+    op(m.position, p, Op::RopeKv, qkv_rows / 2);
+    op(m.position, p, Op::Scores, uint64_t(c.num_heads) * cap * rs.scores);
+    op(m.position, p, Op::Attend, uint64_t(qd) * rs.attend);
+    op(m.position, p, Op::OProj, uint64_t(d) * rs.o);
     op(m.position, p, Op::Residual, d);
     op(m.position, p, Op::NormPost, d);
-    op(m.position, p, Op::GateUp, 2 * ff);
+    op(m.position, p, Op::GateUp, uint64_t(2) * ff * rs.gate_up);
     op(m.position, p, Op::SiluMul, ff);
-    op(m.position, p, Op::Down, d);
+    op(m.position, p, Op::Down, uint64_t(d) * rs.down);
     op(m.position, p, Op::Residual, d);
   }
   op(m.position, layer_params[0], Op::NormFinal, d);
-  op(m.position, layer_params[0], Op::Head, kVocab);
+  op(m.position, layer_params[0], Op::Head, uint64_t(kVocab) * rs.head);
   fused(m.position, layer_params[0], "op_emit");
   m.position.build();
 
@@ -195,8 +280,11 @@ TinyRunner::TinyRunner(gpu::Context& ctx, const TinyModel& model, std::string_vi
   m.layered.build();
 
   // single
-  m.single.dispatch(kernel("tiny_single", "generate", fused_wg),
-                    {m.single.params(Params{}), m.weights, m.kv, m.tokens, m.logits, m.state}, {sequences});
+  if (rs.single_in_workgroup)
+    m.single.dispatch(kernel("tiny_single", "generate", fused_wg),
+                      {m.single.params(Params{}), m.weights, m.kv, m.tokens, m.logits, m.state}, {sequences});
+  else
+    fused(m.single, m.single.params(Params{}), "generate");
   m.single.build();
 
   // poison: a 2-D grid, as the logits of a large run need more than 65,535 workgroups

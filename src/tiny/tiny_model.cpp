@@ -42,11 +42,11 @@ void validate_config(const llm::ModelConfig& c, const std::string& source) {
   if (c.vocab_size != kVocab)
     throw Error(source + ": vocab_size = " + std::to_string(c.vocab_size) +
                 ", the tiny transformer's vocabulary is " + std::to_string(kVocab) + " bytes");
-  require_range(source, "hidden_size", c.hidden_size, 8, 1024);
+  require_range(source, "hidden_size", c.hidden_size, 8, kMaxWidth);
   require_range(source, "num_hidden_layers", c.num_layers, 1, 16);
-  require_range(source, "num_attention_heads", c.num_heads, 1, 16);
+  require_range(source, "num_attention_heads", c.num_heads, 1, 64);
   require_range(source, "num_key_value_heads", c.num_kv_heads, 1, c.num_heads);
-  require_range(source, "intermediate_size", c.intermediate_size, 1, 4096);
+  require_range(source, "intermediate_size", c.intermediate_size, 1, 4 * kMaxWidth);
   require_range(source, "head_dim", c.head_dim, 2, 256);
   if (c.num_heads % c.num_kv_heads)
     throw Error(source + ": num_attention_heads = " + std::to_string(c.num_heads) +
@@ -62,8 +62,8 @@ void validate_config(const llm::ModelConfig& c, const std::string& source) {
 
 llm::ModelConfig tiny_config(const Shape& s) {
   const std::string src = "tiny model";
-  require_range(src, "--d", s.d, 8, 1024);
-  require_range(src, "--heads", s.heads, 1, 16);
+  require_range(src, "--d", s.d, 8, kMaxWidth);
+  require_range(src, "--heads", s.heads, 1, 64);
   if (s.d % s.heads)
     throw Error(src + ": --d " + std::to_string(s.d) + " is not a multiple of --heads " +
                 std::to_string(s.heads));
@@ -109,7 +109,7 @@ void write_model(const std::filesystem::path& dir, const llm::ModelConfig& c, ui
 uint64_t activation_floats(const llm::ModelConfig& c, uint32_t capacity) {
   const uint64_t qd = uint64_t(c.num_heads) * c.head_dim, kvd = uint64_t(c.num_kv_heads) * c.head_dim;
   return 2ull * c.hidden_size + (qd + 2 * kvd) + qd + uint64_t(c.num_heads) * capacity +
-         2ull * c.intermediate_size + c.hidden_size + kVocab;
+         2ull * c.intermediate_size + c.hidden_size + kVocab + 2 * kArgmaxParts;
 }
 
 uint64_t kv_floats(const llm::ModelConfig& c, uint32_t capacity) {

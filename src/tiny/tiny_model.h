@@ -16,9 +16,11 @@
 
 namespace wgfuse::tiny {
 
-inline constexpr uint32_t kVocab = 256;      // bytes
-inline constexpr uint32_t kMaxTokens = 256;  // generated per sequence
-inline constexpr uint32_t kMaxPrompt = 256;  // prompt bytes
+inline constexpr uint32_t kVocab = 256;       // bytes
+inline constexpr uint32_t kMaxTokens = 256;   // generated per sequence
+inline constexpr uint32_t kMaxPrompt = 256;   // prompt bytes
+inline constexpr uint32_t kMaxWidth = 4096;   // d_model (the sweep reaches 3,072, a real model's)
+inline constexpr uint32_t kArgmaxParts = 16;  // ARG_PARTS in tiny_common.wgsl
 
 struct Shape {
   uint32_t d = 64;
