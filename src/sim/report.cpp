@@ -40,6 +40,7 @@ nlohmann::json mode_json(const ModeRun& r, uint64_t genome_bytes, double& median
   jm["genome_read_gb_per_s"] =
       r.gpu_eval_ms.empty() ? nlohmann::json(nullptr)
                             : nlohmann::json(double(genome_bytes) / (summarize(r.gpu_eval_ms).median * 1e6));
+  jm["in_flight"] = r.in_flight;
   jm["dispatches_per_generation"] = r.dispatches_per_generation;
   jm["submits_per_generation"] = r.submits_per_generation;
   std::vector<double> best, mean;
@@ -61,7 +62,7 @@ ModeRun run_mode(SimRunner& runner, Strategy m, const SimReportOptions& o) {
     std::fprintf(stderr, "  [%s] generation %u/%u, best %.6g, mean %.6g, %.1f s\n",
                  fuse::to_string(m).c_str(), gen + 1, o.generations, st.best, st.mean, seconds_since(t_mode));
   };
-  return runner.run(m, o.generations, progress);
+  return runner.run(m, o.generations, progress, o.in_flight);
 }
 
 void print_table(const std::vector<Strategy>& modes, const std::map<Strategy, ModeRun>& runs,
@@ -258,6 +259,17 @@ nlohmann::json run_and_report(SimRunner& runner, const SimReportOptions& o, cons
   j["adapter"] = adapter;
   j["modes"] = nlohmann::json::object();
   j["team"] = runner.team();
+  j["in_flight"] = o.in_flight;
+  const auto& spec = runner.spec();
+  j["workgroup"] = {{"fused", fuse::workgroup_size(spec, Strategy::Fused)},
+                    {"team", fuse::workgroup_size(spec, Strategy::Team)}};
+  j["overrides"] = spec.overrides;
+  for (auto& [name, value] : spec.overrides) std::printf("  override %s = %g\n", name.c_str(), value);
+  j["robustness"] = !o.robustness_disabled;
+  if (o.robustness_disabled)
+    std::printf(
+        "  UNSAFE: Dawn's shader robustness is disabled (--unsafe-no-robustness): out-of-bounds "
+        "accesses are undefined\n");
   if (!o.auto_why.empty()) {
     j["auto"] = {
         {"strategy", fuse::to_string(o.modes.front())}, {"team", runner.team()}, {"why", o.auto_why}};
@@ -276,6 +288,17 @@ nlohmann::json run_and_report(SimRunner& runner, const SimReportOptions& o, cons
 
   if (!team && o.all_modes) std::printf("\n  (team: not run, the adapter has no subgroups)\n");
   print_table(o.modes, runs, rate, j["modes"]);
+  if (o.copy_gb_per_s > 0) {
+    j["copy_gb_per_s"] = o.copy_gb_per_s;
+    for (auto m : o.modes) {
+      auto& jm = j["modes"][fuse::to_string(m)];
+      if (jm["genome_read_gb_per_s"].is_null()) continue;
+      const double gbs = jm["genome_read_gb_per_s"].get<double>();
+      jm["genome_read_of_copy"] = gbs / o.copy_gb_per_s;
+      std::printf("  %s evaluation reads the genomes at %.4g GB/s, %.1f%% of a copy kernel's %.4g GB/s\n",
+                  fuse::to_string(m).c_str(), gbs, 100 * gbs / o.copy_gb_per_s, o.copy_gb_per_s);
+    }
+  }
   j["speedups"] = speedups(rate);
 
   const auto& shown = runs.count(Strategy::Fused) ? runs[Strategy::Fused] : runs.begin()->second;
