@@ -35,6 +35,7 @@ nlohmann::json mode_json(const ModeRun& r, uint64_t genome_bytes, double& median
   jm["seconds_per_generation"] = r.seconds;
   jm["gpu_evaluation_ms"] =
       r.gpu_eval_ms.empty() ? nlohmann::json(nullptr) : summary_json(summarize(r.gpu_eval_ms));
+  jm["gpu_ga_ms"] = r.gpu_ga_ms.empty() ? nlohmann::json(nullptr) : summary_json(summarize(r.gpu_ga_ms));
   // The evaluation's rate of reading the genomes (against the copy bandwidth: how near the
   // memory bound an embarrassingly parallel workload such as Rastrigin gets).
   jm["genome_read_gb_per_s"] =
@@ -67,17 +68,19 @@ ModeRun run_mode(SimRunner& runner, Strategy m, const SimReportOptions& o) {
 
 void print_table(const std::vector<Strategy>& modes, const std::map<Strategy, ModeRun>& runs,
                  const std::map<Strategy, double>& rate, const nlohmann::json& jmodes) {
-  std::printf("\n  %-8s %12s %21s %14s %12s %14s\n", "mode", "gen/s", "min - max", "dispatches/gen",
-              "submits/gen", "GPU eval ms");
+  std::printf("\n  %-8s %12s %21s %14s %12s %14s %12s\n", "mode", "gen/s", "min - max", "dispatches/gen",
+              "submits/gen", "GPU eval ms", "GPU GA ms");
   for (auto m : modes) {
     auto& jm = jmodes[fuse::to_string(m)];
-    char gpu[32] = "-";
+    char gpu[32] = "-", ga[32] = "-";
     if (!jm["gpu_evaluation_ms"].is_null())
       std::snprintf(gpu, sizeof gpu, "%.4g", jm["gpu_evaluation_ms"]["median"].get<double>());
-    std::printf("  %-8s %12.4g %10.4g - %-10.4g %14llu %12llu %14s\n", fuse::to_string(m).c_str(), rate.at(m),
-                jm["gen_per_s"]["min"].get<double>(), jm["gen_per_s"]["max"].get<double>(),
+    if (!jm["gpu_ga_ms"].is_null())
+      std::snprintf(ga, sizeof ga, "%.4g", jm["gpu_ga_ms"]["median"].get<double>());
+    std::printf("  %-8s %12.4g %10.4g - %-10.4g %14llu %12llu %14s %12s\n", fuse::to_string(m).c_str(),
+                rate.at(m), jm["gen_per_s"]["min"].get<double>(), jm["gen_per_s"]["max"].get<double>(),
                 (unsigned long long)runs.at(m).dispatches_per_generation,
-                (unsigned long long)runs.at(m).submits_per_generation, gpu);
+                (unsigned long long)runs.at(m).submits_per_generation, gpu, ga);
   }
 }
 
@@ -231,9 +234,10 @@ nlohmann::json run_and_report(SimRunner& runner, const SimReportOptions& o, cons
                               const nlohmann::json& adapter) {
   const auto& w = runner.workload();
   const bool team = fuse::offered(runner.context(), Strategy::Team);
-  std::printf("wgfuse sim %s: pop %u, steps %u, episodes %u, genome %u f32, %u generations, seed %u\n",
-              w.name.c_str(), runner.pop(), runner.steps(), runner.episodes(), runner.genome_len(),
-              o.generations, o.seed);
+  std::printf(
+      "wgfuse sim %s: pop %u, steps %u, episodes %u, genome %u f32, %u generations (%u in flight), seed %u\n",
+      w.name.c_str(), runner.pop(), runner.steps(), runner.episodes(), runner.genome_len(), o.generations,
+      o.in_flight, o.seed);
   std::printf("  %s\n", w.summary.c_str());
   std::printf("  adapter: %s\n", adapter_line.c_str());
   const auto t_compile = Clock::now();

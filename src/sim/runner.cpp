@@ -113,6 +113,10 @@ std::vector<float> SimRunner::evaluate_initial(Strategy s, uint32_t steps, uint3
   return ctx_->read<float>(fitness_, 0, pop_);
 }
 
+namespace {
+constexpr uint64_t kTicksBytes = 32;  // begin and end of two passes
+}  // namespace
+
 ModeRun SimRunner::run(Strategy s, uint32_t generations,
                        const std::function<void(uint32_t, const GenerationStats&, double)>& progress,
                        uint32_t in_flight) {
@@ -122,13 +126,13 @@ ModeRun SimRunner::run(Strategy s, uint32_t generations,
   const uint32_t depth = fuse::row(s).wait_each_dispatch ? 1 : std::max(1u, in_flight);
   out.in_flight = depth;
   auto& prog = program(steps_);
-  // Per slot of the pipeline: a timestamp pair and a staging buffer that receives the GA's
-  // statistics and the evaluation's timestamps, read once that generation is done.
+  // Per slot of the pipeline: timestamps of two passes (evaluation, GA) and a staging buffer that
+  // receives the GA's statistics and the timestamps, read once that generation is done.
   std::vector<std::unique_ptr<gpu::Profiler>> profs;
   std::vector<gpu::Buffer> staging;
   for (uint32_t k = 0; k < depth; ++k) {
-    profs.push_back(std::make_unique<gpu::Profiler>(*ctx_, 1));
-    staging.push_back(ctx_->buffer(Evolution::kStatsBytes + 16,
+    profs.push_back(std::make_unique<gpu::Profiler>(*ctx_, 2));
+    staging.push_back(ctx_->buffer(Evolution::kStatsBytes + kTicksBytes,
                                    gpu::BufferUsage::MapRead | gpu::BufferUsage::CopyDst,
                                    w_->name + ".readback" + std::to_string(k)));
   }
@@ -141,7 +145,8 @@ ModeRun SimRunner::run(Strategy s, uint32_t generations,
     prog.set_generation(g);  // this generation's start states
     if (timed_gpu) rec.time_next_pass(*profs[slot]);
     auto c = prog.evaluate(s, rec, genomes_[cur], fitness_);
-    rec.end_pass();  // the evaluation in its own pass (timed), the GA in the next
+    rec.end_pass();  // the evaluation in its own pass, the GA in the next, each timed
+    if (timed_gpu) rec.time_next_pass(*profs[slot]);
     uint32_t d = evo_->record(rec, g, fitness_, genomes_[cur], genomes_[1 - cur]);
     evo_->copy_stats(rec, staging[slot], 0);
     if (timed_gpu) profs[slot]->resolve_to(rec, staging[slot], Evolution::kStatsBytes);
@@ -150,13 +155,14 @@ ModeRun SimRunner::run(Strategy s, uint32_t generations,
     out.submits_per_generation = c.submits + 1;
   };
   // Waits for the generation in `slot` only (not for those submitted after it).
-  auto collect = [&](uint32_t slot, double* gpu_ms) {
-    auto bytes = ctx_->map_read(staging[slot], Evolution::kStatsBytes + (timed_gpu ? 16 : 0));
+  // The GPU times (ms) of its evaluation and GA passes into `pass_ms` where timed.
+  auto collect = [&](uint32_t slot, std::vector<double>* pass_ms) {
+    auto bytes = ctx_->map_read(staging[slot], Evolution::kStatsBytes + (timed_gpu ? kTicksBytes : 0));
     auto st = Evolution::decode_stats(std::span(bytes).first(Evolution::kStatsBytes));
-    if (timed_gpu && gpu_ms) {
-      uint64_t ticks[2];
+    if (timed_gpu && pass_ms) {
+      uint64_t ticks[4];
       std::memcpy(ticks, bytes.data() + Evolution::kStatsBytes, sizeof ticks);
-      *gpu_ms = gpu::Profiler::pass_ns(ticks)[0] / 1e6;
+      for (double ns : gpu::Profiler::pass_ns(ticks)) pass_ms->push_back(ns / 1e6);
     }
     return st;
   };
@@ -175,14 +181,17 @@ ModeRun SimRunner::run(Strategy s, uint32_t generations,
   for (uint32_t g = 0; g < generations; ++g) {
     for (; submitted < generations && submitted < g + depth; ++submitted, cur = 1 - cur)
       submit_generation(submitted, cur, submitted % depth);
-    double gpu_ms = 0;
-    auto st = collect(g % depth, &gpu_ms);
+    std::vector<double> pass_ms;
+    auto st = collect(g % depth, &pass_ms);
     const auto now = std::chrono::steady_clock::now();
     const double sec = std::chrono::duration<double>(now - last).count();
     last = now;
     out.seconds.push_back(sec);
     out.stats.push_back(st);
-    if (timed_gpu) out.gpu_eval_ms.push_back(gpu_ms);
+    if (pass_ms.size() == 2) {
+      out.gpu_eval_ms.push_back(pass_ms[0]);
+      out.gpu_ga_ms.push_back(pass_ms[1]);
+    }
     if (progress) progress(g, st, sec);
   }
   return out;

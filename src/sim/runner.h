@@ -24,6 +24,7 @@ struct ModeRun {
   // GPU time of the evaluation pass of each timed generation (timestamp queries), in ms; empty
   // for per-step (one pass per dispatch) or where the device has no timestamp-query.
   std::vector<double> gpu_eval_ms;
+  std::vector<double> gpu_ga_ms;  // the same for the GA's pass (reduce, select, breed)
   uint64_t dispatches_per_generation = 0, submits_per_generation = 0;
   uint32_t in_flight = 1;  // generations submitted before the oldest one's read-back
 };
