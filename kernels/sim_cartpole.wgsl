@@ -61,6 +61,11 @@ fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
   }
 }
 
+// The episode has ended: later steps leave the state unchanged (fused stops there).
+fn sim_done(s: State) -> bool {
+  return s.done != 0u;
+}
+
 fn sim_fitness(s: State) -> f32 {
   return s.ret;
 }

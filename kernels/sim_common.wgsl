@@ -7,9 +7,14 @@
 //   fn sim_init(ind: u32, episode: u32) -> State          (start states: init_uniform(episode, ...))
 //   fn sim_step(t: u32, s: ptr<function, State>, ind: u32)
 //   fn sim_fitness(s: State) -> f32
+//   fn sim_done(s: State) -> bool                         (the episode has ended: every later
+//                                                          step leaves the state unchanged, so a
+//                                                          strategy may stop stepping)
 // and reads its genome with gene(ind, k) and shared data (market prices) with data(t, k). In a
 // team (kernels/sim_team.wgsl) it splits its work by team_lane (< TEAM) and combines it with
-// team_sum / team_broadcast (kernels/sim_solo.wgsl: the identity, for a team of one).
+// team_sum / team_broadcast (kernels/sim_solo.wgsl: the identity, for a team of one); a
+// step-splitting workload (SIM_TEAM_SPLITS_STEPS) instead takes steps t + team_lane, ignores
+// those >= L, exchanges nothing, and its fitness is summed over the lanes.
 // This file declares nothing a workload must not see and has no entry point.
 // #include "sim_rng.wgsl"
 

@@ -98,7 +98,9 @@ fn sim_fused_main(@builtin(global_invocation_id) gid: vec3<u32>) {
   var total = 0.0;
   for (var e = 0u; e < params.episodes; e++) {
     var s = sim_init(i, e);
-    for (var t = 0u; t < params.steps; t++) {
+    // Stops at the end of the episode, as the CUDA kernels do (no subgroup operation here: a
+    // team of one).
+    for (var t = 0u; t < params.steps && !sim_done(s); t++) {
       sim_step(t, &s, i);
     }
     total = total + sim_fitness(s);

@@ -41,11 +41,43 @@ const SIM_TEAM_SPLITS_STEPS: bool = false;
 // broadcast those, and every lane applies the trade (the same arithmetic in every lane, so each
 // holds the portfolio state). A team of one (per-step, batched, fused) holds all 502 weights.
 
-// The policy's input at step t: the 6 features of record t and the 2 fed-back outputs.
-fn market_observe(t: u32, s: State) -> array<f32, 8> {
+const MARKET_RECORD: u32 = 22u;
+
+// Step t's record, 0 <= t < L.
+fn market_load_record(t: u32) -> array<f32, MARKET_RECORD> {
+  var r: array<f32, MARKET_RECORD>;
+  for (var k = 0u; k < MARKET_RECORD; k++) {
+    r[k] = data(t, k);
+  }
+  return r;
+}
+
+// Whether a step loads the next step's record before its own arithmetic, so that the latency of
+// those loads hides behind it (the strategies that loop over the steps in one invocation; a
+// per-step dispatch loads its own record as well). An override, to measure it both ways
+// (`wgfuse sim market --override MARKET_PREFETCH=0`).
+override MARKET_PREFETCH: bool = true;
+var<private> market_next: array<f32, MARKET_RECORD>;  // the record of step market_next_t
+var<private> market_next_t: u32 = 0xffffffffu;
+
+// Step t's record: the one prefetched by step t - 1, else loaded now; then prefetches t + 1.
+fn market_record(t: u32) -> array<f32, MARKET_RECORD> {
+  var r = market_next;
+  if (!MARKET_PREFETCH || market_next_t != t) {
+    r = market_load_record(t);
+  }
+  if (MARKET_PREFETCH) {
+    market_next = market_load_record(min(t + 1u, params.steps - 1u));
+    market_next_t = t + 1u;
+  }
+  return r;
+}
+
+// The policy's input: the 6 features of the step's record and the 2 fed-back outputs.
+fn market_observe(rec: array<f32, MARKET_RECORD>, s: State) -> array<f32, 8> {
   var x: array<f32, 8>;
   for (var k = 0u; k < 6u; k++) {
-    x[k] = data(t, k);
+    x[k] = rec[k];
   }
   x[6] = s.fb0;
   x[7] = s.fb1;
@@ -111,13 +143,13 @@ fn market_output(r: MarketReadout, hn: array<f32, 16>) -> f32 {
 // Everything after the policy: positions, the portfolio return of hour t net of costs, the
 // fed-back outputs, and the statistics the fitness is computed from. Touches every field of
 // State but h.
-fn market_trade(t: u32, s: ptr<function, State>, out: array<f32, 6>) {
+fn market_trade(rec: array<f32, MARKET_RECORD>, s: ptr<function, State>, out: array<f32, 6>) {
   var r = 0.0;
   var turnover = 0.0;
   for (var g = 0u; g < 4u; g++) {
     let p = tanh_safe(out[g]);
     let base = 6u + 4u * g;
-    let group_ret = (data(t, base) + data(t, base + 1u) + data(t, base + 2u) + data(t, base + 3u)) * 0.25;
+    let group_ret = (rec[base] + rec[base + 1u] + rec[base + 2u] + rec[base + 3u]) * 0.25;
     r = r + p * 0.25 * group_ret;
     turnover = turnover + abs(p - (*s).pos[g]) * 0.25;
     (*s).pos[g] = p;
@@ -147,7 +179,8 @@ fn sim_load(ind: u32) {
 }
 
 fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
-  let x = market_observe(t, *s);
+  let rec = market_record(t);
+  let x = market_observe(rec, *s);
   var h_lane: array<f32, 16>;
   for (var u = 0u; u < 16u / TEAM; u++) {
     h_lane[u] = market_hidden(market_units[u], x, (*s).h);
@@ -165,10 +198,15 @@ fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
     out[o] = team_broadcast(out_lane[o / TEAM], o % TEAM);
   }
   (*s).h = hn;
-  market_trade(t, s, out);
+  market_trade(rec, s, out);
 }
 
 // The annualised Sharpe ratio of the hourly returns minus 5 x the maximum drawdown.
+// Every episode runs its L steps.
+fn sim_done(s: State) -> bool {
+  return false;
+}
+
 fn sim_fitness(s: State) -> f32 {
   let n = f32(params.steps);
   let mean = s.sum_r / n;

@@ -11,7 +11,8 @@ struct State {
 fn sim_load(ind: u32) {}
 
 // The terms are independent: a team of TEAM lanes divides them (lane l adds terms t + l for t =
-// 0, TEAM, 2 TEAM, ...) and sums its partial sums in sim_fitness.
+// 0, TEAM, 2 TEAM, ..., ignoring those past L) and the team's fitness is the sum of its lanes';
+// its lanes are strided over the workgroup, so a gene is read coalesced (kernels/sim_team.wgsl).
 const SIM_TEAM_SPLITS_STEPS: bool = true;
 
 fn sim_init(ind: u32, episode: u32) -> State {
@@ -26,8 +27,13 @@ fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
   }
 }
 
+// Every episode runs its L steps.
+fn sim_done(s: State) -> bool {
+  return false;
+}
+
 fn sim_fitness(s: State) -> f32 {
-  return -team_sum(s.sum);
+  return -s.sum;
 }
 
 // The entry points of every strategy around this definition.

@@ -1,7 +1,10 @@
 // Helpers shared by the simulation tests.
 #pragma once
 
+#include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "fuse/sim_program.h"
@@ -21,6 +24,18 @@ inline std::vector<float> evaluate(fuse::SimProgram& p, fuse::Strategy s, const 
   p.evaluate(s, rec, g, f);
   rec.submit();
   return ctx.read<float>(f, 0, p.pop());
+}
+
+inline nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  return nlohmann::json::parse(f);
+}
+
+// `wgfuse ARGS` fails and its output names `words`.
+inline void expect_cli_error(const std::string& args, const std::string& words) {
+  auto r = run_wgfuse(args);
+  EXPECT_NE(r.rc, 0) << args;
+  EXPECT_NE(r.out.find(words), std::string::npos) << args << ":\n" << r.out;
 }
 
 }  // namespace wgfuse::test

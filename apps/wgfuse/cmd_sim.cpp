@@ -5,10 +5,12 @@
 // against each other and against a double-precision CPU reference. docs/SIMULATIONS.md
 // describes the workloads.
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "bench/dispatch_bench.h"
 #include "commands.h"
 #include "fuse/sim_program.h"
 #include "sim/report.h"
@@ -16,6 +18,7 @@
 #include "sim/workloads.h"
 #include "submit.h"
 #include "util/error.h"
+#include "webgpu/diagnostics.h"
 
 namespace wgfuse::cli {
 namespace {
@@ -23,10 +26,28 @@ namespace {
 struct SimOptions {
   std::string workload;
   uint32_t pop = 0, steps = 0, generations = 10, seed = 1, samples = 64, episodes = 1, team = 0;
+  uint32_t workgroup = 0, in_flight = sim::kDefaultInFlight;
   std::string mode = "auto";
-  bool check = false, dump_wgsl = false, quiet = false;
+  bool check = false, dump_wgsl = false, quiet = false, no_robustness = false, dump_shaders = false,
+       bandwidth = false;
   std::string json_path, data_path, submit;
+  std::vector<std::string> overrides;  // NAME=VALUE
 };
+
+// --override NAME=VALUE (a WGSL override constant of the definition: a number, true or false).
+std::map<std::string, double> parse_overrides(const std::vector<std::string>& items) {
+  std::map<std::string, double> out;
+  for (auto& item : items) {
+    const auto eq = item.find('=');
+    const std::string name = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    char* end = nullptr;
+    const double v = value == "true" ? 1 : value == "false" ? 0 : std::strtod(value.c_str(), &end);
+    if (name.empty() || value.empty() || (end && *end != '\0'))
+      throw Error("--override '" + item + "': expected NAME=VALUE with a number, true or false");
+    out[name] = v;
+  }
+  return out;
+}
 
 void run_sim(const SimOptions& o, const GlobalOptions& g) {
   const auto& w = sim::find_workload(o.workload);
@@ -44,9 +65,21 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
                           .quiet = o.quiet};
   if (!auto_mode && !r.all_modes) r.modes = {fuse::parse_strategy(o.mode)};
 
-  gpu::Context ctx(g.context_options());
+  auto copts = g.context_options();
+  if (o.no_robustness) copts.enabled_toggles.push_back("disable_robustness");
+  if (o.dump_shaders) {
+    copts.enabled_toggles.push_back("dump_shaders");
+    webgpu::set_verbose(true);  // Dawn logs the shaders; --verbose's route to stderr
+  }
+  gpu::Context ctx(copts);
+  r.in_flight = o.in_flight;
+  r.robustness_disabled = o.no_robustness;
+  if (o.bandwidth)
+    r.copy_gb_per_s = bench::copy_kernel_bandwidth_gbs(ctx, ctx.adapter().is_cpu ? 4u << 20 : 256u << 20, 5);
+  auto spec = w.spec;
+  if (o.workgroup) spec.workgroup_size = spec.team_workgroup_size = o.workgroup;
   const uint32_t pop = o.pop ? o.pop : w.default_pop;
-  const auto choice = fuse::choose_auto(ctx, w.spec, pop);
+  const auto choice = fuse::choose_auto(ctx, spec, pop);
   if (auto_mode) {
     r.modes = {choice.strategy};
     r.auto_why = choice.why;
@@ -58,7 +91,8 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
   }
   // The team size: --team, else auto's choice (also for --mode team and all).
   const uint32_t team = o.team ? o.team : choice.team;
-  sim::SimRunner runner(ctx, w, pop, o.steps ? o.steps : w.default_steps, o.seed, o.episodes, team);
+  sim::SimRunner runner(ctx, w, pop, o.steps ? o.steps : w.default_steps, o.seed, o.episodes, team,
+                        o.workgroup, parse_overrides(o.overrides));
   if (!o.data_path.empty()) {
     if (!w.data) throw Error("--write-data: workload '" + w.name + "' has no data");
     sim::write_records(runner.data().records, o.data_path);
@@ -117,6 +151,22 @@ void add_sim(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--samples", o.samples, "individuals compared with the CPU reference and written to JSON")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_option("--workgroup", o.workgroup,
+                  "invocations per workgroup, a power of two (default: the workload's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--in-flight", o.in_flight,
+                  "generations submitted before the oldest one's statistics are read back (1: one at a time)")
+      ->check(CLI::Range(1u, 8u))
+      ->capture_default_str();
+  cmd->add_option("--override", o.overrides,
+                  "NAME=VALUE: a WGSL override constant of the workload's kernels (e.g. MARKET_PREFETCH=0)");
+  cmd->add_flag("--unsafe-no-robustness", o.no_robustness,
+                "native only, to measure its cost: Dawn's disable_robustness toggle (out-of-bounds shader "
+                "accesses become undefined; printed in the report)");
+  cmd->add_flag("--dump-shaders", o.dump_shaders,
+                "Dawn's dump_shaders toggle: each compiled shader on stderr");
+  cmd->add_flag("--bandwidth", o.bandwidth,
+                "measure a copy kernel's bandwidth and report the evaluation's genome reads against it");
   cmd->add_flag("--check", o.check, "check the strategies against each other and the CPU reference");
   cmd->add_option("--json", o.json_path, "write the results as JSON to FILE");
   cmd->add_option("--submit", o.submit,

@@ -14,9 +14,15 @@ void require_offered(const gpu::Context& ctx, Strategy s) {
                 " needs the adapter's 'subgroups' feature, which this adapter does not offer; use fused");
 }
 
+uint32_t workgroup_size(const SimSpec& spec, Strategy s) {
+  return row(s).grid == Grid::PerTeam && spec.team_workgroup_size ? spec.team_workgroup_size
+                                                                  : spec.workgroup_size;
+}
+
 uint32_t max_team(const gpu::Context& ctx, const SimSpec& spec) {
   if (!ctx.features().subgroups) return 1;
-  uint32_t m = std::min({spec.max_team, ctx.adapter().subgroup_min_size, spec.workgroup_size});
+  uint32_t m =
+      std::min({spec.max_team, ctx.adapter().subgroup_min_size, workgroup_size(spec, Strategy::Team)});
   uint32_t p = 1;
   while (p * 2 <= m) p *= 2;
   return p;
@@ -29,13 +35,20 @@ void check_team(const gpu::Context& ctx, const SimSpec& spec, uint32_t team) {
                 " must be a power of two from 1 to " + std::to_string(m) +
                 " (the smallest of the workload's " + std::to_string(spec.max_team) +
                 ", the adapter's smallest subgroup, " + std::to_string(ctx.adapter().subgroup_min_size) +
-                ", and the workgroup size " + std::to_string(spec.workgroup_size) + ")");
+                ", and the workgroup size " + std::to_string(workgroup_size(spec, Strategy::Team)) + ")");
 }
 
 AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t pop) {
   if (!ctx.features().subgroups)
     return {Strategy::Fused, 1, "fused: the adapter has no subgroups, so no team strategy"};
   const uint32_t m = max_team(ctx, spec);
+  if (spec.team_splits_steps && m > 1)
+    return {Strategy::Team, m,
+            "team of " + std::to_string(m) + ": the steps are independent, so the largest team (" +
+                std::to_string(m) +
+                ": workload, smallest subgroup, workgroup) streams the genes with the most "
+                "loads in flight (" +
+                std::to_string(uint64_t(pop) * m) + " invocations)"};
   uint32_t team = 1;
   while (team < m && uint64_t(pop) * team < kAutoTargetInvocations) team *= 2;
   const std::string target = std::to_string(kAutoTargetInvocations);
@@ -73,9 +86,17 @@ SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t s
   if (episodes > kMaxEpisodes)
     throw Error("simulation '" + spec_.name + "': " + std::to_string(episodes) +
                 " episodes, over the limit of " + std::to_string(kMaxEpisodes));
+  const auto& lim = ctx.limits();
+  for (uint32_t wg : {spec_.workgroup_size, workgroup_size(spec_, Strategy::Team)}) {
+    const uint32_t top =
+        std::min(lim.max_compute_invocations_per_workgroup, lim.max_compute_workgroup_size_x);
+    if (wg == 0 || (wg & (wg - 1)) != 0 || wg > top)
+      throw Error("simulation '" + spec_.name + "': workgroup size " + std::to_string(wg) +
+                  " must be a power of two from 1 to " + std::to_string(top) +
+                  " (the device's maxComputeInvocationsPerWorkgroup and maxComputeWorkgroupSizeX)");
+  }
   check_team(ctx, spec_, team);
   team_ = team;
-  const auto& lim = ctx.limits();
   groups_ = (pop + spec_.workgroup_size - 1) / spec_.workgroup_size;
   if (groups_ > lim.max_compute_workgroups_per_dimension)
     throw Error("simulation '" + spec_.name + "': population " + std::to_string(pop) + " needs " +
@@ -94,6 +115,11 @@ SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t s
                 " bytes) is over the device's maxStorageBufferBindingSize (" +
                 std::to_string(lim.max_storage_buffer_binding_size) + ")");
   source_ = generated_source(spec_, Strategy::Fused);
+  const bool splits = source_.find("const SIM_TEAM_SPLITS_STEPS: bool = true;") != std::string::npos;
+  if (splits != spec_.team_splits_steps)
+    throw Error("simulation '" + spec_.name + "': its SimSpec says team_splits_steps = " +
+                (spec_.team_splits_steps ? "true" : "false") + " but its definition (" + spec_.family +
+                ") says SIM_TEAM_SPLITS_STEPS = " + (splits ? "true" : "false"));
   if (ctx.features().subgroups) team_source_ = generated_source(spec_, Strategy::Team);
   params_buf_ = ctx.upload<SimParams>(std::span<const SimParams>(&params_, 1), gpu::BufferUsage::Uniform,
                                       spec_.name + ".params");
@@ -120,24 +146,23 @@ void SimProgram::ensure_slots() {
 
 void SimProgram::compile() {
   if (init_) return;
+  auto overrides = [&](Strategy s) {
+    auto o = spec_.overrides;
+    o["WORKGROUP_SIZE"] = double(workgroup_size(spec_, s));
+    if (row(s).grid == Grid::PerTeam) o["TEAM"] = double(team_);
+    return o;
+  };
   auto kernel = [&](std::string_view entry) {
-    return &ctx_->kernel({"sim." + spec_.name,
-                          source_,
-                          std::string(entry),
-                          {{"WORKGROUP_SIZE", double(spec_.workgroup_size)}}});
+    return &ctx_->kernel({"sim." + spec_.name, source_, std::string(entry), overrides(Strategy::Fused)});
   };
   init_ = kernel(kInitEntry);
   fitness_ = kernel(kFitnessEntry);
   next_episode_ = kernel(kNextEpisodeEntry);
   for (auto& r : strategies()) {
     if (entries_.count(r.entry) || !offered(*ctx_, r.id)) continue;
-    entries_[r.entry] =
-        r.grid == Grid::PerTeam
-            ? &ctx_->kernel({"sim." + spec_.name + ".team",
-                             team_source_,
-                             std::string(r.entry),
-                             {{"WORKGROUP_SIZE", double(spec_.workgroup_size)}, {"TEAM", double(team_)}}})
-            : kernel(r.entry);
+    entries_[r.entry] = r.grid == Grid::PerTeam ? &ctx_->kernel({"sim." + spec_.name + ".team", team_source_,
+                                                                 std::string(r.entry), overrides(r.id)})
+                                                : kernel(r.entry);
   }
 }
 
@@ -170,11 +195,12 @@ gpu::Plan& SimProgram::plan(Strategy s, const gpu::Buffer& genomes, const gpu::B
   uint32_t groups = groups_;
   if (r.grid == Grid::PerTeam) {
     const uint64_t invocations = uint64_t(params_.pop) * team_;
-    groups = uint32_t((invocations + spec_.workgroup_size - 1) / spec_.workgroup_size);
+    const uint32_t wg = workgroup_size(spec_, s);
+    groups = uint32_t((invocations + wg - 1) / wg);
     if (groups > ctx_->limits().max_compute_workgroups_per_dimension)
       throw Error("simulation '" + spec_.name + "': population " + std::to_string(params_.pop) +
                   " in teams of " + std::to_string(team_) + " needs " + std::to_string(groups) +
-                  " workgroups of " + std::to_string(spec_.workgroup_size) +
+                  " workgroups of " + std::to_string(wg) +
                   ", over the device's maxComputeWorkgroupsPerDimension (" +
                   std::to_string(ctx_->limits().max_compute_workgroups_per_dimension) + ")");
   }

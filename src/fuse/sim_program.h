@@ -39,10 +39,22 @@ struct SimSpec {
   std::string family;        // the embedded kernel family holding the definition, e.g. "sim_acrobot"
   uint32_t state_bytes = 0;  // size of the WGSL State struct (slot = kSlotHeaderBytes + state_bytes)
   uint32_t workgroup_size = 64;
+  // The team strategy's workgroup size (0: workgroup_size). A step-splitting team wants at least
+  // 8 teams per workgroup, so that a gene is read in whole 32-byte sectors.
+  uint32_t team_workgroup_size = 0;
   // The largest team the definition splits its work for (a power of two): 16 where hidden units
   // are split across lanes (16 units), more where steps are (Rastrigin).
   uint32_t max_team = 16;
+  // Mirrors the definition's SIM_TEAM_SPLITS_STEPS (SimProgram checks that they agree): its steps
+  // are independent, so a team divides them and its lanes are strided (kernels/sim_team.wgsl).
+  bool team_splits_steps = false;
+  // More pipeline-overridable constants for every kernel of the definition (the CLI's
+  // --override, e.g. MARKET_PREFETCH), besides WORKGROUP_SIZE and TEAM, which SimProgram sets.
+  std::map<std::string, double> overrides;
 };
+
+// The workgroup size of strategy `s` for `spec`.
+uint32_t workgroup_size(const SimSpec& spec, Strategy s);
 
 // Mirrors SimParams in kernels/sim_common.wgsl.
 struct SimParams {
@@ -79,7 +91,8 @@ bool offered(const gpu::Context& ctx, Strategy s);
 void require_offered(const gpu::Context& ctx, Strategy s);
 
 // The team sizes `spec` can run with on this adapter: powers of two up to min(spec.max_team,
-// the adapter's smallest subgroup, the workgroup size). 1 where the adapter has no subgroups.
+// the adapter's smallest subgroup, the team's workgroup size). 1 where the adapter has no
+// subgroups.
 uint32_t max_team(const gpu::Context& ctx, const SimSpec& spec);
 // Throws Error naming the limit when `team` is not a power of two within max_team.
 void check_team(const gpu::Context& ctx, const SimSpec& spec, uint32_t team);
@@ -90,9 +103,13 @@ struct AutoChoice {
   uint32_t team = 1;
   std::string why;
 };
-// Enough invocations to fill a large GPU with these register-heavy kernels: about one wave of an
-// H100 at ~128 registers per invocation (132 SMs x 512 invocations = 67,584; half of it already
-// hides latency, as the Market team kernel measured at 40,000).
+// The rule (one place, named in the report): a team whose lanes share the state (a policy)
+// grows until pop x team reaches kAutoTargetInvocations, enough to fill a large GPU with these
+// register-heavy kernels: about one wave of an H100 at ~128 registers per invocation (132 SMs x
+// 512 invocations = 67,584; half of it already hides latency, as the Market team kernel
+// measured at 40,000). A step-splitting team (light invocations that stream genes from memory)
+// takes the largest size allowed: the more loads in flight, the nearer the bandwidth bound.
+// Without subgroups, fused.
 inline constexpr uint64_t kAutoTargetInvocations = 32768;
 AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t pop);
 

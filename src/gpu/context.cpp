@@ -385,6 +385,10 @@ void Context::request_device(const ContextOptions& options) {
   toggles.chain.sType = WGPUSType_DawnTogglesDescriptor;
   toggles.disabledToggleCount = 1;
   toggles.disabledToggles = disabled_toggles;
+  std::vector<const char*> enabled;
+  for (auto& t : options.enabled_toggles) enabled.push_back(t.c_str());
+  toggles.enabledToggleCount = enabled.size();
+  toggles.enabledToggles = enabled.data();
   WGPUDeviceDescriptor dd{};
   dd.nextInChain = &toggles.chain;
   dd.label = sv("wgfuse");

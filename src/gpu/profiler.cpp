@@ -40,12 +40,24 @@ std::vector<uint64_t> Profiler::read_ticks() {
   return ticks;
 }
 
-std::vector<double> Profiler::read_ns() {
+std::vector<double> Profiler::pass_ns(std::span<const uint64_t> ticks) {
   std::vector<double> out;
-  auto ticks = read_ticks();
   for (size_t k = 0; k + 1 < ticks.size(); k += 2)
     out.push_back(ticks[k + 1] >= ticks[k] ? double(ticks[k + 1] - ticks[k]) : 0.0);
   return out;
+}
+
+std::vector<double> Profiler::read_ns() {
+  return pass_ns(read_ticks());
+}
+
+uint64_t Profiler::resolve_to(Recorder& rec, const Buffer& staging, uint64_t offset) {
+  if (!enabled() || used_ == 0) return 0;
+  const uint64_t bytes = 16ull * used_;
+  resolve(rec);
+  rec.copy(resolved_, 0, staging, offset, bytes);
+  used_ = 0;
+  return bytes;
 }
 
 }  // namespace wgfuse::gpu

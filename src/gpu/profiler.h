@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "gpu/buffer.h"
@@ -29,6 +30,13 @@ class Profiler {
   void resolve(Recorder& rec);
   // GPU time of each timed pass, in nanoseconds (waits for submitted work). Resets the slots.
   std::vector<double> read_ns();
+  // For several command buffers in flight: records the resolve and a copy of the raw timestamps
+  // (2 x 8 bytes per timed pass) into `staging` (MapRead | CopyDst) at `offset`, to be read with
+  // Context::map_read once this command buffer is done (read_ns would wait for everything
+  // submitted). Resets the slots; returns the bytes copied (0 where nothing was timed).
+  uint64_t resolve_to(Recorder& rec, const Buffer& staging, uint64_t offset);
+  // The durations (ns) of the timed passes from their raw timestamps.
+  static std::vector<double> pass_ns(std::span<const uint64_t> ticks);
   // The raw timestamps (ns) instead: begin and end of each timed pass, in order, for spans between
   // passes (e.g. copies, which no pass can hold). Waits for submitted work; resets the slots.
   std::vector<uint64_t> read_ticks();

@@ -83,7 +83,18 @@ uint32_t Evolution::record(gpu::Recorder& rec, uint32_t generation, const gpu::B
 }
 
 GenerationStats Evolution::read_stats() {
-  auto w = ctx_->read<uint32_t>(stats_, 0, 4);
+  return decode_stats(ctx_->read_bytes(stats_, 0, kStatsBytes));
+}
+
+void Evolution::copy_stats(gpu::Recorder& rec, const gpu::Buffer& staging, uint64_t offset) {
+  rec.copy(stats_, 0, staging, offset, kStatsBytes);
+}
+
+GenerationStats Evolution::decode_stats(std::span<const std::byte> bytes) {
+  if (bytes.size() < kStatsBytes)
+    throw Error("GA statistics: " + std::to_string(bytes.size()) + " bytes, want 16");
+  uint32_t w[4];
+  std::memcpy(w, bytes.data(), kStatsBytes);
   GenerationStats s;
   std::memcpy(&s.best, &w[0], 4);
   std::memcpy(&s.mean, &w[1], 4);

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <tuple>
 
 #include "gpu/buffer.h"
@@ -52,14 +53,19 @@ class Evolution {
                   const gpu::Buffer& dst);
   // Reads the statistics recorded last (waits for submitted work).
   GenerationStats read_stats();
+  // Records a copy of the statistics (kStatsBytes) into `staging` (MapRead | CopyDst) at
+  // `offset`, for a read-back that waits only for this command buffer (Context::map_read).
+  void copy_stats(gpu::Recorder& rec, const gpu::Buffer& staging, uint64_t offset);
+  static constexpr uint64_t kStatsBytes = 16;
+  static GenerationStats decode_stats(std::span<const std::byte> bytes);
 
  private:
   gpu::Plan& plan(const gpu::Buffer& fitness, const gpu::Buffer& src, const gpu::Buffer& dst);
   gpu::Context* ctx_;
   uint32_t pop_, genome_len_;
   GaConfig cfg_;
-  // The params are rewritten (queue write) when a generation is recorded: the previous
-  // generation has been read back by then, so no submitted work still reads them.
+  // The params are rewritten (queue write) when a generation is recorded: queue writes are
+  // ordered with submits, so generations already in flight keep the values they were given.
   gpu::Buffer params_, stats_, parents_;
   uint32_t breed_x_ = 0, breed_y_ = 0;
   const gpu::Kernel *reduce_ = nullptr, *select_ = nullptr, *breed_ = nullptr;  // by compile()

@@ -35,11 +35,13 @@ nlohmann::json mode_json(const ModeRun& r, uint64_t genome_bytes, double& median
   jm["seconds_per_generation"] = r.seconds;
   jm["gpu_evaluation_ms"] =
       r.gpu_eval_ms.empty() ? nlohmann::json(nullptr) : summary_json(summarize(r.gpu_eval_ms));
+  jm["gpu_ga_ms"] = r.gpu_ga_ms.empty() ? nlohmann::json(nullptr) : summary_json(summarize(r.gpu_ga_ms));
   // The evaluation's rate of reading the genomes (against the copy bandwidth: how near the
   // memory bound an embarrassingly parallel workload such as Rastrigin gets).
   jm["genome_read_gb_per_s"] =
       r.gpu_eval_ms.empty() ? nlohmann::json(nullptr)
                             : nlohmann::json(double(genome_bytes) / (summarize(r.gpu_eval_ms).median * 1e6));
+  jm["in_flight"] = r.in_flight;
   jm["dispatches_per_generation"] = r.dispatches_per_generation;
   jm["submits_per_generation"] = r.submits_per_generation;
   std::vector<double> best, mean;
@@ -61,22 +63,24 @@ ModeRun run_mode(SimRunner& runner, Strategy m, const SimReportOptions& o) {
     std::fprintf(stderr, "  [%s] generation %u/%u, best %.6g, mean %.6g, %.1f s\n",
                  fuse::to_string(m).c_str(), gen + 1, o.generations, st.best, st.mean, seconds_since(t_mode));
   };
-  return runner.run(m, o.generations, progress);
+  return runner.run(m, o.generations, progress, o.in_flight);
 }
 
 void print_table(const std::vector<Strategy>& modes, const std::map<Strategy, ModeRun>& runs,
                  const std::map<Strategy, double>& rate, const nlohmann::json& jmodes) {
-  std::printf("\n  %-8s %12s %21s %14s %12s %14s\n", "mode", "gen/s", "min - max", "dispatches/gen",
-              "submits/gen", "GPU eval ms");
+  std::printf("\n  %-8s %12s %21s %14s %12s %14s %12s\n", "mode", "gen/s", "min - max", "dispatches/gen",
+              "submits/gen", "GPU eval ms", "GPU GA ms");
   for (auto m : modes) {
     auto& jm = jmodes[fuse::to_string(m)];
-    char gpu[32] = "-";
+    char gpu[32] = "-", ga[32] = "-";
     if (!jm["gpu_evaluation_ms"].is_null())
       std::snprintf(gpu, sizeof gpu, "%.4g", jm["gpu_evaluation_ms"]["median"].get<double>());
-    std::printf("  %-8s %12.4g %10.4g - %-10.4g %14llu %12llu %14s\n", fuse::to_string(m).c_str(), rate.at(m),
-                jm["gen_per_s"]["min"].get<double>(), jm["gen_per_s"]["max"].get<double>(),
+    if (!jm["gpu_ga_ms"].is_null())
+      std::snprintf(ga, sizeof ga, "%.4g", jm["gpu_ga_ms"]["median"].get<double>());
+    std::printf("  %-8s %12.4g %10.4g - %-10.4g %14llu %12llu %14s %12s\n", fuse::to_string(m).c_str(),
+                rate.at(m), jm["gen_per_s"]["min"].get<double>(), jm["gen_per_s"]["max"].get<double>(),
                 (unsigned long long)runs.at(m).dispatches_per_generation,
-                (unsigned long long)runs.at(m).submits_per_generation, gpu);
+                (unsigned long long)runs.at(m).submits_per_generation, gpu, ga);
   }
 }
 
@@ -230,9 +234,10 @@ nlohmann::json run_and_report(SimRunner& runner, const SimReportOptions& o, cons
                               const nlohmann::json& adapter) {
   const auto& w = runner.workload();
   const bool team = fuse::offered(runner.context(), Strategy::Team);
-  std::printf("wgfuse sim %s: pop %u, steps %u, episodes %u, genome %u f32, %u generations, seed %u\n",
-              w.name.c_str(), runner.pop(), runner.steps(), runner.episodes(), runner.genome_len(),
-              o.generations, o.seed);
+  std::printf(
+      "wgfuse sim %s: pop %u, steps %u, episodes %u, genome %u f32, %u generations (%u in flight), seed %u\n",
+      w.name.c_str(), runner.pop(), runner.steps(), runner.episodes(), runner.genome_len(), o.generations,
+      o.in_flight, o.seed);
   std::printf("  %s\n", w.summary.c_str());
   std::printf("  adapter: %s\n", adapter_line.c_str());
   const auto t_compile = Clock::now();
@@ -258,6 +263,17 @@ nlohmann::json run_and_report(SimRunner& runner, const SimReportOptions& o, cons
   j["adapter"] = adapter;
   j["modes"] = nlohmann::json::object();
   j["team"] = runner.team();
+  j["in_flight"] = o.in_flight;
+  const auto& spec = runner.spec();
+  j["workgroup"] = {{"fused", fuse::workgroup_size(spec, Strategy::Fused)},
+                    {"team", fuse::workgroup_size(spec, Strategy::Team)}};
+  j["overrides"] = spec.overrides;
+  for (auto& [name, value] : spec.overrides) std::printf("  override %s = %g\n", name.c_str(), value);
+  j["robustness"] = !o.robustness_disabled;
+  if (o.robustness_disabled)
+    std::printf(
+        "  UNSAFE: Dawn's shader robustness is disabled (--unsafe-no-robustness): out-of-bounds "
+        "accesses are undefined\n");
   if (!o.auto_why.empty()) {
     j["auto"] = {
         {"strategy", fuse::to_string(o.modes.front())}, {"team", runner.team()}, {"why", o.auto_why}};
@@ -276,6 +292,17 @@ nlohmann::json run_and_report(SimRunner& runner, const SimReportOptions& o, cons
 
   if (!team && o.all_modes) std::printf("\n  (team: not run, the adapter has no subgroups)\n");
   print_table(o.modes, runs, rate, j["modes"]);
+  if (o.copy_gb_per_s > 0) {
+    j["copy_gb_per_s"] = o.copy_gb_per_s;
+    for (auto m : o.modes) {
+      auto& jm = j["modes"][fuse::to_string(m)];
+      if (jm["genome_read_gb_per_s"].is_null()) continue;
+      const double gbs = jm["genome_read_gb_per_s"].get<double>();
+      jm["genome_read_of_copy"] = gbs / o.copy_gb_per_s;
+      std::printf("  %s evaluation reads the genomes at %.4g GB/s, %.1f%% of a copy kernel's %.4g GB/s\n",
+                  fuse::to_string(m).c_str(), gbs, 100 * gbs / o.copy_gb_per_s, o.copy_gb_per_s);
+    }
+  }
   j["speedups"] = speedups(rate);
 
   const auto& shown = runs.count(Strategy::Fused) ? runs[Strategy::Fused] : runs.begin()->second;

@@ -41,15 +41,19 @@ std::vector<float> gene_major(const std::vector<float>& genomes, uint32_t pop, u
 }
 
 SimRunner::SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_t steps, uint32_t seed,
-                     uint32_t episodes, uint32_t team)
+                     uint32_t episodes, uint32_t team, uint32_t workgroup,
+                     std::map<std::string, double> overrides)
     : ctx_(&ctx),
       w_(&w),
+      spec_(w.spec),
       pop_(pop),
       steps_(steps),
       seed_(seed),
       episodes_(episodes),
       team_(team),
       genome_len_(w.genome_length(steps)) {
+  if (workgroup) spec_.workgroup_size = spec_.team_workgroup_size = workgroup;
+  for (auto& [name, value] : overrides) spec_.overrides[name] = value;
   if (pop < 2) throw Error("population must be at least 2");
   if (steps < 1) throw Error("steps must be at least 1");
   const auto& lim = ctx.limits();
@@ -80,8 +84,8 @@ fuse::SimProgram& SimRunner::program(uint32_t steps) {
       data = std::span<const float>(data_.records).first(size_t(steps) * data_.stride);
       stride = data_.stride;
     }
-    p = std::make_unique<fuse::SimProgram>(*ctx_, w_->spec, pop_, steps, w_->genome_length(steps), seed_,
-                                           data, stride, episodes_, team_);
+    p = std::make_unique<fuse::SimProgram>(*ctx_, spec_, pop_, steps, w_->genome_length(steps), seed_, data,
+                                           stride, episodes_, team_);
   }
   return *p;
 }
@@ -109,45 +113,85 @@ std::vector<float> SimRunner::evaluate_initial(Strategy s, uint32_t steps, uint3
   return ctx_->read<float>(fitness_, 0, pop_);
 }
 
+namespace {
+constexpr uint64_t kTicksBytes = 32;  // begin and end of two passes
+}  // namespace
+
 ModeRun SimRunner::run(Strategy s, uint32_t generations,
-                       const std::function<void(uint32_t, const GenerationStats&, double)>& progress) {
+                       const std::function<void(uint32_t, const GenerationStats&, double)>& progress,
+                       uint32_t in_flight) {
   ModeRun out;
   out.strategy = s;
+  // Per-step waits after every dispatch, so it runs one generation at a time.
+  const uint32_t depth = fuse::row(s).wait_each_dispatch ? 1 : std::max(1u, in_flight);
+  out.in_flight = depth;
   auto& prog = program(steps_);
-  gpu::Profiler prof(*ctx_, 1);
-  const bool timed_gpu = prof.enabled() && s != Strategy::PerStep;
-  auto generation = [&](uint32_t g, int cur) {
+  // Per slot of the pipeline: timestamps of two passes (evaluation, GA) and a staging buffer that
+  // receives the GA's statistics and the timestamps, read once that generation is done.
+  std::vector<std::unique_ptr<gpu::Profiler>> profs;
+  std::vector<gpu::Buffer> staging;
+  for (uint32_t k = 0; k < depth; ++k) {
+    profs.push_back(std::make_unique<gpu::Profiler>(*ctx_, 2));
+    staging.push_back(ctx_->buffer(Evolution::kStatsBytes + kTicksBytes,
+                                   gpu::BufferUsage::MapRead | gpu::BufferUsage::CopyDst,
+                                   w_->name + ".readback" + std::to_string(k)));
+  }
+  const bool timed_gpu = profs[0]->enabled() && s != Strategy::PerStep;
+  // Records and submits generation g (genomes[cur] -> genomes[1 - cur]) into pipeline slot `slot`.
+  // The params of the evaluation and the GA are queue writes, ordered with the submits, so the
+  // generations in flight keep theirs.
+  auto submit_generation = [&](uint32_t g, int cur, uint32_t slot) {
     gpu::Recorder rec(*ctx_);
     prog.set_generation(g);  // this generation's start states
-    if (timed_gpu) rec.time_next_pass(prof);
+    if (timed_gpu) rec.time_next_pass(*profs[slot]);
     auto c = prog.evaluate(s, rec, genomes_[cur], fitness_);
-    rec.end_pass();  // the evaluation in its own pass (timed), the GA in the next
+    rec.end_pass();  // the evaluation in its own pass, the GA in the next, each timed
+    if (timed_gpu) rec.time_next_pass(*profs[slot]);
     uint32_t d = evo_->record(rec, g, fitness_, genomes_[cur], genomes_[1 - cur]);
-    if (timed_gpu) prof.resolve(rec);
+    evo_->copy_stats(rec, staging[slot], 0);
+    if (timed_gpu) profs[slot]->resolve_to(rec, staging[slot], Evolution::kStatsBytes);
     rec.submit();
-    auto st = evo_->read_stats();
     out.dispatches_per_generation = c.dispatches + d;
     out.submits_per_generation = c.submits + 1;
+  };
+  // Waits for the generation in `slot` only (not for those submitted after it).
+  // The GPU times (ms) of its evaluation and GA passes into `pass_ms` where timed.
+  auto collect = [&](uint32_t slot, std::vector<double>* pass_ms) {
+    auto bytes = ctx_->map_read(staging[slot], Evolution::kStatsBytes + (timed_gpu ? kTicksBytes : 0));
+    auto st = Evolution::decode_stats(std::span(bytes).first(Evolution::kStatsBytes));
+    if (timed_gpu && pass_ms) {
+      uint64_t ticks[4];
+      std::memcpy(ticks, bytes.data() + Evolution::kStatsBytes, sizeof ticks);
+      for (double ns : gpu::Profiler::pass_ns(ticks)) pass_ms->push_back(ns / 1e6);
+    }
     return st;
   };
   // Warm-up: first use of pipelines and buffers, discarded.
   ctx_->write(genomes_[0], 0, std::as_bytes(std::span<const float>(initial_device_)));
-  generation(0, 0);
-  prof.read_ns();
+  submit_generation(0, 0, 0);
+  collect(0, nullptr);
   ctx_->write(genomes_[0], 0, std::as_bytes(std::span<const float>(initial_device_)));
   ctx_->wait();
+  // Up to `depth` generations in flight: generation g + depth - 1 is submitted before g is read,
+  // so that the host's recording, submit and read-back overlap the GPU's work. A generation's
+  // time is the interval between the read-backs of its predecessor and its own.
+  auto last = std::chrono::steady_clock::now();
+  uint32_t submitted = 0;
   int cur = 0;
   for (uint32_t g = 0; g < generations; ++g) {
-    auto t0 = std::chrono::steady_clock::now();
-    auto st = generation(g, cur);
-    double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (; submitted < generations && submitted < g + depth; ++submitted, cur = 1 - cur)
+      submit_generation(submitted, cur, submitted % depth);
+    std::vector<double> pass_ms;
+    auto st = collect(g % depth, &pass_ms);
+    const auto now = std::chrono::steady_clock::now();
+    const double sec = std::chrono::duration<double>(now - last).count();
+    last = now;
     out.seconds.push_back(sec);
     out.stats.push_back(st);
-    if (timed_gpu) {
-      auto ns = prof.read_ns();  // after the clock stopped: its read-back is not part of a generation
-      if (!ns.empty()) out.gpu_eval_ms.push_back(ns[0] / 1e6);
+    if (pass_ms.size() == 2) {
+      out.gpu_eval_ms.push_back(pass_ms[0]);
+      out.gpu_ga_ms.push_back(pass_ms[1]);
     }
-    cur = 1 - cur;
     if (progress) progress(g, st, sec);
   }
   return out;

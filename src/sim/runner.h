@@ -24,7 +24,9 @@ struct ModeRun {
   // GPU time of the evaluation pass of each timed generation (timestamp queries), in ms; empty
   // for per-step (one pass per dispatch) or where the device has no timestamp-query.
   std::vector<double> gpu_eval_ms;
+  std::vector<double> gpu_ga_ms;  // the same for the GA's pass (reduce, select, breed)
   uint64_t dispatches_per_generation = 0, submits_per_generation = 0;
+  uint32_t in_flight = 1;  // generations submitted before the oldest one's read-back
 };
 
 // Agreement of two fitness vectors.
@@ -50,17 +52,25 @@ struct ReferenceCheck {
 // Individual-major genomes (pop x len) to the GPU's gene-major layout (len x pop).
 std::vector<float> gene_major(const std::vector<float>& genomes, uint32_t pop, uint32_t len);
 
+// Generations in flight by default (SimRunner::run).
+inline constexpr uint32_t kDefaultInFlight = 2;
+
 class SimRunner {
  public:
   // Fitness is the mean return over `episodes` start states per generation (common to all
   // individuals, drawn afresh each generation).
-  // `team`: the invocations per individual of the team strategy (fuse::check_team).
+  // `team`: the invocations per individual of the team strategy (fuse::check_team); `workgroup`:
+  // the workgroup size of every strategy's kernels (0: the workload's); `overrides`: more
+  // pipeline constants of the definition (fuse::SimSpec::overrides).
   SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_t steps, uint32_t seed,
-            uint32_t episodes = 1, uint32_t team = 1);
+            uint32_t episodes = 1, uint32_t team = 1, uint32_t workgroup = 0,
+            std::map<std::string, double> overrides = {});
 
   const gpu::Context& context() const { return *ctx_; }
 
   const Workload& workload() const { return *w_; }
+  // The workload's spec as run: with the workgroup size and overrides asked for.
+  const fuse::SimSpec& spec() const { return spec_; }
   uint32_t pop() const { return pop_; }
   uint32_t steps() const { return steps_; }
   uint32_t genome_len() const { return genome_len_; }
@@ -81,9 +91,12 @@ class SimRunner {
   // start states of generation `generation`.
   std::vector<float> evaluate_initial(fuse::Strategy s, uint32_t steps = 0, uint32_t generation = 0);
   // One warm-up generation (not timed, discarded), then `generations` timed generations from the
-  // initial population. `progress` is called after each timed generation.
+  // initial population, with up to `in_flight` of them submitted before the oldest is read back
+  // (1: each read back before the next is recorded; per-step always 1). Every generation's
+  // statistics are read back. `progress` is called after each timed generation.
   ModeRun run(fuse::Strategy s, uint32_t generations,
-              const std::function<void(uint32_t, const GenerationStats&, double)>& progress = {});
+              const std::function<void(uint32_t, const GenerationStats&, double)>& progress = {},
+              uint32_t in_flight = kDefaultInFlight);
   // GPU fitness (under `s`, at min(steps, horizon)) of a sample of individuals against the
   // double-precision reference.
   ReferenceCheck check_reference(fuse::Strategy s, uint32_t samples);
@@ -93,6 +106,7 @@ class SimRunner {
  private:
   gpu::Context* ctx_;
   const Workload* w_;
+  fuse::SimSpec spec_;  // the workload's, with the workgroup size and overrides asked for
   uint32_t pop_, steps_, seed_, episodes_, team_, genome_len_;
   WorkloadData data_;
   std::vector<float> initial_, initial_device_;

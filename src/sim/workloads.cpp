@@ -20,7 +20,12 @@ const std::vector<Workload>& workloads() {
       {.name = "rastrigin",
        .summary = "Rastrigin function, dimension = steps (the embarrassingly parallel control)",
        // A team splits the dimensions: as large a team as a subgroup holds.
-       .spec = {.name = "rastrigin", .family = "sim_rastrigin", .state_bytes = 4, .max_team = 32},
+       .spec = {.name = "rastrigin",
+                .family = "sim_rastrigin",
+                .state_bytes = 4,
+                .team_workgroup_size = 256,
+                .max_team = 32,
+                .team_splits_steps = true},
        .default_pop = 4096,
        .default_steps = 2000,
        .genome_len = 0,
