@@ -6,8 +6,8 @@ import {el, fill, fmt, sizesText} from './format.js';
 
 const $ = (id) => document.getElementById(id);
 const PAGE_SIZE = 50;
-// The most rows one download asks for.
-const DOWNLOAD_LIMIT = 10000;
+// The most rows one request may ask for (the server's ResultsStore::max_limit).
+const DOWNLOAD_LIMIT = 1000;
 const FILTERS = ['suite', 'source', 'vendor', 'architecture', 'device', 'backend', 'browser', 'os', 'name'];
 const view = {
   offset: 0,
