@@ -28,8 +28,8 @@ export function barChart(container, {title, labels, values, unit = '', ratio = f
       {
         splits: () => xs,
         values: (u, splits) => splits.map((i) => labels[i] ?? ''),
-        size: 70,
-        rotate: -12,
+        size: labels.length > 6 ? 110 : 70,
+        rotate: labels.length > 6 ? -30 : -12,
         font: '11px system-ui, sans-serif',
         gap: 4
       },

@@ -5,7 +5,7 @@ import {barChart} from './charts.js';
 import {el, fill} from './format.js';
 import {loadKernels} from './kernels.js';
 import {runSuites} from './runner.js';
-import {buildSubmission, submitResults} from './submit.js';
+import {buildSubmission, PAGE_VERSION, submitResults} from './submit.js';
 import {loadSuites} from './suite.js';
 import {resultsTable} from './table.js';
 
@@ -145,6 +145,7 @@ async function submit() {
 
 async function main() {
   setState('loading');
+  $('page-version').textContent = PAGE_VERSION;
   const params = new URLSearchParams(location.search);
   $('quick').checked = params.get('quick') === '1';
   $('run').addEventListener('click', run);

@@ -3,6 +3,7 @@
 // CSV and JSON downloads of the filtered rows. The filters live in the URL, so a view can be shared.
 import {barChart} from './charts.js';
 import {el, fill, fmt, sizesText} from './format.js';
+import {PAGE_VERSION} from './submit.js';
 
 const $ = (id) => document.getElementById(id);
 const PAGE_SIZE = 50;
@@ -162,6 +163,7 @@ async function refresh() {
 }
 
 function main() {
+  $('page-version').textContent = PAGE_VERSION;
   const params = new URLSearchParams(location.search);
   for (const key of FILTERS) {
     const field = $('filters').elements[key];
