@@ -28,12 +28,9 @@ function showAdapter(adapter) {
              (k) => [el('dt', {}, k), el('dd', {id: `gpu-${k}`}, info[k] || '—')]),
          el('dt', {}, 'kind'),
          el('dd', {}, adapter.info?.isFallbackAdapter ? 'fallback (software) adapter' : 'hardware adapter'));
-  const limits = el(
-      'table', {class: 'limits'},
-      el('tbody', {},
-         Object.entries(info.limits)
-             .map(([k,
-                    v]) => el('tr', {}, el('th', {}, k), el('td', {class: 'num'}, v.toLocaleString('en'))))));
+  const limitRow = ([name, value]) =>
+      el('tr', {}, el('th', {}, name), el('td', {class: 'num'}, value.toLocaleString('en')));
+  const limits = el('table', {class: 'limits'}, el('tbody', {}, Object.entries(info.limits).map(limitRow)));
   const features = el('ul', {class: 'features'}, info.features.map((f) => el('li', {}, f)));
   fill($('gpu-body'), dl, el('h3', {}, 'Features'), features, el('h3', {}, 'Key limits'), limits);
 }
