@@ -29,7 +29,7 @@ export function barChart(container, {title, labels, values, unit = '', ratio = f
         splits: () => xs,
         values: (u, splits) => splits.map((i) => labels[i] ?? ''),
         size: labels.length > 6 ? 110 : 70,
-        rotate: labels.length > 6 ? -30 : -12,
+        rotate: labels.length > 6 ? -40 : -12,
         font: '11px system-ui, sans-serif',
         gap: 4
       },

@@ -64,22 +64,28 @@ function onProgress(fraction, label) {
   $('progress-label').textContent = `${Math.round(fraction * 100)}% — ${label}`;
 }
 
+// One chart of speedups per suite. The boxes are all placed before any chart is drawn, so that
+// each chart takes the width of its own grid cell; a suite with many bars gets a whole row.
 function showCharts(rows) {
-  const charts = $('charts');
-  charts.replaceChildren();
   const bySuite = new Map();
   for (const {result: r} of rows) {
     if (r.speedup == null) continue;
     if (!bySuite.has(r.suite)) bySuite.set(r.suite, []);
     bySuite.get(r.suite).push(r);
   }
-  for (const [suite, results] of bySuite) {
-    const box = el('div', {class: 'chart', dataset: {suite}});
-    charts.append(box);
+  const boxes = [...bySuite].map(
+      ([suite, results]) =>
+          [el('div', {class: results.length > 6 ? 'chart wide' : 'chart', dataset: {suite}}), suite,
+           results]);
+  fill($('charts'), boxes.map(([box]) => box));
+  for (const [box, suite, results] of boxes) {
+    // Label the bars by variant alone when they share one baseline.
+    const baselines = new Set(results.map((r) => r.baseline));
+    const shared = baselines.size === 1 ? [...baselines][0] : null;
     barChart(box, {
-      title: `${suite}: speedup vs baseline`,
+      title: `${suite}: speedup vs ${shared ?? 'baseline'}`,
       ratio: true,
-      labels: results.map((r) => `${r.name} vs ${r.baseline}`),
+      labels: results.map((r) => (shared ? r.name : `${r.name} vs ${r.baseline}`)),
       values: results.map((r) => r.speedup)
     });
   }

@@ -1,13 +1,16 @@
 // The interface between the page and a benchmark suite (web/suites/<id>.js), and the loading of
 // the suites.
 //
-// A suite module exports `suite`:
+// A suite module (web/suites/<module>.js, <module> one of SUITE_MODULES) exports `suite`:
 //
 //   export const suite = {
-//     id: 'dispatch',            // one of SUITE_IDS; the `suite` field of its results
+//     id: 'dispatch',            // one of RESULT_SUITES; the `suite` field of its results
 //     title: 'Dispatch overhead',
 //     async run({ device, kernels, quick, progress }) { ...; return results; },
 //   };
+//
+// and, when it holds more than one (dispatch.js: dispatch and chain), `suites`, an array of them
+// that the page offers instead.
 //
 // run() receives
 //   device    the GPUDevice the page created (features subgroups, timestamp-query and shader-f16
@@ -58,29 +61,39 @@
  *                      progress: function(number, string): void}): Promise<Result[]>} run
  */
 
-export const SUITE_IDS = ['dispatch', 'sim', 'tiny'];
-// The `suite` field of a result: the dispatch suite also reports the elementwise chain as "chain".
+export const SUITE_MODULES = ['dispatch', 'sim', 'tiny'];
+// The suites, the `suite` field of their results (CONTRACT_web.md).
 export const RESULT_SUITES = ['dispatch', 'chain', 'sim', 'tiny'];
 export const UNITS = ['us', 'ms', 'tok/s', 'gen/s', 'GB/s'];
 
-// Imports web/suites/<id>.js for every id. A suite that fails to load is reported with its
-// reason instead of being dropped silently: {loaded: Suite[], failed: [{id, reason}]}.
+function suiteProblem(s) {
+  if (!s || typeof s !== 'object') return 'is not an object';
+  if (!RESULT_SUITES.includes(s.id)) return `has id "${s.id}", not one of ${RESULT_SUITES.join(', ')}`;
+  if (typeof s.title !== 'string' || typeof s.run !== 'function') return `${s.id} lacks a title or a run()`;
+  return null;
+}
+
+// Imports web/suites/<module>.js for every module. A module that fails to load, or a suite in it
+// that lacks the interface, is reported with its reason instead of being dropped silently:
+// {loaded: Suite[], failed: [{id, reason}]}.
 export async function loadSuites(base = new URL('../suites/', import.meta.url)) {
-  const settled = await Promise.allSettled(SUITE_IDS.map((id) => import(new URL(`${id}.js`, base).href)));
+  const settled = await Promise.allSettled(SUITE_MODULES.map((m) => import(new URL(`${m}.js`, base).href)));
   const loaded = [];
   const failed = [];
   settled.forEach((outcome, i) => {
-    const id = SUITE_IDS[i];
+    const module = SUITE_MODULES[i];
     if (outcome.status === 'rejected') {
-      failed.push({id, reason: outcome.reason?.message ?? String(outcome.reason)});
+      failed.push({id: module, reason: outcome.reason?.message ?? String(outcome.reason)});
       return;
     }
-    const s = outcome.value.suite;
-    if (!s || s.id !== id || typeof s.title !== 'string' || typeof s.run !== 'function') {
-      failed.push({id, reason: `web/suites/${id}.js does not export suite = {id: "${id}", title, run}`});
-      return;
+    const {suite, suites = [suite]} = outcome.value;
+    for (const s of Array.isArray(suites) ? suites : [suites]) {
+      const problem = suiteProblem(s);
+      if (problem)
+        failed.push({id: module, reason: `a suite of web/suites/${module}.js ${problem}`});
+      else
+        loaded.push(s);
     }
-    loaded.push(s);
   });
   return {loaded, failed};
 }

@@ -20,7 +20,7 @@ function bandwidthCell(r) {
   const bound = r.bound_gbs != null ?
       ` of ${fmt(r.bound_gbs)} (${fmt((100 * r.bandwidth_gbs) / r.bound_gbs, 2)}%)` :
       '';
-  return el('td', {class: 'num'}, `${fmt(r.bandwidth_gbs)}${bound}`);
+  return el('td', {class: 'bandwidth'}, `${fmt(r.bandwidth_gbs)}${bound}`);
 }
 
 // rows: [{result, problems}] as the runner returns them.
