@@ -44,38 +44,54 @@ function gpuText(r) {
   return [r.vendor, r.architecture, r.device].filter(Boolean).join(' / ') || r.description || '—';
 }
 
+// "2026-11-22T18:43:54Z" as "2026-11-22 18:43".
+function receivedText(iso) { return String(iso ?? '').replace('T', ' ').slice(0, 16); }
+
+function clientText(r) {
+  const browser = r.browser ? `${r.browser} ${r.browser_version ?? ''}`.trim() : '';
+  return [browser, r.os].filter(Boolean).join(' / ') || '—';
+}
+
 function equivalenceText(eq) {
   if (!eq) return '—';
   return `${eq.passed ? '✓' : '✗'} ${fmt(eq.max_abs_diff)}`;
 }
 
-function rowsTable(rows, highlight) {
-  const head = [
-    'id', 'received', 'source', 'GPU', 'backend', 'browser', 'OS', 'suite', 'variant', 'sizes', 'median',
-    'min – max', 'speedup', 'equivalence', 'kernels'
+const ROW_HEAD = [
+  'id', 'received (UTC)', 'source', 'GPU', 'backend', 'browser / OS', 'suite', 'variant', 'sizes', 'median',
+  'min – max', 'speedup', 'equivalence', 'kernels'
+];
+
+function rowCells(r) {
+  const eq = r.equivalence;
+  return [
+    el('td', {class: 'num'}, String(r.id)),
+    el('td', {title: r.received_at ?? ''}, receivedText(r.received_at)),
+    el('td', {}, r.source),
+    el('td', {title: r.description ?? ''}, gpuText(r)),
+    el('td', {}, r.backend || '—'),
+    el('td', {}, clientText(r)),
+    el('td', {}, r.suite),
+    el('td', {}, r.name),
+    el('td', {class: 'sizes'}, sizesText(r.sizes)),
+    el('td', {class: 'num'}, `${fmt(r.median)} ${r.unit}`),
+    el('td', {class: 'num'}, `${fmt(r.min)} – ${fmt(r.max)}`),
+    el('td', {class: 'num'}, r.speedup != null ? `${fmt(r.speedup)}× vs ${r.baseline}` : '—'),
+    el('td', {class: eq?.passed ? 'ok' : 'bad', title: eq?.compared ?? ''}, equivalenceText(eq)),
+    el('td', {}, el('code', {}, r.kernel_version ?? '')),
   ];
+}
+
+function rowsTable(rows, highlight) {
+  const row = (r) =>
+      el('tr', {
+        class: String(r.submission_id) === highlight ? 'highlight' : null,
+        dataset: {id: r.id, submission: r.submission_id}
+      },
+         rowCells(r));
   return el(
       'table', {class: 'rows', id: 'rows-table'},
-      el('thead', {}, el('tr', {}, head.map((h) => el('th', {}, h)))),
-      el('tbody', {},
-         rows.map(
-             (r) => el(
-                 'tr', {
-                   class: String(r.submission_id) === highlight ? 'highlight' : null,
-                   dataset: {id: r.id, submission: r.submission_id}
-                 },
-                 el('td', {class: 'num'}, String(r.id)), el('td', {}, String(r.received_at ?? '')),
-                 el('td', {}, r.source), el('td', {title: r.description ?? ''}, gpuText(r)),
-                 el('td', {}, r.backend || '—'),
-                 el('td', {}, r.browser ? `${r.browser} ${r.browser_version ?? ''}` : '—'),
-                 el('td', {}, r.os || '—'), el('td', {}, r.suite), el('td', {}, r.name),
-                 el('td', {class: 'sizes'}, sizesText(r.sizes)),
-                 el('td', {class: 'num'}, `${fmt(r.median)} ${r.unit}`),
-                 el('td', {class: 'num'}, `${fmt(r.min)} – ${fmt(r.max)}`),
-                 el('td', {class: 'num'}, r.speedup != null ? `${fmt(r.speedup)}× vs ${r.baseline}` : '—'),
-                 el('td', {class: r.equivalence?.passed ? 'ok' : 'bad', title: r.equivalence?.compared ?? ''},
-                    equivalenceText(r.equivalence)),
-                 el('td', {}, el('code', {}, r.kernel_version ?? ''))))));
+      el('thead', {}, el('tr', {}, ROW_HEAD.map((h) => el('th', {}, h)))), el('tbody', {}, rows.map(row)));
 }
 
 async function loadRows() {
