@@ -26,5 +26,6 @@ void add_tokenize(CLI::App& app);
 void add_generate(CLI::App& app, GlobalOptions& g);
 void add_chat(CLI::App& app, GlobalOptions& g);
 void add_tiny(CLI::App& app, GlobalOptions& g);
+void add_serve(CLI::App& app);
 
 }  // namespace wgfuse::cli

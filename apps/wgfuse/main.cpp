@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   add_generate(app, g);
   add_chat(app, g);
   add_tiny(app, g);
+  add_serve(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

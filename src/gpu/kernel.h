@@ -54,6 +54,12 @@ class Kernel {
 // The WGSL of a kernel family embedded from kernels/NAME.wgsl at build time. Throws Error
 // listing the known families when `family` is unknown.
 std::string_view kernel_source(std::string_view family);
+// Every embedded family (includes expanded), in name order: what `wgfuse serve` hands the
+// browser, so that native and browser runs compile the same text.
+struct KernelFamily {
+  std::string_view name, source;
+};
+std::vector<KernelFamily> embedded_kernel_families();
 // The description of entry point `entry` of embedded family `family`.
 KernelDesc embedded_kernel(std::string_view family, std::string entry,
                            std::map<std::string, double> overrides = {});

@@ -1,0 +1,47 @@
+// The results of every accepted submission, in SQLite or PostgreSQL (the same schema, versioned:
+// migrations are applied in order when the store opens), and the queries of GET /api/results and
+// GET /api/summary.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "serve/database.h"
+
+namespace wgfuse::serve {
+
+// GET /api/results filters: column name (suite, name, vendor, ...) -> exact value.
+struct ResultQuery {
+  std::map<std::string, std::string> equals;
+  int64_t limit = 100, offset = 0;
+};
+
+class ResultsStore {
+ public:
+  static constexpr int64_t max_limit = 1000;
+  // The columns GET /api/results may filter on, and GET /api/summary group by.
+  static const std::vector<std::string>& filter_columns();
+  static const std::vector<std::string>& summary_keys();
+
+  // Opens the database and brings its schema up to the newest version.
+  explicit ResultsStore(std::unique_ptr<Database> db);
+  int schema_version();
+
+  // Stores a validated submission in one transaction; its id once the transaction is durable.
+  int64_t insert(const nlohmann::json& submission, const std::string& received_at);
+
+  // {"total": N, "rows": [...]} with the columns of docs/WEB_API.md.
+  nlohmann::json query(const ResultQuery& q);
+  std::string query_csv(const ResultQuery& q);
+  // {"by": key, "groups": [{"key", "suite", "name", "unit", "count", "median"}]}
+  nlohmann::json summary(const std::string& by, const std::string& suite);
+
+  std::string describe() const { return db_->describe(); }
+
+ private:
+  std::unique_ptr<Database> db_;
+};
+
+}  // namespace wgfuse::serve

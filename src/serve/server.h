@@ -1,0 +1,53 @@
+// `wgfuse serve`: the browser benchmark's page, the kernel sources it runs (from the binary's
+// embedded table), and the results API over a ResultsStore (docs/WEB_API.md).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "serve/kernel_index.h"
+#include "serve/rate_limiter.h"
+#include "serve/results_store.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace wgfuse::serve {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;                               // 0: any free port (bind() says which)
+  std::vector<std::filesystem::path> web_roots;  // looked up in order
+  RateLimit rate;                                // per client address, over every /api request
+  size_t body_limit = 1 << 20;                   // POST bodies larger than this get 413
+  size_t threads = 16;                           // requests served at once (keep-alive holds one)
+  bool access_log = false;                       // a line per request on stderr
+};
+
+class Server {
+ public:
+  Server(ServerOptions options, KernelIndex kernels, ResultsStore& store);
+  ~Server();
+  // Binds the listening socket; the port bound. Throws Error naming --host/--port on failure.
+  int bind();
+  // Serves until stop(); then finishes the requests in flight before returning.
+  void run();
+  // Stops accepting; safe from any thread.
+  void stop();
+
+ private:
+  void routes();
+  ServerOptions options_;
+  KernelIndex kernels_;
+  ResultsStore& store_;
+  RateLimiter limiter_;
+  std::unique_ptr<httplib::Server> http_;
+};
+
+// The current UTC time as ISO 8601 with milliseconds, "2026-11-22T18:43:53.123Z".
+std::string utc_now_iso8601();
+
+}  // namespace wgfuse::serve
