@@ -1,5 +1,6 @@
 // Bar charts with uPlot (npm uplot, vendored by the build to /vendor/uplot/ and loaded by a
 // <script> tag as the global uPlot).
+import {fmt} from './format.js';
 
 // Draws a bar chart of values (one bar per label) into container and returns the uPlot; with
 // ratio set, the scale is logarithmic around 1 so that bars grow up for a speedup and down for
@@ -16,7 +17,7 @@ export function barChart(container, {title, labels, values, unit = '', ratio = f
   const hi = Math.max(...positive, ratio ? 1 : 0);
   const yScale = ratio ? {distr: 3, log: 10, range: () => [Math.min(lo / 2, 0.5), Math.max(hi * 2, 2)]} :
                          {range: () => [0, hi > 0 ? hi * 1.15 : 1]};
-  const formatted = (v) => (v == null ? '' : `${v.toPrecision(3)}${ratio ? '×' : unit ? ` ${unit}` : ''}`);
+  const formatted = (v) => (v == null ? '' : `${fmt(v)}${ratio ? '×' : unit ? ` ${unit}` : ''}`);
   const opts = {
     title,
     width: Math.max(320, container.clientWidth || 640),
