@@ -1,0 +1,33 @@
+// Summary statistics of timing samples, the same definitions as the native reports
+// (src/util/stats.cpp): the median of an even count is the mean of the middle two; std is the
+// sample standard deviation (n - 1), 0 for a single sample.
+
+function checked(samples) {
+  if (!samples.length) throw new Error('stats: no samples');
+  for (const x of samples)
+    if (!Number.isFinite(x)) throw new Error(`stats: sample ${x} is not a finite number`);
+  return samples;
+}
+
+export function median(samples) {
+  const s = [...checked(samples)].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+export function min(samples) { return Math.min(...checked(samples)); }
+
+export function max(samples) { return Math.max(...checked(samples)); }
+
+export function mean(samples) { return checked(samples).reduce((sum, x) => sum + x, 0) / samples.length; }
+
+export function std(samples) {
+  const m = mean(samples);
+  const n = samples.length;
+  return n > 1 ? Math.sqrt(samples.reduce((sum, x) => sum + (x - m) ** 2, 0) / (n - 1)) : 0;
+}
+
+// {median, min, max, std} of the samples, the fields of a result (CONTRACT_web.md).
+export function summarize(samples) {
+  return {median: median(samples), min: min(samples), max: max(samples), std: std(samples)};
+}

@@ -1,0 +1,76 @@
+// Summary statistics and the result record of the submission schema (CONTRACT_web.md,
+// docs/WEB_API.md): every suite builds its results through `result` so that they all carry the
+// same fields.
+
+export function summarize(samples) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const n = sorted.length;
+  const mid = n >> 1;
+  const median = n % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  const mean = sorted.reduce((s, x) => s + x, 0) / n;
+  const variance = n > 1 ? sorted.reduce((s, x) => s + (x - mean) ** 2, 0) / (n - 1) : 0;
+  return {median, min: sorted[0], max: sorted[n - 1], std: Math.sqrt(variance)};
+}
+
+// One entry of `results`. `speedup` is baseline median / this median (lower is better for
+// times); null where no baseline applies.
+export function result({
+  suite,
+  name,
+  kernelVersion,
+  sizes,
+  unit,
+  samples,
+  dispatches,
+  submits,
+  baseline = null,
+  baselineMedian = null,
+  bandwidthGbs = null,
+  boundGbs = null,
+  equivalence
+}) {
+  const s = summarize(samples);
+  return {
+    suite,
+    name,
+    kernel_version: kernelVersion,
+    sizes,
+    unit,
+    samples,
+    ...s,
+    dispatches,
+    submits,
+    speedup: baseline && baselineMedian ? baselineMedian / s.median : null,
+    baseline: baseline && baselineMedian ? baseline : null,
+    bandwidth_gbs: bandwidthGbs,
+    bound_gbs: boundGbs,
+    equivalence,
+  };
+}
+
+// Element-wise agreement of two arrays: max |a - b| and max |a - b| / max(|a|, |b|); NaN on
+// either side (an unwritten, poisoned value) counts as an infinite difference.
+export function compareArrays(a, b) {
+  if (a.length !== b.length) throw new Error(`compareArrays: lengths ${a.length} and ${b.length} differ`);
+  let maxAbs = 0, maxRel = 0, maxRef = 0, bitwise = true;
+  for (let i = 0; i < a.length; ++i) {
+    const x = a[i], y = b[i];
+    if (Object.is(x, y)) {
+      maxRef = Math.max(maxRef, Math.abs(x));
+      continue;
+    }
+    bitwise = false;
+    const d = Math.abs(x - y);
+    if (Number.isNaN(d)) return {maxAbs: Infinity, maxRel: Infinity, maxRef, bitwise};
+    maxAbs = Math.max(maxAbs, d);
+    maxRel = Math.max(maxRel, d / Math.max(Math.abs(x), Math.abs(y)));
+    maxRef = Math.max(maxRef, Math.abs(x), Math.abs(y));
+  }
+  return {maxAbs, maxRel, maxRef, bitwise};
+}
+
+// The equivalence record of a result: `passed` when max_abs_diff <= tolerance (an absolute
+// tolerance; relative ones are scaled by the largest compared magnitude by the caller).
+export function equivalence(compared, maxAbsDiff, tolerance, extra = {}) {
+  return {passed: maxAbsDiff <= tolerance, compared, max_abs_diff: maxAbsDiff, tolerance, ...extra};
+}

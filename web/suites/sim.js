@@ -1,0 +1,253 @@
+// Suite `sim`: the simulations of `wgfuse sim` (src/fuse/sim_program.h) in the browser. Each
+// workload's module is composed exactly as the native SimProgram composes it
+// (fuse::generated_source): the strategy's prefix family (sim_solo, or sim_team for the team
+// strategy) followed by the workload's family, both served expanded from the embedded table.
+// The initial population comes from the same counter-based RNG (src/sim/rng.h), gene-major; the
+// start states are drawn in the kernels. For each workload one evaluation (generation 0, one
+// episode) is timed per strategy:
+//   perstep  init, one dispatch per step, fitness, with a submit and a wait after each
+//   batched  the same dispatches in one compute pass, one submit
+//   fused    one dispatch, the step loop in the shader
+//   team     one dispatch, a team of invocations per individual (where the device has subgroups)
+// Equivalence: each strategy's fitness of every individual against per-step's: batched bitwise,
+// fused and team within 1e-5 relative (src/fuse/strategy.cpp's check_rtol).
+import {bind, Pipelines, read, STORAGE, UNIFORM, upload, wallMs} from './lib/gpu.js';
+import {generateMarket, MARKET_RECORD} from './lib/market.js';
+import {initialGene} from './lib/rng.js';
+import {compareArrays, result, summarize} from './lib/stats.js';
+
+const WORKGROUP = 64;
+const SLOT_HEADER_BYTES = 12;  // kernels/sim_entries.wgsl Slot: t, episode, total, then State
+const SEED = 1;
+
+// src/sim/workloads.cpp, what the GPU side needs: family, State size, the largest team,
+// the genome length (0: the step count) and the initial gene scale; and the sizes of this suite.
+export const WORKLOADS = [
+  {
+    name: 'acrobot',
+    family: 'sim_acrobot',
+    stateBytes: 24,
+    maxTeam: 16,
+    genomeLen: 163,
+    scale: 1,
+    quick: {pop: 256, steps: 100},
+    full: {pop: 1024, steps: 500}
+  },
+  {
+    name: 'cartpole',
+    family: 'sim_cartpole',
+    stateBytes: 24,
+    maxTeam: 16,
+    genomeLen: 114,
+    scale: 1,
+    quick: {pop: 256, steps: 100},
+    full: {pop: 1024, steps: 500}
+  },
+  {
+    name: 'mountaincar',
+    family: 'sim_mountaincar',
+    stateBytes: 16,
+    maxTeam: 16,
+    genomeLen: 99,
+    scale: 1,
+    quick: {pop: 256, steps: 100},
+    full: {pop: 1024, steps: 200}
+  },
+  {
+    name: 'rastrigin',
+    family: 'sim_rastrigin',
+    stateBytes: 4,
+    maxTeam: 32,
+    genomeLen: 0,
+    scale: 5.12,
+    quick: {pop: 256, steps: 64},
+    full: {pop: 1024, steps: 1000}
+  },
+  {
+    name: 'market',
+    family: 'sim_market',
+    stateBytes: 27 * 4,
+    maxTeam: 16,
+    genomeLen: 502,
+    scale: 1,
+    quick: {pop: 128, steps: 100},
+    full: {pop: 1024, steps: 500},
+    data: true
+  },
+];
+
+// Relative tolerance of each strategy's fitness against per-step's (fuse/strategy.cpp).
+const RTOL = {
+  perstep: 0,
+  batched: 0,
+  fused: 1e-5,
+  team: 1e-5
+};
+
+// Gene-major initial population: gene k of individual i at k * pop + i (rng.h initial_gene).
+export function initialGenomes(w, pop, steps, seed) {
+  const len = w.genomeLen || steps;
+  const g = new Float32Array(pop * len);
+  for (let i = 0; i < pop; ++i)
+    for (let k = 0; k < len; ++k) g[k * pop + i] = initialGene(seed, i, k, w.scale);
+  return g;
+}
+
+// The team size: the largest power of two within the workload's, the adapter's smallest subgroup
+// (at least 4 by the WebGPU spec) and the workgroup (fuse::max_team).
+function teamSize(device, w) {
+  const m = Math.min(w.maxTeam, device.adapterInfo?.subgroupMinSize ?? 4, WORKGROUP);
+  let p = 1;
+  while (p * 2 <= m) p *= 2;
+  return p;
+}
+
+async function runWorkload(device, kernels, w, sizes, reps, progress, outputs) {
+  const {pop, steps} = sizes;
+  const len = w.genomeLen || steps;
+  const pipes = new Pipelines(device);
+  const family = await kernels.get(w.family);
+  const solo = (await kernels.get('sim_solo')) + family;
+  const hasTeam = device.features.has('subgroups');
+  const team = hasTeam ? teamSize(device, w) : 1;
+  const constants = {WORKGROUP_SIZE: WORKGROUP};
+  const entry = (name) => pipes.get(`sim.${w.name}`, solo, name, constants);
+  const [init, step, fitnessMain, fused] =
+      await Promise.all(['sim_init_main', 'sim_step_main', 'sim_fitness_main', 'sim_fused_main'].map(entry));
+  const teamPipe = hasTeam ? await pipes.get(
+                                 `sim.${w.name}.team`, (await kernels.get('sim_team')) + family,
+                                 'sim_team_main', {...constants, TEAM: team}) :
+                             null;
+
+  const data = w.data ? generateMarket(steps, SEED) : new Float32Array(1);
+  const params = new Uint32Array([pop, steps, len, SEED, w.data ? MARKET_RECORD : 0, 0, 1, 0]);
+  const buffers = [
+    upload(device, params, UNIFORM, `${w.name}.params`),
+    upload(device, initialGenomes(w, pop, steps, SEED), STORAGE, `${w.name}.genomes`),
+    upload(device, data, STORAGE, `${w.name}.data`),
+    device.createBuffer({size: pop * 4, usage: STORAGE, label: `${w.name}.fitness`}),
+    device.createBuffer(
+        {size: pop * (SLOT_HEADER_BYTES + w.stateBytes), usage: STORAGE, label: `${w.name}.slots`}),
+  ];
+  const fitness = buffers[3];
+  const groupOf = new Map();
+  const groupFor = (p) => {
+    if (!groupOf.has(p)) groupOf.set(p, bind(device, p, buffers));
+    return groupOf.get(p);
+  };
+  const groups = Math.ceil(pop / WORKGROUP);
+  const teamGroups = Math.ceil((pop * team) / WORKGROUP);
+  const record = (pass, p, n = groups) => {
+    pass.setPipeline(p);
+    pass.setBindGroup(0, groupFor(p));
+    pass.dispatchWorkgroups(n);
+  };
+  const stepList = [init, ...Array(steps).fill(step), fitnessMain];
+  const submitPass = (fill) => {
+    const enc = device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    fill(pass);
+    pass.end();
+    device.queue.submit([enc.finish()]);
+  };
+  const strategies = [
+    {
+      name: 'perstep',
+      dispatches: steps + 2,
+      submits: steps + 2,
+      issue: async () => {
+        for (const p of stepList) {
+          submitPass((pass) => record(pass, p));
+          await device.queue.onSubmittedWorkDone();
+        }
+      }
+    },
+    {
+      name: 'batched',
+      dispatches: steps + 2,
+      submits: 1,
+      issue: () => submitPass((pass) => stepList.forEach((p) => record(pass, p)))
+    },
+    {name: 'fused', dispatches: 1, submits: 1, issue: () => submitPass((pass) => record(pass, fused))},
+  ];
+  if (teamPipe)
+    strategies.push({
+      name: 'team',
+      dispatches: 1,
+      submits: 1,
+      issue: () => submitPass((pass) => record(pass, teamPipe, teamGroups))
+    });
+
+  // Fitness of each strategy from NaN-poisoned output: an individual a strategy did not write fails.
+  const poison = new Float32Array(pop).fill(NaN);
+  const fitnessOf = {};
+  for (const s of strategies) {
+    progress?.(`sim ${w.name}: ${s.name}, equivalence`);
+    device.queue.writeBuffer(fitness, 0, poison);
+    await wallMs(device, s.issue);
+    fitnessOf[s.name] = await read(device, fitness, Float32Array, 0, pop);
+  }
+  const samples = strategies.map(() => []);
+  for (let r = 0; r <= reps; ++r)  // the first round is a warm-up
+    for (const [i, s] of strategies.entries()) {
+      progress?.(`sim ${w.name}: ${s.name}, repetition ${r} of ${reps}`);
+      const ms = await wallMs(device, s.issue);
+      if (r > 0) samples[i].push(ms);
+    }
+  if (outputs)
+    outputs[w.name] = {
+      pop,
+      steps,
+      seed: SEED,
+      team,
+      fitness: Object.fromEntries(Object.entries(fitnessOf).map(([k, v]) => [k, Array.from(v)]))
+    };
+
+  const perstep = fitnessOf.perstep;
+  const perstepMedian = summarize(samples[0]).median;
+  return strategies.map((s, i) => {
+    // per-step is compared with fused (the check is symmetric), the others with per-step
+    const other = s.name === 'perstep' ? 'fused' : 'perstep';
+    const c = compareArrays(fitnessOf[other], fitnessOf[s.name]);
+    const rtol = Math.max(RTOL[s.name], RTOL[other]);
+    return result({
+      suite: 'sim',
+      name: `${w.name} ${s.name}`,
+      kernelVersion: kernels.version,
+      sizes: {pop, steps, genome_len: len, episodes: 1, ...(s.name === 'team' ? {team} : {})},
+      unit: 'ms',
+      samples: samples[i],
+      dispatches: s.dispatches,
+      submits: s.submits,
+      baseline: i === 0 ? null : 'perstep',
+      baselineMedian: i === 0 ? null : perstepMedian,
+      equivalence: {
+        passed: rtol === 0 ? c.bitwise : c.maxRel <= rtol,
+        compared: `${s.name} vs ${other} fitness (${pop} individuals)`,
+        max_abs_diff: c.maxAbs,
+        tolerance: rtol * c.maxRef,
+        max_rel_diff: c.maxRel,
+        rtol,
+        bitwise: c.bitwise,
+      },
+    });
+  });
+}
+
+async function run({device, kernels, quick, progress, outputs}) {
+  const reps = quick ? 3 : 7;
+  const results = [];
+  for (const [i, w] of WORKLOADS.entries()) {
+    progress?.(`sim ${w.name}`, i / WORKLOADS.length);
+    results.push(
+        ...await runWorkload(device, kernels, w, quick ? w.quick : w.full, reps, progress, outputs?.sim));
+  }
+  return results;
+}
+
+export const suite = {
+  id: 'sim',
+  title: 'Simulations: per-step vs batched vs fused vs team',
+  run
+};
+export const suites = [suite];
