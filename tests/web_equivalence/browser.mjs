@@ -30,7 +30,7 @@ export function kernelIndex(kernelDir) {
 // The page that runs the suites: a device with the optional features the suites use, and the
 // kernels context of web/app/suite.js (get(name) -> WGSL text, version).
 const RUNNER = `<!doctype html><meta charset="utf-8"><script type="module">
-window.runSuites = async (modules, quick) => {
+window.runSuites = async (modules, quick, repeats) => {
   if (!navigator.gpu) throw new Error('navigator.gpu is missing: WebGPU is not enabled');
   const adapter = await navigator.gpu.requestAdapter();
   if (!adapter) throw new Error('no WebGPU adapter');
@@ -56,7 +56,7 @@ window.runSuites = async (modules, quick) => {
   for (const path of modules) {
     const m = await import(path);
     for (const suite of m.suites ?? [m.suite]) {
-      out.results.push(...await suite.run({ device, kernels, quick, progress: () => {}, outputs: out.outputs }));
+      out.results.push(...await suite.run({ device, kernels, quick, progress: () => {}, repeats, outputs: out.outputs }));
     }
   }
   await device.queue.onSubmittedWorkDone();
@@ -132,8 +132,15 @@ async function waitFor(what, poll, timeoutMs) {
 
 // Runs `modules` (paths under the web root, e.g. '/suites/sim.js') in quick mode; returns
 // { adapter, features, results, errors }.
-export async function runInBrowser(
-    {webRoot, kernelDir, modules, quick = true, chromium = '/usr/bin/chromium', timeoutMs = 600_000}) {
+export async function runInBrowser({
+  webRoot,
+  kernelDir,
+  modules,
+  quick = true,
+  repeats = null,
+  chromium = '/usr/bin/chromium',
+  timeoutMs = 600_000
+}) {
   const server = await serve(webRoot, kernelDir);
   const profile = mkdtempSync(join(tmpdir(), 'wgfuse-chromium-'));
   const browser = spawn(
@@ -167,10 +174,13 @@ export async function runInBrowser(
     await cdp.send('Runtime.enable');
     await cdp.send('Page.navigate', {url: `http://127.0.0.1:${server.address().port}/__runner.html`});
     await waitFor('the runner page', () => cdp.evaluate('window.runnerReady === true'), 30_000);
-    const run = cdp.evaluate(`window.runSuites(${JSON.stringify(modules)}, ${quick})`);
-    const timeout =
-        new Promise((_, reject) => setTimeout(() => reject(new Error('the suites timed out')), timeoutMs));
-    const out = await Promise.race([run, timeout]);
+    const run =
+        cdp.evaluate(`window.runSuites(${JSON.stringify(modules)}, ${quick}, ${repeats ?? 'undefined'})`);
+    let timer;
+    const timeout = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error('the suites timed out')), timeoutMs);
+    });
+    const out = await Promise.race([run, timeout]).finally(() => clearTimeout(timer));
     cdp.ws.close();
     return out;
   } catch (e) {

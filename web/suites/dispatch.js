@@ -52,9 +52,9 @@ function chainReference(init, first, count, times) {
 async function elementwise(kernels) { return kernels.get('elementwise'); }
 
 // The `dispatch` suite.
-async function runDispatch({device, kernels, quick, progress}) {
+async function runDispatch({device, kernels, quick, progress, repeats}) {
   const n = quick ? 32 : 256;  // dispatches per timed repetition
-  const reps = quick ? 5 : 15;
+  const reps = repeats ?? (quick ? 5 : 15);
   const elements = 4096 + 3;  // the "small" kernel of wgfuse bench, an odd size
   const pipes = new Pipelines(device);
   const code = await elementwise(kernels);
@@ -154,10 +154,10 @@ async function runDispatch({device, kernels, quick, progress}) {
 }
 
 // The `chain` suite.
-async function runChain({device, kernels, quick, progress}) {
+async function runChain({device, kernels, quick, progress, repeats}) {
   const elements = (quick ? 1 << 16 : 1 << 22) + 5;  // odd: the fused kernel's padding is exercised
   const lengths = quick ? [8] : [2, 8, 16];
-  const reps = quick ? 5 : 10;
+  const reps = repeats ?? (quick ? 5 : 10);
   const pipes = new Pipelines(device);
   const code = await elementwise(kernels);
   const timer = new PassTimer(device);

@@ -234,8 +234,8 @@ async function runWorkload(device, kernels, w, sizes, reps, progress, outputs) {
   });
 }
 
-async function run({device, kernels, quick, progress, outputs}) {
-  const reps = quick ? 3 : 7;
+async function run({device, kernels, quick, progress, repeats, outputs}) {
+  const reps = repeats ?? (quick ? 3 : 7);
   const results = [];
   for (const [i, w] of WORKLOADS.entries()) {
     progress?.(`sim ${w.name}`, i / WORKLOADS.length);

@@ -367,8 +367,9 @@ const TINY_FULL = {
   seed: 1
 };
 
-async function run({device, kernels, quick, progress, outputs}) {
-  return generation(device, kernels, quick ? TINY_QUICK : TINY_FULL, quick ? 3 : 5, progress, outputs?.tiny);
+async function run({device, kernels, quick, progress, repeats, outputs}) {
+  return generation(
+      device, kernels, quick ? TINY_QUICK : TINY_FULL, repeats ?? (quick ? 3 : 5), progress, outputs?.tiny);
 }
 
 export const suite = {
