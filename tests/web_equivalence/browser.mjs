@@ -52,11 +52,16 @@ window.runSuites = async (modules, quick, repeats) => {
     },
   };
   const info = adapter.info;
+  // The page's progress(fraction in [0, 1], label) (web/app/suite.js): a call breaking it is an error.
+  const progress = (fraction, label) => {
+    if (!(fraction >= 0 && fraction <= 1) || typeof label !== 'string')
+      errors.push('progress(' + fraction + ', ' + label + ') does not match progress(fraction, label)');
+  };
   const out = { adapter: { vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description, subgroupMinSize: info.subgroupMinSize }, features: [...device.features], results: [], outputs: { sim: {}, tiny: {} } };
   for (const path of modules) {
     const m = await import(path);
     for (const suite of m.suites ?? [m.suite]) {
-      out.results.push(...await suite.run({ device, kernels, quick, progress: () => {}, repeats, outputs: out.outputs }));
+      out.results.push(...await suite.run({ device, kernels, quick, progress, repeats, outputs: out.outputs }));
     }
   }
   await device.queue.onSubmittedWorkDone();
@@ -187,9 +192,18 @@ export async function runInBrowser({
     e.message += `\nChromium's stderr (tail):\n${stderr.slice(-2000)}`;
     throw e;
   } finally {
+    // The profile can go once Chromium has exited (it writes there until then).
+    const exited =
+        new Promise((resolve) => browser.exitCode !== null ? resolve() : browser.once('exit', resolve));
     browser.kill();
     server.close();
-    await new Promise((r) => setTimeout(r, 200));
-    rmSync(profile, {recursive: true, force: true});
+    let grace;
+    await Promise.race([
+      exited, new Promise((resolve) => {
+        grace = setTimeout(resolve, 10_000);
+      })
+    ]);
+    clearTimeout(grace);
+    rmSync(profile, {recursive: true, force: true, maxRetries: 5, retryDelay: 200});
   }
 }

@@ -120,7 +120,7 @@ async function runDispatch({device, kernels, quick, progress, repeats}) {
   const samples = variants.map(() => []);
   const checks = [];
   for (const v of variants) {
-    progress?.(`dispatch: ${v.name}, equivalence`);
+    progress?.(0, `dispatch: ${v.name}, equivalence`);
     await restore();
     await v.issue();
     checks.push(compareArrays(want, await read(device, x, Float32Array, 0, elements)));
@@ -130,8 +130,8 @@ async function runDispatch({device, kernels, quick, progress, repeats}) {
   for (let r = 0; r < reps; ++r)
     for (const [i, v] of variants.entries()) {
       progress?.(
-          `dispatch: ${v.name}, repetition ${r + 1} of ${reps}`,
-          (r * variants.length + i) / (reps * variants.length));
+          (r * variants.length + i) / (reps * variants.length),
+          `dispatch: ${v.name}, repetition ${r + 1} of ${reps}`);
       samples[i].push((await wallMs(device, v.issue)) * 1000 / n);
     }
   const version = kernels.version;
@@ -213,7 +213,7 @@ async function runChain({device, kernels, quick, progress, repeats}) {
     return Math.min(256, Math.max(1, Math.round(20 / Math.max(pilot, 1e-3))));  // ~20 ms a sample
   };
 
-  progress?.('chain: copy bandwidth bound');
+  progress?.(0, 'chain: copy bandwidth bound');
   const copyRuns = await runsFor(recordCopy);
   const copySamples = [];
   for (let r = 0; r < reps; ++r)
@@ -222,7 +222,7 @@ async function runChain({device, kernels, quick, progress, repeats}) {
   const version = kernels.version;
   const results = [];
   for (const [li, k] of lengths.entries()) {
-    progress?.(`chain: ${k} ops on ${elements} floats`, li / lengths.length);
+    progress?.(li / lengths.length, `chain: ${k} ops on ${elements} floats`);
     const fused = await pipes.get('elementwise', code, 'chain_fused', {CHAIN_OPS: k});
     device.queue.writeBuffer(paramBuf, MAX_CHAIN * 256, chainParams(elements, 0, k));
     const fusedGroup = bind(device, fused, [x, {buffer: paramBuf, offset: MAX_CHAIN * 256, size: 80}]);
