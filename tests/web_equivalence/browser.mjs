@@ -30,7 +30,7 @@ export function kernelIndex(kernelDir) {
 // The page that runs the suites: a device with the optional features the suites use, and the
 // kernels context of web/app/suite.js (get(name) -> WGSL text, version).
 const RUNNER = `<!doctype html><meta charset="utf-8"><script type="module">
-window.runSuites = async (modules, quick) => {
+window.runSuites = async (modules, quick, repeats) => {
   if (!navigator.gpu) throw new Error('navigator.gpu is missing: WebGPU is not enabled');
   const adapter = await navigator.gpu.requestAdapter();
   if (!adapter) throw new Error('no WebGPU adapter');
@@ -52,11 +52,16 @@ window.runSuites = async (modules, quick) => {
     },
   };
   const info = adapter.info;
+  // The page's progress(fraction in [0, 1], label) (web/app/suite.js): a call breaking it is an error.
+  const progress = (fraction, label) => {
+    if (!(fraction >= 0 && fraction <= 1) || typeof label !== 'string')
+      errors.push('progress(' + fraction + ', ' + label + ') does not match progress(fraction, label)');
+  };
   const out = { adapter: { vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description, subgroupMinSize: info.subgroupMinSize }, features: [...device.features], results: [], outputs: { sim: {}, tiny: {} } };
   for (const path of modules) {
     const m = await import(path);
     for (const suite of m.suites ?? [m.suite]) {
-      out.results.push(...await suite.run({ device, kernels, quick, progress: () => {}, outputs: out.outputs }));
+      out.results.push(...await suite.run({ device, kernels, quick, progress, repeats, outputs: out.outputs }));
     }
   }
   await device.queue.onSubmittedWorkDone();
@@ -132,8 +137,15 @@ async function waitFor(what, poll, timeoutMs) {
 
 // Runs `modules` (paths under the web root, e.g. '/suites/sim.js') in quick mode; returns
 // { adapter, features, results, errors }.
-export async function runInBrowser(
-    {webRoot, kernelDir, modules, quick = true, chromium = '/usr/bin/chromium', timeoutMs = 600_000}) {
+export async function runInBrowser({
+  webRoot,
+  kernelDir,
+  modules,
+  quick = true,
+  repeats = null,
+  chromium = '/usr/bin/chromium',
+  timeoutMs = 600_000
+}) {
   const server = await serve(webRoot, kernelDir);
   const profile = mkdtempSync(join(tmpdir(), 'wgfuse-chromium-'));
   const browser = spawn(
@@ -167,19 +179,31 @@ export async function runInBrowser(
     await cdp.send('Runtime.enable');
     await cdp.send('Page.navigate', {url: `http://127.0.0.1:${server.address().port}/__runner.html`});
     await waitFor('the runner page', () => cdp.evaluate('window.runnerReady === true'), 30_000);
-    const run = cdp.evaluate(`window.runSuites(${JSON.stringify(modules)}, ${quick})`);
-    const timeout =
-        new Promise((_, reject) => setTimeout(() => reject(new Error('the suites timed out')), timeoutMs));
-    const out = await Promise.race([run, timeout]);
+    const run =
+        cdp.evaluate(`window.runSuites(${JSON.stringify(modules)}, ${quick}, ${repeats ?? 'undefined'})`);
+    let timer;
+    const timeout = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error('the suites timed out')), timeoutMs);
+    });
+    const out = await Promise.race([run, timeout]).finally(() => clearTimeout(timer));
     cdp.ws.close();
     return out;
   } catch (e) {
     e.message += `\nChromium's stderr (tail):\n${stderr.slice(-2000)}`;
     throw e;
   } finally {
+    // The profile can go once Chromium has exited (it writes there until then).
+    const exited =
+        new Promise((resolve) => browser.exitCode !== null ? resolve() : browser.once('exit', resolve));
     browser.kill();
     server.close();
-    await new Promise((r) => setTimeout(r, 200));
-    rmSync(profile, {recursive: true, force: true});
+    let grace;
+    await Promise.race([
+      exited, new Promise((resolve) => {
+        grace = setTimeout(resolve, 10_000);
+      })
+    ]);
+    clearTimeout(grace);
+    rmSync(profile, {recursive: true, force: true, maxRetries: 5, retryDelay: 200});
   }
 }

@@ -52,9 +52,9 @@ function chainReference(init, first, count, times) {
 async function elementwise(kernels) { return kernels.get('elementwise'); }
 
 // The `dispatch` suite.
-async function runDispatch({device, kernels, quick, progress}) {
+async function runDispatch({device, kernels, quick, progress, repeats}) {
   const n = quick ? 32 : 256;  // dispatches per timed repetition
-  const reps = quick ? 5 : 15;
+  const reps = repeats ?? (quick ? 5 : 15);
   const elements = 4096 + 3;  // the "small" kernel of wgfuse bench, an odd size
   const pipes = new Pipelines(device);
   const code = await elementwise(kernels);
@@ -120,7 +120,7 @@ async function runDispatch({device, kernels, quick, progress}) {
   const samples = variants.map(() => []);
   const checks = [];
   for (const v of variants) {
-    progress?.(`dispatch: ${v.name}, equivalence`);
+    progress?.(0, `dispatch: ${v.name}, equivalence`);
     await restore();
     await v.issue();
     checks.push(compareArrays(want, await read(device, x, Float32Array, 0, elements)));
@@ -130,8 +130,8 @@ async function runDispatch({device, kernels, quick, progress}) {
   for (let r = 0; r < reps; ++r)
     for (const [i, v] of variants.entries()) {
       progress?.(
-          `dispatch: ${v.name}, repetition ${r + 1} of ${reps}`,
-          (r * variants.length + i) / (reps * variants.length));
+          (r * variants.length + i) / (reps * variants.length),
+          `dispatch: ${v.name}, repetition ${r + 1} of ${reps}`);
       samples[i].push((await wallMs(device, v.issue)) * 1000 / n);
     }
   const version = kernels.version;
@@ -154,10 +154,10 @@ async function runDispatch({device, kernels, quick, progress}) {
 }
 
 // The `chain` suite.
-async function runChain({device, kernels, quick, progress}) {
+async function runChain({device, kernels, quick, progress, repeats}) {
   const elements = (quick ? 1 << 16 : 1 << 22) + 5;  // odd: the fused kernel's padding is exercised
   const lengths = quick ? [8] : [2, 8, 16];
-  const reps = quick ? 5 : 10;
+  const reps = repeats ?? (quick ? 5 : 10);
   const pipes = new Pipelines(device);
   const code = await elementwise(kernels);
   const timer = new PassTimer(device);
@@ -213,7 +213,7 @@ async function runChain({device, kernels, quick, progress}) {
     return Math.min(256, Math.max(1, Math.round(20 / Math.max(pilot, 1e-3))));  // ~20 ms a sample
   };
 
-  progress?.('chain: copy bandwidth bound');
+  progress?.(0, 'chain: copy bandwidth bound');
   const copyRuns = await runsFor(recordCopy);
   const copySamples = [];
   for (let r = 0; r < reps; ++r)
@@ -222,7 +222,7 @@ async function runChain({device, kernels, quick, progress}) {
   const version = kernels.version;
   const results = [];
   for (const [li, k] of lengths.entries()) {
-    progress?.(`chain: ${k} ops on ${elements} floats`, li / lengths.length);
+    progress?.(li / lengths.length, `chain: ${k} ops on ${elements} floats`);
     const fused = await pipes.get('elementwise', code, 'chain_fused', {CHAIN_OPS: k});
     device.queue.writeBuffer(paramBuf, MAX_CHAIN * 256, chainParams(elements, 0, k));
     const fusedGroup = bind(device, fused, [x, {buffer: paramBuf, offset: MAX_CHAIN * 256, size: 80}]);

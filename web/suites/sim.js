@@ -102,7 +102,7 @@ function teamSize(device, w) {
   return p;
 }
 
-async function runWorkload(device, kernels, w, sizes, reps, progress, outputs) {
+async function runWorkload(device, kernels, w, sizes, reps, label, outputs) {
   const {pop, steps} = sizes;
   const len = w.genomeLen || steps;
   const pipes = new Pipelines(device);
@@ -182,7 +182,7 @@ async function runWorkload(device, kernels, w, sizes, reps, progress, outputs) {
   const poison = new Float32Array(pop).fill(NaN);
   const fitnessOf = {};
   for (const s of strategies) {
-    progress?.(`sim ${w.name}: ${s.name}, equivalence`);
+    label(`sim ${w.name}: ${s.name}, equivalence`);
     device.queue.writeBuffer(fitness, 0, poison);
     await wallMs(device, s.issue);
     fitnessOf[s.name] = await read(device, fitness, Float32Array, 0, pop);
@@ -190,7 +190,7 @@ async function runWorkload(device, kernels, w, sizes, reps, progress, outputs) {
   const samples = strategies.map(() => []);
   for (let r = 0; r <= reps; ++r)  // the first round is a warm-up
     for (const [i, s] of strategies.entries()) {
-      progress?.(`sim ${w.name}: ${s.name}, repetition ${r} of ${reps}`);
+      label(`sim ${w.name}: ${s.name}, repetition ${r} of ${reps}`);
       const ms = await wallMs(device, s.issue);
       if (r > 0) samples[i].push(ms);
     }
@@ -234,13 +234,15 @@ async function runWorkload(device, kernels, w, sizes, reps, progress, outputs) {
   });
 }
 
-async function run({device, kernels, quick, progress, outputs}) {
-  const reps = quick ? 3 : 7;
+async function run({device, kernels, quick, progress, repeats, outputs}) {
+  const reps = repeats ?? (quick ? 3 : 7);
   const results = [];
   for (const [i, w] of WORKLOADS.entries()) {
-    progress?.(`sim ${w.name}`, i / WORKLOADS.length);
+    // runWorkload reports labels; the fraction is that of the workloads done
+    const label = (text) => progress?.(i / WORKLOADS.length, text);
+    label(`sim ${w.name}`);
     results.push(
-        ...await runWorkload(device, kernels, w, quick ? w.quick : w.full, reps, progress, outputs?.sim));
+        ...await runWorkload(device, kernels, w, quick ? w.quick : w.full, reps, label, outputs?.sim));
   }
   return results;
 }

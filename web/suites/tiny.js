@@ -294,7 +294,7 @@ async function generation(
   };
   const out = {};
   for (const s of strategies) {
-    progress?.(`tiny: ${s.name}, equivalence`);
+    progress?.(0, `tiny: ${s.name}, equivalence`);
     await timed(s);
     out[s.name] = {
       tokens: Array.from({length: sequences}, () => null),
@@ -307,7 +307,9 @@ async function generation(
   const samples = strategies.map(() => []);
   for (let r = 0; r < reps; ++r)
     for (const [i, s] of strategies.entries()) {
-      progress?.(`tiny: ${s.name}, repetition ${r + 1} of ${reps}`);
+      progress?.(
+          (r * strategies.length + i) / (reps * strategies.length),
+          `tiny: ${s.name}, repetition ${r + 1} of ${reps}`);
       samples[i].push(await timed(s));
     }
   if (outputs)
@@ -367,8 +369,9 @@ const TINY_FULL = {
   seed: 1
 };
 
-async function run({device, kernels, quick, progress, outputs}) {
-  return generation(device, kernels, quick ? TINY_QUICK : TINY_FULL, quick ? 3 : 5, progress, outputs?.tiny);
+async function run({device, kernels, quick, progress, repeats, outputs}) {
+  return generation(
+      device, kernels, quick ? TINY_QUICK : TINY_FULL, repeats ?? (quick ? 3 : 5), progress, outputs?.tiny);
 }
 
 export const suite = {

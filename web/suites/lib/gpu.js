@@ -48,23 +48,25 @@ export class Pipelines {
     const key = `${label}|${entryPoint}|${JSON.stringify(constants)}`;
     let p = this.pipelines.get(key);
     if (p) return p;
+    const name = `kernel ${label}, entry ${entryPoint}`;
+    // The scope holds what the shader module's compilation reports; the pipeline's own errors
+    // reject its promise.
+    this.device.pushErrorScope('validation');
     let module = this.modules.get(code);
     if (!module) {
       module = this.device.createShaderModule({code, label});
       this.modules.set(code, module);
     }
-    this.device.pushErrorScope('validation');
-    p = await this.device
-            .createComputePipelineAsync({
-              label: `${label}.${entryPoint}`,
-              layout: 'auto',
-              compute: {module, entryPoint, constants},
-            })
-            .catch((e) => {
-              throw new Error(`kernel ${label}, entry ${entryPoint}: ${e.message}`);
-            });
-    const err = await this.device.popErrorScope();
-    if (err) throw new Error(`kernel ${label}, entry ${entryPoint}: ${err.message}`);
+    const created = this.device.createComputePipelineAsync(
+        {label: `${label}.${entryPoint}`, layout: 'auto', compute: {module, entryPoint, constants}});
+    const scopeError = await this.device.popErrorScope();
+    if (scopeError) {
+      created.catch(() => {});  // the module's error says more than the pipeline's
+      throw new Error(`${name}: ${scopeError.message}`);
+    }
+    p = await created.catch((e) => {
+      throw new Error(`${name}: ${e.message}`);
+    });
     this.pipelines.set(key, p);
     return p;
   }
