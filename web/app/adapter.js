@@ -90,7 +90,7 @@ export async function openDevice() {
   return {adapter, device};
 }
 
-// The `adapter` object of a submission (CONTRACT_web.md). Browsers do not say which native
+// The `adapter` object of a submission (docs/WEB_API.md). Browsers do not say which native
 // backend (Vulkan, D3D12, Metal) they use, hence backend "".
 export function describeAdapter(adapter) {
   const info = adapter.info ?? {};

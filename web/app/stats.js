@@ -27,7 +27,7 @@ export function std(samples) {
   return n > 1 ? Math.sqrt(samples.reduce((sum, x) => sum + (x - m) ** 2, 0) / (n - 1)) : 0;
 }
 
-// {median, min, max, std} of the samples, the fields of a result (CONTRACT_web.md).
+// {median, min, max, std} of the samples, the fields of a result (docs/WEB_API.md).
 export function summarize(samples) {
   return {median: median(samples), min: min(samples), max: max(samples), std: std(samples)};
 }

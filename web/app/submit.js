@@ -1,4 +1,4 @@
-// The submission of a run to the results server: POST /api/results (CONTRACT_web.md,
+// The submission of a run to the results server: POST /api/results (docs/WEB_API.md,
 // docs/WEB_API.md).
 
 export const PAGE_VERSION = 'wgfuse-web 0.1.0';

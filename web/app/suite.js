@@ -21,7 +21,7 @@
 //   quick     true asks for browser-friendly small sizes (the end-to-end test runs quick);
 //   progress  progress(fraction in [0, 1], label) reports how far the suite is;
 // and resolves to an array of Result: one entry each of the `results` array of the submission
-// JSON (CONTRACT_web.md, docs/WEB_API.md). The page fills in `kernel_version` where a result
+// JSON (docs/WEB_API.md). The page fills in `kernel_version` where a result
 // lacks it. run() throws an Error with a readable message when the suite cannot run.
 
 /**
@@ -62,7 +62,7 @@
  */
 
 export const SUITE_MODULES = ['dispatch', 'sim', 'tiny'];
-// The suites, the `suite` field of their results (CONTRACT_web.md).
+// The suites, the `suite` field of their results (docs/WEB_API.md).
 export const RESULT_SUITES = ['dispatch', 'chain', 'sim', 'tiny'];
 export const UNITS = ['us', 'ms', 'tok/s', 'gen/s', 'GB/s'];
 
@@ -102,7 +102,7 @@ const isNumber = (x) => typeof x === 'number' && Number.isFinite(x);
 const isCount = (x) => Number.isInteger(x) && x >= 0;
 
 // The problems of one result, each naming its field (empty when it is sound): the shape and
-// plausibility rules the server applies (CONTRACT_web.md), so that the page flags a suite's bad
+// plausibility rules the server applies (docs/WEB_API.md), so that the page flags a suite's bad
 // result where it is shown instead of only at submission.
 export function resultProblems(r) {
   const problems = [];

@@ -1,16 +1,9 @@
-// Summary statistics and the result record of the submission schema (CONTRACT_web.md,
-// docs/WEB_API.md): every suite builds its results through `result` so that they all carry the
-// same fields.
+// The result record of the submission schema (docs/WEB_API.md): every suite builds its results
+// through `result` so that they all carry the same fields. The statistics are the page's
+// (web/app/stats.js), one definition for the page and the suites.
+import {summarize} from '../../app/stats.js';
 
-export function summarize(samples) {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const n = sorted.length;
-  const mid = n >> 1;
-  const median = n % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-  const mean = sorted.reduce((s, x) => s + x, 0) / n;
-  const variance = n > 1 ? sorted.reduce((s, x) => s + (x - mean) ** 2, 0) / (n - 1) : 0;
-  return {median, min: sorted[0], max: sorted[n - 1], std: Math.sqrt(variance)};
-}
+export {summarize};
 
 // One entry of `results`. `speedup` is baseline median / this median (lower is better for
 // times); null where no baseline applies.
