@@ -162,7 +162,7 @@ TEST(GenerateCli, ProfileTimesEveryKernelOfTheStep) {
     EXPECT_GT(k["us_per_token"].get<double>(), 0) << k;
   }
   const uint32_t layers = tiny_config(kSmallVocab).num_layers;
-  for (const char* per_layer : {"qkv_rope", "attend_o", "gate_up_silu_sum", "down+residual"})  // fused layers
+  for (const char* per_layer : {"qkv_rope", "attention", "o_proj+residual", "gate_up_silu", "down+residual"})
     EXPECT_EQ(calls[per_layer], layers) << per_layer;
   for (const char* once : {"embed", "lm_head", "argmax_partial", "argmax_final"})
     EXPECT_EQ(calls[once], 1u) << once;

@@ -123,8 +123,8 @@ TEST(LlmModelRun, KStepsPerSubmitCountsAndTokens) {
   EXPECT_EQ(got, want);
   EXPECT_EQ(streamed, got);
   const auto& s = model.stats();
-  EXPECT_EQ(s.dispatches_per_step, 1 + 4 * cfg.num_layers + 1 + 2);       // fused layers
-  EXPECT_EQ(s.dispatches_per_step_long, 1 + 5 * cfg.num_layers + 1 + 2);  // o_proj_combine
+  EXPECT_EQ(s.dispatches_per_step, 1 + 6 * cfg.num_layers + 1 + 2);  // split layers (the default)
+  EXPECT_EQ(s.dispatches_per_step_long, s.dispatches_per_step);
   EXPECT_EQ(s.decode_tokens, 31u);  // the first token ends the prompt phase
   EXPECT_EQ(s.decode_steps, 31u);
   EXPECT_EQ(s.decode_submits, 4u);  // ceil(31 / 8)

@@ -143,9 +143,9 @@ TEST(SimTeam, AutoChoosesFromThePopulation) {
   const uint32_t top = fuse::max_team(context(), w.spec);
   auto small = fuse::choose_auto(context(), w.spec, 1000);
   EXPECT_EQ(small.strategy, Strategy::Team);
-  EXPECT_EQ(small.team, top);  // 1,000 x 4 < 32,768 on SwiftShader (subgroups of 4)
+  EXPECT_EQ(small.team, top);  // 1,000 x 4 < 16,384 on SwiftShader (subgroups of 4)
   EXPECT_NE(small.why.find("team of"), std::string::npos) << small.why;
-  auto mid = fuse::choose_auto(context(), w.spec, 16384);
+  auto mid = fuse::choose_auto(context(), w.spec, 8192);
   EXPECT_EQ(mid.team, 2u);
   auto big = fuse::choose_auto(context(), w.spec, 40000);
   EXPECT_EQ(big.strategy, Strategy::Fused);

@@ -32,7 +32,7 @@ struct LlmOptions {
   std::optional<uint32_t> ctx;  // default: 4096, or the model's max_position_embeddings if smaller
   uint32_t steps_per_submit = 8;
   llm::AttentionSplit attention;
-  std::string fusion = "full";
+  std::string fusion = "none";
   uint32_t attn_fuse_max = llm::ModelOptions{}.attn_fuse_max;
   // Sampling: unset flags take generation_config.json's values (greedy when it has none).
   std::optional<double> temp, top_p, repeat_penalty;
@@ -80,7 +80,8 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   c->add_option("--fusion", o.fusion,
-                "decode layers: full (attention fused with o_proj, 4 dispatches a layer) | none (split, 6)")
+                "decode layers: none (split, 6 dispatches a layer: the fastest measured) | full (attention "
+                "fused with o_proj, 4 a layer; slower on the H100, docs/RESULTS.md)")
       ->check(CLI::IsMember({"none", "full"}))
       ->capture_default_str();
   c->add_option("--attn-fuse-max", o.attn_fuse_max,

@@ -104,13 +104,13 @@ struct AutoChoice {
   std::string why;
 };
 // The rule (one place, named in the report): a team whose lanes share the state (a policy)
-// grows until pop x team reaches kAutoTargetInvocations, enough to fill a large GPU with these
-// register-heavy kernels: about one wave of an H100 at ~128 registers per invocation (132 SMs x
-// 512 invocations = 67,584; half of it already hides latency, as the Market team kernel
-// measured at 40,000). A step-splitting team (light invocations that stream genes from memory)
-// takes the largest size allowed: the more loads in flight, the nearer the bandwidth bound.
-// Without subgroups, fused.
-inline constexpr uint64_t kAutoTargetInvocations = 32768;
+// grows until pop x team reaches kAutoTargetInvocations: measured on the H100 (2026-11-22),
+// Acrobot (4,096) ran 3,032 gen/s with teams of 4 and 2,373 with 8, Market (10,000) 551 with
+// teams of 2, 521 with 4 and 485 with 8: past ~16k invocations more lanes per individual add
+// shuffles and barriers faster than they hide latency. A step-splitting team (light invocations that stream
+// genes from memory) takes the largest size allowed: the more loads in flight, the nearer the bandwidth
+// bound. Without subgroups, fused.
+inline constexpr uint64_t kAutoTargetInvocations = 16384;
 AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t pop);
 
 struct EvalCounts {

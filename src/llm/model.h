@@ -41,7 +41,10 @@ Fusion parse_fusion(std::string_view s);  // "none" | "full"; throws Error other
 
 struct ModelOptions {
   WeightDType dtype = WeightDType::F16;
-  Fusion fusion = Fusion::Full;
+  // None by default: on the H100 (2026-11-22, 0.5B f16) the split layers ran 905 tok/s, Full
+  // with attend_o 774, Full with o_proj_combine at every position 905 short and 548 vs 717 at
+  // 4,000 positions: fewer dispatches did not make a faster step (docs/RESULTS.md).
+  Fusion fusion = Fusion::None;
   // Positions from which Fusion::Full uses the split attention: attend_o redoes a group's whole
   // attention in every row block, cheap only while the cache is short (an estimate; measure it
   // with `generate --attn-fuse-max`).
