@@ -19,6 +19,7 @@ const POISON_TOKEN = 0xffffffff;
 const ROPE_THETA = 10000;
 const EPS = 1e-6;
 const LOGITS_RTOL = 1e-4;
+const ARGMAX_PARTS = 16;  // tiny::kArgmaxParts (ARG_PARTS in tiny_common.wgsl): the two-level argmax
 // tiny::Op, the OP override of kernels/tiny_ops.wgsl.
 const OP = {
   Embed: 0,
@@ -123,7 +124,7 @@ export function sequencePrompt(prompt, i) {
 // Floats of one sequence's activations (tiny::activation_floats) and KV cache (kv_floats).
 function activationFloats(c, cap) {
   const qd = c.heads * c.headDim, kvd = c.kvHeads * c.headDim;
-  return 2 * c.d + (qd + 2 * kvd) + qd + c.heads * cap + 2 * c.ff + c.d + VOCAB;
+  return 2 * c.d + (qd + 2 * kvd) + qd + c.heads * cap + 2 * c.ff + c.d + VOCAB + 2 * ARGMAX_PARTS;
 }
 
 function kvFloats(c, cap) { return c.layers * 2 * c.kvHeads * c.headDim * cap; }
@@ -173,10 +174,21 @@ async function generation(
     CAP: cap,
     EPS,
     WG: wg,
+    // Lanes per row or score: teams of one thread (the tiny_solo family), which every adapter
+    // runs; native picks subgroup teams where it can (`wgfuse tiny --lanes 1` is this setting).
+    LN_QKV: 1,
+    LN_O: 1,
+    LN_GU: 1,
+    LN_DOWN: 1,
+    LN_HEAD: 1,
+    LN_SC: 1,
+    LN_AT: 1,
     ...(op === undefined ? {} : {OP: op}),
   });
-  const opsCode = await kernels.get('tiny_ops');
-  const singleCode = await kernels.get('tiny_single');
+  // As native's TinyRunner composes them: the lane reductions' family in front of the ops.
+  const lanes = await kernels.get('tiny_solo');
+  const opsCode = lanes + (await kernels.get('tiny_ops'));
+  const singleCode = lanes + (await kernels.get('tiny_single'));
   const groups = new Map();  // bind groups by pipeline and layer (auto layouts are per pipeline)
   const groupFor = (pipe, layer, withAct) => {
     const key = pipe;
@@ -211,7 +223,7 @@ async function generation(
   for (let l = 0; l < c.layers; ++l) {
     for (const [op, items] of [
              [OP.NormIn, c.d], [OP.Qkv, qkvRows],
-             [OP.RopeKv, (c.heads + c.kvHeads) * (c.headDim / 2) + c.kvHeads * c.headDim],
+             [OP.RopeKv, qkvRows / 2],
              [OP.Scores, c.heads * cap], [OP.Attend, qd], [OP.OProj, c.d], [OP.Residual, c.d],
              [OP.NormPost, c.d], [OP.GateUp, 2 * c.ff], [OP.SiluMul, c.ff], [OP.Down, c.d],
              [OP.Residual, c.d]])
