@@ -1,5 +1,6 @@
 #include "submit.h"
 
+#include <signal.h>
 #include <spawn.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -62,7 +63,9 @@ std::string run_with_stdin(const std::filesystem::path& tool, std::vector<std::s
     close(out[0]);
     throw Error("--submit: cannot run " + tool.string());
   }
-  // The child reads all of stdin before it writes, so writing first cannot deadlock.
+  // The child reads all of stdin before it writes, so writing first cannot deadlock; a child that
+  // dies first makes the write fail (EPIPE) instead of killing wgfuse with SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
   for (size_t done = 0; done < input.size();) {
     const ssize_t n = write(in[1], input.data() + done, input.size() - done);
     if (n <= 0) break;
