@@ -10,6 +10,7 @@
 #include <ostream>
 
 #include "llm/model.h"
+#include "llm_support.h"
 #include "support.h"
 #include "util/error.h"
 #include "util/half.h"
@@ -19,32 +20,10 @@ namespace {
 
 using llm::WeightDType;
 using test::context;
-
-llm::ModelConfig small_config(bool tied) {
-  return {.vocab_size = 300,
-          .hidden_size = 48,
-          .intermediate_size = 72,
-          .num_layers = 3,
-          .num_heads = 4,
-          .num_kv_heads = 2,
-          .head_dim = 12,
-          .max_position_embeddings = 128,
-          .rope_theta = 10000.0,
-          .rms_norm_eps = 1e-6,
-          .tie_word_embeddings = tied};
-}
+using test::normalised_error;
+using test::small_llm_config;
 
 const std::vector<uint32_t> kPrompt = {7, 123, 42, 299, 0, 64};
-
-double normalised_error(std::span<const float> got, const std::vector<double>& want) {
-  double scale = 0, err = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    scale = std::max(scale, std::abs(want[i]));
-    const double e = std::abs(double(got[i]) - want[i]);
-    if (!(e <= err)) err = e;  // NaN wins
-  }
-  return err / scale;
-}
 
 llm::ref::Decoder reference(const llm::ModelConfig& c, const llm::HostWeights& w, uint32_t capacity) {
   return llm::ref::Decoder(c, llm::ref::Weights::load(c, w.lookup()), capacity);
@@ -70,7 +49,7 @@ class LlmModel : public ::testing::TestWithParam<Case> {};
 // one workgroup.
 TEST_P(LlmModel, LogitsAndGreedyTokensMatchTheReference) {
   const auto [dtype, tied] = GetParam();
-  const auto cfg = small_config(tied);
+  const auto cfg = small_llm_config(tied);
   const auto weights = llm::HostWeights::random(cfg, tied ? 11 : 12);
   const uint32_t n = 32;
   llm::Model model(context(), cfg, weights.lookup(),
@@ -107,7 +86,7 @@ TEST_P(LlmModel, LogitsAndGreedyTokensMatchTheReference) {
 // one read-back per K decode steps, and the dispatch count of the recorded step.
 TEST(LlmModelRun, KStepsPerSubmitCountsAndTokens) {
   const WeightDType dtype = WeightDType::F16;
-  const auto cfg = small_config(true);
+  const auto cfg = small_llm_config(true);
   const auto weights = llm::HostWeights::random(cfg, 21);
   llm::Model one(context(), cfg, weights.lookup(), {.dtype = dtype, .ctx = 64});
   llm::GenerateOptions k1;
@@ -141,7 +120,7 @@ TEST(LlmModelRun, KStepsPerSubmitCountsAndTokens) {
 // step.
 TEST_P(LlmModel, FusedAndSplitLayersAgree) {
   const auto [dtype, tied] = GetParam();
-  const auto cfg = small_config(tied);
+  const auto cfg = small_llm_config(tied);
   const auto weights = llm::HostWeights::random(cfg, tied ? 13 : 14);
   const uint32_t n = 24;
   struct Run {
@@ -190,7 +169,7 @@ INSTANTIATE_TEST_SUITE_P(Storage, LlmModel,
 // Test that generation stops at an EOS id inside a K batch: the tokens after it, already computed
 // on the GPU (in the same command buffer or the next one in flight), are never reported.
 TEST(LlmModelRun, EosInsideABatchDiscardsTheRest) {
-  const auto cfg = small_config(false);
+  const auto cfg = small_llm_config(false);
   const auto weights = llm::HostWeights::random(cfg, 31);
   llm::Model model(context(), cfg, weights.lookup(), {.dtype = WeightDType::F32, .ctx = 64});
   const auto all = model.generate(kPrompt, 24);
@@ -227,7 +206,7 @@ TEST(LlmModelRun, EosInsideABatchDiscardsTheRest) {
 // chunks) then decode gives the tokens of decode-only generation (the prompt fed one decode step
 // at a time), and that a second generate() continues the same sequence as the reference does.
 TEST(LlmModelRun, PrefillThenDecodeEqualsDecodeOnly) {
-  const auto cfg = small_config(true);
+  const auto cfg = small_llm_config(true);
   const auto weights = llm::HostWeights::random(cfg, 41);
   llm::Model decode_only(context(), cfg, weights.lookup(),
                          {.dtype = WeightDType::F32, .ctx = 64, .prefill_chunk = 0});
@@ -257,7 +236,7 @@ TEST(LlmModelRun, PrefillThenDecodeEqualsDecodeOnly) {
 // attending to earlier chunks' cache) leaves the logits of decoding it position by position, for
 // both storage dtypes.
 TEST(LlmModelRun, PrefillChunksMatchDecodingEachPosition) {
-  const auto cfg = small_config(false);
+  const auto cfg = small_llm_config(false);
   const auto weights = llm::HostWeights::random(cfg, 61);
   std::vector<uint32_t> prompt(70);
   for (uint32_t i = 0; i < prompt.size(); ++i) prompt[i] = (i * 37 + 11) % cfg.vocab_size;
@@ -267,7 +246,7 @@ TEST(LlmModelRun, PrefillChunksMatchDecodingEachPosition) {
     llm::Model stepwise(context(), cfg, weights.lookup(), {.dtype = dtype, .ctx = 96, .prefill_chunk = 0});
     stepwise.prefill(prompt);
     const auto want = stepwise.read_logits();
-    EXPECT_LE(normalised_error(chunked.read_logits(), {want.begin(), want.end()}), 1e-5)
+    EXPECT_LE(normalised_error(chunked.read_logits(), want), 1e-5)
         << (dtype == WeightDType::F16 ? "f16" : "f32");
     // Against the unrounded weights, as LogitsAndGreedyTokensMatchTheReference.
     auto ref = reference(cfg, weights, 96);
@@ -280,7 +259,7 @@ TEST(LlmModelRun, PrefillChunksMatchDecodingEachPosition) {
 // Test that bad weights and options are clear errors naming the problem, and that loading
 // reports its progress up to the total.
 TEST(LlmModelRun, BadInputIsAClearError) {
-  const auto cfg = small_config(false);
+  const auto cfg = small_llm_config(false);
   auto weights = llm::HostWeights::random(cfg, 51);
   auto expect_error = [&](const llm::HostWeights& w, const llm::ModelConfig& c, uint32_t ctx,
                           const std::string& what) {
@@ -294,7 +273,7 @@ TEST(LlmModelRun, BadInputIsAClearError) {
   expect_error(weights, cfg, 256, "max_position_embeddings");
   auto untied_without_head = cfg;
   untied_without_head.tie_word_embeddings = false;
-  auto tied = llm::HostWeights::random(small_config(true), 52);
+  auto tied = llm::HostWeights::random(small_llm_config(true), 52);
   expect_error(tied, untied_without_head, 64, "lm_head.weight");
   auto bad = weights;
   bad.set("model.layers.1.mlp.up_proj.weight", {72, 47}, std::vector<float>(72 * 47, 0.5f));

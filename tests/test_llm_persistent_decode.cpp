@@ -12,6 +12,7 @@
 #include "llm/model.h"
 #include "llm/persistent.h"
 #include "llm/persistent_decode.h"
+#include "llm_support.h"
 #include "support.h"
 #include "util/error.h"
 #include "util/half.h"
@@ -21,34 +22,12 @@ namespace {
 
 using llm::WeightDType;
 using test::context;
+using test::normalised_error;
+using test::small_llm_config;
 
-llm::ModelConfig small_config(bool tied) {
-  return {.vocab_size = 301,  // odd: the LM head's last pair of rows has one
-          .hidden_size = 48,
-          .intermediate_size = 72,
-          .num_layers = 3,
-          .num_heads = 4,
-          .num_kv_heads = 2,
-          .head_dim = 12,
-          .max_position_embeddings = 128,
-          .rope_theta = 10000.0,
-          .rms_norm_eps = 1e-6,
-          .tie_word_embeddings = tied};
-}
+constexpr uint32_t kVocab = 301;  // odd: the LM head's last pair of rows has one
 
 const std::vector<uint32_t> kPrompt = {7, 123, 42, 299, 0, 64, 5};
-
-// max |got - want| / max |want|; NaN counts as infinitely wrong.
-template <typename T>
-double normalised_error(std::span<const float> got, std::span<const T> want) {
-  double scale = 0, err = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    scale = std::max(scale, std::abs(double(want[i])));
-    const double e = std::abs(double(got[i]) - double(want[i]));
-    if (!(e <= err)) err = e;
-  }
-  return err / scale;
-}
 
 struct Decoded {
   std::vector<uint32_t> tokens;
@@ -91,7 +70,7 @@ class LlmPersistentDecode : public ::testing::TestWithParam<Case> {};
 // and 64 in one.
 TEST_P(LlmPersistentDecode, MatchesStepDecoderAndReference) {
   const auto [dtype, tied, wg] = GetParam();
-  const auto cfg = small_config(tied);
+  const auto cfg = small_llm_config(tied, kVocab);
   const auto weights = llm::HostWeights::random(cfg, tied ? 31 : 32);
   const uint32_t n = 24;
   llm::PersistentDecoder d(context(), cfg, weights.lookup(),
@@ -137,7 +116,7 @@ INSTANTIATE_TEST_SUITE_P(Storage, LlmPersistentDecode,
 // Test K positions per submit, a sequence continued by a second generate() (a chat turn), and
 // an EOS id that stops generation with the tokens computed past it discarded.
 TEST(LlmPersistentDecodeRun, BatchesContinuationAndEos) {
-  const auto cfg = small_config(true);
+  const auto cfg = small_llm_config(true, kVocab);
   const auto weights = llm::HostWeights::random(cfg, 33);
   llm::PersistentDecoder one(context(), cfg, weights.lookup(), {.dtype = WeightDType::F16, .ctx = 64});
   const auto want = run_persistent(one, 20, 1, false).tokens;
@@ -163,7 +142,7 @@ TEST(LlmPersistentDecodeRun, BatchesContinuationAndEos) {
 // run's, or a barrier timed out and generate() said so (co-residency is not promised to last on
 // SwiftShader under load); never other tokens.
 TEST(LlmPersistentDecodeRun, SeveralWorkgroupsMatchOrReportTheTimeout) {
-  const auto cfg = small_config(false);
+  const auto cfg = small_llm_config(false, kVocab);
   const auto weights = llm::HostWeights::random(cfg, 34);
   llm::PersistentDecoder one(context(), cfg, weights.lookup(), {.dtype = WeightDType::F32, .ctx = 64});
   const auto want = run_persistent(one, 12, 4, false).tokens;
@@ -191,7 +170,7 @@ TEST(LlmPersistentDecodeRun, SeveralWorkgroupsMatchOrReportTheTimeout) {
 // Test that a grid barrier that times out (a spin limit of 0: no waiter ever sees the others) is
 // an Error naming the barrier, and that the decoder refuses to go on afterwards.
 TEST(LlmPersistentDecodeRun, BarrierTimeoutIsAnError) {
-  const auto cfg = small_config(true);
+  const auto cfg = small_llm_config(true, kVocab);
   const auto weights = llm::HostWeights::random(cfg, 35);
   llm::PersistentDecoder d(context(), cfg, weights.lookup(),
                            {.dtype = WeightDType::F16, .ctx = 64, .workgroups = 2, .spin_limit = 0});
@@ -213,7 +192,7 @@ TEST(LlmPersistentDecodeRun, BarrierTimeoutIsAnError) {
 
 // Test that options the kernel cannot run are clear errors naming the limit.
 TEST(LlmPersistentDecodeRun, BadOptionsAreErrors) {
-  const auto cfg = small_config(true);
+  const auto cfg = small_llm_config(true, kVocab);
   const auto weights = llm::HostWeights::random(cfg, 36);
   auto error_of = [&](llm::PersistentOptions o) -> std::string {
     try {
@@ -253,7 +232,7 @@ TEST(LlmPersistentDecodeRun, GridChoiceAndFallback) {
 // Test the check that guards the persistent decode: it passes against the step decoder on the
 // same weights and names the first differing step against a model with other weights.
 TEST(LlmPersistentDecodeRun, CheckAgainstStepDecoderCatchesDifferences) {
-  const auto cfg = small_config(true);
+  const auto cfg = small_llm_config(true, kVocab);
   const auto weights = llm::HostWeights::random(cfg, 37);
   llm::Model steps(context(), cfg, weights.lookup(), {.dtype = WeightDType::F16, .ctx = 64});
   llm::PersistentDecoder same(context(), cfg, weights.lookup(), {.dtype = WeightDType::F16, .ctx = 64});

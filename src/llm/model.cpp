@@ -7,6 +7,7 @@
 #include <deque>
 
 #include "gpu/profiler.h"
+#include "llm/generated_tokens.h"
 #include "util/error.h"
 
 namespace wgfuse::llm {
@@ -436,24 +437,14 @@ std::vector<uint32_t> Model::generate(std::span<const uint32_t> prompt, uint32_t
       stats_.decode_tokens = stats_.decode_steps = 0;
   stats_.prefill_ms = stats_.decode_ms = 0;
 
-  std::vector<uint32_t> out;
-  bool stopped = false;
+  GeneratedTokens out(cfg_.vocab_size, n, on_token, opt.eos_ids, seq_);
   // Reports the next generated tokens, `ids`, as far as they are wanted.
   auto take = [&](const std::vector<uint32_t>& ids) {
     if (opt.on_logits) {
       ++stats_.debug_readbacks;
       opt.on_logits(ctx_->read<float>(logits_, 0, cfg_.vocab_size));
     }
-    for (uint32_t id : ids) {
-      if (stopped) break;  // computed past EOS in the same batch: discarded
-      if (id >= cfg_.vocab_size)
-        throw Error("the GPU picked token id " + std::to_string(id) +
-                    " outside the vocabulary (non-finite logits?)");
-      out.push_back(id);
-      seq_.push_back(id);
-      const bool eos = std::find(opt.eos_ids.begin(), opt.eos_ids.end(), id) != opt.eos_ids.end();
-      if ((on_token && !on_token(id)) || eos || out.size() == n) stopped = true;
-    }
+    for (uint32_t id : ids) out.take(id);
   };
 
   // The prompt phase: every unfed prompt position, then the first generated token.
@@ -479,10 +470,10 @@ std::vector<uint32_t> Model::generate(std::span<const uint32_t> prompt, uint32_t
     uint32_t count, slot;
   };
   std::deque<Batch> in_flight;
-  uint32_t scheduled = uint32_t(out.size()), next_slot = 0;
+  uint32_t scheduled = uint32_t(out.ids().size()), next_slot = 0;
   t0 = Clock::now();
   const uint64_t d0 = rec.dispatches(), s0 = rec.submits();
-  while (!stopped) {
+  while (!out.stopped()) {
     while (in_flight.size() < depth && scheduled < n) {
       const uint32_t k = std::min<uint32_t>(K, n - scheduled);
       for (uint32_t i = 0; i < k; ++i) {
@@ -505,14 +496,14 @@ std::vector<uint32_t> Model::generate(std::span<const uint32_t> prompt, uint32_t
     take(ids);
   }
   stats_.decode_ms = ms_since(t0);
-  stats_.decode_tokens = out.size() - 1;
+  stats_.decode_tokens = out.ids().size() - 1;
   stats_.decode_dispatches = rec.dispatches() - d0;
   stats_.decode_submits = rec.submits() - s0;
-  stats_.generated_tokens = out.size();
+  stats_.generated_tokens = out.ids().size();
   fed_ = uint32_t(seq_.size()) - 1;  // the last token is known but not fed
   written_ = uint32_t(seq_.size());
   logits_fresh_ = false;
-  return out;
+  return out.release();
 }
 
 }  // namespace wgfuse::llm

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "gpu/recorder.h"
+#include "llm/generated_tokens.h"
 #include "util/error.h"
 
 namespace wgfuse::llm {
@@ -303,19 +304,11 @@ std::vector<uint32_t> PersistentDecoder::generate(std::span<const uint32_t> prom
   stats_.prompt_tokens = seq_.size() - fed_;
   stats_.generated_tokens = stats_.decode_tokens = stats_.decode_steps = stats_.decode_dispatches =
       stats_.decode_submits = stats_.decode_readbacks = stats_.debug_readbacks = 0;
-  std::vector<uint32_t> out;
-  bool stopped = false;
+  GeneratedTokens out(cfg_.vocab_size, n, on_token, opt.eos_ids, seq_);
   auto take = [&](std::span<const uint32_t> ids) {
     for (uint32_t id : ids) {
-      if (stopped) break;  // computed past EOS in the same batch: discarded
-      if (id >= cfg_.vocab_size)
-        throw Error("the GPU picked token id " + std::to_string(id) +
-                    " outside the vocabulary (non-finite logits?)");
-      if (opt.on_logits) opt.on_logits(read_logits());
-      out.push_back(id);
-      seq_.push_back(id);
-      const bool eos = std::find(opt.eos_ids.begin(), opt.eos_ids.end(), id) != opt.eos_ids.end();
-      if ((on_token && !on_token(id)) || eos || out.size() == n) stopped = true;
+      if (opt.on_logits && !out.stopped()) opt.on_logits(read_logits());
+      out.take(id);
     }
   };
 
@@ -328,19 +321,19 @@ std::vector<uint32_t> PersistentDecoder::generate(std::span<const uint32_t> prom
   // The decode phase: K positions per submit, the tokens read back once per submit.
   t0 = Clock::now();
   const uint64_t d0 = rec.dispatches(), s0 = rec.submits();
-  while (!stopped) {
-    const uint32_t k = std::min<uint32_t>(K, n - uint32_t(out.size()));
+  while (!out.stopped()) {
+    const uint32_t k = std::min<uint32_t>(K, n - uint32_t(out.ids().size()));
     take(run(k, uint32_t(seq_.size()), k, rec));
     ++stats_.decode_readbacks;
   }
   stats_.decode_ms = ms_since(t0);
   stats_.decode_dispatches = rec.dispatches() - d0;
   stats_.decode_submits = rec.submits() - s0;
-  stats_.decode_tokens = out.size() - 1;
+  stats_.decode_tokens = out.ids().size() - 1;
   stats_.decode_steps = stats_.decode_dispatches;
-  stats_.generated_tokens = out.size();
+  stats_.generated_tokens = out.ids().size();
   fed_ = uint32_t(seq_.size()) - 1;  // the last token is known but not fed
-  return out;
+  return out.release();
 }
 
 std::vector<float> PersistentDecoder::read_logits() {
