@@ -224,7 +224,7 @@ void Model::build_steps() {
     add(std::move(attention.at(0)), "attention", vec(q_rows), kv_per_position);
     for (size_t i = 1; i < attention.size(); ++i)
       add(std::move(attention[i]), "attention_combine", vec(q_rows));
-    add(k.matvec_residual(l.o, att_, x_, c.hidden_size, q_rows), "o_proj+residual",
+    add(k.o_proj_residual(l.o, att_, x_, c.hidden_size, q_rows), "o_proj+residual",
         l.o.size() + vec(q_rows + 2 * c.hidden_size));
     add(k.gate_up_silu(l.gate_up, x_, l.post_norm, act_, c.intermediate_size, c.hidden_size, c.rms_norm_eps),
         "gate_up_silu", l.gate_up.size() + vec(2 * c.hidden_size + c.intermediate_size));
@@ -233,6 +233,21 @@ void Model::build_steps() {
   }
   add(k.matvec_norm(lm_head_, x_, final_norm_, logits_, c.vocab_size, c.hidden_size, c.rms_norm_eps),
       "lm_head", lm_head_.size() + vec(2 * c.hidden_size + c.vocab_size));
+  if (short_max() > 0) {
+    // Short caches: the split step with each layer's attention in one dispatch (attend_short)
+    // in place of the chunks and their combination; from the last layer so `qkv_at` holds.
+    short_step_ = step_;
+    for (size_t i = layers_.size(); i-- > 0;) {
+      const size_t at = qkv_at[i] + 1;  // attention (chunks), then attention_combine
+      Step s =
+          k.attend_short(q_, layers_[i].k_cache, layers_[i].v_cache, state_, att_, c, ctx_len_, short_max());
+      s.name = "attention_short";
+      s.bytes = vec(2 * q_rows);
+      s.bytes_per_position = kv_per_position;
+      short_step_[at] = std::move(s);
+      short_step_.erase(short_step_.begin() + ptrdiff_t(at) + 1);
+    }
+  }
   if (opt_.fusion == Fusion::Full) {
     // The same step with fused layers: embed, qkv_rope and the LM head are the split step's.
     const uint64_t parts = vec(DecodeKernels::attend_o_parts_words(c));
@@ -283,8 +298,12 @@ void Model::build_steps() {
 }
 
 std::span<const Step> Model::decode_step(uint32_t pos) const {
-  if (opt_.fusion == Fusion::None) return step_;
+  if (opt_.fusion == Fusion::None) return pos < short_max() ? short_step_ : step_;
   return pos < opt_.attn_fuse_max ? fused_step_ : long_step_;
+}
+
+uint32_t Model::short_max() const {
+  return opt_.fusion == Fusion::None ? std::min(opt_.attn_short_max, ctx_len_) : 0;
 }
 
 std::vector<Step> Model::prompt_steps(uint32_t T) {
