@@ -25,19 +25,12 @@ override CTX: u32 = 1u;          // KV-cache capacity (positions)
 // Weights (8 of them) of row `row`, column group c8.
 fn w8(row: u32, c8: u32) -> array<vec4<f32>, 2> {
   if (WEIGHT_F16) {
-    return unpack8(w[row * COLS8 + c8], vec4<u32>());
+    let q = w[row * COLS8 + c8];
+    return array<vec4<f32>, 2>(vec4<f32>(unpack2x16float(q.x), unpack2x16float(q.y)),
+                               vec4<f32>(unpack2x16float(q.z), unpack2x16float(q.w)));
   }
   let base = 2u * (row * COLS8 + c8);
-  return unpack8(w[base], w[base + 1u]);
-}
-
-// 8 weights from their stored words: f16, 8 halves in a; f32, 4 floats in each of a and b.
-fn unpack8(a: vec4<u32>, b: vec4<u32>) -> array<vec4<f32>, 2> {
-  if (WEIGHT_F16) {
-    return array<vec4<f32>, 2>(vec4<f32>(unpack2x16float(a.x), unpack2x16float(a.y)),
-                               vec4<f32>(unpack2x16float(a.z), unpack2x16float(a.w)));
-  }
-  return array<vec4<f32>, 2>(bitcast<vec4<f32>>(a), bitcast<vec4<f32>>(b));
+  return array<vec4<f32>, 2>(bitcast<vec4<f32>>(w[base]), bitcast<vec4<f32>>(w[base + 1u]));
 }
 
 // The built-in inputs of every entry point.
@@ -61,25 +54,14 @@ struct Ids {
 // Rows ra, ra + 1 of the packed Q/K/V projection (without bias: a, b) for the token at `pos`:
 // bias, RoPE, and the store into q (at q_base) or the caches.
 fn store_qkv(ra: u32, a_dot: f32, b_dot: f32, pos: u32, q_base: u32) {
-  store_qkv_with(ra, a_dot + qkv_bias[ra], b_dot + qkv_bias[ra + 1u], rope_of(ra, pos), pos, q_base);
-}
-
-// RoPE's (cos, sin) for the pair of packed rows ra, ra + 1 at `pos`; V rows: unused (1, 0).
-fn rope_of(ra: u32, pos: u32) -> vec2<f32> {
-  if (ra >= Q_ROWS + KV_ROWS) {
-    return vec2<f32>(1.0, 0.0);
-  }
-  let r = select(ra - Q_ROWS, ra, ra < Q_ROWS);
-  return rope_cs[pos * (HEAD_DIM / 2u) + (r % HEAD_DIM) / 2u];
-}
-
-// store_qkv with the bias already added (a, b) and RoPE's factors cs = rope_of(ra, pos).
-fn store_qkv_with(ra: u32, a: f32, b: f32, cs: vec2<f32>, pos: u32, q_base: u32) {
+  let a = a_dot + qkv_bias[ra];
+  let b = b_dot + qkv_bias[ra + 1u];
   let half_dim = HEAD_DIM / 2u;
   if (ra < Q_ROWS + KV_ROWS) {
     let r = select(ra - Q_ROWS, ra, ra < Q_ROWS);
     let head = r / HEAD_DIM;
     let i = (r % HEAD_DIM) / 2u;
+    let cs = rope_cs[pos * half_dim + i];
     let ya = a * cs.x - b * cs.y;
     let yb = b * cs.x + a * cs.y;
     if (ra < Q_ROWS) {

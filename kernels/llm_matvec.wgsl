@@ -123,11 +123,6 @@ fn dots_from(ids: Ids, row0: u32, c8_first: u32, col0: u32) {
       acc[r] += dot(wv[0], xv[0]) + dot(wv[1], xv[1]);
     }
   }
-  publish_dots(ids, acc);
-}
-
-// Each subgroup's part of the RPT dots acc in red, then a barrier.
-fn publish_dots(ids: Ids, acc: array<f32, MAX_RPT>) {
   let sg = ids.lid / ids.sg_size;
   for (var r = 0u; r < RPT; r++) {
     let s = subgroupAdd(acc[r]);
@@ -150,100 +145,16 @@ fn row_total(i: u32, sg_size: u32) -> f32 {
 }
 
 // ---- qkv_rope ----
-// The small products (qkv_rope, o_proj) are latency chains, not bandwidth: the weights a thread
-// multiplies (ITERS * RPT 16-byte words) and the epilogue's inputs are loaded first, so that
-// their memory latency overlaps the RMSNorm's staging and barrier instead of following it. The
-// host sets PRELOAD when a thread's words fit MAX_PRELOAD (else they load as in row_dots).
-const MAX_PRELOAD = 16u;
-override PRELOAD: bool = false;
-override WORDS_PER_GROUP: u32 = select(2u, 1u, WEIGHT_F16);  // 16-byte words per 8 weights
-alias Preloaded = array<vec4<u32>, MAX_PRELOAD>;
-
-// The words of the thread's rows (from row0's team rows) and column groups, as row_dots reads
-// them; none without PRELOAD.
-fn preload_w(ids: Ids, row0: u32) -> Preloaded {
-  let first = row0 + ids.lid / TEAM * RPT;
-  let lane = ids.lid % TEAM;
-  var words: Preloaded;
-  if (!PRELOAD) {
-    return words;
-  }
-  for (var it = 0u; it < ITERS; it++) {
-    let c8 = min(it * TEAM + lane, COLS8 - 1u);
-    for (var r = 0u; r < RPT; r++) {
-      let at = min(first + r, ROWS - 1u) * COLS8 + c8;
-      let i = (it * RPT + r) * WORDS_PER_GROUP;
-      if (WEIGHT_F16) {
-        words[i] = w[at];
-      } else {
-        words[i] = w[2u * at];
-        words[i + 1u] = w[2u * at + 1u];
-      }
-    }
-  }
-  return words;
-}
-
-// row_dots on preloaded weights: the subgroup partials of the workgroup's rows in red.
-fn dots_preloaded(ids: Ids, words: Preloaded) {
-  let lane = ids.lid % TEAM;
-  var acc = array<f32, MAX_RPT>();
-  for (var it = 0u; it < ITERS; it++) {
-    let c = it * TEAM + lane;
-    let xv = x8(min(c, COLS8 - 1u), c < COLS8, 0u);
-    for (var r = 0u; r < RPT; r++) {
-      let i = (it * RPT + r) * WORDS_PER_GROUP;
-      let wv = unpack8(words[i], words[min(i + 1u, MAX_PRELOAD - 1u)]);  // f16: the second unused
-      acc[r] += dot(wv[0], xv[0]) + dot(wv[1], xv[1]);
-    }
-  }
-  publish_dots(ids, acc);
-}
-
-// The dots of the workgroup's rows, from preloaded words or not (PRELOAD).
-fn small_dots(ids: Ids, row0: u32, words: Preloaded) {
-  if (PRELOAD) {
-    dots_preloaded(ids, words);
-  } else {
-    dots_from(ids, row0, 0u, 0u);
-  }
-}
-
-fn first_row(ids: Ids) -> u32 {
-  return (ids.wid.y * ids.groups.x + ids.wid.x) * ROWS_PER_WG;
-}
-
 @compute @workgroup_size(WG)
 fn qkv_rope(ids: Ids) {
-  let row0 = first_row(ids);
-  let words = preload_w(ids, row0);
+  stage_x(ids);
+  let row0 = row_dots(ids);
   let lid = ids.lid;
   let ra = row0 + 2u * lid;  // this thread's pair: rows ra, ra + 1
-  let mine = lid < ROWS_PER_WG / 2u && ra < ROWS;
-  let rb = min(ra, ROWS - 2u);  // in bounds for every thread
-  let pos = state[0];
-  let bias = vec2<f32>(qkv_bias[rb], qkv_bias[rb + 1u]);
-  let cs = rope_of(rb, pos);
-  stage_x(ids);
-  small_dots(ids, row0, words);
-  if (mine) {
+  if (lid < ROWS_PER_WG / 2u && ra < ROWS) {
     let inv = inv_rms(ids.sg_size);
-    store_qkv_with(ra, row_total(2u * lid, ids.sg_size) * inv + bias.x,
-                   row_total(2u * lid + 1u, ids.sg_size) * inv + bias.y, cs, pos, 0u);
-  }
-}
-
-// ---- o_proj_residual: resid += W_o x, as matvec_residual with resid (and the weights) preloaded ----
-// Each resid row is read and written by the one thread that owns it.
-@compute @workgroup_size(WG)
-fn o_proj_residual(ids: Ids) {
-  let row0 = first_row(ids);
-  let words = preload_w(ids, row0);
-  let row = min(row0 + ids.lid, ROWS - 1u);
-  let base = resid[row];
-  small_dots(ids, row0, words);
-  if (ids.lid < ROWS_PER_WG && row0 + ids.lid < ROWS) {
-    resid[row] = base + row_total(ids.lid, ids.sg_size);
+    store_qkv(ra, row_total(2u * lid, ids.sg_size) * inv, row_total(2u * lid + 1u, ids.sg_size) * inv,
+              state[0], 0u);
   }
 }
 

@@ -113,9 +113,8 @@ llm::DecodeKernels kernels_with(WeightDType t, const Tuning& tuning) {
   return k;
 }
 
-// resid += W x (o_proj: through o_proj_residual, which loads resid and the weights first).
-void check_matvec_residual(WeightDType t, uint32_t rows, uint32_t cols, const Tuning& tuning,
-                           bool o_proj = false) {
+// resid += W x.
+void check_matvec_residual(WeightDType t, uint32_t rows, uint32_t cols, const Tuning& tuning) {
   Matrix w = random_matrix(t, rows, cols, 1);
   auto x = test::random_floats(cols, 2, -1, 1), resid = test::random_floats(rows, 3, -1, 1);
   // x's padding holds NaN: the kernel must not read past `cols` into the sum.
@@ -124,8 +123,7 @@ void check_matvec_residual(WeightDType t, uint32_t rows, uint32_t cols, const Tu
   auto x_buf = context().upload<float>(x_padded, BufferUsage::StorageIO, "x");
   auto r_buf = llm::upload_padded(context(), "resid", resid);
   auto k = kernels_with(t, tuning);
-  run({o_proj ? k.o_proj_residual(w.buffer, x_buf, r_buf, rows, cols)
-              : k.matvec_residual(w.buffer, x_buf, r_buf, rows, cols)});
+  run({k.matvec_residual(w.buffer, x_buf, r_buf, rows, cols)});
   auto want = ref::linear(linear_of(w, rows, cols), as_double(x));
   for (uint32_t r = 0; r < rows; ++r) want[r] += resid[r];
   EXPECT_TRUE(close_normalised(context().read<float>(r_buf, 0, rows), want, 1e-5));
@@ -168,10 +166,6 @@ class LlmKernel : public ::testing::TestWithParam<WeightDType> {};
 // Test that resid += W x matches the reference at 37 rows of 50 (neither a multiple of 8).
 TEST_P(LlmKernel, MatvecResidual) {
   check_matvec_residual(GetParam(), 37, 50, std::nullopt);
-}
-
-TEST_P(LlmKernel, OProjResidual) {
-  check_matvec_residual(GetParam(), 37, 50, std::nullopt, true);
 }
 
 // Test that y = W rmsnorm(x) (the LM head) matches the reference, 37 x 50.
@@ -331,10 +325,6 @@ class LlmMatvecTuned : public ::testing::TestWithParam<std::tuple<WeightDType, l
 
 TEST_P(LlmMatvecTuned, Residual) {
   check_matvec_residual(dtype(), 37, kCols, tuning());
-}
-
-TEST_P(LlmMatvecTuned, OProjResidual) {
-  check_matvec_residual(dtype(), 37, kCols, tuning(), true);
 }
 
 TEST_P(LlmMatvecTuned, Norm) {

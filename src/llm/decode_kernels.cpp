@@ -188,30 +188,9 @@ Step DecodeKernels::qkv_rope(const gpu::Buffer& w, const gpu::Buffer& x, const g
                              const gpu::Buffer& q_out, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
                              const ModelConfig& c, uint32_t ctx_len) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
-  const uint32_t rows = q_rows + 2 * kv_rows;
-  return matvec("qkv_rope", rows, c.hidden_size, true, c.rms_norm_eps, true,
-                {{"Q_ROWS", q_rows},
-                 {"KV_ROWS", kv_rows},
-                 {"HEAD_DIM", c.head_dim},
-                 {"CTX", ctx_len},
-                 {"PRELOAD", preloads(rows, c.hidden_size)}},
+  return matvec("qkv_rope", q_rows + 2 * kv_rows, c.hidden_size, true, c.rms_norm_eps, true,
+                {{"Q_ROWS", q_rows}, {"KV_ROWS", kv_rows}, {"HEAD_DIM", c.head_dim}, {"CTX", ctx_len}},
                 {w, x, norm, bias, rope, state, q_out, k_cache, v_cache});
-}
-
-// llm_matvec.wgsl MAX_PRELOAD: the 16-byte words of W a thread of qkv_rope or o_proj_residual
-// may load before its x (registers: 64 per thread).
-bool DecodeKernels::preloads(uint32_t rows, uint32_t cols) const {
-  constexpr uint32_t kMaxPreload = 16;
-  const MatvecTuning t = matvec_tuning(rows, cols);
-  const uint32_t words =
-      ceil_div(ceil_div(cols, 8), t.team) * t.rows_per_team * (dtype_ == WeightDType::F16 ? 1 : 2);
-  return words <= kMaxPreload;
-}
-
-Step DecodeKernels::o_proj_residual(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid,
-                                    uint32_t rows, uint32_t cols) {
-  return matvec("o_proj_residual", rows, cols, false, 0.0, false, {{"PRELOAD", preloads(rows, cols)}},
-                {w, x, resid});
 }
 
 Step DecodeKernels::gate_up_silu(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,

@@ -96,10 +96,6 @@ class DecodeKernels {
                    uint32_t rows, uint32_t cols, double eps);  // y = W rmsnorm(x)
   Step matvec_residual(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid, uint32_t rows,
                        uint32_t cols);  // resid += W x
-  // resid += W x for the small o_proj: resid and (where they fit in registers) the weights are
-  // loaded before x, a shorter chain of dependent loads than matvec_residual's.
-  Step o_proj_residual(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid, uint32_t rows,
-                       uint32_t cols);
   Step matvec_residual_to(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& base,
                           const gpu::Buffer& out, uint32_t rows, uint32_t cols);  // out = base + W x
 
@@ -195,8 +191,6 @@ class DecodeKernels {
                     double eps, bool pairs, uint64_t extra_wg_bytes, std::map<std::string, double> extra,
                     std::initializer_list<gpu::BufferBinding> b);
   void check_tuning(const std::string& entry, const MatvecTuning& t, bool pairs) const;
-  // Whether qkv_rope and o_proj_residual load a thread's weights first (they fit its registers).
-  bool preloads(uint32_t rows, uint32_t cols) const;
   Step matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm, double eps,
               std::map<std::string, double> extra, std::initializer_list<gpu::BufferBinding> b);
   // short_max > 0: attend_short's kernel for that many positions (its CHUNK).

@@ -224,7 +224,7 @@ void Model::build_steps() {
     add(std::move(attention.at(0)), "attention", vec(q_rows), kv_per_position);
     for (size_t i = 1; i < attention.size(); ++i)
       add(std::move(attention[i]), "attention_combine", vec(q_rows));
-    add(k.o_proj_residual(l.o, att_, x_, c.hidden_size, q_rows), "o_proj+residual",
+    add(k.matvec_residual(l.o, att_, x_, c.hidden_size, q_rows), "o_proj+residual",
         l.o.size() + vec(q_rows + 2 * c.hidden_size));
     add(k.gate_up_silu(l.gate_up, x_, l.post_norm, act_, c.intermediate_size, c.hidden_size, c.rms_norm_eps),
         "gate_up_silu", l.gate_up.size() + vec(2 * c.hidden_size + c.intermediate_size));

@@ -50,7 +50,9 @@ struct ModelOptions {
   // with `generate --attn-fuse-max`).
   uint32_t attn_fuse_max = 512;
   // Fusion::None: positions below which each layer's decode attention is one dispatch per head
-  // (attend_short) instead of chunks and their combination (2 dispatches); 0 = always split.
+  // (attend_short) instead of chunks and their combination (2 dispatches); 0 = always split. On
+  // the H100 (0.5B f16): 1,099 tok/s at positions 16-143 against 960 with 0; 930 against 901 at
+  // positions 448-507.
   uint32_t attn_short_max = 512;
   uint32_t ctx = 4096;  // KV-cache positions; at most max_position_embeddings
   // Prompt tokens per prefill submit (tiled matrix-matrix kernels); 0 feeds prompts through
