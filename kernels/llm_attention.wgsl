@@ -7,9 +7,14 @@
 //                  Chunks past pos exit at once: the step is recorded once for every position.
 //   attend_combine workgroup per head: out = sum_c exp(m_c - M) o_c / sum_c exp(m_c - M) l_c,
 //                  M = max_c m_c, over the chunks that hold positions <= pos.
+//   attend_short   workgroup per head, positions 0..pos < CHUNK in one pass: the output
+//                  itself, no partials and no combine dispatch (the short-context step).
 // Head h reads kv head h / GROUP (grouped-query attention); the query sits at pos (state word 0)
 // and the cache holds positions 0..pos, so the attention is causal by construction.
 // Heads of one workgroup read the same K/V rows: the second and later come from the SM's cache.
+// Decode is latency-bound (a few dozen workgroups, kilobytes each): reductions go through
+// subgroups and one workgroup step, not a tree of barriers.
+enable subgroups;
 
 override HEAD_DIM: u32 = 2u;
 override GROUP: u32 = 1u;   // heads / kv_heads
@@ -28,22 +33,28 @@ override PARTIAL: u32 = HEAD_DIM + 2u;  // one chunk's result: output[HEAD_DIM],
 @group(0) @binding(3) var<storage, read> state: array<u32>;    // word 0: pos
 @group(0) @binding(4) var<storage, read_write> partials: array<f32>;  // [heads][CHUNKS][PARTIAL]
 
-var<workgroup> qs: array<f32, HEAD_DIM>;
 var<workgroup> red: array<f32, WG>;
 
-// Tree reduction over the workgroup (max when take_max, else sum), returned to every thread.
-fn reduce(v: f32, lid: u32, take_max: bool) -> f32 {
-  red[lid] = v;
-  workgroupBarrier();
-  for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
-    if (lid < stride) {
-      red[lid] = select(red[lid] + red[lid + stride], max(red[lid], red[lid + stride]), take_max);
-    }
-    workgroupBarrier();
+// The max (take_max) or sum of v over the workgroup, returned to every thread: each subgroup's
+// result goes to red[at + subgroup], then one barrier. Two reductions in a row use different
+// `at` (0 and WG / 2: a subgroup has at least 4 threads) so that the second needs no barrier
+// before its writes. Call from workgroup-uniform control flow.
+fn reduce(v: f32, take_max: bool, at: u32, lid: u32, sg_lane: u32, sg_size: u32) -> f32 {
+  var r: f32;
+  if (take_max) {
+    r = subgroupMax(v);
+  } else {
+    r = subgroupAdd(v);
   }
-  let r = red[0];
+  if (sg_lane == 0u) {
+    red[at + lid / sg_size] = r;
+  }
   workgroupBarrier();
-  return r;
+  var t = red[at];
+  for (var i = 1u; i < (WG + sg_size - 1u) / sg_size; i++) {
+    t = select(t + red[at + i], max(t, red[at + i]), take_max);
+  }
+  return t;
 }
 
 // attend_chunk reads K, V and q as vec4s (HEAD_DIM % 4 == 0, checked by the host): a score is
@@ -51,6 +62,7 @@ fn reduce(v: f32, lid: u32, take_max: bool) -> f32 {
 // that each thread's chain of dependent loads is a quarter as long (the chunk kernel is latency-
 // bound: a few dozen workgroups at short contexts).
 override D4: u32 = HEAD_DIM / 4u;
+override SLICES: u32 = WG / D4;  // threads (vec4 d4, slice) that share the positions of an output vec4
 @group(0) @binding(0) var<storage, read> q4: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> k4_cache: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> v4_cache: array<vec4<f32>>;
@@ -59,8 +71,45 @@ var<workgroup> q_group: array<vec4<f32>, HEADS_PER_WG * D4>;
 var<workgroup> chunk_p: array<f32, HEADS_PER_WG * CHUNK>;  // scores, then exp(s - m)
 var<workgroup> red4: array<vec4<f32>, WG>;
 
+// Thread (d4, slice)'s part of sum_t p_t v_t over positions t = slice, slice + SLICES, ... < n:
+// p_t = chunk_p[p_row + t], v_t = v4_cache[v_row + t * D4] (v_row: the first position's vec4 d4).
+// Four positions per iteration, so that four V loads are in flight at once.
+fn pv_part(v_row: u32, p_row: u32, n: u32, slice: u32) -> vec4<f32> {
+  var acc = vec4<f32>(0.0);
+  if (slice >= SLICES) {
+    return acc;  // WG is not a multiple of D4: the last threads idle
+  }
+  var t = slice;
+  for (; t + 3u * SLICES < n; t += 4u * SLICES) {
+    let v0 = v4_cache[v_row + t * D4];
+    let v1 = v4_cache[v_row + (t + SLICES) * D4];
+    let v2 = v4_cache[v_row + (t + 2u * SLICES) * D4];
+    let v3 = v4_cache[v_row + (t + 3u * SLICES) * D4];
+    acc += chunk_p[p_row + t] * v0 + chunk_p[p_row + t + SLICES] * v1 +
+           chunk_p[p_row + t + 2u * SLICES] * v2 + chunk_p[p_row + t + 3u * SLICES] * v3;
+  }
+  for (; t < n; t += SLICES) {
+    acc += chunk_p[p_row + t] * v4_cache[v_row + t * D4];
+  }
+  return acc;
+}
+
+// The sum of every slice's v (red4[slice * D4 + d4]) for thread d4 < D4, after a barrier.
+fn sum_slices(v: vec4<f32>, lid: u32) -> vec4<f32> {
+  red4[lid] = v;
+  workgroupBarrier();
+  var sum = vec4<f32>(0.0);
+  if (lid < D4) {
+    for (var s = 0u; s < SLICES; s++) {
+      sum += red4[s * D4 + lid];
+    }
+  }
+  return sum;
+}
+
 @compute @workgroup_size(WG)
-fn attend_chunk(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+fn attend_chunk(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+                @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32) {
   let len = state[0] + 1u;
   let c = wid.y;
   let start = c * CHUNK;
@@ -89,38 +138,24 @@ fn attend_chunk(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
   }
   workgroupBarrier();
 
-  let slices = WG / D4;  // threads (vec4 d4, slice) share the positions of the output sums
-  let d4 = lid % D4;
-  let slice = lid / D4;
   for (var g = 0u; g < HEADS_PER_WG; g++) {
     let row = g * CHUNK;
     var m = -3.4e38;
     for (var t = lid; t < n; t += WG) {
       m = max(m, chunk_p[row + t]);
     }
-    m = reduce(m, lid, true);
+    m = reduce(m, true, 0u, lid, sg_lane, sg_size);
     var l = 0.0;
     for (var t = lid; t < n; t += WG) {
       let e = exp(chunk_p[row + t] - m);
       chunk_p[row + t] = e;
       l += e;
     }
-    l = reduce(l, lid, false);  // its barriers also publish chunk_p
+    l = reduce(l, false, WG / 2u, lid, sg_lane, sg_size);  // its barrier also publishes chunk_p
 
-    var acc = vec4<f32>(0.0);
-    if (slice < slices) {
-      for (var t = slice; t < n; t += slices) {
-        acc += chunk_p[row + t] * v4_cache[kv + t * D4 + d4];
-      }
-    }
-    red4[lid] = acc;
-    workgroupBarrier();
+    let sum = sum_slices(pv_part(kv + lid % D4, row, n, lid / D4), lid);
     let base = ((h0 + g) * CHUNKS + c) * PARTIAL;
     if (lid < D4) {
-      var sum = vec4<f32>(0.0);
-      for (var s = 0u; s < slices; s++) {
-        sum += red4[s * D4 + lid];
-      }
       partials[base + 4u * lid] = sum.x;
       partials[base + 4u * lid + 1u] = sum.y;
       partials[base + 4u * lid + 2u] = sum.z;
@@ -130,35 +165,87 @@ fn attend_chunk(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
       partials[base + HEAD_DIM] = m;
       partials[base + HEAD_DIM + 1u] = l;
     }
-    workgroupBarrier();  // red4 is rewritten by the next head
+    workgroupBarrier();  // red4 and red are rewritten by the next head
   }
 }
 
 // attend_combine's bindings: the chunks' results, the state, the attention output.
 @group(0) @binding(0) var<storage, read> chunk_results: array<f32>;  // attend_chunk's partials
 @group(0) @binding(1) var<storage, read> combine_state: array<u32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;  // [heads * hd]
+@group(0) @binding(2) var<storage, read_write> out4: array<vec4<f32>>;  // [heads * HEAD_DIM / 4]
+
+// Workgroup per head: M and L = sum_c exp(m_c - M) l_c through two workgroup reductions (a
+// thread per chunk), then thread (d4, slice) sums exp(m_c - M) o_c over chunks c = slice mod
+// SLICES, four chunks per iteration: a few dependent loads per thread, not a pass over the chunks.
+@compute @workgroup_size(WG)
+fn attend_combine(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+                  @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32) {
+  let head = wid.x * CHUNKS * PARTIAL;
+  let chunks = combine_state[0] / CHUNK + 1u;  // those holding positions 0..pos
+  var m = -3.4e38;
+  for (var c = lid; c < chunks; c += WG) {
+    m = max(m, chunk_results[head + c * PARTIAL + HEAD_DIM]);
+  }
+  m = reduce(m, true, 0u, lid, sg_lane, sg_size);
+  var l = 0.0;
+  for (var c = lid; c < chunks; c += WG) {
+    let at = head + c * PARTIAL + HEAD_DIM;
+    l += exp(chunk_results[at] - m) * chunk_results[at + 1u];
+  }
+  l = reduce(l, false, WG / 2u, lid, sg_lane, sg_size);
+
+  let d = 4u * (lid % D4);
+  var acc = vec4<f32>(0.0);
+  if (lid / D4 < SLICES) {
+    for (var c = lid / D4; c < chunks; c += SLICES) {
+      let at = head + c * PARTIAL;
+      let o = vec4<f32>(chunk_results[at + d], chunk_results[at + d + 1u], chunk_results[at + d + 2u],
+                        chunk_results[at + d + 3u]);
+      acc += exp(chunk_results[at + HEAD_DIM] - m) * o;
+    }
+  }
+  let sum = sum_slices(acc, lid);
+  if (lid < D4) {
+    out4[wid.x * D4 + lid] = sum / l;
+  }
+}
+
+// ---- attend_short: one pass per head while the cache is short ----
+// Workgroup h over positions 0..pos < CHUNK (the host sets CHUNK to the bound): scores of
+// positions t = lid, lid + WG, ... (q and the K row read straight from memory: every load of a
+// thread is independent), the softmax through two subgroup reductions, then pv_part and the
+// slices added in workgroup memory. Dependent steps: K loads, 2 barriers, V loads, 1 barrier, the
+// store.
+@group(0) @binding(4) var<storage, read_write> short_out: array<vec4<f32>>;  // [heads * HEAD_DIM / 4]
 
 @compute @workgroup_size(WG)
-fn attend_combine(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+fn attend_short(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+                @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32) {
   let h = wid.x;
-  let chunks = combine_state[0] / CHUNK + 1u;  // those holding positions 0..pos
-  if (lid >= HEAD_DIM) {
-    return;
-  }
+  let len = min(state[0] + 1u, CHUNK);
+  let kv = (h / GROUP) * CTX * D4;
   var m = -3.4e38;
-  for (var c = 0u; c < chunks; c++) {
-    m = max(m, chunk_results[(h * CHUNKS + c) * PARTIAL + HEAD_DIM]);
+  for (var t = lid; t < len; t += WG) {
+    var s = vec4<f32>(0.0);
+    for (var d = 0u; d < D4; d++) {
+      s += q4[h * D4 + d] * k4_cache[kv + t * D4 + d];
+    }
+    let score = (s.x + s.y + s.z + s.w) * SCALE;
+    chunk_p[t] = score;
+    m = max(m, score);
   }
+  m = reduce(m, true, 0u, lid, sg_lane, sg_size);
   var l = 0.0;
-  var acc = 0.0;
-  for (var c = 0u; c < chunks; c++) {
-    let base = (h * CHUNKS + c) * PARTIAL;
-    let w = exp(chunk_results[base + HEAD_DIM] - m);
-    l += w * chunk_results[base + HEAD_DIM + 1u];
-    acc += w * chunk_results[base + lid];
+  for (var t = lid; t < len; t += WG) {  // the thread's own scores: no barrier needed
+    let e = exp(chunk_p[t] - m);
+    chunk_p[t] = e;
+    l += e;
   }
-  out[h * HEAD_DIM + lid] = acc / l;
+  l = reduce(l, false, WG / 2u, lid, sg_lane, sg_size);  // its barrier also publishes chunk_p
+  let sum = sum_slices(pv_part(kv + lid % D4, 0u, len, lid / D4), lid);
+  if (lid < D4) {
+    short_out[h * D4 + lid] = sum / l;
+  }
 }
 
 // ==== Prefill: every query of a prompt chunk ====

@@ -6,6 +6,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <ostream>
@@ -412,50 +413,113 @@ TEST(LlmMatvecTuning, RuleAtQwenShapes) {
   }
 }
 
+// Decode attention of `heads` query heads on `kv_heads` at position pos over a cache of ctx_len,
+// against the reference: `attend` makes the steps from (q, k, v, state, out). Cache slots past
+// pos hold NaN, so reading past pos (non-causal) fails.
+struct AttentionLayout {
+  uint32_t heads, kv_heads, hd, ctx_len;
+};
+void check_decode_attention(
+    const AttentionLayout& a, uint32_t pos,
+    const std::function<std::vector<llm::Step>(
+        llm::DecodeKernels&, const llm::ModelConfig&, const gpu::Buffer& q, const gpu::Buffer& k,
+        const gpu::Buffer& v, const gpu::Buffer& state, const gpu::Buffer& out)>& attend) {
+  auto c = attention_config();
+  c.num_heads = a.heads, c.num_kv_heads = a.kv_heads, c.head_dim = a.hd;
+  const uint32_t hd = a.hd, cache = a.kv_heads * a.ctx_len * hd;
+  SCOPED_TRACE("heads " + std::to_string(a.heads) + "/" + std::to_string(a.kv_heads) + ", hd " +
+               std::to_string(hd) + ", ctx " + std::to_string(a.ctx_len) + ", pos " + std::to_string(pos));
+  auto q = test::random_floats(a.heads * hd, 20 + a.ctx_len, -1.5, 1.5);
+  auto kc = test::random_floats(cache, 21 + pos, -1.5, 1.5);
+  auto vc = test::random_floats(cache, 22 + pos, -1, 1);
+  for (uint32_t h = 0; h < a.kv_heads; ++h)
+    for (uint32_t p = pos + 1; p < a.ctx_len; ++p)
+      for (uint32_t d = 0; d < hd; ++d)
+        kc[(h * a.ctx_len + p) * hd + d] = vc[(h * a.ctx_len + p) * hd + d] = kNaN;
+  const uint32_t state[4] = {pos, 0, 0, 0};
+  auto out = poisoned(a.heads * hd);
+  llm::DecodeKernels k(context(), WeightDType::F32);
+  run(attend(k, c, llm::upload_padded(context(), "q", q), llm::upload_padded(context(), "k", kc),
+             llm::upload_padded(context(), "v", vc),
+             context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"), out));
+  auto want =
+      ref::attention(as_double(q), as_double(kc), as_double(vc), a.heads, a.kv_heads, hd, a.ctx_len, pos + 1);
+  EXPECT_TRUE(close_normalised(context().read<float>(out, 0, a.heads * hd), want, 1e-5));
+}
+
 // Test decode attention split along the cache against the reference: per layout (heads on kv
 // heads, head_dim, capacity, chunk, heads per workgroup), positions at and around chunk edges.
-// Cache slots past pos and the partials hold NaN, so reading past pos (non-causal) or combining
-// a chunk that was not written fails.
+// The partials hold NaN, so combining a chunk that was not written fails.
 TEST(LlmKernels, AttentionSplitAlongTheCache) {
   struct Case {
-    uint32_t heads, kv_heads, hd, ctx_len;
+    AttentionLayout layout;
     llm::AttentionSplit split;
     std::vector<uint32_t> positions;
   };
   const std::vector<Case> cases = {
-      {4, 2, 12, 53, {.chunk = 16}, {0, 1, 15, 16, 17, 36, 52}},
-      {6, 2, 12, 53, {.chunk = 16, .heads_per_wg = 3}, {0, 1, 15, 16, 17, 41}},
-      {6, 1, 64, 29, {.chunk = 7, .heads_per_wg = 2}, {0, 6, 7, 8, 28}},
-      {4, 2, 12, 131, {}, {63, 64, 65, 130}},  // the default split
+      {{4, 2, 12, 53}, {.chunk = 16}, {0, 1, 15, 16, 17, 36, 52}},
+      {{6, 2, 12, 53}, {.chunk = 16, .heads_per_wg = 3}, {0, 1, 15, 16, 17, 41}},
+      {{6, 1, 64, 29}, {.chunk = 7, .heads_per_wg = 2}, {0, 6, 7, 8, 28}},
+      {{4, 2, 12, 131}, {}, {63, 64, 65, 130}},  // the default split
   };
   for (const Case& cs : cases) {
-    auto c = attention_config();
-    c.num_heads = cs.heads, c.num_kv_heads = cs.kv_heads, c.head_dim = cs.hd;
-    const uint32_t hd = cs.hd, cache = cs.kv_heads * cs.ctx_len * hd;
-    auto q = test::random_floats(cs.heads * hd, 20 + cs.ctx_len, -1.5, 1.5);
-    for (uint32_t pos : cs.positions) {
-      SCOPED_TRACE("heads " + std::to_string(cs.heads) + "/" + std::to_string(cs.kv_heads) + ", hd " +
-                   std::to_string(hd) + ", chunk " + std::to_string(cs.split.chunk) + ", pos " +
-                   std::to_string(pos));
-      auto kc = test::random_floats(cache, 21 + pos, -1.5, 1.5);
-      auto vc = test::random_floats(cache, 22 + pos, -1, 1);
-      for (uint32_t h = 0; h < cs.kv_heads; ++h)
-        for (uint32_t p = pos + 1; p < cs.ctx_len; ++p)
-          for (uint32_t d = 0; d < hd; ++d)
-            kc[(h * cs.ctx_len + p) * hd + d] = vc[(h * cs.ctx_len + p) * hd + d] = kNaN;
-      const uint32_t state[4] = {pos, 0, 0, 0};
-      auto out = poisoned(cs.heads * hd);
-      llm::DecodeKernels k(context(), WeightDType::F32);
-      run(k.attend(llm::upload_padded(context(), "q", q), llm::upload_padded(context(), "k", kc),
-                   llm::upload_padded(context(), "v", vc),
-                   context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"),
-                   poisoned(llm::DecodeKernels::attend_partials_words(c, cs.ctx_len, cs.split)), out, c,
-                   cs.ctx_len, cs.split));
-      auto want = ref::attention(as_double(q), as_double(kc), as_double(vc), cs.heads, cs.kv_heads, hd,
-                                 cs.ctx_len, pos + 1);
-      EXPECT_TRUE(close_normalised(context().read<float>(out, 0, cs.heads * hd), want, 1e-5));
-    }
+    SCOPED_TRACE("chunk " + std::to_string(cs.split.chunk) + ", heads per workgroup " +
+                 std::to_string(cs.split.heads_per_wg));
+    for (uint32_t pos : cs.positions)
+      check_decode_attention(cs.layout, pos,
+                             [&](llm::DecodeKernels& k, const llm::ModelConfig& c, auto& q, auto& kc,
+                                 auto& vc, auto& state, auto& out) {
+                               return k.attend(q, kc, vc, state,
+                                               poisoned(llm::DecodeKernels::attend_partials_words(
+                                                   c, cs.layout.ctx_len, cs.split)),
+                                               out, c, cs.layout.ctx_len, cs.split);
+                             });
   }
+}
+
+// Test the one-pass short-context attention (attend_short: a workgroup of 256 threads per head)
+// against the reference: positions 0, 1, around the workgroup's 256 (a thread's second score),
+// and the last one below the bound; head_dim 12 (3 vec4s: slices of 85 threads, one idle), 64 and
+// 128 with Qwen2.5-0.5B's and 1.5B's groups.
+TEST(LlmKernels, AttentionShortInOnePass) {
+  struct Case {
+    AttentionLayout layout;
+    uint32_t short_max;
+    std::vector<uint32_t> positions;
+  };
+  const std::vector<Case> cases = {
+      {{4, 2, 12, 53}, 37, {0, 1, 2, 17, 36}},
+      {{14, 2, 64, 300}, 299, {0, 5, 143, 255, 256, 257, 298}},
+      {{12, 2, 128, 520}, 512, {1, 63, 300, 511}},
+  };
+  for (const Case& cs : cases) {
+    SCOPED_TRACE("bound " + std::to_string(cs.short_max));
+    for (uint32_t pos : cs.positions)
+      check_decode_attention(
+          cs.layout, pos,
+          [&](llm::DecodeKernels& k, const llm::ModelConfig& c, auto& q, auto& kc, auto& vc, auto& state,
+              auto& out) {
+            return std::vector{k.attend_short(q, kc, vc, state, out, c, cs.layout.ctx_len, cs.short_max)};
+          });
+  }
+}
+
+// Test that attend_short refuses bounds it cannot hold, naming the limit.
+TEST(LlmKernels, AttentionShortBoundIsChecked) {
+  const auto c = attention_config();
+  llm::DecodeKernels k(context(), WeightDType::F32);
+  auto b = poisoned(8);
+  auto expect_error = [&](uint32_t ctx_len, uint32_t bound, const std::string& what) {
+    try {
+      k.attend_short(b, b, b, b, b, c, ctx_len, bound);
+      FAIL() << "accepted bound " << bound << "; expected an error about " << what;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  expect_error(16, 0, "must cover 1 to --ctx (16) positions");
+  expect_error(16, 17, "must cover 1 to --ctx (16) positions");
+  expect_error(1u << 20, 1u << 20, "maxComputeWorkgroupStorageSize");
 }
 
 // The fused short-context layer after qkv_rope: attend_o (attention times W_o, a partial per kv

@@ -44,16 +44,19 @@ void PrintTo(const Case& c, std::ostream* os) {
 }
 class LlmModel : public ::testing::TestWithParam<Case> {};
 
-// Test 32 greedy tokens and every step's logits against the reference. Decode attention in
-// chunks of 16 positions (the sequence spans 3), the tied model with both heads of a kv group in
-// one workgroup.
+// Test 32 greedy tokens and every step's logits against the reference. Decode attention in one
+// pass (attend_short) below position 20, then in chunks of 16 positions (the sequence spans 3),
+// the tied model with both heads of a kv group in one workgroup.
 TEST_P(LlmModel, LogitsAndGreedyTokensMatchTheReference) {
   const auto [dtype, tied] = GetParam();
   const auto cfg = small_llm_config(tied);
   const auto weights = llm::HostWeights::random(cfg, tied ? 11 : 12);
   const uint32_t n = 32;
   llm::Model model(context(), cfg, weights.lookup(),
-                   {.dtype = dtype, .ctx = 64, .attention = {.chunk = 16, .heads_per_wg = tied ? 2u : 1u}});
+                   {.dtype = dtype,
+                    .attn_short_max = 20,
+                    .ctx = 64,
+                    .attention = {.chunk = 16, .heads_per_wg = tied ? 2u : 1u}});
 
   std::vector<std::vector<float>> logits;
   llm::GenerateOptions opt;
@@ -102,8 +105,9 @@ TEST(LlmModelRun, KStepsPerSubmitCountsAndTokens) {
   EXPECT_EQ(got, want);
   EXPECT_EQ(streamed, got);
   const auto& s = model.stats();
-  EXPECT_EQ(s.dispatches_per_step, 1 + 6 * cfg.num_layers + 1 + 2);  // split layers (the default)
-  EXPECT_EQ(s.dispatches_per_step_long, s.dispatches_per_step);
+  // Split layers (the default), attention in one pass (attend_short), in two at long contexts.
+  EXPECT_EQ(s.dispatches_per_step, 1 + 5 * cfg.num_layers + 1 + 2);
+  EXPECT_EQ(s.dispatches_per_step_long, 1 + 6 * cfg.num_layers + 1 + 2);
   EXPECT_EQ(s.decode_tokens, 31u);  // the first token ends the prompt phase
   EXPECT_EQ(s.decode_steps, 31u);
   EXPECT_EQ(s.decode_submits, 4u);  // ceil(31 / 8)
@@ -113,11 +117,13 @@ TEST(LlmModelRun, KStepsPerSubmitCountsAndTokens) {
   EXPECT_EQ(s.prompt_tokens, kPrompt.size());
 }
 
-// Test that the fused layers (attend_o: 4 dispatches a layer), the split ones (--fusion none: 6)
-// and fused layers that switch to split attention with o_proj_combine (5) at position 20
-// (--attn-fuse-max 20, the prompt fed one decode step at a time; chunks of 16 positions) give the same 24
-// greedy tokens as the reference on the stored weights, and logits within f32 rounding of each other at every
-// step.
+// Test that the fused layers (attend_o: 4 dispatches a layer), the split ones (--fusion none:
+// 5 with attention in one pass, 6 in chunks with --attn-short-max 0), split layers that switch
+// from one pass to chunks at position 20 (--attn-short-max 20) and fused layers that switch to
+// split attention with o_proj_combine (5) at position 20 (--attn-fuse-max 20), the last two with
+// the prompt fed one decode step at a time and chunks of 16 positions, give the same 24 greedy
+// tokens as the reference on the stored weights, and logits within f32 rounding of each other at
+// every step.
 TEST_P(LlmModel, FusedAndSplitLayersAgree) {
   const auto [dtype, tied] = GetParam();
   const auto cfg = small_llm_config(tied);
@@ -140,21 +146,28 @@ TEST_P(LlmModel, FusedAndSplitLayersAgree) {
     return r;
   };
   const Run split = generate({.fusion = llm::Fusion::None});
+  const Run chunked = generate({.fusion = llm::Fusion::None, .attn_short_max = 0});
+  const Run crossing = generate(
+      {.fusion = llm::Fusion::None, .attn_short_max = 20, .prefill_chunk = 0, .attention = {.chunk = 16}});
   const Run fused = generate({.fusion = llm::Fusion::Full});
   const Run mixed = generate(
       {.fusion = llm::Fusion::Full, .attn_fuse_max = 20, .prefill_chunk = 0, .attention = {.chunk = 16}});
-  EXPECT_EQ(split.dispatches, 1 + 6 * cfg.num_layers + 3);
+  EXPECT_EQ(split.dispatches, 1 + 5 * cfg.num_layers + 3);
+  EXPECT_EQ(chunked.dispatches, 1 + 6 * cfg.num_layers + 3);
   EXPECT_EQ(fused.dispatches, 1 + 4 * cfg.num_layers + 3);
   auto stored = reference(cfg, as_stored(weights, dtype), 64);
   const auto want = stored.greedy(kPrompt, n);
-  EXPECT_EQ(split.tokens, want);
-  EXPECT_EQ(fused.tokens, want);
-  EXPECT_EQ(mixed.tokens, want);
   ASSERT_EQ(split.logits.size(), n);
-  for (uint32_t i = 0; i < n; ++i) {
-    const std::vector<double> s(split.logits[i].begin(), split.logits[i].end());
-    EXPECT_LE(normalised_error(fused.logits.at(i), s), 1e-5) << "fused, step " << i;
-    EXPECT_LE(normalised_error(mixed.logits.at(i), s), 1e-5) << "mixed, step " << i;
+  for (const auto& [name, r] : {std::pair<std::string, const Run&>{"split", split},
+                                {"chunked", chunked},
+                                {"crossing", crossing},
+                                {"fused", fused},
+                                {"mixed", mixed}}) {
+    EXPECT_EQ(r.tokens, want) << name;
+    for (uint32_t i = 0; i < n; ++i) {
+      const std::vector<double> s(split.logits[i].begin(), split.logits[i].end());
+      EXPECT_LE(normalised_error(r.logits.at(i), s), 1e-5) << name << ", step " << i;
+    }
   }
 }
 

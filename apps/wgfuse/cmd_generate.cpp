@@ -34,6 +34,7 @@ struct LlmOptions {
   llm::AttentionSplit attention;
   std::string fusion = "none";
   uint32_t attn_fuse_max = llm::ModelOptions{}.attn_fuse_max;
+  uint32_t attn_short_max = llm::ModelOptions{}.attn_short_max;
   // Sampling: unset flags take generation_config.json's values (greedy when it has none).
   std::optional<double> temp, top_p, repeat_penalty;
   std::optional<int64_t> top_k;
@@ -83,6 +84,10 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
                 "decode layers: none (split, 6 dispatches a layer: the fastest measured) | full (attention "
                 "fused with o_proj, 4 a layer; slower on the H100, docs/RESULTS.md)")
       ->check(CLI::IsMember({"none", "full"}))
+      ->capture_default_str();
+  c->add_option("--attn-short-max", o.attn_short_max,
+                "with --fusion none: positions below which decode attention is one dispatch per layer "
+                "(a workgroup per head; at most 4096 by workgroup memory); 0 = always split along the cache")
       ->capture_default_str();
   c->add_option("--attn-fuse-max", o.attn_fuse_max,
                 "with --fusion full: positions from which decode attention is split along the cache again")
@@ -163,6 +168,7 @@ struct Session {
     mo.attention = o.attention;
     mo.fusion = llm::parse_fusion(o.fusion);
     mo.attn_fuse_max = o.attn_fuse_max;
+    mo.attn_short_max = o.attn_short_max;
     auto bar = std::make_shared<ProgressBar>("loading " + o.model_dir);
     mo.progress = [bar](uint64_t done, uint64_t total) { (*bar)(done, total); };
     return std::unique_ptr<Session>(
@@ -506,6 +512,7 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     j["dispatches_per_step_long"] = s->stats().dispatches_per_step_long;
     j["fusion"] = lo.fusion;
     j["attn_fuse_max"] = lo.attn_fuse_max;
+    j["attn_short_max"] = lo.attn_short_max;
     j["decode"] = decode;
     j["steps_per_submit"] = lo.steps_per_submit;
     j["dtype"] = lo.dtype;

@@ -294,8 +294,12 @@ Step DecodeKernels::gate_up_silu_sum(const gpu::Buffer& w, const gpu::Buffer& x,
 }
 
 const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const ModelConfig& c, uint32_t ctx_len,
-                                            AttentionSplit split) {
-  const uint32_t wg = std::max<uint32_t>(64, std::bit_ceil(c.head_dim));  // a power of two >= head_dim
+                                            AttentionSplit split, uint32_t short_max) {
+  // attend_chunk: a power of two >= head_dim. attend_combine and attend_short: 256 threads, several
+  // per output vec4, that share the chunks or positions (or one per vec4 of a larger head).
+  const bool wide = entry == "attend_combine" || entry == "attend_short";
+  const uint32_t wg = wide ? std::max<uint32_t>(256, std::bit_ceil(c.head_dim / 4))
+                           : std::max<uint32_t>(64, std::bit_ceil(c.head_dim));
   if (wg > ctx_->limits().max_compute_invocations_per_workgroup)
     throw Error("head_dim " + std::to_string(c.head_dim) + " needs attention workgroups of " +
                 std::to_string(wg) + " invocations, over maxComputeInvocationsPerWorkgroup");
@@ -308,6 +312,8 @@ const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const Mode
   if (c.head_dim % 4 != 0)
     throw Error("the attention kernels read head_dim " + std::to_string(c.head_dim) +
                 " as vec4s: it must be a multiple of 4");
+  // attend_short holds the scores of up to short_max positions where attend_chunk holds a chunk's.
+  if (short_max) split = {.chunk = short_max, .heads_per_wg = 1};
   // attend_chunk's workgroup memory: its heads' queries, their chunk of scores, the reductions.
   check_workgroup_memory(entry, c.head_dim,
                          4ull * split.heads_per_wg * (c.head_dim + uint64_t(split.chunk)) + 20ull * wg);
@@ -346,6 +352,16 @@ std::vector<Step> DecodeKernels::attend(const gpu::Buffer& q, const gpu::Buffer&
   return {Step{&chunks, ctx_->bind(chunks, {q, k_cache, v_cache, state, partials}),
                c.num_heads / split.heads_per_wg, attend_chunks(c, ctx_len, split)},
           Step{&combine, ctx_->bind(combine, {partials, state, out}), c.num_heads}};
+}
+
+Step DecodeKernels::attend_short(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+                                 const gpu::Buffer& state, const gpu::Buffer& out, const ModelConfig& c,
+                                 uint32_t ctx_len, uint32_t max_positions) {
+  if (max_positions == 0 || max_positions > ctx_len)
+    throw Error("one-pass decode attention (--attn-short-max " + std::to_string(max_positions) +
+                ") must cover 1 to --ctx (" + std::to_string(ctx_len) + ") positions");
+  auto& k = attention("attend_short", c, ctx_len, {}, max_positions);
+  return Step{&k, ctx_->bind(k, {q, k_cache, v_cache, state, out}), c.num_heads};
 }
 
 Step DecodeKernels::attend_prompt(const gpu::Buffer& q, const gpu::Buffer& k_cache,

@@ -118,6 +118,12 @@ class DecodeKernels {
                            const gpu::Buffer& state, const gpu::Buffer& partials, const gpu::Buffer& out,
                            const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split = {});
   static uint64_t attend_partials_words(const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split);
+  // The same in one dispatch, a workgroup per head over positions 0..pos, for pos < max_positions
+  // (its scores stay in workgroup memory; the caller switches to attend() from there on: the
+  // kernel reads at most max_positions positions).
+  Step attend_short(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+                    const gpu::Buffer& state, const gpu::Buffer& out, const ModelConfig& cfg,
+                    uint32_t ctx_len, uint32_t max_positions);
   // resid += W_o attention, the attention combined from attend()'s chunk partials by every
   // workgroup itself (attend_combine folded into o_proj: the split layer in 5 dispatches).
   Step o_proj_combine(const gpu::Buffer& w_o, const gpu::Buffer& partials, const gpu::Buffer& resid,
@@ -187,8 +193,9 @@ class DecodeKernels {
   void check_tuning(const std::string& entry, const MatvecTuning& t, bool pairs) const;
   Step matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm, double eps,
               std::map<std::string, double> extra, std::initializer_list<gpu::BufferBinding> b);
+  // short_max > 0: attend_short's kernel for that many positions (its CHUNK).
   const gpu::Kernel& attention(const std::string& entry, const ModelConfig& cfg, uint32_t ctx_len,
-                               AttentionSplit split = {});
+                               AttentionSplit split = {}, uint32_t short_max = 0);
   void check_workgroup_memory(const std::string& entry, uint32_t cols, uint64_t bytes) const;
   gpu::Context* ctx_;
   WeightDType dtype_;

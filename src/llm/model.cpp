@@ -234,6 +234,21 @@ void Model::build_steps() {
   }
   add(k.matvec_norm(lm_head_, x_, final_norm_, logits_, c.vocab_size, c.hidden_size, c.rms_norm_eps),
       "lm_head", lm_head_.size() + vec(2 * c.hidden_size + c.vocab_size));
+  if (short_max() > 0) {
+    // Short caches: the split step with each layer's attention in one dispatch (attend_short)
+    // in place of the chunks and their combination; from the last layer so `qkv_at` holds.
+    short_step_ = step_;
+    for (size_t i = layers_.size(); i-- > 0;) {
+      const size_t at = qkv_at[i] + 1;  // attention (chunks), then attention_combine
+      Step s =
+          k.attend_short(q_, layers_[i].k_cache, layers_[i].v_cache, state_, att_, c, ctx_len_, short_max());
+      s.name = "attention_short";
+      s.bytes = vec(2 * q_rows);
+      s.bytes_per_position = kv_per_position;
+      short_step_[at] = std::move(s);
+      short_step_.erase(short_step_.begin() + ptrdiff_t(at) + 1);
+    }
+  }
   if (opt_.fusion == Fusion::Full) {
     // The same step with fused layers: embed, qkv_rope and the LM head are the split step's.
     const uint64_t parts = vec(DecodeKernels::attend_o_parts_words(c));
@@ -284,8 +299,12 @@ void Model::build_steps() {
 }
 
 std::span<const Step> Model::decode_step(uint32_t pos) const {
-  if (opt_.fusion == Fusion::None) return step_;
+  if (opt_.fusion == Fusion::None) return pos < short_max() ? short_step_ : step_;
   return pos < opt_.attn_fuse_max ? fused_step_ : long_step_;
+}
+
+uint32_t Model::short_max() const {
+  return opt_.fusion == Fusion::None ? std::min(opt_.attn_short_max, ctx_len_) : 0;
 }
 
 std::vector<Step> Model::prompt_steps(uint32_t T) {

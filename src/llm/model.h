@@ -2,8 +2,8 @@
 // (f16 packed two to a u32, or f32; arithmetic is f32 either way), the KV cache is allocated for
 // `ctx` positions, and the decode step is resolved once into lists of dispatches (kernel, bind
 // group, grid) recorded unchanged for every token:
-//   embed; per layer (split): qkv_rope, attend (chunks, combine), o_proj + residual, gate_up_silu,
-//   down + residual;
+//   embed; per layer (split): qkv_rope, attend (chunks, combine; below attn_short_max positions
+//   one attend_short dispatch instead), o_proj + residual, gate_up_silu, down + residual;
 //   per layer (fused, Fusion::Full below attn_fuse_max positions): qkv_rope, attend_o (attention
 //   times W_o, a partial per kv head), gate_up_silu_sum (residual + partials into x_next),
 //   down + residual (x = x_next + W_down act);
@@ -49,6 +49,11 @@ struct ModelOptions {
   // attention in every row block, cheap only while the cache is short (an estimate; measure it
   // with `generate --attn-fuse-max`).
   uint32_t attn_fuse_max = 512;
+  // Fusion::None: positions below which each layer's decode attention is one dispatch per head
+  // (attend_short) instead of chunks and their combination (2 dispatches); 0 = always split. On
+  // the H100 (0.5B f16): 1,099 tok/s at positions 16-143 against 960 with 0; 930 against 901 at
+  // positions 448-507.
+  uint32_t attn_short_max = 512;
   uint32_t ctx = 4096;  // KV-cache positions; at most max_position_embeddings
   // Prompt tokens per prefill submit (tiled matrix-matrix kernels); 0 feeds prompts through
   // decode steps instead, one position at a time.
@@ -79,7 +84,7 @@ struct ModelStats {
   uint64_t weight_bytes = 0, kv_cache_bytes = 0, gpu_memory_bytes = 0;  // all of the model's buffers
   double upload_ms = 0;
   uint32_t dispatches_per_step = 0;       // one decode step: embedding .. picker (fused when enabled)
-  uint32_t dispatches_per_step_long = 0;  // the same from attn_fuse_max positions on
+  uint32_t dispatches_per_step_long = 0;  // the same from attn_fuse_max (attn_short_max) positions on
   // The last generate(): the prompt phase (prompt positions + the first generated token) and
   // the decode phase (every later token).
   uint64_t prompt_tokens = 0, generated_tokens = 0;
@@ -129,6 +134,7 @@ class Model {
   DecodeBuffers decode_buffers() const { return {logits_, tokens_, state_}; }
   // The decode step (without the picker) that decodes position pos.
   std::span<const Step> decode_step(uint32_t pos) const;
+  uint32_t short_max() const;  // attend_short's positions: 0 = not used
   const ModelStats& stats() const { return stats_; }
 
  private:
@@ -159,7 +165,7 @@ class Model {
   gpu::Buffer token_staging_[2];                       // decode tokens read back, one per batch in flight
   std::vector<Step> step_;                             // embedding .. LM head, split attention
   // Fusion::Full (else empty): the step with fused layers, and with o_proj_combine (long contexts).
-  std::vector<Step> fused_step_, long_step_;
+  std::vector<Step> fused_step_, long_step_, short_step_;
   std::vector<Step> argmax_;  // the greedy picker
   Step advance_{};            // ends a prompt position instead of the LM head and the picker
   std::vector<uint32_t> seq_;
