@@ -90,7 +90,7 @@ DecodeKernels::DecodeKernels(gpu::Context& ctx, WeightDType dtype) : ctx_(&ctx),
 
 std::string MatvecTuning::name() const {
   return "team" + std::to_string(team) + " rows" + std::to_string(rows_per_team) + " wg" +
-         std::to_string(workgroup);
+         std::to_string(workgroup) + (staged_x ? " staged" : "");
 }
 
 // The rule, in napkin maths for an H100 (132 SMs, subgroups of 32); the kernel benchmark
@@ -105,7 +105,11 @@ std::string MatvecTuning::name() const {
 // - Vocabulary-sized matrices (the LM head, >= kLmHeadRows rows: tens of thousands of workgroups
 //   either way) with rows of at least 64 loads: teams of at least 64 threads doing 2 rows each,
 //   measured best on the H100 for Qwen2.5-0.5B f16 (90.2 us; team 32 x 4 rows was bimodal,
-//   93-220 us). Shorter rows would leave lanes of a 64-thread team idle.
+//   93-220 us), with x staged (thousands of workgroups in many waves amortise it). Shorter rows
+//   would leave lanes of a 64-thread team idle.
+// - Otherwise x is read directly by each lane (no barrier before the weight loads): with one or two
+//   waves of workgroups, the staging's latency (x and norm_w from L2, a barrier) comes once per
+//   dispatch on the critical path.
 MatvecTuning DecodeKernels::matvec_tuning(uint32_t rows, uint32_t cols) const {
   if (forced_) return *forced_;
   constexpr uint32_t kLoadsPerRow = 4, kMinWorkgroups = 512, kMaxThreads = 256, kLmHeadRows = 65536;
@@ -117,6 +121,7 @@ MatvecTuning DecodeKernels::matvec_tuning(uint32_t rows, uint32_t cols) const {
   if (rows >= kLmHeadRows && loads >= 64) {
     t.team = std::max(t.team, 64u);
     t.rows_per_team = 2;
+    t.staged_x = true;
     return t;
   }
   t.rows_per_team = 4;
@@ -162,10 +167,13 @@ Step DecodeKernels::matvec_tuned(const MatvecTuning& t, const std::string& entry
                                  std::map<std::string, double> o,
                                  std::initializer_list<gpu::BufferBinding> b) {
   check_tuning(entry, t, pairs);
-  const uint32_t cols8 = ceil_div(cols, 8), red = t.workgroup * t.rows_per_team;
+  // Keys already in `o` (attend_o's ITERS over its slice, gate_up_silu_sum's staging) win.
+  const bool staged = norm && (o.contains("DIRECT_X") ? o.at("DIRECT_X") == 0 : t.staged_x);
+  // Per subgroup: a partial per row of its team, and x's sum of squares when read directly.
+  const uint32_t cols8 = ceil_div(cols, 8), red_stride = t.rows_per_team + (norm && !staged);
+  const uint32_t red = t.workgroup * red_stride;
   check_workgroup_memory(entry, cols,
-                         (norm ? 32ull * cols8 + 4ull * t.workgroup : 32) + 4ull * red + extra_wg_bytes);
-  // Keys already in `o` (attend_o's ITERS over its slice) win over these.
+                         (staged ? 32ull * cols8 + 4ull * t.workgroup : 32) + 4ull * red + extra_wg_bytes);
   o.insert({{"WEIGHT_F16", dtype_ == WeightDType::F16},
             {"ROWS", rows},
             {"COLS", cols},
@@ -174,10 +182,12 @@ Step DecodeKernels::matvec_tuned(const MatvecTuning& t, const std::string& entry
             {"RPT", t.rows_per_team},
             {"WG", t.workgroup},
             {"ROWS_PER_WG", t.rows_per_workgroup()},
+            {"RED_STRIDE", red_stride},
             {"RED_LEN", red},
             {"ITERS", ceil_div(cols8, t.team)},
             {"NORM_X", norm},
-            {"XS_V4", norm ? 2 * cols8 : 2},
+            {"DIRECT_X", norm && !staged},
+            {"XS_V4", staged ? 2 * cols8 : 2},
             {"EPS", eps}});
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matvec", entry, std::move(o)));
   return grid(k, ctx_->bind(k, b), ceil_div(rows, t.rows_per_workgroup()));
@@ -290,7 +300,7 @@ Step DecodeKernels::gate_up_silu_sum(const gpu::Buffer& w, const gpu::Buffer& x,
                                      const gpu::Buffer& norm, const gpu::Buffer& act,
                                      const gpu::Buffer& x_next, const ModelConfig& c) {
   return matvec("gate_up_silu_sum", 2 * c.intermediate_size, c.hidden_size, true, c.rms_norm_eps, true,
-                {{"PARTS", c.num_kv_heads}}, {w, x, norm, act, o_parts, x_next});
+                {{"PARTS", c.num_kv_heads}, {"DIRECT_X", 0}}, {w, x, norm, act, o_parts, x_next});
 }
 
 const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const ModelConfig& c, uint32_t ctx_len,
