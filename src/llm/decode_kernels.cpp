@@ -98,10 +98,11 @@ std::string MatvecTuning::name() const {
 // - team: the smallest power of two >= max(32, the adapter's subgroup) whose lanes cover a row in
 //   at most kLoadsPerRow 16-byte loads each (f16: 8 columns a load, f32: 4), at most 256: loads
 //   in flight without idle lanes on short rows.
-// - Starting from 256-thread workgroups whose teams do 4 rows each (x read once for 4 rows),
-//   halve the rows per team, then the workgroup, while the grid has fewer than kMinWorkgroups
-//   workgroups (a few per SM, so that small matrices still fill the device with a short tail),
-//   keeping at least 2 rows per workgroup (RoPE and gate/up pairs stay in one workgroup).
+// - Starting from 128-thread workgroups whose teams do 2 rows each (H100, kernel benchmark with x
+//   read directly, Qwen2.5-1.5B gate/up f16: 21.7 us against 23.9 us for 256 threads x 4 rows;
+//   0.5B 9.8 against 9.7), halve the rows per team, then the workgroup, while the grid has fewer
+//   than kMinWorkgroups workgroups (a few per SM, so that small matrices still fill the device
+//   with a short tail), keeping at least 2 rows per workgroup (RoPE and gate/up pairs stay in one workgroup).
 // - Vocabulary-sized matrices (the LM head, >= kLmHeadRows rows: tens of thousands of workgroups
 //   either way) with rows of at least 64 loads: teams of at least 64 threads doing 2 rows each,
 //   measured best on the H100 for Qwen2.5-0.5B f16 (90.2 us; team 32 x 4 rows was bimodal,
@@ -117,14 +118,15 @@ MatvecTuning DecodeKernels::matvec_tuning(uint32_t rows, uint32_t cols) const {
   MatvecTuning t;
   t.team = std::max<uint32_t>(32, min_team_);
   while (t.team < kMaxThreads && t.team * kLoadsPerRow < loads) t.team *= 2;
-  t.workgroup = std::max(t.team, kMaxThreads);
   if (rows >= kLmHeadRows && loads >= 64) {
     t.team = std::max(t.team, 64u);
+    t.workgroup = std::max(t.team, kMaxThreads);
     t.rows_per_team = 2;
     t.staged_x = true;
     return t;
   }
-  t.rows_per_team = 4;
+  t.workgroup = std::max(t.team, 128u);
+  t.rows_per_team = 2;
   while (ceil_div(rows, t.rows_per_workgroup()) < kMinWorkgroups && t.rows_per_workgroup() > 2) {
     if (t.rows_per_team > 1)
       t.rows_per_team /= 2;
