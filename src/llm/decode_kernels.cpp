@@ -98,22 +98,22 @@ std::string MatvecTuning::name() const {
 // - team: the smallest power of two >= max(32, the adapter's subgroup) whose lanes cover a row in
 //   at most kLoadsPerRow 16-byte loads each (f16: 8 columns a load, f32: 4), at most 256: loads
 //   in flight without idle lanes on short rows.
-// - Starting from 128-thread workgroups whose teams do 2 rows each (H100, kernel benchmark with x
-//   read directly, Qwen2.5-1.5B gate/up f16: 21.7 us against 23.9 us for 256 threads x 4 rows;
-//   0.5B 9.8 against 9.7), halve the rows per team, then the workgroup, while the grid has fewer
-//   than kMinWorkgroups workgroups (a few per SM, so that small matrices still fill the device
-//   with a short tail), keeping at least 2 rows per workgroup (RoPE and gate/up pairs stay in one workgroup).
+// - Starting from 256-thread workgroups whose teams do 4 rows each (x read once for 4 rows),
+//   halve the rows per team, then the workgroup, while the grid has fewer than kMinWorkgroups
+//   workgroups (a few per SM, so that small matrices still fill the device with a short tail),
+//   keeping at least 2 rows per workgroup (RoPE and gate/up pairs stay in one workgroup).
 // - Vocabulary-sized matrices (the LM head, >= kLmHeadRows rows: tens of thousands of workgroups
 //   either way) with rows of at least 64 loads: teams of at least 64 threads doing 2 rows each,
 //   measured best on the H100 for Qwen2.5-0.5B f16 (90.2 us; team 32 x 4 rows was bimodal,
-//   93-220 us), with x staged (thousands of workgroups in many waves amortise it). Shorter rows
-//   would leave lanes of a 64-thread team idle.
-// - Otherwise x is read directly by each lane (no barrier before the weight loads): with one or two
-//   waves of workgroups, the staging's latency (x and norm_w from L2, a barrier) comes once per
-//   dispatch on the critical path.
+//   93-220 us). Shorter rows would leave lanes of a 64-thread team idle.
+// - x is staged, except in matrices of at least kDirectBytes: x read by each lane, from
+//   128-thread workgroups with 2 rows per team. Measured on the H100 in the decode step: Qwen2.5-
+//   1.5B f16 (gate/up 55 MB) 507 tok/s [506-510] against 482 [460-505] staged (gate/up alone
+//   28.9 against 31.7 us); 0.5B (gate/up 17 MB) lost with x direct, 874-890 against 908 tok/s.
 MatvecTuning DecodeKernels::matvec_tuning(uint32_t rows, uint32_t cols) const {
   if (forced_) return *forced_;
   constexpr uint32_t kLoadsPerRow = 4, kMinWorkgroups = 512, kMaxThreads = 256, kLmHeadRows = 65536;
+  constexpr uint64_t kDirectBytes = 48ull << 20;
   const uint64_t loads = ceil_div(cols, dtype_ == WeightDType::F16 ? 8 : 4);
   MatvecTuning t;
   t.team = std::max<uint32_t>(32, min_team_);
@@ -125,8 +125,9 @@ MatvecTuning DecodeKernels::matvec_tuning(uint32_t rows, uint32_t cols) const {
     t.staged_x = true;
     return t;
   }
-  t.workgroup = std::max(t.team, 128u);
-  t.rows_per_team = 2;
+  t.staged_x = uint64_t(rows) * row_bytes(dtype_, cols) < kDirectBytes;
+  t.workgroup = std::max(t.team, t.staged_x ? kMaxThreads : 128u);
+  t.rows_per_team = t.staged_x ? 4 : 2;
   while (ceil_div(rows, t.rows_per_workgroup()) < kMinWorkgroups && t.rows_per_workgroup() > 2) {
     if (t.rows_per_team > 1)
       t.rows_per_team /= 2;
