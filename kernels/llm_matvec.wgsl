@@ -15,15 +15,22 @@
 // - the column loop has ITERS = ceil(COLS8 / TEAM) iterations and no branch (past COLS8 a lane
 //   re-reads its row's last word and multiplies it by x = 0), so with the trip count a pipeline
 //   constant the compiler can unroll it and issue every load before the first FMA.
-// RMSNorm is folded in: x * norm_w is staged once per workgroup, together with x's sum of squares,
-// and the finished dots are scaled by 1 / rms(x): (W (x * nw)) / rms(x) = W rmsnorm(x).
+// RMSNorm is folded in: the dots are of W with x * norm_w, scaled by 1 / rms(x) once finished:
+// (W (x * nw)) / rms(x) = W rmsnorm(x). Two ways to get x * norm_w (DIRECT_X):
+// - direct: each lane reads its own columns of x and norm_w with its weight loads (from L1/L2),
+//   and x's sum of squares is reduced with the dots: every team covers a whole row, so it sees all
+//   of x. No barrier stands between a workgroup's start and its weight loads;
+// - staged: x * norm_w and x's sum of squares are staged once per workgroup in workgroup memory,
+//   behind a barrier that the weight loads wait for (x read once per workgroup, not per team).
 // #include "llm_common.wgsl"
 
 override TEAM: u32 = 32u;         // threads per row
 override RPT: u32 = 1u;           // rows per team, at most MAX_RPT
 override WG: u32 = 128u;          // threads per workgroup, a multiple of TEAM
 override ROWS_PER_WG: u32 = 4u;   // WG / TEAM * RPT
-override RED_LEN: u32 = 128u;     // WG * RPT: a partial per subgroup and row, for any subgroup size
+override DIRECT_X: bool = false;  // NORM_X: x * norm_w read by each lane (else staged in xs)
+override RED_STRIDE: u32 = 1u;    // partials per subgroup: RPT dots, + x's sum of squares if DIRECT_X
+override RED_LEN: u32 = 128u;     // WG * RED_STRIDE: a slot per subgroup and partial, any subgroup size
 override ITERS: u32 = 1u;         // ceil(COLS8 / TEAM)
 override NORM_X: bool = false;    // x * norm_w is staged in workgroup memory, the dots scaled by 1 / rms(x)
 override SPAN8: u32 = COLS8;      // column groups a row's dot covers (attend_o: its slice of W_o)
@@ -50,7 +57,7 @@ fn x8(c8: u32, valid: bool, col0: u32) -> array<vec4<f32>, 2> {
     }
     return array<vec4<f32>, 2>(vec4<f32>(v[0], v[1], v[2], v[3]), vec4<f32>(v[4], v[5], v[6], v[7]));
   }
-  if (NORM_X || COMBINE_X) {
+  if ((NORM_X && !DIRECT_X) || COMBINE_X) {
     let z = vec4<f32>(0.0);
     return array<vec4<f32>, 2>(select(z, xs[2u * c8], valid), select(z, xs[2u * c8 + 1u], valid));
   }
@@ -92,20 +99,55 @@ fn stage_x(ids: Ids) {
   publish_sum_sq(ss, ids);
 }
 
-// 1 / rms(x), from stage_x's partials.
-fn inv_rms(sg_size: u32) -> f32 {
+// 1 / rms(x) for the workgroup's row i (< ROWS_PER_WG), after row_dots: from its team's partials
+// (DIRECT_X) or from stage_x's.
+fn inv_rms(i: u32, sg_size: u32) -> f32 {
   var t = 0.0;
-  for (var i = 0u; i < WG / sg_size; i++) {
-    t += sum_sq[i];
+  if (DIRECT_X) {
+    t = team_total(i / RPT, RPT, sg_size);
+  } else {
+    for (var j = 0u; j < WG / sg_size; j++) {
+      t += sum_sq[j];
+    }
   }
   return inverseSqrt(t / f32(COLS) + EPS);
 }
 
-// The workgroup's first row (workgroups beyond 65,535 spill into y); each subgroup's partial dots
-// of the workgroup's rows in red, after a barrier (rows past ROWS re-read the last row).
+// The workgroup's first row (workgroups beyond 65,535 spill into y).
+fn first_row(ids: Ids) -> u32 {
+  return (ids.wid.y * ids.groups.x + ids.wid.x) * ROWS_PER_WG;
+}
+
+// The workgroup's first row; each subgroup's partial dots of the workgroup's rows in red, after
+// a barrier (rows past ROWS re-read the last row).
 fn row_dots(ids: Ids) -> u32 {
-  let row0 = (ids.wid.y * ids.groups.x + ids.wid.x) * ROWS_PER_WG;
+  let row0 = first_row(ids);
   dots_from(ids, row0, 0u, 0u);
+  return row0;
+}
+
+// row_dots of W with rmsnorm(x)'s numerator x * norm_w: staged (stage_x) or read by each lane
+// (DIRECT_X, x's sum of squares reduced with the dots). norm_w is read here only, not in
+// dots_from: entry points without RMSNorm bind something else at its binding.
+fn norm_row_dots(ids: Ids) -> u32 {
+  if (!DIRECT_X) {
+    stage_x(ids);
+    return row_dots(ids);
+  }
+  let row0 = first_row(ids);
+  let first = row0 + ids.lid / TEAM * RPT;
+  var acc = array<f32, MAX_RPT>();
+  var ss = 0.0;
+  for (var it = 0u; it < ITERS; it++) {
+    let c = it * TEAM + ids.lid % TEAM;
+    let c8 = min(c, COLS8 - 1u);
+    var xv = x8(c8, c < COLS8, 0u);
+    ss += dot(xv[0], xv[0]) + dot(xv[1], xv[1]);
+    xv[0] *= norm_w[2u * c8];
+    xv[1] *= norm_w[2u * c8 + 1u];
+    acc = accumulate(acc, first, c8, xv);
+  }
+  publish_partials(ids, acc, ss);
   return row0;
 }
 
@@ -117,42 +159,63 @@ fn dots_from(ids: Ids, row0: u32, c8_first: u32, col0: u32) {
   for (var it = 0u; it < ITERS; it++) {
     let c = it * TEAM + lane;
     let c8 = min(c8_first + min(c, SPAN8 - 1u), COLS8 - 1u);
-    let xv = x8(c8, c < SPAN8 && c8_first + c < COLS8, col0);
-    for (var r = 0u; r < RPT; r++) {
-      let wv = w8(min(first + r, ROWS - 1u), c8);
-      acc[r] += dot(wv[0], xv[0]) + dot(wv[1], xv[1]);
-    }
+    acc = accumulate(acc, first, c8, x8(c8, c < SPAN8 && c8_first + c < COLS8, col0));
   }
+  publish_partials(ids, acc, 0.0);
+}
+
+// acc[r] + (row first + r's weights in column group c8) . xv, for the team's RPT rows.
+fn accumulate(acc: array<f32, MAX_RPT>, first: u32, c8: u32, xv: array<vec4<f32>, 2>) -> array<f32, MAX_RPT> {
+  var sums = acc;
+  for (var r = 0u; r < RPT; r++) {
+    let wv = w8(min(first + r, ROWS - 1u), c8);
+    sums[r] += dot(wv[0], xv[0]) + dot(wv[1], xv[1]);
+  }
+  return sums;
+}
+
+// Each subgroup's sums of acc (and, DIRECT_X, of x's squares ss) into red, then a barrier.
+fn publish_partials(ids: Ids, acc: array<f32, MAX_RPT>, ss: f32) {
   let sg = ids.lid / ids.sg_size;
   for (var r = 0u; r < RPT; r++) {
     let s = subgroupAdd(acc[r]);
     if (ids.sg_lane == 0u) {
-      red[sg * RPT + r] = s;
+      red[sg * RED_STRIDE + r] = s;
+    }
+  }
+  if (NORM_X && DIRECT_X) {
+    let s = subgroupAdd(ss);
+    if (ids.sg_lane == 0u) {
+      red[sg * RED_STRIDE + RPT] = s;
     }
   }
   workgroupBarrier();
 }
 
-// The dot of the workgroup's row i (< ROWS_PER_WG): the sum of its team's subgroup partials.
-fn row_total(i: u32, sg_size: u32) -> f32 {
+// The sum of partial `slot` over the subgroups of the workgroup's team `team`.
+fn team_total(team: u32, slot: u32, sg_size: u32) -> f32 {
   let per_team = TEAM / sg_size;
-  let first = i / RPT * per_team * RPT + i % RPT;
+  let first = team * per_team * RED_STRIDE + slot;
   var t = 0.0;
   for (var j = 0u; j < per_team; j++) {
-    t += red[first + j * RPT];
+    t += red[first + j * RED_STRIDE];
   }
   return t;
+}
+
+// The dot of the workgroup's row i (< ROWS_PER_WG).
+fn row_total(i: u32, sg_size: u32) -> f32 {
+  return team_total(i / RPT, i % RPT, sg_size);
 }
 
 // ---- qkv_rope ----
 @compute @workgroup_size(WG)
 fn qkv_rope(ids: Ids) {
-  stage_x(ids);
-  let row0 = row_dots(ids);
+  let row0 = norm_row_dots(ids);
   let lid = ids.lid;
   let ra = row0 + 2u * lid;  // this thread's pair: rows ra, ra + 1
   if (lid < ROWS_PER_WG / 2u && ra < ROWS) {
-    let inv = inv_rms(ids.sg_size);
+    let inv = inv_rms(2u * lid, ids.sg_size);
     store_qkv(ra, row_total(2u * lid, ids.sg_size) * inv, row_total(2u * lid + 1u, ids.sg_size) * inv,
               state[0], 0u);
   }
@@ -164,15 +227,14 @@ fn store_silu_pairs(ids: Ids, row0: u32) {
   let lid = ids.lid;
   let ra = row0 + 2u * lid;
   if (lid < ROWS_PER_WG / 2u && ra < ROWS) {
-    let inv = inv_rms(ids.sg_size);
+    let inv = inv_rms(2u * lid, ids.sg_size);
     act[ra / 2u] = silu_mul(row_total(2u * lid, ids.sg_size) * inv, row_total(2u * lid + 1u, ids.sg_size) * inv);
   }
 }
 
 @compute @workgroup_size(WG)
 fn gate_up_silu(ids: Ids) {
-  stage_x(ids);
-  store_silu_pairs(ids, row_dots(ids));
+  store_silu_pairs(ids, norm_row_dots(ids));
 }
 
 // ---- matvec_norm: y = W rmsnorm(x) (the LM head) ----
@@ -180,11 +242,10 @@ fn gate_up_silu(ids: Ids) {
 
 @compute @workgroup_size(WG)
 fn matvec_norm(ids: Ids) {
-  stage_x(ids);
-  let row0 = row_dots(ids);
+  let row0 = norm_row_dots(ids);
   let lid = ids.lid;
   if (lid < ROWS_PER_WG && row0 + lid < ROWS) {
-    y_out[row0 + lid] = row_total(lid, ids.sg_size) * inv_rms(ids.sg_size);
+    y_out[row0 + lid] = row_total(lid, ids.sg_size) * inv_rms(lid, ids.sg_size);
   }
 }
 

@@ -113,14 +113,18 @@ llm::DecodeKernels kernels_with(WeightDType t, const Tuning& tuning) {
   return k;
 }
 
+// x padded to a multiple of 8 with NaN: a kernel must not read past x's length into its sums.
+gpu::Buffer nan_padded(const std::vector<float>& x) {
+  std::vector<float> padded((x.size() + 7) / 8 * 8, kNaN);
+  std::copy(x.begin(), x.end(), padded.begin());
+  return context().upload<float>(padded, BufferUsage::StorageIO, "x");
+}
+
 // resid += W x.
 void check_matvec_residual(WeightDType t, uint32_t rows, uint32_t cols, const Tuning& tuning) {
   Matrix w = random_matrix(t, rows, cols, 1);
   auto x = test::random_floats(cols, 2, -1, 1), resid = test::random_floats(rows, 3, -1, 1);
-  // x's padding holds NaN: the kernel must not read past `cols` into the sum.
-  std::vector<float> x_padded((cols + 7) / 8 * 8, kNaN);
-  std::copy(x.begin(), x.end(), x_padded.begin());
-  auto x_buf = context().upload<float>(x_padded, BufferUsage::StorageIO, "x");
+  auto x_buf = nan_padded(x);
   auto r_buf = llm::upload_padded(context(), "resid", resid);
   auto k = kernels_with(t, tuning);
   run({k.matvec_residual(w.buffer, x_buf, r_buf, rows, cols)});
@@ -135,8 +139,7 @@ void check_matvec_norm(WeightDType t, uint32_t rows, uint32_t cols, const Tuning
   auto x = test::random_floats(cols, 5, -2, 2), nw = test::random_floats(cols, 6, 0.5, 1.5);
   auto y = poisoned(rows);
   auto k = kernels_with(t, tuning);
-  run({k.matvec_norm(w.buffer, llm::upload_padded(context(), "x", x), llm::upload_padded(context(), "nw", nw),
-                     y, rows, cols, 1e-6)});
+  run({k.matvec_norm(w.buffer, nan_padded(x), llm::upload_padded(context(), "nw", nw), y, rows, cols, 1e-6)});
   auto want = ref::linear(linear_of(w, rows, cols), ref::rmsnorm(as_double(x), as_double(nw), 1e-6));
   EXPECT_TRUE(close_normalised(context().read<float>(y, 0, rows), want, 1e-5));
 }
@@ -151,8 +154,8 @@ void check_gate_up_silu(WeightDType t, uint32_t inter, uint32_t hidden, const Tu
   auto x = test::random_floats(hidden, 8, -2, 2), nw = test::random_floats(hidden, 9, 0.5, 1.5);
   auto act = poisoned(inter);
   auto k = kernels_with(t, tuning);
-  run({k.gate_up_silu(w.buffer, llm::upload_padded(context(), "x", x),
-                      llm::upload_padded(context(), "nw", nw), act, inter, hidden, 1e-6)});
+  run({k.gate_up_silu(w.buffer, nan_padded(x), llm::upload_padded(context(), "nw", nw), act, inter, hidden,
+                      1e-6)});
   const auto xn = ref::rmsnorm(as_double(x), as_double(nw), 1e-6);
   auto wv = as_double(w.values);
   ref::Linear gate{{wv.begin(), wv.begin() + inter * hidden}, {}, inter, hidden};
@@ -306,8 +309,9 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, LlmKernel, ::testing::Values(WeightDType::F32, 
 
 // Every matrix-vector kernel under tunings that cover its cases: a row in several passes of its
 // team (team 32, 64), in one pass with idle lanes (128, 256), 1 to 32 rows per workgroup, teams
-// of several subgroups. Shapes: 601 columns (not a multiple of 8, nor of any team's span), rows
-// not a multiple of any workgroup's rows (37; gate/up 2 x 37; Q/K/V 84).
+// of several subgroups; the RMSNorm kernels with x read directly and staged. Shapes: 601 columns (not a
+// multiple of 8, nor of any team's span), rows not a multiple of any workgroup's rows (37; gate/up 2 x 37;
+// Q/K/V 84).
 class LlmMatvecTuned : public ::testing::TestWithParam<std::tuple<WeightDType, llm::MatvecTuning>> {
  protected:
   static constexpr uint32_t kCols = 601;
@@ -360,12 +364,16 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(llm::MatvecTuning{32, 1, 32}, llm::MatvecTuning{32, 2, 128},
                                          llm::MatvecTuning{32, 4, 256}, llm::MatvecTuning{64, 3, 64},
                                          llm::MatvecTuning{64, 4, 128}, llm::MatvecTuning{128, 2, 256},
-                                         llm::MatvecTuning{256, 1, 256}, llm::MatvecTuning{256, 4, 256})),
+                                         llm::MatvecTuning{256, 1, 256}, llm::MatvecTuning{256, 4, 256},
+                                         llm::MatvecTuning{32, 2, 128, true},
+                                         llm::MatvecTuning{64, 3, 64, true},
+                                         llm::MatvecTuning{128, 2, 256, true},
+                                         llm::MatvecTuning{256, 4, 256, true})),
     [](const auto& info) {
       const auto& t = std::get<1>(info.param);
       return std::string(std::get<0>(info.param) == WeightDType::F16 ? "f16" : "f32") + "_team" +
              std::to_string(t.team) + "_rows" + std::to_string(t.rows_per_team) + "_wg" +
-             std::to_string(t.workgroup);
+             std::to_string(t.workgroup) + (t.staged_x ? "_staged" : "");
     });
 
 // Test that tunings the kernels cannot run are refused with an Error naming the tuning.
@@ -389,7 +397,8 @@ TEST(LlmMatvecTuning, BadTuningsAreRefused) {
 }
 
 // Test the rule at every Qwen2.5-0.5B/1.5B shape: a runnable tuning (even rows per workgroup,
-// team a power of two >= the subgroup) that keeps the grid at >= 512 workgroups where rows allow.
+// team a power of two >= the subgroup) that keeps the grid at >= 512 workgroups where rows allow,
+// reading x directly (not staged) in the 1.5B gate/up only of the f16 shapes (where measured).
 TEST(LlmMatvecTuning, RuleAtQwenShapes) {
   for (WeightDType t : {WeightDType::F16, WeightDType::F32}) {
     llm::DecodeKernels k(context(), t);
@@ -409,6 +418,9 @@ TEST(LlmMatvecTuning, RuleAtQwenShapes) {
       EXPECT_GE(r.team, std::max(32u, context().adapter().subgroup_max_size));
       EXPECT_EQ(r.rows_per_workgroup() % 2, 0u);
       EXPECT_TRUE(llm::ceil_div(rows, r.rows_per_workgroup()) >= 512 || r.rows_per_workgroup() == 2);
+      if (t == WeightDType::F16) {
+        EXPECT_EQ(r.staged_x, rows != 17920);
+      }
     }
   }
 }

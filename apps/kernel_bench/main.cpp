@@ -276,18 +276,20 @@ struct Problem {
 };
 
 // The tunings tried for a matrix: the rule's, the old kernel's shape of work (4 rows of 32
-// threads), and a grid of teams, rows per team and workgroup sizes.
+// threads, x staged), and a grid of teams, rows per team and workgroup sizes; kernels with RMSNorm
+// folded in (`norm`) each with x read directly and staged.
 // Only what this adapter can run; RoPE and gate/up (`paired`) need even rows per workgroup.
 std::vector<std::pair<std::string, MatvecTuning>> candidates(gpu::Context& ctx, const llm::DecodeKernels& k,
-                                                             Shape s, bool paired, bool quick) {
+                                                             Shape s, bool paired, bool norm, bool quick) {
   std::vector<std::pair<std::string, MatvecTuning>> out{{"rule", k.matvec_tuning(s.rows, s.cols)},
-                                                        {"old", {32, 1, 128}}};
+                                                        {"old", {32, 1, 128, norm}}};
   if (!quick) {
     const uint32_t cols8 = llm::ceil_div(s.cols, 8);
     for (uint32_t team = 32; team <= 256 && team / 2 < cols8; team *= 2)
       for (uint32_t rpt : {1u, 2u, 4u})
         for (uint32_t wg : {64u, 128u, 256u})
-          if (wg >= team) out.push_back({"", {team, rpt, wg}});
+          for (bool staged : {false, true})
+            if (wg >= team && (norm || !staged)) out.push_back({"", {team, rpt, wg, staged}});
   }
   const uint32_t max_wg = ctx.limits().max_compute_invocations_per_workgroup;
   std::erase_if(out, [&](const auto& c) {
@@ -316,7 +318,7 @@ int run(const Options& opt) {
   const double copy_gbs =
       bench::copy_kernel_bandwidth_gbs(ctx, opt.quick ? (16u << 20) : (256u << 20), opt.quick ? 2 : 5);
   std::printf("copy kernel: %.1f GB/s (read + write)\n\n", copy_gbs);
-  std::printf("%-5s %-13s %-13s %-4s %-22s %-4s %10s %21s %8s %6s %9s\n", "model", "kind", "shape", "type",
+  std::printf("%-5s %-13s %-13s %-4s %-29s %-4s %10s %21s %8s %6s %9s\n", "model", "kind", "shape", "type",
               "tuning", "", "µs/call", "min–max", "GB/s", "%copy", "max err");
   nlohmann::json results = nlohmann::json::array();
   bool all_ok = true;
@@ -342,13 +344,14 @@ int run(const Options& opt) {
         const std::string shape = std::to_string(p.shape.rows) + "x" + std::to_string(p.shape.cols);
         double best = INFINITY;
         for (auto [label, tuning] :
-             candidates(ctx, k, p.shape, kind == Kind::Qkv || kind == Kind::GateUp, opt.quick)) {
+             candidates(ctx, k, p.shape, kind == Kind::Qkv || kind == Kind::GateUp,
+                        kind == Kind::Qkv || kind == Kind::GateUp || kind == Kind::LmHead, opt.quick)) {
           k.force_matvec_tuning(tuning);
           std::optional<llm::Step> step;
           try {
             step = p.step(ctx, k);
           } catch (const Error& e) {  // candidates() offers only what this adapter can run
-            std::printf("%-5s %-13s %-13s %-4s %-22s FAILED: %s\n", m.name.c_str(), kind_name(kind),
+            std::printf("%-5s %-13s %-13s %-4s %-29s FAILED: %s\n", m.name.c_str(), kind_name(kind),
                         shape.c_str(), tname, tuning.name().c_str(), e.what());
             all_ok = false;
             continue;
@@ -379,7 +382,7 @@ int run(const Options& opt) {
           const double gbs = bytes / (s.median * 1e3);
           if (label == "rule") rule_us_per_token += s.median * p.shape.per_token;
           best = std::min(best, s.median);
-          std::printf("%-5s %-13s %-13s %-4s %-22s %-4s %10.2f %10.2f–%-10.2f %8.1f %5.0f%% %9.1e%s\n",
+          std::printf("%-5s %-13s %-13s %-4s %-29s %-4s %10.2f %10.2f–%-10.2f %8.1f %5.0f%% %9.1e%s\n",
                       m.name.c_str(), kind_name(kind), shape.c_str(), tname, tuning.name().c_str(),
                       label.c_str(), s.median, s.min, s.max, gbs, 100 * gbs / copy_gbs, err,
                       ok ? "" : "  MISMATCH");
@@ -391,6 +394,7 @@ int run(const Options& opt) {
                              {"team", tuning.team},
                              {"rows_per_team", tuning.rows_per_team},
                              {"workgroup", tuning.workgroup},
+                             {"staged_x", tuning.staged_x},
                              {"label", label},
                              {"us_median", s.median},
                              {"us_min", s.min},

@@ -90,7 +90,7 @@ DecodeKernels::DecodeKernels(gpu::Context& ctx, WeightDType dtype) : ctx_(&ctx),
 
 std::string MatvecTuning::name() const {
   return "team" + std::to_string(team) + " rows" + std::to_string(rows_per_team) + " wg" +
-         std::to_string(workgroup);
+         std::to_string(workgroup) + (staged_x ? " staged" : "");
 }
 
 // The rule, in napkin maths for an H100 (132 SMs, subgroups of 32); the kernel benchmark
@@ -106,20 +106,28 @@ std::string MatvecTuning::name() const {
 //   either way) with rows of at least 64 loads: teams of at least 64 threads doing 2 rows each,
 //   measured best on the H100 for Qwen2.5-0.5B f16 (90.2 us; team 32 x 4 rows was bimodal,
 //   93-220 us). Shorter rows would leave lanes of a 64-thread team idle.
+// - x is staged, except in matrices of at least kDirectBytes: x read by each lane, from
+//   128-thread workgroups with 2 rows per team. Measured on the H100 in the decode step: Qwen2.5-
+//   1.5B f16 (gate/up 55 MB) 507 tok/s [506-510] against 482 [460-505] staged (gate/up alone
+//   28.9 against 31.7 us); 0.5B (gate/up 17 MB) lost with x direct, 874-890 against 908 tok/s.
 MatvecTuning DecodeKernels::matvec_tuning(uint32_t rows, uint32_t cols) const {
   if (forced_) return *forced_;
   constexpr uint32_t kLoadsPerRow = 4, kMinWorkgroups = 512, kMaxThreads = 256, kLmHeadRows = 65536;
+  constexpr uint64_t kDirectBytes = 48ull << 20;
   const uint64_t loads = ceil_div(cols, dtype_ == WeightDType::F16 ? 8 : 4);
   MatvecTuning t;
   t.team = std::max<uint32_t>(32, min_team_);
   while (t.team < kMaxThreads && t.team * kLoadsPerRow < loads) t.team *= 2;
-  t.workgroup = std::max(t.team, kMaxThreads);
   if (rows >= kLmHeadRows && loads >= 64) {
     t.team = std::max(t.team, 64u);
+    t.workgroup = std::max(t.team, kMaxThreads);
     t.rows_per_team = 2;
+    t.staged_x = true;
     return t;
   }
-  t.rows_per_team = 4;
+  t.staged_x = uint64_t(rows) * row_bytes(dtype_, cols) < kDirectBytes;
+  t.workgroup = std::max(t.team, t.staged_x ? kMaxThreads : 128u);
+  t.rows_per_team = t.staged_x ? 4 : 2;
   while (ceil_div(rows, t.rows_per_workgroup()) < kMinWorkgroups && t.rows_per_workgroup() > 2) {
     if (t.rows_per_team > 1)
       t.rows_per_team /= 2;
@@ -162,10 +170,13 @@ Step DecodeKernels::matvec_tuned(const MatvecTuning& t, const std::string& entry
                                  std::map<std::string, double> o,
                                  std::initializer_list<gpu::BufferBinding> b) {
   check_tuning(entry, t, pairs);
-  const uint32_t cols8 = ceil_div(cols, 8), red = t.workgroup * t.rows_per_team;
+  // Keys already in `o` (attend_o's ITERS over its slice, gate_up_silu_sum's staging) win.
+  const bool staged = norm && (o.contains("DIRECT_X") ? o.at("DIRECT_X") == 0 : t.staged_x);
+  // Per subgroup: a partial per row of its team, and x's sum of squares when read directly.
+  const uint32_t cols8 = ceil_div(cols, 8), red_stride = t.rows_per_team + (norm && !staged);
+  const uint32_t red = t.workgroup * red_stride;
   check_workgroup_memory(entry, cols,
-                         (norm ? 32ull * cols8 + 4ull * t.workgroup : 32) + 4ull * red + extra_wg_bytes);
-  // Keys already in `o` (attend_o's ITERS over its slice) win over these.
+                         (staged ? 32ull * cols8 + 4ull * t.workgroup : 32) + 4ull * red + extra_wg_bytes);
   o.insert({{"WEIGHT_F16", dtype_ == WeightDType::F16},
             {"ROWS", rows},
             {"COLS", cols},
@@ -174,10 +185,12 @@ Step DecodeKernels::matvec_tuned(const MatvecTuning& t, const std::string& entry
             {"RPT", t.rows_per_team},
             {"WG", t.workgroup},
             {"ROWS_PER_WG", t.rows_per_workgroup()},
+            {"RED_STRIDE", red_stride},
             {"RED_LEN", red},
             {"ITERS", ceil_div(cols8, t.team)},
             {"NORM_X", norm},
-            {"XS_V4", norm ? 2 * cols8 : 2},
+            {"DIRECT_X", norm && !staged},
+            {"XS_V4", staged ? 2 * cols8 : 2},
             {"EPS", eps}});
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matvec", entry, std::move(o)));
   return grid(k, ctx_->bind(k, b), ceil_div(rows, t.rows_per_workgroup()));
@@ -290,7 +303,7 @@ Step DecodeKernels::gate_up_silu_sum(const gpu::Buffer& w, const gpu::Buffer& x,
                                      const gpu::Buffer& norm, const gpu::Buffer& act,
                                      const gpu::Buffer& x_next, const ModelConfig& c) {
   return matvec("gate_up_silu_sum", 2 * c.intermediate_size, c.hidden_size, true, c.rms_norm_eps, true,
-                {{"PARTS", c.num_kv_heads}}, {w, x, norm, act, o_parts, x_next});
+                {{"PARTS", c.num_kv_heads}, {"DIRECT_X", 0}}, {w, x, norm, act, o_parts, x_next});
 }
 
 const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const ModelConfig& c, uint32_t ctx_len,

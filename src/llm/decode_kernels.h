@@ -71,10 +71,13 @@ struct PromptTile {
 // How a decode matrix-vector kernel spreads a matrix over threads (kernels/llm_matvec.wgsl): a
 // team of `team` threads per row (a power of two, at least the adapter's largest subgroup), each
 // team computing `rows_per_team` rows at once (1..4), `workgroup` threads (a multiple of team).
+// Kernels with RMSNorm folded in read x * norm_w directly per lane, or with `staged_x` from
+// workgroup memory staged behind a barrier (the others ignore it).
 struct MatvecTuning {
   uint32_t team = 32, rows_per_team = 1, workgroup = 128;
+  bool staged_x = false;
   uint32_t rows_per_workgroup() const { return workgroup / team * rows_per_team; }
-  std::string name() const;  // e.g. "team32 rows2 wg256"
+  std::string name() const;  // e.g. "team32 rows2 wg256", "team64 rows2 wg256 staged"
   bool operator==(const MatvecTuning&) const = default;
 };
 
