@@ -179,16 +179,25 @@ fn embed(token: u32, tid: u32, nthr: u32) {
 }
 
 
+// 4 floats of a product's input from float i (a multiple of 4): of the activations, or (in_w) of
+// the weights, where the first layer of the fused strategies reads the embedding row.
+fn in_ld4(in_w: bool, i: u32) -> vec4<f32> {
+  if (in_w) {
+    return w[i / 4u];
+  }
+  return act_ld4(act_base + i);
+}
+
 // 1 / sqrt(mean(x^2) + eps), in every thread: a team of LN_RMS lanes (the lane cap) splits x's
 // blocks of 4 and adds its parts (lane_sum), so no barrier is needed and a subgroup issues
 // D / 4 / LN_RMS loads rather than D / 4.
-fn rms_inv(x: u32, tid: u32) -> f32 {
+fn rms_inv(x: u32, in_w: bool, tid: u32) -> f32 {
   let lane = tid % LN_RMS;
   var ss4 = vec4<f32>(0.0);
   for (var step = 0u; step < RMS_STEPS; step++) {
     let b = lane + step * LN_RMS;
     if (b < D / 4u) {
-      let v = act_ld4(act_base + x + 4u * b);
+      let v = in_ld4(in_w, x + 4u * b);
       ss4 += v * v;
     }
   }
@@ -198,7 +207,7 @@ fn rms_inv(x: u32, tid: u32) -> f32 {
 
 // y = x * rms_inv(x) (the norm's weights are folded into the next matrix)
 fn rmsnorm(x: u32, y: u32, tid: u32, nthr: u32) {
-  let inv = rms_inv(x, tid);
+  let inv = rms_inv(x, false, tid);
   for (var i = tid; i < D; i += nthr) {
     act_st(act_base + y + i, act_ld(act_base + x + i) * inv);
   }
@@ -210,28 +219,40 @@ fn dot4(acc: f32, wv: vec4<f32>, xv: vec4<f32>) -> f32 {
 }
 
 // Column block b of the row whose first block is at vec4 `row` (zero past the last block).
-fn wblock(row: u32, rows: u32, blocks: u32, b: u32) -> vec4<f32> {
+// `exact`: every lane's blocks are real (blocks a multiple of 4 lanes; a constant once the
+// overrides are set), so the guard folds away.
+fn wblock(row: u32, rows: u32, blocks: u32, b: u32, exact: bool) -> vec4<f32> {
+  if (exact) {
+    return w[row + b * rows];
+  }
   return select(vec4<f32>(0.0), w[row + min(b, blocks - 1u) * rows], b < blocks);
 }
 
 // The product's input: x as it is (inv 1), or (the fused strategies) x normalised on the fly,
-// whose inverse RMS scales the product's sum (the norm's weights are folded into the matrix).
+// whose inverse RMS scales the product's sum (the norm's weights are folded into the matrix). x
+// is at float x.x of the activations, or (in_w) of the weights: the embedding row.
 struct Input {
   x: u32,
   inv: f32,
+  in_w: bool,
 }
 
 fn plain(x: u32) -> Input {
-  return Input(x, 1.0);
+  return Input(x, 1.0, false);
 }
 
 // x normalised: every thread gets the inverse RMS (rms_inv).
 fn normed(x: u32, tid: u32) -> Input {
-  return Input(x, rms_inv(x, tid));
+  return Input(x, rms_inv(x, false, tid), false);
 }
 
-fn xblock(x: Input, blocks: u32, b: u32) -> vec4<f32> {
-  return act_ld4(act_base + x.x + 4u * min(b, blocks - 1u));
+// The embedding of `token` normalised, read from the weights.
+fn embedded(token: u32, tid: u32) -> Input {
+  return Input(token * D, rms_inv(token * D, true, tid), true);
+}
+
+fn xblock(x: Input, blocks: u32, b: u32, exact: bool) -> vec4<f32> {
+  return in_ld4(x.in_w, x.x + 4u * select(min(b, blocks - 1u), b, exact));
 }
 
 // Lane `lane` of `lanes`'s part of W[ra] . x and (when `pair`) W[rb] . x: column blocks lane,
@@ -247,6 +268,7 @@ fn rows_dot(wm: u32, rows: u32, cols: u32, ra: u32, rb: u32, pair: bool, x: Inpu
   let wb = wm / 4u + rb;
   var acc = vec2<f32>(0.0);
   let steps = (blocks + 4u * lanes - 1u) / (4u * lanes);
+  let exact = blocks % (4u * lanes) == 0u;
   for (var step = 0u; step < steps; step++) {
     let b = lane + step * 4u * lanes;
     let b1 = b + lanes;
@@ -261,21 +283,21 @@ fn rows_dot(wm: u32, rows: u32, cols: u32, ra: u32, rb: u32, pair: bool, x: Inpu
     var c2 = vec4<f32>(0.0);
     var c3 = vec4<f32>(0.0);
     if (real) {
-      a0 = wblock(wa, rows, blocks, b);
-      a1 = wblock(wa, rows, blocks, b1);
-      a2 = wblock(wa, rows, blocks, b2);
-      a3 = wblock(wa, rows, blocks, b3);
+      a0 = wblock(wa, rows, blocks, b, exact);
+      a1 = wblock(wa, rows, blocks, b1, exact);
+      a2 = wblock(wa, rows, blocks, b2, exact);
+      a3 = wblock(wa, rows, blocks, b3, exact);
       if (pair) {
-        c0 = wblock(wb, rows, blocks, b);
-        c1 = wblock(wb, rows, blocks, b1);
-        c2 = wblock(wb, rows, blocks, b2);
-        c3 = wblock(wb, rows, blocks, b3);
+        c0 = wblock(wb, rows, blocks, b, exact);
+        c1 = wblock(wb, rows, blocks, b1, exact);
+        c2 = wblock(wb, rows, blocks, b2, exact);
+        c3 = wblock(wb, rows, blocks, b3, exact);
       }
     }
-    let x0 = xblock(x, blocks, b);
-    let x1 = xblock(x, blocks, b1);
-    let x2 = xblock(x, blocks, b2);
-    let x3 = xblock(x, blocks, b3);
+    let x0 = xblock(x, blocks, b, exact);
+    let x1 = xblock(x, blocks, b1, exact);
+    let x2 = xblock(x, blocks, b2, exact);
+    let x3 = xblock(x, blocks, b3, exact);
     acc.x = dot4(dot4(dot4(dot4(acc.x, a0, x0), a1, x1), a2, x2), a3, x3);
     if (pair) {
       acc.y = dot4(dot4(dot4(dot4(acc.y, c0, x0), c1, x1), c2, x2), c3, x3);
@@ -349,14 +371,14 @@ fn rope_kv(layer: u32, pos: u32, tid: u32, nthr: u32) {
   }
 }
 
-// Fused input norm and q|k|v: a team per pair of rows (i, i + HD/2) of a head, the bias added,
+// Fused input norm (of x: normed or embedded) and q|k|v: a team per pair of rows (i, i + HD/2)
+// of a head, the bias added,
 // then RoPE and the cache append as rope_kv does. The bias and RoPE's (cos, sin) are loaded
 // before the product, so that their loads overlap the weights' rather than follow them.
-fn qkv_rope(layer: u32, pos: u32, tid: u32, nthr: u32) {
+fn qkv_rope(layer: u32, pos: u32, x: Input, tid: u32, nthr: u32) {
   let lw = layer_w(layer);
   let half_dim = HD / 2u;
   let pairs = (H + 2u * KVH) * half_dim;
-  let x = normed(A_X, tid);
   for (var k = 0u; k < rounds(pairs, LN_QKV, nthr); k++) {
     let sl = slot_of(k, pairs, LN_QKV, tid, nthr);
     let head = sl.item / half_dim;
@@ -536,10 +558,16 @@ fn emit(pos: u32, tid: u32, nthr: u32) -> u32 {
   return token;
 }
 
-// One decoder layer for the token at `pos`, by the threads of one workgroup: 6 phases.
-fn layer_step(layer: u32, pos: u32, tid: u32, nthr: u32) {
+// One decoder layer for the token at `pos`, by the threads of one workgroup: 6 phases. Its input
+// x: normed(A_X), or for the first layer of single embedded(token), read from the weights, so
+// that the embedding needs no phase of its own: it is written to the residual stream here, first
+// read after the next barrier.
+fn layer_step(layer: u32, pos: u32, x: Input, tid: u32, nthr: u32) {
   let lw = layer_w(layer);
-  qkv_rope(layer, pos, tid, nthr);
+  if (x.in_w) {
+    embed(x.x / D, tid, nthr);
+  }
+  qkv_rope(layer, pos, x, tid, nthr);
   kv_sync();
   scores(layer, pos, tid, nthr);
   sync();
@@ -561,16 +589,16 @@ fn head_step(pos: u32, tid: u32, nthr: u32) -> u32 {
 }
 
 // The whole generation of sequence `seq` by the threads of one workgroup (pos is uniform): each
-// position's layers and head, then the next token's embedding by every thread.
+// position's layers (the first reading the token's embedding from the weights) and head, whose
+// next token every thread holds.
 fn generation(tid: u32, nthr: u32) {
-  embed(tokens[seq * CAP], tid, nthr);
-  sync();
+  var token = tokens[seq * CAP];
   for (var pos = 0u; pos + 1u < CAP; pos++) {
-    for (var layer = 0u; layer < L; layer++) {
-      layer_step(layer, pos, tid, nthr);
+    layer_step(0u, pos, embedded(token, tid), tid, nthr);
+    for (var layer = 1u; layer < L; layer++) {
+      layer_step(layer, pos, normed(A_X, tid), tid, nthr);
     }
-    embed(head_step(pos, tid, nthr), tid, nthr);
-    sync();
+    token = head_step(pos, tid, nthr);
   }
   if (tid == 0u) {
     state[seq] = CAP - 1u;
