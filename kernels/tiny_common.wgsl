@@ -8,14 +8,14 @@
 // threads that split its sum and add their parts (lane_sum, lane_max: kernels/tiny_team.wgsl by
 // subgroup shuffles, or kernels/tiny_solo.wgsl with teams of one; src/tiny/runner.cpp places one
 // of them before the family and chooses the LN_* lane counts). Every thread runs the same number
-// of rounds, so the reductions are reached in uniform control flow.
+// of rounds; a team past the items skips a round whole, so its lanes reduce together.
 //
 // The RMSNorm weights are folded into the matrix each norm feeds (src/tiny/tiny_model.cpp
 // pack_weights: q|k|v, gate|up, the LM head), so a norm is x * inv_rms(x), and a product of a
 // normalised input is inv_rms(x) * (W' . x): the scale multiplies the sum, not every element.
 //
 // The fused strategies (layer, single) run a layer as 6 phases between barriers: the products
-// normalise their input on the fly (each thread computes the inverse RMS itself) and their
+// normalise their input on the fly (each team of LN_RMS lanes computes the inverse RMS) and their
 // epilogues take the work of the element-wise ops (RoPE and the KV-cache append after q|k|v, the
 // residual after o and down, silu * up after gate|up). The op strategies (eager, batched) run
 // those ops as their own dispatches, as a framework does; the arithmetic is the same.
@@ -154,9 +154,9 @@ fn rounds(items: u32, lanes: u32, nthr: u32) -> u32 {
   return (items * lanes + nthr - 1u) / nthr;
 }
 
-// Round k's work for thread tid (slot k * nthr + tid): its item (past the end the last one again,
-// for indices only: such a slot loads nothing and writes nothing), its lane, whether the item is
-// real (a whole team is real or not), and whether it writes the item (lane 0 of a real item).
+// Round k's work for thread tid (slot k * nthr + tid): its item, its lane, whether the item is
+// real (slots past the end skip the round: a team's lanes agree, so a team's shuffles run on all
+// of its lanes; kernels/tiny_team.wgsl), and whether it writes the item (lane 0 of a real item).
 struct Slot {
   item: u32,
   lane: u32,
@@ -167,7 +167,7 @@ struct Slot {
 fn slot_of(k: u32, items: u32, lanes: u32, tid: u32, nthr: u32) -> Slot {
   let s = k * nthr + tid;
   let real = s / lanes < items;
-  return Slot(min(s / lanes, items - 1u), s % lanes, real, real && s % lanes == 0u);
+  return Slot(s / lanes, s % lanes, real, real && s % lanes == 0u);
 }
 
 // x = the embedding of `token`.
@@ -260,9 +260,9 @@ fn xblock(x: Input, blocks: u32, b: u32, exact: bool) -> vec4<f32> {
 // weights of a row and threads of consecutive rows read consecutive 16 bytes. Four blocks of each
 // row are loaded before their sums, in a constant number of steps (the same for every lane), so
 // that the compiler can unroll them and have every step's loads in flight at once rather than
-// waiting on each (the weights come from L2). A slot that is not `real` loads nothing.
+// waiting on each (the weights come from L2).
 fn rows_dot(wm: u32, rows: u32, cols: u32, ra: u32, rb: u32, pair: bool, x: Input, lane: u32,
-            lanes: u32, real: bool) -> vec2<f32> {
+            lanes: u32) -> vec2<f32> {
   let blocks = cols / 4u;
   let wa = wm / 4u + ra;
   let wb = wm / 4u + rb;
@@ -274,25 +274,19 @@ fn rows_dot(wm: u32, rows: u32, cols: u32, ra: u32, rb: u32, pair: bool, x: Inpu
     let b1 = b + lanes;
     let b2 = b1 + lanes;
     let b3 = b2 + lanes;
-    var a0 = vec4<f32>(0.0);
-    var a1 = vec4<f32>(0.0);
-    var a2 = vec4<f32>(0.0);
-    var a3 = vec4<f32>(0.0);
+    let a0 = wblock(wa, rows, blocks, b, exact);
+    let a1 = wblock(wa, rows, blocks, b1, exact);
+    let a2 = wblock(wa, rows, blocks, b2, exact);
+    let a3 = wblock(wa, rows, blocks, b3, exact);
     var c0 = vec4<f32>(0.0);
     var c1 = vec4<f32>(0.0);
     var c2 = vec4<f32>(0.0);
     var c3 = vec4<f32>(0.0);
-    if (real) {
-      a0 = wblock(wa, rows, blocks, b, exact);
-      a1 = wblock(wa, rows, blocks, b1, exact);
-      a2 = wblock(wa, rows, blocks, b2, exact);
-      a3 = wblock(wa, rows, blocks, b3, exact);
-      if (pair) {
-        c0 = wblock(wb, rows, blocks, b, exact);
-        c1 = wblock(wb, rows, blocks, b1, exact);
-        c2 = wblock(wb, rows, blocks, b2, exact);
-        c3 = wblock(wb, rows, blocks, b3, exact);
-      }
+    if (pair) {
+      c0 = wblock(wb, rows, blocks, b, exact);
+      c1 = wblock(wb, rows, blocks, b1, exact);
+      c2 = wblock(wb, rows, blocks, b2, exact);
+      c3 = wblock(wb, rows, blocks, b3, exact);
     }
     let x0 = xblock(x, blocks, b, exact);
     let x1 = xblock(x, blocks, b1, exact);
@@ -311,8 +305,11 @@ fn matvec(wm: u32, bias: u32, has_bias: bool, x: Input, y: u32, rows: u32, cols:
           accumulate: bool, tid: u32, nthr: u32) {
   for (var k = 0u; k < rounds(rows, lanes, nthr); k++) {
     let sl = slot_of(k, rows, lanes, tid, nthr);
+    if (!sl.real) {
+      continue;
+    }
     let r = sl.item;
-    var acc = lane_sum(rows_dot(wm, rows, cols, r, r, false, x, sl.lane, lanes, sl.real).x, lanes) * x.inv;
+    var acc = lane_sum(rows_dot(wm, rows, cols, r, r, false, x, sl.lane, lanes).x, lanes) * x.inv;
     if (sl.writes) {
       if (has_bias) {
         acc += wf(bias + r);
@@ -381,12 +378,15 @@ fn qkv_rope(layer: u32, pos: u32, x: Input, tid: u32, nthr: u32) {
   let pairs = (H + 2u * KVH) * half_dim;
   for (var k = 0u; k < rounds(pairs, LN_QKV, nthr); k++) {
     let sl = slot_of(k, pairs, LN_QKV, tid, nthr);
+    if (!sl.real) {
+      continue;
+    }
     let head = sl.item / half_dim;
     let i = sl.item % half_dim;
     let ra = head * HD + i;
     let bias = vec2<f32>(wf(lw + L_BQKV + ra), wf(lw + L_BQKV + ra + half_dim));
     let cs = rope_cs(pos, i);
-    let part = rows_dot(lw + L_QKV, QKV, D, ra, ra + half_dim, true, x, sl.lane, LN_QKV, sl.real);
+    let part = rows_dot(lw + L_QKV, QKV, D, ra, ra + half_dim, true, x, sl.lane, LN_QKV);
     let a = lane_sum(part.x, LN_QKV) * x.inv + bias.x;
     let b = lane_sum(part.y, LN_QKV) * x.inv + bias.y;
     if (sl.writes) {
@@ -401,6 +401,9 @@ fn scores(layer: u32, pos: u32, tid: u32, nthr: u32) {
   let scale = 1.0 / sqrt(f32(HD));
   for (var k = 0u; k < rounds(H * n, LN_SC, nthr); k++) {
     let sl = slot_of(k, H * n, LN_SC, tid, nthr);
+    if (!sl.real) {
+      continue;
+    }
     let h = sl.item / n;
     let t = sl.item % n;
     let kt = kv_index(layer, 0u, h / (H / KVH), t);
@@ -408,7 +411,7 @@ fn scores(layer: u32, pos: u32, tid: u32, nthr: u32) {
     var acc = 0.0;
     for (var u = 0u; u < SC_STEPS; u++) {
       let i = sl.lane + u * LN_SC;
-      if (sl.real && i < HD) {
+      if (i < HD) {
         acc += act_ld(q + i) * kv[kt + i];
       }
     }
@@ -425,6 +428,9 @@ fn attend(layer: u32, pos: u32, tid: u32, nthr: u32) {
   let n = pos + 1u;
   for (var k = 0u; k < rounds(QD, LN_AT, nthr); k++) {
     let sl = slot_of(k, QD, LN_AT, tid, nthr);
+    if (!sl.real) {
+      continue;
+    }
     let lane = sl.lane;
     let h = sl.item / HD;
     let j = sl.item % HD;
@@ -491,8 +497,11 @@ fn gate_up_silu(layer: u32, tid: u32, nthr: u32) {
   let x = normed(A_X, tid);
   for (var k = 0u; k < rounds(FF, LN_GU, nthr); k++) {
     let sl = slot_of(k, FF, LN_GU, tid, nthr);
+    if (!sl.real) {
+      continue;
+    }
     let i = sl.item;
-    let part = rows_dot(wm, 2u * FF, D, i, FF + i, true, x, sl.lane, LN_GU, sl.real);
+    let part = rows_dot(wm, 2u * FF, D, i, FF + i, true, x, sl.lane, LN_GU);
     let g = lane_sum(part.x, LN_GU) * x.inv;
     let u = lane_sum(part.y, LN_GU) * x.inv;
     if (sl.writes) {
