@@ -8,16 +8,22 @@
 // threads that split its sum and add their parts (lane_sum, lane_max: kernels/tiny_team.wgsl by
 // subgroup shuffles, or kernels/tiny_solo.wgsl with teams of one; src/tiny/runner.cpp places one
 // of them before the family and chooses the LN_* lane counts). Every thread runs the same number
-// of rounds, so the reductions are reached in uniform control flow.
+// of rounds; a team past the items skips a round whole, so its lanes reduce together.
+//
+// The RMSNorm weights are folded into the matrix each norm feeds (src/tiny/tiny_model.cpp
+// pack_weights: q|k|v, gate|up, the LM head), so a norm is x * inv_rms(x), and a product of a
+// normalised input is inv_rms(x) * (W' . x): the scale multiplies the sum, not every element.
 //
 // The fused strategies (layer, single) run a layer as 6 phases between barriers: the products
-// normalise their input on the fly (each thread computes the inverse RMS itself) and their
+// normalise their input on the fly (each team of LN_RMS lanes computes the inverse RMS) and their
 // epilogues take the work of the element-wise ops (RoPE and the KV-cache append after q|k|v, the
 // residual after o and down, silu * up after gate|up). The op strategies (eager, batched) run
 // those ops as their own dispatches, as a framework does; the arithmetic is the same.
 //
-// `act` (the activations of one sequence, at act_base) is declared by the including file: a
-// storage buffer in tiny_ops.wgsl, workgroup memory in tiny_single.wgsl.
+// `act` (the activations of one sequence, at act_base) is declared by the including file, with
+// its accessors act_ld (a float), act_ld4 (4 floats from a multiple of 4), act_st and its barrier
+// act_barrier: a storage buffer of floats in tiny_ops.wgsl, workgroup memory of vec4s in
+// tiny_single.wgsl (one 16-byte load where the products read 4 floats).
 
 override D: u32 = 64u;     // d_model
 override H: u32 = 2u;      // query heads
@@ -42,41 +48,44 @@ override LN_DOWN: u32 = 1u;
 override LN_HEAD: u32 = 1u;
 override LN_SC: u32 = 1u;
 override LN_AT: u32 = 1u;
+override LN_RMS: u32 = 1u;  // lanes sharing a sum of squares: the lane cap
 
 override QD: u32 = H * HD;
 override KVD: u32 = KVH * HD;
 override QKV: u32 = QD + 2u * KVD;
 override SC_STEPS: u32 = (HD + LN_SC - 1u) / LN_SC;   // products per lane of a score
 override AT_STEPS: u32 = (CAP + LN_AT - 1u) / LN_AT;  // positions per lane of an attention output
+override RMS_STEPS: u32 = (D / 4u + LN_RMS - 1u) / LN_RMS;  // blocks of 4 per lane of a norm
 
 // Activations of one sequence (floats): the residual stream, its norm, q|k|v, the attention
-// output, the attention scores [H][CAP], gate|up (silu(gate) * up overwrites gate), the output of
-// o_proj and down_proj, the logits, the argmax's parts (ARG_PARTS values, then their indices).
+// output, gate|up (silu(gate) * up overwrites gate), the output of o_proj and down_proj, the
+// logits, the argmax's parts (ARG_PARTS values, then their indices), the attention scores
+// [H][CAP]. Every part read 4 at a time (act_ld4) starts at a multiple of 4 (D, QKV, QD, FF are),
+// so the scores, whose size need not be, come last.
 const ARG_PARTS: u32 = 16u;
 override A_X: u32 = 0u;
 override A_XN: u32 = D;
 override A_QKV: u32 = 2u * D;
 override A_ATT: u32 = A_QKV + QKV;
-override A_SC: u32 = A_ATT + QD;
-override A_GU: u32 = A_SC + H * CAP;
+override A_GU: u32 = A_ATT + QD;
 override A_O: u32 = A_GU + 2u * FF;
 override A_LOG: u32 = A_O + D;
 override A_ARG: u32 = A_LOG + V;
-override ACT_SIZE: u32 = A_ARG + 2u * ARG_PARTS;
+override A_SC: u32 = A_ARG + 2u * ARG_PARTS;
+override ACT_SIZE: u32 = A_SC + H * CAP;
 
 // Packed weights (floats, src/tiny/tiny_model.cpp pack_weights; every part starts at a multiple of
-// 4 floats): embedding [V][D], final norm [D], LM head, RoPE table [CAP][HD/2] (cos, sin), then per
-// layer: input norm [D], q|k|v, their bias [QKV], o, post-attention norm [D], gate|up, down.
-// A matrix [rows][cols] is stored in blocks of 4 columns, [cols/4][rows][4] (see rows_dot).
-override W_FNORM: u32 = V * D;
-override W_HEAD: u32 = W_FNORM + D;
+// 4 floats): embedding [V][D], LM head (final norm folded in), RoPE table [CAP][HD/2] (cos, sin),
+// then per layer: q|k|v (input norm folded in), their bias [QKV], o, gate|up (post-attention norm
+// folded in), down. A matrix [rows][cols] is stored in blocks of 4 columns, [cols/4][rows][4] (see
+// rows_dot).
+override W_HEAD: u32 = V * D;
 override W_ROPE: u32 = W_HEAD + V * D;
 override W_LAYERS: u32 = W_ROPE + (CAP * HD + 3u) / 4u * 4u;
-override L_QKV: u32 = D;
+override L_QKV: u32 = 0u;
 override L_BQKV: u32 = L_QKV + QKV * D;
 override L_O: u32 = L_BQKV + (QKV + 3u) / 4u * 4u;
-override L_POST: u32 = L_O + D * QD;
-override L_GU: u32 = L_POST + D;
+override L_GU: u32 = L_O + D * QD;
 override L_DOWN: u32 = L_GU + 2u * FF * D;
 override L_STRIDE: u32 = L_DOWN + D * FF;
 // KV cache of one sequence: [L][K|V][KVH][CAP][HD].
@@ -103,7 +112,7 @@ fn use_bindings() {
   _ = vec4<u32>(FF, L, P, T);
   _ = vec2<u32>(CAP, WG);
   _ = vec4<u32>(LN_QKV, LN_O, LN_GU, LN_DOWN);
-  _ = vec3<u32>(LN_HEAD, LN_SC, LN_AT);
+  _ = vec4<u32>(LN_HEAD, LN_SC, LN_AT, LN_RMS);
   _ = EPS;
   _ = params.layer;
   _ = &w;
@@ -113,8 +122,15 @@ fn use_bindings() {
   _ = &state;
 }
 
-// Orders the cooperating threads of one workgroup (workgroup memory and storage).
+// Orders the cooperating threads of one workgroup over the activations: act_barrier() is the
+// including file's (a workgroup barrier where `act` is workgroup memory; storage too where it is a
+// storage buffer). Only the KV cache append needs a storage barrier otherwise (kv_sync): the
+// logits and generated tokens are not read back inside a dispatch.
 fn sync() {
+  act_barrier();
+}
+
+fn kv_sync() {
   storageBarrier();
   workgroupBarrier();
 }
@@ -138,47 +154,62 @@ fn rounds(items: u32, lanes: u32, nthr: u32) -> u32 {
   return (items * lanes + nthr - 1u) / nthr;
 }
 
-// Round k's work for thread tid (slot k * nthr + tid): its item (past the end the last one again,
-// computed but not written), its lane, and whether it writes the item (lane 0 of a real item).
+// Round k's work for thread tid (slot k * nthr + tid): its item, its lane, whether the item is
+// real (slots past the end skip the round: a team's lanes agree, so a team's shuffles run on all
+// of its lanes; kernels/tiny_team.wgsl), and whether it writes the item (lane 0 of a real item).
 struct Slot {
   item: u32,
   lane: u32,
+  real: bool,
   writes: bool,
 }
 
 fn slot_of(k: u32, items: u32, lanes: u32, tid: u32, nthr: u32) -> Slot {
   let s = k * nthr + tid;
-  return Slot(min(s / lanes, items - 1u), s % lanes, s / lanes < items && s % lanes == 0u);
+  let real = s / lanes < items;
+  return Slot(s / lanes, s % lanes, real, real && s % lanes == 0u);
 }
 
 // x = the embedding of `token`.
 fn embed(token: u32, tid: u32, nthr: u32) {
   let row = token * D;
   for (var i = tid; i < D; i += nthr) {
-    act[act_base + A_X + i] = wf(row + i);
+    act_st(act_base + A_X + i, wf(row + i));
   }
 }
 
-fn act4(i: u32) -> vec4<f32> {
-  return vec4<f32>(act[i], act[i + 1u], act[i + 2u], act[i + 3u]);
+
+// 4 floats of a product's input from float i (a multiple of 4): of the activations, or (in_w) of
+// the weights, where the first layer of the fused strategies reads the embedding row.
+fn in_ld4(in_w: bool, i: u32) -> vec4<f32> {
+  if (in_w) {
+    return w[i / 4u];
+  }
+  return act_ld4(act_base + i);
 }
 
-// 1 / sqrt(mean(x^2) + eps); every thread sums the squares itself (four partial sums of D / 4
-// terms each), so no reduction (and no barrier) is needed.
-fn rms_inv(x: u32) -> f32 {
+// 1 / sqrt(mean(x^2) + eps), in every thread: a team of LN_RMS lanes (the lane cap) splits x's
+// blocks of 4 and adds its parts (lane_sum), so no barrier is needed and a subgroup issues
+// D / 4 / LN_RMS loads rather than D / 4.
+fn rms_inv(x: u32, in_w: bool, tid: u32) -> f32 {
+  let lane = tid % LN_RMS;
   var ss4 = vec4<f32>(0.0);
-  for (var j = 0u; j < D; j += 4u) {
-    let v = act4(act_base + x + j);
-    ss4 += v * v;
+  for (var step = 0u; step < RMS_STEPS; step++) {
+    let b = lane + step * LN_RMS;
+    if (b < D / 4u) {
+      let v = in_ld4(in_w, x + 4u * b);
+      ss4 += v * v;
+    }
   }
-  return inverseSqrt(((ss4.x + ss4.y) + (ss4.z + ss4.w)) / f32(D) + EPS);
+  let ss = lane_sum((ss4.x + ss4.y) + (ss4.z + ss4.w), LN_RMS);
+  return inverseSqrt(ss / f32(D) + EPS);
 }
 
-// y = x * rms_inv(x) * g
-fn rmsnorm(g: u32, x: u32, y: u32, tid: u32, nthr: u32) {
-  let inv = rms_inv(x);
+// y = x * rms_inv(x) (the norm's weights are folded into the next matrix)
+fn rmsnorm(x: u32, y: u32, tid: u32, nthr: u32) {
+  let inv = rms_inv(x, false, tid);
   for (var i = tid; i < D; i += nthr) {
-    act[act_base + y + i] = act[act_base + x + i] * inv * wf(g + i);
+    act_st(act_base + y + i, act_ld(act_base + x + i) * inv);
   }
 }
 
@@ -188,41 +219,47 @@ fn dot4(acc: f32, wv: vec4<f32>, xv: vec4<f32>) -> f32 {
 }
 
 // Column block b of the row whose first block is at vec4 `row` (zero past the last block).
-fn wblock(row: u32, rows: u32, blocks: u32, b: u32) -> vec4<f32> {
+// `exact`: every lane's blocks are real (blocks a multiple of 4 lanes; a constant once the
+// overrides are set), so the guard folds away.
+fn wblock(row: u32, rows: u32, blocks: u32, b: u32, exact: bool) -> vec4<f32> {
+  if (exact) {
+    return w[row + b * rows];
+  }
   return select(vec4<f32>(0.0), w[row + min(b, blocks - 1u) * rows], b < blocks);
 }
 
-// The product's input: x as it is, or (the fused strategies) x normalised on the fly, x * inv * g
-// as rmsnorm computes it (g: the norm's weights, a multiple of 4).
+// The product's input: x as it is (inv 1), or (the fused strategies) x normalised on the fly,
+// whose inverse RMS scales the product's sum (the norm's weights are folded into the matrix). x
+// is at float x.x of the activations, or (in_w) of the weights: the embedding row.
 struct Input {
   x: u32,
-  normed: bool,
-  g: u32,
   inv: f32,
+  in_w: bool,
 }
 
 fn plain(x: u32) -> Input {
-  return Input(x, false, 0u, 1.0);
+  return Input(x, 1.0, false);
 }
 
-// x normalised by the norm at g: every thread computes the inverse RMS itself.
-fn normed(x: u32, g: u32) -> Input {
-  return Input(x, true, g, rms_inv(x));
+// x normalised: every thread gets the inverse RMS (rms_inv).
+fn normed(x: u32, tid: u32) -> Input {
+  return Input(x, rms_inv(x, false, tid), false);
 }
 
-fn xblock(x: Input, blocks: u32, b: u32) -> vec4<f32> {
-  let j = 4u * min(b, blocks - 1u);
-  let v = act4(act_base + x.x + j);
-  if (x.normed) {
-    return v * x.inv * w[(x.g + j) / 4u];
-  }
-  return v;
+// The embedding of `token` normalised, read from the weights.
+fn embedded(token: u32, tid: u32) -> Input {
+  return Input(token * D, rms_inv(token * D, true, tid), true);
+}
+
+fn xblock(x: Input, blocks: u32, b: u32, exact: bool) -> vec4<f32> {
+  return in_ld4(x.in_w, x.x + 4u * select(min(b, blocks - 1u), b, exact));
 }
 
 // Lane `lane` of `lanes`'s part of W[ra] . x and (when `pair`) W[rb] . x: column blocks lane,
 // lane + lanes, ... W (at wm, a multiple of 4) is stored [cols/4][rows][4], so one load brings 4
 // weights of a row and threads of consecutive rows read consecutive 16 bytes. Four blocks of each
-// row are loaded before their sums, so that a thread has 4 (or 8) loads in flight rather than
+// row are loaded before their sums, in a constant number of steps (the same for every lane), so
+// that the compiler can unroll them and have every step's loads in flight at once rather than
 // waiting on each (the weights come from L2).
 fn rows_dot(wm: u32, rows: u32, cols: u32, ra: u32, rb: u32, pair: bool, x: Input, lane: u32,
             lanes: u32) -> vec2<f32> {
@@ -230,28 +267,31 @@ fn rows_dot(wm: u32, rows: u32, cols: u32, ra: u32, rb: u32, pair: bool, x: Inpu
   let wa = wm / 4u + ra;
   let wb = wm / 4u + rb;
   var acc = vec2<f32>(0.0);
-  for (var b = lane; b < blocks; b += 4u * lanes) {
+  let steps = (blocks + 4u * lanes - 1u) / (4u * lanes);
+  let exact = blocks % (4u * lanes) == 0u;
+  for (var step = 0u; step < steps; step++) {
+    let b = lane + step * 4u * lanes;
     let b1 = b + lanes;
     let b2 = b1 + lanes;
     let b3 = b2 + lanes;
-    let a0 = wblock(wa, rows, blocks, b);
-    let a1 = wblock(wa, rows, blocks, b1);
-    let a2 = wblock(wa, rows, blocks, b2);
-    let a3 = wblock(wa, rows, blocks, b3);
+    let a0 = wblock(wa, rows, blocks, b, exact);
+    let a1 = wblock(wa, rows, blocks, b1, exact);
+    let a2 = wblock(wa, rows, blocks, b2, exact);
+    let a3 = wblock(wa, rows, blocks, b3, exact);
     var c0 = vec4<f32>(0.0);
     var c1 = vec4<f32>(0.0);
     var c2 = vec4<f32>(0.0);
     var c3 = vec4<f32>(0.0);
     if (pair) {
-      c0 = wblock(wb, rows, blocks, b);
-      c1 = wblock(wb, rows, blocks, b1);
-      c2 = wblock(wb, rows, blocks, b2);
-      c3 = wblock(wb, rows, blocks, b3);
+      c0 = wblock(wb, rows, blocks, b, exact);
+      c1 = wblock(wb, rows, blocks, b1, exact);
+      c2 = wblock(wb, rows, blocks, b2, exact);
+      c3 = wblock(wb, rows, blocks, b3, exact);
     }
-    let x0 = xblock(x, blocks, b);
-    let x1 = xblock(x, blocks, b1);
-    let x2 = xblock(x, blocks, b2);
-    let x3 = xblock(x, blocks, b3);
+    let x0 = xblock(x, blocks, b, exact);
+    let x1 = xblock(x, blocks, b1, exact);
+    let x2 = xblock(x, blocks, b2, exact);
+    let x3 = xblock(x, blocks, b3, exact);
     acc.x = dot4(dot4(dot4(dot4(acc.x, a0, x0), a1, x1), a2, x2), a3, x3);
     if (pair) {
       acc.y = dot4(dot4(dot4(dot4(acc.y, c0, x0), c1, x1), c2, x2), c3, x3);
@@ -265,16 +305,19 @@ fn matvec(wm: u32, bias: u32, has_bias: bool, x: Input, y: u32, rows: u32, cols:
           accumulate: bool, tid: u32, nthr: u32) {
   for (var k = 0u; k < rounds(rows, lanes, nthr); k++) {
     let sl = slot_of(k, rows, lanes, tid, nthr);
+    if (!sl.real) {
+      continue;
+    }
     let r = sl.item;
-    var acc = lane_sum(rows_dot(wm, rows, cols, r, r, false, x, sl.lane, lanes).x, lanes);
+    var acc = lane_sum(rows_dot(wm, rows, cols, r, r, false, x, sl.lane, lanes).x, lanes) * x.inv;
     if (sl.writes) {
       if (has_bias) {
         acc += wf(bias + r);
       }
       if (accumulate) {
-        act[act_base + y + r] += acc;
+        act_st(act_base + y + r, act_ld(act_base + y + r) + acc);
       } else {
-        act[act_base + y + r] = acc;
+        act_st(act_base + y + r, acc);
       }
     }
   }
@@ -285,20 +328,23 @@ fn qkv(layer: u32, tid: u32, nthr: u32) {
   matvec(lw + L_QKV, lw + L_BQKV, true, plain(A_XN), A_QKV, QKV, D, LN_QKV, false, tid, nthr);
 }
 
+// RoPE's (cos, sin) of pair i at `pos`.
+fn rope_cs(pos: u32, i: u32) -> vec2<f32> {
+  let cs = W_ROPE + 2u * (pos * (HD / 2u) + i);
+  return vec2<f32>(wf(cs), wf(cs + 1u));
+}
+
 // Elements i and i + HD/2 of head `head` (q heads, then k heads, then v heads) at `pos`: q and k
-// rotated (RoPE, Hugging Face rotate_half), q into the activations, k and v into the KV cache.
-fn store_head_pair(layer: u32, pos: u32, head: u32, i: u32, a: f32, b: f32) {
+// rotated by cs (RoPE, Hugging Face rotate_half), q into the activations, k and v into the KV cache.
+fn store_head_pair(layer: u32, pos: u32, head: u32, i: u32, a: f32, b: f32, cs: vec2<f32>) {
   let half_dim = HD / 2u;
   if (head < H + KVH) {
-    let cs = W_ROPE + 2u * (pos * half_dim + i);
-    let c = wf(cs);
-    let s = wf(cs + 1u);
-    let ra = a * c - b * s;
-    let rb = b * c + a * s;
+    let ra = a * cs.x - b * cs.y;
+    let rb = b * cs.x + a * cs.y;
     if (head < H) {
       let q = act_base + A_QKV + head * HD + i;
-      act[q] = ra;
-      act[q + half_dim] = rb;
+      act_st(q, ra);
+      act_st(q + half_dim, rb);
     } else {
       let k = kv_index(layer, 0u, head - H, pos) + i;
       kv[k] = ra;
@@ -318,27 +364,33 @@ fn rope_kv(layer: u32, pos: u32, tid: u32, nthr: u32) {
     let head = item / half_dim;
     let i = item % half_dim;
     let a = act_base + A_QKV + head * HD + i;
-    store_head_pair(layer, pos, head, i, act[a], act[a + half_dim]);
+    store_head_pair(layer, pos, head, i, act_ld(a), act_ld(a + half_dim), rope_cs(pos, i));
   }
 }
 
-// Fused input norm and q|k|v: a team per pair of rows (i, i + HD/2) of a head, the bias added,
-// then RoPE and the cache append as rope_kv does.
-fn qkv_rope(layer: u32, pos: u32, tid: u32, nthr: u32) {
+// Fused input norm (of x: normed or embedded) and q|k|v: a team per pair of rows (i, i + HD/2)
+// of a head, the bias added,
+// then RoPE and the cache append as rope_kv does. The bias and RoPE's (cos, sin) are loaded
+// before the product, so that their loads overlap the weights' rather than follow them.
+fn qkv_rope(layer: u32, pos: u32, x: Input, tid: u32, nthr: u32) {
   let lw = layer_w(layer);
-  let x = normed(A_X, lw);
   let half_dim = HD / 2u;
   let pairs = (H + 2u * KVH) * half_dim;
   for (var k = 0u; k < rounds(pairs, LN_QKV, nthr); k++) {
     let sl = slot_of(k, pairs, LN_QKV, tid, nthr);
+    if (!sl.real) {
+      continue;
+    }
     let head = sl.item / half_dim;
     let i = sl.item % half_dim;
     let ra = head * HD + i;
+    let bias = vec2<f32>(wf(lw + L_BQKV + ra), wf(lw + L_BQKV + ra + half_dim));
+    let cs = rope_cs(pos, i);
     let part = rows_dot(lw + L_QKV, QKV, D, ra, ra + half_dim, true, x, sl.lane, LN_QKV);
-    let a = lane_sum(part.x, LN_QKV) + wf(lw + L_BQKV + ra);
-    let b = lane_sum(part.y, LN_QKV) + wf(lw + L_BQKV + ra + half_dim);
+    let a = lane_sum(part.x, LN_QKV) * x.inv + bias.x;
+    let b = lane_sum(part.y, LN_QKV) * x.inv + bias.y;
     if (sl.writes) {
-      store_head_pair(layer, pos, head, i, a, b);
+      store_head_pair(layer, pos, head, i, a, b, cs);
     }
   }
 }
@@ -349,6 +401,9 @@ fn scores(layer: u32, pos: u32, tid: u32, nthr: u32) {
   let scale = 1.0 / sqrt(f32(HD));
   for (var k = 0u; k < rounds(H * n, LN_SC, nthr); k++) {
     let sl = slot_of(k, H * n, LN_SC, tid, nthr);
+    if (!sl.real) {
+      continue;
+    }
     let h = sl.item / n;
     let t = sl.item % n;
     let kt = kv_index(layer, 0u, h / (H / KVH), t);
@@ -356,12 +411,13 @@ fn scores(layer: u32, pos: u32, tid: u32, nthr: u32) {
     var acc = 0.0;
     for (var u = 0u; u < SC_STEPS; u++) {
       let i = sl.lane + u * LN_SC;
-      let j = min(i, HD - 1u);
-      acc += select(0.0, act[q + j] * kv[kt + j], i < HD);
+      if (i < HD) {
+        acc += act_ld(q + i) * kv[kt + i];
+      }
     }
     acc = lane_sum(acc, LN_SC);
     if (sl.writes) {
-      act[act_base + A_SC + h * CAP + t] = acc * scale;
+      act_st(act_base + A_SC + h * CAP + t, acc * scale);
     }
   }
 }
@@ -372,15 +428,21 @@ fn attend(layer: u32, pos: u32, tid: u32, nthr: u32) {
   let n = pos + 1u;
   for (var k = 0u; k < rounds(QD, LN_AT, nthr); k++) {
     let sl = slot_of(k, QD, LN_AT, tid, nthr);
+    if (!sl.real) {
+      continue;
+    }
     let lane = sl.lane;
     let h = sl.item / HD;
     let j = sl.item % HD;
     let sc = act_base + A_SC + h * CAP;
     // Positions lane, lane + LN_AT, ... < n; the trip count is a constant (AT_STEPS, positions
     // past n masked) so that the loads of all steps can be in flight together.
-    var m = act[sc + min(lane, n - 1u)];
+    var m = act_ld(sc + min(lane, n - 1u));
     for (var u = 1u; u < AT_STEPS; u++) {
-      m = max(m, act[sc + min(lane + u * LN_AT, n - 1u)]);
+      let t = lane + u * LN_AT;
+      if (t < n) {
+        m = max(m, act_ld(sc + t));
+      }
     }
     m = lane_max(m, LN_AT);
     let v = kv_index(layer, 1u, h / (H / KVH), 0u) + j;
@@ -388,15 +450,16 @@ fn attend(layer: u32, pos: u32, tid: u32, nthr: u32) {
     var acc = 0.0;
     for (var u = 0u; u < AT_STEPS; u++) {
       let t = lane + u * LN_AT;
-      let tc = min(t, n - 1u);
-      let e = select(0.0, exp(act[sc + tc] - m), t < n);
-      sum += e;
-      acc += e * kv[v + tc * HD];
+      if (t < n) {
+        let e = exp(act_ld(sc + t) - m);
+        sum += e;
+        acc += e * kv[v + t * HD];
+      }
     }
     sum = lane_sum(sum, LN_AT);
     acc = lane_sum(acc, LN_AT);
     if (sl.writes) {
-      act[act_base + A_ATT + sl.item] = acc / sum;
+      act_st(act_base + A_ATT + sl.item, acc / sum);
     }
   }
 }
@@ -408,7 +471,7 @@ fn o_proj(layer: u32, tid: u32, nthr: u32) {
 // x += out (of o_proj or down_proj)
 fn residual(tid: u32, nthr: u32) {
   for (var i = tid; i < D; i += nthr) {
-    act[act_base + A_X + i] += act[act_base + A_O + i];
+    act_st(act_base + A_X + i, act_ld(act_base + A_X + i) + act_ld(act_base + A_O + i));
   }
 }
 
@@ -423,7 +486,7 @@ fn silu_times(g: f32, u: f32) -> f32 {
 fn silu_mul(tid: u32, nthr: u32) {
   for (var i = tid; i < FF; i += nthr) {
     let g = act_base + A_GU + i;
-    act[g] = silu_times(act[g], act[g + FF]);
+    act_st(g, silu_times(act_ld(g), act_ld(g + FF)));
   }
 }
 
@@ -431,15 +494,18 @@ fn silu_mul(tid: u32, nthr: u32) {
 // up_i into gate_i.
 fn gate_up_silu(layer: u32, tid: u32, nthr: u32) {
   let wm = layer_w(layer) + L_GU;
-  let x = normed(A_X, layer_w(layer) + L_POST);
+  let x = normed(A_X, tid);
   for (var k = 0u; k < rounds(FF, LN_GU, nthr); k++) {
     let sl = slot_of(k, FF, LN_GU, tid, nthr);
+    if (!sl.real) {
+      continue;
+    }
     let i = sl.item;
     let part = rows_dot(wm, 2u * FF, D, i, FF + i, true, x, sl.lane, LN_GU);
-    let g = lane_sum(part.x, LN_GU);
-    let u = lane_sum(part.y, LN_GU);
+    let g = lane_sum(part.x, LN_GU) * x.inv;
+    let u = lane_sum(part.y, LN_GU) * x.inv;
     if (sl.writes) {
-      act[act_base + A_GU + i] = silu_times(g, u);
+      act_st(act_base + A_GU + i, silu_times(g, u));
     }
   }
 }
@@ -457,51 +523,61 @@ fn head(x: Input, tid: u32, nthr: u32) {
 // logits (the lowest index on ties, as torch.argmax), which are stored as generated step
 // pos + 1 - P, the token appended to the tokens. The argmax in two levels: ARG_PARTS threads each
 // take V / ARG_PARTS consecutive logits, then every thread their winners in order (strictly
-// greater wins, so ties keep the lowest index).
+// greater wins, so ties keep the lowest index), reading 4 values at a time.
 fn emit(pos: u32, tid: u32, nthr: u32) -> u32 {
   if (pos + 1u < P) {
     return tokens[seq * CAP + pos + 1u];
   }
   let out = (seq * T + pos + 1u - P) * V;
   for (var i = tid; i < V; i += nthr) {
-    logits[out + i] = act[act_base + A_LOG + i];
+    logits[out + i] = act_ld(act_base + A_LOG + i);
   }
   if (tid < ARG_PARTS) {
     let first = tid * (V / ARG_PARTS);
     var best = first;
-    var best_v = act[act_base + A_LOG + first];
-    for (var i = first + 1u; i < first + V / ARG_PARTS; i++) {
-      let v = act[act_base + A_LOG + i];
-      if (v > best_v) {
-        best = i;
-        best_v = v;
+    var best_v = act_ld(act_base + A_LOG + first);
+    for (var i = first; i < first + V / ARG_PARTS; i += 4u) {
+      let v4 = act_ld4(act_base + A_LOG + i);
+      for (var c = 0u; c < 4u; c++) {
+        if (v4[c] > best_v) {
+          best = i + c;
+          best_v = v4[c];
+        }
       }
     }
-    act[act_base + A_ARG + tid] = best_v;
-    act[act_base + A_ARG + ARG_PARTS + tid] = f32(best);
+    act_st(act_base + A_ARG + tid, best_v);
+    act_st(act_base + A_ARG + ARG_PARTS + tid, f32(best));
   }
   sync();
   var best = 0u;
-  var best_v = act[act_base + A_ARG];
-  for (var p = 1u; p < ARG_PARTS; p++) {
-    let v = act[act_base + A_ARG + p];
-    if (v > best_v) {
-      best = p;
-      best_v = v;
+  var best_v = act_ld(act_base + A_ARG);
+  for (var p = 0u; p < ARG_PARTS; p += 4u) {
+    let v4 = act_ld4(act_base + A_ARG + p);
+    for (var c = 0u; c < 4u; c++) {
+      if (v4[c] > best_v) {
+        best = p + c;
+        best_v = v4[c];
+      }
     }
   }
-  let token = u32(act[act_base + A_ARG + ARG_PARTS + best]);
+  let token = u32(act_ld(act_base + A_ARG + ARG_PARTS + best));
   if (tid == 0u) {
     tokens[seq * CAP + pos + 1u] = token;
   }
   return token;
 }
 
-// One decoder layer for the token at `pos`, by the threads of one workgroup: 6 phases.
-fn layer_step(layer: u32, pos: u32, tid: u32, nthr: u32) {
+// One decoder layer for the token at `pos`, by the threads of one workgroup: 6 phases. Its input
+// x: normed(A_X), or for the first layer of single embedded(token), read from the weights, so
+// that the embedding needs no phase of its own: it is written to the residual stream here, first
+// read after the next barrier.
+fn layer_step(layer: u32, pos: u32, x: Input, tid: u32, nthr: u32) {
   let lw = layer_w(layer);
-  qkv_rope(layer, pos, tid, nthr);
-  sync();
+  if (x.in_w) {
+    embed(x.x / D, tid, nthr);
+  }
+  qkv_rope(layer, pos, x, tid, nthr);
+  kv_sync();
   scores(layer, pos, tid, nthr);
   sync();
   attend(layer, pos, tid, nthr);
@@ -516,22 +592,22 @@ fn layer_step(layer: u32, pos: u32, tid: u32, nthr: u32) {
 
 // Final norm and LM head, by the threads of one workgroup; then the next token (emit).
 fn head_step(pos: u32, tid: u32, nthr: u32) -> u32 {
-  head(normed(A_X, W_FNORM), tid, nthr);
+  head(normed(A_X, tid), tid, nthr);
   sync();
   return emit(pos, tid, nthr);
 }
 
 // The whole generation of sequence `seq` by the threads of one workgroup (pos is uniform): each
-// position's layers and head, then the next token's embedding by every thread.
+// position's layers (the first reading the token's embedding from the weights) and head, whose
+// next token every thread holds.
 fn generation(tid: u32, nthr: u32) {
-  embed(tokens[seq * CAP], tid, nthr);
-  sync();
+  var token = tokens[seq * CAP];
   for (var pos = 0u; pos + 1u < CAP; pos++) {
-    for (var layer = 0u; layer < L; layer++) {
-      layer_step(layer, pos, tid, nthr);
+    layer_step(0u, pos, embedded(token, tid), tid, nthr);
+    for (var layer = 1u; layer < L; layer++) {
+      layer_step(layer, pos, normed(A_X, tid), tid, nthr);
     }
-    embed(head_step(pos, tid, nthr), tid, nthr);
-    sync();
+    token = head_step(pos, tid, nthr);
   }
   if (tid == 0u) {
     state[seq] = CAP - 1u;

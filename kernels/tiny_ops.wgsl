@@ -7,7 +7,26 @@
 
 @group(0) @binding(6) var<storage, read_write> act: array<f32>;  // [seq][ACT_SIZE]
 
-var<workgroup> fed: u32;  // the position state[seq] holds, as a value uniform across the workgroup
+var<workgroup> fed: u32;
+
+// `act` is a storage buffer of floats here (sequences at act_base, any multiple of 1), so act_ld4
+// loads 4 floats, and the activations' barrier orders storage too (tiny_common.wgsl sync).
+fn act_ld(i: u32) -> f32 {
+  return act[i];
+}
+
+fn act_ld4(i: u32) -> vec4<f32> {
+  return vec4<f32>(act[i], act[i + 1u], act[i + 2u], act[i + 3u]);
+}
+
+fn act_st(i: u32, v: f32) {
+  act[i] = v;
+}
+
+fn act_barrier() {
+  storageBarrier();
+  workgroupBarrier();
+}  // the position state[seq] holds, as a value uniform across the workgroup
 
 struct Ids {
   @builtin(global_invocation_id) gid: vec3<u32>,
@@ -39,21 +58,20 @@ fn op(ids: Ids, @builtin(num_workgroups) groups: vec3<u32>) {
   let tid = ids.gid.x;
   let n = groups.x * WG;
   let layer = params.layer;
-  let lw = layer_w(layer);
   switch OP {
     case 0u: { embed(tokens[seq * CAP + pos], tid, n); }
-    case 1u: { rmsnorm(lw, A_X, A_XN, tid, n); }
+    case 1u: { rmsnorm(A_X, A_XN, tid, n); }
     case 2u: { qkv(layer, tid, n); }
     case 3u: { rope_kv(layer, pos, tid, n); }
     case 4u: { scores(layer, pos, tid, n); }
     case 5u: { attend(layer, pos, tid, n); }
     case 6u: { o_proj(layer, tid, n); }
     case 7u: { residual(tid, n); }
-    case 8u: { rmsnorm(lw + L_POST, A_X, A_XN, tid, n); }
+    case 8u: { rmsnorm(A_X, A_XN, tid, n); }
     case 9u: { gate_up(layer, tid, n); }
     case 10u: { silu_mul(tid, n); }
     case 11u: { down(layer, tid, n); }
-    case 12u: { rmsnorm(W_FNORM, A_X, A_XN, tid, n); }
+    case 12u: { rmsnorm(A_X, A_XN, tid, n); }
     default: { head(plain(A_XN), tid, n); }
   }
 }
@@ -73,7 +91,7 @@ fn op_emit(ids: Ids) {
 // Strategy layer: one workgroup per sequence runs layer params.layer for the current position.
 @compute @workgroup_size(WG)
 fn layer_fused(ids: Ids) {
-  layer_step(params.layer, begin(ids), ids.lid, WG);
+  layer_step(params.layer, begin(ids), normed(A_X, ids.lid), ids.lid, WG);
 }
 
 // Strategy layer: final norm, LM head, next token, and the position advances.

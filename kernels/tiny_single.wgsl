@@ -4,7 +4,26 @@
 // KV cache stay in storage (at these sizes the weights stay in L1/L2).
 // #include "tiny_common.wgsl"
 
-var<workgroup> act: array<f32, ACT_SIZE>;  // act_base stays 0: the group is one sequence
+// The activations as vec4s, so that the products' reads of 4 floats are one 16-byte load (their
+// offsets are multiples of 4: act_base stays 0, the group is one sequence); a workgroup barrier
+// orders them (tiny_common.wgsl sync).
+var<workgroup> act: array<vec4<f32>, (ACT_SIZE + 3u) / 4u>;
+
+fn act_ld(i: u32) -> f32 {
+  return act[i / 4u][i % 4u];
+}
+
+fn act_ld4(i: u32) -> vec4<f32> {
+  return act[i / 4u];
+}
+
+fn act_st(i: u32, v: f32) {
+  act[i / 4u][i % 4u] = v;
+}
+
+fn act_barrier() {
+  workgroupBarrier();
+}
 
 @compute @workgroup_size(WG)
 fn generate(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {

@@ -88,6 +88,22 @@ TEST(Tiny, TuningKnobsMatchReference) {
   }
 }
 
+// Auto threads: one sequence gets the most (up to 512), many sequences fewer, never below 128
+// (131,072 / sequences as a power of two, within what the device allows).
+TEST(Tiny, AutoThreadsShrinkWithSequencesDownTo128) {
+  auto& ctx = test::context();
+  const uint32_t device_max =
+      std::min(ctx.limits().max_compute_invocations_per_workgroup, ctx.limits().max_compute_workgroup_size_x);
+  const auto model = random_model(tiny_config({.d = 16, .layers = 1, .heads = 2}), 3);
+  auto threads = [&](uint32_t sequences) {
+    return TinyRunner(ctx, model, "a", 1, sequences).resolved().threads;
+  };
+  EXPECT_EQ(threads(1), std::min(512u, device_max));
+  EXPECT_EQ(threads(300), std::min(256u, device_max));  // 131,072 / 300 = 436.9
+  EXPECT_EQ(threads(1024), std::min(128u, device_max));
+  EXPECT_EQ(threads(5000), std::min(128u, device_max));
+}
+
 // The generation feeds its tokens back: different sequences (prompts shifted per sequence) give
 // different tokens, and a run's tokens are those of the reference's own greedy loop.
 TEST(Tiny, SequencesDifferAndTokensFeedBack) {

@@ -82,8 +82,8 @@ void add_tiny(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--write-model", o.write_dir,
                   "write the random model as a Qwen2 folder (config.json + model.safetensors, f32) to DIR");
   cmd->add_option("--threads", o.run.tuning.threads,
-                  "threads per workgroup of layer and single (a multiple of 32; default: 262144 / "
-                  "sequences, 64 to 1024)");
+                  "threads per workgroup of layer and single (a multiple of 32; default: 131072 / "
+                  "sequences as a power of two, 128 to 512)");
   cmd->add_option("--lanes", o.run.tuning.lanes,
                   "most threads sharing one row or score (a power of two up to the smallest subgroup; 1: "
                   "no subgroups; default: the smallest subgroup, at most 32)");

@@ -15,12 +15,15 @@ namespace {
 constexpr uint32_t kOpsWorkgroup = 64;  // op dispatches: many small workgroups
 constexpr uint32_t kMaxThreads = 1024;  // fused workgroups (where the device allows)
 constexpr uint32_t kMaxLanes = 32;      // threads per item: a subgroup on NVIDIA
-// Auto threads: sequences x threads near what an H100 holds at once (132 SMs x 2,048), so one
-// sequence gets the most threads (shortest chains) and many sequences the least redundant work.
-constexpr uint64_t kAutoThreadsTotal = 262144;
-// ... and at most 512: on the H100 (2026-11-22, d=64, 4 layers, 64 tokens) one sequence took
-// 3.95 ms per generation at 512 threads, 4.0 at 256 and 5.3 at 1,024, whose extra threads idle
-// at every barrier (no phase has 1,024 items at this width).
+// Auto threads: the largest power of two in [128, 512] with sequences x threads at most
+// kAutoThreadsTotal, so one sequence gets the most threads (shortest chains) and many sequences
+// the least redundant work. Measured on the H100 (2026-11-22 session 4, d=64, 4 layers, 64
+// tokens): one sequence 3.59 ms per generation at 512 threads, 3.87 at 1,024 (idle threads at
+// every barrier), 4.23 at 256; 16,384 sequences 6.2 M tok/s at 128 threads, 5.2 M at 64 (each
+// thread's share of a product's rows, scores and positions grows), 4.9 M at 256; 264 sequences
+// 3.2 M at 256 against 2.8 M at 128.
+constexpr uint64_t kAutoThreadsTotal = 131072;
+constexpr uint32_t kAutoMinThreads = 128;
 constexpr uint32_t kAutoMaxThreads = 512;
 constexpr uint32_t kPoisonToken = 0xFFFFFFFFu;
 constexpr uint32_t kEagerTimedChunk = 1024;  // passes timed between two read-backs
@@ -84,7 +87,7 @@ Resolved resolve(const gpu::Context& ctx, const llm::ModelConfig& c, uint32_t ca
                   std::to_string(kMaxThreads) + ")");
     r.threads = t.threads;
   } else {
-    r.threads = 64;
+    r.threads = std::min(kAutoMinThreads, max_threads);
     while (r.threads * 2 <= std::min(max_threads, kAutoMaxThreads) &&
            uint64_t(r.threads) * 2 * sequences <= kAutoThreadsTotal)
       r.threads *= 2;
@@ -233,7 +236,8 @@ TinyRunner::TinyRunner(gpu::Context& ctx, const TinyModel& model, std::string_vi
                                     {"LN_DOWN", rs.down},
                                     {"LN_HEAD", rs.head},
                                     {"LN_SC", rs.scores},
-                                    {"LN_AT", rs.attend}};
+                                    {"LN_AT", rs.attend},
+                                    {"LN_RMS", rs.lanes}};
     if (op >= 0) o["OP"] = op;
     auto desc = gpu::embedded_kernel(family, entry, std::move(o));
     desc.name = lanes_family + "+" + desc.name;

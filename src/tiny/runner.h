@@ -30,8 +30,8 @@ Strategy parse_strategy(std::string_view name);  // throws Error listing the nam
 
 // How the fused strategies (layer, single) spread their work; 0 = chosen automatically.
 struct Tuning {
-  uint32_t threads = 0;  // per workgroup (a multiple of 32); auto: 262,144 / sequences as a power
-                         // of two in [64, the device's maximum, at most 1,024]
+  uint32_t threads = 0;  // per workgroup (a multiple of 32); auto: 131,072 / sequences as a power
+                         // of two in [128, 512] (at most the device's maximum)
   uint32_t lanes = 0;    // the most threads sharing one item (a power of two); auto: the adapter's
                          // smallest subgroup (at most 32), 1 without subgroups
   enum class Activations { Auto, Workgroup, Storage } single_activations = Activations::Auto;

@@ -27,13 +27,17 @@ void pad4(std::vector<float>& out) {
 
 // Matrices stacked by rows (each [rows_i][cols], cols a multiple of 4) in blocks of 4 columns,
 // [cols/4][sum of rows_i][4]: a thread of the products reads 4 weights of its row at once, and
-// threads of consecutive rows read consecutive 16 bytes.
-void append_blocked(std::vector<float>& out, std::initializer_list<const llm::ref::Linear*> parts) {
+// threads of consecutive rows read consecutive 16 bytes. `norm` (the RMSNorm weights of the
+// matrices' input, or empty) scales column j, W[r][j] * norm[j] rounded once from double: the
+// kernels then normalise x by its inverse RMS alone.
+void append_blocked(std::vector<float>& out, std::initializer_list<const llm::ref::Linear*> parts,
+                    const std::vector<double>& norm = {}) {
   const uint32_t cols = (*parts.begin())->cols;
   for (uint32_t j = 0; j < cols; j += 4)
     for (const auto* p : parts)
       for (uint32_t r = 0; r < p->rows; ++r)
-        for (uint32_t q = 0; q < 4; ++q) out.push_back(float(p->w[uint64_t(r) * cols + j + q]));
+        for (uint32_t q = 0; q < 4; ++q)
+          out.push_back(float(p->w[uint64_t(r) * cols + j + q] * (norm.empty() ? 1.0 : norm[j + q])));
 }
 
 }  // namespace
@@ -119,8 +123,7 @@ uint64_t kv_floats(const llm::ModelConfig& c, uint32_t capacity) {
 std::vector<float> pack_weights(const llm::ModelConfig& c, const llm::ref::Weights& w, uint32_t capacity) {
   std::vector<float> out;
   append(out, w.embedding);
-  append(out, w.final_norm);
-  append_blocked(out, {&w.lm_head});
+  append_blocked(out, {&w.lm_head}, w.final_norm);
   const uint32_t half = c.head_dim / 2;
   for (uint32_t pos = 0; pos < capacity; ++pos)
     for (uint32_t i = 0; i < half; ++i) {
@@ -130,8 +133,7 @@ std::vector<float> pack_weights(const llm::ModelConfig& c, const llm::ref::Weigh
     }
   pad4(out);
   for (const auto& l : w.layers) {
-    append(out, l.input_norm);
-    append_blocked(out, {&l.q, &l.k, &l.v});
+    append_blocked(out, {&l.q, &l.k, &l.v}, l.input_norm);
     for (const auto* lin : {&l.q, &l.k, &l.v}) {
       if (lin->b.empty())
         out.insert(out.end(), lin->rows, 0.0f);  // no bias: adding zero is the same sum
@@ -140,8 +142,7 @@ std::vector<float> pack_weights(const llm::ModelConfig& c, const llm::ref::Weigh
     }
     pad4(out);
     append_blocked(out, {&l.o});
-    append(out, l.post_attention_norm);
-    append_blocked(out, {&l.gate, &l.up});
+    append_blocked(out, {&l.gate, &l.up}, l.post_attention_norm);
     append_blocked(out, {&l.down});
   }
   return out;

@@ -53,8 +53,9 @@ void write_model(const std::filesystem::path& dir, const llm::ModelConfig& c, ui
 uint64_t activation_floats(const llm::ModelConfig& c, uint32_t capacity);
 // Floats of one sequence's KV cache: layers x (K, V) x kv_heads x capacity x head_dim.
 uint64_t kv_floats(const llm::ModelConfig& c, uint32_t capacity);
-// The weights in the kernels' layout (W_*, L_* in tiny_common.wgsl), with the RoPE table for
-// `capacity` positions computed in double.
+// The weights in the kernels' layout (W_*, L_* in tiny_common.wgsl), each RMSNorm's weights folded
+// into the matrix it feeds (q|k|v, gate|up, LM head), with the RoPE table for `capacity` positions
+// computed in double.
 std::vector<float> pack_weights(const llm::ModelConfig& c, const llm::ref::Weights& w, uint32_t capacity);
 
 // Sequence i's prompt: each byte b of `prompt` mapped to (b + i) % 256.

@@ -73,8 +73,9 @@ export function randomWeights(c, seed, scale = 0.15) {
   return w;
 }
 
-// tiny::pack_weights: the kernels' layout (W_*, L_* in kernels/tiny_common.wgsl), with the RoPE
-// table for `capacity` positions computed in double.
+// tiny::pack_weights: the kernels' layout (W_*, L_* in kernels/tiny_common.wgsl), each RMSNorm's
+// weights folded into the matrix it feeds, with the RoPE table for `capacity` positions computed
+// in double.
 export function packWeights(c, w, capacity) {
   const out = [];
   const append = (v) => {
@@ -83,17 +84,17 @@ export function packWeights(c, w, capacity) {
   const pad4 = () => {
     while (out.length % 4) out.push(0);
   };
-  // Matrices stacked by rows in blocks of 4 columns: [cols/4][sum of rows][4].
-  const blocked = (...parts) => {
+  // Matrices stacked by rows in blocks of 4 columns: [cols/4][sum of rows][4]; column j scaled by
+  // norm[j] (the norm feeding them) in double, then rounded once to f32 by the Float32Array.
+  const blocked = (norm, ...parts) => {
     const cols = parts[0].cols;
     for (let j = 0; j < cols; j += 4)
       for (const p of parts)
         for (let r = 0; r < p.rows; ++r)
-          for (let q = 0; q < 4; ++q) out.push(p.w[r * cols + j + q]);
+          for (let q = 0; q < 4; ++q) out.push(p.w[r * cols + j + q] * (norm ? norm[j + q] : 1));
   };
   append(w.embedding);
-  append(w.finalNorm);
-  blocked(w.lmHead);
+  blocked(w.finalNorm, w.lmHead);
   const half = c.headDim / 2;
   for (let pos = 0; pos < capacity; ++pos)
     for (let i = 0; i < half; ++i) {
@@ -102,16 +103,14 @@ export function packWeights(c, w, capacity) {
     }
   pad4();
   for (const l of w.layers) {
-    append(l.inputNorm);
-    blocked(l.q, l.k, l.v);
+    blocked(l.inputNorm, l.q, l.k, l.v);
     append(l.q.b);
     append(l.k.b);
     append(l.v.b);
     pad4();
-    blocked(l.o);
-    append(l.postNorm);
-    blocked(l.gate, l.up);
-    blocked(l.down);
+    blocked(null, l.o);
+    blocked(l.postNorm, l.gate, l.up);
+    blocked(null, l.down);
   }
   return new Float32Array(out);
 }
