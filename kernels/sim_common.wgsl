@@ -21,6 +21,9 @@
 override WORKGROUP_SIZE: u32 = 64;
 // Invocations per individual: 1 for per-step, batched and fused; the team strategy's size.
 override TEAM: u32 = 1u;
+// A step-splitting team's steps per loop iteration, per lane (kernels/sim_team.wgsl): loads in
+// flight together. Declared here so that every module of a definition takes the same overrides.
+override TEAM_STEP_UNROLL: u32 = 16u;
 
 // This invocation's lane in its team (0 in a team of one).
 var<private> team_lane: u32;

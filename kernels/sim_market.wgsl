@@ -36,18 +36,58 @@ const SIM_TEAM_SPLITS_STEPS: bool = false;
 
 // The dynamics, in pieces: the observation, the recurrent unit, the readout, the trade and the
 // reward. In a team of TEAM lanes (kernels/sim_team.wgsl), lane l holds, in private memory for
-// the whole evaluation, the weights of hidden units l, l + TEAM, ... and of outputs l, l + TEAM,
-// ... (< 6); each step the lanes compute their units, broadcast them, compute their outputs,
-// broadcast those, and every lane applies the trade (the same arithmetic in every lane, so each
-// holds the portfolio state). A team of one (per-step, batched, fused) holds all 502 weights.
+// the whole evaluation, the weights of hidden units l, l + TEAM, ... (W_in, W_h, b); each step
+// the lanes compute their units and broadcast them (every lane keeps the whole h for the
+// recurrence). The readout and the trade are split by MARKET_SPLIT:
+//   - split (the default): lane l also holds the W_out columns of its units and sums each
+//     output over its units only; the team adds those partial outputs by shuffles (lane 0 adds
+//     the bias). Lane l trades asset groups l, l + TEAM, ... (< 4) and the team adds the lanes'
+//     returns and turnovers. Fewer weights and tanh per lane, and no wait for the broadcast
+//     before the readout; but the sums' order depends on TEAM, so a team's fitness is within
+//     rounding of the fused one, not bitwise equal (docs/SIMULATIONS.md says how it is checked).
+//   - not split: lane l holds the readouts l, l + TEAM, ... (< 6) over all 16 units, computed
+//     after the broadcast, then broadcast in turn; every lane trades every group. The arithmetic
+//     is the fused strategy's whatever TEAM, so the fitness is bitwise the fused one's.
+// A team of one (per-step, batched, fused) holds all 502 weights and computes the same sums in
+// the same order either way.
 
 const MARKET_RECORD: u32 = 22u;
+const MARKET_GROUPS: u32 = 4u;
+
+// An override, to measure both (`wgfuse sim market --override MARKET_SPLIT=0`).
+override MARKET_SPLIT: bool = true;
+// A lane trades asset groups market_group(q) for q < select(MARKET_GROUPS, (MARKET_GROUPS + TEAM
+// - 1u) / TEAM, MARKET_SPLIT), written out as each loop's bound: an expression of override
+// constants is a constant once the pipeline is compiled, so the loop unrolls and the arrays it
+// indexes stay in registers (behind a function call, Tint guards the loop with an iteration
+// counter, the driver keeps it rolled and the arrays go to local memory: 3x slower on the H100).
+
+// The q-th asset group of this lane; MARKET_GROUPS (none) for lanes past the last group.
+fn market_group(q: u32) -> u32 {
+  if (MARKET_SPLIT && TEAM > 1u) {
+    return min(team_lane + q * TEAM, MARKET_GROUPS);
+  }
+  return q;
+}
+
+// What a lane reads of step t's record: the 6 features and the 4 raw returns of each of its
+// groups (q-th group at 4 q; summed where used, so that a prefetch does not wait for its loads).
+struct MarketRecord {
+  features: array<f32, 6>,
+  returns: array<f32, 16>,
+}
 
 // Step t's record, 0 <= t < L.
-fn market_load_record(t: u32) -> array<f32, MARKET_RECORD> {
-  var r: array<f32, MARKET_RECORD>;
-  for (var k = 0u; k < MARKET_RECORD; k++) {
-    r[k] = data(t, k);
+fn market_load_record(t: u32) -> MarketRecord {
+  var r: MarketRecord;
+  for (var k = 0u; k < 6u; k++) {
+    r.features[k] = data(t, k);
+  }
+  for (var q = 0u; q < select(MARKET_GROUPS, (MARKET_GROUPS + TEAM - 1u) / TEAM, MARKET_SPLIT); q++) {
+    let base = 6u + 4u * min(market_group(q), MARKET_GROUPS - 1u);
+    for (var a = 0u; a < 4u; a++) {
+      r.returns[4u * q + a] = data(t, base + a);
+    }
   }
   return r;
 }
@@ -57,11 +97,11 @@ fn market_load_record(t: u32) -> array<f32, MARKET_RECORD> {
 // per-step dispatch loads its own record as well). An override, to measure it both ways
 // (`wgfuse sim market --override MARKET_PREFETCH=0`).
 override MARKET_PREFETCH: bool = true;
-var<private> market_next: array<f32, MARKET_RECORD>;  // the record of step market_next_t
+var<private> market_next: MarketRecord;  // the record of step market_next_t
 var<private> market_next_t: u32 = 0xffffffffu;
 
 // Step t's record: the one prefetched by step t - 1, else loaded now; then prefetches t + 1.
-fn market_record(t: u32) -> array<f32, MARKET_RECORD> {
+fn market_record(t: u32) -> MarketRecord {
   var r = market_next;
   if (!MARKET_PREFETCH || market_next_t != t) {
     r = market_load_record(t);
@@ -74,10 +114,10 @@ fn market_record(t: u32) -> array<f32, MARKET_RECORD> {
 }
 
 // The policy's input: the 6 features of the step's record and the 2 fed-back outputs.
-fn market_observe(rec: array<f32, MARKET_RECORD>, s: State) -> array<f32, 8> {
+fn market_observe(rec: MarketRecord, s: State) -> array<f32, 8> {
   var x: array<f32, 8>;
   for (var k = 0u; k < 6u; k++) {
-    x[k] = rec[k];
+    x[k] = rec.features[k];
   }
   x[6] = s.fb0;
   x[7] = s.fb1;
@@ -140,19 +180,33 @@ fn market_output(r: MarketReadout, hn: array<f32, 16>) -> f32 {
   return a;
 }
 
-// Everything after the policy: positions, the portfolio return of hour t net of costs, the
-// fed-back outputs, and the statistics the fitness is computed from. Touches every field of
-// State but h.
-fn market_trade(rec: array<f32, MARKET_RECORD>, s: ptr<function, State>, out: array<f32, 6>) {
+// Everything after the policy: positions in this lane's groups, the portfolio return of hour t
+// net of costs (the team's sum), the fed-back outputs, and the statistics the fitness is
+// computed from. Touches every field of State but h; pos[q] is the position in group
+// market_group(q).
+fn market_trade(rec: MarketRecord, s: ptr<function, State>, out: array<f32, 6>) {
   var r = 0.0;
   var turnover = 0.0;
-  for (var g = 0u; g < 4u; g++) {
-    let p = tanh_safe(out[g]);
-    let base = 6u + 4u * g;
-    let group_ret = (rec[base] + rec[base + 1u] + rec[base + 2u] + rec[base + 3u]) * 0.25;
-    r = r + p * 0.25 * group_ret;
-    turnover = turnover + abs(p - (*s).pos[g]) * 0.25;
-    (*s).pos[g] = p;
+  for (var q = 0u; q < select(MARKET_GROUPS, (MARKET_GROUPS + TEAM - 1u) / TEAM, MARKET_SPLIT); q++) {
+    let g = market_group(q);
+    // out[g] by constant indices: g depends on the lane, and a variable index would put `out`
+    // in local memory.
+    var out_g = out[0];
+    for (var k = 1u; k < MARKET_GROUPS; k++) {
+      out_g = select(out_g, out[k], g == k);
+    }
+    let p = tanh_safe(out_g);
+    let group_ret = (rec.returns[4u * q] + rec.returns[4u * q + 1u] + rec.returns[4u * q + 2u] +
+                     rec.returns[4u * q + 3u]) * 0.25;
+    if (g < MARKET_GROUPS) {
+      r = r + p * 0.25 * group_ret;
+      turnover = turnover + abs(p - (*s).pos[q]) * 0.25;
+      (*s).pos[q] = p;
+    }
+  }
+  if (MARKET_SPLIT) {
+    r = team_sum(r);
+    turnover = team_sum(turnover);
   }
   r = r - 0.0005 * turnover;
   (*s).fb0 = tanh_safe(out[4]);
@@ -164,18 +218,61 @@ fn market_trade(rec: array<f32, MARKET_RECORD>, s: ptr<function, State>, out: ar
   (*s).mdd = max((*s).mdd, (*s).peak - (*s).equity);
 }
 
-// This lane's weights (sized for a team of one; a team uses the first 16 / TEAM units and
-// ceil(6 / TEAM) readouts: TEAM is a constant when the pipeline is compiled).
+// This lane's weights (sized for a team of one; a team uses the first 16 / TEAM units, and the
+// W_out columns of those units (split) or ceil(6 / TEAM) readouts (not split): TEAM is a constant
+// when the pipeline is compiled).
 var<private> market_units: array<MarketUnit, 16>;
+var<private> market_w_out: array<array<f32, 6>, 16>;  // [unit][output]: W_out[o][j] (split)
+var<private> market_b_out: array<f32, 6>;
 var<private> market_reads: array<MarketReadout, 6>;
 
 fn sim_load(ind: u32) {
   for (var u = 0u; u < 16u / TEAM; u++) {
-    market_units[u] = market_unit(ind, team_lane + u * TEAM);
+    let j = team_lane + u * TEAM;
+    market_units[u] = market_unit(ind, j);
+    if (MARKET_SPLIT) {
+      for (var o = 0u; o < 6u; o++) {
+        market_w_out[u][o] = gene(ind, 400u + o * 16u + j);
+      }
+    }
   }
+  if (MARKET_SPLIT) {
+    for (var o = 0u; o < 6u; o++) {
+      market_b_out[o] = gene(ind, 496u + o);
+    }
+  } else {
+    for (var q = 0u; q < (6u + TEAM - 1u) / TEAM; q++) {
+      market_reads[q] = market_readout(ind, min(team_lane + q * TEAM, 5u));
+    }
+  }
+}
+
+// The 6 outputs from this lane's units h_lane (split): lane 0 starts each from its bias, every
+// lane adds its units in order, and the team adds the lanes' partial sums.
+fn market_outputs_split(h_lane: array<f32, 16>) -> array<f32, 6> {
+  var out: array<f32, 6>;
+  for (var o = 0u; o < 6u; o++) {
+    var a = select(0.0, market_b_out[o], team_lane == 0u);
+    for (var u = 0u; u < 16u / TEAM; u++) {
+      a = a + market_w_out[u][o] * h_lane[u];
+    }
+    out[o] = team_sum(a);
+  }
+  return out;
+}
+
+// The 6 outputs over all 16 units hn (not split): each lane computes its readouts, the team
+// broadcasts them.
+fn market_outputs_whole(hn: array<f32, 16>) -> array<f32, 6> {
+  var out_lane: array<f32, 6>;
   for (var q = 0u; q < (6u + TEAM - 1u) / TEAM; q++) {
-    market_reads[q] = market_readout(ind, min(team_lane + q * TEAM, 5u));
+    out_lane[q] = market_output(market_reads[q], hn);
   }
+  var out: array<f32, 6>;
+  for (var o = 0u; o < 6u; o++) {
+    out[o] = team_broadcast(out_lane[o / TEAM], o % TEAM);
+  }
+  return out;
 }
 
 fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
@@ -189,13 +286,11 @@ fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
   for (var j = 0u; j < 16u; j++) {
     hn[j] = team_broadcast(h_lane[j / TEAM], j % TEAM);
   }
-  var out_lane: array<f32, 6>;
-  for (var q = 0u; q < (6u + TEAM - 1u) / TEAM; q++) {
-    out_lane[q] = market_output(market_reads[q], hn);
-  }
   var out: array<f32, 6>;
-  for (var o = 0u; o < 6u; o++) {
-    out[o] = team_broadcast(out_lane[o / TEAM], o % TEAM);
+  if (MARKET_SPLIT) {
+    out = market_outputs_split(h_lane);
+  } else {
+    out = market_outputs_whole(hn);
   }
   (*s).h = hn;
   market_trade(rec, s, out);

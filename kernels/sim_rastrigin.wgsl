@@ -19,12 +19,14 @@ fn sim_init(ind: u32, episode: u32) -> State {
   return State(0.0);
 }
 
+// The load is unconditional (a step past L reads gene L - 1 and adds 0: every term is >= 0, so
+// the sum is bitwise the same), so that the team loop's unrolled steps keep their loads in flight
+// together: a load under a branch waits for the branch.
 fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
   let k = t + team_lane;
-  if (k < params.steps) {
-    let x = gene(ind, k);
-    (*s).sum = (*s).sum + (x * x - 10.0 * cos(6.2831853071795864 * x) + 10.0);
-  }
+  let x = gene(ind, min(k, params.steps - 1u));
+  let term = x * x - 10.0 * cos(6.2831853071795864 * x) + 10.0;
+  (*s).sum = (*s).sum + select(0.0, term, k < params.steps);
 }
 
 // Every episode runs its L steps.

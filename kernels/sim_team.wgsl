@@ -27,14 +27,15 @@ diagnostic(off, subgroup_uniformity);
 var<private> team_sg_base: u32;  // lanes together: the subgroup lane of this team's lane 0
 var<workgroup> team_exchange: array<f32, WORKGROUP_SIZE>;
 
-const TEAM_STEP_UNROLL: u32 = 4u;
-
 // Lanes together only (a step-splitting workload never exchanges during an episode).
 fn team_sum(x: f32) -> f32 {
   var v = x;
-  // Butterfly: every lane ends with the same sum (f32 addition is commutative).
-  for (var m = 1u; m < TEAM; m = m << 1u) {
-    v = v + subgroupShuffleXor(v, m);
+  // Butterfly: every lane ends with the same sum (f32 addition is commutative). A loop with a
+  // constant bound (TEAM <= 32): Tint guards `m = m << 1u` loops with an iteration counter.
+  for (var k = 0u; k < 5u; k++) {
+    if ((1u << k) < TEAM) {
+      v = v + subgroupShuffleXor(v, 1u << k);
+    }
   }
   return v;
 }
@@ -65,7 +66,8 @@ fn sim_team_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
     var s = sim_init(src, e);
     if (SIM_TEAM_SPLITS_STEPS) {
       // Lane l takes steps t + l for t = 0, TEAM, 2 TEAM, ... (sim_step ignores those >= L),
-      // TEAM_STEP_UNROLL per iteration so that their loads are in flight together.
+      // TEAM_STEP_UNROLL per iteration so that their loads are in flight together (the order of
+      // each lane's sum is the same whatever the unroll).
       for (var t = 0u; t < params.steps; t += TEAM_STEP_UNROLL * TEAM) {
         for (var u = 0u; u < TEAM_STEP_UNROLL; u++) {
           sim_step(t + u * TEAM, &s, src);

@@ -145,6 +145,48 @@ TEST(SimOverride, MarketPrefetchChangesNothing) {
                          "MARKET_PREFETCH");
 }
 
+// Test Market's split team (MARKET_SPLIT, an override; see kernels/sim_market.wgsl): a team of one
+// computes the same sums in the same order either way, so per-step and fused give the same bits
+// on and off; the whole team (MARKET_SPLIT=0) gives fused's bits; the split team, whose partial
+// outputs and trade are added across lanes, agrees with it as --check judges (within 1e-5, or
+// near the double reference, or where the episode is sensitive to rounding: at most a quarter of
+// the individuals; all within 1e-4 at the GA's initial scale) over 300 hours of an odd
+// population, two genome scales and two episodes.
+TEST(SimOverride, MarketSplitTeamAgreesWithTheWholeTeam) {
+  const auto& w = sim::find_workload("market");
+  const uint32_t team = fuse::max_team(context(), w.spec), pop = 37, steps = 300;
+  ASSERT_GE(team, 2u);
+  sim::SimRunner split(context(), w, pop, steps, 4, 2, team);
+  sim::SimRunner whole(context(), w, pop, steps, 4, 2, team, 0, {{"MARKET_SPLIT", 0}});
+  const uint32_t len = split.genome_len();
+  for (float scale : {1.0f, 3.0f}) {
+    const auto genomes = test::random_floats(size_t(pop) * len, 7, -scale, scale);
+    auto gm = sim::gene_major(genomes, pop, len);
+    auto fs = test::evaluate(split.program(steps), Strategy::Fused, gm);
+    for (auto s : {Strategy::PerStep, Strategy::Fused}) {
+      auto a = test::evaluate(split.program(steps), s, gm), b = test::evaluate(whole.program(steps), s, gm);
+      for (uint32_t i = 0; i < pop; ++i)
+        EXPECT_TRUE(same_bits(a[i], b[i])) << fuse::to_string(s) << " scale " << scale << " individual " << i
+                                           << ": " << a[i] << " vs " << b[i];
+    }
+    auto ts = test::evaluate(split.program(steps), Strategy::Team, gm);
+    auto tw = test::evaluate(whole.program(steps), Strategy::Team, gm);
+    for (uint32_t i = 0; i < pop; ++i) {
+      ASSERT_TRUE(std::isfinite(ts[i])) << "individual " << i;
+      EXPECT_TRUE(same_bits(tw[i], fs[i]))
+          << "whole team, scale " << scale << " individual " << i << ": " << tw[i] << " vs fused " << fs[i];
+    }
+    auto j = sim::judge_over(w, genomes, steps, split.starts(), split.data().records, tw, ts, 1e-5);
+    EXPECT_TRUE(j.pass()) << "split vs whole team, scale " << scale << ": " << j.over << " over 1e-5, "
+                          << j.wrong << " wrong";
+    EXPECT_LE(j.over, pop / 4) << "scale " << scale;
+    if (scale == 1.0f) {
+      EXPECT_EQ(sim::compare_fitness(tw, ts, 1e-4).over, 0u) << "scale 1: within 1e-4";
+    }
+    EXPECT_NE(*std::min_element(ts.begin(), ts.end()), *std::max_element(ts.begin(), ts.end()));
+  }
+}
+
 // Test the toggles as explicit opt-ins: `--unsafe-no-robustness` runs, passes --check and says
 // so in the text and the JSON; without it the JSON says robustness is on; `--dump-shaders` makes
 // Dawn log the shaders it compiles.

@@ -12,7 +12,8 @@
 # Stages: 1 wgfuse, default sizes, all three strategies, --check (5 workloads)
 #         2 hand-written CUDA (bench/baselines/sim_cuda.cu): acrobot and market, one thread and 4-lane
 #           teams, fast intrinsics (default sizes and the sweeps) and accurate libm (default sizes);
-#           the other workloads fast, both variants, default sizes
+#           the other workloads fast, both variants, default sizes (Rastrigin's team: 64 threads
+#           per 4 individuals, float4 loads)
 #         3 JAX jit+lax.scan+vmap, default sizes (5 workloads)
 #         4 PyTorch eager per step, default sizes (5 workloads)
 #         5 wgfuse sweeps: population 512..65,536 at the default L, L 100..5,000 at the default
@@ -122,7 +123,7 @@ if stage "2: hand-written CUDA"; then
     cuda() {
       local w=$1 v=$2 m=$3 limit=$4 sizes=${5:-} check=()
       [[ -f $OUT/wgfuse_$w.json ]] && check=(--check "$OUT/wgfuse_$w.json")
-      local name="cuda_${w}_$( [[ $v == thread ]] && echo thread || echo team4 )_$m"
+      local name="cuda_${w}_${v}_$m"
       run "$name" "$limit" "$OUT/sim_cuda" "$w" --variant "$v" --math "$m" --data "$DATA" --episodes "${EPISODES:-1}" \
         --generations 10 ${sizes:+--sizes "$sizes"} "${check[@]}" --json "$OUT/$name.json"
     }

@@ -13,7 +13,11 @@
 //           leave the same bits in every lane, so the lanes of a team stay in lock-step without a
 //           barrier. Market (4 lanes only): W_in, W_h and b in registers, W_out in shared memory,
 //           the next step's record prefetched into registers, lane g trades asset group g, at most
-//           168 registers so that 40,000 threads fit in one wave on an H100.
+//           168 registers so that 40,000 threads fit in one wave on an H100. Rastrigin (bound by
+//           reading the genomes): --lanes S threads per 4 consecutive individuals (default 64),
+//           each reading their gene t as one float4 (a warp's load is whole 128-byte lines) for
+//           t = s, s + S, ..., in batches of 8 loads in flight; the slices' sums added in
+//           shared memory.
 // Arithmetic (--math): fast = the intrinsics __sinf, __cosf, __expf, __fdividef (what WGSL's
 // builtins are allowed to be); accurate = libm sinf/cosf/expf and IEEE division. Both print in
 // the JSON ("math") and run_sim.sh reports each figure with its arithmetic.
@@ -26,8 +30,8 @@
 // Registers and spills (nvcc 13.0, -O3 -arch=sm_90 -Xptxas -v; run_sim.sh keeps the full list in
 // cuda_build.txt), fast math: acrobot team4 102, thread 255 + 288 B spilled (163 weights and the
 // RK4 state do not fit; the spill stays in L1); cartpole team4 70, thread 244; mountaincar team4
-// 63, thread 218; rastrigin team4 18, thread 28; market team4 163 (cap 168), thread 254 (weights
-// in shared memory). No other spills. Accurate math: the libm slow paths add a 32-80 B stack.
+// 63, thread 218; rastrigin team (float4, any S) 32, thread 28; market team4 163 (cap 168), thread 254
+// (weights in shared memory). No other spills. Accurate math: the libm slow paths add a 32-80 B stack.
 //
 // Correctness: --check WGFUSE_JSON evaluates generation 0 at wgfuse's population and the
 // reference horizon, and compares the sample with wgfuse's CPU double-precision reference under
@@ -36,7 +40,7 @@
 // compiled for the host with accurate math), so the dynamics can be checked without a GPU.
 //
 // Build: nvcc -O3 -arch=sm_90 -o sim_cuda sim_cuda.cu
-// Run:   ./sim_cuda WORKLOAD [--variant thread|team] [--lanes 2|4|8] [--math fast|accurate]
+// Run:   ./sim_cuda WORKLOAD [--variant thread|team] [--lanes 2|4|8 (rastrigin 8..64)] [--math fast|accurate]
 //          [--block B] [--sizes PxL,...] [--generations G] [--seed S] [--episodes N]
 //          [--data FILE] [--check WGFUSE_JSON] [--host-check WGFUSE_JSON] [--json FILE]
 #include <cuda_runtime.h>
@@ -390,17 +394,17 @@ __global__ void __launch_bounds__(kMaxBlock)
 }
 
 // ---- Rastrigin (kernels/sim_rastrigin.wgsl): fitness -sum_t (x_t^2 - 10 cos(2 pi x_t) + 10) ----
-// A team's lanes read genes t = lane + Lanes * k: with 4 lanes a warp's load covers 8 consecutive
-// individuals x 4 genes, 32-byte sectors, fully used.
-template <int Lanes, bool Fast>
-__host__ __device__ float rastrigin_partial(const float* genomes, uint32_t ind, uint32_t lane, uint32_t pop,
-                                            uint32_t dims) {
+template <bool Fast>
+__host__ __device__ inline float rastrigin_term(float x) {
+  return x * x - 10.0f * m_cos<Fast>(6.2831853071795864f * x) + 10.0f;
+}
+
+// One thread per individual (the thread variant, and the host check).
+template <bool Fast>
+__host__ __device__ float rastrigin_sum(const float* genomes, uint32_t ind, uint32_t pop, uint32_t dims) {
   float sum = 0.0f;
 #pragma unroll 8
-  for (uint32_t t = lane; t < dims; t += Lanes) {
-    const float x = load_gene(genomes + size_t(t) * pop + ind);
-    sum += x * x - 10.0f * m_cos<Fast>(6.2831853071795864f * x) + 10.0f;
-  }
+  for (uint32_t t = 0; t < dims; ++t) sum += rastrigin_term<Fast>(load_gene(genomes + size_t(t) * pop + ind));
   return sum;
 }
 __host__ __device__ inline float repeated_mean(float ret, uint32_t episodes) {
@@ -408,15 +412,62 @@ __host__ __device__ inline float repeated_mean(float ret, uint32_t episodes) {
   for (uint32_t e = 0; e < episodes; ++e) sum += ret;
   return sum / float(episodes);
 }
-template <int Lanes, bool Fast>
+template <bool Fast>
 __global__ void __launch_bounds__(kMaxBlock)
     rastrigin_kernel(const float* __restrict__ genomes, float* __restrict__ fitness, uint32_t pop,
                      uint32_t dims, uint32_t episodes) {
-  const uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x, ind = tid / Lanes, lane = tid % Lanes;
-  if (ind >= pop) return;
-  float sum = rastrigin_partial<Lanes, Fast>(genomes, ind, lane, pop, dims);
-  if constexpr (Lanes > 1) sum = team_sum<Lanes>(sum, team_mask<Lanes>());
-  if (lane == 0) fitness[ind] = repeated_mean(-sum, episodes);
+  const uint32_t ind = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ind < pop) fitness[ind] = repeated_mean(-rastrigin_sum<Fast>(genomes, ind, pop, dims), episodes);
+}
+
+// The team variant, written for bandwidth: a thread reads 4 consecutive individuals' gene t as
+// one float4 (genomes are gene-major, so a warp's load is whole 128-byte lines), and Slices
+// threads split the genes of those 4 (thread s: genes s, s + Slices, ...), 8 loads in flight
+// each; the block adds the slices' partial sums in shared memory. Needs pop % 4 == 0 (the row
+// of each gene 16-byte aligned). Block = quads x Slices threads, quad fastest.
+template <int Slices, bool Fast>
+__global__ void __launch_bounds__(kMaxBlock)
+    rastrigin_quad_kernel(const float4* __restrict__ genomes, float* __restrict__ fitness, uint32_t pop,
+                          uint32_t dims, uint32_t episodes) {
+  __shared__ float4 partial[kMaxBlock];
+  const uint32_t quads_per_block = blockDim.x / Slices, q_local = threadIdx.x % quads_per_block,
+                 slice = threadIdx.x / quads_per_block, quads = pop / 4,
+                 quad = blockIdx.x * quads_per_block + q_local;
+  float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  auto add = [&](float4 x) {
+    sum.x += rastrigin_term<Fast>(x.x);
+    sum.y += rastrigin_term<Fast>(x.y);
+    sum.z += rastrigin_term<Fast>(x.z);
+    sum.w += rastrigin_term<Fast>(x.w);
+  };
+  if (quad < quads) {
+    const float4* p = genomes + quad;
+    uint32_t t = slice;
+    // Batches of 8 loads issued before their arithmetic (in flight together), then the rest.
+    for (; t + 7 * Slices < dims; t += 8 * Slices) {
+      float4 x[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) x[u] = __ldg(p + size_t(t + u * Slices) * quads);
+#pragma unroll
+      for (int u = 0; u < 8; ++u) add(x[u]);
+    }
+    for (; t < dims; t += Slices) add(__ldg(p + size_t(t) * quads));
+  }
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  if (slice != 0 || quad >= quads) return;
+  for (uint32_t s = 1; s < Slices; ++s) {
+    const float4 p = partial[s * quads_per_block + q_local];
+    sum.x += p.x;
+    sum.y += p.y;
+    sum.z += p.z;
+    sum.w += p.w;
+  }
+  float* f = fitness + 4 * quad;
+  f[0] = repeated_mean(-sum.x, episodes);
+  f[1] = repeated_mean(-sum.y, episodes);
+  f[2] = repeated_mean(-sum.z, episodes);
+  f[3] = repeated_mean(-sum.w, episodes);
 }
 
 // ---- Market (kernels/sim_market.wgsl): RNN 8-16-6 on records of 22 f32 per step ----
@@ -742,7 +793,8 @@ constexpr uint32_t kElites = 2;
 struct Options {
   std::string workload, variant = "team", math = "fast", sizes, data_path, json_path, check_path,
                         host_check_path;
-  uint32_t lanes = 4, block = 0, gens = 10, seed = 1, episodes = 1;  // block 0: the variant's default
+  // lanes and block 0: the variant's default.
+  uint32_t lanes = 0, block = 0, gens = 10, seed = 1, episodes = 1;
 };
 
 // Evaluates generation `gen` of a gene-major population into fitness (device pointers).
@@ -772,13 +824,33 @@ Evaluate mlp_lanes(const Options& o) {
   fail(2, "--lanes " + std::to_string(o.lanes) + ": 2, 4 or 8");
 }
 
-template <int Lanes, bool Fast>
+template <bool Fast>
 Evaluate rastrigin_evaluator(const Options& o) {
-  return [o](const float* g, float* f, uint32_t pop, uint32_t steps, uint32_t) {
-    const uint64_t threads = uint64_t(pop) * Lanes;
-    rastrigin_kernel<Lanes, Fast>
-        <<<uint32_t((threads + o.block - 1) / o.block), o.block>>>(g, f, pop, steps, o.episodes);
+  if (o.variant == "thread")
+    return [o](const float* g, float* f, uint32_t pop, uint32_t steps, uint32_t) {
+      rastrigin_kernel<Fast><<<(pop + o.block - 1) / o.block, o.block>>>(g, f, pop, steps, o.episodes);
+    };
+  const uint32_t slices = o.lanes;
+  if (o.block % slices) fail(2, "rastrigin --variant team: --block must be a multiple of --lanes");
+  auto launch = [o, slices](auto kernel) -> Evaluate {
+    return [o, slices, kernel](const float* g, float* f, uint32_t pop, uint32_t steps, uint32_t) {
+      if (pop % 4) fail(2, "rastrigin --variant team: the population must be a multiple of 4 (float4 rows)");
+      const uint32_t quads = pop / 4, per_block = o.block / slices;
+      kernel<<<(quads + per_block - 1) / per_block, o.block>>>(reinterpret_cast<const float4*>(g), f, pop,
+                                                               steps, o.episodes);
+    };
   };
+  switch (slices) {
+    case 8:
+      return launch(rastrigin_quad_kernel<8, Fast>);
+    case 16:
+      return launch(rastrigin_quad_kernel<16, Fast>);
+    case 32:
+      return launch(rastrigin_quad_kernel<32, Fast>);
+    case 64:
+      return launch(rastrigin_quad_kernel<64, Fast>);
+  }
+  fail(2, "rastrigin --variant team: --lanes (threads per 4 individuals) 8, 16, 32 or 64");
 }
 
 template <bool Fast>
@@ -810,10 +882,7 @@ Evaluate make_evaluator(const Options& o, const float* data) {
   if (w == "cartpole") return mlp_lanes<CartPole, Fast>(o);
   if (w == "mountaincar") return mlp_lanes<MountainCar, Fast>(o);
   if (w == "market") return market_evaluator<Fast>(o, data);
-  if (o.variant == "thread") return rastrigin_evaluator<1, Fast>(o);
-  if (o.lanes == 4) return rastrigin_evaluator<4, Fast>(o);
-  if (o.lanes == 8) return rastrigin_evaluator<8, Fast>(o);
-  fail(2, "rastrigin --variant team: --lanes 4 or 8");
+  return rastrigin_evaluator<Fast>(o);
 }
 
 // The thread variant's code on the host (accurate math): one individual's fitness.
@@ -829,7 +898,7 @@ static float host_fitness(const Options& o, const std::vector<float>& genomes, u
     return mlp_fitness<MountainCar<false>, 1, false>(g, ind, 0, pop, steps, o.seed, 0, o.episodes, 0);
   if (w == "market")
     return repeated_mean(market_episode<false>({g + ind, pop}, data.data(), steps), o.episodes);
-  return repeated_mean(-rastrigin_partial<1, false>(g, ind, 0, pop, steps), o.episodes);
+  return repeated_mean(-rastrigin_sum<false>(g, ind, pop, steps), o.episodes);
 }
 
 static std::vector<float> initial_genomes(const WorkloadInfo& w, uint32_t pop, uint32_t len, uint32_t seed) {
@@ -1011,11 +1080,14 @@ static Options parse(int argc, char** argv) {
   }
   if (o.variant != "thread" && o.variant != "team") fail(2, "--variant " + o.variant + ": thread or team");
   if (o.math != "fast" && o.math != "accurate") fail(2, "--math " + o.math + ": fast or accurate");
+  // Teams: 4 lanes per individual; Rastrigin's: 64 threads per 4 individuals, 4 quads a block
+  // (H100, 4,096 x 2,000: 0.0261 ms per evaluation; 32: 0.0304, 16: 0.0394, 8: 0.0605).
+  if (o.lanes == 0) o.lanes = o.workload == "rastrigin" ? 64 : 4;
   if (o.variant == "thread") o.lanes = 1;
   // One thread per individual: 32-thread blocks spread 4,096 individuals over 128 SMs instead of
   // 64, and let three blocks of Market's (2 KB of shared weights per thread) share an SM, so
   // 10,000 individuals run in one wave on an H100. Teams: 64.
-  if (o.block == 0) o.block = o.variant == "thread" ? 32 : 64;
+  if (o.block == 0) o.block = o.variant == "thread" ? 32 : o.workload == "rastrigin" ? 256 : 64;
   if (o.block > uint32_t(kMaxBlock) || o.block % 32)
     fail(2, "--block " + std::to_string(o.block) + ": a multiple of 32 up to " + std::to_string(kMaxBlock));
   return o;

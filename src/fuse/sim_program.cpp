@@ -50,8 +50,9 @@ AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t po
                 "loads in flight (" +
                 std::to_string(uint64_t(pop) * m) + " invocations)"};
   uint32_t team = 1;
-  while (team < m && uint64_t(pop) * team < kAutoTargetInvocations) team *= 2;
-  const std::string target = std::to_string(kAutoTargetInvocations);
+  const uint64_t invocations = spec.auto_invocations ? spec.auto_invocations : kAutoTargetInvocations;
+  while (team < m && uint64_t(pop) * team < invocations) team *= 2;
+  const std::string target = std::to_string(invocations);
   if (team == 1)
     return {Strategy::Fused, 1,
             "fused: population " + std::to_string(pop) + " alone reaches " + target + " invocations"};

@@ -48,6 +48,9 @@ struct SimSpec {
   // Mirrors the definition's SIM_TEAM_SPLITS_STEPS (SimProgram checks that they agree): its steps
   // are independent, so a team divides them and its lanes are strided (kernels/sim_team.wgsl).
   bool team_splits_steps = false;
+  // --mode auto's target of invocations for a policy team (0: kAutoTargetInvocations), where the
+  // workload's own measurement says otherwise.
+  uint64_t auto_invocations = 0;
   // More pipeline-overridable constants for every kernel of the definition (the CLI's
   // --override, e.g. MARKET_PREFETCH), besides WORKGROUP_SIZE and TEAM, which SimProgram sets.
   std::map<std::string, double> overrides;

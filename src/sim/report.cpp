@@ -159,12 +159,34 @@ nlohmann::json sample_fitness(SimRunner& runner, const SimReportOptions& o) {
           {"reference_at_horizon", refh}};
 }
 
-// Two strategies on the generation-0 population, within rtol, printed as a verdict line.
-nlohmann::json strategy_verdict(const std::string& label, const Agreement& a, double rtol, bool& pass) {
-  pass = a.over == 0;
-  std::printf("    %-19s %s (max rel diff %.3g, %s, %u over %.0e)\n", label.c_str(), pass ? "ok" : "FAIL",
+// A strategy against per-step on the generation-0 population, within rtol, printed as a verdict
+// line; individuals over it are judged against the reference (judge_over): the check fails on
+// any `wrong` one, or when too many are over to judge.
+nlohmann::json strategy_verdict(SimRunner& runner, const std::string& label,
+                                const std::vector<float>& perstep, const std::vector<float>& other,
+                                double rtol, bool& pass) {
+  const auto a = compare_fitness(perstep, other, rtol);
+  const auto j = judge_over(runner.workload(), runner.initial_genomes(), runner.steps(), runner.starts(),
+                            runner.data().records, perstep, other, rtol);
+  pass = j.pass();
+  std::printf("    %-19s %s (max rel diff %.3g, %s, %u over %.0e", label.c_str(), pass ? "ok" : "FAIL",
               a.max_rel, a.bitwise ? "bitwise equal" : "not bitwise", a.over, rtol);
-  return {{"bitwise", a.bitwise}, {"max_rel", a.max_rel}, {"over", a.over}, {"rtol", rtol}, {"pass", pass}};
+  if (a.over && j.judged)
+    std::printf(
+        ": against the CPU double reference over %u steps, %u within its tolerance, %u sensitive to "
+        "rounding, %u wrong",
+        runner.steps(), j.near_reference, j.sensitive, j.wrong);
+  else if (a.over)
+    std::printf(": more than %u, not judged", kMaxJudged);
+  std::printf(")\n");
+  nlohmann::json js = {
+      {"bitwise", a.bitwise}, {"max_rel", a.max_rel}, {"over", a.over}, {"rtol", rtol}, {"pass", pass}};
+  if (a.over)
+    js["over_judged"] = {{"judged", j.judged},
+                         {"near_reference", j.near_reference},
+                         {"sensitive", j.sensitive},
+                         {"wrong", j.wrong}};
+  return js;
 }
 
 // The --check verdicts, from the strategy table: each strategy against the first (per-step),
@@ -181,16 +203,18 @@ nlohmann::json check(SimRunner& runner, const SimReportOptions& o, bool& ok) {
   for (auto& r : rows.subspan(1)) {
     if (!fuse::offered(runner.context(), r.id)) continue;
     checked.push_back(r.id);
-    auto a = compare_fitness(f0, runner.evaluate_initial(r.id), r.check_rtol);
+    const auto fr = runner.evaluate_initial(r.id);
     const std::string name(r.name), ref(first.name);
     bool pass = true;
     if (r.check_rtol == 0) {
+      const auto a = compare_fitness(f0, fr, 0);
       pass = a.bitwise;
       std::printf("    %s vs %s: %s (max rel diff %.3g)\n", ref.c_str(), name.c_str(),
                   pass ? "bitwise equal" : "DIFFERENT", a.max_rel);
       jc[ref + "_vs_" + name] = {{"bitwise", a.bitwise}, {"max_rel", a.max_rel}, {"pass", pass}};
     } else {
-      jc[name + "_vs_" + ref] = strategy_verdict(name + " vs " + ref + ":", a, r.check_rtol, pass);
+      jc[name + "_vs_" + ref] =
+          strategy_verdict(runner, name + " vs " + ref + ":", f0, fr, r.check_rtol, pass);
     }
     strategies_ok = strategies_ok && pass;
   }

@@ -33,6 +33,45 @@ Agreement compare_fitness(const std::vector<float>& a, const std::vector<float>&
   return r;
 }
 
+OverJudged judge_over(const Workload& w, std::span<const float> genomes, uint32_t steps, const Starts& starts,
+                      std::span<const float> data, const std::vector<float>& perstep,
+                      const std::vector<float>& other, double rtol) {
+  OverJudged j;
+  j.over = compare_fitness(perstep, other, rtol).over;
+  if (j.over > kMaxJudged) {
+    j.judged = false;
+    return j;
+  }
+  const size_t len = w.genome_length(steps);
+  for (size_t i = 0; i < perstep.size() && j.over; ++i) {
+    const double a = perstep[i], b = other[i], den = std::max(std::abs(a), std::abs(b));
+    if (a == b || std::abs(a - b) <= rtol * den) continue;
+    const auto genome = genomes.subspan(i * len, len);
+    const double ref = reference_fitness(w, genome, steps, starts, data);
+    const double tol = std::max(w.reference_atol, w.reference_rtol * std::abs(ref));
+    if (std::abs(b - ref) <= tol) {
+      ++j.near_reference;
+      continue;
+    }
+    // Four nudges: signs alternating, then three hashed patterns (one direction can miss).
+    bool sensitive = std::abs(a - ref) > tol;
+    for (uint32_t probe = 0; probe < 4 && !sensitive; ++probe) {
+      std::vector<float> nudged(genome.begin(), genome.end());
+      for (size_t k = 0; k < len; ++k) {
+        const uint32_t bit = probe == 0 ? uint32_t(k) : uint32_t(k * 2654435761u) >> (probe + 6);
+        nudged[k] *= bit & 1 ? 1.0f + 0x1p-20f : 1.0f - 0x1p-20f;
+      }
+      const double mv = reference_fitness(w, nudged, steps, starts, data);
+      sensitive = std::abs(mv - ref) > tol;
+    }
+    if (sensitive)
+      ++j.sensitive;
+    else
+      ++j.wrong;
+  }
+  return j;
+}
+
 std::vector<float> gene_major(const std::vector<float>& genomes, uint32_t pop, uint32_t len) {
   std::vector<float> out(genomes.size());
   for (uint32_t i = 0; i < pop; ++i)

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "fuse/sim_program.h"
@@ -37,6 +38,22 @@ struct Agreement {
   int64_t first_over = -1;
 };
 Agreement compare_fitness(const std::vector<float>& a, const std::vector<float>& b, double rtol);
+
+// The individuals where `other` differs from `perstep` by more than rtol, judged against the CPU
+// double reference over all `steps` (--check and the tests): `near_reference` where `other` is
+// within the workload's reference tolerance; else `sensitive` where the episode is sensitive to
+// rounding (per-step is not within it either, or the double episode itself moves by more than the
+// tolerance when every weight moves by 2^-20 relative, a few f32 ulps): one order of the f32
+// sums is then as good as another; else `wrong`. `genomes`: one after another.
+struct OverJudged {
+  uint32_t over = 0, near_reference = 0, sensitive = 0, wrong = 0;
+  bool judged = true;  // false: more than kMaxJudged over
+  bool pass() const { return judged && wrong == 0; }
+};
+inline constexpr uint32_t kMaxJudged = 1000;
+OverJudged judge_over(const Workload& w, std::span<const float> genomes, uint32_t steps, const Starts& starts,
+                      std::span<const float> data, const std::vector<float>& perstep,
+                      const std::vector<float>& other, double rtol);
 
 struct ReferenceCheck {
   uint32_t horizon = 0, samples = 0, agree = 0;

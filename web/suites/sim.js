@@ -72,7 +72,10 @@ export const WORKLOADS = [
     scale: 1,
     quick: {pop: 128, steps: 100},
     full: {pop: 1024, steps: 500},
-    data: true
+    data: true,
+    // The split team adds its partial sums in another order (kernels/sim_market.wgsl; natively
+    // --check judges the individuals over 1e-5 against the double reference): 3.0e-5 at 128 x 100.
+    teamRtol: 1e-4
   },
 ];
 
@@ -200,6 +203,7 @@ async function runWorkload(device, kernels, w, sizes, reps, label, outputs) {
       steps,
       seed: SEED,
       team,
+      rtol: {...RTOL, team: w.teamRtol ?? RTOL.team},
       fitness: Object.fromEntries(Object.entries(fitnessOf).map(([k, v]) => [k, Array.from(v)]))
     };
 
@@ -209,7 +213,8 @@ async function runWorkload(device, kernels, w, sizes, reps, label, outputs) {
     // per-step is compared with fused (the check is symmetric), the others with per-step
     const other = s.name === 'perstep' ? 'fused' : 'perstep';
     const c = compareArrays(fitnessOf[other], fitnessOf[s.name]);
-    const rtol = Math.max(RTOL[s.name], RTOL[other]);
+    const tol = (name) => (name === 'team' && w.teamRtol) || RTOL[name];
+    const rtol = Math.max(tol(s.name), tol(other));
     return result({
       suite: 'sim',
       name: `${w.name} ${s.name}`,
