@@ -56,15 +56,18 @@ const MARKET_GROUPS: u32 = 4u;
 
 // An override, to measure both (`wgfuse sim market --override MARKET_SPLIT=0`).
 override MARKET_SPLIT: bool = true;
+// Split only in a team of several lanes: with one lane (fused, per-step) both paths do the same
+// arithmetic, and the split one made fused Market 26% slower on the H100 (5.55 vs 4.40 ms).
+override SPLIT_LANES: bool = MARKET_SPLIT && TEAM > 1u;
 // A lane trades asset groups market_group(q) for q < select(MARKET_GROUPS, (MARKET_GROUPS + TEAM
-// - 1u) / TEAM, MARKET_SPLIT), written out as each loop's bound: an expression of override
+// - 1u) / TEAM, SPLIT_LANES), written out as each loop's bound: an expression of override
 // constants is a constant once the pipeline is compiled, so the loop unrolls and the arrays it
 // indexes stay in registers (behind a function call, Tint guards the loop with an iteration
 // counter, the driver keeps it rolled and the arrays go to local memory: 3x slower on the H100).
 
 // The q-th asset group of this lane; MARKET_GROUPS (none) for lanes past the last group.
 fn market_group(q: u32) -> u32 {
-  if (MARKET_SPLIT && TEAM > 1u) {
+  if (SPLIT_LANES) {
     return min(team_lane + q * TEAM, MARKET_GROUPS);
   }
   return q;
@@ -83,7 +86,7 @@ fn market_load_record(t: u32) -> MarketRecord {
   for (var k = 0u; k < 6u; k++) {
     r.features[k] = data(t, k);
   }
-  for (var q = 0u; q < select(MARKET_GROUPS, (MARKET_GROUPS + TEAM - 1u) / TEAM, MARKET_SPLIT); q++) {
+  for (var q = 0u; q < select(MARKET_GROUPS, (MARKET_GROUPS + TEAM - 1u) / TEAM, SPLIT_LANES); q++) {
     let base = 6u + 4u * min(market_group(q), MARKET_GROUPS - 1u);
     for (var a = 0u; a < 4u; a++) {
       r.returns[4u * q + a] = data(t, base + a);
@@ -187,7 +190,7 @@ fn market_output(r: MarketReadout, hn: array<f32, 16>) -> f32 {
 fn market_trade(rec: MarketRecord, s: ptr<function, State>, out: array<f32, 6>) {
   var r = 0.0;
   var turnover = 0.0;
-  for (var q = 0u; q < select(MARKET_GROUPS, (MARKET_GROUPS + TEAM - 1u) / TEAM, MARKET_SPLIT); q++) {
+  for (var q = 0u; q < select(MARKET_GROUPS, (MARKET_GROUPS + TEAM - 1u) / TEAM, SPLIT_LANES); q++) {
     let g = market_group(q);
     // out[g] by constant indices: g depends on the lane, and a variable index would put `out`
     // in local memory.
@@ -204,7 +207,7 @@ fn market_trade(rec: MarketRecord, s: ptr<function, State>, out: array<f32, 6>) 
       (*s).pos[q] = p;
     }
   }
-  if (MARKET_SPLIT) {
+  if (SPLIT_LANES) {
     r = team_sum(r);
     turnover = team_sum(turnover);
   }
@@ -230,13 +233,13 @@ fn sim_load(ind: u32) {
   for (var u = 0u; u < 16u / TEAM; u++) {
     let j = team_lane + u * TEAM;
     market_units[u] = market_unit(ind, j);
-    if (MARKET_SPLIT) {
+    if (SPLIT_LANES) {
       for (var o = 0u; o < 6u; o++) {
         market_w_out[u][o] = gene(ind, 400u + o * 16u + j);
       }
     }
   }
-  if (MARKET_SPLIT) {
+  if (SPLIT_LANES) {
     for (var o = 0u; o < 6u; o++) {
       market_b_out[o] = gene(ind, 496u + o);
     }
@@ -287,7 +290,7 @@ fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
     hn[j] = team_broadcast(h_lane[j / TEAM], j % TEAM);
   }
   var out: array<f32, 6>;
-  if (MARKET_SPLIT) {
+  if (SPLIT_LANES) {
     out = market_outputs_split(h_lane);
   } else {
     out = market_outputs_whole(hn);

@@ -159,10 +159,14 @@ TEST(SimTeam, AutoChoosesFromThePopulation) {
   EXPECT_NE(small.why.find("target 40000"), std::string::npos) << small.why;
   auto mid = fuse::choose_auto(context(), w.spec, 20000);
   EXPECT_EQ(mid.team, 2u);
-  auto big = fuse::choose_auto(context(), w.spec, 40000);
-  EXPECT_EQ(big.strategy, Strategy::Fused);
-  EXPECT_EQ(big.team, 1u);
-  EXPECT_NE(big.why.find("alone reaches"), std::string::npos) << big.why;
+  auto big = fuse::choose_auto(context(), w.spec, 40000);  // Market's smallest auto team: 2
+  EXPECT_EQ(big.strategy, Strategy::Team);
+  EXPECT_EQ(big.team, 2u);
+  EXPECT_NE(big.why.find("team at least 2"), std::string::npos) << big.why;
+  auto gym = fuse::choose_auto(context(), sim::find_workload("acrobot").spec, 20000);
+  EXPECT_EQ(gym.strategy, Strategy::Fused);
+  EXPECT_EQ(gym.team, 1u);
+  EXPECT_NE(gym.why.find("alone reaches"), std::string::npos) << gym.why;
 }
 
 // Test the command: `--mode all` runs and checks team (on a gym workload and Market) and reports

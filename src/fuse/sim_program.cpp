@@ -49,7 +49,7 @@ AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t po
                 ": workload, smallest subgroup, workgroup) streams the genes with the most "
                 "loads in flight (" +
                 std::to_string(uint64_t(pop) * m) + " invocations)"};
-  uint32_t team = 1;
+  uint32_t team = std::min(std::max(1u, spec.auto_min_team), m);
   const uint64_t invocations = spec.auto_invocations ? spec.auto_invocations : kAutoTargetInvocations;
   while (team < m && uint64_t(pop) * team < invocations) team *= 2;
   const std::string target = std::to_string(invocations);
@@ -59,8 +59,9 @@ AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t po
   return {Strategy::Team, team,
           "team of " + std::to_string(team) + ": population " + std::to_string(pop) + " x " +
               std::to_string(team) + " lanes = " + std::to_string(uint64_t(pop) * team) +
-              " invocations (target " + target + ", team at most " + std::to_string(m) +
-              ": workload, smallest subgroup, workgroup)"};
+              " invocations (target " + target +
+              (spec.auto_min_team > 1 ? ", team at least " + std::to_string(spec.auto_min_team) : "") +
+              ", at most " + std::to_string(m) + ": workload, smallest subgroup, workgroup)"};
 }
 
 std::string generated_source(const SimSpec& spec, Strategy s) {

@@ -74,7 +74,11 @@ const std::vector<Workload>& workloads() {
        .summary = "16 synthetic assets, hourly, RNN 8-16-6 with 2 outputs fed back, Sharpe - 5 x drawdown",
        // The split team (kernels/sim_market.wgsl) on the H100 at 10,000 x 1,500: teams of 4
        // 1.325 ms per evaluation, 2 1.357, 8 1.559: auto aims at 40,000 invocations.
-       .spec = {.name = "market", .family = "sim_market", .state_bytes = 27 * 4, .auto_invocations = 40000},
+       .spec = {.name = "market",
+                .family = "sim_market",
+                .state_bytes = 27 * 4,
+                .auto_invocations = 40000,
+                .auto_min_team = 2},
        .default_pop = 10000,
        .default_steps = 1500,
        .genome_len = 502,
