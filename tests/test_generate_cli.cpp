@@ -162,7 +162,8 @@ TEST(GenerateCli, ProfileTimesEveryKernelOfTheStep) {
     EXPECT_GT(k["us_per_token"].get<double>(), 0) << k;
   }
   const uint32_t layers = tiny_config(kSmallVocab).num_layers;
-  for (const char* per_layer : {"qkv_rope", "attention", "o_proj+residual", "gate_up_silu", "down+residual"})
+  for (const char* per_layer :
+       {"qkv_rope", "attention_short", "o_proj+residual", "gate_up_silu", "down+residual"})
     EXPECT_EQ(calls[per_layer], layers) << per_layer;
   for (const char* once : {"embed", "lm_head", "argmax_partial", "argmax_final"})
     EXPECT_EQ(calls[once], 1u) << once;
@@ -171,8 +172,9 @@ TEST(GenerateCli, ProfileTimesEveryKernelOfTheStep) {
   fs::remove(out);
 }
 
-// Test that --fusion none (split layers), full (fused) and full switching to split attention with
-// o_proj_combine at position 6 (chunks of 3 positions) generate the same greedy tokens, with the dispatch
+// Test that --fusion none (split layers, attention in one pass), none switching to attention in
+// chunks of 3 positions at position 6 (--attn-short-max 6), full (fused) and full switching to split
+// attention with o_proj_combine at position 6 generate the same greedy tokens, with the dispatch
 // counts in --json.
 TEST(GenerateCli, FusionNoneAndFullGiveTheSameTokens) {
   const fs::path out = fs::temp_directory_path() / ("wgfuse_fusion_" + std::to_string(getpid()) + ".json");
@@ -183,15 +185,17 @@ TEST(GenerateCli, FusionNoneAndFullGiveTheSameTokens) {
     EXPECT_EQ(r.rc, 0) << r.out;
     return json::parse(std::ifstream(out));
   };
-  const json none = run("--fusion none"), full = run("--fusion full"),
-             mixed = run("--attn-fuse-max 6 --attn-chunk 3");
+  const json none = run("--fusion none"), crossing = run("--attn-short-max 6 --attn-chunk 3"),
+             full = run("--fusion full"), mixed = run("--fusion full --attn-fuse-max 6 --attn-chunk 3");
   const uint32_t layers = tiny_config(kSmallVocab).num_layers;
-  EXPECT_EQ(none["dispatches_per_step"], 1 + 6 * layers + 3);
+  EXPECT_EQ(none["dispatches_per_step"], 1 + 5 * layers + 3);       // attend_short
+  EXPECT_EQ(none["dispatches_per_step_long"], 1 + 6 * layers + 3);  // chunks + combine
   EXPECT_EQ(full["dispatches_per_step"], 1 + 4 * layers + 3);
   EXPECT_EQ(full["dispatches_per_step_long"], 1 + 5 * layers + 3);  // o_proj_combine
   EXPECT_EQ(full["fusion"], "full");
   EXPECT_EQ(none["generated_ids"].size(), 8u);
   EXPECT_EQ(full["generated_ids"], none["generated_ids"]);
+  EXPECT_EQ(crossing["generated_ids"], none["generated_ids"]);
   EXPECT_EQ(mixed["generated_ids"], none["generated_ids"]);
   fs::remove(out);
 }
