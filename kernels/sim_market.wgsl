@@ -56,18 +56,15 @@ const MARKET_GROUPS: u32 = 4u;
 
 // An override, to measure both (`wgfuse sim market --override MARKET_SPLIT=0`).
 override MARKET_SPLIT: bool = true;
-// Split only in a team of several lanes: with one lane (fused, per-step) both paths do the same
-// arithmetic, and the split one made fused Market 26% slower on the H100 (5.55 vs 4.40 ms).
-override SPLIT_LANES: bool = MARKET_SPLIT && TEAM > 1u;
 // A lane trades asset groups market_group(q) for q < select(MARKET_GROUPS, (MARKET_GROUPS + TEAM
-// - 1u) / TEAM, SPLIT_LANES), written out as each loop's bound: an expression of override
+// - 1u) / TEAM, MARKET_SPLIT), written out as each loop's bound: an expression of override
 // constants is a constant once the pipeline is compiled, so the loop unrolls and the arrays it
 // indexes stay in registers (behind a function call, Tint guards the loop with an iteration
 // counter, the driver keeps it rolled and the arrays go to local memory: 3x slower on the H100).
 
 // The q-th asset group of this lane; MARKET_GROUPS (none) for lanes past the last group.
 fn market_group(q: u32) -> u32 {
-  if (SPLIT_LANES) {
+  if (MARKET_SPLIT && TEAM > 1u) {
     return min(team_lane + q * TEAM, MARKET_GROUPS);
   }
   return q;
@@ -86,7 +83,7 @@ fn market_load_record(t: u32) -> MarketRecord {
   for (var k = 0u; k < 6u; k++) {
     r.features[k] = data(t, k);
   }
-  for (var q = 0u; q < select(MARKET_GROUPS, (MARKET_GROUPS + TEAM - 1u) / TEAM, SPLIT_LANES); q++) {
+  for (var q = 0u; q < select(MARKET_GROUPS, (MARKET_GROUPS + TEAM - 1u) / TEAM, MARKET_SPLIT); q++) {
     let base = 6u + 4u * min(market_group(q), MARKET_GROUPS - 1u);
     for (var a = 0u; a < 4u; a++) {
       r.returns[4u * q + a] = data(t, base + a);
@@ -190,7 +187,7 @@ fn market_output(r: MarketReadout, hn: array<f32, 16>) -> f32 {
 fn market_trade(rec: MarketRecord, s: ptr<function, State>, out: array<f32, 6>) {
   var r = 0.0;
   var turnover = 0.0;
-  for (var q = 0u; q < select(MARKET_GROUPS, (MARKET_GROUPS + TEAM - 1u) / TEAM, SPLIT_LANES); q++) {
+  for (var q = 0u; q < select(MARKET_GROUPS, (MARKET_GROUPS + TEAM - 1u) / TEAM, MARKET_SPLIT); q++) {
     let g = market_group(q);
     // out[g] by constant indices: g depends on the lane, and a variable index would put `out`
     // in local memory.
@@ -207,7 +204,7 @@ fn market_trade(rec: MarketRecord, s: ptr<function, State>, out: array<f32, 6>) 
       (*s).pos[q] = p;
     }
   }
-  if (SPLIT_LANES) {
+  if (MARKET_SPLIT) {
     r = team_sum(r);
     turnover = team_sum(turnover);
   }
@@ -233,13 +230,13 @@ fn sim_load(ind: u32) {
   for (var u = 0u; u < 16u / TEAM; u++) {
     let j = team_lane + u * TEAM;
     market_units[u] = market_unit(ind, j);
-    if (SPLIT_LANES) {
+    if (MARKET_SPLIT) {
       for (var o = 0u; o < 6u; o++) {
         market_w_out[u][o] = gene(ind, 400u + o * 16u + j);
       }
     }
   }
-  if (SPLIT_LANES) {
+  if (MARKET_SPLIT) {
     for (var o = 0u; o < 6u; o++) {
       market_b_out[o] = gene(ind, 496u + o);
     }
@@ -290,7 +287,7 @@ fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
     hn[j] = team_broadcast(h_lane[j / TEAM], j % TEAM);
   }
   var out: array<f32, 6>;
-  if (SPLIT_LANES) {
+  if (MARKET_SPLIT) {
     out = market_outputs_split(h_lane);
   } else {
     out = market_outputs_whole(hn);

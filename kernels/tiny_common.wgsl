@@ -8,14 +8,14 @@
 // threads that split its sum and add their parts (lane_sum, lane_max: kernels/tiny_team.wgsl by
 // subgroup shuffles, or kernels/tiny_solo.wgsl with teams of one; src/tiny/runner.cpp places one
 // of them before the family and chooses the LN_* lane counts). Every thread runs the same number
-// of rounds; a team past the items skips a round whole, so its lanes reduce together.
+// of rounds, so the reductions are reached in uniform control flow.
 //
 // The RMSNorm weights are folded into the matrix each norm feeds (src/tiny/tiny_model.cpp
 // pack_weights: q|k|v, gate|up, the LM head), so a norm is x * inv_rms(x), and a product of a
 // normalised input is inv_rms(x) * (W' . x): the scale multiplies the sum, not every element.
 //
 // The fused strategies (layer, single) run a layer as 6 phases between barriers: the products
-// normalise their input on the fly (each team of LN_RMS lanes computes the inverse RMS) and their
+// normalise their input on the fly (each thread computes the inverse RMS itself) and their
 // epilogues take the work of the element-wise ops (RoPE and the KV-cache append after q|k|v, the
 // residual after o and down, silu * up after gate|up). The op strategies (eager, batched) run
 // those ops as their own dispatches, as a framework does; the arithmetic is the same.
@@ -154,9 +154,9 @@ fn rounds(items: u32, lanes: u32, nthr: u32) -> u32 {
   return (items * lanes + nthr - 1u) / nthr;
 }
 
-// Round k's work for thread tid (slot k * nthr + tid): its item, its lane, whether the item is
-// real (slots past the end skip the round: a team's lanes agree, so a team's shuffles run on all
-// of its lanes; kernels/tiny_team.wgsl), and whether it writes the item (lane 0 of a real item).
+// Round k's work for thread tid (slot k * nthr + tid): its item (past the end the last one again,
+// for indices only: such a slot loads nothing and writes nothing), its lane, whether the item is
+// real (a whole team is real or not), and whether it writes the item (lane 0 of a real item).
 struct Slot {
   item: u32,
   lane: u32,
@@ -167,7 +167,7 @@ struct Slot {
 fn slot_of(k: u32, items: u32, lanes: u32, tid: u32, nthr: u32) -> Slot {
   let s = k * nthr + tid;
   let real = s / lanes < items;
-  return Slot(s / lanes, s % lanes, real, real && s % lanes == 0u);
+  return Slot(min(s / lanes, items - 1u), s % lanes, real, real && s % lanes == 0u);
 }
 
 // x = the embedding of `token`.
@@ -179,25 +179,16 @@ fn embed(token: u32, tid: u32, nthr: u32) {
 }
 
 
-// 4 floats of a product's input from float i (a multiple of 4): of the activations, or (in_w) of
-// the weights, where the first layer of the fused strategies reads the embedding row.
-fn in_ld4(in_w: bool, i: u32) -> vec4<f32> {
-  if (in_w) {
-    return w[i / 4u];
-  }
-  return act_ld4(act_base + i);
-}
-
 // 1 / sqrt(mean(x^2) + eps), in every thread: a team of LN_RMS lanes (the lane cap) splits x's
 // blocks of 4 and adds its parts (lane_sum), so no barrier is needed and a subgroup issues
 // D / 4 / LN_RMS loads rather than D / 4.
-fn rms_inv(x: u32, in_w: bool, tid: u32) -> f32 {
+fn rms_inv(x: u32, tid: u32) -> f32 {
   let lane = tid % LN_RMS;
   var ss4 = vec4<f32>(0.0);
   for (var step = 0u; step < RMS_STEPS; step++) {
     let b = lane + step * LN_RMS;
     if (b < D / 4u) {
-      let v = in_ld4(in_w, x + 4u * b);
+      let v = act_ld4(act_base + x + 4u * b);
       ss4 += v * v;
     }
   }
@@ -207,7 +198,7 @@ fn rms_inv(x: u32, in_w: bool, tid: u32) -> f32 {
 
 // y = x * rms_inv(x) (the norm's weights are folded into the next matrix)
 fn rmsnorm(x: u32, y: u32, tid: u32, nthr: u32) {
-  let inv = rms_inv(x, false, tid);
+  let inv = rms_inv(x, tid);
   for (var i = tid; i < D; i += nthr) {
     act_st(act_base + y + i, act_ld(act_base + x + i) * inv);
   }
@@ -219,40 +210,28 @@ fn dot4(acc: f32, wv: vec4<f32>, xv: vec4<f32>) -> f32 {
 }
 
 // Column block b of the row whose first block is at vec4 `row` (zero past the last block).
-// `exact`: every lane's blocks are real (blocks a multiple of 4 lanes; a constant once the
-// overrides are set), so the guard folds away.
-fn wblock(row: u32, rows: u32, blocks: u32, b: u32, exact: bool) -> vec4<f32> {
-  if (exact) {
-    return w[row + b * rows];
-  }
+fn wblock(row: u32, rows: u32, blocks: u32, b: u32) -> vec4<f32> {
   return select(vec4<f32>(0.0), w[row + min(b, blocks - 1u) * rows], b < blocks);
 }
 
 // The product's input: x as it is (inv 1), or (the fused strategies) x normalised on the fly,
-// whose inverse RMS scales the product's sum (the norm's weights are folded into the matrix). x
-// is at float x.x of the activations, or (in_w) of the weights: the embedding row.
+// whose inverse RMS scales the product's sum (the norm's weights are folded into the matrix).
 struct Input {
   x: u32,
   inv: f32,
-  in_w: bool,
 }
 
 fn plain(x: u32) -> Input {
-  return Input(x, 1.0, false);
+  return Input(x, 1.0);
 }
 
 // x normalised: every thread gets the inverse RMS (rms_inv).
 fn normed(x: u32, tid: u32) -> Input {
-  return Input(x, rms_inv(x, false, tid), false);
+  return Input(x, rms_inv(x, tid));
 }
 
-// The embedding of `token` normalised, read from the weights.
-fn embedded(token: u32, tid: u32) -> Input {
-  return Input(token * D, rms_inv(token * D, true, tid), true);
-}
-
-fn xblock(x: Input, blocks: u32, b: u32, exact: bool) -> vec4<f32> {
-  return in_ld4(x.in_w, x.x + 4u * select(min(b, blocks - 1u), b, exact));
+fn xblock(x: Input, blocks: u32, b: u32) -> vec4<f32> {
+  return act_ld4(act_base + x.x + 4u * min(b, blocks - 1u));
 }
 
 // Lane `lane` of `lanes`'s part of W[ra] . x and (when `pair`) W[rb] . x: column blocks lane,
@@ -260,38 +239,43 @@ fn xblock(x: Input, blocks: u32, b: u32, exact: bool) -> vec4<f32> {
 // weights of a row and threads of consecutive rows read consecutive 16 bytes. Four blocks of each
 // row are loaded before their sums, in a constant number of steps (the same for every lane), so
 // that the compiler can unroll them and have every step's loads in flight at once rather than
-// waiting on each (the weights come from L2).
+// waiting on each (the weights come from L2). A slot that is not `real` loads nothing.
 fn rows_dot(wm: u32, rows: u32, cols: u32, ra: u32, rb: u32, pair: bool, x: Input, lane: u32,
-            lanes: u32) -> vec2<f32> {
+            lanes: u32, real: bool) -> vec2<f32> {
   let blocks = cols / 4u;
   let wa = wm / 4u + ra;
   let wb = wm / 4u + rb;
   var acc = vec2<f32>(0.0);
   let steps = (blocks + 4u * lanes - 1u) / (4u * lanes);
-  let exact = blocks % (4u * lanes) == 0u;
   for (var step = 0u; step < steps; step++) {
     let b = lane + step * 4u * lanes;
     let b1 = b + lanes;
     let b2 = b1 + lanes;
     let b3 = b2 + lanes;
-    let a0 = wblock(wa, rows, blocks, b, exact);
-    let a1 = wblock(wa, rows, blocks, b1, exact);
-    let a2 = wblock(wa, rows, blocks, b2, exact);
-    let a3 = wblock(wa, rows, blocks, b3, exact);
+    var a0 = vec4<f32>(0.0);
+    var a1 = vec4<f32>(0.0);
+    var a2 = vec4<f32>(0.0);
+    var a3 = vec4<f32>(0.0);
     var c0 = vec4<f32>(0.0);
     var c1 = vec4<f32>(0.0);
     var c2 = vec4<f32>(0.0);
     var c3 = vec4<f32>(0.0);
-    if (pair) {
-      c0 = wblock(wb, rows, blocks, b, exact);
-      c1 = wblock(wb, rows, blocks, b1, exact);
-      c2 = wblock(wb, rows, blocks, b2, exact);
-      c3 = wblock(wb, rows, blocks, b3, exact);
+    if (real) {
+      a0 = wblock(wa, rows, blocks, b);
+      a1 = wblock(wa, rows, blocks, b1);
+      a2 = wblock(wa, rows, blocks, b2);
+      a3 = wblock(wa, rows, blocks, b3);
+      if (pair) {
+        c0 = wblock(wb, rows, blocks, b);
+        c1 = wblock(wb, rows, blocks, b1);
+        c2 = wblock(wb, rows, blocks, b2);
+        c3 = wblock(wb, rows, blocks, b3);
+      }
     }
-    let x0 = xblock(x, blocks, b, exact);
-    let x1 = xblock(x, blocks, b1, exact);
-    let x2 = xblock(x, blocks, b2, exact);
-    let x3 = xblock(x, blocks, b3, exact);
+    let x0 = xblock(x, blocks, b);
+    let x1 = xblock(x, blocks, b1);
+    let x2 = xblock(x, blocks, b2);
+    let x3 = xblock(x, blocks, b3);
     acc.x = dot4(dot4(dot4(dot4(acc.x, a0, x0), a1, x1), a2, x2), a3, x3);
     if (pair) {
       acc.y = dot4(dot4(dot4(dot4(acc.y, c0, x0), c1, x1), c2, x2), c3, x3);
@@ -305,11 +289,8 @@ fn matvec(wm: u32, bias: u32, has_bias: bool, x: Input, y: u32, rows: u32, cols:
           accumulate: bool, tid: u32, nthr: u32) {
   for (var k = 0u; k < rounds(rows, lanes, nthr); k++) {
     let sl = slot_of(k, rows, lanes, tid, nthr);
-    if (!sl.real) {
-      continue;
-    }
     let r = sl.item;
-    var acc = lane_sum(rows_dot(wm, rows, cols, r, r, false, x, sl.lane, lanes).x, lanes) * x.inv;
+    var acc = lane_sum(rows_dot(wm, rows, cols, r, r, false, x, sl.lane, lanes, sl.real).x, lanes) * x.inv;
     if (sl.writes) {
       if (has_bias) {
         acc += wf(bias + r);
@@ -368,25 +349,22 @@ fn rope_kv(layer: u32, pos: u32, tid: u32, nthr: u32) {
   }
 }
 
-// Fused input norm (of x: normed or embedded) and q|k|v: a team per pair of rows (i, i + HD/2)
-// of a head, the bias added,
+// Fused input norm and q|k|v: a team per pair of rows (i, i + HD/2) of a head, the bias added,
 // then RoPE and the cache append as rope_kv does. The bias and RoPE's (cos, sin) are loaded
 // before the product, so that their loads overlap the weights' rather than follow them.
-fn qkv_rope(layer: u32, pos: u32, x: Input, tid: u32, nthr: u32) {
+fn qkv_rope(layer: u32, pos: u32, tid: u32, nthr: u32) {
   let lw = layer_w(layer);
   let half_dim = HD / 2u;
   let pairs = (H + 2u * KVH) * half_dim;
+  let x = normed(A_X, tid);
   for (var k = 0u; k < rounds(pairs, LN_QKV, nthr); k++) {
     let sl = slot_of(k, pairs, LN_QKV, tid, nthr);
-    if (!sl.real) {
-      continue;
-    }
     let head = sl.item / half_dim;
     let i = sl.item % half_dim;
     let ra = head * HD + i;
     let bias = vec2<f32>(wf(lw + L_BQKV + ra), wf(lw + L_BQKV + ra + half_dim));
     let cs = rope_cs(pos, i);
-    let part = rows_dot(lw + L_QKV, QKV, D, ra, ra + half_dim, true, x, sl.lane, LN_QKV);
+    let part = rows_dot(lw + L_QKV, QKV, D, ra, ra + half_dim, true, x, sl.lane, LN_QKV, sl.real);
     let a = lane_sum(part.x, LN_QKV) * x.inv + bias.x;
     let b = lane_sum(part.y, LN_QKV) * x.inv + bias.y;
     if (sl.writes) {
@@ -401,9 +379,6 @@ fn scores(layer: u32, pos: u32, tid: u32, nthr: u32) {
   let scale = 1.0 / sqrt(f32(HD));
   for (var k = 0u; k < rounds(H * n, LN_SC, nthr); k++) {
     let sl = slot_of(k, H * n, LN_SC, tid, nthr);
-    if (!sl.real) {
-      continue;
-    }
     let h = sl.item / n;
     let t = sl.item % n;
     let kt = kv_index(layer, 0u, h / (H / KVH), t);
@@ -411,7 +386,7 @@ fn scores(layer: u32, pos: u32, tid: u32, nthr: u32) {
     var acc = 0.0;
     for (var u = 0u; u < SC_STEPS; u++) {
       let i = sl.lane + u * LN_SC;
-      if (i < HD) {
+      if (sl.real && i < HD) {
         acc += act_ld(q + i) * kv[kt + i];
       }
     }
@@ -428,9 +403,6 @@ fn attend(layer: u32, pos: u32, tid: u32, nthr: u32) {
   let n = pos + 1u;
   for (var k = 0u; k < rounds(QD, LN_AT, nthr); k++) {
     let sl = slot_of(k, QD, LN_AT, tid, nthr);
-    if (!sl.real) {
-      continue;
-    }
     let lane = sl.lane;
     let h = sl.item / HD;
     let j = sl.item % HD;
@@ -497,11 +469,8 @@ fn gate_up_silu(layer: u32, tid: u32, nthr: u32) {
   let x = normed(A_X, tid);
   for (var k = 0u; k < rounds(FF, LN_GU, nthr); k++) {
     let sl = slot_of(k, FF, LN_GU, tid, nthr);
-    if (!sl.real) {
-      continue;
-    }
     let i = sl.item;
-    let part = rows_dot(wm, 2u * FF, D, i, FF + i, true, x, sl.lane, LN_GU);
+    let part = rows_dot(wm, 2u * FF, D, i, FF + i, true, x, sl.lane, LN_GU, sl.real);
     let g = lane_sum(part.x, LN_GU) * x.inv;
     let u = lane_sum(part.y, LN_GU) * x.inv;
     if (sl.writes) {
@@ -567,16 +536,10 @@ fn emit(pos: u32, tid: u32, nthr: u32) -> u32 {
   return token;
 }
 
-// One decoder layer for the token at `pos`, by the threads of one workgroup: 6 phases. Its input
-// x: normed(A_X), or for the first layer of single embedded(token), read from the weights, so
-// that the embedding needs no phase of its own: it is written to the residual stream here, first
-// read after the next barrier.
-fn layer_step(layer: u32, pos: u32, x: Input, tid: u32, nthr: u32) {
+// One decoder layer for the token at `pos`, by the threads of one workgroup: 6 phases.
+fn layer_step(layer: u32, pos: u32, tid: u32, nthr: u32) {
   let lw = layer_w(layer);
-  if (x.in_w) {
-    embed(x.x / D, tid, nthr);
-  }
-  qkv_rope(layer, pos, x, tid, nthr);
+  qkv_rope(layer, pos, tid, nthr);
   kv_sync();
   scores(layer, pos, tid, nthr);
   sync();
@@ -598,16 +561,16 @@ fn head_step(pos: u32, tid: u32, nthr: u32) -> u32 {
 }
 
 // The whole generation of sequence `seq` by the threads of one workgroup (pos is uniform): each
-// position's layers (the first reading the token's embedding from the weights) and head, whose
-// next token every thread holds.
+// position's layers and head, then the next token's embedding by every thread.
 fn generation(tid: u32, nthr: u32) {
-  var token = tokens[seq * CAP];
+  embed(tokens[seq * CAP], tid, nthr);
+  sync();
   for (var pos = 0u; pos + 1u < CAP; pos++) {
-    layer_step(0u, pos, embedded(token, tid), tid, nthr);
-    for (var layer = 1u; layer < L; layer++) {
-      layer_step(layer, pos, normed(A_X, tid), tid, nthr);
+    for (var layer = 0u; layer < L; layer++) {
+      layer_step(layer, pos, tid, nthr);
     }
-    token = head_step(pos, tid, nthr);
+    embed(head_step(pos, tid, nthr), tid, nthr);
+    sync();
   }
   if (tid == 0u) {
     state[seq] = CAP - 1u;

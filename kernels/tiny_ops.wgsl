@@ -91,7 +91,7 @@ fn op_emit(ids: Ids) {
 // Strategy layer: one workgroup per sequence runs layer params.layer for the current position.
 @compute @workgroup_size(WG)
 fn layer_fused(ids: Ids) {
-  layer_step(params.layer, begin(ids), normed(A_X, ids.lid), ids.lid, WG);
+  layer_step(params.layer, begin(ids), ids.lid, WG);
 }
 
 // Strategy layer: final norm, LM head, next token, and the position advances.
