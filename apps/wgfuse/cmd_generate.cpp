@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -21,6 +20,7 @@
 #include "llm/persistent_decode.h"
 #include "llm/sampler.h"
 #include "llm/tokenizer.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/stats.h"
 
@@ -138,7 +138,7 @@ struct Session {
   std::vector<int32_t> stop_ids;  // EOS ids of the config files and <|im_end|>
   llm::SamplingParams params;
   llm::ModelOptions model_options;
-  std::chrono::steady_clock::time_point t0;
+  SteadyClock::time_point t0;
   std::unique_ptr<gpu::Context> ctx;
   std::unique_ptr<llm::Model> model;
   std::unique_ptr<llm::Sampler> sampler;
@@ -150,7 +150,7 @@ struct Session {
   uint32_t ctx_len() const { return model_options.ctx; }  // KV-cache positions
 
   static std::unique_ptr<Session> open(const LlmOptions& o) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = SteadyClock::now();
     llm::ModelFiles files(o.model_dir);
     files.validate_qwen2();
     const auto& cfg = files.config();
@@ -181,7 +181,7 @@ struct Session {
         *ctx, files.config(), [this](std::string_view name) { return files.find(name); }, model_options);
     sampler = std::make_unique<llm::Sampler>(*ctx, files.config().vocab_size);
     sampler->set_params(params);
-    load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    load_ms = ms_since(t0);
   }
 };
 

@@ -10,6 +10,7 @@
 #include "gpu/context_state.h"
 #include "gpu/profiler.h"
 #include "gpu/recorder.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "webgpu/diagnostics.h"
 #include "webgpu/strings.h"
@@ -429,7 +430,7 @@ void Context::request_device(const ContextOptions& options) {
 }
 
 Context::Context(const ContextOptions& options) : s_(std::make_unique<State>()) {
-  auto t0 = std::chrono::steady_clock::now();
+  auto t0 = SteadyClock::now();
   s_->timeout = options.timeout;
   s_->bind_groups = BindGroupCache(options.bind_group_cache_capacity);
   const std::string fallback_note = AdapterChooser(*s_, options).choose();
@@ -438,7 +439,7 @@ Context::Context(const ContextOptions& options) : s_(std::make_unique<State>()) 
   s_->features.all = adapter_feature_names(s_->adapter.get());
   request_device(options);
   s_->limits = read_limits(s_->device.get());
-  s_->creation_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  s_->creation_ms = ms_since(t0);
 }
 
 Context::~Context() = default;

@@ -1,24 +1,19 @@
 #include "llm/model.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <deque>
 
 #include "gpu/profiler.h"
 #include "llm/generated_tokens.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace wgfuse::llm {
 namespace {
 
 using gpu::BufferUsage;
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 }  // namespace
 
@@ -47,7 +42,7 @@ Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, Mo
     throw Error("--ctx " + std::to_string(ctx_len_) + " exceeds the model's max_position_embeddings (" +
                 std::to_string(c.max_position_embeddings) + ")");
 
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   upload_weights(weights);
   stats_.upload_ms = ms_since(t0);
 
@@ -467,7 +462,7 @@ std::vector<uint32_t> Model::generate(std::span<const uint32_t> prompt, uint32_t
   };
 
   // The prompt phase: every unfed prompt position, then the first generated token.
-  auto t0 = Clock::now();
+  auto t0 = SteadyClock::now();
   gpu::Recorder rec(*ctx_);
   if (!continue_from_prefill) record_prompt(rec);
   record(rec, picker);
@@ -490,7 +485,7 @@ std::vector<uint32_t> Model::generate(std::span<const uint32_t> prompt, uint32_t
   };
   std::deque<Batch> in_flight;
   uint32_t scheduled = uint32_t(out.ids().size()), next_slot = 0;
-  t0 = Clock::now();
+  t0 = SteadyClock::now();
   const uint64_t d0 = rec.dispatches(), s0 = rec.submits();
   while (!out.stopped()) {
     while (in_flight.size() < depth && scheduled < n) {

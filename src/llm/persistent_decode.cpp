@@ -2,23 +2,18 @@
 
 #include <algorithm>
 #include <bit>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 
 #include "gpu/recorder.h"
 #include "llm/generated_tokens.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace wgfuse::llm {
 namespace {
 
 using gpu::BufferUsage;
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 constexpr uint32_t kStagesPerLayer = 5;
 constexpr uint32_t kFailedBase =
@@ -81,7 +76,7 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
            " bytes of workgroup memory, above maxComputeWorkgroupStorageSize (" +
            std::to_string(lim.max_compute_workgroup_storage_size) + ")");
 
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   upload_weights(weights);
   stats_.upload_ms = ms_since(t0);
 
@@ -313,13 +308,13 @@ std::vector<uint32_t> PersistentDecoder::generate(std::span<const uint32_t> prom
   };
 
   // The prompt phase: every unfed position in one submit; the last picks the first token.
-  auto t0 = Clock::now();
+  auto t0 = SteadyClock::now();
   gpu::Recorder rec(*ctx_);
   const uint32_t first = uint32_t(seq_.size());
   take(run(first - fed_, first, 1, rec));
   stats_.prefill_ms = ms_since(t0);
   // The decode phase: K positions per submit, the tokens read back once per submit.
-  t0 = Clock::now();
+  t0 = SteadyClock::now();
   const uint64_t d0 = rec.dispatches(), s0 = rec.submits();
   while (!out.stopped()) {
     const uint32_t k = std::min<uint32_t>(K, n - uint32_t(out.ids().size()));
