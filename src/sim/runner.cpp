@@ -15,15 +15,23 @@ namespace wgfuse::sim {
 
 using fuse::Strategy;
 
+namespace {
+
+// |x - y| / max(|x|, |y|): 0 where equal (or both NaN), infinite where one alone is NaN.
+double relative_difference(double x, double y) {
+  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y) ? 0.0 : INFINITY;
+  const double den = std::max(std::abs(x), std::abs(y));
+  return x == y ? 0.0 : (den > 0 ? std::abs(x - y) / den : INFINITY);
+}
+
+}  // namespace
+
 Agreement compare_fitness(const std::vector<float>& a, const std::vector<float>& b, double rtol) {
   if (a.size() != b.size()) throw Error("compare_fitness: sizes differ");
   Agreement r;
   for (size_t i = 0; i < a.size(); ++i) {
     if (std::memcmp(&a[i], &b[i], 4) != 0) r.bitwise = false;
-    double x = a[i], y = b[i];
-    double den = std::max(std::abs(x), std::abs(y));
-    double rel = (x == y) ? 0.0 : (den > 0 ? std::abs(x - y) / den : INFINITY);
-    if (std::isnan(x) || std::isnan(y)) rel = (std::isnan(x) && std::isnan(y)) ? 0.0 : INFINITY;
+    const double rel = relative_difference(a[i], b[i]);
     r.max_rel = std::max(r.max_rel, rel);
     if (!(rel <= rtol)) {
       if (r.first_over < 0) r.first_over = int64_t(i);
@@ -44,8 +52,9 @@ OverJudged judge_over(const Workload& w, std::span<const float> genomes, uint32_
   }
   const size_t len = w.genome_length(steps);
   for (size_t i = 0; i < perstep.size() && j.over; ++i) {
-    const double a = perstep[i], b = other[i], den = std::max(std::abs(a), std::abs(b));
-    if (a == b || std::abs(a - b) <= rtol * den) continue;
+    const double a = perstep[i], b = other[i];
+    // Within rtol as compare_fitness measures it; a NaN is always judged (even on both sides).
+    if (!std::isnan(a) && relative_difference(a, b) <= rtol) continue;
     const auto genome = genomes.subspan(i * len, len);
     const double ref = reference_fitness(w, genome, steps, starts, data);
     const double tol = std::max(w.reference_atol, w.reference_rtol * std::abs(ref));
