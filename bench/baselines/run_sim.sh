@@ -153,18 +153,21 @@ if stage "4: PyTorch eager default sizes"; then
 fi
 
 if stage "5: wgfuse sweeps"; then
+  # 10 generations, as at the default sizes: with two generations in flight a generation's interval
+  # can be near zero and the next one's double, so the median of 3 (the sweeps' earlier count) could
+  # land on either (session 4's sweep rows scattered 800-350,000 gen/s).
   mkdir -p "$OUT/sweep"
   for p in ${ACRO_POPS//,/ }; do
-    run "sweep/wgfuse_acrobot_p${p}_L500" 60 "$WGFUSE" --adapter "$ADAPTER" sim acrobot --mode all --pop "$p" --steps 500 --generations 3 --quiet --json "$OUT/sweep/wgfuse_acrobot_p${p}_L500.json"
+    run "sweep/wgfuse_acrobot_p${p}_L500" 60 "$WGFUSE" --adapter "$ADAPTER" sim acrobot --mode all --pop "$p" --steps 500 --generations 10 --quiet --json "$OUT/sweep/wgfuse_acrobot_p${p}_L500.json"
   done
   for L in ${LS//,/ }; do
-    run "sweep/wgfuse_acrobot_p4096_L$L" 60 "$WGFUSE" --adapter "$ADAPTER" sim acrobot --mode all --pop 4096 --steps "$L" --generations 3 --quiet --json "$OUT/sweep/wgfuse_acrobot_p4096_L$L.json"
+    run "sweep/wgfuse_acrobot_p4096_L$L" 60 "$WGFUSE" --adapter "$ADAPTER" sim acrobot --mode all --pop 4096 --steps "$L" --generations 10 --quiet --json "$OUT/sweep/wgfuse_acrobot_p4096_L$L.json"
   done
   for p in ${MARKET_POPS//,/ }; do
-    run "sweep/wgfuse_market_p${p}_L1500" 60 "$WGFUSE" --adapter "$ADAPTER" sim market --mode all --pop "$p" --steps 1500 --generations 3 --quiet --json "$OUT/sweep/wgfuse_market_p${p}_L1500.json"
+    run "sweep/wgfuse_market_p${p}_L1500" 60 "$WGFUSE" --adapter "$ADAPTER" sim market --mode all --pop "$p" --steps 1500 --generations 10 --quiet --json "$OUT/sweep/wgfuse_market_p${p}_L1500.json"
   done
   for L in ${LS//,/ }; do
-    run "sweep/wgfuse_market_p10000_L$L" 60 "$WGFUSE" --adapter "$ADAPTER" sim market --mode all --pop 10000 --steps "$L" --generations 3 --quiet --json "$OUT/sweep/wgfuse_market_p10000_L$L.json"
+    run "sweep/wgfuse_market_p10000_L$L" 60 "$WGFUSE" --adapter "$ADAPTER" sim market --mode all --pop 10000 --steps "$L" --generations 10 --quiet --json "$OUT/sweep/wgfuse_market_p10000_L$L.json"
   done
 fi
 
