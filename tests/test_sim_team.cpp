@@ -157,12 +157,18 @@ TEST(SimTeam, AutoChoosesFromThePopulation) {
   EXPECT_EQ(small.team, top);  // 1,000 x 4 < 40,000 (Market's target) on SwiftShader (subgroups of 4)
   EXPECT_NE(small.why.find("team of"), std::string::npos) << small.why;
   EXPECT_NE(small.why.find("target 40000"), std::string::npos) << small.why;
-  auto mid = fuse::choose_auto(context(), w.spec, 20000);
-  EXPECT_EQ(mid.team, 2u);
-  auto big = fuse::choose_auto(context(), w.spec, 40000);  // Market's smallest auto team: 2
+  auto big = fuse::choose_auto(context(), w.spec, 65536);  // Market's smallest auto team: 4
   EXPECT_EQ(big.strategy, Strategy::Team);
-  EXPECT_EQ(big.team, 2u);
-  EXPECT_NE(big.why.find("team at least 2"), std::string::npos) << big.why;
+  EXPECT_EQ(big.team, std::min(4u, top));
+  if (top >= 4) {
+    EXPECT_NE(big.why.find("team at least 4"), std::string::npos) << big.why;
+  }
+  // The team grows from the smallest until the population reaches the target.
+  auto spec = w.spec;
+  spec.auto_min_team = 2;
+  auto mid = fuse::choose_auto(context(), spec, 20000);
+  EXPECT_EQ(mid.team, std::min(2u, top));
+  EXPECT_EQ(fuse::choose_auto(context(), spec, 19999).team, std::min(4u, top));
   auto gym = fuse::choose_auto(context(), sim::find_workload("acrobot").spec, 20000);
   EXPECT_EQ(gym.strategy, Strategy::Fused);
   EXPECT_EQ(gym.team, 1u);

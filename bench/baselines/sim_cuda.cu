@@ -473,6 +473,25 @@ __global__ void __launch_bounds__(kMaxBlock)
 // ---- Market (kernels/sim_market.wgsl): RNN 8-16-6 on records of 22 f32 per step ----
 // Genome: W_in[16][8], W_h[16][16], b[16], W_out[6][16], b_out[6].
 constexpr int kMarketRecord = 22, kMarketGenes = 502, kWh = 128, kB = 384, kWout = 400, kBout = 496;
+// Where a record's values are: the file's records (--data, read by the host check), and the
+// records as the GPU reads them, as wgfuse uploads them (src/sim/market_data.h device_records):
+// 6 features and 2 zeros, then asset group g's 4 returns at 8 + 4 g, so that the team kernel loads
+// a record's features as 2 float4 and its group's returns as 1.
+struct MarketLayout {
+  int stride, returns;
+};
+constexpr MarketLayout kFileRecords{kMarketRecord, 6}, kDeviceRecords{24, 8};
+
+static std::vector<float> market_device_records(const std::vector<float>& rec) {
+  const size_t steps = rec.size() / kMarketRecord;
+  std::vector<float> dev(steps * kDeviceRecords.stride, 0.0f);
+  for (size_t t = 0; t < steps; ++t) {
+    const float* in = &rec[t * kMarketRecord];
+    std::copy(in, in + 6, &dev[t * kDeviceRecords.stride]);
+    std::copy(in + 6, in + kMarketRecord, &dev[t * kDeviceRecords.stride + kDeviceRecords.returns]);
+  }
+  return dev;
+}
 
 struct MarketStats {
   float sum_r = 0, sum_r2 = 0, equity = 0, peak = 0, mdd = 0;
@@ -512,11 +531,12 @@ struct WeightColumn {
 
 // One thread per individual.
 template <bool Fast>
-__host__ __device__ float market_episode(WeightColumn w, const float* __restrict__ data, uint32_t steps) {
+__host__ __device__ float market_episode(WeightColumn w, const float* __restrict__ data, uint32_t steps,
+                                         MarketLayout layout) {
   float h[16] = {}, pos[4] = {}, fb0 = 0.0f, fb1 = 0.0f;
   MarketStats st;
   for (uint32_t t = 0; t < steps; ++t) {
-    const float* rec = data + size_t(t) * kMarketRecord;
+    const float* rec = data + size_t(t) * layout.stride;
     const float x[8] = {rec[0], rec[1], rec[2], rec[3], rec[4], rec[5], fb0, fb1};
     float hn[16];
 #pragma unroll
@@ -541,7 +561,8 @@ __host__ __device__ float market_episode(WeightColumn w, const float* __restrict
 #pragma unroll
     for (int g = 0; g < 4; ++g) {
       const float p = tanh_safe<Fast>(out[g]);
-      const float gr = (rec[6 + 4 * g] + rec[7 + 4 * g] + rec[8 + 4 * g] + rec[9 + 4 * g]) * 0.25f;
+      const float* ret = rec + layout.returns + 4 * g;
+      const float gr = (ret[0] + ret[1] + ret[2] + ret[3]) * 0.25f;
       r += p * 0.25f * gr;
       turnover += fabsf(p - pos[g]) * 0.25f;
       pos[g] = p;
@@ -565,8 +586,8 @@ __global__ void __launch_bounds__(kMaxBlock)
   if (ind >= pop) return;  // no barrier below: each thread reads only its own column
   for (int k = 0; k < kMarketGenes; ++k)
     weights[k * blockDim.x + threadIdx.x] = __ldg(genomes + size_t(k) * pop + ind);
-  fitness[ind] =
-      repeated_mean(market_episode<Fast>({weights + threadIdx.x, blockDim.x}, data, steps), episodes);
+  fitness[ind] = repeated_mean(
+      market_episode<Fast>({weights + threadIdx.x, blockDim.x}, data, steps, kDeviceRecords), episodes);
 }
 
 // Four lanes per individual. Lane l: hidden units l, l+4, l+8, l+12 (W_in, W_h, b in registers),
@@ -608,18 +629,17 @@ __global__ void __launch_bounds__(kMarketTeamMaxBlock, 3)  // 65,536 / (3 x 128)
   float h[16] = {}, pos = 0.0f, fb0 = 0.0f, fb1 = 0.0f;
   MarketStats st;
   // Record t's features and this lane's group returns, loaded one step ahead.
-  float feat[6], ret4[4];
+  float4 feat0, feat1, ret4;  // 3 loads: features 0..3, 4..5 (and 2 zeros), group `lane`'s returns
   auto fetch = [&](uint32_t t) {
-    const float* rec = data + size_t(t) * kMarketRecord;
-#pragma unroll
-    for (int k = 0; k < 6; ++k) feat[k] = __ldg(rec + k);
-#pragma unroll
-    for (int q = 0; q < 4; ++q) ret4[q] = __ldg(rec + 6 + 4 * lane + q);
+    const float4* rec = reinterpret_cast<const float4*>(data) + size_t(t) * (kDeviceRecords.stride / 4);
+    feat0 = __ldg(rec);
+    feat1 = __ldg(rec + 1);
+    ret4 = __ldg(rec + kDeviceRecords.returns / 4 + lane);
   };
   fetch(0);
   for (uint32_t t = 0; t < steps; ++t) {
-    const float x[8] = {feat[0], feat[1], feat[2], feat[3], feat[4], feat[5], fb0, fb1};
-    const float group_ret = (ret4[0] + ret4[1] + ret4[2] + ret4[3]) * 0.25f;
+    const float x[8] = {feat0.x, feat0.y, feat0.z, feat0.w, feat1.x, feat1.y, fb0, fb1};
+    const float group_ret = (ret4.x + ret4.y + ret4.z + ret4.w) * 0.25f;
     if (t + 1 < steps) fetch(t + 1);
     float hn[4];
 #pragma unroll
@@ -897,7 +917,7 @@ static float host_fitness(const Options& o, const std::vector<float>& genomes, u
   if (w == "mountaincar")
     return mlp_fitness<MountainCar<false>, 1, false>(g, ind, 0, pop, steps, o.seed, 0, o.episodes, 0);
   if (w == "market")
-    return repeated_mean(market_episode<false>({g + ind, pop}, data.data(), steps), o.episodes);
+    return repeated_mean(market_episode<false>({g + ind, pop}, data.data(), steps, kFileRecords), o.episodes);
   return repeated_mean(-rastrigin_sum<false>(g, ind, pop, steps), o.episodes);
 }
 
@@ -1139,7 +1159,7 @@ int main(int argc, char** argv) {
   if (market) {
     uint32_t data_steps = max_steps;
     if (!o.check_path.empty()) data_steps = std::max(data_steps, read_sample(o.check_path, o).horizon);
-    std::vector<float> rec = market_data(o.data_path, data_steps);
+    std::vector<float> rec = market_device_records(market_data(o.data_path, data_steps));
     CK(cudaMalloc(&d_data, rec.size() * 4));
     CK(cudaMemcpy(d_data, rec.data(), rec.size() * 4, cudaMemcpyHostToDevice));
   }

@@ -111,6 +111,10 @@ SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t s
     throw Error("simulation '" + spec_.name + "': the state of " + std::to_string(pop) + " individuals (" +
                 std::to_string(slot_total) + " bytes) is over the device's maxStorageBufferBindingSize (" +
                 std::to_string(lim.max_storage_buffer_binding_size) + ")");
+  if (!data.empty() && (data_stride == 0 || data_stride % 4 != 0 || data.size() % data_stride != 0))
+    throw Error("simulation '" + spec_.name + "': its data stride (" + std::to_string(data_stride) +
+                " f32) must be a positive multiple of 4 (kernels read records as vec4) dividing its " +
+                std::to_string(data.size()) + " f32");
   uint64_t data_bytes = data.size_bytes();
   if (data_bytes > lim.max_storage_buffer_binding_size)
     throw Error("simulation '" + spec_.name + "': its data (" + std::to_string(data_bytes) +
@@ -126,9 +130,9 @@ SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t s
   params_buf_ = ctx.upload<SimParams>(std::span<const SimParams>(&params_, 1), gpu::BufferUsage::Uniform,
                                       spec_.name + ".params");
   if (data.empty()) {
-    const float zero = 0;
-    data_ = ctx.upload<float>(std::span<const float>(&zero, 1), gpu::BufferUsage::Storage,
-                              spec_.name + ".nodata");
+    const float zeros[4] = {};  // one vec4: the smallest binding of sim_data
+    data_ =
+        ctx.upload<float>(std::span<const float>(zeros), gpu::BufferUsage::Storage, spec_.name + ".nodata");
   } else {
     data_ = ctx.upload<float>(data, gpu::BufferUsage::Storage, spec_.name + ".data");
   }

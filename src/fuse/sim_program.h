@@ -52,7 +52,7 @@ struct SimSpec {
   // workload's own measurement says otherwise.
   uint64_t auto_invocations = 0;
   // --mode auto's smallest team where subgroups allow one: Market's split team beat fused at every
-  // population measured (H100: 65,536 individuals fused 52.8 ms, 32,768 in teams of 2 2.71 ms).
+  // population measured, and teams of 4 beat teams of 2 (src/sim/workloads.cpp).
   uint32_t auto_min_team = 1;
   // More pipeline-overridable constants for every kernel of the definition (the CLI's
   // --override, e.g. MARKET_PREFETCH), besides WORKGROUP_SIZE and TEAM, which SimProgram sets.

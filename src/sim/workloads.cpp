@@ -73,19 +73,27 @@ const std::vector<Workload>& workloads() {
       {.name = "market",
        .summary = "16 synthetic assets, hourly, RNN 8-16-6 with 2 outputs fed back, Sharpe - 5 x drawdown",
        // The split team (kernels/sim_market.wgsl) on the H100 at 10,000 x 1,500: teams of 4
-       // 1.325 ms per evaluation, 2 1.357, 8 1.559: auto aims at 40,000 invocations.
+       // 1.325 ms per evaluation, 2 1.357, 8 1.559: auto aims at 40,000 invocations. Teams of 4
+       // at least: a lane of a team of 2 holds 8 units' weights (~250 f32), at the edge of the
+       // register file (at 65,536 individuals: team 2 6.57 ms, team 4 5.92; one build of team 2
+       // took 48.3 ms).
        .spec = {.name = "market",
                 .family = "sim_market",
                 .state_bytes = 27 * 4,
                 .auto_invocations = 40000,
-                .auto_min_team = 2},
+                .auto_min_team = 4},
        .default_pop = 10000,
        .default_steps = 1500,
        .genome_len = 502,
        .ga = policy_ga(0.05f),
        .data =
            [](uint32_t steps, uint32_t seed) {
-             return WorkloadData{.records = generate_market(steps, seed).records, .stride = kMarketRecord};
+             auto records = generate_market(steps, seed).records;
+             auto device = device_records(records);
+             return WorkloadData{.records = std::move(records),
+                                 .stride = kMarketRecord,
+                                 .device = std::move(device),
+                                 .device_stride = kMarketDeviceRecord};
            },
        .reference = market_reference,
        .reference_horizon = 1u << 30,
