@@ -49,9 +49,10 @@ AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t po
                 ": workload, smallest subgroup, workgroup) streams the genes with the most "
                 "loads in flight (" +
                 std::to_string(uint64_t(pop) * m) + " invocations)"};
-  uint32_t team = std::min(std::max(1u, spec.auto_min_team), m);
+  const uint32_t top = spec.auto_max_team ? std::min(spec.auto_max_team, m) : m;
+  uint32_t team = std::min(std::max(1u, spec.auto_min_team), top);
   const uint64_t invocations = spec.auto_invocations ? spec.auto_invocations : kAutoTargetInvocations;
-  while (team < m && uint64_t(pop) * team < invocations) team *= 2;
+  while (team < top && uint64_t(pop) * team < invocations) team *= 2;
   const std::string target = std::to_string(invocations);
   if (team == 1)
     return {Strategy::Fused, 1,
@@ -61,7 +62,8 @@ AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t po
               std::to_string(team) + " lanes = " + std::to_string(uint64_t(pop) * team) +
               " invocations (target " + target +
               (spec.auto_min_team > 1 ? ", team at least " + std::to_string(spec.auto_min_team) : "") +
-              ", at most " + std::to_string(m) + ": workload, smallest subgroup, workgroup)"};
+              ", at most " + std::to_string(top) +
+              (top < m ? ": the workload's measured best" : ": workload, smallest subgroup, workgroup") + ")"};
 }
 
 std::string generated_source(const SimSpec& spec, Strategy s) {
