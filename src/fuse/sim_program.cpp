@@ -63,7 +63,8 @@ AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t po
               " invocations (target " + target +
               (spec.auto_min_team > 1 ? ", team at least " + std::to_string(spec.auto_min_team) : "") +
               ", at most " + std::to_string(top) +
-              (top < m ? ": the workload's measured best" : ": workload, smallest subgroup, workgroup") + ")"};
+              (top < m ? ": the workload's measured best" : ": workload, smallest subgroup, workgroup") +
+              ")"};
 }
 
 std::string generated_source(const SimSpec& spec, Strategy s) {
