@@ -10,7 +10,7 @@
 //   fn sim_done(s: State) -> bool                         (the episode has ended: every later
 //                                                          step leaves the state unchanged, so a
 //                                                          strategy may stop stepping)
-// and reads its genome with gene(ind, k) and shared data (market prices) with data(t, k). In a
+// and reads its genome with gene(ind, k) and shared data (market prices) with data4(t, i). In a
 // team (kernels/sim_team.wgsl) it splits its work by team_lane (< TEAM) and combines it with
 // team_sum / team_broadcast (kernels/sim_solo.wgsl: the identity, for a team of one); a
 // step-splitting workload (SIM_TEAM_SPLITS_STEPS) instead takes steps t + team_lane, ignores
@@ -34,7 +34,7 @@ struct SimParams {
   steps: u32,       // L: the loop length of the episode
   genome_len: u32,  // f32 words per individual
   seed: u32,
-  data_stride: u32,  // f32 words per step record in sim_data (0 when there is no data)
+  data_stride: u32,  // f32 words per step record in sim_data, a multiple of 4 (0: no data)
   generation: u32,   // the GA generation: start states are drawn afresh for each
   episodes: u32,     // fitness = the mean return over this many start states
   _pad0: u32,
@@ -42,7 +42,9 @@ struct SimParams {
 
 @group(0) @binding(0) var<uniform> params: SimParams;
 @group(0) @binding(1) var<storage, read> genomes: array<f32>;
-@group(0) @binding(2) var<storage, read> sim_data: array<f32>;
+// vec4s: a workload lays its records out so that each load fetches 4 values it uses together
+// (under Dawn's robustness every load of a runtime-sized array is clamped: one clamp per vec4).
+@group(0) @binding(2) var<storage, read> sim_data: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> fitness: array<f32>;
 
 // Key streams (the second key word).
@@ -67,8 +69,9 @@ fn gene(ind: u32, k: u32) -> f32 {
   return genomes[k * params.pop + ind];
 }
 
-fn data(t: u32, k: u32) -> f32 {
-  return sim_data[t * params.data_stride + k];
+// The i-th vec4 of step t's record (f32 words 4 i .. 4 i + 3).
+fn data4(t: u32, i: u32) -> vec4<f32> {
+  return sim_data[t * (params.data_stride / 4u) + i];
 }
 
 // tanh without overflow for large |x| (some implementations compute (e^2x - 1) / (e^2x + 1)).

@@ -1,7 +1,7 @@
 // Market: a recurrent trading policy on 16 synthetic assets, one step per hour (see
 // docs/SIMULATIONS.md and src/sim/market_data.h for the price generator). Step record t of
-// sim_data (22 f32): 6 features known at hour t, then the 16 assets' simple returns from hour t
-// to t + 1.
+// sim_data (6 vec4, src/sim/market_data.h device_records): the 6 features known at hour t and 2
+// zeros, then the simple returns from hour t to t + 1 of asset group g's 4 assets as vec4 2 + g.
 // Policy: RNN 8 -> 16 -> 6. Inputs: the 6 features and the 2 fed-back outputs.
 //   h'  = tanh(W_in [f; fb] + W_h h / 4 + b)          (16; the 1/4 = 1/sqrt(16) keeps a random
 //                                                        genome's recurrence contractive)
@@ -51,7 +51,6 @@ const SIM_TEAM_SPLITS_STEPS: bool = false;
 // A team of one (per-step, batched, fused) holds all 502 weights and computes the same sums in
 // the same order either way.
 
-const MARKET_RECORD: u32 = 22u;
 const MARKET_GROUPS: u32 = 4u;
 
 // An override, to measure both (`wgfuse sim market --override MARKET_SPLIT=0`).
@@ -70,33 +69,32 @@ fn market_group(q: u32) -> u32 {
   return q;
 }
 
-// What a lane reads of step t's record: the 6 features and the 4 raw returns of each of its
-// groups (q-th group at 4 q; summed where used, so that a prefetch does not wait for its loads).
+// What a lane reads of step t's record: the 6 features (and 2 zeros) and the 4 returns of each
+// of its groups (q-th group: returns[q]; summed where used, so that a prefetch does not wait for
+// its loads). Three vec4 loads per lane in a split team of 4, 6 in a team of one.
 struct MarketRecord {
-  features: array<f32, 6>,
-  returns: array<f32, 16>,
+  features: array<vec4<f32>, 2>,
+  returns: array<vec4<f32>, 4>,
 }
 
 // Step t's record, 0 <= t < L.
 fn market_load_record(t: u32) -> MarketRecord {
   var r: MarketRecord;
-  for (var k = 0u; k < 6u; k++) {
-    r.features[k] = data(t, k);
-  }
+  r.features[0] = data4(t, 0u);
+  r.features[1] = data4(t, 1u);
   for (var q = 0u; q < select(MARKET_GROUPS, (MARKET_GROUPS + TEAM - 1u) / TEAM, MARKET_SPLIT); q++) {
-    let base = 6u + 4u * min(market_group(q), MARKET_GROUPS - 1u);
-    for (var a = 0u; a < 4u; a++) {
-      r.returns[4u * q + a] = data(t, base + a);
-    }
+    r.returns[q] = data4(t, 2u + min(market_group(q), MARKET_GROUPS - 1u));
   }
   return r;
 }
 
 // Whether a step loads the next step's record before its own arithmetic, so that the latency of
 // those loads hides behind it (the strategies that loop over the steps in one invocation; a
-// per-step dispatch loads its own record as well). An override, to measure it both ways
+// per-step dispatch loads its own record as well). By default in a team of one only: on the H100
+// at 10,000 x 1,500, fused 2.83 ms with it, 3.04 without; a split team of 4 (3 vec4 loads per
+// step) 1.49 with it, 1.02 without. An override, to measure it both ways
 // (`wgfuse sim market --override MARKET_PREFETCH=0`).
-override MARKET_PREFETCH: bool = true;
+override MARKET_PREFETCH: bool = TEAM == 1u;
 var<private> market_next: MarketRecord;  // the record of step market_next_t
 var<private> market_next_t: u32 = 0xffffffffu;
 
@@ -115,13 +113,8 @@ fn market_record(t: u32) -> MarketRecord {
 
 // The policy's input: the 6 features of the step's record and the 2 fed-back outputs.
 fn market_observe(rec: MarketRecord, s: State) -> array<f32, 8> {
-  var x: array<f32, 8>;
-  for (var k = 0u; k < 6u; k++) {
-    x[k] = rec.features[k];
-  }
-  x[6] = s.fb0;
-  x[7] = s.fb1;
-  return x;
+  let f = rec.features;
+  return array<f32, 8>(f[0].x, f[0].y, f[0].z, f[0].w, f[1].x, f[1].y, s.fb0, s.fb1);
 }
 
 // The weights of hidden unit j: W_in[j][0..8], W_h[j][0..16], b[j].
@@ -196,8 +189,8 @@ fn market_trade(rec: MarketRecord, s: ptr<function, State>, out: array<f32, 6>) 
       out_g = select(out_g, out[k], g == k);
     }
     let p = tanh_safe(out_g);
-    let group_ret = (rec.returns[4u * q] + rec.returns[4u * q + 1u] + rec.returns[4u * q + 2u] +
-                     rec.returns[4u * q + 3u]) * 0.25;
+    let v = rec.returns[q];
+    let group_ret = (v.x + v.y + v.z + v.w) * 0.25;
     if (g < MARKET_GROUPS) {
       r = r + p * 0.25 * group_ret;
       turnover = turnover + abs(p - (*s).pos[q]) * 0.25;
@@ -223,7 +216,7 @@ fn market_trade(rec: MarketRecord, s: ptr<function, State>, out: array<f32, 6>) 
 // when the pipeline is compiled).
 var<private> market_units: array<MarketUnit, 16>;
 var<private> market_w_out: array<array<f32, 6>, 16>;  // [unit][output]: W_out[o][j] (split)
-var<private> market_b_out: array<f32, 6>;
+var<private> market_b_out: array<f32, 6>;  // b_out in lane 0, zeros in the others (split)
 var<private> market_reads: array<MarketReadout, 6>;
 
 fn sim_load(ind: u32) {
@@ -238,7 +231,7 @@ fn sim_load(ind: u32) {
   }
   if (MARKET_SPLIT) {
     for (var o = 0u; o < 6u; o++) {
-      market_b_out[o] = gene(ind, 496u + o);
+      market_b_out[o] = select(0.0, gene(ind, 496u + o), team_lane == 0u);
     }
   } else {
     for (var q = 0u; q < (6u + TEAM - 1u) / TEAM; q++) {
@@ -252,7 +245,7 @@ fn sim_load(ind: u32) {
 fn market_outputs_split(h_lane: array<f32, 16>) -> array<f32, 6> {
   var out: array<f32, 6>;
   for (var o = 0u; o < 6u; o++) {
-    var a = select(0.0, market_b_out[o], team_lane == 0u);
+    var a = market_b_out[o];
     for (var u = 0u; u < 16u / TEAM; u++) {
       a = a + market_w_out[u][o] * h_lane[u];
     }

@@ -284,7 +284,8 @@ fn state_size_probe() {
                                                   gpu::BufferUsage::Uniform, "probe.params");
     const float one = 1;
     auto genomes = ctx.upload<float>(std::span<const float>(&one, 1), gpu::BufferUsage::Storage, "probe.g");
-    auto data = ctx.upload<float>(std::span<const float>(&one, 1), gpu::BufferUsage::Storage, "probe.d");
+    const float record[4] = {1, 2, 3, 4};  // sim_data holds vec4s
+    auto data = ctx.upload<float>(std::span<const float>(record), gpu::BufferUsage::Storage, "probe.d");
     auto out = ctx.buffer(4, gpu::BufferUsage::StorageIO, "probe.out");
     auto slots = ctx.buffer(uint64_t(n) * (fuse::kSlotHeaderBytes + w.spec.state_bytes),
                             gpu::BufferUsage::StorageIO, "probe.slots");

@@ -186,6 +186,28 @@ TEST(SimMarket, DeterministicAndSane) {
   EXPECT_LT(hourly_vol, 0.01);    // 94% a year
 }
 
+// Test that the device layout of the market records holds every value of the host record where
+// kernels/sim_market.wgsl reads it (features at 0..5, group g's returns at 8 + 4 g) and zeros in
+// the padding, and that a partial record is refused.
+TEST(SimMarket, DeviceRecordsVec4Layout) {
+  const uint32_t steps = 37;
+  auto m = sim::generate_market(steps, 3);
+  auto dev = sim::device_records(m.records);
+  ASSERT_EQ(dev.size(), size_t(steps) * sim::kMarketDeviceRecord);
+  for (uint32_t t = 0; t < steps; ++t) {
+    const float* rec = &m.records[size_t(t) * sim::kMarketRecord];
+    const float* d = &dev[size_t(t) * sim::kMarketDeviceRecord];
+    for (uint32_t k = 0; k < sim::kFeatures; ++k) ASSERT_EQ(d[k], rec[k]) << t << " " << k;
+    ASSERT_EQ(d[6], 0.0f);
+    ASSERT_EQ(d[7], 0.0f);
+    for (uint32_t g = 0; g < 4; ++g)
+      for (uint32_t a = 0; a < 4; ++a)
+        ASSERT_EQ(d[8 + 4 * g + a], rec[sim::kFeatures + 4 * g + a]) << t << " " << g << " " << a;
+  }
+  std::vector<float> partial(m.records.begin(), m.records.end() - 1);
+  EXPECT_THROW(sim::device_records(partial), Error);
+}
+
 // Test that unknown workloads list the known ones.
 TEST(SimWorkloads, UnknownNameListsKnown) {
   try {
@@ -216,6 +238,9 @@ TEST(SimWorkloads, DescribeThemselves) {
     auto d = w.data(41, 7);
     EXPECT_GT(d.stride, 0u) << w.name;
     EXPECT_EQ(d.records.size(), size_t(41) * d.stride) << w.name;
+    EXPECT_EQ(d.device_stride % 4, 0u) << w.name;  // the kernels read vec4s
+    EXPECT_GE(d.device_stride, d.stride) << w.name;
+    EXPECT_EQ(d.device.size(), size_t(41) * d.device_stride) << w.name;
   }
   EXPECT_TRUE(sim::find_workload("market").data);
   EXPECT_FALSE(sim::find_workload("acrobot").data);

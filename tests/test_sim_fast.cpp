@@ -124,20 +124,25 @@ TEST(SimEpisodeEnd, StoppingEarlyChangesNothing) {
   }
 }
 
-// Test Market's prefetch of the next step's record (an override constant): on or off, every
-// strategy gives the same fitness, bitwise, over two episodes (the prefetch restarts with each)
-// of an odd population; a malformed or unknown --override is refused naming it.
+// Test Market's prefetch of the next step's record (an override constant, by default on in teams
+// of one only): on or off, every strategy gives the same fitness, bitwise, over two episodes (the
+// prefetch restarts with each) of an odd population; a malformed or unknown --override is refused
+// naming it.
 TEST(SimOverride, MarketPrefetchChangesNothing) {
   const auto& w = sim::find_workload("market");
   const uint32_t team = fuse::max_team(context(), w.spec);
-  sim::SimRunner on(context(), w, 37, 41, 4, 2, team);
+  sim::SimRunner fixed(context(), w, 37, 41, 4, 2, team);
+  sim::SimRunner on(context(), w, 37, 41, 4, 2, team, 0, {{"MARKET_PREFETCH", 1}});
   sim::SimRunner off(context(), w, 37, 41, 4, 2, team, 0, {{"MARKET_PREFETCH", 0}});
   EXPECT_EQ(off.spec().overrides.at("MARKET_PREFETCH"), 0);
   for (auto s : {Strategy::PerStep, Strategy::Fused, Strategy::Team}) {
-    auto a = on.evaluate_initial(s), b = off.evaluate_initial(s);
-    for (uint32_t i = 0; i < 37; ++i)
+    auto a = on.evaluate_initial(s), b = off.evaluate_initial(s), c = fixed.evaluate_initial(s);
+    for (uint32_t i = 0; i < 37; ++i) {
       EXPECT_TRUE(same_bits(a[i], b[i]))
           << fuse::to_string(s) << " individual " << i << ": " << a[i] << " vs " << b[i];
+      EXPECT_TRUE(same_bits(a[i], c[i]))
+          << fuse::to_string(s) << " individual " << i << ": " << a[i] << " vs default " << c[i];
+    }
   }
   test::expect_cli_error("--adapter cpu sim market --pop 5 --steps 5 --override MARKET_PREFETCH",
                          "expected NAME=VALUE");
@@ -231,6 +236,12 @@ TEST(SimTeamStrided, AutoMismatchAndEveryTermOnce) {
   auto spec = w.spec;
   spec.team_splits_steps = false;
   EXPECT_THROW(fuse::SimProgram(context(), spec, 5, 5, 5, 1, {}, 0), Error);
+  // Data records are read as vec4s: a stride that is no multiple of 4, or does not divide the
+  // data, is refused.
+  const std::vector<float> records(44, 0.5f);
+  EXPECT_THROW(fuse::SimProgram(context(), w.spec, 5, 2, 2, 1, records, 22), Error);
+  EXPECT_THROW(fuse::SimProgram(context(), w.spec, 5, 2, 2, 1, records, 24), Error);
+  EXPECT_NO_THROW(fuse::SimProgram(context(), w.spec, 5, 2, 2, 1, records, 4));
   for (uint32_t pop : {3u, 41u}) {
     for (uint32_t steps : {1u, 7u, 61u}) {
       sim::SimRunner r(context(), w, pop, steps, 2, 1, top);

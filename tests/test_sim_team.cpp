@@ -152,17 +152,27 @@ TEST(SimTeam, OneDefinitionAndClearRefusals) {
 TEST(SimTeam, AutoChoosesFromThePopulation) {
   const auto& w = sim::find_workload("market");
   const uint32_t top = fuse::max_team(context(), w.spec);
-  auto small = fuse::choose_auto(context(), w.spec, 1000);
-  EXPECT_EQ(small.strategy, Strategy::Team);
-  EXPECT_EQ(small.team, top);  // 1,000 x 4 < 40,000 (Market's target) on SwiftShader (subgroups of 4)
-  EXPECT_NE(small.why.find("team of"), std::string::npos) << small.why;
-  EXPECT_NE(small.why.find("target 40000"), std::string::npos) << small.why;
-  auto mid = fuse::choose_auto(context(), w.spec, 20000);
-  EXPECT_EQ(mid.team, 2u);
-  auto big = fuse::choose_auto(context(), w.spec, 40000);  // Market's smallest auto team: 2
-  EXPECT_EQ(big.strategy, Strategy::Team);
-  EXPECT_EQ(big.team, 2u);
-  EXPECT_NE(big.why.find("team at least 2"), std::string::npos) << big.why;
+  // Market: teams of 4 whatever the population (its measured best), where subgroups allow.
+  for (uint32_t pop : {512u, 10000u, 65536u}) {
+    auto c = fuse::choose_auto(context(), w.spec, pop);
+    EXPECT_EQ(c.strategy, Strategy::Team);
+    EXPECT_EQ(c.team, std::min(4u, top)) << pop;
+    EXPECT_NE(c.why.find("team of"), std::string::npos) << c.why;
+    EXPECT_NE(c.why.find("target 40000"), std::string::npos) << c.why;
+  }
+  // The team grows from the smallest until the population reaches the target, up to the largest.
+  auto spec = w.spec;
+  spec.auto_min_team = 2;
+  spec.auto_max_team = 0;
+  EXPECT_EQ(fuse::choose_auto(context(), spec, 20000).team, std::min(2u, top));
+  EXPECT_EQ(fuse::choose_auto(context(), spec, 19999).team, std::min(4u, top));
+  EXPECT_EQ(fuse::choose_auto(context(), spec, 1000).team, top);
+  spec.auto_max_team = 2;
+  auto capped = fuse::choose_auto(context(), spec, 1000);
+  EXPECT_EQ(capped.team, std::min(2u, top));
+  if (top > 2) {
+    EXPECT_NE(capped.why.find("measured best"), std::string::npos) << capped.why;
+  }
   auto gym = fuse::choose_auto(context(), sim::find_workload("acrobot").spec, 20000);
   EXPECT_EQ(gym.strategy, Strategy::Fused);
   EXPECT_EQ(gym.team, 1u);

@@ -41,7 +41,7 @@
 //
 // Build: nvcc -O3 -arch=sm_90 -o sim_cuda sim_cuda.cu
 // Run:   ./sim_cuda WORKLOAD [--variant thread|team] [--lanes 2|4|8 (rastrigin 8..64)] [--math fast|accurate]
-//          [--block B] [--sizes PxL,...] [--generations G] [--seed S] [--episodes N]
+//          [--block B] [--sizes PxL,...] [--generations G] [--seed S] [--episodes N] [--prefetch auto|on|off]
 //          [--data FILE] [--check WGFUSE_JSON] [--host-check WGFUSE_JSON] [--json FILE]
 #include <cuda_runtime.h>
 
@@ -473,6 +473,25 @@ __global__ void __launch_bounds__(kMaxBlock)
 // ---- Market (kernels/sim_market.wgsl): RNN 8-16-6 on records of 22 f32 per step ----
 // Genome: W_in[16][8], W_h[16][16], b[16], W_out[6][16], b_out[6].
 constexpr int kMarketRecord = 22, kMarketGenes = 502, kWh = 128, kB = 384, kWout = 400, kBout = 496;
+// Where a record's values are: the file's records (--data, read by the host check), and the
+// records as the GPU reads them, as wgfuse uploads them (src/sim/market_data.h device_records):
+// 6 features and 2 zeros, then asset group g's 4 returns at 8 + 4 g, so that the team kernel loads
+// a record's features as 2 float4 and its group's returns as 1.
+struct MarketLayout {
+  int stride, returns;
+};
+constexpr MarketLayout kFileRecords{kMarketRecord, 6}, kDeviceRecords{24, 8};
+
+static std::vector<float> market_device_records(const std::vector<float>& rec) {
+  const size_t steps = rec.size() / kMarketRecord;
+  std::vector<float> dev(steps * kDeviceRecords.stride, 0.0f);
+  for (size_t t = 0; t < steps; ++t) {
+    const float* in = &rec[t * kMarketRecord];
+    std::copy(in, in + 6, &dev[t * kDeviceRecords.stride]);
+    std::copy(in + 6, in + kMarketRecord, &dev[t * kDeviceRecords.stride + kDeviceRecords.returns]);
+  }
+  return dev;
+}
 
 struct MarketStats {
   float sum_r = 0, sum_r2 = 0, equity = 0, peak = 0, mdd = 0;
@@ -512,11 +531,12 @@ struct WeightColumn {
 
 // One thread per individual.
 template <bool Fast>
-__host__ __device__ float market_episode(WeightColumn w, const float* __restrict__ data, uint32_t steps) {
+__host__ __device__ float market_episode(WeightColumn w, const float* __restrict__ data, uint32_t steps,
+                                         MarketLayout layout) {
   float h[16] = {}, pos[4] = {}, fb0 = 0.0f, fb1 = 0.0f;
   MarketStats st;
   for (uint32_t t = 0; t < steps; ++t) {
-    const float* rec = data + size_t(t) * kMarketRecord;
+    const float* rec = data + size_t(t) * layout.stride;
     const float x[8] = {rec[0], rec[1], rec[2], rec[3], rec[4], rec[5], fb0, fb1};
     float hn[16];
 #pragma unroll
@@ -541,7 +561,8 @@ __host__ __device__ float market_episode(WeightColumn w, const float* __restrict
 #pragma unroll
     for (int g = 0; g < 4; ++g) {
       const float p = tanh_safe<Fast>(out[g]);
-      const float gr = (rec[6 + 4 * g] + rec[7 + 4 * g] + rec[8 + 4 * g] + rec[9 + 4 * g]) * 0.25f;
+      const float* ret = rec + layout.returns + 4 * g;
+      const float gr = (ret[0] + ret[1] + ret[2] + ret[3]) * 0.25f;
       r += p * 0.25f * gr;
       turnover += fabsf(p - pos[g]) * 0.25f;
       pos[g] = p;
@@ -565,8 +586,8 @@ __global__ void __launch_bounds__(kMaxBlock)
   if (ind >= pop) return;  // no barrier below: each thread reads only its own column
   for (int k = 0; k < kMarketGenes; ++k)
     weights[k * blockDim.x + threadIdx.x] = __ldg(genomes + size_t(k) * pop + ind);
-  fitness[ind] =
-      repeated_mean(market_episode<Fast>({weights + threadIdx.x, blockDim.x}, data, steps), episodes);
+  fitness[ind] = repeated_mean(
+      market_episode<Fast>({weights + threadIdx.x, blockDim.x}, data, steps, kDeviceRecords), episodes);
 }
 
 // Four lanes per individual. Lane l: hidden units l, l+4, l+8, l+12 (W_in, W_h, b in registers),
@@ -576,7 +597,10 @@ constexpr int kMarketLanes = 4, kMarketTeamMaxBlock = 128;
 // Per team: W_out (96) then b_out (6); 132 = 4 mod 32, so the 8 teams of a warp use distinct banks.
 constexpr int kWoutStride = 132;
 
-template <bool Fast>
+// Prefetch: each step loads the next step's record before its arithmetic. Measured on the H100
+// (2026-11-23, L = 1,500): 10,000 individuals (one wave) 1.088 ms with it, 1.020 without; 65,536
+// (five waves) 5.84 with it, 6.29 without. market_evaluator picks by the waves (--prefetch).
+template <bool Fast, bool Prefetch>
 __global__ void __launch_bounds__(kMarketTeamMaxBlock, 3)  // 65,536 / (3 x 128) registers: at most 168
     market_team_kernel(const float* __restrict__ genomes, const float* __restrict__ data,
                        float* __restrict__ fitness, uint32_t pop, uint32_t steps, uint32_t episodes) {
@@ -607,20 +631,20 @@ __global__ void __launch_bounds__(kMarketTeamMaxBlock, 3)  // 65,536 / (3 x 128)
 
   float h[16] = {}, pos = 0.0f, fb0 = 0.0f, fb1 = 0.0f;
   MarketStats st;
-  // Record t's features and this lane's group returns, loaded one step ahead.
-  float feat[6], ret4[4];
+  // Record t's features and this lane's group returns (loaded one step ahead with Prefetch).
+  float4 feat0, feat1, ret4;  // 3 loads: features 0..3, 4..5 (and 2 zeros), group `lane`'s returns
   auto fetch = [&](uint32_t t) {
-    const float* rec = data + size_t(t) * kMarketRecord;
-#pragma unroll
-    for (int k = 0; k < 6; ++k) feat[k] = __ldg(rec + k);
-#pragma unroll
-    for (int q = 0; q < 4; ++q) ret4[q] = __ldg(rec + 6 + 4 * lane + q);
+    const float4* rec = reinterpret_cast<const float4*>(data) + size_t(t) * (kDeviceRecords.stride / 4);
+    feat0 = __ldg(rec);
+    feat1 = __ldg(rec + 1);
+    ret4 = __ldg(rec + kDeviceRecords.returns / 4 + lane);
   };
-  fetch(0);
+  if (Prefetch) fetch(0);
   for (uint32_t t = 0; t < steps; ++t) {
-    const float x[8] = {feat[0], feat[1], feat[2], feat[3], feat[4], feat[5], fb0, fb1};
-    const float group_ret = (ret4[0] + ret4[1] + ret4[2] + ret4[3]) * 0.25f;
-    if (t + 1 < steps) fetch(t + 1);
+    if (!Prefetch) fetch(t);
+    const float x[8] = {feat0.x, feat0.y, feat0.z, feat0.w, feat1.x, feat1.y, fb0, fb1};
+    const float group_ret = (ret4.x + ret4.y + ret4.z + ret4.w) * 0.25f;
+    if (Prefetch && t + 1 < steps) fetch(t + 1);
     float hn[4];
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
@@ -792,7 +816,8 @@ constexpr uint32_t kElites = 2;
 
 struct Options {
   std::string workload, variant = "team", math = "fast", sizes, data_path, json_path, check_path,
-                        host_check_path;
+                        host_check_path,
+                        prefetch = "auto";  // market team: the next record one step ahead (auto|on|off)
   // lanes and block 0: the variant's default.
   uint32_t lanes = 0, block = 0, gens = 10, seed = 1, episodes = 1;
 };
@@ -868,10 +893,21 @@ Evaluate market_evaluator(const Options& o, const float* data) {
   if (o.block > uint32_t(kMarketTeamMaxBlock))
     fail(2, "market --variant team: --block " + std::to_string(o.block) + " over " +
                 std::to_string(kMarketTeamMaxBlock));
-  return [o, data](const float* g, float* f, uint32_t pop, uint32_t steps, uint32_t) {
+  // --prefetch auto: without it while the teams fit in one wave of resident blocks, with fast math
+  // (the accurate build spills 112 bytes without it; measured with it only).
+  int blocks_per_sm = 0, sms = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, market_team_kernel<Fast, false>,
+                                                   int(o.block), 0));
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const uint64_t wave = uint64_t(blocks_per_sm) * sms * o.block;
+  return [o, data, wave](const float* g, float* f, uint32_t pop, uint32_t steps, uint32_t) {
     const uint64_t threads = uint64_t(pop) * kMarketLanes;
-    market_team_kernel<Fast>
-        <<<uint32_t((threads + o.block - 1) / o.block), o.block>>>(g, data, f, pop, steps, o.episodes);
+    const uint32_t blocks = uint32_t((threads + o.block - 1) / o.block);
+    const bool prefetch = o.prefetch == "on" || (o.prefetch == "auto" && (!Fast || threads > wave));
+    if (prefetch)
+      market_team_kernel<Fast, true><<<blocks, o.block>>>(g, data, f, pop, steps, o.episodes);
+    else
+      market_team_kernel<Fast, false><<<blocks, o.block>>>(g, data, f, pop, steps, o.episodes);
   };
 }
 
@@ -897,7 +933,7 @@ static float host_fitness(const Options& o, const std::vector<float>& genomes, u
   if (w == "mountaincar")
     return mlp_fitness<MountainCar<false>, 1, false>(g, ind, 0, pop, steps, o.seed, 0, o.episodes, 0);
   if (w == "market")
-    return repeated_mean(market_episode<false>({g + ind, pop}, data.data(), steps), o.episodes);
+    return repeated_mean(market_episode<false>({g + ind, pop}, data.data(), steps, kFileRecords), o.episodes);
   return repeated_mean(-rastrigin_sum<false>(g, ind, pop, steps), o.episodes);
 }
 
@@ -1038,7 +1074,8 @@ static Options parse(int argc, char** argv) {
     fail(2,
          "usage: sim_cuda rastrigin|acrobot|cartpole|mountaincar|market [--variant thread|team] [--lanes N] "
          "[--math fast|accurate] [--block B] [--sizes PxL,...] [--generations G] [--seed S] [--episodes N] "
-         "[--data FILE] [--check WGFUSE_JSON] [--host-check WGFUSE_JSON] [--json FILE]");
+         "[--data FILE] [--check WGFUSE_JSON] [--host-check WGFUSE_JSON] [--json FILE] [--prefetch "
+         "auto|on|off]");
   Options o;
   o.workload = argv[1];
   auto number = [](const std::string& k, const std::string& v) {
@@ -1057,6 +1094,8 @@ static Options parse(int argc, char** argv) {
       o.lanes = number(k, v);
     else if (k == "--math")
       o.math = v;
+    else if (k == "--prefetch")
+      o.prefetch = v;
     else if (k == "--block")
       o.block = number(k, v);
     else if (k == "--sizes")
@@ -1080,6 +1119,8 @@ static Options parse(int argc, char** argv) {
   }
   if (o.variant != "thread" && o.variant != "team") fail(2, "--variant " + o.variant + ": thread or team");
   if (o.math != "fast" && o.math != "accurate") fail(2, "--math " + o.math + ": fast or accurate");
+  if (o.prefetch != "auto" && o.prefetch != "on" && o.prefetch != "off")
+    fail(2, "--prefetch " + o.prefetch + ": auto, on or off");
   // Teams: 4 lanes per individual; Rastrigin's: 64 threads per 4 individuals, 4 quads a block
   // (H100, 4,096 x 2,000: 0.0261 ms per evaluation; 32: 0.0304, 16: 0.0394, 8: 0.0605).
   if (o.lanes == 0) o.lanes = o.workload == "rastrigin" ? 64 : 4;
@@ -1139,7 +1180,7 @@ int main(int argc, char** argv) {
   if (market) {
     uint32_t data_steps = max_steps;
     if (!o.check_path.empty()) data_steps = std::max(data_steps, read_sample(o.check_path, o).horizon);
-    std::vector<float> rec = market_data(o.data_path, data_steps);
+    std::vector<float> rec = market_device_records(market_data(o.data_path, data_steps));
     CK(cudaMalloc(&d_data, rec.size() * 4));
     CK(cudaMemcpy(d_data, rec.data(), rec.size() * 4, cudaMemcpyHostToDevice));
   }

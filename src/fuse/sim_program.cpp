@@ -49,9 +49,10 @@ AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t po
                 ": workload, smallest subgroup, workgroup) streams the genes with the most "
                 "loads in flight (" +
                 std::to_string(uint64_t(pop) * m) + " invocations)"};
-  uint32_t team = std::min(std::max(1u, spec.auto_min_team), m);
+  const uint32_t top = spec.auto_max_team ? std::min(spec.auto_max_team, m) : m;
+  uint32_t team = std::min(std::max(1u, spec.auto_min_team), top);
   const uint64_t invocations = spec.auto_invocations ? spec.auto_invocations : kAutoTargetInvocations;
-  while (team < m && uint64_t(pop) * team < invocations) team *= 2;
+  while (team < top && uint64_t(pop) * team < invocations) team *= 2;
   const std::string target = std::to_string(invocations);
   if (team == 1)
     return {Strategy::Fused, 1,
@@ -61,7 +62,9 @@ AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t po
               std::to_string(team) + " lanes = " + std::to_string(uint64_t(pop) * team) +
               " invocations (target " + target +
               (spec.auto_min_team > 1 ? ", team at least " + std::to_string(spec.auto_min_team) : "") +
-              ", at most " + std::to_string(m) + ": workload, smallest subgroup, workgroup)"};
+              ", at most " + std::to_string(top) +
+              (top < m ? ": the workload's measured best" : ": workload, smallest subgroup, workgroup") +
+              ")"};
 }
 
 std::string generated_source(const SimSpec& spec, Strategy s) {
@@ -111,6 +114,10 @@ SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t s
     throw Error("simulation '" + spec_.name + "': the state of " + std::to_string(pop) + " individuals (" +
                 std::to_string(slot_total) + " bytes) is over the device's maxStorageBufferBindingSize (" +
                 std::to_string(lim.max_storage_buffer_binding_size) + ")");
+  if (!data.empty() && (data_stride == 0 || data_stride % 4 != 0 || data.size() % data_stride != 0))
+    throw Error("simulation '" + spec_.name + "': its data stride (" + std::to_string(data_stride) +
+                " f32) must be a positive multiple of 4 (kernels read records as vec4) dividing its " +
+                std::to_string(data.size()) + " f32");
   uint64_t data_bytes = data.size_bytes();
   if (data_bytes > lim.max_storage_buffer_binding_size)
     throw Error("simulation '" + spec_.name + "': its data (" + std::to_string(data_bytes) +
@@ -126,9 +133,9 @@ SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t s
   params_buf_ = ctx.upload<SimParams>(std::span<const SimParams>(&params_, 1), gpu::BufferUsage::Uniform,
                                       spec_.name + ".params");
   if (data.empty()) {
-    const float zero = 0;
-    data_ = ctx.upload<float>(std::span<const float>(&zero, 1), gpu::BufferUsage::Storage,
-                              spec_.name + ".nodata");
+    const float zeros[4] = {};  // one vec4: the smallest binding of sim_data
+    data_ =
+        ctx.upload<float>(std::span<const float>(zeros), gpu::BufferUsage::Storage, spec_.name + ".nodata");
   } else {
     data_ = ctx.upload<float>(data, gpu::BufferUsage::Storage, spec_.name + ".data");
   }

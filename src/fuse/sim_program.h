@@ -51,9 +51,10 @@ struct SimSpec {
   // --mode auto's target of invocations for a policy team (0: kAutoTargetInvocations), where the
   // workload's own measurement says otherwise.
   uint64_t auto_invocations = 0;
-  // --mode auto's smallest team where subgroups allow one: Market's split team beat fused at every
-  // population measured (H100: 65,536 individuals fused 52.8 ms, 32,768 in teams of 2 2.71 ms).
+  // --mode auto's smallest and largest team where subgroups allow (0: max_team), where the
+  // workload's measurement says so (Market: teams of 4 at every population, src/sim/workloads.cpp).
   uint32_t auto_min_team = 1;
+  uint32_t auto_max_team = 0;
   // More pipeline-overridable constants for every kernel of the definition (the CLI's
   // --override, e.g. MARKET_PREFETCH), besides WORKGROUP_SIZE and TEAM, which SimProgram sets.
   std::map<std::string, double> overrides;

@@ -1,5 +1,6 @@
 #include "sim/market_data.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -85,6 +86,21 @@ MarketData generate_market(uint32_t steps, uint32_t seed) {
           float(m.prices[size_t(t + 1) * kAssets + a] / m.prices[size_t(t) * kAssets + a] - 1.0);
   }
   return m;
+}
+
+std::vector<float> device_records(std::span<const float> records) {
+  if (records.size() % kMarketRecord != 0)
+    throw Error("market records: " + std::to_string(records.size()) + " f32 is not a whole number of " +
+                std::to_string(kMarketRecord) + "-f32 records");
+  const size_t steps = records.size() / kMarketRecord;
+  std::vector<float> device(steps * kMarketDeviceRecord, 0.0f);
+  for (size_t t = 0; t < steps; ++t) {
+    const float* rec = &records[t * kMarketRecord];
+    float* out = &device[t * kMarketDeviceRecord];
+    std::copy(rec, rec + kFeatures, out);
+    std::copy(rec + kFeatures, rec + kMarketRecord, out + 8);
+  }
+  return device;
 }
 
 void write_records(std::span<const float> records, const std::string& path) {

@@ -16,6 +16,8 @@ inline constexpr uint32_t kAssets = 16;
 inline constexpr uint32_t kFeatures = 6;
 inline constexpr uint32_t kMarketRecord = kFeatures + kAssets;  // f32 per step
 inline constexpr uint32_t kWarmupHours = 24;                    // history the features need
+// f32 per step as the kernels read it (device_records): 6 vec4.
+inline constexpr uint32_t kMarketDeviceRecord = 24;
 
 struct MarketData {
   uint32_t steps = 0;
@@ -29,6 +31,11 @@ struct MarketData {
 };
 
 MarketData generate_market(uint32_t steps, uint32_t seed);
+
+// The records as kernels/sim_market.wgsl reads them, kMarketDeviceRecord f32 per step: the 6
+// features and 2 zeros, then the 16 returns (asset group g's 4 at 8 + 4 g), so that a lane loads
+// the features as 2 vec4 and a group's returns as 1 (each load clamped once under robustness).
+std::vector<float> device_records(std::span<const float> records);
 
 // Writes a workload's data records as raw little-endian f32 (Market: steps x 22), for the Python
 // and CUDA baselines.

@@ -128,9 +128,9 @@ fuse::SimProgram& SimRunner::program(uint32_t steps) {
   if (!p) {
     std::span<const float> data;
     uint32_t stride = 0;
-    if (data_.stride) {
-      data = std::span<const float>(data_.records).first(size_t(steps) * data_.stride);
-      stride = data_.stride;
+    if (data_.device_stride) {
+      data = std::span<const float>(data_.device).first(size_t(steps) * data_.device_stride);
+      stride = data_.device_stride;
     }
     p = std::make_unique<fuse::SimProgram>(*ctx_, spec_, pop_, steps, w_->genome_length(steps), seed_, data,
                                            stride, episodes_, team_);

@@ -72,20 +72,30 @@ const std::vector<Workload>& workloads() {
        .boundary_margin = 5e-3},  // 1 of 4,096 differs on SwiftShader, within 1.7e-4
       {.name = "market",
        .summary = "16 synthetic assets, hourly, RNN 8-16-6 with 2 outputs fed back, Sharpe - 5 x drawdown",
-       // The split team (kernels/sim_market.wgsl) on the H100 at 10,000 x 1,500: teams of 4
-       // 1.325 ms per evaluation, 2 1.357, 8 1.559: auto aims at 40,000 invocations.
+       // The split team (kernels/sim_market.wgsl) on the H100 (2026-11-23), ms per evaluation at
+       // L = 1,500: teams of 4 were the fastest at every population measured (512: 0.609, team 16
+       // 0.722; 2,048: 0.608, team 16 0.812; 10,000: 1.015, team 2 1.297, team 8 1.858; 32,768:
+       // 2.71, team 2 3.06; 65,536: 5.32, team 2 6.07). A lane of a team of 2 holds 8 units'
+       // weights (~250 f32), at the edge of the register file: one build of it took 48.3 ms at
+       // 65,536. So --mode auto takes teams of 4.
        .spec = {.name = "market",
                 .family = "sim_market",
                 .state_bytes = 27 * 4,
                 .auto_invocations = 40000,
-                .auto_min_team = 2},
+                .auto_min_team = 4,
+                .auto_max_team = 4},
        .default_pop = 10000,
        .default_steps = 1500,
        .genome_len = 502,
        .ga = policy_ga(0.05f),
        .data =
            [](uint32_t steps, uint32_t seed) {
-             return WorkloadData{.records = generate_market(steps, seed).records, .stride = kMarketRecord};
+             auto records = generate_market(steps, seed).records;
+             auto device = device_records(records);
+             return WorkloadData{.records = std::move(records),
+                                 .stride = kMarketRecord,
+                                 .device = std::move(device),
+                                 .device_stride = kMarketDeviceRecord};
            },
        .reference = market_reference,
        .reference_horizon = 1u << 30,

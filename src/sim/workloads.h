@@ -38,10 +38,14 @@ struct Episode {
   std::span<const float> data;
 };
 
-// A workload's shared read-only data: records of `stride` f32, one per time step.
+// A workload's shared read-only data: records of `stride` f32, one per time step (what the CPU
+// reference and the baselines read), and the same records as the kernels read them (`device`,
+// `device_stride` f32 per step, a multiple of 4: the workload's vec4 layout).
 struct WorkloadData {
   std::vector<float> records;
   uint32_t stride = 0;
+  std::vector<float> device;
+  uint32_t device_stride = 0;
 };
 
 struct Workload {

@@ -16,6 +16,20 @@ import {generateMarket, MARKET_RECORD} from './lib/market.js';
 import {initialGene} from './lib/rng.js';
 import {compareArrays, result, summarize} from './lib/stats.js';
 
+// src/sim/market_data.cpp device_records: the records as kernels/sim_market.wgsl reads them,
+// vec4-aligned (the 6 features and 2 zeros, then the 16 returns).
+const MARKET_DEVICE_RECORD = 24;
+function marketDeviceRecords(records) {
+  const steps = records.length / MARKET_RECORD;
+  const device = new Float32Array(steps * MARKET_DEVICE_RECORD);
+  for (let t = 0; t < steps; ++t) {
+    const rec = records.subarray(t * MARKET_RECORD, (t + 1) * MARKET_RECORD);
+    device.set(rec.subarray(0, 6), t * MARKET_DEVICE_RECORD);
+    device.set(rec.subarray(6), t * MARKET_DEVICE_RECORD + 8);
+  }
+  return device;
+}
+
 const WORKGROUP = 64;
 const SLOT_HEADER_BYTES = 12;  // kernels/sim_entries.wgsl Slot: t, episode, total, then State
 const SEED = 1;
@@ -122,8 +136,8 @@ async function runWorkload(device, kernels, w, sizes, reps, label, outputs) {
                                  'sim_team_main', {...constants, TEAM: team}) :
                              null;
 
-  const data = w.data ? generateMarket(steps, SEED) : new Float32Array(1);
-  const params = new Uint32Array([pop, steps, len, SEED, w.data ? MARKET_RECORD : 0, 0, 1, 0]);
+  const data = w.data ? marketDeviceRecords(generateMarket(steps, SEED)) : new Float32Array(4);
+  const params = new Uint32Array([pop, steps, len, SEED, w.data ? MARKET_DEVICE_RECORD : 0, 0, 1, 0]);
   const buffers = [
     upload(device, params, UNIFORM, `${w.name}.params`),
     upload(device, initialGenomes(w, pop, steps, SEED), STORAGE, `${w.name}.genomes`),
