@@ -29,7 +29,7 @@ struct SimOptions {
   uint32_t workgroup = 0, in_flight = sim::kDefaultInFlight;
   std::string mode = "auto";
   bool check = false, dump_wgsl = false, quiet = false, no_robustness = false, dump_shaders = false,
-       bandwidth = false;
+       bandwidth = false, ga_kernels = false;
   std::string json_path, data_path, submit;
   std::vector<std::string> overrides;  // NAME=VALUE
 };
@@ -73,6 +73,7 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
   }
   gpu::Context ctx(copts);
   r.in_flight = o.in_flight;
+  r.ga_kernels = o.ga_kernels;
   r.robustness_disabled = o.no_robustness;
   if (o.bandwidth)
     r.copy_gb_per_s = bench::copy_kernel_bandwidth_gbs(ctx, ctx.adapter().is_cpu ? 4u << 20 : 256u << 20, 5);
@@ -158,6 +159,8 @@ void add_sim(CLI::App& app, GlobalOptions& g) {
                   "generations submitted before the oldest one's statistics are read back (1: one at a time)")
       ->check(CLI::Range(1u, 8u))
       ->capture_default_str();
+  cmd->add_flag("--time-ga-kernels", o.ga_kernels,
+                "time each GA kernel (reduce, select, breed) in its own pass: gpu_ga_kernel_ms in the JSON");
   cmd->add_option("--override", o.overrides,
                   "NAME=VALUE: a WGSL override constant of the workload's kernels (e.g. MARKET_PREFETCH=0)");
   cmd->add_flag("--unsafe-no-robustness", o.no_robustness,

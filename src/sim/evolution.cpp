@@ -46,24 +46,25 @@ void Evolution::compile() {
   breed_ = kernel("breed");
 }
 
+std::array<std::pair<const gpu::Kernel*, gpu::Grid>, Evolution::kKernels> Evolution::grids() const {
+  return {{{reduce_, gpu::Grid{1}},
+           {select_, gpu::Grid{(pop_ + kWorkgroup - 1) / kWorkgroup}},
+           {breed_, gpu::Grid{breed_x_, breed_y_}}}};
+}
+
 gpu::Plan& Evolution::plan(const gpu::Buffer& fitness, const gpu::Buffer& src, const gpu::Buffer& dst) {
   const auto key = std::tuple{fitness.id(), src.id(), dst.id()};
   if (auto it = plans_.find(key); it != plans_.end()) return it->second;
   compile();
   if (plans_.size() >= 8) plans_.clear();  // the GA alternates two; a caller cycling more rebuilds
   gpu::Plan p(*ctx_, "ga");
-  for (const gpu::Kernel* k : {reduce_, select_, breed_}) {
-    const gpu::Grid grid = k == reduce_   ? gpu::Grid{1}
-                           : k == select_ ? gpu::Grid{(pop_ + kWorkgroup - 1) / kWorkgroup}
-                                          : gpu::Grid{breed_x_, breed_y_};
-    p.dispatch(*k, {params_, fitness, stats_, parents_, src, dst}, grid);
-  }
+  for (const auto& [k, grid] : grids()) p.dispatch(*k, {params_, fitness, stats_, parents_, src, dst}, grid);
   p.build();
   return plans_.emplace(key, std::move(p)).first->second;
 }
 
 uint32_t Evolution::record(gpu::Recorder& rec, uint32_t generation, const gpu::Buffer& fitness,
-                           const gpu::Buffer& src, const gpu::Buffer& dst) {
+                           const gpu::Buffer& src, const gpu::Buffer& dst, gpu::Profiler* per_kernel) {
   const EvolveParams p{.pop = pop_,
                        .genome_len = genome_len_,
                        .generation = generation,
@@ -77,6 +78,15 @@ uint32_t Evolution::record(gpu::Recorder& rec, uint32_t generation, const gpu::B
                        .pad1 = 0,
                        .pad2 = 0};
   ctx_->write_value(params_, 0, p);
+  if (per_kernel) {
+    compile();
+    for (const auto& [k, grid] : grids()) {
+      rec.time_next_pass(*per_kernel);
+      rec.dispatch(*k, ctx_->bind(*k, {params_, fitness, stats_, parents_, src, dst}), grid.x, grid.y);
+    }
+    rec.end_pass();
+    return kKernels;
+  }
   auto& steps = plan(fitness, src, dst);
   steps.encode(rec);
   return uint32_t(steps.dispatches());

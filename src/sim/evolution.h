@@ -5,15 +5,18 @@
 // write) and encodes the plan.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <span>
 #include <tuple>
+#include <utility>
 
 #include "gpu/buffer.h"
 #include "gpu/context.h"
 #include "gpu/plan.h"
+#include "gpu/profiler.h"
 #include "gpu/recorder.h"
 
 namespace wgfuse::sim {
@@ -49,8 +52,11 @@ class Evolution {
   Evolution(gpu::Context& ctx, uint32_t pop, uint32_t genome_len, GaConfig config);
   void compile();
   // Records reduce + select + breed (src -> dst). Returns the number of dispatches (3).
+  // `per_kernel`: each of the three in its own pass, timed by it (3 timed passes; to see what
+  // each kernel costs: the pass boundaries add their own time).
   uint32_t record(gpu::Recorder& rec, uint32_t generation, const gpu::Buffer& fitness, const gpu::Buffer& src,
-                  const gpu::Buffer& dst);
+                  const gpu::Buffer& dst, gpu::Profiler* per_kernel = nullptr);
+  static constexpr uint32_t kKernels = 3;
   // Reads the statistics recorded last (waits for submitted work).
   GenerationStats read_stats();
   // Records a copy of the statistics (kStatsBytes) into `staging` (MapRead | CopyDst) at
@@ -60,6 +66,8 @@ class Evolution {
   static GenerationStats decode_stats(std::span<const std::byte> bytes);
 
  private:
+  // The three kernels in order with their grids (after compile()).
+  std::array<std::pair<const gpu::Kernel*, gpu::Grid>, kKernels> grids() const;
   gpu::Plan& plan(const gpu::Buffer& fitness, const gpu::Buffer& src, const gpu::Buffer& dst);
   gpu::Context* ctx_;
   uint32_t pop_, genome_len_;

@@ -36,6 +36,19 @@ nlohmann::json mode_json(const ModeRun& r, uint64_t genome_bytes, double& median
   jm["gpu_evaluation_ms"] =
       r.gpu_eval_ms.empty() ? nlohmann::json(nullptr) : summary_json(summarize(r.gpu_eval_ms));
   jm["gpu_ga_ms"] = r.gpu_ga_ms.empty() ? nlohmann::json(nullptr) : summary_json(summarize(r.gpu_ga_ms));
+  auto optional_summary = [](const std::vector<double>& v) {
+    return v.empty() ? nlohmann::json(nullptr) : summary_json(summarize(v));
+  };
+  jm["gpu_between_generations_ms"] = optional_summary(r.gpu_between_generations_ms);
+  jm["gpu_between_passes_ms"] = optional_summary(r.gpu_between_passes_ms);
+  if (!r.gpu_ga_kernel_ms.empty()) {
+    const char* names[Evolution::kKernels] = {"reduce", "select", "breed"};
+    for (uint32_t i = 0; i < Evolution::kKernels; ++i) {
+      std::vector<double> v;
+      for (auto& k : r.gpu_ga_kernel_ms) v.push_back(k[i]);
+      jm["gpu_ga_kernel_ms"][names[i]] = summary_json(summarize(v));
+    }
+  }
   // The evaluation's rate of reading the genomes (against the copy bandwidth: how near the
   // memory bound an embarrassingly parallel workload such as Rastrigin gets).
   jm["genome_read_gb_per_s"] =
@@ -63,7 +76,7 @@ ModeRun run_mode(SimRunner& runner, Strategy m, const SimReportOptions& o) {
     std::fprintf(stderr, "  [%s] generation %u/%u, best %.6g, mean %.6g, %.1f s\n",
                  fuse::to_string(m).c_str(), gen + 1, o.generations, st.best, st.mean, seconds_since(t_mode));
   };
-  return runner.run(m, o.generations, progress, o.in_flight);
+  return runner.run(m, o.generations, progress, o.in_flight, o.ga_kernels);
 }
 
 void print_table(const std::vector<Strategy>& modes, const std::map<Strategy, ModeRun>& runs,

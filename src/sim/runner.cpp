@@ -161,13 +161,9 @@ std::vector<float> SimRunner::evaluate_initial(Strategy s, uint32_t steps, uint3
   return ctx_->read<float>(fitness_, 0, pop_);
 }
 
-namespace {
-constexpr uint64_t kTicksBytes = 32;  // begin and end of two passes
-}  // namespace
-
 ModeRun SimRunner::run(Strategy s, uint32_t generations,
                        const std::function<void(uint32_t, const GenerationStats&, double)>& progress,
-                       uint32_t in_flight) {
+                       uint32_t in_flight, bool ga_kernels) {
   ModeRun out;
   out.strategy = s;
   // Per-step waits after every dispatch, so it runs one generation at a time.
@@ -176,11 +172,14 @@ ModeRun SimRunner::run(Strategy s, uint32_t generations,
   auto& prog = program(steps_);
   // Per slot of the pipeline: timestamps of two passes (evaluation, GA) and a staging buffer that
   // receives the GA's statistics and the timestamps, read once that generation is done.
+  // Timed passes: the evaluation, then the GA (one pass, or one per kernel).
+  const uint32_t passes = 1 + (ga_kernels ? Evolution::kKernels : 1);
+  const uint64_t ticks_bytes = 16ull * passes;  // begin and end of each
   std::vector<std::unique_ptr<gpu::Profiler>> profs;
   std::vector<gpu::Buffer> staging;
   for (uint32_t k = 0; k < depth; ++k) {
-    profs.push_back(std::make_unique<gpu::Profiler>(*ctx_, 2));
-    staging.push_back(ctx_->buffer(Evolution::kStatsBytes + kTicksBytes,
+    profs.push_back(std::make_unique<gpu::Profiler>(*ctx_, passes));
+    staging.push_back(ctx_->buffer(Evolution::kStatsBytes + ticks_bytes,
                                    gpu::BufferUsage::MapRead | gpu::BufferUsage::CopyDst,
                                    w_->name + ".readback" + std::to_string(k)));
   }
@@ -194,26 +193,28 @@ ModeRun SimRunner::run(Strategy s, uint32_t generations,
     if (timed_gpu) rec.time_next_pass(*profs[slot]);
     auto c = prog.evaluate(s, rec, genomes_[cur], fitness_);
     rec.end_pass();  // the evaluation in its own pass, the GA in the next, each timed
-    if (timed_gpu) rec.time_next_pass(*profs[slot]);
-    uint32_t d = evo_->record(rec, g, fitness_, genomes_[cur], genomes_[1 - cur]);
+    if (timed_gpu && !ga_kernels) rec.time_next_pass(*profs[slot]);
+    uint32_t d = evo_->record(rec, g, fitness_, genomes_[cur], genomes_[1 - cur],
+                              timed_gpu && ga_kernels ? profs[slot].get() : nullptr);
     evo_->copy_stats(rec, staging[slot], 0);
     if (timed_gpu) profs[slot]->resolve_to(rec, staging[slot], Evolution::kStatsBytes);
     rec.submit();
     out.dispatches_per_generation = c.dispatches + d;
     out.submits_per_generation = c.submits + 1;
   };
-  // Waits for the generation in `slot` only (not for those submitted after it).
-  // The GPU times (ms) of its evaluation and GA passes into `pass_ms` where timed.
-  auto collect = [&](uint32_t slot, std::vector<double>* pass_ms) {
-    auto bytes = ctx_->map_read(staging[slot], Evolution::kStatsBytes + (timed_gpu ? kTicksBytes : 0));
+  // Waits for the generation in `slot` only (not for those submitted after it). Its raw
+  // timestamps (ns: begin and end of each timed pass) into `ticks` where timed.
+  auto collect = [&](uint32_t slot, std::vector<uint64_t>* ticks) {
+    auto bytes = ctx_->map_read(staging[slot], Evolution::kStatsBytes + (timed_gpu ? ticks_bytes : 0));
     auto st = Evolution::decode_stats(std::span(bytes).first(Evolution::kStatsBytes));
-    if (timed_gpu && pass_ms) {
-      uint64_t ticks[4];
-      std::memcpy(ticks, bytes.data() + Evolution::kStatsBytes, sizeof ticks);
-      for (double ns : gpu::Profiler::pass_ns(ticks)) pass_ms->push_back(ns / 1e6);
+    if (timed_gpu && ticks) {
+      ticks->resize(2 * passes);
+      std::memcpy(ticks->data(), bytes.data() + Evolution::kStatsBytes, ticks_bytes);
     }
     return st;
   };
+  auto ms_between = [](uint64_t from, uint64_t to) { return to >= from ? double(to - from) / 1e6 : 0.0; };
+  uint64_t previous_end = 0;  // the last timestamp of the generation read before
   // Warm-up: first use of pipelines and buffers, discarded.
   ctx_->write(genomes_[0], 0, std::as_bytes(std::span<const float>(initial_device_)));
   submit_generation(0, 0, 0);
@@ -229,16 +230,24 @@ ModeRun SimRunner::run(Strategy s, uint32_t generations,
   for (uint32_t g = 0; g < generations; ++g) {
     for (; submitted < generations && submitted < g + depth; ++submitted, cur = 1 - cur)
       submit_generation(submitted, cur, submitted % depth);
-    std::vector<double> pass_ms;
-    auto st = collect(g % depth, &pass_ms);
+    std::vector<uint64_t> ticks;
+    auto st = collect(g % depth, &ticks);
     const auto now = std::chrono::steady_clock::now();
     const double sec = std::chrono::duration<double>(now - last).count();
     last = now;
     out.seconds.push_back(sec);
     out.stats.push_back(st);
-    if (pass_ms.size() == 2) {
-      out.gpu_eval_ms.push_back(pass_ms[0]);
-      out.gpu_ga_ms.push_back(pass_ms[1]);
+    if (!ticks.empty()) {
+      out.gpu_eval_ms.push_back(ms_between(ticks[0], ticks[1]));
+      out.gpu_ga_ms.push_back(ms_between(ticks[2], ticks.back()));
+      out.gpu_between_passes_ms.push_back(ms_between(ticks[1], ticks[2]));
+      if (g > 0) out.gpu_between_generations_ms.push_back(ms_between(previous_end, ticks[0]));
+      previous_end = ticks.back();
+      if (ga_kernels) {
+        auto& k = out.gpu_ga_kernel_ms.emplace_back();
+        for (uint32_t i = 0; i < Evolution::kKernels; ++i)
+          k[i] = ms_between(ticks[2 + 2 * i], ticks[3 + 2 * i]);
+      }
     }
     if (progress) progress(g, st, sec);
   }

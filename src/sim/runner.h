@@ -3,6 +3,7 @@
 // `wgfuse sim --check`.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -26,6 +27,13 @@ struct ModeRun {
   // for per-step (one pass per dispatch) or where the device has no timestamp-query.
   std::vector<double> gpu_eval_ms;
   std::vector<double> gpu_ga_ms;  // the same for the GA's pass (reduce, select, breed)
+  // GPU idle time (ms) between two timed generations: from the end of one's GA to the start of the
+  // next one's evaluation (the submit boundary, the read-back copies, the timestamp resolve).
+  std::vector<double> gpu_between_generations_ms;
+  std::vector<double> gpu_between_passes_ms;  // from the end of the evaluation to the start of the GA
+  // With `ga_kernels` (SimRunner::run): each GA kernel in its own timed pass (reduce, select,
+  // breed), and gpu_ga_ms the span from the start of reduce to the end of breed.
+  std::vector<std::array<double, Evolution::kKernels>> gpu_ga_kernel_ms;
   uint64_t dispatches_per_generation = 0, submits_per_generation = 0;
   uint32_t in_flight = 1;  // generations submitted before the oldest one's read-back
 };
@@ -110,10 +118,11 @@ class SimRunner {
   // One warm-up generation (not timed, discarded), then `generations` timed generations from the
   // initial population, with up to `in_flight` of them submitted before the oldest is read back
   // (1: each read back before the next is recorded; per-step always 1). Every generation's
-  // statistics are read back. `progress` is called after each timed generation.
+  // statistics are read back. `progress` is called after each timed generation. `ga_kernels`:
+  // time each GA kernel in its own pass (ModeRun::gpu_ga_kernel_ms).
   ModeRun run(fuse::Strategy s, uint32_t generations,
               const std::function<void(uint32_t, const GenerationStats&, double)>& progress = {},
-              uint32_t in_flight = kDefaultInFlight);
+              uint32_t in_flight = kDefaultInFlight, bool ga_kernels = false);
   // GPU fitness (under `s`, at min(steps, horizon)) of a sample of individuals against the
   // double-precision reference.
   ReferenceCheck check_reference(fuse::Strategy s, uint32_t samples);
