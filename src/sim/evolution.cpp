@@ -24,11 +24,18 @@ Evolution::Evolution(gpu::Context& ctx, uint32_t pop, uint32_t genome_len, GaCon
                 std::to_string(genes * 4) + " bytes) is over the device's maxStorageBufferBindingSize (" +
                 std::to_string(lim.max_storage_buffer_binding_size) + ")");
   if (genes >= (uint64_t(1) << 32)) throw Error("population x genome length must be below 2^32");
-  uint64_t groups = (genes + kWorkgroup - 1) / kWorkgroup;
-  uint64_t max_x = lim.max_compute_workgroups_per_dimension;
-  breed_x_ = uint32_t(std::min<uint64_t>(groups, max_x));
-  breed_y_ = uint32_t((groups + breed_x_ - 1) / breed_x_);
-  if (breed_y_ > max_x) throw Error("too many genes for one 2D dispatch on this device");
+  // Workgroups of the select and breed dispatches per grid dimension.
+  auto within_limit = [&](uint32_t groups, const std::string& what) {
+    if (groups > lim.max_compute_workgroups_per_dimension)
+      throw Error(
+          what + " needs " + std::to_string(groups) +
+          " workgroups of the GA in one dimension, over the device's maxComputeWorkgroupsPerDimension (" +
+          std::to_string(lim.max_compute_workgroups_per_dimension) + ")");
+    return groups;
+  };
+  groups_ = within_limit((pop + kWorkgroup - 1) / kWorkgroup, "population " + std::to_string(pop));
+  breed_y_ = within_limit((genome_len + kGenesPerThread - 1) / kGenesPerThread,
+                          "genome length " + std::to_string(genome_len));
   params_ =
       ctx.buffer(sizeof(EvolveParams), gpu::BufferUsage::Uniform | gpu::BufferUsage::CopyDst, "ga.params");
   stats_ = ctx.buffer(16 + 4 * kMaxElites, gpu::BufferUsage::StorageIO, "ga.stats");
@@ -47,9 +54,7 @@ void Evolution::compile() {
 }
 
 std::array<std::pair<const gpu::Kernel*, gpu::Grid>, Evolution::kKernels> Evolution::grids() const {
-  return {{{reduce_, gpu::Grid{1}},
-           {select_, gpu::Grid{(pop_ + kWorkgroup - 1) / kWorkgroup}},
-           {breed_, gpu::Grid{breed_x_, breed_y_}}}};
+  return {{{reduce_, gpu::Grid{1}}, {select_, gpu::Grid{groups_}}, {breed_, gpu::Grid{groups_, breed_y_}}}};
 }
 
 gpu::Plan& Evolution::plan(const gpu::Buffer& fitness, const gpu::Buffer& src, const gpu::Buffer& dst) {
@@ -67,16 +72,16 @@ uint32_t Evolution::record(gpu::Recorder& rec, uint32_t generation, const gpu::B
                            const gpu::Buffer& src, const gpu::Buffer& dst, gpu::Profiler* per_kernel) {
   const EvolveParams p{.pop = pop_,
                        .genome_len = genome_len_,
-                       .generation = generation,
-                       .seed = cfg_.seed,
                        .tournament = cfg_.tournament,
                        .elites = cfg_.elites,
                        .rate = cfg_.rate,
                        .sigma = cfg_.sigma,
                        .lo = cfg_.lo,
                        .hi = cfg_.hi,
-                       .pad1 = 0,
-                       .pad2 = 0};
+                       .select_key = ga_stream_key(cfg_.seed, kStreamSelect, generation),
+                       .cross_key = ga_stream_key(cfg_.seed, kStreamCross, generation),
+                       .mutate_key = ga_stream_key(cfg_.seed, kStreamMutate, generation),
+                       .pad = 0};
   ctx_->write_value(params_, 0, p);
   if (per_kernel) {
     compile();

@@ -18,20 +18,32 @@
 #include "gpu/plan.h"
 #include "gpu/profiler.h"
 #include "gpu/recorder.h"
+#include "sim/rng.h"
 
 namespace wgfuse::sim {
 
 // Mirrors EvolveParams in kernels/sim_evolve.wgsl.
 struct EvolveParams {
-  uint32_t pop, genome_len, generation, seed, tournament, elites;
+  uint32_t pop, genome_len, tournament, elites;
   float rate, sigma, lo, hi;
-  uint32_t pad1, pad2;
+  uint32_t select_key, cross_key, mutate_key;  // ga_stream_key of each stream
+  uint32_t pad;
 };
 static_assert(sizeof(EvolveParams) == 48);
-static_assert(offsetof(EvolveParams, rate) == 24);
-static_assert(offsetof(EvolveParams, hi) == 36);
+static_assert(offsetof(EvolveParams, rate) == 16);
+static_assert(offsetof(EvolveParams, select_key) == 32);
 
-inline constexpr uint32_t kMaxElites = 8;  // MAX_ELITES in kernels/sim_evolve.wgsl
+inline constexpr uint32_t kMaxElites = 8;       // MAX_ELITES in kernels/sim_evolve.wgsl
+inline constexpr uint32_t kGenesPerThread = 8;  // GENES_PER_THREAD there
+inline constexpr uint32_t kStreamSelect = 3;    // the GA's key streams (sim/rng.h has the others)
+inline constexpr uint32_t kStreamCross = 4;
+inline constexpr uint32_t kStreamMutate = 5;
+
+// The first three rounds of hash5(seed, stream, generation, child, gene), the same for a whole
+// generation: hash5(...) == pcg_hash(pcg_hash(ga_stream_key(...) + child) + gene).
+constexpr uint32_t ga_stream_key(uint32_t seed, uint32_t stream, uint32_t generation) {
+  return pcg_hash(pcg_hash(pcg_hash(seed) + stream) + generation);
+}
 
 struct GaConfig {
   uint32_t tournament = 3;
@@ -75,7 +87,8 @@ class Evolution {
   // The params are rewritten (queue write) when a generation is recorded: queue writes are
   // ordered with submits, so generations already in flight keep the values they were given.
   gpu::Buffer params_, stats_, parents_;
-  uint32_t breed_x_ = 0, breed_y_ = 0;
+  uint32_t groups_ = 0;   // of children (select, and breed's x)
+  uint32_t breed_y_ = 0;  // breed's runs of kGenesPerThread genes
   const gpu::Kernel *reduce_ = nullptr, *select_ = nullptr, *breed_ = nullptr;  // by compile()
   std::map<std::tuple<uint64_t, uint64_t, uint64_t>, gpu::Plan> plans_;         // by buffer ids
 };
