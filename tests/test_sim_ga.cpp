@@ -7,10 +7,13 @@
 #include <cstring>
 #include <limits>
 
+#include "fuse/strategy.h"
 #include "gpu/recorder.h"
 #include "sim/evolution.h"
 #include "sim/rng.h"
+#include "sim/runner.h"
 #include "support.h"
+#include "util/error.h"
 
 namespace wgfuse {
 namespace {
@@ -207,6 +210,52 @@ INSTANTIATE_TEST_SUITE_P(OddSizes, SimGa,
                                            Case{4099, 70, 8, 5, 17, 40}, Case{257, 33, 2, 2, 9, 1},
                                            // fewer finite than elites: non-finite ones are taken
                                            Case{600, 3, 4, 3, 2, 598}));
+
+bool same_bits(float a, float b) {
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+// Test that several generations per command buffer (their params copied from rings inside it)
+// and timing each GA kernel in its own pass change nothing but the timing: every generation's
+// statistics are those of one generation per submit, bitwise, for batched, fused and team on an
+// odd population, with a last command buffer of an odd number of generations (7 = 4 + 3); and
+// that a count past the rings is refused.
+TEST(SimPerSubmit, SameTrajectoryAsOneGenerationPerSubmit) {
+  for (const char* name : {"cartpole", "market"}) {
+    const auto& w = sim::find_workload(name);
+    sim::SimRunner r(context(), w, 37, 23, 5, 1, fuse::max_team(context(), w.spec));
+    for (auto s : {fuse::Strategy::Batched, fuse::Strategy::Fused, fuse::Strategy::Team}) {
+      const uint32_t gens = 7;
+      auto one = r.run(s, gens, {}, 1);
+      auto four = r.run(s, gens, {}, 2, 4);
+      auto timed = r.run(s, gens, {}, 2, 1, true);
+      EXPECT_EQ(four.per_submit, 4u);
+      ASSERT_EQ(four.stats.size(), gens);
+      ASSERT_EQ(four.seconds.size(), gens);
+      ASSERT_EQ(timed.stats.size(), gens);
+      for (size_t g = 0; g < gens; ++g) {
+        for (auto* other : {&four, &timed}) {
+          EXPECT_TRUE(same_bits(one.stats[g].best, other->stats[g].best)) << name << " generation " << g;
+          EXPECT_TRUE(same_bits(one.stats[g].mean, other->stats[g].mean)) << name << " generation " << g;
+          EXPECT_EQ(one.stats[g].best_index, other->stats[g].best_index) << name << " generation " << g;
+        }
+      }
+      EXPECT_NE(one.stats.front().mean, one.stats.back().mean) << name;
+      EXPECT_EQ(four.dispatches_per_generation, one.dispatches_per_generation) << name;
+      if (!four.gpu_eval_ms.empty()) {
+        ASSERT_EQ(four.gpu_eval_ms.size(), gens);
+        ASSERT_EQ(four.gpu_between_generations_ms.size(), gens - 1);
+        for (size_t g = 0; g < gens; ++g) EXPECT_GT(four.gpu_ga_ms[g], 0) << name;
+        ASSERT_EQ(timed.gpu_ga_kernel_ms.size(), gens);
+        for (auto& k : timed.gpu_ga_kernel_ms)
+          for (double ms : k) EXPECT_GT(ms, 0) << name;
+      }
+    }
+  }
+  const auto& w = sim::find_workload("cartpole");
+  sim::SimRunner r(context(), w, 37, 23, 5);
+  EXPECT_THROW(r.run(fuse::Strategy::Fused, 2, {}, 2, sim::kMaxPerSubmit + 1), Error);
+}
 
 }  // namespace
 }  // namespace wgfuse

@@ -38,6 +38,8 @@ Evolution::Evolution(gpu::Context& ctx, uint32_t pop, uint32_t genome_len, GaCon
                           "genome length " + std::to_string(genome_len));
   params_ =
       ctx.buffer(sizeof(EvolveParams), gpu::BufferUsage::Uniform | gpu::BufferUsage::CopyDst, "ga.params");
+  params_ring_ = ctx.buffer(kParamsRing * sizeof(EvolveParams),
+                            gpu::BufferUsage::CopySrc | gpu::BufferUsage::CopyDst, "ga.params_ring");
   stats_ = ctx.buffer(16 + 4 * kMaxElites, gpu::BufferUsage::StorageIO, "ga.stats");
   parents_ = ctx.buffer(uint64_t(pop) * 8, gpu::BufferUsage::StorageIO, "ga.parents");
 }
@@ -69,7 +71,8 @@ gpu::Plan& Evolution::plan(const gpu::Buffer& fitness, const gpu::Buffer& src, c
 }
 
 uint32_t Evolution::record(gpu::Recorder& rec, uint32_t generation, const gpu::Buffer& fitness,
-                           const gpu::Buffer& src, const gpu::Buffer& dst, gpu::Profiler* per_kernel) {
+                           const gpu::Buffer& src, const gpu::Buffer& dst, gpu::Profiler* per_kernel,
+                           bool params_in_commands) {
   const EvolveParams p{.pop = pop_,
                        .genome_len = genome_len_,
                        .tournament = cfg_.tournament,
@@ -82,7 +85,13 @@ uint32_t Evolution::record(gpu::Recorder& rec, uint32_t generation, const gpu::B
                        .cross_key = ga_stream_key(cfg_.seed, kStreamCross, generation),
                        .mutate_key = ga_stream_key(cfg_.seed, kStreamMutate, generation),
                        .pad = 0};
-  ctx_->write_value(params_, 0, p);
+  if (params_in_commands) {
+    const uint64_t at = uint64_t(generation % kParamsRing) * sizeof(EvolveParams);
+    ctx_->write_value(params_ring_, at, p);
+    rec.copy(params_ring_, at, params_, 0, sizeof(EvolveParams));
+  } else {
+    ctx_->write_value(params_, 0, p);
+  }
   if (per_kernel) {
     compile();
     for (const auto& [k, grid] : grids()) {

@@ -65,9 +65,13 @@ class Evolution {
   void compile();
   // Records reduce + select + breed (src -> dst). Returns the number of dispatches (3).
   // `per_kernel`: each of the three in its own pass, timed by it (3 timed passes; to see what
-  // each kernel costs: the pass boundaries add their own time).
+  // each kernel costs: the pass boundaries add their own time). `params_in_commands`: the params
+  // are copied inside the command buffer from a ring of kParamsRing (as
+  // fuse::SimProgram::record_generation), so that several generations can share one.
   uint32_t record(gpu::Recorder& rec, uint32_t generation, const gpu::Buffer& fitness, const gpu::Buffer& src,
-                  const gpu::Buffer& dst, gpu::Profiler* per_kernel = nullptr);
+                  const gpu::Buffer& dst, gpu::Profiler* per_kernel = nullptr,
+                  bool params_in_commands = false);
+  static constexpr uint32_t kParamsRing = 16;
   static constexpr uint32_t kKernels = 3;
   // Reads the statistics recorded last (waits for submitted work).
   GenerationStats read_stats();
@@ -86,7 +90,7 @@ class Evolution {
   GaConfig cfg_;
   // The params are rewritten (queue write) when a generation is recorded: queue writes are
   // ordered with submits, so generations already in flight keep the values they were given.
-  gpu::Buffer params_, stats_, parents_;
+  gpu::Buffer params_, params_ring_, stats_, parents_;
   uint32_t groups_ = 0;   // of children (select, and breed's x)
   uint32_t breed_y_ = 0;  // breed's runs of kGenesPerThread genes
   const gpu::Kernel *reduce_ = nullptr, *select_ = nullptr, *breed_ = nullptr;  // by compile()

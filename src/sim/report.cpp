@@ -55,6 +55,7 @@ nlohmann::json mode_json(const ModeRun& r, uint64_t genome_bytes, double& median
       r.gpu_eval_ms.empty() ? nlohmann::json(nullptr)
                             : nlohmann::json(double(genome_bytes) / (summarize(r.gpu_eval_ms).median * 1e6));
   jm["in_flight"] = r.in_flight;
+  jm["generations_per_submit"] = r.per_submit;
   jm["dispatches_per_generation"] = r.dispatches_per_generation;
   jm["submits_per_generation"] = r.submits_per_generation;
   std::vector<double> best, mean;
@@ -76,7 +77,7 @@ ModeRun run_mode(SimRunner& runner, Strategy m, const SimReportOptions& o) {
     std::fprintf(stderr, "  [%s] generation %u/%u, best %.6g, mean %.6g, %.1f s\n",
                  fuse::to_string(m).c_str(), gen + 1, o.generations, st.best, st.mean, seconds_since(t_mode));
   };
-  return runner.run(m, o.generations, progress, o.in_flight, o.ga_kernels);
+  return runner.run(m, o.generations, progress, o.in_flight, o.per_submit, o.ga_kernels);
 }
 
 void print_table(const std::vector<Strategy>& modes, const std::map<Strategy, ModeRun>& runs,
@@ -301,6 +302,7 @@ nlohmann::json run_and_report(SimRunner& runner, const SimReportOptions& o, cons
   j["modes"] = nlohmann::json::object();
   j["team"] = runner.team();
   j["in_flight"] = o.in_flight;
+  j["generations_per_submit"] = o.per_submit;
   const auto& spec = runner.spec();
   j["workgroup"] = {{"fused", fuse::workgroup_size(spec, Strategy::Fused)},
                     {"team", fuse::workgroup_size(spec, Strategy::Team)}};

@@ -24,6 +24,7 @@ struct SimReportOptions {
   bool check = false;                     // run the equivalence checks
   bool quiet = false;                     // no progress lines on stderr
   uint32_t in_flight = kDefaultInFlight;  // generations in flight (SimRunner::run)
+  uint32_t per_submit = 1;                // generations per command buffer (SimRunner::run)
   bool ga_kernels = false;                // time each GA kernel in its own pass (SimRunner::run)
   bool robustness_disabled = false;       // the device was created with Dawn's disable_robustness
   double copy_gb_per_s = 0;  // a copy kernel's bandwidth on this device (0: not measured), against

@@ -3,6 +3,7 @@
 // `wgfuse sim --check`.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -35,7 +36,10 @@ struct ModeRun {
   // breed), and gpu_ga_ms the span from the start of reduce to the end of breed.
   std::vector<std::array<double, Evolution::kKernels>> gpu_ga_kernel_ms;
   uint64_t dispatches_per_generation = 0, submits_per_generation = 0;
-  uint32_t in_flight = 1;  // generations submitted before the oldest one's read-back
+  uint32_t in_flight = 1;   // command buffers submitted before the oldest one's read-back
+  uint32_t per_submit = 1;  // generations per command buffer
+  // seconds: with several generations per command buffer, each gets the interval of its command
+  // buffer over their number.
 };
 
 // Agreement of two fitness vectors.
@@ -79,6 +83,8 @@ std::vector<float> gene_major(const std::vector<float>& genomes, uint32_t pop, u
 
 // Generations in flight by default (SimRunner::run).
 inline constexpr uint32_t kDefaultInFlight = 2;
+// Generations in one command buffer at most (the params rings of the evaluation and the GA).
+inline constexpr uint32_t kMaxPerSubmit = std::min(fuse::SimProgram::kParamsRing, Evolution::kParamsRing);
 
 class SimRunner {
  public:
@@ -118,11 +124,13 @@ class SimRunner {
   // One warm-up generation (not timed, discarded), then `generations` timed generations from the
   // initial population, with up to `in_flight` of them submitted before the oldest is read back
   // (1: each read back before the next is recorded; per-step always 1). Every generation's
-  // statistics are read back. `progress` is called after each timed generation. `ga_kernels`:
-  // time each GA kernel in its own pass (ModeRun::gpu_ga_kernel_ms).
+  // statistics are read back. `progress` is called after each timed generation. `per_submit`:
+  // generations recorded into one command buffer (1 to kMaxPerSubmit; per-step always 1), each
+  // with its own statistics copy; `in_flight` then counts command buffers. `ga_kernels`: time
+  // each GA kernel in its own pass (ModeRun::gpu_ga_kernel_ms).
   ModeRun run(fuse::Strategy s, uint32_t generations,
               const std::function<void(uint32_t, const GenerationStats&, double)>& progress = {},
-              uint32_t in_flight = kDefaultInFlight, bool ga_kernels = false);
+              uint32_t in_flight = kDefaultInFlight, uint32_t per_submit = 1, bool ga_kernels = false);
   // GPU fitness (under `s`, at min(steps, horizon)) of a sample of individuals against the
   // double-precision reference.
   ReferenceCheck check_reference(fuse::Strategy s, uint32_t samples);
