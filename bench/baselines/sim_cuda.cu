@@ -824,7 +824,8 @@ struct Options {
                         host_check_path;
   // lanes and block 0: the variant's default.
   uint32_t lanes = 0, block = 0, gens = 10, seed = 1, episodes = 1;
-  uint32_t in_flight = 2;  // generations launched before the oldest one's statistics are read
+  uint32_t in_flight = 2;   // batches launched before the oldest one's statistics are read
+  uint32_t per_submit = 1;  // generations per batch (one event wait each), as wgfuse's --per-submit
 };
 
 // Evaluates generation `gen` of a gene-major population into fitness (device pointers).
@@ -1068,7 +1069,7 @@ static Options parse(int argc, char** argv) {
     fail(2,
          "usage: sim_cuda rastrigin|acrobot|cartpole|mountaincar|market [--variant thread|team] [--lanes N] "
          "[--math fast|accurate] [--block B] [--sizes PxL,...] [--generations G] [--seed S] [--episodes N] "
-         "[--in-flight N] "
+         "[--in-flight N] [--per-submit N] "
          "[--data FILE] [--check WGFUSE_JSON] [--host-check WGFUSE_JSON] [--json FILE]");
   Options o;
   o.workload = argv[1];
@@ -1100,6 +1101,8 @@ static Options parse(int argc, char** argv) {
       o.episodes = number(k, v);
     else if (k == "--in-flight")
       o.in_flight = number(k, v);
+    else if (k == "--per-submit")
+      o.per_submit = number(k, v);
     else if (k == "--data")
       o.data_path = v;
     else if (k == "--check")
@@ -1113,6 +1116,7 @@ static Options parse(int argc, char** argv) {
   }
   if (o.variant != "thread" && o.variant != "team") fail(2, "--variant " + o.variant + ": thread or team");
   if (o.in_flight > 8) fail(2, "--in-flight " + std::to_string(o.in_flight) + ": 1 to 8");
+  if (o.per_submit > 16) fail(2, "--per-submit " + std::to_string(o.per_submit) + ": 1 to 16");
   if (o.math != "fast" && o.math != "accurate") fail(2, "--math " + o.math + ": fast or accurate");
   // Teams: 4 lanes per individual; Rastrigin's: 64 threads per 4 individuals, 4 quads a block
   // (H100, 4,096 x 2,000: 0.0261 ms per evaluation; 32: 0.0304, 16: 0.0394, 8: 0.0605).
@@ -1230,70 +1234,95 @@ int main(int argc, char** argv) {
     const uint32_t B = 64, blocks = (pop + B - 1) / B;
     const dim3 breed_grid((pop + kBreedBlock - 1) / kBreedBlock,
                           (len + kGenesPerThread - 1) / kGenesPerThread);
-    // As wgfuse's run loop: up to --in-flight generations launched before the oldest one's
-    // statistics are read (copied asynchronously into pinned memory, one event wait each). Event
-    // times are taken against `origin`, so that a slot's times outlive its reuse.
+    // As wgfuse's run loop: batches of --per-submit generations, up to --in-flight batches launched
+    // before the oldest one's statistics are read (each generation's copied asynchronously into
+    // pinned memory; one event wait per batch). Event times are taken against `origin`, so that a
+    // slot's times outlive its reuse.
+    const uint32_t per = o.per_submit;
+    struct Timing {
+      cudaEvent_t begin, evaluated, bred;
+    };
     struct Slot {
-      cudaEvent_t begin, evaluated, bred, done;
-      uint32_t* stats;  // pinned: best, mean, best index, non-finite count
+      std::vector<Timing> gens;  // per generation of the batch
+      cudaEvent_t done;
+      uint32_t* stats;  // pinned, per generation: best, mean, best index, non-finite count
     };
     std::vector<Slot> slots(o.in_flight);
     for (auto& s : slots) {
-      for (cudaEvent_t* ev : {&s.begin, &s.evaluated, &s.bred, &s.done}) CK(cudaEventCreate(ev));
-      CK(cudaMallocHost(&s.stats, 16));
+      s.gens.resize(per);
+      for (auto& g : s.gens)
+        for (cudaEvent_t* ev : {&g.begin, &g.evaluated, &g.bred}) CK(cudaEventCreate(ev));
+      CK(cudaEventCreate(&s.done));
+      CK(cudaMallocHost(&s.stats, 16 * per));
     }
     cudaEvent_t origin;
     CK(cudaEventCreate(&origin));
-    auto submit = [&](uint32_t g, int cur, Slot& s) {
-      CK(cudaEventRecord(s.begin));
-      evaluate(d_g[cur], d_fit, pop, steps, g);
-      CK(cudaEventRecord(s.evaluated));
-      ga_reduce<<<1, kReduceThreads>>>(d_fit, pop, kElites, d_stats);
-      ga_select<<<blocks, B>>>(d_fit, d_stats, d_par, pop, ga_stream_key(o.seed, STREAM_SELECT, g), tour,
-                               kElites);
-      ga_breed<<<breed_grid, kBreedBlock>>>(
-          d_g[cur], d_g[1 - cur], d_par, pop, len, ga_stream_key(o.seed, STREAM_CROSS, g),
-          ga_stream_key(o.seed, STREAM_MUTATE, g), W.rate, W.sigma, W.lo, W.hi, kElites);
-      CK(cudaEventRecord(s.bred));
-      CK(cudaMemcpyAsync(s.stats, d_stats, 16, cudaMemcpyDeviceToHost));
+    // Launches generations first .. first + count - 1 into `s` (genomes d_g[cur] -> d_g[1 - cur], then back).
+    auto submit = [&](uint32_t first, uint32_t count, int cur, Slot& s) {
+      for (uint32_t i = 0; i < count; ++i, cur = 1 - cur) {
+        const uint32_t g = first + i;
+        CK(cudaEventRecord(s.gens[i].begin));
+        evaluate(d_g[cur], d_fit, pop, steps, g);
+        CK(cudaEventRecord(s.gens[i].evaluated));
+        ga_reduce<<<1, kReduceThreads>>>(d_fit, pop, kElites, d_stats);
+        ga_select<<<blocks, B>>>(d_fit, d_stats, d_par, pop, ga_stream_key(o.seed, STREAM_SELECT, g), tour,
+                                 kElites);
+        ga_breed<<<breed_grid, kBreedBlock>>>(
+            d_g[cur], d_g[1 - cur], d_par, pop, len, ga_stream_key(o.seed, STREAM_CROSS, g),
+            ga_stream_key(o.seed, STREAM_MUTATE, g), W.rate, W.sigma, W.lo, W.hi, kElites);
+        CK(cudaEventRecord(s.gens[i].bred));
+        CK(cudaMemcpyAsync(s.stats + 4 * i, d_stats, 16, cudaMemcpyDeviceToHost));
+      }
       CK(cudaEventRecord(s.done));
     };
-    // Waits for the generation in `s`; its event times (ms since origin) into t[0..2].
-    auto collect = [&](Slot& s, float& best, float t[3]) {
+    // Waits for the batch in `s`; generation i's best into best[i], its event times (ms since
+    // origin) into t[3 * i ..].
+    auto collect = [&](Slot& s, uint32_t count, float* best, float* t) {
       CK(cudaEventSynchronize(s.done));
-      std::memcpy(&best, &s.stats[0], 4);
-      CK(cudaEventElapsedTime(&t[0], origin, s.begin));
-      CK(cudaEventElapsedTime(&t[1], origin, s.evaluated));
-      CK(cudaEventElapsedTime(&t[2], origin, s.bred));
+      for (uint32_t i = 0; i < count; ++i) {
+        std::memcpy(&best[i], &s.stats[4 * i], 4);
+        CK(cudaEventElapsedTime(&t[3 * i], origin, s.gens[i].begin));
+        CK(cudaEventElapsedTime(&t[3 * i + 1], origin, s.gens[i].evaluated));
+        CK(cudaEventElapsedTime(&t[3 * i + 2], origin, s.gens[i].bred));
+      }
     };
     CK(cudaMemcpy(d_g[0], g0.data(), g0.size() * 4, cudaMemcpyHostToDevice));
-    float best, t[3];
+    std::vector<float> best(per), t(3 * per);
     CK(cudaEventRecord(origin));
-    submit(0, 0, slots[0]);  // warm-up
-    collect(slots[0], best, t);
+    submit(0, per, 0, slots[0]);  // warm-up
+    collect(slots[0], per, best.data(), t.data());
     CK(cudaMemcpy(d_g[0], g0.data(), g0.size() * 4, cudaMemcpyHostToDevice));
     std::vector<double> gps, eval_ms, ga_ms, between_ms;
     std::vector<float> bests;
     int cur = 0;
+    const uint32_t batches = (o.gens + per - 1) / per;
+    auto count_of = [&](uint32_t b) { return std::min(per, o.gens - b * per); };
     uint32_t submitted = 0;
     float previous_bred = 0;
     auto last = std::chrono::steady_clock::now();
-    for (uint32_t g = 0; g < o.gens; ++g) {
-      for (; submitted < o.gens && submitted < g + o.in_flight; ++submitted, cur = 1 - cur)
-        submit(submitted, cur, slots[submitted % o.in_flight]);
-      collect(slots[g % o.in_flight], best, t);
+    for (uint32_t b = 0; b < batches; ++b) {
+      for (; submitted < batches && submitted < b + o.in_flight; ++submitted) {
+        submit(submitted * per, count_of(submitted), cur, slots[submitted % o.in_flight]);
+        if (count_of(submitted) % 2) cur = 1 - cur;
+      }
+      collect(slots[b % o.in_flight], count_of(b), best.data(), t.data());
       const auto now = std::chrono::steady_clock::now();
-      gps.push_back(1.0 / std::chrono::duration<double>(now - last).count());
+      const double sec = std::chrono::duration<double>(now - last).count() / count_of(b);
       last = now;
-      eval_ms.push_back(t[1] - t[0]);
-      ga_ms.push_back(t[2] - t[1]);
-      if (g > 0) between_ms.push_back(t[0] - previous_bred);
-      previous_bred = t[2];
-      bests.push_back(best);
+      for (uint32_t i = 0; i < count_of(b); ++i) {
+        gps.push_back(1.0 / sec);
+        eval_ms.push_back(t[3 * i + 1] - t[3 * i]);
+        ga_ms.push_back(t[3 * i + 2] - t[3 * i + 1]);
+        if (b + i > 0) between_ms.push_back(t[3 * i] - previous_bred);
+        previous_bred = t[3 * i + 2];
+        bests.push_back(best[i]);
+      }
     }
     CK(cudaGetLastError());
     for (auto& s : slots) {
-      for (cudaEvent_t ev : {s.begin, s.evaluated, s.bred, s.done}) CK(cudaEventDestroy(ev));
+      for (auto& g : s.gens)
+        for (cudaEvent_t ev : {g.begin, g.evaluated, g.bred}) CK(cudaEventDestroy(ev));
+      CK(cudaEventDestroy(s.done));
       CK(cudaFreeHost(s.stats));
     }
     CK(cudaEventDestroy(origin));
@@ -1316,7 +1345,8 @@ int main(int argc, char** argv) {
     }
     js += std::string(pi ? "," : "") + "\n    {\"pop\": " + std::to_string(pop) +
           ", \"steps\": " + std::to_string(steps) + ", \"generations\": " + std::to_string(o.gens) +
-          ", \"in_flight\": " + std::to_string(o.in_flight) + ", \"gen_per_s\": " + stats_json(gps) +
+          ", \"in_flight\": " + std::to_string(o.in_flight) +
+          ", \"per_submit\": " + std::to_string(o.per_submit) + ", \"gen_per_s\": " + stats_json(gps) +
           ", \"eval_ms\": " + stats_json(eval_ms) + ", \"ga_ms\": " + stats_json(ga_ms) +
           ", \"between_generations_ms\": " + (between_ms.empty() ? "null" : stats_json(between_ms)) +
           ",\n     \"best_fitness\": " + list_json(bests) + ",\n     \"sample_fitness\": {\"indices\": [" +
