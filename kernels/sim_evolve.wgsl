@@ -17,7 +17,7 @@ override WORKGROUP_SIZE: u32 = 64;
 // Genes of one child per breed invocation: its parents and hash prefixes are read and computed
 // once for them, and their loads are all issued before the first store (no aliasing is known
 // between src and dst, so a load after a store waits for it); the invocations of a workgroup are
-// consecutive children (coalesced writes). breed spells out its eight loads.
+// consecutive children (coalesced writes).
 const GENES_PER_THREAD: u32 = 8u;
 const REDUCE_SIZE: u32 = 256u;
 const MAX_ELITES: u32 = 8u;
@@ -81,30 +81,6 @@ var<workgroup> red_sum: array<f32, REDUCE_SIZE>;
 var<workgroup> red_bad: array<u32, REDUCE_SIZE>;
 var<workgroup> elite: array<u32, MAX_ELITES>;
 
-// One individual (i, fitness f) of pass e of reduce: into the sum and non-finite count (first pass),
-// and the best candidate that is not already an elite. Past the population: nothing.
-fn visit(f: f32, i: u32, e: u32, best: ptr<function, f32>, best_i: ptr<function, u32>, sum: ptr<function, f32>,
-         bad: ptr<function, u32>) {
-  if (i >= ep.pop) {
-    return;
-  }
-  if (e == 0u) {
-    if (finite(f)) {
-      *sum = *sum + f;
-    } else {
-      *bad = *bad + 1u;
-    }
-  }
-  var taken = false;
-  for (var k = 0u; k < e; k++) {
-    taken = taken || elite[k] == i;
-  }
-  if (!taken && better(f, i, *best, *best_i)) {
-    *best = f;
-    *best_i = i;
-  }
-}
-
 @compute @workgroup_size(REDUCE_SIZE)
 fn reduce(@builtin(local_invocation_index) lid: u32) {
   if (ep.pop == 0u) {
@@ -116,27 +92,23 @@ fn reduce(@builtin(local_invocation_index) lid: u32) {
     var best_i = NONE;
     var sum = 0.0;
     var bad = 0u;
-    // Each invocation visits lid, lid + 256, ... in that order (the f32 sum's order), its loads
-    // issued eight at a time before the visits, spelled out (an array indexed in a loop did not
-    // shorten reduce on the H100).
-    let last = ep.pop - 1u;
-    for (var base = lid; base < ep.pop; base += REDUCE_SIZE * 8u) {
-      let f0 = fit[min(base, last)];
-      let f1 = fit[min(base + REDUCE_SIZE, last)];
-      let f2 = fit[min(base + 2u * REDUCE_SIZE, last)];
-      let f3 = fit[min(base + 3u * REDUCE_SIZE, last)];
-      let f4 = fit[min(base + 4u * REDUCE_SIZE, last)];
-      let f5 = fit[min(base + 5u * REDUCE_SIZE, last)];
-      let f6 = fit[min(base + 6u * REDUCE_SIZE, last)];
-      let f7 = fit[min(base + 7u * REDUCE_SIZE, last)];
-      visit(f0, base, e, &best, &best_i, &sum, &bad);
-      visit(f1, base + REDUCE_SIZE, e, &best, &best_i, &sum, &bad);
-      visit(f2, base + 2u * REDUCE_SIZE, e, &best, &best_i, &sum, &bad);
-      visit(f3, base + 3u * REDUCE_SIZE, e, &best, &best_i, &sum, &bad);
-      visit(f4, base + 4u * REDUCE_SIZE, e, &best, &best_i, &sum, &bad);
-      visit(f5, base + 5u * REDUCE_SIZE, e, &best, &best_i, &sum, &bad);
-      visit(f6, base + 6u * REDUCE_SIZE, e, &best, &best_i, &sum, &bad);
-      visit(f7, base + 7u * REDUCE_SIZE, e, &best, &best_i, &sum, &bad);
+    for (var i = lid; i < ep.pop; i += REDUCE_SIZE) {
+      let f = fit[i];
+      if (e == 0u) {
+        if (finite(f)) {
+          sum = sum + f;
+        } else {
+          bad = bad + 1u;
+        }
+      }
+      var taken = false;
+      for (var k = 0u; k < e; k++) {
+        taken = taken || elite[k] == i;
+      }
+      if (!taken && better(f, i, best, best_i)) {
+        best = f;
+        best_i = i;
+      }
     }
     red_best[lid] = best;
     red_idx[lid] = best_i;
@@ -207,37 +179,6 @@ fn unit_open(h: u32) -> f32 {
   return (f32(h >> 8u) + 1.0) * (1.0 / 16777216.0);
 }
 
-// Per breed invocation (child c, genes k0 .. k0 + GENES_PER_THREAD - 1 of its run): the parents
-// and the child's round of the crossover and mutation hashes, read and computed once.
-var<private> k0: u32;
-var<private> pa: u32;
-var<private> pb: u32;
-var<private> child_cross: u32;
-var<private> child_mutate: u32;
-
-// Where gene k0 + j of child c comes from: parent a or b by the crossover hash (past the genome:
-// its last gene, loaded and never stored).
-fn source_index(c: u32, j: u32) -> u32 {
-  let k = min(k0 + j, ep.genome_len - 1u);
-  return k * ep.pop + select(pb, pa, (pcg_hash(child_cross + k) & 1u) == 0u);
-}
-
-fn mutate_and_store(c: u32, j: u32, inherited: f32) {
-  let k = k0 + j;
-  if (k >= ep.genome_len) {
-    return;
-  }
-  var g = inherited;
-  let hm = pcg_hash(child_mutate + k);
-  if (unit_open(hm) <= ep.rate) {
-    let u1 = unit_open(pcg_hash(hm + 1u));
-    let u2 = unit_open(pcg_hash(hm + 2u));
-    let z = sqrt(-2.0 * log(u1)) * cos(6.2831853071795864 * u2);
-    g = clamp(g + ep.sigma * z, ep.lo, ep.hi);
-  }
-  dst[k * ep.pop + c] = g;
-}
-
 // Grid: x over children (WORKGROUP_SIZE per workgroup), y over runs of GENES_PER_THREAD genes.
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn breed(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -246,10 +187,10 @@ fn breed(@builtin(global_invocation_id) gid: vec3<u32>) {
     ev_use_all_bindings();
     return;
   }
-  k0 = gid.y * GENES_PER_THREAD;
+  let k0 = gid.y * GENES_PER_THREAD;
   let k1 = min(k0 + GENES_PER_THREAD, ep.genome_len);
-  pa = parents[2u * c];
-  pb = parents[2u * c + 1u];
+  let pa = parents[2u * c];
+  let pb = parents[2u * c + 1u];
   // Gene-major storage (as sim_common.wgsl): gene k of individual c at k * pop + c.
   if (c < ep.elites) {
     for (var k = k0; k < k1; k++) {
@@ -257,24 +198,27 @@ fn breed(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     return;
   }
-  child_cross = child_key(ep.cross_key, c);
-  child_mutate = child_key(ep.mutate_key, c);
-  // Eight loads, then eight mutations and stores, spelled out (not an array indexed in a loop,
-  // which the driver may keep in memory, a load and a store per element).
-  let g0 = src[source_index(c, 0u)];
-  let g1 = src[source_index(c, 1u)];
-  let g2 = src[source_index(c, 2u)];
-  let g3 = src[source_index(c, 3u)];
-  let g4 = src[source_index(c, 4u)];
-  let g5 = src[source_index(c, 5u)];
-  let g6 = src[source_index(c, 6u)];
-  let g7 = src[source_index(c, 7u)];
-  mutate_and_store(c, 0u, g0);
-  mutate_and_store(c, 1u, g1);
-  mutate_and_store(c, 2u, g2);
-  mutate_and_store(c, 3u, g3);
-  mutate_and_store(c, 4u, g4);
-  mutate_and_store(c, 5u, g5);
-  mutate_and_store(c, 6u, g6);
-  mutate_and_store(c, 7u, g7);
+  let child_cross = child_key(ep.cross_key, c);
+  let child_mutate = child_key(ep.mutate_key, c);
+  var genes: array<f32, GENES_PER_THREAD>;
+  for (var j = 0u; j < GENES_PER_THREAD; j++) {
+    let k = min(k0 + j, ep.genome_len - 1u);  // past the end: loaded, never stored
+    let p = select(pb, pa, (pcg_hash(child_cross + k) & 1u) == 0u);
+    genes[j] = src[k * ep.pop + p];
+  }
+  for (var j = 0u; j < GENES_PER_THREAD; j++) {
+    let k = k0 + j;
+    if (k >= k1) {
+      break;
+    }
+    var g = genes[j];
+    let hm = pcg_hash(child_mutate + k);
+    if (unit_open(hm) <= ep.rate) {
+      let u1 = unit_open(pcg_hash(hm + 1u));
+      let u2 = unit_open(pcg_hash(hm + 2u));
+      let z = sqrt(-2.0 * log(u1)) * cos(6.2831853071795864 * u2);
+      g = clamp(g + ep.sigma * z, ep.lo, ep.hi);
+    }
+    dst[k * ep.pop + c] = g;
+  }
 }

@@ -226,15 +226,16 @@ TEST(SimPerSubmit, SameTrajectoryAsOneGenerationPerSubmit) {
     sim::SimRunner r(context(), w, 37, 23, 5, 1, fuse::max_team(context(), w.spec));
     for (auto s : {fuse::Strategy::Batched, fuse::Strategy::Fused, fuse::Strategy::Team}) {
       const uint32_t gens = 7;
-      auto one = r.run(s, gens, {}, 1);
+      auto one = r.run(s, gens, {}, 1, 1);
       auto four = r.run(s, gens, {}, 2, 4);
       auto timed = r.run(s, gens, {}, 2, 1, true);
+      auto deflt = r.run(s, gens);  // kDefaultPerSubmit: all 7 in one command buffer
       EXPECT_EQ(four.per_submit, 4u);
       ASSERT_EQ(four.stats.size(), gens);
       ASSERT_EQ(four.seconds.size(), gens);
       ASSERT_EQ(timed.stats.size(), gens);
       for (size_t g = 0; g < gens; ++g) {
-        for (auto* other : {&four, &timed}) {
+        for (auto* other : {&four, &timed, &deflt}) {
           EXPECT_TRUE(same_bits(one.stats[g].best, other->stats[g].best)) << name << " generation " << g;
           EXPECT_TRUE(same_bits(one.stats[g].mean, other->stats[g].mean)) << name << " generation " << g;
           EXPECT_EQ(one.stats[g].best_index, other->stats[g].best_index) << name << " generation " << g;

@@ -26,7 +26,7 @@ namespace {
 struct SimOptions {
   std::string workload;
   uint32_t pop = 0, steps = 0, generations = 10, seed = 1, samples = 64, episodes = 1, team = 0;
-  uint32_t workgroup = 0, in_flight = sim::kDefaultInFlight, per_submit = 1;
+  uint32_t workgroup = 0, in_flight = sim::kDefaultInFlight, per_submit = sim::kDefaultPerSubmit;
   std::string mode = "auto";
   bool check = false, dump_wgsl = false, quiet = false, no_robustness = false, dump_shaders = false,
        bandwidth = false, ga_kernels = false;

@@ -679,10 +679,9 @@ __device__ inline bool better(float a, uint32_t ia, float b, uint32_t ib) {
 __host__ __device__ inline uint32_t ga_stream_key(uint32_t seed, uint32_t stream, uint32_t gen) {
   return pcg_hash(pcg_hash(pcg_hash(seed) + stream) + gen);
 }
-constexpr uint32_t kReduceThreads = 256, kReduceUnroll = 8, kGenesPerThread = 8, kBreedBlock = 64;
+constexpr uint32_t kReduceThreads = 256, kGenesPerThread = 8, kBreedBlock = 64;
 
-// stats: best, mean (f32 bits), best index, non-finite count, then the E elite indices. One block;
-// thread t visits t, t + 256, ... in order (the f32 sum's order), its loads 8 at a time.
+// stats: best, mean (f32 bits), best index, non-finite count, then the E elite indices.
 __global__ void ga_reduce(const float* fit, uint32_t pop, uint32_t elites, uint32_t* stats) {
   __shared__ float sb[kReduceThreads], ss[kReduceThreads];
   __shared__ uint32_t si[kReduceThreads], sbad[kReduceThreads], elite[MAX_ELITES];
@@ -690,26 +689,19 @@ __global__ void ga_reduce(const float* fit, uint32_t pop, uint32_t elites, uint3
   for (uint32_t e = 0; e < elites; ++e) {
     float best = 0, sum = 0;
     uint32_t bi = NONE, bad = 0;
-    for (uint32_t base = lid; base < pop; base += kReduceThreads * kReduceUnroll) {
-      float f[kReduceUnroll];
-#pragma unroll
-      for (uint32_t u = 0; u < kReduceUnroll; ++u) f[u] = fit[min(base + u * kReduceThreads, pop - 1)];
-#pragma unroll
-      for (uint32_t u = 0; u < kReduceUnroll; ++u) {
-        const uint32_t i = base + u * kReduceThreads;
-        if (i >= pop) break;
-        if (e == 0) {
-          if (isfinite(f[u]))
-            sum += f[u];
-          else
-            ++bad;
-        }
-        bool taken = false;
-        for (uint32_t k = 0; k < e; ++k) taken = taken || elite[k] == i;
-        if (!taken && better(f[u], i, best, bi)) {
-          best = f[u];
-          bi = i;
-        }
+    for (uint32_t i = lid; i < pop; i += kReduceThreads) {
+      float f = fit[i];
+      if (e == 0) {
+        if (isfinite(f))
+          sum += f;
+        else
+          ++bad;
+      }
+      bool taken = false;
+      for (uint32_t k = 0; k < e; ++k) taken = taken || elite[k] == i;
+      if (!taken && better(f, i, best, bi)) {
+        best = f;
+        bi = i;
       }
     }
     sb[lid] = best;
@@ -825,7 +817,7 @@ struct Options {
   // lanes and block 0: the variant's default.
   uint32_t lanes = 0, block = 0, gens = 10, seed = 1, episodes = 1;
   uint32_t in_flight = 2;   // batches launched before the oldest one's statistics are read
-  uint32_t per_submit = 1;  // generations per batch (one event wait each), as wgfuse's --per-submit
+  uint32_t per_submit = 8;  // generations per batch (one event wait each), as wgfuse's --per-submit
 };
 
 // Evaluates generation `gen` of a gene-major population into fitness (device pointers).

@@ -70,28 +70,31 @@ gpu::Plan& Evolution::plan(const gpu::Buffer& fitness, const gpu::Buffer& src, c
   return plans_.emplace(key, std::move(p)).first->second;
 }
 
+EvolveParams Evolution::params_of(uint32_t generation) const {
+  return {.pop = pop_,
+          .genome_len = genome_len_,
+          .tournament = cfg_.tournament,
+          .elites = cfg_.elites,
+          .rate = cfg_.rate,
+          .sigma = cfg_.sigma,
+          .lo = cfg_.lo,
+          .hi = cfg_.hi,
+          .select_key = ga_stream_key(cfg_.seed, kStreamSelect, generation),
+          .cross_key = ga_stream_key(cfg_.seed, kStreamCross, generation),
+          .mutate_key = ga_stream_key(cfg_.seed, kStreamMutate, generation),
+          .pad = 0};
+}
+
+void Evolution::record_params(gpu::Recorder& rec, uint32_t generation) {
+  const uint64_t at = uint64_t(generation % kParamsRing) * sizeof(EvolveParams);
+  ctx_->write_value(params_ring_, at, params_of(generation));
+  rec.copy(params_ring_, at, params_, 0, sizeof(EvolveParams));
+}
+
 uint32_t Evolution::record(gpu::Recorder& rec, uint32_t generation, const gpu::Buffer& fitness,
                            const gpu::Buffer& src, const gpu::Buffer& dst, gpu::Profiler* per_kernel,
-                           bool params_in_commands) {
-  const EvolveParams p{.pop = pop_,
-                       .genome_len = genome_len_,
-                       .tournament = cfg_.tournament,
-                       .elites = cfg_.elites,
-                       .rate = cfg_.rate,
-                       .sigma = cfg_.sigma,
-                       .lo = cfg_.lo,
-                       .hi = cfg_.hi,
-                       .select_key = ga_stream_key(cfg_.seed, kStreamSelect, generation),
-                       .cross_key = ga_stream_key(cfg_.seed, kStreamCross, generation),
-                       .mutate_key = ga_stream_key(cfg_.seed, kStreamMutate, generation),
-                       .pad = 0};
-  if (params_in_commands) {
-    const uint64_t at = uint64_t(generation % kParamsRing) * sizeof(EvolveParams);
-    ctx_->write_value(params_ring_, at, p);
-    rec.copy(params_ring_, at, params_, 0, sizeof(EvolveParams));
-  } else {
-    ctx_->write_value(params_, 0, p);
-  }
+                           Params params) {
+  if (params == Params::QueueWrite) ctx_->write_value(params_, 0, params_of(generation));
   if (per_kernel) {
     compile();
     for (const auto& [k, grid] : grids()) {

@@ -65,12 +65,18 @@ class Evolution {
   void compile();
   // Records reduce + select + breed (src -> dst). Returns the number of dispatches (3).
   // `per_kernel`: each of the three in its own pass, timed by it (3 timed passes; to see what
-  // each kernel costs: the pass boundaries add their own time). `params_in_commands`: the params
-  // are copied inside the command buffer from a ring of kParamsRing (as
-  // fuse::SimProgram::record_generation), so that several generations can share one.
+  // each kernel costs: the pass boundaries add their own time). `params`: QueueWrite writes the
+  // generation's params now (ordered with submits); Recorded: record_params already recorded them.
+  enum class Params { QueueWrite, Recorded };
   uint32_t record(gpu::Recorder& rec, uint32_t generation, const gpu::Buffer& fitness, const gpu::Buffer& src,
                   const gpu::Buffer& dst, gpu::Profiler* per_kernel = nullptr,
-                  bool params_in_commands = false);
+                  Params params = Params::QueueWrite);
+  // Records the params of `generation` inside `rec`'s command buffer: queue-written into slot
+  // generation % kParamsRing of a ring, then copied by a command (as
+  // fuse::SimProgram::record_generation), so that up to kParamsRing generations, each with its own
+  // params, can share one command buffer. Recorded before the evaluation, the copy sits beside the
+  // evaluation's own instead of between the two passes.
+  void record_params(gpu::Recorder& rec, uint32_t generation);
   static constexpr uint32_t kParamsRing = 16;
   static constexpr uint32_t kKernels = 3;
   // Reads the statistics recorded last (waits for submitted work).
@@ -82,6 +88,7 @@ class Evolution {
   static GenerationStats decode_stats(std::span<const std::byte> bytes);
 
  private:
+  EvolveParams params_of(uint32_t generation) const;
   // The three kernels in order with their grids (after compile()).
   std::array<std::pair<const gpu::Kernel*, gpu::Grid>, kKernels> grids() const;
   gpu::Plan& plan(const gpu::Buffer& fitness, const gpu::Buffer& src, const gpu::Buffer& dst);

@@ -196,31 +196,34 @@ ModeRun SimRunner::run(Strategy s, uint32_t generations,
   // back) into pipeline slot `slot` and submits them as one command buffer. One generation per
   // submit writes the params of the evaluation and the GA with queue writes (ordered with the
   // submits, so the generations in flight keep theirs); several copy them from rings inside the
-  // command buffer.
+  // command buffer, both before the evaluation.
   uint32_t dispatches = 0, submits = 0;
   auto submit_generations = [&](uint32_t first, uint32_t count, int cur, uint32_t slot) {
     gpu::Recorder rec(*ctx_);
     dispatches = submits = 0;
     for (uint32_t i = 0; i < count; ++i, cur = 1 - cur) {
       const uint32_t g = first + i;
-      if (batch > 1)
+      if (batch > 1) {
         prog.record_generation(rec, g);  // this generation's start states
-      else
+        evo_->record_params(rec, g);
+      } else {
         prog.set_generation(g);
+      }
       if (timed_gpu) rec.time_next_pass(*profs[slot]);
       auto c = prog.evaluate(s, rec, genomes_[cur], fitness_);
       rec.end_pass();  // the evaluation in its own pass, the GA in the next, each timed
       if (timed_gpu && !ga_kernels) rec.time_next_pass(*profs[slot]);
-      dispatches +=
-          c.dispatches + evo_->record(rec, g, fitness_, genomes_[cur], genomes_[1 - cur],
-                                      timed_gpu && ga_kernels ? profs[slot].get() : nullptr, batch > 1);
+      dispatches += c.dispatches +
+                    evo_->record(rec, g, fitness_, genomes_[cur], genomes_[1 - cur],
+                                 timed_gpu && ga_kernels ? profs[slot].get() : nullptr,
+                                 batch > 1 ? Evolution::Params::Recorded : Evolution::Params::QueueWrite);
       submits += c.submits;
       evo_->copy_stats(rec, staging[slot], Evolution::kStatsBytes * i);
     }
     if (timed_gpu) profs[slot]->resolve_to(rec, staging[slot], stats_bytes);
     rec.submit();
     out.dispatches_per_generation = dispatches / count;
-    out.submits_per_generation = (submits + 1) / count;
+    out.submits_per_generation = (submits + 1 + count - 1) / count;  // rounded up (see ModeRun)
   };
   // Waits for the command buffer in `slot` only (not for those submitted after it): the
   // statistics of its `count` generations, and their raw timestamps (ns: begin and end of each
