@@ -2,7 +2,8 @@
 // (reduce, select, breed), then one 16-byte read-back of the statistics (best, mean). Genomes are
 // double-buffered: breed reads one buffer and writes the other. The three dispatches are a
 // gpu::Plan per (fitness, src, dst), built once; a generation writes its params (one queue
-// write) and encodes the plan.
+// write, or a copy from a ring recorded into the command buffer where several generations share
+// one) and encodes the plan.
 #pragma once
 
 #include <array>
@@ -44,6 +45,8 @@ inline constexpr uint32_t kStreamMutate = 5;
 constexpr uint32_t ga_stream_key(uint32_t seed, uint32_t stream, uint32_t generation) {
   return pcg_hash(pcg_hash(pcg_hash(seed) + stream) + generation);
 }
+static_assert(pcg_hash(pcg_hash(ga_stream_key(7, kStreamCross, 9) + 11) + 13) ==
+              hash5(7, kStreamCross, 9, 11, 13));
 
 struct GaConfig {
   uint32_t tournament = 3;
