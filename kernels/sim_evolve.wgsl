@@ -2,31 +2,42 @@
 //   reduce: one workgroup: best fitness, mean, count of non-finite, and the indices of the E best
 //           (the elites; ties -> lowest index), one pass over the population per elite;
 //   select: per child: children 0..E-1 are the elites, the others get two size-T tournaments;
-//   breed:  per gene: uniform crossover of the two parents, then Gaussian mutation with
-//           probability `rate`, clamped to [lo, hi]; the elites are copied unchanged.
+//   breed:  per child and GENES_PER_THREAD genes: uniform crossover of the two parents, then
+//           Gaussian mutation with probability `rate`, clamped to [lo, hi]; the elites are copied
+//           unchanged.
 // Every random number is a hash of (seed, stream, generation, child, gene), so a generation is
 // reproducible whatever the dispatch order. Non-finite fitness loses every comparison.
+// The hash chain's first three rounds (seed, stream, generation) are the same for the whole
+// generation: the host computes them once per stream (the *_key params), the kernels add the
+// child's round once per child and the gene's round per gene: hash5(seed, stream, generation,
+// child, gene) == pcg_hash(pcg_hash(key + child) + gene).
 // #include "sim_rng.wgsl"
 
 override WORKGROUP_SIZE: u32 = 64;
+// Genes of one child per breed invocation: its parents and hash prefixes are read and computed
+// once for them, and their loads are all issued before the first store (no aliasing is known
+// between src and dst, so a load after a store waits for it); the invocations of a workgroup are
+// consecutive children (coalesced writes).
+const GENES_PER_THREAD: u32 = 8u;
 const REDUCE_SIZE: u32 = 256u;
 const MAX_ELITES: u32 = 8u;
 const NONE: u32 = 0xffffffffu;
 
-// Mirrored by wgfuse::fuse::EvolveParams (static_asserted): 48 bytes.
+// Mirrored by wgfuse::sim::EvolveParams (static_asserted): 48 bytes.
 struct EvolveParams {
   pop: u32,
   genome_len: u32,
-  generation: u32,
-  seed: u32,
   tournament: u32,
   elites: u32,  // E, 1 <= E <= MAX_ELITES
   rate: f32,
   sigma: f32,
   lo: f32,
   hi: f32,
-  _pad1: u32,
-  _pad2: u32,
+  // pcg_hash(pcg_hash(pcg_hash(seed) + stream) + generation) of the three streams below.
+  select_key: u32,
+  cross_key: u32,
+  mutate_key: u32,
+  _pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> ep: EvolveParams;
@@ -36,11 +47,6 @@ struct EvolveParams {
 @group(0) @binding(3) var<storage, read_write> parents: array<u32>;
 @group(0) @binding(4) var<storage, read> src: array<f32>;
 @group(0) @binding(5) var<storage, read_write> dst: array<f32>;
-
-// Key streams (the second key word); kernels/sim_common.wgsl uses 1 and 2.
-const STREAM_SELECT: u32 = 3u;
-const STREAM_CROSS: u32 = 4u;
-const STREAM_MUTATE: u32 = 5u;
 
 fn ev_use_all_bindings() {
   _ = ep.pop;
@@ -135,10 +141,15 @@ fn reduce(@builtin(local_invocation_index) lid: u32) {
   }
 }
 
-fn tournament(child: u32, which: u32) -> u32 {
-  var w = hash5(ep.seed, STREAM_SELECT, ep.generation, child, which * 64u) % ep.pop;
+// hash5(seed, stream, generation, child, gene) from the stream's key (see the top).
+fn child_key(key: u32, child: u32) -> u32 {
+  return pcg_hash(key + child);
+}
+
+fn tournament(child_sel: u32, which: u32) -> u32 {
+  var w = pcg_hash(child_sel + which * 64u) % ep.pop;
   for (var k = 1u; k < ep.tournament; k++) {
-    let c = hash5(ep.seed, STREAM_SELECT, ep.generation, child, which * 64u + k) % ep.pop;
+    let c = pcg_hash(child_sel + which * 64u + k) % ep.pop;
     if (beats(fit[c], c, fit[w], w)) {
       w = c;
     }
@@ -158,8 +169,9 @@ fn select_parents(@builtin(global_invocation_id) gid: vec3<u32>) {
     parents[2u * c + 1u] = stats[4u + c];
     return;
   }
-  parents[2u * c] = tournament(c, 0u);
-  parents[2u * c + 1u] = tournament(c, 1u);
+  let child_sel = child_key(ep.select_key, c);
+  parents[2u * c] = tournament(child_sel, 0u);
+  parents[2u * c + 1u] = tournament(child_sel, 1u);
 }
 
 // (0, 1], never 0 (log in Box-Muller).
@@ -167,32 +179,46 @@ fn unit_open(h: u32) -> f32 {
   return (f32(h >> 8u) + 1.0) * (1.0 / 16777216.0);
 }
 
-// 2D grid over genome_len x pop genes (more than 65,535 workgroups in one dimension otherwise).
+// Grid: x over children (WORKGROUP_SIZE per workgroup), y over runs of GENES_PER_THREAD genes.
 @compute @workgroup_size(WORKGROUP_SIZE)
-fn breed(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-  let e = gid.y * groups.x * WORKGROUP_SIZE + gid.x;
-  if (e >= ep.pop * ep.genome_len) {
+fn breed(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let c = gid.x;
+  if (c >= ep.pop) {
     ev_use_all_bindings();
     return;
   }
-  // Gene-major storage (as sim_common.wgsl): e = k * pop + c.
-  let k = e / ep.pop;
-  let c = e % ep.pop;
+  let k0 = gid.y * GENES_PER_THREAD;
+  let k1 = min(k0 + GENES_PER_THREAD, ep.genome_len);
   let pa = parents[2u * c];
   let pb = parents[2u * c + 1u];
+  // Gene-major storage (as sim_common.wgsl): gene k of individual c at k * pop + c.
   if (c < ep.elites) {
-    dst[e] = src[k * ep.pop + pa];
+    for (var k = k0; k < k1; k++) {
+      dst[k * ep.pop + c] = src[k * ep.pop + pa];
+    }
     return;
   }
-  let hc = hash5(ep.seed, STREAM_CROSS, ep.generation, c, k);
-  let p = select(pb, pa, (hc & 1u) == 0u);
-  var g = src[k * ep.pop + p];
-  let hm = hash5(ep.seed, STREAM_MUTATE, ep.generation, c, k);
-  if (unit_open(hm) <= ep.rate) {
-    let u1 = unit_open(pcg_hash(hm + 1u));
-    let u2 = unit_open(pcg_hash(hm + 2u));
-    let z = sqrt(-2.0 * log(u1)) * cos(6.2831853071795864 * u2);
-    g = clamp(g + ep.sigma * z, ep.lo, ep.hi);
+  let child_cross = child_key(ep.cross_key, c);
+  let child_mutate = child_key(ep.mutate_key, c);
+  var genes: array<f32, GENES_PER_THREAD>;
+  for (var j = 0u; j < GENES_PER_THREAD; j++) {
+    let k = min(k0 + j, ep.genome_len - 1u);  // past the end: loaded, never stored
+    let p = select(pb, pa, (pcg_hash(child_cross + k) & 1u) == 0u);
+    genes[j] = src[k * ep.pop + p];
   }
-  dst[e] = g;
+  for (var j = 0u; j < GENES_PER_THREAD; j++) {
+    let k = k0 + j;
+    if (k >= k1) {
+      break;
+    }
+    var g = genes[j];
+    let hm = pcg_hash(child_mutate + k);
+    if (unit_open(hm) <= ep.rate) {
+      let u1 = unit_open(pcg_hash(hm + 1u));
+      let u2 = unit_open(pcg_hash(hm + 2u));
+      let z = sqrt(-2.0 * log(u1)) * cos(6.2831853071795864 * u2);
+      g = clamp(g + ep.sigma * z, ep.lo, ep.hi);
+    }
+    dst[k * ep.pop + c] = g;
+  }
 }

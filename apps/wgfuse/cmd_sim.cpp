@@ -26,10 +26,10 @@ namespace {
 struct SimOptions {
   std::string workload;
   uint32_t pop = 0, steps = 0, generations = 10, seed = 1, samples = 64, episodes = 1, team = 0;
-  uint32_t workgroup = 0, in_flight = sim::kDefaultInFlight;
+  uint32_t workgroup = 0, in_flight = sim::kDefaultInFlight, per_submit = sim::kDefaultPerSubmit;
   std::string mode = "auto";
   bool check = false, dump_wgsl = false, quiet = false, no_robustness = false, dump_shaders = false,
-       bandwidth = false;
+       bandwidth = false, ga_kernels = false;
   std::string json_path, data_path, submit;
   std::vector<std::string> overrides;  // NAME=VALUE
 };
@@ -73,6 +73,8 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
   }
   gpu::Context ctx(copts);
   r.in_flight = o.in_flight;
+  r.ga_kernels = o.ga_kernels;
+  r.per_submit = o.per_submit;
   r.robustness_disabled = o.no_robustness;
   if (o.bandwidth)
     r.copy_gb_per_s = bench::copy_kernel_bandwidth_gbs(ctx, ctx.adapter().is_cpu ? 4u << 20 : 256u << 20, 5);
@@ -158,6 +160,13 @@ void add_sim(CLI::App& app, GlobalOptions& g) {
                   "generations submitted before the oldest one's statistics are read back (1: one at a time)")
       ->check(CLI::Range(1u, 8u))
       ->capture_default_str();
+  cmd->add_option("--per-submit", o.per_submit,
+                  "generations recorded into one command buffer, each with its statistics read back "
+                  "(--in-flight then counts command buffers)")
+      ->check(CLI::Range(1u, sim::kMaxPerSubmit))
+      ->capture_default_str();
+  cmd->add_flag("--time-ga-kernels", o.ga_kernels,
+                "time each GA kernel (reduce, select, breed) in its own pass: gpu_ga_kernel_ms in the JSON");
   cmd->add_option("--override", o.overrides,
                   "NAME=VALUE: a WGSL override constant of the workload's kernels (e.g. MARKET_PREFETCH=0)");
   cmd->add_flag("--unsafe-no-robustness", o.no_robustness,

@@ -698,15 +698,22 @@ __device__ inline bool better(float a, uint32_t ia, float b, uint32_t ib) {
   return beats(a, ia, b, ib);
 }
 
+// The first three rounds of hash5(seed, stream, gen, child, gene), the same for a whole generation
+// (computed on the host): hash5(...) == pcg_hash(pcg_hash(stream_key + child) + gene).
+__host__ __device__ inline uint32_t ga_stream_key(uint32_t seed, uint32_t stream, uint32_t gen) {
+  return pcg_hash(pcg_hash(pcg_hash(seed) + stream) + gen);
+}
+constexpr uint32_t kReduceThreads = 256, kGenesPerThread = 8, kBreedBlock = 64;
+
 // stats: best, mean (f32 bits), best index, non-finite count, then the E elite indices.
 __global__ void ga_reduce(const float* fit, uint32_t pop, uint32_t elites, uint32_t* stats) {
-  __shared__ float sb[256], ss[256];
-  __shared__ uint32_t si[256], sbad[256], elite[MAX_ELITES];
+  __shared__ float sb[kReduceThreads], ss[kReduceThreads];
+  __shared__ uint32_t si[kReduceThreads], sbad[kReduceThreads], elite[MAX_ELITES];
   uint32_t lid = threadIdx.x;
   for (uint32_t e = 0; e < elites; ++e) {
     float best = 0, sum = 0;
     uint32_t bi = NONE, bad = 0;
-    for (uint32_t i = lid; i < pop; i += 256) {
+    for (uint32_t i = lid; i < pop; i += kReduceThreads) {
       float f = fit[i];
       if (e == 0) {
         if (isfinite(f))
@@ -726,7 +733,7 @@ __global__ void ga_reduce(const float* fit, uint32_t pop, uint32_t elites, uint3
     ss[lid] = sum;
     sbad[lid] = bad;
     __syncthreads();
-    for (uint32_t w = 128; w > 0; w /= 2) {
+    for (uint32_t w = kReduceThreads / 2; w > 0; w /= 2) {
       if (lid < w) {
         if (better(sb[lid + w], si[lid + w], sb[lid], si[lid])) {
           sb[lid] = sb[lid + w];
@@ -754,44 +761,58 @@ __global__ void ga_reduce(const float* fit, uint32_t pop, uint32_t elites, uint3
 }
 
 __global__ void ga_select(const float* fit, const uint32_t* stats, uint32_t* parents, uint32_t pop,
-                          uint32_t gen, uint32_t seed, uint32_t tour, uint32_t elites) {
+                          uint32_t select_key, uint32_t tour, uint32_t elites) {
   uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= pop) return;
   if (c < elites) {
     parents[2 * c] = parents[2 * c + 1] = stats[4 + c];
     return;
   }
+  const uint32_t child = pcg_hash(select_key + c);
   for (uint32_t which = 0; which < 2; ++which) {
-    uint32_t w = hash5(seed, STREAM_SELECT, gen, c, which * 64u) % pop;
+    uint32_t w = pcg_hash(child + which * 64u) % pop;
     for (uint32_t k = 1; k < tour; ++k) {
-      uint32_t cand = hash5(seed, STREAM_SELECT, gen, c, which * 64u + k) % pop;
+      uint32_t cand = pcg_hash(child + which * 64u + k) % pop;
       if (beats(fit[cand], cand, fit[w], w)) w = cand;
     }
     parents[2 * c + which] = w;
   }
 }
 
-__global__ void ga_breed(const float* src, float* dst, const uint32_t* parents, uint32_t pop, uint32_t len,
-                         uint32_t gen, uint32_t seed, float rate, float sigma, float lo, float hi,
-                         uint32_t elites) {
-  uint64_t e = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (e >= uint64_t(pop) * len) return;
-  uint32_t k = uint32_t(e / pop), c = uint32_t(e % pop);  // gene-major: e = k * pop + c
-  uint32_t pa = parents[2 * c], pb = parents[2 * c + 1];
+// Grid: x over children (kBreedBlock a block), y over runs of kGenesPerThread genes of a child.
+__global__ void ga_breed(const float* __restrict__ src, float* __restrict__ dst, const uint32_t* parents,
+                         uint32_t pop, uint32_t len, uint32_t cross_key, uint32_t mutate_key, float rate,
+                         float sigma, float lo, float hi, uint32_t elites) {
+  const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= pop) return;
+  const uint32_t k0 = blockIdx.y * kGenesPerThread, k1 = min(k0 + kGenesPerThread, len);
+  const uint32_t pa = parents[2 * c], pb = parents[2 * c + 1];
+  // gene-major: gene k of individual c at k * pop + c
   if (c < elites) {
-    dst[e] = src[size_t(k) * pop + pa];
+    for (uint32_t k = k0; k < k1; ++k) dst[size_t(k) * pop + c] = src[size_t(k) * pop + pa];
     return;
   }
-  uint32_t hc = hash5(seed, STREAM_CROSS, gen, c, k);
-  uint32_t p = (hc & 1u) == 0 ? pa : pb;
-  float g = src[size_t(k) * pop + p];
-  uint32_t hm = hash5(seed, STREAM_MUTATE, gen, c, k);
-  if (unit_open(hm) <= rate) {
-    float u1 = unit_open(pcg_hash(hm + 1u)), u2 = unit_open(pcg_hash(hm + 2u));
-    float z = sqrtf(-2.0f * logf(u1)) * cosf(6.283185307179586f * u2);
-    g = fminf(fmaxf(g + sigma * z, lo), hi);
+  const uint32_t child_cross = pcg_hash(cross_key + c), child_mutate = pcg_hash(mutate_key + c);
+  float genes[kGenesPerThread];
+#pragma unroll
+  for (uint32_t j = 0; j < kGenesPerThread; ++j) {
+    const uint32_t k = min(k0 + j, len - 1);  // past the end: loaded, never stored
+    const uint32_t p = (pcg_hash(child_cross + k) & 1u) == 0 ? pa : pb;
+    genes[j] = src[size_t(k) * pop + p];
   }
-  dst[e] = g;
+#pragma unroll
+  for (uint32_t j = 0; j < kGenesPerThread; ++j) {
+    const uint32_t k = k0 + j;
+    if (k >= k1) break;
+    float g = genes[j];
+    const uint32_t hm = pcg_hash(child_mutate + k);
+    if (unit_open(hm) <= rate) {
+      float u1 = unit_open(pcg_hash(hm + 1u)), u2 = unit_open(pcg_hash(hm + 2u));
+      float z = sqrtf(-2.0f * logf(u1)) * cosf(6.283185307179586f * u2);
+      g = fminf(fmaxf(g + sigma * z, lo), hi);
+    }
+    dst[size_t(k) * pop + c] = g;
+  }
 }
 
 // ---- driver ----
@@ -820,6 +841,8 @@ struct Options {
                         prefetch = "auto";  // market team: the next record one step ahead (auto|on|off)
   // lanes and block 0: the variant's default.
   uint32_t lanes = 0, block = 0, gens = 10, seed = 1, episodes = 1;
+  uint32_t in_flight = 2;   // batches launched before the oldest one's statistics are read
+  uint32_t per_submit = 8;  // generations per batch (one event wait each), as wgfuse's --per-submit
 };
 
 // Evaluates generation `gen` of a gene-major population into fitness (device pointers).
@@ -1074,6 +1097,7 @@ static Options parse(int argc, char** argv) {
     fail(2,
          "usage: sim_cuda rastrigin|acrobot|cartpole|mountaincar|market [--variant thread|team] [--lanes N] "
          "[--math fast|accurate] [--block B] [--sizes PxL,...] [--generations G] [--seed S] [--episodes N] "
+         "[--in-flight N] [--per-submit N] "
          "[--data FILE] [--check WGFUSE_JSON] [--host-check WGFUSE_JSON] [--json FILE] [--prefetch "
          "auto|on|off]");
   Options o;
@@ -1106,6 +1130,10 @@ static Options parse(int argc, char** argv) {
       o.seed = uint32_t(std::stoul(v));
     else if (k == "--episodes")
       o.episodes = number(k, v);
+    else if (k == "--in-flight")
+      o.in_flight = number(k, v);
+    else if (k == "--per-submit")
+      o.per_submit = number(k, v);
     else if (k == "--data")
       o.data_path = v;
     else if (k == "--check")
@@ -1118,6 +1146,8 @@ static Options parse(int argc, char** argv) {
       fail(2, "unknown option " + k);
   }
   if (o.variant != "thread" && o.variant != "team") fail(2, "--variant " + o.variant + ": thread or team");
+  if (o.in_flight > 8) fail(2, "--in-flight " + std::to_string(o.in_flight) + ": 1 to 8");
+  if (o.per_submit > 16) fail(2, "--per-submit " + std::to_string(o.per_submit) + ": 1 to 16");
   if (o.math != "fast" && o.math != "accurate") fail(2, "--math " + o.math + ": fast or accurate");
   if (o.prefetch != "auto" && o.prefetch != "on" && o.prefetch != "off")
     fail(2, "--prefetch " + o.prefetch + ": auto, on or off");
@@ -1235,45 +1265,100 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&d_stats, 16 + 4 * MAX_ELITES));
     CK(cudaMalloc(&d_par, size_t(pop) * 8));
     const uint32_t B = 64, blocks = (pop + B - 1) / B;
-    const uint32_t bblocks = uint32_t((uint64_t(pop) * len + 255) / 256);
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    // One generation: evaluation (timed by events), GA, and the one 16-byte read-back.
-    auto generation = [&](uint32_t g, int cur, float& best, double& eval_ms) {
-      CK(cudaEventRecord(e0));
-      evaluate(d_g[cur], d_fit, pop, steps, g);
-      CK(cudaEventRecord(e1));
-      ga_reduce<<<1, 256>>>(d_fit, pop, kElites, d_stats);
-      ga_select<<<blocks, B>>>(d_fit, d_stats, d_par, pop, g, o.seed, tour, kElites);
-      ga_breed<<<bblocks, 256>>>(d_g[cur], d_g[1 - cur], d_par, pop, len, g, o.seed, W.rate, W.sigma, W.lo,
-                                 W.hi, kElites);
-      uint32_t st[4];
-      CK(cudaMemcpy(st, d_stats, 16, cudaMemcpyDeviceToHost));
-      std::memcpy(&best, &st[0], 4);
-      float ms;
-      CK(cudaEventElapsedTime(&ms, e0, e1));
-      eval_ms = ms;
+    const dim3 breed_grid((pop + kBreedBlock - 1) / kBreedBlock,
+                          (len + kGenesPerThread - 1) / kGenesPerThread);
+    // As wgfuse's run loop: batches of --per-submit generations, up to --in-flight batches launched
+    // before the oldest one's statistics are read (each generation's copied asynchronously into
+    // pinned memory; one event wait per batch). Event times are taken against `origin`, so that a
+    // slot's times outlive its reuse.
+    const uint32_t per = o.per_submit;
+    struct Timing {
+      cudaEvent_t begin, evaluated, bred;
+    };
+    struct Slot {
+      std::vector<Timing> gens;  // per generation of the batch
+      cudaEvent_t done;
+      uint32_t* stats;  // pinned, per generation: best, mean, best index, non-finite count
+    };
+    std::vector<Slot> slots(o.in_flight);
+    for (auto& s : slots) {
+      s.gens.resize(per);
+      for (auto& g : s.gens)
+        for (cudaEvent_t* ev : {&g.begin, &g.evaluated, &g.bred}) CK(cudaEventCreate(ev));
+      CK(cudaEventCreate(&s.done));
+      CK(cudaMallocHost(&s.stats, 16 * per));
+    }
+    cudaEvent_t origin;
+    CK(cudaEventCreate(&origin));
+    // Launches generations first .. first + count - 1 into `s` (genomes d_g[cur] -> d_g[1 - cur], then back).
+    auto submit = [&](uint32_t first, uint32_t count, int cur, Slot& s) {
+      for (uint32_t i = 0; i < count; ++i, cur = 1 - cur) {
+        const uint32_t g = first + i;
+        CK(cudaEventRecord(s.gens[i].begin));
+        evaluate(d_g[cur], d_fit, pop, steps, g);
+        CK(cudaEventRecord(s.gens[i].evaluated));
+        ga_reduce<<<1, kReduceThreads>>>(d_fit, pop, kElites, d_stats);
+        ga_select<<<blocks, B>>>(d_fit, d_stats, d_par, pop, ga_stream_key(o.seed, STREAM_SELECT, g), tour,
+                                 kElites);
+        ga_breed<<<breed_grid, kBreedBlock>>>(
+            d_g[cur], d_g[1 - cur], d_par, pop, len, ga_stream_key(o.seed, STREAM_CROSS, g),
+            ga_stream_key(o.seed, STREAM_MUTATE, g), W.rate, W.sigma, W.lo, W.hi, kElites);
+        CK(cudaEventRecord(s.gens[i].bred));
+        CK(cudaMemcpyAsync(s.stats + 4 * i, d_stats, 16, cudaMemcpyDeviceToHost));
+      }
+      CK(cudaEventRecord(s.done));
+    };
+    // Waits for the batch in `s`; generation i's best into best[i], its event times (ms since
+    // origin) into t[3 * i ..].
+    auto collect = [&](Slot& s, uint32_t count, float* best, float* t) {
+      CK(cudaEventSynchronize(s.done));
+      for (uint32_t i = 0; i < count; ++i) {
+        std::memcpy(&best[i], &s.stats[4 * i], 4);
+        CK(cudaEventElapsedTime(&t[3 * i], origin, s.gens[i].begin));
+        CK(cudaEventElapsedTime(&t[3 * i + 1], origin, s.gens[i].evaluated));
+        CK(cudaEventElapsedTime(&t[3 * i + 2], origin, s.gens[i].bred));
+      }
     };
     CK(cudaMemcpy(d_g[0], g0.data(), g0.size() * 4, cudaMemcpyHostToDevice));
-    float best;
-    double ms;
-    generation(0, 0, best, ms);  // warm-up
+    std::vector<float> best(per), t(3 * per);
+    CK(cudaEventRecord(origin));
+    submit(0, per, 0, slots[0]);  // warm-up
+    collect(slots[0], per, best.data(), t.data());
     CK(cudaMemcpy(d_g[0], g0.data(), g0.size() * 4, cudaMemcpyHostToDevice));
-    std::vector<double> gps, eval_ms;
+    std::vector<double> gps, eval_ms, ga_ms, between_ms;
     std::vector<float> bests;
     int cur = 0;
-    for (uint32_t g = 0; g < o.gens; ++g) {
-      auto t0 = std::chrono::steady_clock::now();
-      generation(g, cur, best, ms);
-      gps.push_back(1.0 / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      eval_ms.push_back(ms);
-      bests.push_back(best);
-      cur = 1 - cur;
+    const uint32_t batches = (o.gens + per - 1) / per;
+    auto count_of = [&](uint32_t b) { return std::min(per, o.gens - b * per); };
+    uint32_t submitted = 0;
+    float previous_bred = 0;
+    auto last = std::chrono::steady_clock::now();
+    for (uint32_t b = 0; b < batches; ++b) {
+      for (; submitted < batches && submitted < b + o.in_flight; ++submitted) {
+        submit(submitted * per, count_of(submitted), cur, slots[submitted % o.in_flight]);
+        if (count_of(submitted) % 2) cur = 1 - cur;
+      }
+      collect(slots[b % o.in_flight], count_of(b), best.data(), t.data());
+      const auto now = std::chrono::steady_clock::now();
+      const double sec = std::chrono::duration<double>(now - last).count() / count_of(b);
+      last = now;
+      for (uint32_t i = 0; i < count_of(b); ++i) {
+        gps.push_back(1.0 / sec);
+        eval_ms.push_back(t[3 * i + 1] - t[3 * i]);
+        ga_ms.push_back(t[3 * i + 2] - t[3 * i + 1]);
+        if (b + i > 0) between_ms.push_back(t[3 * i] - previous_bred);
+        previous_bred = t[3 * i + 2];
+        bests.push_back(best[i]);
+      }
     }
     CK(cudaGetLastError());
-    CK(cudaEventDestroy(e0));
-    CK(cudaEventDestroy(e1));
+    for (auto& s : slots) {
+      for (auto& g : s.gens)
+        for (cudaEvent_t ev : {g.begin, g.evaluated, g.bred}) CK(cudaEventDestroy(ev));
+      CK(cudaEventDestroy(s.done));
+      CK(cudaFreeHost(s.stats));
+    }
+    CK(cudaEventDestroy(origin));
     for (int k = 0; k < 2; ++k) CK(cudaFree(d_g[k]));
     CK(cudaFree(d_fit));
     CK(cudaFree(d_stats));
@@ -1293,12 +1378,17 @@ int main(int argc, char** argv) {
     }
     js += std::string(pi ? "," : "") + "\n    {\"pop\": " + std::to_string(pop) +
           ", \"steps\": " + std::to_string(steps) + ", \"generations\": " + std::to_string(o.gens) +
-          ", \"gen_per_s\": " + stats_json(gps) + ", \"eval_ms\": " + stats_json(eval_ms) +
+          ", \"in_flight\": " + std::to_string(o.in_flight) +
+          ", \"per_submit\": " + std::to_string(o.per_submit) + ", \"gen_per_s\": " + stats_json(gps) +
+          ", \"eval_ms\": " + stats_json(eval_ms) + ", \"ga_ms\": " + stats_json(ga_ms) +
+          ", \"between_generations_ms\": " + (between_ms.empty() ? "null" : stats_json(between_ms)) +
           ",\n     \"best_fitness\": " + list_json(bests) + ",\n     \"sample_fitness\": {\"indices\": [" +
           idx + "], \"values\": " + list_json(sv) + ", \"horizon\": " + std::to_string(horizon) +
           ", \"values_at_horizon\": " + list_json(sh) + "}}";
-    std::printf("[cuda] %s %s %s pop %u steps %u: %.4g gen/s, evaluation %.4g ms (%s)\n", o.workload.c_str(),
-                label.c_str(), o.math.c_str(), pop, steps, median(gps), median(eval_ms), math_note.c_str());
+    std::printf(
+        "[cuda] %s %s %s pop %u steps %u: %.4g gen/s, evaluation %.4g ms, GA %.4g ms, %u in flight (%s)\n",
+        o.workload.c_str(), label.c_str(), o.math.c_str(), pop, steps, median(gps), median(eval_ms),
+        median(ga_ms), o.in_flight, math_note.c_str());
   }
   js += "\n  ]\n}\n";
   if (!o.json_path.empty()) {

@@ -147,6 +147,17 @@ void SimProgram::set_generation(uint32_t g) {
   ctx_->write(params_buf_, 0, std::as_bytes(std::span<const SimParams>(&params_, 1)));
 }
 
+void SimProgram::record_generation(gpu::Recorder& rec, uint32_t g) {
+  params_.generation = g;
+  if (!params_ring_)
+    params_ring_ =
+        ctx_->buffer(kParamsRing * sizeof(SimParams), gpu::BufferUsage::CopySrc | gpu::BufferUsage::CopyDst,
+                     spec_.name + ".params_ring");
+  const uint64_t at = uint64_t(g % kParamsRing) * sizeof(SimParams);
+  ctx_->write(params_ring_, at, std::as_bytes(std::span<const SimParams>(&params_, 1)));
+  rec.copy(params_ring_, at, params_buf_, 0, sizeof(SimParams));
+}
+
 void SimProgram::ensure_slots() {
   if (slots_ && slots_.size() >= uint64_t(params_.pop) * slot_bytes_) return;
   slots_ =

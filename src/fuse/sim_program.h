@@ -144,6 +144,11 @@ class SimProgram {
   // The generation whose start states the next evaluations use (written to the params before
   // the next submit; 0 until set).
   void set_generation(uint32_t g);
+  // The same inside `rec`'s command buffer: the params are queue-written into slot g % kParamsRing
+  // of a ring and copied from there by a command, so that up to kParamsRing generations, each with
+  // its own params, can share one command buffer.
+  void record_generation(gpu::Recorder& rec, uint32_t g);
+  static constexpr uint32_t kParamsRing = 16;
   const SimSpec& spec() const { return spec_; }
 
   // Compiles every pipeline now (otherwise on first use).
@@ -182,7 +187,7 @@ class SimProgram {
   SimParams params_;
   std::string source_, team_source_;
   uint32_t team_ = 1;
-  gpu::Buffer params_buf_, data_, slots_, no_slots_, no_fitness_;
+  gpu::Buffer params_buf_, params_ring_, data_, slots_, no_slots_, no_fitness_;
   uint32_t slot_bytes_ = 0;
   uint32_t groups_ = 0;
   // Resolved by compile(): the pipelines of the entry points.

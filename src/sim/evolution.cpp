@@ -24,13 +24,22 @@ Evolution::Evolution(gpu::Context& ctx, uint32_t pop, uint32_t genome_len, GaCon
                 std::to_string(genes * 4) + " bytes) is over the device's maxStorageBufferBindingSize (" +
                 std::to_string(lim.max_storage_buffer_binding_size) + ")");
   if (genes >= (uint64_t(1) << 32)) throw Error("population x genome length must be below 2^32");
-  uint64_t groups = (genes + kWorkgroup - 1) / kWorkgroup;
-  uint64_t max_x = lim.max_compute_workgroups_per_dimension;
-  breed_x_ = uint32_t(std::min<uint64_t>(groups, max_x));
-  breed_y_ = uint32_t((groups + breed_x_ - 1) / breed_x_);
-  if (breed_y_ > max_x) throw Error("too many genes for one 2D dispatch on this device");
+  // Workgroups of the select and breed dispatches per grid dimension.
+  auto within_limit = [&](uint32_t groups, const std::string& what) {
+    if (groups > lim.max_compute_workgroups_per_dimension)
+      throw Error(
+          what + " needs " + std::to_string(groups) +
+          " workgroups of the GA in one dimension, over the device's maxComputeWorkgroupsPerDimension (" +
+          std::to_string(lim.max_compute_workgroups_per_dimension) + ")");
+    return groups;
+  };
+  groups_ = within_limit((pop + kWorkgroup - 1) / kWorkgroup, "population " + std::to_string(pop));
+  breed_y_ = within_limit((genome_len + kGenesPerThread - 1) / kGenesPerThread,
+                          "genome length " + std::to_string(genome_len));
   params_ =
       ctx.buffer(sizeof(EvolveParams), gpu::BufferUsage::Uniform | gpu::BufferUsage::CopyDst, "ga.params");
+  params_ring_ = ctx.buffer(kParamsRing * sizeof(EvolveParams),
+                            gpu::BufferUsage::CopySrc | gpu::BufferUsage::CopyDst, "ga.params_ring");
   stats_ = ctx.buffer(16 + 4 * kMaxElites, gpu::BufferUsage::StorageIO, "ga.stats");
   parents_ = ctx.buffer(uint64_t(pop) * 8, gpu::BufferUsage::StorageIO, "ga.parents");
 }
@@ -46,37 +55,55 @@ void Evolution::compile() {
   breed_ = kernel("breed");
 }
 
+std::array<std::pair<const gpu::Kernel*, gpu::Grid>, Evolution::kKernels> Evolution::grids() const {
+  return {{{reduce_, gpu::Grid{1}}, {select_, gpu::Grid{groups_}}, {breed_, gpu::Grid{groups_, breed_y_}}}};
+}
+
 gpu::Plan& Evolution::plan(const gpu::Buffer& fitness, const gpu::Buffer& src, const gpu::Buffer& dst) {
   const auto key = std::tuple{fitness.id(), src.id(), dst.id()};
   if (auto it = plans_.find(key); it != plans_.end()) return it->second;
   compile();
   if (plans_.size() >= 8) plans_.clear();  // the GA alternates two; a caller cycling more rebuilds
   gpu::Plan p(*ctx_, "ga");
-  for (const gpu::Kernel* k : {reduce_, select_, breed_}) {
-    const gpu::Grid grid = k == reduce_   ? gpu::Grid{1}
-                           : k == select_ ? gpu::Grid{(pop_ + kWorkgroup - 1) / kWorkgroup}
-                                          : gpu::Grid{breed_x_, breed_y_};
-    p.dispatch(*k, {params_, fitness, stats_, parents_, src, dst}, grid);
-  }
+  for (const auto& [k, grid] : grids()) p.dispatch(*k, {params_, fitness, stats_, parents_, src, dst}, grid);
   p.build();
   return plans_.emplace(key, std::move(p)).first->second;
 }
 
+EvolveParams Evolution::params_of(uint32_t generation) const {
+  return {.pop = pop_,
+          .genome_len = genome_len_,
+          .tournament = cfg_.tournament,
+          .elites = cfg_.elites,
+          .rate = cfg_.rate,
+          .sigma = cfg_.sigma,
+          .lo = cfg_.lo,
+          .hi = cfg_.hi,
+          .select_key = ga_stream_key(cfg_.seed, kStreamSelect, generation),
+          .cross_key = ga_stream_key(cfg_.seed, kStreamCross, generation),
+          .mutate_key = ga_stream_key(cfg_.seed, kStreamMutate, generation),
+          .pad = 0};
+}
+
+void Evolution::record_params(gpu::Recorder& rec, uint32_t generation) {
+  const uint64_t at = uint64_t(generation % kParamsRing) * sizeof(EvolveParams);
+  ctx_->write_value(params_ring_, at, params_of(generation));
+  rec.copy(params_ring_, at, params_, 0, sizeof(EvolveParams));
+}
+
 uint32_t Evolution::record(gpu::Recorder& rec, uint32_t generation, const gpu::Buffer& fitness,
-                           const gpu::Buffer& src, const gpu::Buffer& dst) {
-  const EvolveParams p{.pop = pop_,
-                       .genome_len = genome_len_,
-                       .generation = generation,
-                       .seed = cfg_.seed,
-                       .tournament = cfg_.tournament,
-                       .elites = cfg_.elites,
-                       .rate = cfg_.rate,
-                       .sigma = cfg_.sigma,
-                       .lo = cfg_.lo,
-                       .hi = cfg_.hi,
-                       .pad1 = 0,
-                       .pad2 = 0};
-  ctx_->write_value(params_, 0, p);
+                           const gpu::Buffer& src, const gpu::Buffer& dst, gpu::Profiler* per_kernel,
+                           Params params) {
+  if (params == Params::QueueWrite) ctx_->write_value(params_, 0, params_of(generation));
+  if (per_kernel) {
+    compile();
+    for (const auto& [k, grid] : grids()) {
+      rec.time_next_pass(*per_kernel);
+      rec.dispatch(*k, ctx_->bind(*k, {params_, fitness, stats_, parents_, src, dst}), grid.x, grid.y);
+    }
+    rec.end_pass();
+    return kKernels;
+  }
   auto& steps = plan(fitness, src, dst);
   steps.encode(rec);
   return uint32_t(steps.dispatches());

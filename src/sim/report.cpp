@@ -36,12 +36,26 @@ nlohmann::json mode_json(const ModeRun& r, uint64_t genome_bytes, double& median
   jm["gpu_evaluation_ms"] =
       r.gpu_eval_ms.empty() ? nlohmann::json(nullptr) : summary_json(summarize(r.gpu_eval_ms));
   jm["gpu_ga_ms"] = r.gpu_ga_ms.empty() ? nlohmann::json(nullptr) : summary_json(summarize(r.gpu_ga_ms));
+  auto optional_summary = [](const std::vector<double>& v) {
+    return v.empty() ? nlohmann::json(nullptr) : summary_json(summarize(v));
+  };
+  jm["gpu_between_generations_ms"] = optional_summary(r.gpu_between_generations_ms);
+  jm["gpu_between_passes_ms"] = optional_summary(r.gpu_between_passes_ms);
+  if (!r.gpu_ga_kernel_ms.empty()) {
+    const char* names[Evolution::kKernels] = {"reduce", "select", "breed"};
+    for (uint32_t i = 0; i < Evolution::kKernels; ++i) {
+      std::vector<double> v;
+      for (auto& k : r.gpu_ga_kernel_ms) v.push_back(k[i]);
+      jm["gpu_ga_kernel_ms"][names[i]] = summary_json(summarize(v));
+    }
+  }
   // The evaluation's rate of reading the genomes (against the copy bandwidth: how near the
   // memory bound an embarrassingly parallel workload such as Rastrigin gets).
   jm["genome_read_gb_per_s"] =
       r.gpu_eval_ms.empty() ? nlohmann::json(nullptr)
                             : nlohmann::json(double(genome_bytes) / (summarize(r.gpu_eval_ms).median * 1e6));
   jm["in_flight"] = r.in_flight;
+  jm["generations_per_submit"] = r.per_submit;
   jm["dispatches_per_generation"] = r.dispatches_per_generation;
   jm["submits_per_generation"] = r.submits_per_generation;
   std::vector<double> best, mean;
@@ -63,7 +77,7 @@ ModeRun run_mode(SimRunner& runner, Strategy m, const SimReportOptions& o) {
     std::fprintf(stderr, "  [%s] generation %u/%u, best %.6g, mean %.6g, %.1f s\n",
                  fuse::to_string(m).c_str(), gen + 1, o.generations, st.best, st.mean, seconds_since(t_mode));
   };
-  return runner.run(m, o.generations, progress, o.in_flight);
+  return runner.run(m, o.generations, progress, o.in_flight, o.per_submit, o.ga_kernels);
 }
 
 void print_table(const std::vector<Strategy>& modes, const std::map<Strategy, ModeRun>& runs,
@@ -288,6 +302,7 @@ nlohmann::json run_and_report(SimRunner& runner, const SimReportOptions& o, cons
   j["modes"] = nlohmann::json::object();
   j["team"] = runner.team();
   j["in_flight"] = o.in_flight;
+  j["generations_per_submit"] = o.per_submit;
   const auto& spec = runner.spec();
   j["workgroup"] = {{"fused", fuse::workgroup_size(spec, Strategy::Fused)},
                     {"team", fuse::workgroup_size(spec, Strategy::Team)}};

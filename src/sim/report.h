@@ -20,11 +20,13 @@ struct SimReportOptions {
   std::string auto_why;               // --mode auto: why it chose modes[0] (and the team size)
   uint32_t generations = 10;          // timed generations per mode
   uint32_t seed = 1;
-  uint32_t samples = 64;                  // individuals compared with the CPU reference and written to JSON
-  bool check = false;                     // run the equivalence checks
-  bool quiet = false;                     // no progress lines on stderr
-  uint32_t in_flight = kDefaultInFlight;  // generations in flight (SimRunner::run)
-  bool robustness_disabled = false;       // the device was created with Dawn's disable_robustness
+  uint32_t samples = 64;                    // individuals compared with the CPU reference and written to JSON
+  bool check = false;                       // run the equivalence checks
+  bool quiet = false;                       // no progress lines on stderr
+  uint32_t in_flight = kDefaultInFlight;    // generations in flight (SimRunner::run)
+  uint32_t per_submit = kDefaultPerSubmit;  // generations per command buffer (SimRunner::run)
+  bool ga_kernels = false;                  // time each GA kernel in its own pass (SimRunner::run)
+  bool robustness_disabled = false;         // the device was created with Dawn's disable_robustness
   double copy_gb_per_s = 0;  // a copy kernel's bandwidth on this device (0: not measured), against
                              // which the evaluation's reading of the genomes is reported
 };

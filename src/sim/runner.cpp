@@ -161,86 +161,129 @@ std::vector<float> SimRunner::evaluate_initial(Strategy s, uint32_t steps, uint3
   return ctx_->read<float>(fitness_, 0, pop_);
 }
 
-namespace {
-constexpr uint64_t kTicksBytes = 32;  // begin and end of two passes
-}  // namespace
-
 ModeRun SimRunner::run(Strategy s, uint32_t generations,
                        const std::function<void(uint32_t, const GenerationStats&, double)>& progress,
-                       uint32_t in_flight) {
+                       uint32_t in_flight, uint32_t per_submit, bool ga_kernels) {
+  if (per_submit < 1 || per_submit > kMaxPerSubmit)
+    throw Error("generations per submit: " + std::to_string(per_submit) + ", want 1 to " +
+                std::to_string(kMaxPerSubmit));
   ModeRun out;
   out.strategy = s;
   // Per-step waits after every dispatch, so it runs one generation at a time.
-  const uint32_t depth = fuse::row(s).wait_each_dispatch ? 1 : std::max(1u, in_flight);
+  const bool one_at_a_time = fuse::row(s).wait_each_dispatch;
+  const uint32_t depth = one_at_a_time ? 1 : std::max(1u, in_flight);
+  const uint32_t batch = one_at_a_time ? 1 : per_submit;
   out.in_flight = depth;
+  out.per_submit = batch;
   auto& prog = program(steps_);
-  // Per slot of the pipeline: timestamps of two passes (evaluation, GA) and a staging buffer that
-  // receives the GA's statistics and the timestamps, read once that generation is done.
+  // Timed passes of a generation: the evaluation, then the GA (one pass, or one per kernel).
+  const uint32_t passes = 1 + (ga_kernels ? Evolution::kKernels : 1);
+  const uint64_t ticks_bytes = 16ull * passes;  // begin and end of each
+  const uint64_t stats_bytes = Evolution::kStatsBytes * batch;
+  // Per slot of the pipeline (one command buffer of `batch` generations): timestamps of their
+  // passes and a staging buffer that receives each generation's GA statistics, then all the
+  // timestamps, read once the command buffer is done.
   std::vector<std::unique_ptr<gpu::Profiler>> profs;
   std::vector<gpu::Buffer> staging;
   for (uint32_t k = 0; k < depth; ++k) {
-    profs.push_back(std::make_unique<gpu::Profiler>(*ctx_, 2));
-    staging.push_back(ctx_->buffer(Evolution::kStatsBytes + kTicksBytes,
+    profs.push_back(std::make_unique<gpu::Profiler>(*ctx_, passes * batch));
+    staging.push_back(ctx_->buffer(stats_bytes + ticks_bytes * batch,
                                    gpu::BufferUsage::MapRead | gpu::BufferUsage::CopyDst,
                                    w_->name + ".readback" + std::to_string(k)));
   }
   const bool timed_gpu = profs[0]->enabled() && s != Strategy::PerStep;
-  // Records and submits generation g (genomes[cur] -> genomes[1 - cur]) into pipeline slot `slot`.
-  // The params of the evaluation and the GA are queue writes, ordered with the submits, so the
-  // generations in flight keep theirs.
-  auto submit_generation = [&](uint32_t g, int cur, uint32_t slot) {
+  // Records generations first .. first + count - 1 (genomes[cur] -> genomes[1 - cur], then
+  // back) into pipeline slot `slot` and submits them as one command buffer. One generation per
+  // submit writes the params of the evaluation and the GA with queue writes (ordered with the
+  // submits, so the generations in flight keep theirs); several copy them from rings inside the
+  // command buffer, both before the evaluation.
+  uint32_t dispatches = 0, submits = 0;
+  auto submit_generations = [&](uint32_t first, uint32_t count, int cur, uint32_t slot) {
     gpu::Recorder rec(*ctx_);
-    prog.set_generation(g);  // this generation's start states
-    if (timed_gpu) rec.time_next_pass(*profs[slot]);
-    auto c = prog.evaluate(s, rec, genomes_[cur], fitness_);
-    rec.end_pass();  // the evaluation in its own pass, the GA in the next, each timed
-    if (timed_gpu) rec.time_next_pass(*profs[slot]);
-    uint32_t d = evo_->record(rec, g, fitness_, genomes_[cur], genomes_[1 - cur]);
-    evo_->copy_stats(rec, staging[slot], 0);
-    if (timed_gpu) profs[slot]->resolve_to(rec, staging[slot], Evolution::kStatsBytes);
+    dispatches = submits = 0;
+    for (uint32_t i = 0; i < count; ++i, cur = 1 - cur) {
+      const uint32_t g = first + i;
+      if (batch > 1) {
+        prog.record_generation(rec, g);  // this generation's start states
+        evo_->record_params(rec, g);
+      } else {
+        prog.set_generation(g);
+      }
+      if (timed_gpu) rec.time_next_pass(*profs[slot]);
+      auto c = prog.evaluate(s, rec, genomes_[cur], fitness_);
+      rec.end_pass();  // the evaluation in its own pass, the GA in the next, each timed
+      if (timed_gpu && !ga_kernels) rec.time_next_pass(*profs[slot]);
+      dispatches += c.dispatches +
+                    evo_->record(rec, g, fitness_, genomes_[cur], genomes_[1 - cur],
+                                 timed_gpu && ga_kernels ? profs[slot].get() : nullptr,
+                                 batch > 1 ? Evolution::Params::Recorded : Evolution::Params::QueueWrite);
+      submits += c.submits;
+      evo_->copy_stats(rec, staging[slot], Evolution::kStatsBytes * i);
+    }
+    if (timed_gpu) profs[slot]->resolve_to(rec, staging[slot], stats_bytes);
     rec.submit();
-    out.dispatches_per_generation = c.dispatches + d;
-    out.submits_per_generation = c.submits + 1;
+    out.dispatches_per_generation = dispatches / count;
+    out.submits_per_generation = (submits + 1 + count - 1) / count;  // rounded up (see ModeRun)
   };
-  // Waits for the generation in `slot` only (not for those submitted after it).
-  // The GPU times (ms) of its evaluation and GA passes into `pass_ms` where timed.
-  auto collect = [&](uint32_t slot, std::vector<double>* pass_ms) {
-    auto bytes = ctx_->map_read(staging[slot], Evolution::kStatsBytes + (timed_gpu ? kTicksBytes : 0));
-    auto st = Evolution::decode_stats(std::span(bytes).first(Evolution::kStatsBytes));
-    if (timed_gpu && pass_ms) {
-      uint64_t ticks[4];
-      std::memcpy(ticks, bytes.data() + Evolution::kStatsBytes, sizeof ticks);
-      for (double ns : gpu::Profiler::pass_ns(ticks)) pass_ms->push_back(ns / 1e6);
+  // Waits for the command buffer in `slot` only (not for those submitted after it): the
+  // statistics of its `count` generations, and their raw timestamps (ns: begin and end of each
+  // timed pass, generation after generation) into `ticks` where timed.
+  auto collect = [&](uint32_t slot, uint32_t count, std::vector<uint64_t>* ticks) {
+    auto bytes = ctx_->map_read(staging[slot], stats_bytes + (timed_gpu ? ticks_bytes * count : 0));
+    std::vector<GenerationStats> st;
+    for (uint32_t i = 0; i < count; ++i)
+      st.push_back(Evolution::decode_stats(std::span(bytes).subspan(Evolution::kStatsBytes * i)));
+    if (timed_gpu && ticks) {
+      ticks->resize(2 * passes * count);
+      std::memcpy(ticks->data(), bytes.data() + stats_bytes, ticks_bytes * count);
     }
     return st;
   };
+  auto ms_between = [](uint64_t from, uint64_t to) { return to >= from ? double(to - from) / 1e6 : 0.0; };
   // Warm-up: first use of pipelines and buffers, discarded.
   ctx_->write(genomes_[0], 0, std::as_bytes(std::span<const float>(initial_device_)));
-  submit_generation(0, 0, 0);
-  collect(0, nullptr);
+  submit_generations(0, batch, 0, 0);
+  collect(0, batch, nullptr);
   ctx_->write(genomes_[0], 0, std::as_bytes(std::span<const float>(initial_device_)));
   ctx_->wait();
-  // Up to `depth` generations in flight: generation g + depth - 1 is submitted before g is read,
+  // Up to `depth` command buffers in flight: batch b + depth - 1 is submitted before b is read,
   // so that the host's recording, submit and read-back overlap the GPU's work. A generation's
-  // time is the interval between the read-backs of its predecessor and its own.
+  // time is the interval between the read-backs of its command buffer's predecessor and its own,
+  // over the generations in it.
+  const uint32_t batches = (generations + batch - 1) / batch;
+  auto count_of = [&](uint32_t b) { return std::min(batch, generations - b * batch); };
   auto last = std::chrono::steady_clock::now();
+  uint64_t previous_end = 0;  // the last timestamp of the generation read before
   uint32_t submitted = 0;
   int cur = 0;
-  for (uint32_t g = 0; g < generations; ++g) {
-    for (; submitted < generations && submitted < g + depth; ++submitted, cur = 1 - cur)
-      submit_generation(submitted, cur, submitted % depth);
-    std::vector<double> pass_ms;
-    auto st = collect(g % depth, &pass_ms);
-    const auto now = std::chrono::steady_clock::now();
-    const double sec = std::chrono::duration<double>(now - last).count();
-    last = now;
-    out.seconds.push_back(sec);
-    out.stats.push_back(st);
-    if (pass_ms.size() == 2) {
-      out.gpu_eval_ms.push_back(pass_ms[0]);
-      out.gpu_ga_ms.push_back(pass_ms[1]);
+  for (uint32_t b = 0; b < batches; ++b) {
+    for (; submitted < batches && submitted < b + depth; ++submitted) {
+      submit_generations(submitted * batch, count_of(submitted), cur, submitted % depth);
+      if (count_of(submitted) % 2) cur = 1 - cur;
     }
-    if (progress) progress(g, st, sec);
+    std::vector<uint64_t> ticks;
+    const auto stats = collect(b % depth, count_of(b), &ticks);
+    const auto now = std::chrono::steady_clock::now();
+    const double sec = std::chrono::duration<double>(now - last).count() / double(stats.size());
+    last = now;
+    for (uint32_t i = 0; i < stats.size(); ++i) {
+      const uint32_t g = b * batch + i;
+      out.seconds.push_back(sec);
+      out.stats.push_back(stats[i]);
+      if (!ticks.empty()) {
+        const uint64_t* t = ticks.data() + 2 * passes * i;
+        out.gpu_eval_ms.push_back(ms_between(t[0], t[1]));
+        out.gpu_ga_ms.push_back(ms_between(t[2], t[2 * passes - 1]));
+        out.gpu_between_passes_ms.push_back(ms_between(t[1], t[2]));
+        if (g > 0) out.gpu_between_generations_ms.push_back(ms_between(previous_end, t[0]));
+        previous_end = t[2 * passes - 1];
+        if (ga_kernels) {
+          auto& k = out.gpu_ga_kernel_ms.emplace_back();
+          for (uint32_t j = 0; j < Evolution::kKernels; ++j) k[j] = ms_between(t[2 + 2 * j], t[3 + 2 * j]);
+        }
+      }
+      if (progress) progress(g, stats[i], sec);
+    }
   }
   return out;
 }

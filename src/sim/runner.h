@@ -3,6 +3,8 @@
 // `wgfuse sim --check`.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -26,8 +28,20 @@ struct ModeRun {
   // for per-step (one pass per dispatch) or where the device has no timestamp-query.
   std::vector<double> gpu_eval_ms;
   std::vector<double> gpu_ga_ms;  // the same for the GA's pass (reduce, select, breed)
+  // GPU idle time (ms) between two timed generations: from the end of one's GA to the start of the
+  // next one's evaluation (the submit boundary, the read-back copies, the timestamp resolve).
+  std::vector<double> gpu_between_generations_ms;
+  std::vector<double> gpu_between_passes_ms;  // from the end of the evaluation to the start of the GA
+  // With `ga_kernels` (SimRunner::run): each GA kernel in its own timed pass (reduce, select,
+  // breed), and gpu_ga_ms the span from the start of reduce to the end of breed.
+  std::vector<std::array<double, Evolution::kKernels>> gpu_ga_kernel_ms;
+  // Submits per generation are rounded up: a command buffer of several generations counts one
+  // for each (its exact share is 1 / per_submit).
   uint64_t dispatches_per_generation = 0, submits_per_generation = 0;
-  uint32_t in_flight = 1;  // generations submitted before the oldest one's read-back
+  uint32_t in_flight = 1;   // command buffers submitted before the oldest one's read-back
+  uint32_t per_submit = 1;  // generations per command buffer
+  // seconds: with several generations per command buffer, each gets the interval of its command
+  // buffer over their number.
 };
 
 // Agreement of two fitness vectors.
@@ -71,6 +85,11 @@ std::vector<float> gene_major(const std::vector<float>& genomes, uint32_t pop, u
 
 // Generations in flight by default (SimRunner::run).
 inline constexpr uint32_t kDefaultInFlight = 2;
+// Generations per command buffer by default (SimRunner::run): on the H100 each submit left the GPU
+// idle ~35 us between generations (acrobot 0.331 -> 0.313 ms per generation with 8 per submit).
+inline constexpr uint32_t kDefaultPerSubmit = 8;
+// Generations in one command buffer at most (the params rings of the evaluation and the GA).
+inline constexpr uint32_t kMaxPerSubmit = std::min(fuse::SimProgram::kParamsRing, Evolution::kParamsRing);
 
 class SimRunner {
  public:
@@ -110,10 +129,14 @@ class SimRunner {
   // One warm-up generation (not timed, discarded), then `generations` timed generations from the
   // initial population, with up to `in_flight` of them submitted before the oldest is read back
   // (1: each read back before the next is recorded; per-step always 1). Every generation's
-  // statistics are read back. `progress` is called after each timed generation.
+  // statistics are read back. `progress` is called after each timed generation. `per_submit`:
+  // generations recorded into one command buffer (1 to kMaxPerSubmit; per-step always 1), each
+  // with its own statistics copy; `in_flight` then counts command buffers. `ga_kernels`: time
+  // each GA kernel in its own pass (ModeRun::gpu_ga_kernel_ms).
   ModeRun run(fuse::Strategy s, uint32_t generations,
               const std::function<void(uint32_t, const GenerationStats&, double)>& progress = {},
-              uint32_t in_flight = kDefaultInFlight);
+              uint32_t in_flight = kDefaultInFlight, uint32_t per_submit = kDefaultPerSubmit,
+              bool ga_kernels = false);
   // GPU fitness (under `s`, at min(steps, horizon)) of a sample of individuals against the
   // double-precision reference.
   ReferenceCheck check_reference(fuse::Strategy s, uint32_t samples);
