@@ -1,6 +1,7 @@
 // The bench's own measurements: the fused elementwise chain (kernels/elementwise.wgsl, chain_fused)
 // and the copy bandwidths it is held against.
 #include "bench/dispatch_bench.h"
+#include "gpu/recorder.h"
 #include "support.h"
 
 namespace wgfuse {
@@ -47,6 +48,49 @@ TEST(BenchChain, CopyCommandBandwidthByWallClockAndTimestamps) {
     EXPECT_GT(r.copy_command_gpu_bandwidth_gbs, 0);
   else
     EXPECT_LT(r.copy_command_gpu_bandwidth_gbs, 0);
+}
+
+// Test that the same-size read kernel (kernels/bench_read.wgsl) loads every vec4 of its buffer
+// whatever the grid (one load round per invocation, or fewer invocations striding): a single
+// value past its threshold, wherever it lies, must reach the sink, plain and through Rastrigin's
+// term (x^2 of 1.8e19 = 3.24e38); an element the kernel skipped would leave the sink zero.
+TEST(BenchRead, ReadKernelLoadsEveryElement) {
+  auto& ctx = test::context();
+  const uint32_t vec4s = 5003;  // not a multiple of the workgroup or of the unroll
+  const std::vector<float> zeros(4, 0.0f);
+  for (bool rastrigin : {false, true}) {
+    auto& k =
+        ctx.kernel(gpu::embedded_kernel("bench_read", "read_vec4", {{"RASTRIGIN_TERM", rastrigin ? 1 : 0}}));
+    for (uint32_t pos : {0u, 1u, 2591u, 4u * vec4s - 1}) {
+      for (uint32_t groups : {1u, 3u, (vec4s + 2047) / 2048}) {
+        SCOPED_TRACE("rastrigin " + std::to_string(rastrigin) + ", element " + std::to_string(pos) + ", " +
+                     std::to_string(groups) + " workgroups");
+        std::vector<float> data(4 * vec4s);
+        for (size_t i = 0; i < data.size(); ++i) data[i] = 0.25f + 0.5f * float(i % 7) / 7.0f;
+        data[pos] = rastrigin ? 1.8e19f : 3.2e38f;
+        auto src = ctx.upload<float>(data, gpu::BufferUsage::StorageIO, "test.read.src");
+        auto sink = ctx.upload<float>(zeros, gpu::BufferUsage::StorageIO, "test.read.sink");
+        gpu::Recorder r(ctx);
+        r.dispatch(k, ctx.bind(k, {src, sink}), groups);
+        r.submit();
+        const auto out = ctx.read_all<float>(sink);
+        float seen = 0;
+        for (float v : out) seen = std::max(seen, v);
+        EXPECT_GT(seen, 3.0e38f);
+      }
+    }
+  }
+}
+
+// Test that the same-size bound measures every case, each a positive time.
+TEST(BenchRead, SameSizeBoundTimesEveryCase) {
+  const auto cases = bench::same_size_bound(test::context(), 1u << 16, 1);
+  ASSERT_EQ(cases.size(), 6u);
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_GT(c.warm_us, 0);
+    EXPECT_GT(c.cold_us, 0);
+  }
 }
 
 }  // namespace

@@ -21,8 +21,11 @@ uint32_t workgroup_size(const SimSpec& spec, Strategy s) {
 
 uint32_t max_team(const gpu::Context& ctx, const SimSpec& spec) {
   if (!ctx.features().subgroups) return 1;
-  uint32_t m =
-      std::min({spec.max_team, ctx.adapter().subgroup_min_size, workgroup_size(spec, Strategy::Team)});
+  // A step-splitting team adds its lanes' sums through workgroup memory, so only the workgroup
+  // bounds it; a policy team exchanges by subgroup shuffles and must fit in the smallest subgroup.
+  const uint32_t wg = workgroup_size(spec, Strategy::Team);
+  uint32_t m = spec.team_splits_steps ? std::min(spec.max_team, wg)
+                                      : std::min({spec.max_team, ctx.adapter().subgroup_min_size, wg});
   uint32_t p = 1;
   while (p * 2 <= m) p *= 2;
   return p;
@@ -34,7 +37,9 @@ void check_team(const gpu::Context& ctx, const SimSpec& spec, uint32_t team) {
     throw Error("simulation '" + spec.name + "': team size " + std::to_string(team) +
                 " must be a power of two from 1 to " + std::to_string(m) +
                 " (the smallest of the workload's " + std::to_string(spec.max_team) +
-                ", the adapter's smallest subgroup, " + std::to_string(ctx.adapter().subgroup_min_size) +
+                (spec.team_splits_steps ? std::string()
+                                        : ", the adapter's smallest subgroup, " +
+                                              std::to_string(ctx.adapter().subgroup_min_size)) +
                 ", and the workgroup size " + std::to_string(workgroup_size(spec, Strategy::Team)) + ")");
 }
 
@@ -46,7 +51,7 @@ AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t po
     return {Strategy::Team, m,
             "team of " + std::to_string(m) + ": the steps are independent, so the largest team (" +
                 std::to_string(m) +
-                ": workload, smallest subgroup, workgroup) streams the genes with the most "
+                ": workload, workgroup) streams the genes with the most "
                 "loads in flight (" +
                 std::to_string(uint64_t(pop) * m) + " invocations)"};
   uint32_t team = std::min(std::max(1u, spec.auto_min_team), m);

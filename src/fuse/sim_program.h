@@ -97,8 +97,8 @@ bool offered(const gpu::Context& ctx, Strategy s);
 void require_offered(const gpu::Context& ctx, Strategy s);
 
 // The team sizes `spec` can run with on this adapter: powers of two up to min(spec.max_team,
-// the adapter's smallest subgroup, the team's workgroup size). 1 where the adapter has no
-// subgroups.
+// the adapter's smallest subgroup (not for a step-splitting team, which exchanges through
+// workgroup memory), the team's workgroup size). 1 where the adapter has no subgroups.
 uint32_t max_team(const gpu::Context& ctx, const SimSpec& spec);
 // Throws Error naming the limit when `team` is not a power of two within max_team.
 void check_team(const gpu::Context& ctx, const SimSpec& spec, uint32_t team);

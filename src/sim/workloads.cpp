@@ -24,7 +24,7 @@ const std::vector<Workload>& workloads() {
                 .family = "sim_rastrigin",
                 .state_bytes = 4,
                 .team_workgroup_size = 256,
-                .max_team = 32,
+                .max_team = 128,
                 .team_splits_steps = true},
        .default_pop = 4096,
        .default_steps = 2000,
