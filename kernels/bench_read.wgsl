@@ -40,3 +40,26 @@ fn read_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     read_sink[gid.x % arrayLength(&read_sink)] = total;
   }
 }
+
+// The same over single floats (each load of a subgroup 128 contiguous bytes, as a step-splitting
+// team's gene loads): what vec4 loads gain. Its own binding variable (entry points each use one).
+@group(0) @binding(0) var<storage, read> read_src_f32: array<f32>;
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn read_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let n = arrayLength(&read_src_f32);
+  let stride = groups.x * WORKGROUP_SIZE;
+  var acc = 0.0;
+  for (var base = gid.x; base < n; base += READ_UNROLL * stride) {
+    var x: array<f32, READ_UNROLL>;
+    for (var u = 0u; u < READ_UNROLL; u++) {
+      x[u] = read_src_f32[min(base + u * stride, n - 1u)];
+    }
+    for (var u = 0u; u < READ_UNROLL; u++) {
+      acc = acc + select(0.0, x[u], base + u * stride < n);
+    }
+  }
+  if (acc > 3.0e38) {
+    read_sink[gid.x % arrayLength(&read_sink)] = acc;
+  }
+}

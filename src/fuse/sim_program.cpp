@@ -19,11 +19,19 @@ uint32_t workgroup_size(const SimSpec& spec, Strategy s) {
                                                                   : spec.workgroup_size;
 }
 
+SimSpec fit_team_workgroup(const gpu::Context& ctx, SimSpec spec) {
+  const auto& lim = ctx.limits();
+  const uint32_t top = std::min(lim.max_compute_invocations_per_workgroup, lim.max_compute_workgroup_size_x);
+  while (spec.team_workgroup_size > top && spec.team_workgroup_size > spec.workgroup_size)
+    spec.team_workgroup_size /= 2;
+  return spec;
+}
+
 uint32_t max_team(const gpu::Context& ctx, const SimSpec& spec) {
   if (!ctx.features().subgroups) return 1;
   // A step-splitting team adds its lanes' sums through workgroup memory, so only the workgroup
   // bounds it; a policy team exchanges by subgroup shuffles and must fit in the smallest subgroup.
-  const uint32_t wg = workgroup_size(spec, Strategy::Team);
+  const uint32_t wg = workgroup_size(fit_team_workgroup(ctx, spec), Strategy::Team);
   uint32_t m = spec.team_splits_steps ? std::min(spec.max_team, wg)
                                       : std::min({spec.max_team, ctx.adapter().subgroup_min_size, wg});
   uint32_t p = 1;
@@ -40,7 +48,8 @@ void check_team(const gpu::Context& ctx, const SimSpec& spec, uint32_t team) {
                 (spec.team_splits_steps ? std::string()
                                         : ", the adapter's smallest subgroup, " +
                                               std::to_string(ctx.adapter().subgroup_min_size)) +
-                ", and the workgroup size " + std::to_string(workgroup_size(spec, Strategy::Team)) + ")");
+                ", and the workgroup size " +
+                std::to_string(workgroup_size(fit_team_workgroup(ctx, spec), Strategy::Team)) + ")");
 }
 
 AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t pop) {
@@ -78,7 +87,7 @@ SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t s
                        uint32_t seed, std::span<const float> data, uint32_t data_stride, uint32_t episodes,
                        uint32_t team)
     : ctx_(&ctx),
-      spec_(std::move(spec)),
+      spec_(fit_team_workgroup(ctx, std::move(spec))),
       params_{.pop = pop,
               .steps = steps,
               .genome_len = genome_len,

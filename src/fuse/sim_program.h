@@ -39,8 +39,9 @@ struct SimSpec {
   std::string family;        // the embedded kernel family holding the definition, e.g. "sim_acrobot"
   uint32_t state_bytes = 0;  // size of the WGSL State struct (slot = kSlotHeaderBytes + state_bytes)
   uint32_t workgroup_size = 64;
-  // The team strategy's workgroup size (0: workgroup_size). A step-splitting team wants at least
-  // 8 teams per workgroup, so that a gene is read in whole 32-byte sectors.
+  // The team strategy's workgroup size (0: workgroup_size), halved down to the device's limit
+  // where it is over (fit_team_workgroup). A step-splitting team wants at least 32 teams per
+  // workgroup, so that a subgroup's gene load is one whole 128-byte line.
   uint32_t team_workgroup_size = 0;
   // The largest team the definition splits its work for (a power of two): 16 where hidden units
   // are split across lanes (16 units), more where steps are (Rastrigin).
@@ -61,6 +62,9 @@ struct SimSpec {
 
 // The workgroup size of strategy `s` for `spec`.
 uint32_t workgroup_size(const SimSpec& spec, Strategy s);
+// `spec` with its team workgroup size (a preference) halved down to the device's limit, but not
+// below workgroup_size, which stays as given (SimProgram names the limit when it is over).
+SimSpec fit_team_workgroup(const gpu::Context& ctx, SimSpec spec);
 
 // Mirrors SimParams in kernels/sim_common.wgsl.
 struct SimParams {
