@@ -60,15 +60,21 @@ fn mlp_argmax(obs: array<f32, MLP_IN>) -> u32 {
   var l: array<f32, MLP_OUT>;
   for (var o = 0u; o < MLP_OUT; o++) {
     // The tree's levels inside this lane's units: the first from the products, each next one
-    // halving the partial sums in place (p[i] = p[2i] + p[2i + 1]).
+    // halving the partial sums in place (p[i] = p[2i] + p[2i + 1]). Every loop runs a constant
+    // count with the team's size in its test, so that it unrolls and p stays in registers (a
+    // loop whose count depends on a halving variable did not: 3.5x slower on the H100).
     var p: array<f32, MLP_HIDDEN / 2u>;
-    for (var i = 0u; i < units / 2u; i++) {
-      let w = o * MLP_HIDDEN + 2u * i;
-      p[i] = fma(mlp_w2[w + 1u], h[2u * i + 1u], mlp_w2[w] * h[2u * i]);
+    for (var i = 0u; i < MLP_HIDDEN / 2u; i++) {
+      if (2u * i < units) {
+        let w = o * MLP_HIDDEN + 2u * i;
+        p[i] = fma(mlp_w2[w + 1u], h[2u * i + 1u], mlp_w2[w] * h[2u * i]);
+      }
     }
-    for (var n = units / 4u; n > 0u; n = n / 2u) {
-      for (var i = 0u; i < n; i++) {
-        p[i] = p[2u * i] + p[2u * i + 1u];
+    for (var k = 2u; k <= 4u; k++) {
+      for (var i = 0u; i < MLP_HIDDEN / 4u; i++) {
+        if (((i + 1u) << k) <= units) {
+          p[i] = p[2u * i] + p[2u * i + 1u];
+        }
       }
     }
     l[o] = mlp_b2[o] + team_sum(p[0]);
