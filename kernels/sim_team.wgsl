@@ -10,8 +10,7 @@ diagnostic(off, subgroup_uniformity);
 // its slice of the policy's weights once per evaluation (sim_load) and the lanes exchange values
 // (team_sum, team_broadcast). How the work splits is the workload's, and so is the team's layout:
 //   - lanes together (the policies, whose lanes exchange values every step: the MLP and Market
-//     split hidden units across lanes; the MLP sums its logits' products across them, Market
-//     broadcasts the activations): a team is TEAM consecutive
+//     split hidden units across lanes and broadcast the activations): a team is TEAM consecutive
 //     invocations of one subgroup and exchanges by subgroup shuffles. TEAM divides the adapter's
 //     smallest subgroup and WORKGROUP_SIZE, so a team never spans two subgroups (SimProgram
 //     checks; subgroups cover consecutive invocation indices).

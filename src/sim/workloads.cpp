@@ -15,17 +15,13 @@ GaConfig policy_ga(float sigma) {
 
 }  // namespace
 
-// kernels/sim_mlp.wgsl: a lane holds at least two hidden units of 16 (the first level of its
-// logits' tree).
-constexpr uint32_t kMlpMaxTeam = 8;
-
 const std::vector<Workload>& workloads() {
   static const std::vector<Workload> all = {
       {.name = "rastrigin",
        .summary = "Rastrigin function, dimension = steps (the embarrassingly parallel control)",
-       // A team splits the dimensions. H100, 4,096 x 2,000 (session 5): evaluation 22.8 us with
-       // teams of 32 or 64 in workgroups of 1,024 and 8 loads in flight per lane, 25.2 in 512,
-       // 26.3 in 256 (teams of 32, 16 loads), 26.7 with teams of 128.
+       // A team splits the dimensions. H100, 4,096 x 2,000 (session 5): evaluation 22.5-22.8 us in
+       // teams of 64, workgroups of 1,024, 8 loads in flight per lane; teams of 32 22.8-22.9, of 128
+       // 26.7; workgroups of 512 23.8, of 256 26.3; 6 to 16 loads 23.0-23.5.
        .spec = {.name = "rastrigin",
                 .family = "sim_rastrigin",
                 .state_bytes = 4,
@@ -45,7 +41,7 @@ const std::vector<Workload>& workloads() {
        .reference_atol = 1e-2},
       {.name = "acrobot",
        .summary = "Acrobot-v1 (Gymnasium), RK4 dt 0.2, MLP 6-16-3",
-       .spec = {.name = "acrobot", .family = "sim_acrobot", .state_bytes = 24, .max_team = kMlpMaxTeam},
+       .spec = {.name = "acrobot", .family = "sim_acrobot", .state_bytes = 24},
        .default_pop = 4096,
        .default_steps = 500,
        .genome_len = 163,
@@ -57,7 +53,7 @@ const std::vector<Workload>& workloads() {
        .boundary_margin = 1e-2},
       {.name = "cartpole",
        .summary = "CartPole-v1 (Gymnasium), Euler tau 0.02, MLP 4-16-2",
-       .spec = {.name = "cartpole", .family = "sim_cartpole", .state_bytes = 24, .max_team = kMlpMaxTeam},
+       .spec = {.name = "cartpole", .family = "sim_cartpole", .state_bytes = 24},
        .default_pop = 4096,
        .default_steps = 500,
        .genome_len = 114,
@@ -68,8 +64,7 @@ const std::vector<Workload>& workloads() {
        .boundary_margin = 2e-2},  // 46 of 4,096 differ on SwiftShader, all within 4.4e-3
       {.name = "mountaincar",
        .summary = "MountainCar-v0 (Gymnasium), 200 steps, MLP 2-16-3",
-       .spec =
-           {.name = "mountaincar", .family = "sim_mountaincar", .state_bytes = 16, .max_team = kMlpMaxTeam},
+       .spec = {.name = "mountaincar", .family = "sim_mountaincar", .state_bytes = 16},
        .default_pop = 4096,
        .default_steps = 200,
        .genome_len = 99,
