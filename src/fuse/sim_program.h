@@ -40,8 +40,8 @@ struct SimSpec {
   uint32_t state_bytes = 0;  // size of the WGSL State struct (slot = kSlotHeaderBytes + state_bytes)
   uint32_t workgroup_size = 64;
   // The team strategy's workgroup size (0: workgroup_size), halved down to the device's limit
-  // where it is over (fit_team_workgroup). A step-splitting team wants at least 32 teams per
-  // workgroup, so that a subgroup's gene load is one whole 128-byte line.
+  // where it is over (fit_team_workgroup). A step-splitting team wants wide workgroups: their
+  // workgroup / T teams are the consecutive individuals whose gene a subgroup's load covers.
   uint32_t team_workgroup_size = 0;
   // The largest team the definition splits its work for (a power of two): 16 where hidden units
   // are split across lanes (16 units), more where steps are (Rastrigin).
