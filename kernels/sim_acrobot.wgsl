@@ -34,7 +34,10 @@ fn sim_init(ind: u32, episode: u32) -> State {
                init_uniform(episode, 2u, 0.1), init_uniform(episode, 3u, 0.1), 0.0, 0u);
 }
 
-// d/dt of (th1, th2, dth1, dth2) under torque a.
+// d/dt of (th1, th2, dth1, dth2) under torque a: Gymnasium's _dsdt, with two identities that
+// cut the transcendentals and divisions (the GPU's special-function units bound a team's step):
+// cos(x - pi/2) = sin(x) (sin th1 is also the observation's, so one sine serves both in the
+// first stage), and the three divisions by d1 are products with its reciprocal.
 fn acrobot_dsdt(s: vec4<f32>, a: f32) -> vec4<f32> {
   let m1 = 1.0;
   let m2 = 1.0;
@@ -48,15 +51,17 @@ fn acrobot_dsdt(s: vec4<f32>, a: f32) -> vec4<f32> {
   let theta2 = s.y;
   let dtheta1 = s.z;
   let dtheta2 = s.w;
-  let d1 = m1 * lc1 * lc1 + m2 * (l1 * l1 + lc2 * lc2 + 2.0 * l1 * lc2 * cos(theta2)) + I1 + I2;
-  let d2 = m2 * (lc2 * lc2 + l1 * lc2 * cos(theta2)) + I2;
-  let phi2 = m2 * lc2 * g * cos(theta1 + theta2 - PI / 2.0);
-  let phi1 = -m2 * l1 * lc2 * dtheta2 * dtheta2 * sin(theta2) -
-             2.0 * m2 * l1 * lc2 * dtheta2 * dtheta1 * sin(theta2) +
-             (m1 * lc1 + m2 * l1) * g * cos(theta1 - PI / 2.0) + phi2;
-  let ddtheta2 = (a + d2 / d1 * phi1 - m2 * l1 * lc2 * dtheta1 * dtheta1 * sin(theta2) - phi2) /
-                 (m2 * lc2 * lc2 + I2 - d2 * d2 / d1);
-  let ddtheta1 = -(d2 * ddtheta2 + phi1) / d1;
+  let c2 = cos(theta2);
+  let s2 = sin(theta2);
+  let d1 = m1 * lc1 * lc1 + m2 * (l1 * l1 + lc2 * lc2 + 2.0 * l1 * lc2 * c2) + I1 + I2;
+  let d2 = m2 * (lc2 * lc2 + l1 * lc2 * c2) + I2;
+  let inv_d1 = 1.0 / d1;
+  let phi2 = m2 * lc2 * g * sin(theta1 + theta2);
+  let phi1 = -m2 * l1 * lc2 * dtheta2 * dtheta2 * s2 - 2.0 * m2 * l1 * lc2 * dtheta2 * dtheta1 * s2 +
+             (m1 * lc1 + m2 * l1) * g * sin(theta1) + phi2;
+  let ddtheta2 = (a + d2 * inv_d1 * phi1 - m2 * l1 * lc2 * dtheta1 * dtheta1 * s2 - phi2) /
+                 (m2 * lc2 * lc2 + I2 - d2 * d2 * inv_d1);
+  let ddtheta1 = -(d2 * ddtheta2 + phi1) * inv_d1;
   return vec4<f32>(dtheta1, dtheta2, ddtheta1, ddtheta2);
 }
 

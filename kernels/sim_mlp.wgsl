@@ -59,10 +59,14 @@ fn mlp_argmax(obs: array<f32, MLP_IN>) -> u32 {
       l[o] = l[o] + mlp_w2[o * MLP_HIDDEN + j] * h;
     }
   }
+  // The best logit kept beside its index: l[best] would index a private array dynamically
+  // (clamped by robustness, and no longer a register once unrolled).
   var best = 0u;
+  var best_logit = l[0];
   for (var o = 1u; o < MLP_OUT; o++) {
-    if (l[o] > l[best]) {
+    if (l[o] > best_logit) {
       best = o;
+      best_logit = l[o];
     }
   }
   return best;

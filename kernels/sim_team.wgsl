@@ -18,7 +18,8 @@ diagnostic(off, subgroup_uniformity);
 //     the workgroup's P = WORKGROUP_SIZE / TEAM teams is invocation l * P + team, so consecutive
 //     invocations are consecutive individuals and read a gene in one coalesced run (genomes are
 //     gene-major). The lanes exchange nothing during an episode; the team's fitness is the sum of
-//     its lanes' sim_fitness, added through workgroup memory.
+//     its lanes' sim_fitness, added through workgroup memory, so TEAM is bounded by the workgroup
+//     only (it may exceed the subgroup).
 // Subgroup built-ins must be reached in uniform control flow (shared/reference/README.md): the
 // step loops' trip counts are uniform over the subgroup, teams past the population evaluate a
 // copy of the last individual and write nothing, and every workload computes its policy before
@@ -84,12 +85,15 @@ fn sim_team_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
   if (SIM_TEAM_SPLITS_STEPS) {
     // The team's fitness is the sum of its lanes' (each over its share of the steps), in lane
     // order, through workgroup memory.
+    // Only lane 0 (which writes) adds: TEAM reads of workgroup memory per invocation add up.
     team_exchange[lid] = total;
     workgroupBarrier();
-    let per_group = WORKGROUP_SIZE / TEAM;
-    total = 0.0;
-    for (var l = 0u; l < TEAM; l++) {
-      total = total + team_exchange[l * per_group + lid % per_group];
+    if (team_lane == 0u) {
+      let per_group = WORKGROUP_SIZE / TEAM;
+      total = 0.0;
+      for (var l = 0u; l < TEAM; l++) {
+        total = total + team_exchange[l * per_group + lid % per_group];
+      }
     }
   }
   if (ind < params.pop && team_lane == 0u) {

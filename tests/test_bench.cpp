@@ -1,6 +1,9 @@
 // The bench's own measurements: the fused elementwise chain (kernels/elementwise.wgsl, chain_fused)
 // and the copy bandwidths it is held against.
+#include <algorithm>
+
 #include "bench/dispatch_bench.h"
+#include "gpu/recorder.h"
 #include "support.h"
 
 namespace wgfuse {
@@ -47,6 +50,56 @@ TEST(BenchChain, CopyCommandBandwidthByWallClockAndTimestamps) {
     EXPECT_GT(r.copy_command_gpu_bandwidth_gbs, 0);
   else
     EXPECT_LT(r.copy_command_gpu_bandwidth_gbs, 0);
+}
+
+// Test that the same-size read kernels (kernels/bench_read.wgsl) load every element of their
+// buffer whatever the grid (one load round per invocation, or fewer invocations striding): a
+// single value past the threshold, wherever it lies, must reach the sink, through vec4 and f32
+// loads and through Rastrigin's term (x^2 of 1.8e19 = 3.24e38); an element skipped would leave
+// the sink zero.
+TEST(BenchRead, ReadKernelsLoadEveryElement) {
+  auto& ctx = test::context();
+  const uint32_t floats = 4 * 5003;  // not a multiple of the workgroup or of the unroll
+  const std::vector<float> zeros(4, 0.0f);
+  struct Variant {
+    std::string entry;
+    bool rastrigin;
+    uint32_t per_load;  // floats per load
+  };
+  for (const auto& v :
+       {Variant{"read_vec4", false, 4}, Variant{"read_vec4", true, 4}, Variant{"read_f32", false, 1}}) {
+    auto& k =
+        ctx.kernel(gpu::embedded_kernel("bench_read", v.entry, {{"RASTRIGIN_TERM", v.rastrigin ? 1 : 0}}));
+    const uint32_t loads = floats / v.per_load;
+    for (uint32_t pos : {0u, 1u, 2591u, floats - 1}) {
+      for (uint32_t groups : {1u, 3u, (loads + 2047) / 2048}) {
+        SCOPED_TRACE(v.entry + (v.rastrigin ? " (Rastrigin)" : "") + ", element " + std::to_string(pos) +
+                     ", " + std::to_string(groups) + " workgroups");
+        std::vector<float> data(floats);
+        for (size_t i = 0; i < data.size(); ++i) data[i] = 0.25f + 0.5f * float(i % 7) / 7.0f;
+        data[pos] = v.rastrigin ? 1.8e19f : 3.2e38f;
+        auto src = ctx.upload<float>(data, gpu::BufferUsage::StorageIO, "test.read.src");
+        auto sink = ctx.upload<float>(zeros, gpu::BufferUsage::StorageIO, "test.read.sink");
+        gpu::Recorder r(ctx);
+        r.dispatch(k, ctx.bind(k, {src, sink}), groups);
+        r.submit();
+        const auto out = ctx.read_all<float>(sink);
+        EXPECT_GT(*std::max_element(out.begin(), out.end()), 3.0e38f);
+      }
+    }
+  }
+}
+
+// Test that the same-size bound measures every case, each a positive time.
+TEST(BenchRead, SameSizeBoundTimesEveryCase) {
+  const auto cases = bench::same_size_bound(test::context(), 1u << 16, 1);
+  ASSERT_EQ(cases.size(), 6u);
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_GT(c.warm_us, 0);
+    EXPECT_GT(c.written_us, 0);
+    EXPECT_GT(c.cold_us, 0);
+  }
 }
 
 }  // namespace

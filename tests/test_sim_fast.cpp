@@ -63,7 +63,8 @@ TEST(SimInFlight, SameTrajectoryAsOneAtATime) {
 TEST(SimWorkgroup, SameFitnessAndClearRefusals) {
   for (const char* name : {"acrobot", "rastrigin"}) {
     const auto& w = sim::find_workload(name);
-    const uint32_t team = fuse::max_team(context(), w.spec);
+    // At most the smallest workgroup below (a step-splitting team may exceed the subgroup).
+    const uint32_t team = std::min(fuse::max_team(context(), w.spec), 16u);
     sim::SimRunner base(context(), w, 37, 40, 9, 1, team);
     const auto fused = base.evaluate_initial(Strategy::Fused);
     const auto teamed = base.evaluate_initial(Strategy::Team);
@@ -264,6 +265,27 @@ TEST(SimTeamStrided, AutoMismatchAndEveryTermOnce) {
       }
     }
   }
+}
+
+// Test that a step-splitting team is bounded by its workgroup, not by the subgroup (it adds its
+// lanes' sums through workgroup memory; the test above runs such a team where the adapter's
+// subgroups are smaller), that a policy team stays within the smallest subgroup, and that a team
+// workgroup over the device's limit is halved down to it while an explicit one is still refused.
+TEST(SimTeamStrided, BoundedByTheWorkgroupNotTheSubgroup) {
+  auto& ctx = context();
+  const auto& w = sim::find_workload("rastrigin");
+  const uint32_t limit =
+      std::min(ctx.limits().max_compute_invocations_per_workgroup, ctx.limits().max_compute_workgroup_size_x);
+  auto spec = w.spec;
+  spec.team_workgroup_size = 4 * limit;
+  const auto fitted = fuse::fit_team_workgroup(ctx, spec);
+  EXPECT_EQ(fitted.team_workgroup_size, limit);
+  EXPECT_EQ(fitted.workgroup_size, spec.workgroup_size);
+  if (!ctx.features().subgroups) GTEST_SKIP() << "no subgroups: no team strategy";
+  EXPECT_EQ(fuse::max_team(ctx, spec), std::min(spec.max_team, limit));
+  EXPECT_GT(fuse::max_team(ctx, spec), ctx.adapter().subgroup_min_size);
+  EXPECT_LE(fuse::max_team(ctx, sim::find_workload("acrobot").spec), ctx.adapter().subgroup_min_size);
+  EXPECT_THROW(sim::SimRunner(ctx, w, 5, 5, 1, 1, 1, 2 * limit).program(5), Error);
 }
 
 }  // namespace

@@ -102,6 +102,20 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
   const auto& a = ctx.adapter();
   auto j = sim::run_and_report(runner, r, a.device + " (" + a.backend + ", " + a.adapter_type + ")",
                                adapter_json(ctx));
+  if (o.bandwidth) {
+    // What one timed pass over the genomes' size costs at best: the evaluation's real bound.
+    const uint64_t bytes = uint64_t(runner.pop()) * runner.genome_len() * sizeof(float);
+    std::printf(
+        "\n  one dispatch per timed pass over the genomes' %.4g MB, median us: warm / right after a write\n"
+        "  of the buffer read (as the GA's) / after evicting L2, and GB/s read after the write:\n",
+        bytes / 1e6);
+    for (auto& p : bench::same_size_bound(ctx, bytes, 20)) {
+      std::printf("    %-44s %7.2f / %7.2f / %7.2f  (%.4g GB/s)\n", p.name.c_str(), p.warm_us, p.written_us,
+                  p.cold_us, bytes / (p.written_us * 1e3));
+      j["same_size_bound"].push_back(
+          {{"name", p.name}, {"warm_us", p.warm_us}, {"written_us", p.written_us}, {"cold_us", p.cold_us}});
+    }
+  }
   if (!o.json_path.empty()) {
     std::ofstream f(o.json_path);
     if (!f) throw Error("cannot write JSON to '" + o.json_path + "'");

@@ -242,15 +242,17 @@ struct Acrobot : FourVars {  // v = th1, th2, dth1, dth2
     const float c2 = m_cos<Fast>(s[1]), s2 = m_sin<Fast>(s[1]);
     const float d1 = m1 * lc1 * lc1 + m2 * (l1 * l1 + lc2 * lc2 + 2.0f * l1 * lc2 * c2) + I1 + I2;
     const float d2 = m2 * (lc2 * lc2 + l1 * lc2 * c2) + I2;
-    const float phi2 = m2 * lc2 * g * m_cos<Fast>(s[0] + s[1] - PI_F / 2.0f);
+    // As the WGSL: cos(x - pi/2) = sin(x), and one reciprocal of d1 for its three divisions.
+    const float inv_d1 = m_div<Fast>(1.0f, d1);
+    const float phi2 = m2 * lc2 * g * m_sin<Fast>(s[0] + s[1]);
     const float phi1 = -m2 * l1 * lc2 * s[3] * s[3] * s2 - 2.0f * m2 * l1 * lc2 * s[3] * s[2] * s2 +
-                       (m1 * lc1 + m2 * l1) * g * m_cos<Fast>(s[0] - PI_F / 2.0f) + phi2;
-    const float d2_d1 = m_div<Fast>(d2, d1);
+                       (m1 * lc1 + m2 * l1) * g * m_sin<Fast>(s[0]) + phi2;
+    const float d2_d1 = d2 * inv_d1;
     const float dd2 = m_div<Fast>(a + d2_d1 * phi1 - m2 * l1 * lc2 * s[2] * s[2] * s2 - phi2,
-                                  m2 * lc2 * lc2 + I2 - m_div<Fast>(d2 * d2, d1));
+                                  m2 * lc2 * lc2 + I2 - d2 * d2 * inv_d1);
     out[0] = s[2];
     out[1] = s[3];
-    out[2] = -m_div<Fast>(d2 * dd2 + phi1, d1);
+    out[2] = -(d2 * dd2 + phi1) * inv_d1;
     out[3] = dd2;
   }
   __host__ __device__ static float wrap(float x) {  // bounded, as kernels/sim_acrobot.wgsl

@@ -580,6 +580,74 @@ double copy_kernel_bandwidth_gbs(gpu::Context& ctx, uint64_t bytes, uint32_t rep
       .kernel_gbs;
 }
 
+std::vector<PassTime> same_size_bound(gpu::Context& ctx, uint64_t bytes, uint32_t reps) {
+  bytes = std::max<uint64_t>(bytes / 16 * 16, 16);
+  const auto init = random_data(bytes / 4, 7);
+  Buffer src = ctx.upload<float>(init, BufferUsage::StorageIO, "bound.src");
+  Buffer dst = ctx.buffer(bytes, BufferUsage::StorageIO, "bound.dst");
+  Buffer other = ctx.upload<float>(init, BufferUsage::StorageIO, "bound.other");
+  Buffer one = ctx.upload<float>(std::span<const float>(init.data(), 4), BufferUsage::StorageIO, "bound.one");
+  Buffer sink = ctx.buffer(16, BufferUsage::StorageIO, "bound.sink");
+  // Cold runs first copy 4x the size through other buffers (untimed): past the L2 of any GPU
+  // we run on for the sizes of our simulations.
+  const uint64_t evict_bytes = std::min(4 * bytes, ctx.limits().max_buffer_size) / 16 * 16;
+  Buffer evict_src = ctx.buffer(evict_bytes, BufferUsage::StorageIO, "bound.evict_src");
+  Buffer evict_dst = ctx.buffer(evict_bytes, BufferUsage::StorageIO, "bound.evict_dst");
+  auto& copy = ctx.kernel(gpu::embedded_kernel("elementwise", "copy_vec4"));
+  auto& read = ctx.kernel(gpu::embedded_kernel("bench_read", "read_vec4"));
+  auto& read_f32 = ctx.kernel(gpu::embedded_kernel("bench_read", "read_f32"));
+  auto& rastrigin = ctx.kernel(gpu::embedded_kernel("bench_read", "read_vec4", {{"RASTRIGIN_TERM", 1}}));
+  struct Pass {
+    const Kernel* kernel;
+    BindGroup group;
+    uint64_t groups;
+  };
+  // Before a timed pass: nothing (warm), a copy of the same size into the buffer read (as the GA
+  // writes the genomes that the evaluation reads next), or the eviction.
+  const Pass write_src{&copy, ctx.bind(copy, {other, src}), (bytes / 16 + 255) / 256},
+      evict{&copy, ctx.bind(copy, {evict_src, evict_dst}), (evict_bytes / 16 + 255) / 256};
+  const uint64_t vec4s = bytes / 16;
+  const std::vector<std::pair<std::string, Pass>> cases = {
+      {"empty pass (1 workgroup reading 16 bytes)", {&read, ctx.bind(read, {one, sink}), 1}},
+      {"read, 8 vec4 loads per invocation", {&read, ctx.bind(read, {src, sink}), (vec4s + 2047) / 2048}},
+      {"read, 65536 invocations of vec4 loads", {&read, ctx.bind(read, {src, sink}), 256}},
+      {"read, 262144 invocations of f32 loads", {&read_f32, ctx.bind(read_f32, {src, sink}), 1024}},
+      {"Rastrigin terms, 65536 invocations of vec4", {&rastrigin, ctx.bind(rastrigin, {src, sink}), 256}},
+      {"copy (reads and writes the size)", {&copy, ctx.bind(copy, {src, dst}), (vec4s + 255) / 256}},
+  };
+  gpu::Profiler prof(ctx, 1);
+  auto run = [&](const Pass& p, const Pass* before) {  // µs of the one timed pass
+    gpu::Recorder r(ctx);
+    if (before) {
+      const auto g = grid(before->groups);
+      r.dispatch(*before->kernel, before->group, g.first, g.second);
+      r.end_pass();
+    }
+    const auto g = grid(p.groups);
+    const auto t0 = Clock::now();
+    r.time_next_pass(prof);
+    r.dispatch(*p.kernel, p.group, g.first, g.second);
+    prof.resolve(r);
+    r.submit();
+    ctx.wait();
+    const double wall = us_since(t0, Clock::now());
+    const auto ns = prof.read_ns();
+    return ns.empty() ? wall : ns[0] / 1000.0;
+  };
+  std::vector<PassTime> out;
+  for (auto& [name, p] : cases) {
+    run(p, nullptr);  // compile, first touch
+    std::vector<double> warm, written, cold;
+    for (uint32_t i = 0; i < reps; ++i) {
+      warm.push_back(run(p, nullptr));
+      written.push_back(run(p, &write_src));
+      cold.push_back(run(p, &evict));
+    }
+    out.push_back({name, summarize(warm).median, summarize(written).median, summarize(cold).median});
+  }
+  return out;
+}
+
 BenchReport run_dispatch_bench(gpu::Context& ctx, const BenchConfig& cfg, const Progress& progress) {
   auto t0 = Clock::now();
   BenchReport r;

@@ -132,6 +132,18 @@ BenchReport run_dispatch_bench(gpu::Context& ctx, const BenchConfig& config, con
 // reports compare their bandwidth with. Median of `reps`.
 double copy_kernel_bandwidth_gbs(gpu::Context& ctx, uint64_t bytes, uint32_t reps);
 
+// The fixed costs at one size, each kernel one dispatch in its own timed pass (as a simulation's
+// evaluation is timed): an empty pass, read-only kernels over `bytes` (vec4 and f32 loads), Rastrigin's
+// terms over them, and a copy of them. `warm_us`: repeated on the same buffers (what L2 holds
+// stays); `written_us`: right after a copy of the same size into the buffer read (as a GA
+// writes the genomes before their evaluation); `cold_us`: after an untimed copy of 4x the size.
+// Medians of `reps`; wall clock where the adapter has no timestamps.
+struct PassTime {
+  std::string name;
+  double warm_us = 0, written_us = 0, cold_us = 0;
+};
+std::vector<PassTime> same_size_bound(gpu::Context& ctx, uint64_t bytes, uint32_t reps);
+
 // Output. The JSON schema is docs/bench.schema.json ("wgfuse.bench/1").
 nlohmann::json to_json(const BenchReport& r, const nlohmann::json& adapter);
 std::string to_table(const BenchReport& r, const gpu::AdapterInfo& adapter);

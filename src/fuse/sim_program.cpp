@@ -19,10 +19,21 @@ uint32_t workgroup_size(const SimSpec& spec, Strategy s) {
                                                                   : spec.workgroup_size;
 }
 
+SimSpec fit_team_workgroup(const gpu::Context& ctx, SimSpec spec) {
+  const auto& lim = ctx.limits();
+  const uint32_t top = std::min(lim.max_compute_invocations_per_workgroup, lim.max_compute_workgroup_size_x);
+  while (spec.team_workgroup_size > top && spec.team_workgroup_size > spec.workgroup_size)
+    spec.team_workgroup_size /= 2;
+  return spec;
+}
+
 uint32_t max_team(const gpu::Context& ctx, const SimSpec& spec) {
   if (!ctx.features().subgroups) return 1;
-  uint32_t m =
-      std::min({spec.max_team, ctx.adapter().subgroup_min_size, workgroup_size(spec, Strategy::Team)});
+  // A step-splitting team adds its lanes' sums through workgroup memory, so only the workgroup
+  // bounds it; a policy team exchanges by subgroup shuffles and must fit in the smallest subgroup.
+  const uint32_t wg = workgroup_size(fit_team_workgroup(ctx, spec), Strategy::Team);
+  uint32_t m = spec.team_splits_steps ? std::min(spec.max_team, wg)
+                                      : std::min({spec.max_team, ctx.adapter().subgroup_min_size, wg});
   uint32_t p = 1;
   while (p * 2 <= m) p *= 2;
   return p;
@@ -34,8 +45,11 @@ void check_team(const gpu::Context& ctx, const SimSpec& spec, uint32_t team) {
     throw Error("simulation '" + spec.name + "': team size " + std::to_string(team) +
                 " must be a power of two from 1 to " + std::to_string(m) +
                 " (the smallest of the workload's " + std::to_string(spec.max_team) +
-                ", the adapter's smallest subgroup, " + std::to_string(ctx.adapter().subgroup_min_size) +
-                ", and the workgroup size " + std::to_string(workgroup_size(spec, Strategy::Team)) + ")");
+                (spec.team_splits_steps ? std::string()
+                                        : ", the adapter's smallest subgroup, " +
+                                              std::to_string(ctx.adapter().subgroup_min_size)) +
+                ", and the workgroup size " +
+                std::to_string(workgroup_size(fit_team_workgroup(ctx, spec), Strategy::Team)) + ")");
 }
 
 AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t pop) {
@@ -46,7 +60,7 @@ AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t po
     return {Strategy::Team, m,
             "team of " + std::to_string(m) + ": the steps are independent, so the largest team (" +
                 std::to_string(m) +
-                ": workload, smallest subgroup, workgroup) streams the genes with the most "
+                ": workload, workgroup) streams the genes with the most "
                 "loads in flight (" +
                 std::to_string(uint64_t(pop) * m) + " invocations)"};
   const uint32_t top = spec.auto_max_team ? std::min(spec.auto_max_team, m) : m;
@@ -76,7 +90,7 @@ SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t s
                        uint32_t seed, std::span<const float> data, uint32_t data_stride, uint32_t episodes,
                        uint32_t team)
     : ctx_(&ctx),
-      spec_(std::move(spec)),
+      spec_(fit_team_workgroup(ctx, std::move(spec))),
       params_{.pop = pop,
               .steps = steps,
               .genome_len = genome_len,

@@ -39,8 +39,9 @@ struct SimSpec {
   std::string family;        // the embedded kernel family holding the definition, e.g. "sim_acrobot"
   uint32_t state_bytes = 0;  // size of the WGSL State struct (slot = kSlotHeaderBytes + state_bytes)
   uint32_t workgroup_size = 64;
-  // The team strategy's workgroup size (0: workgroup_size). A step-splitting team wants at least
-  // 8 teams per workgroup, so that a gene is read in whole 32-byte sectors.
+  // The team strategy's workgroup size (0: workgroup_size), halved down to the device's limit
+  // where it is over (fit_team_workgroup). A step-splitting team wants wide workgroups: their
+  // workgroup / T teams are the consecutive individuals whose gene a subgroup's load covers.
   uint32_t team_workgroup_size = 0;
   // The largest team the definition splits its work for (a power of two): 16 where hidden units
   // are split across lanes (16 units), more where steps are (Rastrigin).
@@ -62,6 +63,9 @@ struct SimSpec {
 
 // The workgroup size of strategy `s` for `spec`.
 uint32_t workgroup_size(const SimSpec& spec, Strategy s);
+// `spec` with its team workgroup size (a preference) halved down to the device's limit, but not
+// below workgroup_size, which stays as given (SimProgram names the limit when it is over).
+SimSpec fit_team_workgroup(const gpu::Context& ctx, SimSpec spec);
 
 // Mirrors SimParams in kernels/sim_common.wgsl.
 struct SimParams {
@@ -98,8 +102,8 @@ bool offered(const gpu::Context& ctx, Strategy s);
 void require_offered(const gpu::Context& ctx, Strategy s);
 
 // The team sizes `spec` can run with on this adapter: powers of two up to min(spec.max_team,
-// the adapter's smallest subgroup, the team's workgroup size). 1 where the adapter has no
-// subgroups.
+// the adapter's smallest subgroup (not for a step-splitting team, which exchanges through
+// workgroup memory), the team's workgroup size). 1 where the adapter has no subgroups.
 uint32_t max_team(const gpu::Context& ctx, const SimSpec& spec);
 // Throws Error naming the limit when `team` is not a power of two within max_team.
 void check_team(const gpu::Context& ctx, const SimSpec& spec, uint32_t team);
