@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "fuse/strategy.h"
+#include "gpu/profiler.h"
 #include "gpu/recorder.h"
 #include "sim/evolution.h"
 #include "sim/rng.h"
@@ -256,6 +257,28 @@ TEST(SimPerSubmit, SameTrajectoryAsOneGenerationPerSubmit) {
   const auto& w = sim::find_workload("cartpole");
   sim::SimRunner r(context(), w, 37, 23, 5);
   EXPECT_THROW(r.run(fuse::Strategy::Fused, 2, {}, 2, sim::kMaxPerSubmit + 1), Error);
+}
+
+// --bandwidth's kernel rate: evaluations back to back in one timed pass. Refuses what cannot run
+// that way, times where the adapter has timestamps, and leaves a later run as it would have been.
+TEST(SimBackToBack, TimesTheEvaluationAloneAndChangesNothing) {
+  const auto& w = sim::find_workload("rastrigin");
+  sim::SimRunner r(context(), w, 53, 29, 3, 1, fuse::max_team(context(), w.spec));
+  EXPECT_THROW(r.evaluation_us_back_to_back(fuse::Strategy::PerStep, 2), Error);
+  EXPECT_THROW(r.evaluation_us_back_to_back(fuse::Strategy::Fused, 0), Error);
+  const auto before = r.run(fuse::Strategy::Team, 3);
+  for (auto s : {fuse::Strategy::Fused, fuse::Strategy::Team}) {
+    const double us = r.evaluation_us_back_to_back(s, 3);
+    if (gpu::Profiler(context(), 1).enabled())
+      EXPECT_GT(us, 0) << fuse::to_string(s);
+    else
+      EXPECT_EQ(us, 0) << fuse::to_string(s);
+  }
+  const auto after = r.run(fuse::Strategy::Team, 3);
+  for (size_t g = 0; g < 3; ++g) {
+    EXPECT_TRUE(same_bits(before.stats[g].best, after.stats[g].best)) << "generation " << g;
+    EXPECT_TRUE(same_bits(before.stats[g].mean, after.stats[g].mean)) << "generation " << g;
+  }
 }
 
 }  // namespace

@@ -161,6 +161,25 @@ std::vector<float> SimRunner::evaluate_initial(Strategy s, uint32_t steps, uint3
   return ctx_->read<float>(fitness_, 0, pop_);
 }
 
+double SimRunner::evaluation_us_back_to_back(Strategy s, uint32_t count) {
+  if (fuse::row(s).wait_each_dispatch)
+    throw Error("evaluations back to back: strategy '" + fuse::to_string(s) + "' waits after every dispatch");
+  if (count == 0) throw Error("evaluations back to back: a count of 0");
+  gpu::Profiler prof(*ctx_, 1);
+  if (!prof.enabled()) return 0;
+  ctx_->write(genomes_[0], 0, std::as_bytes(std::span<const float>(initial_device_)));
+  auto& prog = program(steps_);
+  prog.set_generation(0);
+  gpu::Recorder rec(*ctx_);
+  rec.time_next_pass(prof);
+  for (uint32_t i = 0; i < count; ++i) prog.evaluate(s, rec, genomes_[0], fitness_);
+  rec.end_pass();
+  prof.resolve(rec);
+  rec.submit();
+  const auto ns = prof.read_ns();
+  return ns.empty() ? 0 : ns[0] / 1e3 / count;
+}
+
 ModeRun SimRunner::run(Strategy s, uint32_t generations,
                        const std::function<void(uint32_t, const GenerationStats&, double)>& progress,
                        uint32_t in_flight, uint32_t per_submit, bool ga_kernels) {

@@ -126,6 +126,11 @@ class SimRunner {
   // The fitness of the initial population after `steps` steps (default: the run's steps) on the
   // start states of generation `generation`.
   std::vector<float> evaluate_initial(fuse::Strategy s, uint32_t steps = 0, uint32_t generation = 0);
+  // GPU µs of one evaluation of the initial population when `count` of them run back to back in
+  // one timed pass: the kernel's own rate, as the copy kernel's bandwidth is measured (bench), free
+  // of the fixed cost of a pass that a generation's evaluation pass carries. 0 without timestamps;
+  // strategies that wait after every dispatch (per-step) are refused.
+  double evaluation_us_back_to_back(fuse::Strategy s, uint32_t count);
   // One warm-up generation (not timed, discarded), then `generations` timed generations from the
   // initial population, with up to `in_flight` of them submitted before the oldest is read back
   // (1: each read back before the next is recorded; per-step always 1). Every generation's
