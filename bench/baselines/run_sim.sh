@@ -110,7 +110,7 @@ sizes() {  # sizes POPS L  |  sizes POP Ls  -> "PxL,..."
 
 if stage "1: wgfuse default sizes, all strategies, --check"; then
   for w in $WORKLOADS; do
-    run "wgfuse_$w" 150 "$WGFUSE" --adapter "$ADAPTER" sim "$w" --mode all --episodes "$EPISODES" --generations 16 --check --quiet --json "$OUT/wgfuse_$w.json"
+    run "wgfuse_$w" 150 "$WGFUSE" --adapter "$ADAPTER" sim "$w" --mode all --episodes "$EPISODES" --generations 32 --check --quiet --json "$OUT/wgfuse_$w.json"
   done
 fi
 
@@ -125,7 +125,7 @@ if stage "2: hand-written CUDA"; then
       [[ -f $OUT/wgfuse_$w.json ]] && check=(--check "$OUT/wgfuse_$w.json")
       local name="cuda_${w}_${v}_$m"
       run "$name" "$limit" "$OUT/sim_cuda" "$w" --variant "$v" --math "$m" --data "$DATA" --episodes "${EPISODES:-1}" \
-        --generations 16 ${sizes:+--sizes "$sizes"} "${check[@]}" --json "$OUT/$name.json"
+        --generations 32 ${sizes:+--sizes "$sizes"} "${check[@]}" --json "$OUT/$name.json"
     }
     cuda acrobot team fast 60 "$(dedup "4096x500,$(sizes $ACRO_POPS 500),$(sizes 4096 $LS)")"
     cuda market team fast 90 "$(dedup "10000x1500,$(sizes $MARKET_POPS 1500),$(sizes 10000 $LS)")"
@@ -153,7 +153,7 @@ if stage "4: PyTorch eager default sizes"; then
 fi
 
 if stage "5: wgfuse sweeps"; then
-  # 16 generations, as at the default sizes: two command buffers of 8 (wgfuse's and sim_cuda's
+  # 16 generations (the default sizes take 32): command buffers of 8 (wgfuse's and sim_cuda's
   # --per-submit default), each generation's time a share of its buffer's interval; session 4's
   # sweeps took the median of 3 single-generation intervals with two in flight, which could land on
   # a near-zero or a doubled one (rows scattered 800-350,000 gen/s).

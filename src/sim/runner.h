@@ -127,9 +127,10 @@ class SimRunner {
   // start states of generation `generation`.
   std::vector<float> evaluate_initial(fuse::Strategy s, uint32_t steps = 0, uint32_t generation = 0);
   // GPU µs of one evaluation of the initial population when `count` of them run back to back in
-  // one timed pass: the kernel's own rate, as the copy kernel's bandwidth is measured (bench), free
-  // of the fixed cost of a pass that a generation's evaluation pass carries. 0 without timestamps;
-  // strategies that wait after every dispatch (per-step) are refused.
+  // one timed pass, over copies of the population that together exceed the GPU's L2: the kernel's
+  // own rate from memory, as the copy kernel's bandwidth is measured (bench), free of the fixed
+  // cost of a pass that a generation's evaluation pass carries. 0 without timestamps; strategies
+  // that wait after every dispatch (per-step) are refused.
   double evaluation_us_back_to_back(fuse::Strategy s, uint32_t count);
   // One warm-up generation (not timed, discarded), then `generations` timed generations from the
   // initial population, with up to `in_flight` of them submitted before the oldest is read back
