@@ -157,6 +157,7 @@ if stage "5: wgfuse sweeps"; then
   # --per-submit default), each generation's time a share of its buffer's interval; session 4's
   # sweeps took the median of 3 single-generation intervals with two in flight, which could land on
   # a near-zero or a doubled one (rows scattered 800-350,000 gen/s).
+  mkdir -p "$OUT/sweep"
   for p in ${ACRO_POPS//,/ }; do
     run "sweep/wgfuse_acrobot_p${p}_L500" 60 "$WGFUSE" --adapter "$ADAPTER" sim acrobot --mode all --pop "$p" --steps 500 --generations 16 --quiet --json "$OUT/sweep/wgfuse_acrobot_p${p}_L500.json"
   done
