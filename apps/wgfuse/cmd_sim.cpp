@@ -104,7 +104,7 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
                                adapter_json(ctx));
   if (o.bandwidth) {
     // What one timed pass over the genomes' size costs at best: the evaluation's real bound.
-    const uint64_t bytes = uint64_t(runner.pop()) * runner.genome_len() * sizeof(float);
+    const uint64_t bytes = runner.genome_bytes();
     std::printf(
         "\n  one dispatch per timed pass over the genomes' %.4g MB, median us: warm / right after a write\n"
         "  of the buffer read (as the GA's) / after evicting L2, and GB/s read after the write:\n",

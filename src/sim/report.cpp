@@ -33,12 +33,11 @@ nlohmann::json mode_json(const ModeRun& r, uint64_t genome_bytes, double& median
   nlohmann::json jm;
   jm["gen_per_s"] = summary_json(rate);
   jm["seconds_per_generation"] = r.seconds;
-  jm["gpu_evaluation_ms"] =
-      r.gpu_eval_ms.empty() ? nlohmann::json(nullptr) : summary_json(summarize(r.gpu_eval_ms));
-  jm["gpu_ga_ms"] = r.gpu_ga_ms.empty() ? nlohmann::json(nullptr) : summary_json(summarize(r.gpu_ga_ms));
   auto optional_summary = [](const std::vector<double>& v) {
     return v.empty() ? nlohmann::json(nullptr) : summary_json(summarize(v));
   };
+  jm["gpu_evaluation_ms"] = optional_summary(r.gpu_eval_ms);
+  jm["gpu_ga_ms"] = optional_summary(r.gpu_ga_ms);
   jm["gpu_between_generations_ms"] = optional_summary(r.gpu_between_generations_ms);
   jm["gpu_between_passes_ms"] = optional_summary(r.gpu_between_passes_ms);
   if (!r.gpu_ga_kernel_ms.empty()) {
@@ -324,8 +323,7 @@ nlohmann::json run_and_report(SimRunner& runner, const SimReportOptions& o, cons
   std::map<Strategy, ModeRun> runs;
   for (auto m : o.modes) {
     auto r = run_mode(runner, m, o);
-    j["modes"][fuse::to_string(m)] =
-        mode_json(r, uint64_t(runner.pop()) * runner.genome_len() * sizeof(float), rate[m]);
+    j["modes"][fuse::to_string(m)] = mode_json(r, runner.genome_bytes(), rate[m]);
     runs[m] = std::move(r);
   }
 
@@ -333,7 +331,7 @@ nlohmann::json run_and_report(SimRunner& runner, const SimReportOptions& o, cons
   print_table(o.modes, runs, rate, j["modes"]);
   if (o.copy_gb_per_s > 0) {
     j["copy_gb_per_s"] = o.copy_gb_per_s;
-    const double bytes = double(runner.pop()) * runner.genome_len() * sizeof(float);
+    const double bytes = double(runner.genome_bytes());
     for (auto m : o.modes) {
       auto& jm = j["modes"][fuse::to_string(m)];
       if (jm["genome_read_gb_per_s"].is_null()) continue;
@@ -344,7 +342,7 @@ nlohmann::json run_and_report(SimRunner& runner, const SimReportOptions& o, cons
       // The copy kernel's bandwidth comes from many copies in one timed pass; the generation's
       // evaluation is one dispatch in its own pass, which carries the pass's fixed cost. The same
       // evaluation, ~5 ms of it back to back in one pass, gives the kernel's own rate.
-      const double eval_us = bytes / gbs / 1e3;
+      const double eval_us = summarize(runs[m].gpu_eval_ms).median * 1e3;
       const uint32_t count = uint32_t(std::clamp(5000.0 / eval_us, 2.0, 256.0));
       const double us = runner.evaluation_us_back_to_back(m, count);
       if (us <= 0) continue;

@@ -105,10 +105,9 @@ SimRunner::SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_
   if (pop < 2) throw Error("population must be at least 2");
   if (steps < 1) throw Error("steps must be at least 1");
   const auto& lim = ctx.limits();
-  uint64_t genome_bytes = uint64_t(pop) * genome_len_ * 4;
-  if (genome_bytes > lim.max_storage_buffer_binding_size)
+  if (genome_bytes() > lim.max_storage_buffer_binding_size)
     throw Error(w.name + ": population " + std::to_string(pop) + " x " + std::to_string(genome_len_) +
-                " genes (" + std::to_string(genome_bytes) + " bytes) is over the device's " +
+                " genes (" + std::to_string(genome_bytes()) + " bytes) is over the device's " +
                 "maxStorageBufferBindingSize (" + std::to_string(lim.max_storage_buffer_binding_size) + ")");
   if (w.data) data_ = w.data(steps, seed);
   auto cfg = w.ga;
@@ -119,7 +118,7 @@ SimRunner::SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_
   initial_device_ = gene_major(initial_, pop, genome_len_);
   for (int i = 0; i < 2; ++i)
     genomes_[i] =
-        ctx.buffer(genome_bytes, gpu::BufferUsage::StorageIO, w.name + ".genomes" + std::to_string(i));
+        ctx.buffer(genome_bytes(), gpu::BufferUsage::StorageIO, w.name + ".genomes" + std::to_string(i));
   fitness_ = ctx.buffer(uint64_t(pop) * 4, gpu::BufferUsage::StorageIO, w.name + ".fitness");
 }
 
@@ -171,7 +170,7 @@ double SimRunner::evaluation_us_back_to_back(Strategy s, uint32_t count) {
   // (SimProgram caches 8 plans): back to back over one copy, a population that fits in the GPU's
   // L2 is read from there, not from memory as the copy kernel's 256 MB are. (Six copies of a
   // population under ~10 MB still fit in an H100's 50 MB L2: the rate is then L2's.)
-  const uint64_t bytes = uint64_t(pop_) * genome_len_ * sizeof(float);
+  const uint64_t bytes = genome_bytes();
   const uint64_t total = ctx_->adapter().is_cpu ? 4u << 20 : 256u << 20;
   const uint32_t copies = uint32_t(std::clamp<uint64_t>((total + bytes - 1) / bytes, 1, 6));
   std::vector<gpu::Buffer> populations;

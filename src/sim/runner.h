@@ -110,6 +110,8 @@ class SimRunner {
   uint32_t pop() const { return pop_; }
   uint32_t steps() const { return steps_; }
   uint32_t genome_len() const { return genome_len_; }
+  // The population's genomes (f32), which every evaluation reads at least once.
+  uint64_t genome_bytes() const { return uint64_t(pop_) * genome_len_ * sizeof(float); }
   uint32_t episodes() const { return episodes_; }
   uint32_t team() const { return team_; }
   // The start states of generation `g` (what the reference needs to score an evaluation).
