@@ -77,9 +77,11 @@ gpu::Buffer poisoned(size_t n) {
   return context().upload<float>(v, BufferUsage::StorageIO, "test.poisoned");
 }
 
-void run(const std::vector<llm::Step>& steps) {
+void run(const std::vector<gpu::Dispatch>& steps) {
+  gpu::Plan plan(context(), "test");
+  for (const auto& d : steps) plan.dispatch(d);
   gpu::Recorder rec(context());
-  llm::record(rec, steps);
+  plan.encode(rec);
   rec.submit();
   context().wait();
 }
@@ -433,7 +435,7 @@ struct AttentionLayout {
 };
 void check_decode_attention(
     const AttentionLayout& a, uint32_t pos,
-    const std::function<std::vector<llm::Step>(
+    const std::function<std::vector<gpu::Dispatch>(
         llm::DecodeKernels&, const llm::ModelConfig&, const gpu::Buffer& q, const gpu::Buffer& k,
         const gpu::Buffer& v, const gpu::Buffer& state, const gpu::Buffer& out)>& attend) {
   auto c = attention_config();

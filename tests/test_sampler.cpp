@@ -37,11 +37,12 @@ std::vector<uint32_t> run_steps(Sampler& sampler, const gpu::Buffer& logits,
   const uint32_t pos0 = uint32_t(prompt.size() - 1);
   auto state =
       ctx.upload<uint32_t>(std::vector<uint32_t>{pos0, kUnwritten}, BufferUsage::StorageIO, "test.state");
-  const auto plan = sampler.steps(logits, tokens, state);
-  EXPECT_EQ(plan.size(), sampler.dispatches());
+  auto plan = sampler.plan(logits, tokens, state);
+  plan.build();
+  EXPECT_EQ(plan.dispatches(), sampler.dispatches());
   gpu::Recorder rec(ctx);
   for (uint32_t s = 0; s < steps; ++s) {
-    for (const auto& d : plan) rec.dispatch(*d.kernel, d.group, d.x, d.y, d.z);
+    plan.encode(rec);
     if ((s + 1) % per_submit == 0 || s + 1 == steps) rec.submit();
   }
   const auto st = ctx.read_all<uint32_t>(state);
@@ -357,7 +358,7 @@ TEST(Sampler, BadParamsAreClearErrors) {
   auto small = ctx.buffer(299 * 4, BufferUsage::StorageIO, "test.small");
   auto tokens = ctx.buffer(64, BufferUsage::StorageIO, "test.tokens");
   try {
-    sampler.steps(small, tokens, tokens);
+    sampler.plan(small, tokens, tokens);
     FAIL() << "a short logits buffer was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("299 floats, the vocabulary 300"), std::string::npos) << e.what();

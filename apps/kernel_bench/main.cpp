@@ -223,8 +223,8 @@ struct Problem {
     ctx.wait();
   }
 
-  llm::Step step(gpu::Context& ctx, llm::DecodeKernels& k) { return step_over(ctx, k, w); }
-  llm::Step step_over(gpu::Context& ctx, llm::DecodeKernels& k, const Buffer& weights) {
+  gpu::Dispatch step(gpu::Context& ctx, llm::DecodeKernels& k) { return step_over(ctx, k, w); }
+  gpu::Dispatch step_over(gpu::Context& ctx, llm::DecodeKernels& k, const Buffer& weights) {
     const auto& c = *cfg;
     switch (kind) {
       case Kind::Qkv:
@@ -347,9 +347,11 @@ int run(const Options& opt) {
              candidates(ctx, k, p.shape, kind == Kind::Qkv || kind == Kind::GateUp,
                         kind == Kind::Qkv || kind == Kind::GateUp || kind == Kind::LmHead, opt.quick)) {
           k.force_matvec_tuning(tuning);
-          std::optional<llm::Step> step;
+          std::optional<gpu::Plan> step;
           try {
-            step = p.step(ctx, k);
+            step.emplace(ctx, "bench.check");
+            step->dispatch(p.step(ctx, k));
+            step->build();
           } catch (const Error& e) {  // candidates() offers only what this adapter can run
             std::printf("%-5s %-13s %-13s %-4s %-29s FAILED: %s\n", m.name.c_str(), kind_name(kind),
                         shape.c_str(), tname, tuning.name().c_str(), e.what());
@@ -357,11 +359,12 @@ int run(const Options& opt) {
             continue;
           }
           gpu::Recorder check(ctx);
-          llm::record(check, {&*step, 1});
+          step->encode(check);
           check.submit();
           const double err = p.error(ctx);
-          std::vector<llm::Step> rotation;
-          for (const Buffer& copy : p.w_copies) rotation.push_back(p.step_over(ctx, k, copy));
+          gpu::Plan rotation(ctx, "bench.rotation");  // one dispatch per copy of the weights
+          for (const Buffer& copy : p.w_copies) rotation.dispatch(p.step_over(ctx, k, copy));
+          rotation.build();
           const bool ok = err <= 1e-4;
           all_ok = all_ok && ok;
           std::vector<double> us;
@@ -369,7 +372,7 @@ int run(const Options& opt) {
             const auto t0 = std::chrono::steady_clock::now();
             gpu::Recorder r(ctx);
             r.time_next_pass(prof);
-            for (uint32_t i = 0; i < opt.calls; ++i) llm::record(r, {&rotation[i % rotation.size()], 1});
+            for (uint32_t i = 0; i < opt.calls; ++i) rotation.encode(r, i % rotation.steps(), 1);
             prof.resolve(r);
             r.submit();
             ctx.wait();

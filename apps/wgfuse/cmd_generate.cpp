@@ -18,6 +18,7 @@
 #include "llm/model.h"
 #include "llm/model_files.h"
 #include "llm/persistent_decode.h"
+#include "llm/plan_file.h"
 #include "llm/sampler.h"
 #include "llm/tokenizer.h"
 #include "util/clock.h"
@@ -42,7 +43,7 @@ struct LlmOptions {
 };
 
 struct GenerateOptions {
-  std::string prompt, prompt_file, prompt_ids, system, json_path, logits_path;
+  std::string prompt, prompt_file, prompt_ids, system, json_path, logits_path, plan_path;
   int64_t n = 128;
   bool chat = false, quiet = false;
   uint32_t profile_reps = 0;  // --profile: repetitions of the timed decode step; 0 = off
@@ -247,11 +248,10 @@ RunResult run(Session& s, std::span<const uint32_t> prompt, int64_t n, uint32_t 
   llm::GenerateOptions go;
   go.steps_per_submit = steps_per_submit;
   go.eos_ids = to_u32(s.stop_ids);
-  std::vector<llm::Step> picker;
+  std::optional<gpu::Plan> picker;
   if (s.params.temperature != 0) {
     const auto b = s.model->decode_buffers();
-    picker = s.sampler->steps(b.logits, b.tokens, b.state);
-    go.picker = picker;
+    go.picker = &picker.emplace(s.sampler->plan(b.logits, b.tokens, b.state));
   }
   if (logits_out)
     go.on_logits = [&](std::span<const float> l) {
@@ -325,12 +325,12 @@ nlohmann::json config_json(const llm::ModelConfig& c) {
 // --profile: one decode step after the generation, each dispatch timed in its own pass; a table
 // per kernel on stderr (calls per token, µs, bytes, GB/s, % of the copy kernel's bandwidth).
 nlohmann::json profile(Session& s, uint32_t reps) {
-  std::vector<llm::Step> picker;
+  std::optional<gpu::Plan> picker;
   if (s.params.temperature != 0) {
     const auto b = s.model->decode_buffers();
-    picker = s.sampler->steps(b.logits, b.tokens, b.state);
+    picker.emplace(s.sampler->plan(b.logits, b.tokens, b.state));
   }
-  const llm::DecodeProfile p = s.model->profile_decode(picker, reps);
+  const llm::DecodeProfile p = s.model->profile_decode(picker ? &*picker : nullptr, reps);
   const double copy_gbs =
       bench::copy_kernel_bandwidth_gbs(*s.ctx, s.ctx->adapter().is_cpu ? 4u << 20 : 256u << 20, 5);
   struct Row {
@@ -341,12 +341,11 @@ nlohmann::json profile(Session& s, uint32_t reps) {
   };
   std::vector<Row> rows;
   for (const auto& t : p.steps) {
-    const std::string name = t.step->name.empty() ? t.step->kernel->key().entry : std::string(t.step->name);
-    auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.name == name; });
-    if (it == rows.end()) it = rows.insert(rows.end(), Row{name});
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.name == t.name; });
+    if (it == rows.end()) it = rows.insert(rows.end(), Row{t.name});
     ++it->calls;
     it->us += summarize(t.us).median;
-    it->bytes += t.step->bytes + t.step->bytes_per_position * (uint64_t(p.position) + 1);
+    it->bytes += t.bytes + t.bytes_per_position * (uint64_t(p.position) + 1);
   }
   double sum_us = 0;
   uint64_t sum_bytes = 0;
@@ -472,7 +471,12 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
         "asks for sampling)");
   if (o.decode == "persistent" && o.profile_reps)
     throw Error("--profile times the step decoder's kernels: not with --decode persistent");
+  if (o.decode == "persistent" && !o.plan_path.empty())
+    throw Error("--write-plan writes the step decoder's plan: not with --decode persistent");
   s->load(g);
+  if (!o.plan_path.empty())
+    llm::write_plan(o.plan_path, llm::plan_json(*s->model, uint32_t(prompt.size()),
+                                                s->params.temperature != 0 ? s->sampler.get() : nullptr));
   nlohmann::json decode = {{"mode", "steps"}};
   if (o.decode == "persistent") decode = start_persistent(*s, o, prompt, uint32_t(n));
   std::vector<float> logits;
@@ -599,6 +603,9 @@ void add_generate(CLI::App& app, GlobalOptions& g) {
               "after generating, time one decode step per kernel with GPU timestamps (--profile=N: N "
               "times, default 5) and print a table: calls, µs, bytes, GB/s, % of copy bandwidth")
       ->check(CLI::Range(1u, 1000u));
+  c->add_option("--write-plan", o->plan_path,
+                "write every prefill and decode dispatch, the buffers and the sequences that run them as "
+                "JSON (docs/PLAN.md), for another host to replay");
   c->add_option(
       "--dump-logits", o->logits_path,
       "write the logits that chose each generated token as float32 .npy [n, vocab] (slow: one read-back "

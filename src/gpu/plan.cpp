@@ -36,23 +36,31 @@ ParamsSlot Plan::params(std::span<const std::byte> record) {
   return {uint32_t(records_.size() - 1)};
 }
 
-void Plan::dispatch(const Kernel& kernel, std::initializer_list<Binding> bindings, Grid grid) {
-  dispatch(kernel, std::span<const Binding>(bindings.begin(), bindings.size()), grid);
+void Plan::dispatch(const Kernel& kernel, std::initializer_list<Binding> bindings, Grid grid, StepInfo info) {
+  dispatch(kernel, std::span<const Binding>(bindings.begin(), bindings.size()), grid, std::move(info));
 }
 
-void Plan::dispatch(const Kernel& kernel, std::span<const Binding> bindings, Grid grid) {
+void Plan::dispatch(const Dispatch& d, StepInfo info) {
+  if (!d.kernel) throw Error("plan '" + label_ + "': a dispatch without a kernel");
+  dispatch(*d.kernel, d.bindings, d.grid, std::move(info));
+}
+
+void Plan::dispatch(const Kernel& kernel, std::span<const Binding> bindings, Grid grid, StepInfo info) {
   require_building("a dispatch added");
   for (auto& b : bindings)
-    if (b.params_ >= int64_t(records_.size()))
-      throw Error("plan '" + label_ + "': params slot " + std::to_string(b.params_) +
+    if (b.is_params() && b.params().index >= records_.size())
+      throw Error("plan '" + label_ + "': params slot " + std::to_string(b.params().index) +
                   " is not one of this plan's " + std::to_string(records_.size()) + " records");
-  pending_.push_back({steps_.size(), {bindings.begin(), bindings.end()}});
   steps_.push_back({.kind = Kind::Dispatch, .kernel = &kernel, .grid = grid});
+  bindings_.emplace_back(bindings.begin(), bindings.end());
+  info_.push_back(std::move(info));
 }
 
 void Plan::dispatch(const Kernel& kernel, const BindGroup& group, Grid grid) {
   require_building("a dispatch added");
   steps_.push_back({.kind = Kind::Dispatch, .kernel = &kernel, .group = group, .grid = grid});
+  bindings_.emplace_back();
+  info_.emplace_back();
 }
 
 void Plan::copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset,
@@ -70,11 +78,38 @@ void Plan::copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint6
                     .src_offset = src_offset,
                     .dst_offset = dst_offset,
                     .bytes = bytes});
+  bindings_.emplace_back();
+  info_.emplace_back();
 }
 
 void Plan::end_pass() {
   require_building("end_pass()");
   steps_.push_back({.kind = Kind::EndPass});
+  bindings_.emplace_back();
+  info_.emplace_back();
+}
+
+void Plan::append(const Plan& other) {
+  require_building("a plan appended");
+  if (!other.records_.empty())
+    throw Error("plan '" + label_ + "': cannot append plan '" + other.label_ + "', which has params records");
+  steps_.insert(steps_.end(), other.steps_.begin(), other.steps_.end());
+  bindings_.insert(bindings_.end(), other.bindings_.begin(), other.bindings_.end());
+  info_.insert(info_.end(), other.info_.begin(), other.info_.end());
+}
+
+Plan::StepView Plan::step(size_t i) const {
+  if (i >= steps_.size())
+    throw Error("plan '" + label_ + "': step " + std::to_string(i) + " of " + std::to_string(steps_.size()));
+  const Step& s = steps_[i];
+  return {s.kind, s.kernel, bindings_[i], s.grid, info_[i], &s.src, &s.dst, s.src_offset, s.dst_offset, s.bytes};
+}
+
+std::string_view Plan::step_name(size_t i) const {
+  const StepView s = step(i);
+  if (!s.info.name.empty()) return s.info.name;
+  if (s.kind == Kind::Dispatch) return s.kernel->key().entry;
+  return s.kind == Kind::Copy ? "copy" : "end_pass";
 }
 
 void Plan::build() {
@@ -86,24 +121,25 @@ void Plan::build() {
     ctx_->write(params_buffer_, 0, params_host_);
   }
   std::vector<BufferBinding> resolved;
-  for (auto& p : pending_) {
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    Step& s = steps_[i];
+    if (s.kind != Kind::Dispatch || s.group) continue;  // a group made elsewhere, or appended built
     resolved.clear();
-    for (auto& b : p.bindings) {
-      if (b.params_ >= 0) {
-        const Record& r = records_[size_t(b.params_)];
+    for (auto& b : bindings_[i]) {
+      if (b.is_params()) {
+        const Record& r = records_[b.params().index];
         resolved.emplace_back(params_buffer_, r.offset, r.size);
       } else {
-        resolved.emplace_back(b.buffer_, b.offset_, b.size_);
+        resolved.emplace_back(b.buffer(), b.offset(), b.size());
       }
     }
-    Step& s = steps_[p.step];
     try {
       s.group = ctx_->bind(*s.kernel, resolved);
     } catch (const Error& e) {
-      throw Error("plan '" + label_ + "', step " + std::to_string(p.step) + ": " + e.what());
+      throw Error("plan '" + label_ + "', step " + std::to_string(i) + " (" + std::string(step_name(i)) +
+                  "): " + e.what());
     }
   }
-  pending_.clear();
   params_host_.clear();
   params_host_.shrink_to_fit();
   bool open = false;

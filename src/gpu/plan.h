@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <span>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -42,23 +43,45 @@ struct ParamsSlot {
   uint32_t index = 0;
 };
 
+// One binding of a planned dispatch: a buffer, a byte range of one (a weight arena's tensor), or
+// one of the plan's params records.
+class Binding {
+ public:
+  Binding(const Buffer& b) : buffer_(b), offset_(0), size_(b.size()) {}  // NOLINT: implicit
+  Binding(const BufferBinding& b) : buffer_(*b.buffer), offset_(b.offset), size_(b.size) {}  // NOLINT
+  Binding(const TensorView& v) : Binding(v.binding()) {}  // NOLINT: implicit
+  Binding(ParamsSlot p) : params_(int64_t(p.index)) {}    // NOLINT: implicit
+
+  bool is_params() const { return params_ >= 0; }
+  ParamsSlot params() const { return {uint32_t(params_)}; }
+  const Buffer& buffer() const { return buffer_; }  // held: the plan may outlive the caller's handle
+  uint64_t offset() const { return offset_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  Buffer buffer_;
+  uint64_t offset_ = 0, size_ = 0;
+  int64_t params_ = -1;
+};
+
+// A dispatch not yet in a plan: what code that chooses kernels and grids (llm::DecodeKernels)
+// hands to Plan::dispatch.
+struct Dispatch {
+  const Kernel* kernel = nullptr;
+  std::vector<Binding> bindings;
+  Grid grid;
+};
+
+// Optional metadata of a step, for profiles and for writing a plan down: what it is, and the bytes
+// it must move per call (weights and activations read and written), plus per cached position
+// (attention over a KV cache).
+struct StepInfo {
+  std::string name;  // empty: the kernel's entry point
+  uint64_t bytes = 0, bytes_per_position = 0;
+};
+
 class Plan {
  public:
-  // One binding of a planned dispatch: a buffer range, or one of the plan's params records.
-  class Binding {
-   public:
-    Binding(const Buffer& b) : buffer_(b), offset_(0), size_(b.size()) {}  // NOLINT: implicit
-    Binding(const BufferBinding& b) : buffer_(*b.buffer), offset_(b.offset), size_(b.size) {}  // NOLINT
-    Binding(const TensorView& v) : Binding(v.binding()) {}  // NOLINT: implicit
-    Binding(ParamsSlot p) : params_(int64_t(p.index)) {}    // NOLINT: implicit
-
-   private:
-    friend class Plan;
-    Buffer buffer_;  // held: the plan may outlive the caller's handle
-    uint64_t offset_ = 0, size_ = 0;
-    int64_t params_ = -1;
-  };
-
   explicit Plan(Context& ctx, std::string label = "plan");
   Plan(Plan&&) noexcept;
   Plan& operator=(Plan&&) noexcept;
@@ -72,13 +95,16 @@ class Plan {
     return params(std::span<const std::byte>(std::as_bytes(std::span<const T, 1>(&record, 1))));
   }
   // A dispatch of `kernel`, binding i of group 0 = bindings[i].
-  void dispatch(const Kernel& kernel, std::initializer_list<Binding> bindings, Grid grid);
-  void dispatch(const Kernel& kernel, std::span<const Binding> bindings, Grid grid);
-  // A dispatch with a bind group made elsewhere (Context::bind).
+  void dispatch(const Kernel& kernel, std::initializer_list<Binding> bindings, Grid grid, StepInfo info = {});
+  void dispatch(const Kernel& kernel, std::span<const Binding> bindings, Grid grid, StepInfo info = {});
+  void dispatch(const Dispatch& d, StepInfo info = {});
+  // A dispatch with a bind group made elsewhere (Context::bind); describe() cannot list its bindings.
   void dispatch(const Kernel& kernel, const BindGroup& group, Grid grid);
   void copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t bytes);
   // The next dispatch opens a new compute pass.
   void end_pass();
+  // Every step of `other` (built or not, without params records) appended in order.
+  void append(const Plan& other);
   // Creates the params buffer and every bind group (each binding checked by Context::bind, the
   // error prefixed with the plan's label and the step). No steps can be added after it.
   void build();
@@ -94,6 +120,21 @@ class Plan {
     set_params(slot, std::span<const std::byte>(std::as_bytes(std::span<const T, 1>(&record, 1))));
   }
 
+  // ---- Describing (profiles, a plan written down) ----
+  enum class StepKind : uint8_t { Dispatch, Copy, EndPass };
+  struct StepView {
+    StepKind kind;
+    const Kernel* kernel;               // Dispatch
+    std::span<const Binding> bindings;  // Dispatch (empty for a group made elsewhere)
+    Grid grid;
+    const StepInfo& info;
+    const Buffer *src, *dst;  // Copy
+    uint64_t src_offset, dst_offset, bytes;
+  };
+  StepView step(size_t i) const;
+  // A step's name: its StepInfo's, else the kernel's entry point (a copy: "copy").
+  std::string_view step_name(size_t i) const;
+
   bool built() const { return built_; }
   size_t steps() const { return steps_.size(); }
   size_t dispatches() const { return dispatches_; }
@@ -105,7 +146,8 @@ class Plan {
   const Buffer& params_buffer() const { return params_buffer_; }
 
  private:
-  enum class Kind : uint8_t { Dispatch, Copy, EndPass };
+  using Kind = StepKind;
+  // What encode() walks; the bindings and the metadata stay beside it, in steps' order.
   struct Step {
     Kind kind = Kind::Dispatch;
     const Kernel* kernel = nullptr;
@@ -113,10 +155,6 @@ class Plan {
     Grid grid;
     Buffer src, dst;  // Copy
     uint64_t src_offset = 0, dst_offset = 0, bytes = 0;
-  };
-  struct PendingGroup {  // a dispatch's bindings until build() makes its group
-    size_t step;
-    std::vector<Binding> bindings;
   };
   struct Record {
     uint64_t offset = 0, size = 0;
@@ -126,7 +164,8 @@ class Plan {
   Context* ctx_;
   std::string label_;
   std::vector<Step> steps_;
-  std::vector<PendingGroup> pending_;
+  std::vector<std::vector<Binding>> bindings_;  // per step; build() makes their groups
+  std::vector<StepInfo> info_;                  // per step
   std::vector<Record> records_;
   std::vector<std::byte> params_host_;  // the records' bytes until build()
   Buffer params_buffer_;

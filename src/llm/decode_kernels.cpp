@@ -13,9 +13,9 @@ namespace {
 
 using gpu::BufferUsage;
 // A grid of `groups` workgroups: past 65,535 (the per-dimension limit) they spill into y.
-Step grid(const gpu::Kernel& k, gpu::BindGroup g, uint32_t groups) {
+gpu::Dispatch grid(const gpu::Kernel& k, std::initializer_list<gpu::Binding> b, uint32_t groups) {
   const uint32_t x = std::min<uint32_t>(groups, 65535);
-  return Step{&k, std::move(g), x, ceil_div(groups, x)};
+  return {&k, b, {x, ceil_div(groups, x)}};
 }
 
 }  // namespace
@@ -159,16 +159,16 @@ void DecodeKernels::check_workgroup_memory(const std::string& entry, uint32_t co
                 std::to_string(ctx_->limits().max_compute_workgroup_storage_size));
 }
 
-Step DecodeKernels::matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm, double eps,
+gpu::Dispatch DecodeKernels::matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm, double eps,
                            bool pairs, std::map<std::string, double> o,
-                           std::initializer_list<gpu::BufferBinding> b) {
+                           std::initializer_list<gpu::Binding> b) {
   return matvec_tuned(matvec_tuning(rows, cols), entry, rows, cols, norm, eps, pairs, 0, std::move(o), b);
 }
 
-Step DecodeKernels::matvec_tuned(const MatvecTuning& t, const std::string& entry, uint32_t rows,
+gpu::Dispatch DecodeKernels::matvec_tuned(const MatvecTuning& t, const std::string& entry, uint32_t rows,
                                  uint32_t cols, bool norm, double eps, bool pairs, uint64_t extra_wg_bytes,
                                  std::map<std::string, double> o,
-                                 std::initializer_list<gpu::BufferBinding> b) {
+                                 std::initializer_list<gpu::Binding> b) {
   check_tuning(entry, t, pairs);
   // Keys already in `o` (attend_o's ITERS over its slice, gate_up_silu_sum's staging) win.
   const bool staged = norm && (o.contains("DIRECT_X") ? o.at("DIRECT_X") == 0 : t.staged_x);
@@ -193,12 +193,12 @@ Step DecodeKernels::matvec_tuned(const MatvecTuning& t, const std::string& entry
             {"XS_V4", staged ? 2 * cols8 : 2},
             {"EPS", eps}});
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matvec", entry, std::move(o)));
-  return grid(k, ctx_->bind(k, b), ceil_div(rows, t.rows_per_workgroup()));
+  return grid(k, b, ceil_div(rows, t.rows_per_workgroup()));
 }
 
-Step DecodeKernels::qkv_rope(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
-                             const gpu::Buffer& bias, const gpu::Buffer& rope, const gpu::Buffer& state,
-                             const gpu::Buffer& q_out, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+gpu::Dispatch DecodeKernels::qkv_rope(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
+                             const gpu::Binding& bias, const gpu::Binding& rope, const gpu::Binding& state,
+                             const gpu::Binding& q_out, const gpu::Binding& k_cache, const gpu::Binding& v_cache,
                              const ModelConfig& c, uint32_t ctx_len) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
   return matvec("qkv_rope", q_rows + 2 * kv_rows, c.hidden_size, true, c.rms_norm_eps, true,
@@ -206,23 +206,23 @@ Step DecodeKernels::qkv_rope(const gpu::Buffer& w, const gpu::Buffer& x, const g
                 {w, x, norm, bias, rope, state, q_out, k_cache, v_cache});
 }
 
-Step DecodeKernels::gate_up_silu(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
-                                 const gpu::Buffer& act, uint32_t inter, uint32_t hidden, double eps) {
+gpu::Dispatch DecodeKernels::gate_up_silu(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
+                                 const gpu::Binding& act, uint32_t inter, uint32_t hidden, double eps) {
   return matvec("gate_up_silu", 2 * inter, hidden, true, eps, true, {}, {w, x, norm, act});
 }
 
-Step DecodeKernels::matvec_norm(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
-                                const gpu::Buffer& y, uint32_t rows, uint32_t cols, double eps) {
+gpu::Dispatch DecodeKernels::matvec_norm(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
+                                const gpu::Binding& y, uint32_t rows, uint32_t cols, double eps) {
   return matvec("matvec_norm", rows, cols, true, eps, false, {}, {w, x, norm, y});
 }
 
-Step DecodeKernels::matvec_residual(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid,
+gpu::Dispatch DecodeKernels::matvec_residual(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& resid,
                                     uint32_t rows, uint32_t cols) {
   return matvec("matvec_residual", rows, cols, false, 0.0, false, {}, {w, x, resid});
 }
 
-Step DecodeKernels::matvec_residual_to(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& base,
-                                       const gpu::Buffer& out, uint32_t rows, uint32_t cols) {
+gpu::Dispatch DecodeKernels::matvec_residual_to(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& base,
+                                       const gpu::Binding& out, uint32_t rows, uint32_t cols) {
   return matvec("matvec_residual_to", rows, cols, false, 0.0, false, {}, {w, x, base, out});
 }
 
@@ -242,8 +242,8 @@ uint64_t DecodeKernels::attend_o_parts_words(const ModelConfig& c) {
   return uint64_t(c.num_kv_heads) * pad8(c.hidden_size);
 }
 
-Step DecodeKernels::attend_o(const gpu::Buffer& w_o, const gpu::Buffer& q, const gpu::Buffer& k_cache,
-                             const gpu::Buffer& v_cache, const gpu::Buffer& state, const gpu::Buffer& o_parts,
+gpu::Dispatch DecodeKernels::attend_o(const gpu::Binding& w_o, const gpu::Binding& q, const gpu::Binding& k_cache,
+                             const gpu::Binding& v_cache, const gpu::Binding& state, const gpu::Binding& o_parts,
                              const ModelConfig& c, uint32_t ctx_len) {
   const MatvecTuning t = attend_o_tuning(c);
   const uint32_t group = c.num_heads / c.num_kv_heads, q_rows = c.num_heads * c.head_dim;
@@ -259,7 +259,7 @@ Step DecodeKernels::attend_o(const gpu::Buffer& w_o, const gpu::Buffer& q, const
   const uint32_t span8 = ceil_div(span, 8) + (span % 8 ? 1 : 0);
   const uint64_t own_bytes =
       4ull * span + 16ull * slots + 4ull * group * tile + 8ull * group + 20ull * t.workgroup;
-  Step s = matvec_tuned(t, "attend_o", c.hidden_size, q_rows, false, 0.0, false, own_bytes,
+  gpu::Dispatch s = matvec_tuned(t, "attend_o", c.hidden_size, q_rows, false, 0.0, false, own_bytes,
                         {{"HEAD_DIM", c.head_dim},
                          {"CTX", ctx_len},
                          {"GROUP", group},
@@ -272,17 +272,17 @@ Step DecodeKernels::attend_o(const gpu::Buffer& w_o, const gpu::Buffer& q, const
                          {"ITERS", ceil_div(span8, t.team)},
                          {"PART_STRIDE", pad8(c.hidden_size)}},
                         {w_o, q, k_cache, v_cache, state, o_parts});
-  if (s.y != 1)
+  if (s.grid.y != 1)
     throw Error("attend_o: hidden_size " + std::to_string(c.hidden_size) + " has too many row blocks");
-  s.y = c.num_kv_heads;
+  s.grid.y = c.num_kv_heads;
   return s;
 }
 
 // Blocks of 32 rows (8 teams of 32 threads, 4 rows each): every workgroup combines all of the
 // chunk partials (at 4,096 positions, Qwen2.5-0.5B: 14 heads x 64 chunks x 66 floats = 236 KB
 // from L2), so few workgroups: 28 for 0.5B, 48 for 1.5B.
-Step DecodeKernels::o_proj_combine(const gpu::Buffer& w_o, const gpu::Buffer& partials,
-                                   const gpu::Buffer& resid, const gpu::Buffer& state, const ModelConfig& c,
+gpu::Dispatch DecodeKernels::o_proj_combine(const gpu::Binding& w_o, const gpu::Binding& partials,
+                                   const gpu::Binding& resid, const gpu::Binding& state, const ModelConfig& c,
                                    uint32_t ctx_len, AttentionSplit split) {
   MatvecTuning t{.team = std::max<uint32_t>(32, min_team_), .rows_per_team = 4, .workgroup = 256};
   t.workgroup = std::max(t.workgroup, t.team);
@@ -299,9 +299,9 @@ Step DecodeKernels::o_proj_combine(const gpu::Buffer& w_o, const gpu::Buffer& pa
                       {w_o, partials, resid, state});
 }
 
-Step DecodeKernels::gate_up_silu_sum(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& o_parts,
-                                     const gpu::Buffer& norm, const gpu::Buffer& act,
-                                     const gpu::Buffer& x_next, const ModelConfig& c) {
+gpu::Dispatch DecodeKernels::gate_up_silu_sum(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& o_parts,
+                                     const gpu::Binding& norm, const gpu::Binding& act,
+                                     const gpu::Binding& x_next, const ModelConfig& c) {
   return matvec("gate_up_silu_sum", 2 * c.intermediate_size, c.hidden_size, true, c.rms_norm_eps, true,
                 {{"PARTS", c.num_kv_heads}, {"DIRECT_X", 0}}, {w, x, norm, act, o_parts, x_next});
 }
@@ -355,31 +355,43 @@ uint64_t DecodeKernels::attend_partials_words(const ModelConfig& c, uint32_t ctx
   return uint64_t(c.num_heads) * attend_chunks(c, ctx_len, split) * (c.head_dim + 2);
 }
 
-std::vector<Step> DecodeKernels::attend(const gpu::Buffer& q, const gpu::Buffer& k_cache,
-                                        const gpu::Buffer& v_cache, const gpu::Buffer& state,
-                                        const gpu::Buffer& partials, const gpu::Buffer& out,
-                                        const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
-  auto& chunks = attention("attend_chunk", c, ctx_len, split);
-  auto& combine = attention("attend_combine", c, ctx_len, split);
+gpu::Dispatch DecodeKernels::attend_chunks(const gpu::Binding& q, const gpu::Binding& k_cache,
+                                           const gpu::Binding& v_cache, const gpu::Binding& state,
+                                           const gpu::Binding& partials, const ModelConfig& c, uint32_t ctx_len,
+                                           AttentionSplit split) {
   // Every chunk of the capacity is dispatched; those past pos exit at once.
-  return {Step{&chunks, ctx_->bind(chunks, {q, k_cache, v_cache, state, partials}),
-               c.num_heads / split.heads_per_wg, attend_chunks(c, ctx_len, split)},
-          Step{&combine, ctx_->bind(combine, {partials, state, out}), c.num_heads}};
+  return {&attention("attend_chunk", c, ctx_len, split),
+          {q, k_cache, v_cache, state, partials},
+          {c.num_heads / split.heads_per_wg, attend_chunks(c, ctx_len, split)}};
 }
 
-Step DecodeKernels::attend_short(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
-                                 const gpu::Buffer& state, const gpu::Buffer& out, const ModelConfig& c,
+gpu::Dispatch DecodeKernels::attend_combine(const gpu::Binding& partials, const gpu::Binding& state,
+                                            const gpu::Binding& out, const ModelConfig& c, uint32_t ctx_len,
+                                            AttentionSplit split) {
+  return {&attention("attend_combine", c, ctx_len, split), {partials, state, out}, {c.num_heads}};
+}
+
+std::vector<gpu::Dispatch> DecodeKernels::attend(const gpu::Binding& q, const gpu::Binding& k_cache,
+                                                 const gpu::Binding& v_cache, const gpu::Binding& state,
+                                                 const gpu::Binding& partials, const gpu::Binding& out,
+                                                 const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
+  return {attend_chunks(q, k_cache, v_cache, state, partials, c, ctx_len, split),
+          attend_combine(partials, state, out, c, ctx_len, split)};
+}
+
+gpu::Dispatch DecodeKernels::attend_short(const gpu::Binding& q, const gpu::Binding& k_cache, const gpu::Binding& v_cache,
+                                 const gpu::Binding& state, const gpu::Binding& out, const ModelConfig& c,
                                  uint32_t ctx_len, uint32_t max_positions) {
   if (max_positions == 0 || max_positions > ctx_len)
     throw Error("one-pass decode attention (--attn-short-max " + std::to_string(max_positions) +
                 ") must cover 1 to --ctx (" + std::to_string(ctx_len) + ") positions");
   auto& k = attention("attend_short", c, ctx_len, {}, max_positions);
-  return Step{&k, ctx_->bind(k, {q, k_cache, v_cache, state, out}), c.num_heads};
+  return gpu::Dispatch{&k, {q, k_cache, v_cache, state, out}, {c.num_heads}};
 }
 
-Step DecodeKernels::attend_prompt(const gpu::Buffer& q, const gpu::Buffer& k_cache,
-                                  const gpu::Buffer& v_cache, const gpu::Buffer& state,
-                                  const gpu::Buffer& out, const ModelConfig& c, uint32_t ctx_len,
+gpu::Dispatch DecodeKernels::attend_prompt(const gpu::Binding& q, const gpu::Binding& k_cache,
+                                  const gpu::Binding& v_cache, const gpu::Binding& state,
+                                  const gpu::Binding& out, const ModelConfig& c, uint32_t ctx_len,
                                   uint32_t T) {
   // Blocks of 16 queries x 16 keys (llm_attention.wgsl PQ, PK), q and k rows padded by a vec4.
   constexpr uint32_t block = 16;
@@ -390,7 +402,7 @@ Step DecodeKernels::attend_prompt(const gpu::Buffer& q, const gpu::Buffer& k_cac
   const uint64_t hd4 = c.head_dim / 4;
   check_workgroup_memory("attend_prompt", c.head_dim, 16 * block * (3 * hd4 + 2) + 2 * 4 * block * block);
   auto& k = attention("attend_prompt", c, ctx_len);
-  return Step{&k, ctx_->bind(k, {q, k_cache, v_cache, state, out}), c.num_heads, ceil_div(T, block)};
+  return gpu::Dispatch{&k, {q, k_cache, v_cache, state, out}, {c.num_heads, ceil_div(T, block)}};
 }
 
 PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t T) {
@@ -408,9 +420,9 @@ void DecodeKernels::force_prompt_tile(PromptTile tile) {
   forced_tile_ = tile;
 }
 
-Step DecodeKernels::matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm,
+gpu::Dispatch DecodeKernels::matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm,
                            double eps, std::map<std::string, double> o,
-                           std::initializer_list<gpu::BufferBinding> b) {
+                           std::initializer_list<gpu::Binding> b) {
   const PromptTile tile = forced_tile_.tokens ? forced_tile_ : prompt_tile(rows, T);
   const uint32_t cols8 = ceil_div(cols, 8), threads = tile.tokens * tile.rows / 32;
   if (threads > ctx_->limits().max_compute_invocations_per_workgroup)
@@ -430,13 +442,13 @@ Step DecodeKernels::matmul(const std::string& entry, uint32_t rows, uint32_t col
             {"WG", threads},
             {"THREADS_R", tile.rows / 8}});
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matmul", entry, std::move(o)));
-  return Step{&k, ctx_->bind(k, b), ceil_div(rows, tile.rows), ceil_div(T, tile.tokens)};
+  return gpu::Dispatch{&k, b, {ceil_div(rows, tile.rows), ceil_div(T, tile.tokens)}};
 }
 
-Step DecodeKernels::qkv_rope_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
-                                    const gpu::Buffer& bias, const gpu::Buffer& rope,
-                                    const gpu::Buffer& state, const gpu::Buffer& q_out,
-                                    const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+gpu::Dispatch DecodeKernels::qkv_rope_prompt(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
+                                    const gpu::Binding& bias, const gpu::Binding& rope,
+                                    const gpu::Binding& state, const gpu::Binding& q_out,
+                                    const gpu::Binding& k_cache, const gpu::Binding& v_cache,
                                     const ModelConfig& c, uint32_t ctx_len, uint32_t T) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
   return matmul("qkv_rope_prompt", q_rows + 2 * kv_rows, c.hidden_size, T, true, c.rms_norm_eps,
@@ -444,45 +456,45 @@ Step DecodeKernels::qkv_rope_prompt(const gpu::Buffer& w, const gpu::Buffer& x, 
                 {w, x, norm, bias, rope, state, q_out, k_cache, v_cache});
 }
 
-Step DecodeKernels::gate_up_silu_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
-                                        const gpu::Buffer& act, uint32_t inter, uint32_t hidden, double eps,
+gpu::Dispatch DecodeKernels::gate_up_silu_prompt(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
+                                        const gpu::Binding& act, uint32_t inter, uint32_t hidden, double eps,
                                         uint32_t T) {
   return matmul("gate_up_silu_prompt", 2 * inter, hidden, T, true, eps, {{"OUT_STRIDE", pad8(inter)}},
                 {w, x, norm, act});
 }
 
-Step DecodeKernels::residual_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid,
+gpu::Dispatch DecodeKernels::residual_prompt(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& resid,
                                     uint32_t rows, uint32_t cols, uint32_t T) {
   return matmul("residual_prompt", rows, cols, T, false, 0.0, {{"OUT_STRIDE", pad8(rows)}}, {w, x, resid});
 }
 
-Step DecodeKernels::embed(const gpu::Buffer& embedding, const gpu::Buffer& tokens, const gpu::Buffer& state,
-                          const gpu::Buffer& x, uint32_t hidden, uint32_t prompt_rows) {
+gpu::Dispatch DecodeKernels::embed(const gpu::Binding& embedding, const gpu::Binding& tokens, const gpu::Binding& state,
+                          const gpu::Binding& x, uint32_t hidden, uint32_t prompt_rows) {
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_step", "embed",
                                               {{"WEIGHT_F16", dtype_ == WeightDType::F16},
                                                {"HIDDEN", hidden},
                                                {"COLS8", ceil_div(hidden, 8)},
                                                {"WG", 256},
                                                {"POS_WORD", prompt_rows ? 1 : 0}}));
-  return Step{&k, ctx_->bind(k, {embedding, tokens, state, x}), ceil_div(hidden, 256),
-              std::max(1u, prompt_rows)};
+  return gpu::Dispatch{&k, {embedding, tokens, state, x}, {ceil_div(hidden, 256),
+              std::max(1u, prompt_rows)}};
 }
 
-std::vector<Step> DecodeKernels::argmax(const gpu::Buffer& logits, const gpu::Buffer& part_v,
-                                        const gpu::Buffer& part_i, const gpu::Buffer& tokens,
-                                        const gpu::Buffer& state, uint32_t vocab, uint32_t chunk) {
+std::vector<gpu::Dispatch> DecodeKernels::argmax(const gpu::Binding& logits, const gpu::Binding& part_v,
+                                        const gpu::Binding& part_i, const gpu::Binding& tokens,
+                                        const gpu::Binding& state, uint32_t vocab, uint32_t chunk) {
   const uint32_t partials = ceil_div(vocab, chunk);
   auto& partial = ctx_->kernel(
       gpu::embedded_kernel("llm_step", "argmax_partial", {{"WG", 256}, {"VOCAB", vocab}, {"CHUNK", chunk}}));
   auto& final =
       ctx_->kernel(gpu::embedded_kernel("llm_step", "argmax_final", {{"WG", 256}, {"PARTIALS", partials}}));
-  return {Step{&partial, ctx_->bind(partial, {logits, part_v, part_i}), partials},
-          Step{&final, ctx_->bind(final, {part_v, part_i, tokens, state}), 1}};
+  return {gpu::Dispatch{&partial, {logits, part_v, part_i}, {partials}},
+          gpu::Dispatch{&final, {part_v, part_i, tokens, state}, {1}}};
 }
 
-Step DecodeKernels::advance(const gpu::Buffer& state) {
+gpu::Dispatch DecodeKernels::advance(const gpu::Binding& state) {
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_step", "advance"));
-  return Step{&k, ctx_->bind(k, {state}), 1};
+  return gpu::Dispatch{&k, {state}, {1}};
 }
 
 }  // namespace wgfuse::llm

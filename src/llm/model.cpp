@@ -24,7 +24,13 @@ Fusion parse_fusion(std::string_view s) {
 }
 
 Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, ModelOptions options)
-    : ctx_(&ctx), cfg_(std::move(cfg)), opt_(std::move(options)), ctx_len_(opt_.ctx) {
+    : ctx_(&ctx),
+      cfg_(std::move(cfg)),
+      opt_(std::move(options)),
+      ctx_len_(opt_.ctx),
+      head_(ctx, "llm.lm_head"),
+      argmax_(ctx, "llm.argmax"),
+      advance_(ctx, "llm.advance") {
   const auto& c = cfg_;
   auto need = [](bool ok, const std::string& what) {
     if (!ok) throw Error("model config: " + what);
@@ -71,12 +77,17 @@ Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, Mo
     act_rows_ = scratch("llm.prefill.act", rows * pad8(c.intermediate_size));
   }
   state_ = scratch("llm.state", 4);
-  build_steps();
+  build_plans();
 }
 
 gpu::Buffer Model::scratch(std::string_view label, uint64_t words) {
-  gpu::Buffer b = ctx_->buffer(4 * uint64_t(pad8(uint32_t(words))), BufferUsage::StorageIO, label);
-  count_buffer(b);
+  const std::string name(label.substr(label.starts_with("llm.") ? 4 : 0));
+  return keep(ctx_->buffer(4 * uint64_t(pad8(uint32_t(words))), BufferUsage::StorageIO, label), name);
+}
+
+gpu::Buffer Model::keep(gpu::Buffer b, std::string name, BufferContents contents) {
+  stats_.gpu_memory_bytes += b.size();
+  named_.push_back({std::move(name), b, std::move(contents)});
   return b;
 }
 
@@ -121,37 +132,46 @@ void Model::upload_weights(const WeightLookup& weights) {
                              row_bytes(t, q_rows) * c.hidden_size +
                              row_bytes(t, c.intermediate_size) * c.hidden_size;
   total_upload_ = per_layer * c.num_layers + row_bytes(t, c.hidden_size) * c.vocab_size * (head ? 2 : 1);
-  auto matrix = [&](std::string_view label, uint32_t rows, uint32_t cols,
-                    const std::function<void(uint32_t, float*)>& row) {
+  // `name`: the buffer's name in a written plan; `packing` and `sources`: how its rows come from
+  // the file's tensors (BufferContents).
+  auto matrix = [&](std::string name, const char* packing, std::vector<const TensorRef*> sources, uint32_t rows,
+                    uint32_t cols, const std::function<void(uint32_t, float*)>& row) {
     const uint64_t before = done_upload_;
-    gpu::Buffer b = upload_rows(*ctx_, t, label, rows, cols, row, [&](uint64_t bytes) {
+    gpu::Buffer b = upload_rows(*ctx_, t, "llm." + name, rows, cols, row, [&](uint64_t bytes) {
       done_upload_ = before + bytes;
       if (opt_.progress) opt_.progress(done_upload_, total_upload_);
     });
     stats_.weight_bytes += b.size();
-    count_buffer(b);
-    return b;
+    BufferContents what{.kind = BufferContents::Kind::Weights, .packing = packing, .rows = rows, .cols = cols};
+    for (const TensorRef* tr : sources) what.sources.push_back(tr->name);
+    return keep(b, std::move(name), std::move(what));
   };
   auto rows_of = [](const TensorRef& tr) {
     return [&tr](uint32_t r, float* out) { tensor_row(tr, r, std::span(out, tr.shape[1])); };
   };
-  auto norm_vector = [&](std::string_view label, const TensorRef& tr) {
+  auto norm_vector = [&](std::string name, const TensorRef& tr) {
     std::vector<float> v(tr.elements());
     tensor_row(tr, 0, v);
-    gpu::Buffer b = upload_padded(*ctx_, label, v);
+    gpu::Buffer b = upload_padded(*ctx_, "llm." + name, v);
     stats_.weight_bytes += b.size();
-    count_buffer(b);
-    return b;
+    return keep(b, std::move(name),
+                {.kind = BufferContents::Kind::Weights,
+                 .packing = "vector",
+                 .sources = {tr.name},
+                 .rows = 1,
+                 .cols = uint32_t(v.size())});
   };
 
-  embedding_ = matrix("llm.embedding", c.vocab_size, c.hidden_size, rows_of(embed));
-  lm_head_ = head ? matrix("llm.lm_head", c.vocab_size, c.hidden_size, rows_of(*head)) : embedding_;
-  final_norm_ = norm_vector("llm.final_norm", norm);
+  embedding_ = matrix("embedding", "rows", {&embed}, c.vocab_size, c.hidden_size, rows_of(embed));
+  lm_head_ = head ? matrix("lm_head", "rows", {head}, c.vocab_size, c.hidden_size, rows_of(*head)) : embedding_;
+  final_norm_ = norm_vector("final_norm", norm);
   for (uint32_t i = 0; i < c.num_layers; ++i) {
     const LayerRefs& r = refs[i];
+    const std::string layer = "layers." + std::to_string(i) + ".";
     Layer l;
     const TensorRef* qkv[3] = {r.q, r.k, r.v};
-    l.qkv = matrix("llm.qkv", q_rows + 2 * kv_rows, c.hidden_size, [&](uint32_t p, float* out) {
+    l.qkv = matrix(layer + "qkv", "qkv_rope_pairs", {r.q, r.k, r.v}, q_rows + 2 * kv_rows, c.hidden_size,
+                   [&](uint32_t p, float* out) {
       auto [which, row] = qkv_source_row(p, hd, q_rows, kv_rows);
       tensor_row(*qkv[which], row, std::span(out, c.hidden_size));
     });
@@ -163,21 +183,26 @@ void Model::upload_weights(const WeightLookup& weights) {
         bias[p] = float(b[which][row]);
       }
     }
-    l.qkv_bias = upload_padded(*ctx_, "llm.qkv_bias", bias);
-    count_buffer(l.qkv_bias);
+    BufferContents bias_of{.kind = BufferContents::Kind::Weights,
+                           .packing = "qkv_bias",
+                           .rows = 1,
+                           .cols = uint32_t(bias.size())};
+    if (c.attention_bias) bias_of.sources = {r.qb->name, r.kb->name, r.vb->name};
+    l.qkv_bias = keep(upload_padded(*ctx_, "llm.qkv_bias", bias), layer + "qkv_bias", std::move(bias_of));
     stats_.weight_bytes += l.qkv_bias.size();
-    l.input_norm = norm_vector("llm.input_norm", *r.in_norm);
-    l.post_norm = norm_vector("llm.post_attention_norm", *r.post_norm);
-    l.o = matrix("llm.o_proj", c.hidden_size, q_rows, rows_of(*r.o));
+    l.input_norm = norm_vector(layer + "input_norm", *r.in_norm);
+    l.post_norm = norm_vector(layer + "post_attention_norm", *r.post_norm);
+    l.o = matrix(layer + "o_proj", "rows", {r.o}, c.hidden_size, q_rows, rows_of(*r.o));
     const TensorRef* gu[2] = {r.gate, r.up};
-    l.gate_up = matrix("llm.gate_up", 2 * c.intermediate_size, c.hidden_size, [&](uint32_t p, float* out) {
-      auto [which, row] = gate_up_source_row(p);
-      tensor_row(*gu[which], row, std::span(out, c.hidden_size));
-    });
-    l.down = matrix("llm.down_proj", c.hidden_size, c.intermediate_size, rows_of(*r.down));
+    l.gate_up = matrix(layer + "gate_up", "gate_up_interleaved", {r.gate, r.up}, 2 * c.intermediate_size,
+                       c.hidden_size, [&](uint32_t p, float* out) {
+                         auto [which, row] = gate_up_source_row(p);
+                         tensor_row(*gu[which], row, std::span(out, c.hidden_size));
+                       });
+    l.down = matrix(layer + "down_proj", "rows", {r.down}, c.hidden_size, c.intermediate_size, rows_of(*r.down));
     const uint64_t cache = uint64_t(c.num_kv_heads) * ctx_len_ * hd;
-    l.k_cache = scratch("llm.k_cache", cache);
-    l.v_cache = scratch("llm.v_cache", cache);
+    l.k_cache = scratch("llm." + layer + "k_cache", cache);
+    l.v_cache = scratch("llm." + layer + "v_cache", cache);
     stats_.kv_cache_bytes += l.k_cache.size() + l.v_cache.size();
     layers_.push_back(std::move(l));
     ctx_->wait();  // each layer's queued writes drain before the next layer's are staged
@@ -191,132 +216,178 @@ void Model::upload_weights(const WeightLookup& weights) {
       rope[(size_t(pos) * hd / 2 + i) * 2] = float(std::cos(angle));
       rope[(size_t(pos) * hd / 2 + i) * 2 + 1] = float(std::sin(angle));
     }
-  rope_ = ctx_->upload<float>(rope, BufferUsage::Storage, "llm.rope");
-  count_buffer(rope_);
+  rope_ = keep(ctx_->upload<float>(rope, BufferUsage::Storage, "llm.rope"), "rope",
+               {.kind = BufferContents::Kind::Rope, .rows = ctx_len_, .cols = hd});
 }
 
-void Model::build_steps() {
+// ---- The decode step's recipe ----
+//
+// Each variant of a decode layer is a list of stages; a stage is one dispatch whose name and
+// byte count (for --profile) are defined here once, whatever variant it appears in.
+namespace {
+
+enum class Stage {
+  QkvRope,        // RMSNorm + Q/K/V + bias + RoPE + KV-cache append
+  AttendChunks,   // attention split along the cache (partials)
+  AttendCombine,  // the partials combined per head
+  AttendShort,    // attention in one dispatch per head (short caches)
+  OProj,          // x += W_o attention
+  OProjCombine,   // x += W_o (the partials combined in its prologue)
+  AttendO,        // attention times W_o, a partial per kv head
+  GateUpSilu,     // act = silu(gate) * up of RMSNorm(x)
+  GateUpSiluSum,  // x_next = x + the partials; act = silu(gate) * up of RMSNorm(x_next)
+  Down,           // x += W_down act
+  DownFromNext,   // x = x_next + W_down act
+};
+
+std::span<const Stage> stages(Model::LayerVariant v) {
+  using enum Stage;
+  static constexpr Stage split[] = {QkvRope, AttendChunks, AttendCombine, OProj, GateUpSilu, Down};
+  static constexpr Stage short_[] = {QkvRope, AttendShort, OProj, GateUpSilu, Down};
+  static constexpr Stage fused[] = {QkvRope, AttendO, GateUpSiluSum, DownFromNext};
+  static constexpr Stage long_[] = {QkvRope, AttendChunks, OProjCombine, GateUpSilu, Down};
+  switch (v) {
+    case Model::LayerVariant::Split: return split;
+    case Model::LayerVariant::Short: return short_;
+    case Model::LayerVariant::Fused: return fused;
+    case Model::LayerVariant::Long: return long_;
+  }
+  throw Error("unknown layer variant");
+}
+
+uint64_t vec(uint64_t floats) {
+  return 4 * floats;
+}
+
+}  // namespace
+
+gpu::Plan Model::layers_plan(LayerVariant v) {
   const auto& c = cfg_;
   DecodeKernels k(*ctx_, opt_.dtype);
-  // Bytes each step must move (for --profile): its weights once, its vectors read and written.
   const uint32_t q_rows = c.num_heads * c.head_dim, qkv_rows = q_rows + 2 * c.num_kv_heads * c.head_dim;
-  auto add = [&](Step s, std::string_view name, uint64_t bytes, uint64_t per_position = 0) {
-    s.name = name;
-    s.bytes = bytes;
-    s.bytes_per_position = per_position;
-    step_.push_back(std::move(s));
-  };
-  auto vec = [](uint64_t floats) { return 4 * floats; };
-  add(k.embed(embedding_, tokens_, state_, x_, c.hidden_size), "embed",
-      row_bytes(opt_.dtype, c.hidden_size) + vec(c.hidden_size));
   const uint64_t kv_per_position = vec(2 * c.num_kv_heads * c.head_dim);
-  std::vector<size_t> qkv_at;  // each layer's qkv_rope in step_ (then attention .. down), shared
+  gpu::Plan plan(*ctx_, "llm.decode");
+  plan.dispatch(k.embed(embedding_, tokens_, state_, x_, c.hidden_size),
+                {"embed", row_bytes(opt_.dtype, c.hidden_size) + vec(c.hidden_size)});
   for (const Layer& l : layers_) {
-    qkv_at.push_back(step_.size());
-    add(k.qkv_rope(l.qkv, x_, l.input_norm, l.qkv_bias, rope_, state_, q_, l.k_cache, l.v_cache, c, ctx_len_),
-        "qkv_rope", l.qkv.size() + vec(2 * c.hidden_size + 2 * qkv_rows + c.head_dim));
-    auto attention =
-        k.attend(q_, l.k_cache, l.v_cache, state_, att_partials_, att_, c, ctx_len_, opt_.attention);
-    add(std::move(attention.at(0)), "attention", vec(q_rows), kv_per_position);
-    for (size_t i = 1; i < attention.size(); ++i)
-      add(std::move(attention[i]), "attention_combine", vec(q_rows));
-    add(k.matvec_residual(l.o, att_, x_, c.hidden_size, q_rows), "o_proj+residual",
-        l.o.size() + vec(q_rows + 2 * c.hidden_size));
-    add(k.gate_up_silu(l.gate_up, x_, l.post_norm, act_, c.intermediate_size, c.hidden_size, c.rms_norm_eps),
-        "gate_up_silu", l.gate_up.size() + vec(2 * c.hidden_size + c.intermediate_size));
-    add(k.matvec_residual(l.down, act_, x_, c.hidden_size, c.intermediate_size), "down+residual",
-        l.down.size() + vec(c.intermediate_size + 2 * c.hidden_size));
-  }
-  add(k.matvec_norm(lm_head_, x_, final_norm_, logits_, c.vocab_size, c.hidden_size, c.rms_norm_eps),
-      "lm_head", lm_head_.size() + vec(2 * c.hidden_size + c.vocab_size));
-  if (short_max() > 0) {
-    // Short caches: the split step with each layer's attention in one dispatch (attend_short)
-    // in place of the chunks and their combination; from the last layer so `qkv_at` holds.
-    short_step_ = step_;
-    for (size_t i = layers_.size(); i-- > 0;) {
-      const size_t at = qkv_at[i] + 1;  // attention (chunks), then attention_combine
-      Step s =
-          k.attend_short(q_, layers_[i].k_cache, layers_[i].v_cache, state_, att_, c, ctx_len_, short_max());
-      s.name = "attention_short";
-      s.bytes = vec(2 * q_rows);
-      s.bytes_per_position = kv_per_position;
-      short_step_[at] = std::move(s);
-      short_step_.erase(short_step_.begin() + ptrdiff_t(at) + 1);
+    // Bytes each stage must move: its weights once, its vectors read and written.
+    const uint64_t o_proj = l.o.size() + vec(q_rows + 2 * c.hidden_size), combine = vec(q_rows),
+                   parts = vec(DecodeKernels::attend_o_parts_words(c));
+    for (Stage s : stages(v)) {
+      switch (s) {
+        case Stage::QkvRope:
+          plan.dispatch(
+              k.qkv_rope(l.qkv, x_, l.input_norm, l.qkv_bias, rope_, state_, q_, l.k_cache, l.v_cache, c, ctx_len_),
+              {"qkv_rope", l.qkv.size() + vec(2 * c.hidden_size + 2 * qkv_rows + c.head_dim)});
+          break;
+        case Stage::AttendChunks:
+          plan.dispatch(k.attend_chunks(q_, l.k_cache, l.v_cache, state_, att_partials_, c, ctx_len_, opt_.attention),
+                        {"attention", vec(q_rows), kv_per_position});
+          break;
+        case Stage::AttendCombine:
+          plan.dispatch(k.attend_combine(att_partials_, state_, att_, c, ctx_len_, opt_.attention),
+                        {"attention_combine", combine});
+          break;
+        case Stage::AttendShort:
+          plan.dispatch(k.attend_short(q_, l.k_cache, l.v_cache, state_, att_, c, ctx_len_, short_max()),
+                        {"attention_short", vec(2 * q_rows), kv_per_position});
+          break;
+        case Stage::OProj:
+          plan.dispatch(k.matvec_residual(l.o, att_, x_, c.hidden_size, q_rows), {"o_proj+residual", o_proj});
+          break;
+        case Stage::OProjCombine:
+          plan.dispatch(k.o_proj_combine(l.o, att_partials_, x_, state_, c, ctx_len_, opt_.attention),
+                        {"o_proj_combine", o_proj + combine});
+          break;
+        case Stage::AttendO:
+          plan.dispatch(k.attend_o(l.o, q_, l.k_cache, l.v_cache, state_, o_parts_, c, ctx_len_),
+                        {"attend_o", l.o.size() + vec(q_rows) + parts, kv_per_position});
+          break;
+        case Stage::GateUpSilu:
+          plan.dispatch(
+              k.gate_up_silu(l.gate_up, x_, l.post_norm, act_, c.intermediate_size, c.hidden_size, c.rms_norm_eps),
+              {"gate_up_silu", l.gate_up.size() + vec(2 * c.hidden_size + c.intermediate_size)});
+          break;
+        case Stage::GateUpSiluSum:
+          plan.dispatch(k.gate_up_silu_sum(l.gate_up, x_, o_parts_, l.post_norm, act_, x_next_, c),
+                        {"gate_up_silu_sum", l.gate_up.size() + parts + vec(3 * c.hidden_size + c.intermediate_size)});
+          break;
+        case Stage::Down:
+          plan.dispatch(k.matvec_residual(l.down, act_, x_, c.hidden_size, c.intermediate_size),
+                        {"down+residual", l.down.size() + vec(c.intermediate_size + 2 * c.hidden_size)});
+          break;
+        case Stage::DownFromNext:
+          plan.dispatch(k.matvec_residual_to(l.down, act_, x_next_, x_, c.hidden_size, c.intermediate_size),
+                        {"down+residual", l.down.size() + vec(c.intermediate_size + 2 * c.hidden_size)});
+          break;
+      }
     }
   }
-  if (opt_.fusion == Fusion::Full) {
-    // The same step with fused layers: embed, qkv_rope and the LM head are the split step's.
-    const uint64_t parts = vec(DecodeKernels::attend_o_parts_words(c));
-    fused_step_.push_back(step_.front());  // embed
-    for (size_t i = 0; i < layers_.size(); ++i) {
-      const Layer& l = layers_[i];
-      fused_step_.push_back(step_[qkv_at[i]]);
-      Step s = k.attend_o(l.o, q_, l.k_cache, l.v_cache, state_, o_parts_, c, ctx_len_);
-      s.name = "attend_o";
-      s.bytes = l.o.size() + vec(q_rows) + parts;
-      s.bytes_per_position = kv_per_position;
-      fused_step_.push_back(std::move(s));
-      s = k.gate_up_silu_sum(l.gate_up, x_, o_parts_, l.post_norm, act_, x_next_, c);
-      s.name = "gate_up_silu_sum";
-      s.bytes = l.gate_up.size() + parts + vec(3 * c.hidden_size + c.intermediate_size);
-      fused_step_.push_back(std::move(s));
-      s = k.matvec_residual_to(l.down, act_, x_next_, x_, c.hidden_size, c.intermediate_size);
-      s.name = "down+residual";
-      s.bytes = l.down.size() + vec(c.intermediate_size + 2 * c.hidden_size);
-      fused_step_.push_back(std::move(s));
-    }
-    fused_step_.push_back(step_.back());  // LM head
-    // Long contexts: the split layer, attend_combine folded into o_proj.
-    long_step_.push_back(step_.front());
-    for (size_t i = 0; i < layers_.size(); ++i) {
-      const size_t at = qkv_at[i];
-      long_step_.push_back(step_[at]);      // qkv_rope
-      long_step_.push_back(step_[at + 1]);  // attention (chunks)
-      Step s = k.o_proj_combine(layers_[i].o, att_partials_, x_, state_, c, ctx_len_, opt_.attention);
-      s.name = "o_proj_combine";
-      s.bytes = step_[at + 3].bytes + step_[at + 2].bytes;
-      long_step_.push_back(std::move(s));
-      long_step_.push_back(step_[at + 4]);  // gate_up_silu
-      long_step_.push_back(step_[at + 5]);  // down + residual
-    }
-    long_step_.push_back(step_.back());
-  }
-  argmax_ = k.argmax(logits_, part_v_, part_i_, tokens_, state_, c.vocab_size, DecodeKernels::kArgmaxChunk);
-  argmax_[0].name = "argmax_partial";
-  argmax_[0].bytes = vec(c.vocab_size);
-  argmax_[1].name = "argmax_final";
-  advance_ = k.advance(state_);
-  stats_.dispatches_per_step_long =
-      uint32_t((opt_.fusion == Fusion::Full ? long_step_ : step_).size() + argmax_.size());
-  stats_.dispatches_per_step = uint32_t(decode_step(0).size() + argmax_.size());
-  // The prefill pipelines of a whole chunk are compiled now, not inside the first (timed) prompt.
-  if (opt_.prefill_chunk) prompt_steps(std::min(opt_.prefill_chunk, ctx_len_));
+  plan.build();
+  return plan;
 }
 
-std::span<const Step> Model::decode_step(uint32_t pos) const {
-  if (opt_.fusion == Fusion::None) return pos < short_max() ? short_step_ : step_;
-  return pos < opt_.attn_fuse_max ? fused_step_ : long_step_;
+void Model::build_plans() {
+  const auto& c = cfg_;
+  DecodeKernels k(*ctx_, opt_.dtype);
+  // Which layer variant decodes which positions.
+  std::vector<std::pair<LayerVariant, uint32_t>> from;
+  if (opt_.fusion == Fusion::Full)
+    from = {{LayerVariant::Fused, 0}, {LayerVariant::Long, opt_.attn_fuse_max}};
+  else if (short_max() > 0)
+    from = {{LayerVariant::Short, 0}, {LayerVariant::Split, short_max()}};
+  else
+    from = {{LayerVariant::Split, 0}};
+  for (auto [v, pos] : from) variants_.push_back({v, pos, layers_plan(v)});
+  head_.dispatch(k.matvec_norm(lm_head_, x_, final_norm_, logits_, c.vocab_size, c.hidden_size, c.rms_norm_eps),
+                 {"lm_head", lm_head_.size() + vec(2 * c.hidden_size + c.vocab_size)});
+  head_.build();
+  const auto picker =
+      k.argmax(logits_, part_v_, part_i_, tokens_, state_, c.vocab_size, DecodeKernels::kArgmaxChunk);
+  argmax_.dispatch(picker[0], {"argmax_partial", vec(c.vocab_size)});
+  argmax_.dispatch(picker[1], {"argmax_final"});
+  argmax_.build();
+  advance_.dispatch(k.advance(state_));
+  advance_.build();
+  const size_t per_token = head_.dispatches() + argmax_.dispatches();
+  stats_.dispatches_per_step = uint32_t(variants_.front().body.dispatches() + per_token);
+  stats_.dispatches_per_step_long = uint32_t(variants_.back().body.dispatches() + per_token);
+  // The prefill pipelines of a whole chunk are compiled now, not inside the first (timed) prompt.
+  if (opt_.prefill_chunk) prompt_chunk(std::min(opt_.prefill_chunk, ctx_len_));
+}
+
+gpu::Plan& Model::decode_body(uint32_t pos) {
+  auto it = variants_.end();
+  while (it != variants_.begin() && (it - 1)->from > pos) --it;
+  return (it - 1)->body;
 }
 
 uint32_t Model::short_max() const {
   return opt_.fusion == Fusion::None ? std::min(opt_.attn_short_max, ctx_len_) : 0;
 }
 
-std::vector<Step> Model::prompt_steps(uint32_t T) {
+gpu::Plan& Model::prompt_chunk(uint32_t T) {
+  if (auto it = prompt_.find(T); it != prompt_.end()) return it->second;
   const auto& c = cfg_;
   DecodeKernels k(*ctx_, opt_.dtype);
   const uint32_t q_rows = c.num_heads * c.head_dim;
-  std::vector<Step> steps{k.embed(embedding_, tokens_, state_, x_rows_, c.hidden_size, T)};
+  gpu::Plan plan(*ctx_, "llm.prefill");
+  plan.dispatch(k.embed(embedding_, tokens_, state_, x_rows_, c.hidden_size, T), {"embed"});
   for (const Layer& l : layers_) {
-    steps.push_back(k.qkv_rope_prompt(l.qkv, x_rows_, l.input_norm, l.qkv_bias, rope_, state_, q_rows_,
-                                      l.k_cache, l.v_cache, c, ctx_len_, T));
-    steps.push_back(k.attend_prompt(q_rows_, l.k_cache, l.v_cache, state_, att_rows_, c, ctx_len_, T));
-    steps.push_back(k.residual_prompt(l.o, att_rows_, x_rows_, c.hidden_size, q_rows, T));
-    steps.push_back(k.gate_up_silu_prompt(l.gate_up, x_rows_, l.post_norm, act_rows_, c.intermediate_size,
-                                          c.hidden_size, c.rms_norm_eps, T));
-    steps.push_back(k.residual_prompt(l.down, act_rows_, x_rows_, c.hidden_size, c.intermediate_size, T));
+    plan.dispatch(k.qkv_rope_prompt(l.qkv, x_rows_, l.input_norm, l.qkv_bias, rope_, state_, q_rows_,
+                                    l.k_cache, l.v_cache, c, ctx_len_, T),
+                  {"qkv_rope"});
+    plan.dispatch(k.attend_prompt(q_rows_, l.k_cache, l.v_cache, state_, att_rows_, c, ctx_len_, T),
+                  {"attention"});
+    plan.dispatch(k.residual_prompt(l.o, att_rows_, x_rows_, c.hidden_size, q_rows, T), {"o_proj+residual"});
+    plan.dispatch(k.gate_up_silu_prompt(l.gate_up, x_rows_, l.post_norm, act_rows_, c.intermediate_size,
+                                        c.hidden_size, c.rms_norm_eps, T),
+                  {"gate_up_silu"});
+    plan.dispatch(k.residual_prompt(l.down, act_rows_, x_rows_, c.hidden_size, c.intermediate_size, T),
+                  {"down+residual"});
   }
-  return steps;
+  plan.build();
+  return prompt_.emplace(T, std::move(plan)).first->second;
 }
 
 void Model::reset() {
@@ -345,15 +416,14 @@ void Model::push_sequence(std::span<const uint32_t> ids) {
 }
 
 void Model::record_prompt(gpu::Recorder& rec) {
-  const auto& c = cfg_;
   const uint32_t last = uint32_t(seq_.size()) - 1;
   if (opt_.prefill_chunk == 0) {  // one decode step per position; state word 0 = fed_
     for (uint32_t p = fed_; p < last; ++p) {
-      const auto step = decode_step(p);
-      record(rec, step.first(step.size() - 1));  // embedding .. last layer
-      record(rec, std::span(&advance_, 1));
+      decode_body(p).encode(rec);
+      advance_.encode(rec);
     }
-    record(rec, decode_step(last));
+    decode_body(last).encode(rec);
+    head_.encode(rec);
     return;
   }
   for (uint32_t p0 = fed_; p0 <= last; p0 += opt_.prefill_chunk) {
@@ -361,13 +431,13 @@ void Model::record_prompt(gpu::Recorder& rec) {
     // The picker's position; the chunk's first position and length.
     const uint32_t words[3] = {last, p0, T};
     ctx_->write(state_, 0, std::as_bytes(std::span(words)));
-    record(rec, prompt_steps(T));
+    prompt_chunk(T).encode(rec);
     if (p0 + T <= last) {
       rec.submit();  // the next chunk's state write must follow this chunk
     } else {
-      const uint64_t row = 4ull * pad8(c.hidden_size);
+      const uint64_t row = residual_row_bytes();
       rec.copy(x_rows_, row * (T - 1), x_, 0, row);  // the last token's residual stream
-      record(rec, std::span(step_).last(1));         // LM head
+      head_.encode(rec);
     }
   }
 }
@@ -383,27 +453,31 @@ void Model::prefill(std::span<const uint32_t> ids) {
   logits_fresh_ = true;
 }
 
-DecodeProfile Model::profile_decode(std::span<const Step> picker, uint32_t reps) {
+DecodeProfile Model::profile_decode(gpu::Plan* picker, uint32_t reps) {
   if (seq_.empty() || fed_ + 1 != seq_.size())
     throw Error("profile: generate tokens first (the profile decodes the last generated token again)");
-  if (picker.empty()) picker = argmax_;
-  std::vector<const Step*> all;
-  for (const Step& s : decode_step(fed_)) all.push_back(&s);
-  for (const Step& s : picker) all.push_back(&s);
+  // The step's plans in order, and every dispatch as (plan, index).
+  gpu::Plan* plans[] = {&decode_body(fed_), &head_, picker ? picker : &argmax_};
+  std::vector<std::pair<gpu::Plan*, size_t>> all;
+  for (gpu::Plan* p : plans)
+    for (size_t i = 0; i < p->steps(); ++i) all.push_back({p, i});
   gpu::Profiler prof(*ctx_, uint32_t(all.size()) + 1);
   if (!prof.enabled())
     throw Error("--profile needs GPU timestamps (the 'timestamp-query' feature), which adapter '" +
                 ctx_->adapter().description + "' does not offer");
   DecodeProfile out;
   out.position = fed_;
-  for (const Step* s : all) out.steps.push_back({s, {}});
+  for (auto [p, i] : all) {
+    const auto& info = p->step(i).info;
+    out.steps.push_back({std::string(p->step_name(i)), info.bytes, info.bytes_per_position, {}});
+  }
   for (uint32_t r = 0; r < reps; ++r) {
     // Every repetition decodes the same position: the picker advanced it, so it is set back.
     ctx_->write_value<uint32_t>(state_, 0, fed_);
     gpu::Recorder rec(*ctx_);
-    for (const Step* s : all) {
+    for (auto [p, i] : all) {
       rec.time_next_pass(prof);
-      record(rec, std::span(s, 1));
+      p->encode(rec, i, 1);
       rec.end_pass();
     }
     prof.resolve(rec);
@@ -413,7 +487,7 @@ DecodeProfile Model::profile_decode(std::span<const Step> picker, uint32_t reps)
     ctx_->write_value<uint32_t>(state_, 0, fed_);
     gpu::Recorder whole(*ctx_);
     whole.time_next_pass(prof);
-    for (const Step* s : all) record(whole, std::span(s, 1));
+    for (gpu::Plan* p : plans) p->encode(whole);
     whole.end_pass();
     prof.resolve(whole);
     whole.submit();
@@ -443,7 +517,7 @@ std::vector<uint32_t> Model::generate(std::span<const uint32_t> prompt, uint32_t
     if (fed_ == length) throw Error("generate: empty prompt");
     push_sequence(prompt);
   }
-  const std::span<const Step> picker = opt.picker.empty() ? std::span<const Step>(argmax_) : opt.picker;
+  gpu::Plan& picker = opt.picker ? *opt.picker : argmax_;
   const uint32_t K = opt.on_logits ? 1 : std::max<uint32_t>(1, opt.steps_per_submit);
   const uint32_t first = uint32_t(seq_.size());  // index of the first generated token
   stats_.prompt_tokens = seq_.size() - fed_;
@@ -465,7 +539,7 @@ std::vector<uint32_t> Model::generate(std::span<const uint32_t> prompt, uint32_t
   auto t0 = SteadyClock::now();
   gpu::Recorder rec(*ctx_);
   if (!continue_from_prefill) record_prompt(rec);
-  record(rec, picker);
+  picker.encode(rec);
   rec.submit();
   take(ctx_->read<uint32_t>(tokens_, first, 1));
   stats_.prefill_ms = ms_since(t0);
@@ -491,8 +565,9 @@ std::vector<uint32_t> Model::generate(std::span<const uint32_t> prompt, uint32_t
     while (in_flight.size() < depth && scheduled < n) {
       const uint32_t k = std::min<uint32_t>(K, n - scheduled);
       for (uint32_t i = 0; i < k; ++i) {
-        record(rec, decode_step(first + scheduled + i - 1));  // feeds token first + scheduled + i - 1
-        record(rec, picker);
+        decode_body(first + scheduled + i - 1).encode(rec);  // feeds token first + scheduled + i - 1
+        head_.encode(rec);
+        picker.encode(rec);
       }
       rec.copy(tokens_, 4ull * (first + scheduled), token_staging_[next_slot], 0, 4ull * k);
       rec.submit();

@@ -1,15 +1,15 @@
 // Model: a Qwen2-architecture decoder on the GPU. Weights are uploaded once in the storage dtype
 // (f16 packed two to a u32, or f32; arithmetic is f32 either way), the KV cache is allocated for
-// `ctx` positions, and the decode step is resolved once into lists of dispatches (kernel, bind
-// group, grid) recorded unchanged for every token:
-//   embed; per layer (split): qkv_rope, attend (chunks, combine; below attn_short_max positions
-//   one attend_short dispatch instead), o_proj + residual, gate_up_silu, down + residual;
-//   per layer (fused, Fusion::Full below attn_fuse_max positions): qkv_rope, attend_o (attention
-//   times W_o, a partial per kv head), gate_up_silu_sum (residual + partials into x_next),
-//   down + residual (x = x_next + W_down act);
-//   per layer (Fusion::Full from attn_fuse_max positions on): the split layer with
-//   attend_combine folded into o_proj (o_proj_combine), 5 dispatches;
-//   LM head; token picker (greedy argmax, or the sampler)
+// `ctx` positions, and the decode step is built once, from a recipe (model.cpp: the stages of
+// each layer variant), into gpu::Plans encoded unchanged for every token:
+//   embed, the layers (one variant, chosen by position), then the LM head, then the token picker
+//   (greedy argmax, or the sampler). Variants of the layer:
+//   split: qkv_rope, attention (chunks), attention_combine, o_proj + residual, gate_up_silu,
+//     down + residual; short (below attn_short_max positions): attention in one dispatch;
+//   fused (Fusion::Full below attn_fuse_max positions): qkv_rope, attend_o (attention times W_o,
+//     a partial per kv head), gate_up_silu_sum (residual + partials into x_next), down + residual
+//     (x = x_next + W_down act); long (Fusion::Full from attn_fuse_max on): the split layer with
+//     attention_combine folded into o_proj (o_proj_combine).
 // The step reads and advances a device-side decode state (state word 0 = pos), and the picker
 // writes tokens[pos + 1], which the next step's embedding reads: K steps go into one command
 // buffer with no host sync, and the host reads the tokens back once per K steps.
@@ -29,7 +29,7 @@
 #include "llm/config.h"
 #include "llm/decode_kernels.h"
 #include "llm/reference.h"
-#include "llm/step.h"
+#include "gpu/plan.h"
 
 namespace wgfuse::llm {
 
@@ -74,7 +74,7 @@ struct DecodeBuffers {
 struct GenerateOptions {
   uint32_t steps_per_submit = 8;  // K decode steps per command buffer
   std::vector<uint32_t> eos_ids;  // generation stops after the first of these (it is reported)
-  std::span<const Step> picker;   // the sampler's steps; empty: greedy argmax
+  gpu::Plan* picker = nullptr;    // the sampler's plan; nullptr: greedy argmax
   // Debug path: called after every step with its logits (forces K = 1; each call is a read-back,
   // counted in the stats).
   std::function<void(std::span<const float> logits)> on_logits;
@@ -98,8 +98,9 @@ struct ModelStats {
 
 // `Model::profile_decode`: one decode step's dispatches timed by GPU timestamps.
 struct StepTiming {
-  const Step* step;
-  std::vector<double> us;  // one per repetition
+  std::string name;  // the plan step's name (gpu::Plan::step_name)
+  uint64_t bytes = 0, bytes_per_position = 0;  // its gpu::StepInfo
+  std::vector<double> us;                      // one per repetition
 };
 struct DecodeProfile {
   uint32_t position = 0;              // the cache position the step decoded
@@ -107,11 +108,32 @@ struct DecodeProfile {
   std::vector<double> whole_step_us;  // all of them in one timed pass, one per repetition
 };
 
+// What one of the model's buffers holds before the first token, for a plan written down
+// (llm/plan_file.h, docs/PLAN.md).
+struct BufferContents {
+  enum class Kind { Zeros, Weights, Rope } kind = Kind::Zeros;
+  // Weights: how the packed matrix's rows come from the file's tensors `sources`: "rows" (in
+  // order), "qkv_rope_pairs" (qkv_source_row), "gate_up_interleaved" (gate_up_source_row),
+  // "vector" (f32, one row), "qkv_bias" (f32, one row in qkv_rope_pairs order; zeros without
+  // sources).
+  std::string packing;
+  std::vector<std::string> sources;
+  uint32_t rows = 0, cols = 0;  // the packed matrix
+};
+struct NamedBuffer {
+  std::string name;
+  gpu::Buffer buffer;
+  BufferContents contents;
+};
+
 class Model {
  public:
   Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, ModelOptions options = {});
 
   const ModelConfig& config() const { return cfg_; }
+  const ModelOptions& options() const { return opt_; }
+  // Every buffer of the model, by name, with what it holds before the first token.
+  const std::vector<NamedBuffer>& buffers() const { return named_; }
   uint32_t capacity() const { return ctx_len_; }
   // Positions in the KV cache, and the sequence so far (its last token may not be fed yet).
   uint32_t length() const { return fed_; }
@@ -130,10 +152,28 @@ class Model {
   std::vector<float> read_logits();  // debug read-back of the last logits (counted)
   // Times the decode step (then `picker`, or greedy argmax when empty) at the position after the
   // last generate(), `reps` times; the device is left as it was. Needs timestamp queries.
-  DecodeProfile profile_decode(std::span<const Step> picker, uint32_t reps);
+  DecodeProfile profile_decode(gpu::Plan* picker, uint32_t reps);
   DecodeBuffers decode_buffers() const { return {logits_, tokens_, state_}; }
-  // The decode step (without the picker) that decodes position pos.
-  std::span<const Step> decode_step(uint32_t pos) const;
+  // The layer variants of the decode step, each from a position on (the first from 0): what
+  // decodes position pos is the last whose `from` <= pos.
+  enum class LayerVariant { Split, Short, Fused, Long };
+  struct DecodeVariant {
+    LayerVariant variant;
+    uint32_t from;
+    gpu::Plan body;  // embedding .. the last layer
+  };
+  const std::vector<DecodeVariant>& decode_variants() const { return variants_; }
+  // The embedding and layers that decode position pos (then lm_head(), then a picker).
+  gpu::Plan& decode_body(uint32_t pos);
+  gpu::Plan& lm_head() { return head_; }
+  gpu::Plan& argmax() { return argmax_; }
+  // Ends a prompt position fed through decode_body() instead of the LM head and the picker.
+  gpu::Plan& advance() { return advance_; }
+  // A prompt chunk of T tokens, embedding .. last layer (built once per T); then the last
+  // token's row of the chunk's residual stream (residual_row_bytes()) is copied into the decode
+  // step's before the LM head.
+  gpu::Plan& prompt_chunk(uint32_t T);
+  uint64_t residual_row_bytes() const { return 4ull * pad8(cfg_.hidden_size); }
   uint32_t short_max() const;  // attend_short's positions: 0 = not used
   const ModelStats& stats() const { return stats_; }
 
@@ -143,14 +183,15 @@ class Model {
   };
   void upload_weights(const WeightLookup& weights);
   gpu::Buffer scratch(std::string_view label, uint64_t words);
-  void build_steps();
+  // Counts `b` in the stats and names it.
+  gpu::Buffer keep(gpu::Buffer b, std::string name, BufferContents contents = {});
+  void build_plans();
+  gpu::Plan layers_plan(LayerVariant v);
   // Appends ids to seq_, writes the unwritten tail of seq_ to the device and sets pos = fed_.
   void push_sequence(std::span<const uint32_t> ids);
   // Records (and submits, but for the last chunk) every unfed position through the model and
   // the LM head; state word 0 is left on the last position, for the picker.
   void record_prompt(gpu::Recorder& rec);
-  std::vector<Step> prompt_steps(uint32_t T);  // a prompt chunk of T tokens: embedding .. last layer
-  void count_buffer(const gpu::Buffer& b) { stats_.gpu_memory_bytes += b.size(); }
 
   gpu::Context* ctx_;
   ModelConfig cfg_;
@@ -163,11 +204,10 @@ class Model {
   gpu::Buffer x_next_, o_parts_;  // the fused layer: the residual stream after attention, attend_o's partials
   gpu::Buffer x_rows_, q_rows_, att_rows_, act_rows_;  // prefill activations [chunk][width]
   gpu::Buffer token_staging_[2];                       // decode tokens read back, one per batch in flight
-  std::vector<Step> step_;                             // embedding .. LM head, split attention
-  // Fusion::Full (else empty): the step with fused layers, and with o_proj_combine (long contexts).
-  std::vector<Step> fused_step_, long_step_, short_step_;
-  std::vector<Step> argmax_;  // the greedy picker
-  Step advance_{};            // ends a prompt position instead of the LM head and the picker
+  std::vector<DecodeVariant> variants_;
+  gpu::Plan head_, argmax_, advance_;
+  std::map<uint32_t, gpu::Plan> prompt_;  // by chunk length
+  std::vector<NamedBuffer> named_;
   std::vector<uint32_t> seq_;
   uint32_t fed_ = 0;
   uint32_t written_ = 0;       // tokens of seq_ already in the device tokens buffer

@@ -277,7 +277,7 @@ std::vector<uint32_t> PersistentDecoder::generate(std::span<const uint32_t> prom
                                                   const std::function<bool(uint32_t)>& on_token,
                                                   const GenerateOptions& opt) {
   need(!broken_, "a grid barrier timed out earlier: this decoder's state is undefined");
-  need(opt.picker.empty(), "greedy decoding only (no --temp, --top-k, --top-p, --repeat-penalty)");
+  need(opt.picker == nullptr, "greedy decoding only (no --temp, --top-k, --top-p, --repeat-penalty)");
   if (n == 0) throw Error("generate: the number of tokens to generate (-n) must be at least 1");
   for (uint32_t id : prompt)
     if (id >= cfg_.vocab_size)

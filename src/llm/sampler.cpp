@@ -173,18 +173,17 @@ uint32_t Sampler::dispatches() const {
   return 4 + (top_k_on() ? 3 : 0) + (top_p_on() ? 4 : 0);
 }
 
-std::vector<Step> Sampler::steps(const gpu::Buffer& logits, const gpu::Buffer& tokens,
-                                 const gpu::Buffer& state) {
+gpu::Plan Sampler::plan(const gpu::Buffer& logits, const gpu::Buffer& tokens, const gpu::Buffer& state) {
   const uint32_t vocab = gpu_params_.vocab;
   if (logits.size() < uint64_t(vocab) * 4)
     throw Error("Sampler: the logits buffer holds " + std::to_string(logits.size() / 4) +
                 " floats, the vocabulary " + std::to_string(vocab));
   if (tokens.size() < 8) throw Error("Sampler: the tokens buffer needs room for at least 2 ids");
   if (state.size() < 4) throw Error("Sampler: the state buffer needs at least 1 word (pos)");
-  std::vector<Step> out;
+  gpu::Plan out(*ctx_, "sampler");
   auto add = [&](const char* entry, std::map<std::string, double> overrides, uint32_t groups) {
     auto& k = ctx_->kernel(gpu::embedded_kernel("llm_sample", entry, std::move(overrides)));
-    out.push_back({&k, ctx_->bind(k, {logits, tokens, state, uniform_, keys_, scratch_}), groups, 1, 1});
+    out.dispatch(k, {logits, tokens, state, uniform_, keys_, scratch_}, {groups});
   };
   const uint32_t groups = gpu_params_.groups;
   add("prepare", {}, 1);

@@ -26,7 +26,7 @@
 
 #include "gpu/buffer.h"
 #include "gpu/kernel.h"
-#include "llm/step.h"
+#include "gpu/plan.h"
 
 namespace wgfuse::gpu {
 class Context;
@@ -70,7 +70,7 @@ static_assert(sizeof(SamplerParams) == 48);
 static_assert(offsetof(SamplerParams, top_p) == 16 && offsetof(SamplerParams, greedy) == 28 &&
               offsetof(SamplerParams, seed_lo) == 32);
 
-// Created once per vocabulary size; set_params then steps() once per set of buffers. A step reads
+// Created once per vocabulary size; set_params then plan() once per set of buffers. The plan reads
 // logits f32[vocab] and tokens u32[..] with state u32[0] = pos, writes tokens[pos + 1] (when it
 // fits) and state[0] = pos + 1 in its last dispatch (one invocation).
 class Sampler {
@@ -80,16 +80,23 @@ class Sampler {
 
   Sampler(gpu::Context& ctx, uint32_t vocab_size);
 
-  // Validates and writes the uniform (seen by work submitted after this call). Rebuild steps() when
+  // Validates and writes the uniform (seen by work submitted after this call). Rebuild plan() when
   // top-k, top-p or greedy are switched on or off: they change the dispatches.
   void set_params(const SamplingParams& params);
   const SamplingParams& params() const { return params_; }
 
-  std::vector<Step> steps(const gpu::Buffer& logits, const gpu::Buffer& tokens, const gpu::Buffer& state);
+  // The token picker's dispatches over these buffers (built on first encode).
+  gpu::Plan plan(const gpu::Buffer& logits, const gpu::Buffer& tokens, const gpu::Buffer& state);
   // Dispatches per sampled token with the current params.
   uint32_t dispatches() const;
 
   uint32_t vocab_size() const { return gpu_params_.vocab; }
+  // The sampler's own buffers, for a plan written down: the uniform (a SamplerParams record the
+  // host writes), the keys and the scratch (no initial contents needed).
+  const gpu::Buffer& uniform() const { return uniform_; }
+  const gpu::Buffer& keys() const { return keys_; }
+  const gpu::Buffer& scratch() const { return scratch_; }
+  const SamplerParams& record() const { return gpu_params_; }
 
  private:
   bool top_k_on() const { return gpu_params_.top_k != 0; }

@@ -244,7 +244,7 @@ TinyRunner::TinyRunner(gpu::Context& ctx, const TinyModel& model, std::string_vi
     desc.source = lanes_source + desc.source;
     return ctx.kernel(desc);
   };
-  auto bindings = [&](gpu::ParamsSlot p) -> std::vector<gpu::Plan::Binding> {
+  auto bindings = [&](gpu::ParamsSlot p) -> std::vector<gpu::Binding> {
     return {p, m.weights, m.kv, m.tokens, m.logits, m.state, m.act};
   };
   auto op = [&](gpu::Plan& plan, gpu::ParamsSlot p, Op which, uint64_t items) {

@@ -1,0 +1,247 @@
+#include "llm/plan_file.h"
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "gpu/plan.h"
+#include "llm/model.h"
+#include "llm/sampler.h"
+#include "util/error.h"
+
+namespace wgfuse::llm {
+namespace {
+
+using nlohmann::json;
+
+json usage_json(gpu::BufferUsage u) {
+  using gpu::BufferUsage;
+  json out = json::array();
+  for (auto [bit, name] : {std::pair{BufferUsage::Storage, "storage"},
+                           {BufferUsage::Uniform, "uniform"},
+                           {BufferUsage::CopySrc, "copy_src"},
+                           {BufferUsage::CopyDst, "copy_dst"},
+                           {BufferUsage::MapRead, "map_read"}})
+    if (has(u, bit)) out.push_back(name);
+  return out;
+}
+
+const char* variant_name(Model::LayerVariant v) {
+  switch (v) {
+    case Model::LayerVariant::Split: return "split";
+    case Model::LayerVariant::Short: return "short";
+    case Model::LayerVariant::Fused: return "fused";
+    case Model::LayerVariant::Long: return "long";
+  }
+  return "?";
+}
+
+// Plans as JSON over named buffers, collecting the kernels they use.
+class Writer {
+ public:
+  void name(const gpu::Buffer& b, const std::string& name) { names_[b.id()] = name; }
+
+  json plan(const gpu::Plan& p) {
+    json steps = json::array();
+    for (size_t i = 0; i < p.steps(); ++i) {
+      const auto s = p.step(i);
+      switch (s.kind) {
+        case gpu::Plan::StepKind::Dispatch: {
+          if (s.bindings.empty())
+            throw Error("plan '" + p.label() + "', step " + std::to_string(i) +
+                        ": a bind group made outside the plan cannot be written down");
+          json bindings = json::array();
+          for (const auto& b : s.bindings) {
+            if (b.is_params())
+              throw Error("plan '" + p.label() + "': params records are not written down (none expected)");
+            bindings.push_back({{"buffer", buffer(b.buffer(), p, i)}, {"offset", b.offset()}, {"size", b.size()}});
+          }
+          steps.push_back({{"name", std::string(p.step_name(i))},
+                           {"kernel", kernel(*s.kernel)},
+                           {"grid", {s.grid.x, s.grid.y, s.grid.z}},
+                           {"bindings", std::move(bindings)},
+                           {"bytes", s.info.bytes},
+                           {"bytes_per_position", s.info.bytes_per_position}});
+          break;
+        }
+        case gpu::Plan::StepKind::Copy:
+          steps.push_back({{"copy",
+                            {{"src", buffer(*s.src, p, i)},
+                             {"src_offset", s.src_offset},
+                             {"dst", buffer(*s.dst, p, i)},
+                             {"dst_offset", s.dst_offset},
+                             {"bytes", s.bytes}}}});
+          break;
+        case gpu::Plan::StepKind::EndPass:
+          steps.push_back({{"end_pass", true}});
+          break;
+      }
+    }
+    return steps;
+  }
+
+  json kernels() const {
+    json out = json::array();
+    for (const gpu::KernelKey* k : kernels_)
+      out.push_back({{"family", k->name}, {"entry", k->entry}, {"overrides", k->overrides}});
+    return out;
+  }
+
+ private:
+  std::string buffer(const gpu::Buffer& b, const gpu::Plan& p, size_t step) const {
+    auto it = names_.find(b.id());
+    if (it == names_.end())
+      throw Error("plan '" + p.label() + "', step " + std::to_string(step) +
+                  " binds a buffer the model does not name (internal error)");
+    return it->second;
+  }
+  size_t kernel(const gpu::Kernel& k) {
+    auto [it, added] = kernel_index_.try_emplace(&k, kernels_.size());
+    if (added) {
+      if (k.key().enable_f16) throw Error("kernel " + k.key().label() + ": enable f16 is not written down");
+      kernels_.push_back(&k.key());
+    }
+    return it->second;
+  }
+  std::map<uint64_t, std::string> names_;
+  std::map<const gpu::Kernel*, size_t> kernel_index_;
+  std::vector<const gpu::KernelKey*> kernels_;
+};
+
+json contents_json(const BufferContents& c) {
+  switch (c.kind) {
+    case BufferContents::Kind::Zeros:
+      return {{"kind", "zeros"}};
+    case BufferContents::Kind::Rope:
+      return {{"kind", "rope"}, {"positions", c.rows}, {"head_dim", c.cols}};
+    case BufferContents::Kind::Weights:
+      return {{"kind", "weights"},
+              {"packing", c.packing},
+              {"sources", c.sources},
+              {"rows", c.rows},
+              {"cols", c.cols}};
+  }
+  return {};
+}
+
+}  // namespace
+
+json plan_json(Model& model, uint32_t prompt_length, Sampler* sampler) {
+  const ModelConfig& c = model.config();
+  const ModelOptions& o = model.options();
+  if (prompt_length == 0 || prompt_length > model.capacity())
+    throw Error("--write-plan: the prompt of " + std::to_string(prompt_length) + " tokens must hold 1 to --ctx (" +
+                std::to_string(model.capacity()) + ") tokens");
+  Writer w;
+  json buffers = json::array();
+  for (const NamedBuffer& b : model.buffers()) {
+    w.name(b.buffer, b.name);
+    buffers.push_back({{"name", b.name},
+                       {"size", b.buffer.size()},
+                       {"usage", usage_json(b.buffer.usage())},
+                       {"contents", contents_json(b.contents)}});
+  }
+
+  json plans = json::object();
+  json decode = json::array();
+  for (const auto& v : model.decode_variants()) {
+    const std::string name = std::string("decode.") + variant_name(v.variant);
+    plans[name] = w.plan(v.body);
+    decode.push_back({{"plan", name}, {"from", v.from}});
+  }
+  plans["lm_head"] = w.plan(model.lm_head());
+  plans["advance"] = w.plan(model.advance());
+  std::string picker = "argmax";
+  plans["argmax"] = w.plan(model.argmax());
+  if (sampler) {
+    picker = "sampler";
+    const auto db = model.decode_buffers();
+    gpu::Plan p = sampler->plan(db.logits, db.tokens, db.state);
+    const SamplerParams& r = sampler->record();
+    std::vector<uint32_t> words(sizeof(r) / 4);
+    std::memcpy(words.data(), &r, sizeof(r));
+    for (auto [b, name] : {std::pair{&sampler->uniform(), "sampler.params"},
+                           {&sampler->keys(), "sampler.keys"},
+                           {&sampler->scratch(), "sampler.scratch"}}) {
+      w.name(*b, name);
+      json contents = b == &sampler->uniform() ? json{{"kind", "words"}, {"words", words}} : json{{"kind", "zeros"}};
+      buffers.push_back(
+          {{"name", name}, {"size", b->size()}, {"usage", usage_json(b->usage())}, {"contents", contents}});
+    }
+    plans["sampler"] = w.plan(p);
+  }
+
+  json prefill{{"chunk_tokens", o.prefill_chunk}};
+  if (o.prefill_chunk) {
+    std::set<uint32_t> lengths{std::min(o.prefill_chunk, model.capacity())};
+    for (uint32_t p0 = 0; p0 < prompt_length; p0 += o.prefill_chunk)
+      lengths.insert(std::min(o.prefill_chunk, prompt_length - p0));
+    json chunk_plans = json::object();
+    for (uint32_t T : lengths) {
+      const std::string name = "prefill." + std::to_string(T);
+      plans[name] = w.plan(model.prompt_chunk(T));
+      chunk_plans[std::to_string(T)] = name;
+    }
+    prefill["chunk_plans"] = std::move(chunk_plans);
+    prefill["state_words_before_chunk"] = {"last_position", "chunk_start", "chunk_length"};
+    prefill["submit_between_chunks"] = true;
+    const uint64_t row = model.residual_row_bytes();
+    prefill["after_last_chunk"] = {
+        {{"copy",
+          {{"src", "prefill.x"},
+           {"src_offset", {{"row_bytes", row}, {"row", "chunk_length - 1"}}},
+           {"dst", "x"},
+           {"dst_offset", 0},
+           {"bytes", row}}}},
+        {{"plan", "lm_head"}}};
+  } else {
+    prefill["state_words_before"] = {"first_unfed_position"};
+    prefill["each_position_but_the_last"] = {{{"plan", "decode"}}, {{"plan", "advance"}}};
+    prefill["last_position"] = {{{"plan", "decode"}}, {{"plan", "lm_head"}}};
+  }
+
+  json config{{"architecture", c.architecture},
+              {"vocab_size", c.vocab_size},
+              {"hidden_size", c.hidden_size},
+              {"intermediate_size", c.intermediate_size},
+              {"num_layers", c.num_layers},
+              {"num_heads", c.num_heads},
+              {"num_kv_heads", c.num_kv_heads},
+              {"head_dim", c.head_dim},
+              {"rope_theta", c.rope_theta},
+              {"rms_norm_eps", c.rms_norm_eps},
+              {"tie_word_embeddings", c.tie_word_embeddings}};
+  return {{"format", "wgfuse-plan"},
+          {"version", kPlanFormatVersion},
+          {"model", std::move(config)},
+          {"weights", {{"dtype", o.dtype == WeightDType::F16 ? "f16" : "f32"}, {"row_padding", 8}}},
+          {"ctx", model.capacity()},
+          {"prompt_length", prompt_length},
+          {"buffers", std::move(buffers)},
+          {"state",
+           {{"buffer", "state"},
+            {"words",
+             {{{"word", 0},
+               {"name", "pos"},
+               {"meaning", "the position the decode step feeds; the picker writes tokens[pos + 1] and sets pos + 1"}},
+              {{"word", 1}, {"name", "chunk_start"}, {"meaning", "a prefill chunk's first position"}},
+              {{"word", 2}, {"name", "chunk_length"}, {"meaning", "a prefill chunk's length T"}}}}}},
+          {"tokens", {{"buffer", "tokens"}, {"meaning", "u32 token ids by position; the host writes the prompt's"}}},
+          {"logits", "logits"},
+          {"kernels", w.kernels()},
+          {"plans", std::move(plans)},
+          {"prefill", std::move(prefill)},
+          {"decode", {{"variants", std::move(decode)}, {"token", {"decode", "lm_head", picker}}}},
+          {"picker", picker}};
+}
+
+void write_plan(const std::string& path, const json& plan) {
+  std::ofstream f(path);
+  if (!f) throw Error("--write-plan: cannot write " + path);
+  f << plan.dump(1) << '\n';
+  if (!f) throw Error("--write-plan: writing " + path + " failed");
+}
+
+}  // namespace wgfuse::llm

@@ -1,0 +1,332 @@
+// A written plan (llm::plan_json, docs/PLAN.md) replayed by a small generic interpreter must give
+// llm::Model's tokens and bitwise its logits. The interpreter below reads only the JSON, the
+// embedded kernel sources (gpu::embedded_kernel by family and entry) and the model's tensors by
+// file name (llm::tensor_row): it creates the buffers, packs the weights by the plan's packing
+// names, builds the plans and follows the prefill and decode sequences. It never calls
+// llm::DecodeKernels or llm::Model, so what it needs is what another host (the browser page)
+// needs to mirror.
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "gpu/plan.h"
+#include "gpu/recorder.h"
+#include "llm/model.h"
+#include "llm/plan_file.h"
+#include "llm/reference.h"
+#include "llm/sampler.h"
+#include "llm_support.h"
+#include "support.h"
+#include "util/error.h"
+#include "util/half.h"
+
+namespace wgfuse {
+namespace {
+
+using nlohmann::json;
+using test::context;
+
+// ---- The interpreter ----
+
+gpu::BufferUsage usage_of(const json& names) {
+  using gpu::BufferUsage;
+  BufferUsage u = BufferUsage::None;
+  for (const auto& n : names) {
+    const std::string s = n.get<std::string>();
+    u = u | (s == "storage"    ? BufferUsage::Storage
+             : s == "uniform"  ? BufferUsage::Uniform
+             : s == "copy_src" ? BufferUsage::CopySrc
+             : s == "copy_dst" ? BufferUsage::CopyDst
+             : s == "map_read" ? BufferUsage::MapRead
+                               : throw Error("plan: unknown buffer usage " + s));
+  }
+  return u | BufferUsage::CopyDst;  // the interpreter writes every buffer's contents
+}
+
+class Replay {
+ public:
+  Replay(gpu::Context& ctx, const json& plan, const llm::WeightLookup& weights) : ctx_(&ctx), plan_(plan) {
+    if (plan.at("format") != "wgfuse-plan" || plan.at("version") != 1)
+      throw Error("plan: not a wgfuse-plan of version 1");
+    for (const auto& b : plan.at("buffers")) {
+      const auto name = b.at("name").get<std::string>();
+      buffers_.emplace(name, ctx.buffer(b.at("size").get<uint64_t>(), usage_of(b.at("usage")), name));
+      fill(buffers_.at(name), b.at("contents"), weights);
+    }
+    std::vector<const gpu::Kernel*> kernels;
+    for (const auto& k : plan.at("kernels"))
+      kernels.push_back(&ctx.kernel(gpu::embedded_kernel(k.at("family").get<std::string>(),
+                                                         k.at("entry").get<std::string>(),
+                                                         k.at("overrides").get<std::map<std::string, double>>())));
+    for (const auto& [name, steps] : plan.at("plans").items()) {
+      gpu::Plan p(ctx, name);
+      for (const auto& s : steps) {
+        if (s.contains("copy")) {
+          const auto& c = s.at("copy");
+          p.copy(buffers_.at(c.at("src").get<std::string>()), c.at("src_offset").get<uint64_t>(),
+                 buffers_.at(c.at("dst").get<std::string>()), c.at("dst_offset").get<uint64_t>(),
+                 c.at("bytes").get<uint64_t>());
+        } else if (s.contains("end_pass")) {
+          p.end_pass();
+        } else {
+          std::vector<gpu::Binding> bindings;
+          for (const auto& b : s.at("bindings"))
+            bindings.emplace_back(gpu::BufferBinding(buffers_.at(b.at("buffer").get<std::string>()),
+                                                     b.at("offset").get<uint64_t>(), b.at("size").get<uint64_t>()));
+          const auto g = s.at("grid").get<std::vector<uint32_t>>();
+          p.dispatch(*kernels.at(s.at("kernel").get<size_t>()), bindings, {g.at(0), g.at(1), g.at(2)});
+        }
+      }
+      p.build();
+      plans_.emplace(name, std::move(p));
+    }
+  }
+
+  // The prompt, then n - 1 decode steps: the n tokens picked and the logits each was picked from.
+  std::vector<uint32_t> run(const std::vector<uint32_t>& prompt, uint32_t n, std::vector<std::vector<float>>& logits) {
+    const gpu::Buffer& tokens = buffers_.at(plan_.at("tokens").at("buffer").get<std::string>());
+    const gpu::Buffer& state = buffers_.at(plan_.at("state").at("buffer").get<std::string>());
+    ctx_->write(tokens, 0, std::as_bytes(std::span(prompt)));
+    const uint32_t last = uint32_t(prompt.size()) - 1;
+    const json& pre = plan_.at("prefill");
+    const uint32_t C = pre.at("chunk_tokens").get<uint32_t>();
+    gpu::Recorder rec(*ctx_);
+    if (C > 0) {
+      for (uint32_t p0 = 0; p0 <= last; p0 += C) {
+        const uint32_t T = std::min(C, last + 1 - p0);
+        const uint32_t words[3] = {last, p0, T};  // state_words_before_chunk
+        ctx_->write(state, 0, std::as_bytes(std::span(words)));
+        plans_.at(pre.at("chunk_plans").at(std::to_string(T)).get<std::string>()).encode(rec);
+        if (p0 + T <= last) {
+          rec.submit();
+          continue;
+        }
+        for (const auto& op : pre.at("after_last_chunk")) {
+          if (op.contains("plan")) {
+            plans_.at(op.at("plan").get<std::string>()).encode(rec);
+            continue;
+          }
+          const auto& c = op.at("copy");
+          const auto& at = c.at("src_offset");
+          if (at.at("row") != "chunk_length - 1") throw Error("plan: unknown row rule");
+          rec.copy(buffers_.at(c.at("src").get<std::string>()), at.at("row_bytes").get<uint64_t>() * (T - 1),
+                   buffers_.at(c.at("dst").get<std::string>()), c.at("dst_offset").get<uint64_t>(),
+                   c.at("bytes").get<uint64_t>());
+        }
+      }
+    } else {
+      ctx_->write_value<uint32_t>(state, 0, 0);  // the first unfed position
+      for (uint32_t p = 0; p <= last; ++p)
+        for (const auto& op : pre.at(p < last ? "each_position_but_the_last" : "last_position"))
+          plan_for(op.at("plan").get<std::string>(), p).encode(rec);
+    }
+    std::vector<uint32_t> out;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (i == 0)
+        plans_.at(plan_.at("picker").get<std::string>()).encode(rec);
+      else
+        for (const auto& name : plan_.at("decode").at("token")) plan_for(name.get<std::string>(), last + i).encode(rec);
+      rec.submit();
+      logits.push_back(ctx_->read<float>(buffers_.at(plan_.at("logits").get<std::string>()), 0,
+                                         plan_.at("model").at("vocab_size").get<uint64_t>()));
+      out.push_back(ctx_->read<uint32_t>(tokens, last + i + 1, 1)[0]);
+    }
+    return out;
+  }
+
+ private:
+  // "decode": the variant for position pos (the last whose `from` <= pos); else the plan named.
+  gpu::Plan& plan_for(const std::string& name, uint32_t pos) {
+    if (name != "decode") return plans_.at(name);
+    std::string chosen;
+    for (const auto& v : plan_.at("decode").at("variants"))
+      if (v.at("from").get<uint32_t>() <= pos) chosen = v.at("plan").get<std::string>();
+    return plans_.at(chosen);
+  }
+
+  void fill(const gpu::Buffer& b, const json& what, const llm::WeightLookup& weights) {
+    const auto kind = what.at("kind").get<std::string>();
+    std::vector<std::byte> bytes;
+    if (kind == "zeros") return;
+    if (kind == "words") {
+      const auto words = what.at("words").get<std::vector<uint32_t>>();
+      bytes.resize(words.size() * 4);
+      std::memcpy(bytes.data(), words.data(), bytes.size());
+    } else if (kind == "rope") {
+      const auto positions = what.at("positions").get<uint32_t>(), hd = what.at("head_dim").get<uint32_t>();
+      const auto theta = plan_.at("model").at("rope_theta").get<double>();
+      std::vector<float> t;
+      for (uint32_t pos = 0; pos < positions; ++pos)
+        for (uint32_t i = 0; i < hd / 2; ++i) {
+          const double angle = double(pos) * std::pow(theta, -2.0 * double(i) / double(hd));
+          t.push_back(float(std::cos(angle)));
+          t.push_back(float(std::sin(angle)));
+        }
+      bytes.resize(t.size() * 4);
+      std::memcpy(bytes.data(), t.data(), bytes.size());
+    } else if (kind == "weights") {
+      bytes = packed(what, weights);
+    } else {
+      throw Error("plan: unknown contents kind " + kind);
+    }
+    if (bytes.size() > b.size()) throw Error("plan: contents larger than their buffer");
+    bytes.resize(b.size());  // the rest: zeros
+    ctx_->write(b, 0, bytes);
+  }
+
+  std::vector<std::byte> packed(const json& what, const llm::WeightLookup& weights) const {
+    const auto packing = what.at("packing").get<std::string>();
+    const auto rows = what.at("rows").get<uint32_t>(), cols = what.at("cols").get<uint32_t>();
+    const auto pad = plan_.at("weights").at("row_padding").get<uint32_t>();
+    const bool f16 = plan_.at("weights").at("dtype") == "f16" && packing != "vector" && packing != "qkv_bias";
+    const auto& m = plan_.at("model");
+    const auto hd = m.at("head_dim").get<uint32_t>(), q_rows = m.at("num_heads").get<uint32_t>() * hd,
+               kv_rows = m.at("num_kv_heads").get<uint32_t>() * hd;
+    std::vector<const llm::TensorRef*> src;
+    for (const auto& s : what.at("sources")) src.push_back(weights(s.get<std::string>()));
+    // Row p of a Q/K/V packing: {source, row}: q rows then k rows, each head's as RoPE pairs
+    // (i, i + hd/2); then v rows.
+    auto qkv_row = [&](uint32_t p) -> std::pair<uint32_t, uint32_t> {
+      const uint32_t which = p < q_rows ? 0 : p < q_rows + kv_rows ? 1 : 2;
+      const uint32_t r = p - (which == 0 ? 0 : which == 1 ? q_rows : q_rows + kv_rows);
+      if (which == 2) return {2, r};
+      const uint32_t i = r % hd;
+      return {which, r - i + (i % 2 ? hd / 2 + i / 2 : i / 2)};
+    };
+    const uint32_t width = (cols + pad - 1) / pad * pad;
+    std::vector<float> values(size_t(rows) * width, 0.0f);
+    std::vector<float> row(cols);
+    for (uint32_t p = 0; p < rows; ++p) {
+      float* out = values.data() + size_t(p) * width;
+      if (packing == "rows") {
+        llm::tensor_row(*src.at(0), p, std::span(out, cols));
+      } else if (packing == "gate_up_interleaved") {
+        llm::tensor_row(*src.at(p % 2), p / 2, std::span(out, cols));
+      } else if (packing == "qkv_rope_pairs") {
+        const auto [which, r] = qkv_row(p);
+        llm::tensor_row(*src.at(which), r, std::span(out, cols));
+      } else if (packing == "vector") {
+        llm::tensor_row(*src.at(0), 0, std::span(out, cols));
+      } else if (packing == "qkv_bias") {
+        if (src.empty()) continue;  // no bias: zeros
+        std::vector<float> parts[3];
+        for (int s = 0; s < 3; ++s) {
+          parts[s].resize(src[s]->elements());
+          llm::tensor_row(*src[s], 0, parts[s]);
+        }
+        for (uint32_t c = 0; c < cols; ++c) {
+          const auto [which, r] = qkv_row(c);
+          out[c] = parts[which][r];
+        }
+      } else {
+        throw Error("plan: unknown packing " + packing);
+      }
+    }
+    std::vector<std::byte> bytes;
+    if (!f16) {
+      bytes.resize(values.size() * 4);
+      std::memcpy(bytes.data(), values.data(), bytes.size());
+      return bytes;
+    }
+    bytes.resize(values.size() * 2);
+    for (size_t i = 0; i < values.size(); ++i) {
+      const uint16_t h = half::from_float(values[i]);
+      std::memcpy(bytes.data() + 2 * i, &h, 2);
+    }
+    return bytes;
+  }
+
+  gpu::Context* ctx_;
+  const json& plan_;
+  std::map<std::string, gpu::Buffer> buffers_;
+  std::map<std::string, gpu::Plan> plans_;
+};
+
+// ---- The tests ----
+
+const std::vector<uint32_t> kPrompt = {7, 123, 42, 299, 0, 64, 5};
+
+struct Case {
+  const char* name;
+  llm::WeightDType dtype;
+  bool tied;
+  llm::ModelOptions options;
+  std::optional<llm::SamplingParams> sampling;
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class PlanReplay : public ::testing::TestWithParam<Case> {};
+
+// Test that the replayed plan picks the model's tokens from bitwise the model's logits, through
+// every prefill chunk and decode variant the case crosses.
+TEST_P(PlanReplay, GivesTheModelsTokensAndLogits) {
+  const Case& c = GetParam();
+  const auto cfg = test::small_llm_config(c.tied);
+  const auto weights = llm::HostWeights::random(cfg, 31);
+  const uint32_t n = 10;
+  llm::ModelOptions mo = c.options;
+  mo.dtype = c.dtype;
+  llm::Model model(context(), cfg, weights.lookup(), mo);
+  std::optional<llm::Sampler> sampler;
+  std::optional<gpu::Plan> sampler_plan;
+  llm::GenerateOptions go;
+  if (c.sampling) {
+    sampler.emplace(context(), cfg.vocab_size);
+    sampler->set_params(*c.sampling);
+    const auto b = model.decode_buffers();
+    go.picker = &sampler_plan.emplace(sampler->plan(b.logits, b.tokens, b.state));
+  }
+  const json plan = llm::plan_json(model, uint32_t(kPrompt.size()), sampler ? &*sampler : nullptr);
+
+  std::vector<std::vector<float>> want_logits;
+  go.on_logits = [&](std::span<const float> l) { want_logits.emplace_back(l.begin(), l.end()); };
+  const auto want = model.generate(kPrompt, n, {}, go);
+  ASSERT_EQ(want_logits.size(), n);
+
+  // Through text, as another host would read it.
+  const json read = json::parse(plan.dump());
+  Replay replay(context(), read, weights.lookup());
+  std::vector<std::vector<float>> got_logits;
+  const auto got = replay.run(kPrompt, n, got_logits);
+  EXPECT_EQ(got, want);
+  ASSERT_EQ(got_logits.size(), n);
+  for (uint32_t i = 0; i < n; ++i) {
+    ASSERT_EQ(got_logits[i].size(), want_logits[i].size());
+    EXPECT_EQ(std::memcmp(got_logits[i].data(), want_logits[i].data(), 4 * got_logits[i].size()), 0)
+        << "the logits of token " << i << " differ";
+  }
+  // The plan's decode step is the model's: its dispatches per token.
+  const auto& variants = read.at("decode").at("variants");
+  const auto dispatches = [&](const std::string& name) { return read.at("plans").at(name).size(); };
+  EXPECT_EQ(dispatches(variants.front().at("plan").get<std::string>()) + dispatches("lm_head") + dispatches("argmax"),
+            model.stats().dispatches_per_step);
+  EXPECT_EQ(dispatches(variants.back().at("plan").get<std::string>()) + dispatches("lm_head") + dispatches("argmax"),
+            model.stats().dispatches_per_step_long);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, PlanReplay,
+    ::testing::Values(
+        // Two prefill chunks (4 + 3 tokens); attend_short below position 9, then split attention.
+        Case{"f16_chunked_short_then_split",
+             llm::WeightDType::F16,
+             true,
+             {.attn_short_max = 9, .ctx = 32, .prefill_chunk = 4, .attention = {.chunk = 8}},
+             {}},
+        // The prompt through decode steps; fused layers below position 11, then o_proj_combine;
+        // an untied head; the sampler as the picker.
+        Case{"f32_stepwise_fused_then_long_sampled",
+             llm::WeightDType::F32,
+             false,
+             {.fusion = llm::Fusion::Full, .attn_fuse_max = 11, .ctx = 32, .prefill_chunk = 0, .attention = {.chunk = 8}},
+             llm::SamplingParams{.temperature = 0.8, .top_k = 40, .top_p = 0.9, .seed = 5}}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace wgfuse
