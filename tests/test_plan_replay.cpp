@@ -58,9 +58,9 @@ class Replay {
     }
     std::vector<const gpu::Kernel*> kernels;
     for (const auto& k : plan.at("kernels"))
-      kernels.push_back(&ctx.kernel(gpu::embedded_kernel(k.at("family").get<std::string>(),
-                                                         k.at("entry").get<std::string>(),
-                                                         k.at("overrides").get<std::map<std::string, double>>())));
+      kernels.push_back(&ctx.kernel(
+          gpu::embedded_kernel(k.at("family").get<std::string>(), k.at("entry").get<std::string>(),
+                               k.at("overrides").get<std::map<std::string, double>>())));
     for (const auto& [name, steps] : plan.at("plans").items()) {
       gpu::Plan p(ctx, name);
       for (const auto& s : steps) {
@@ -75,7 +75,8 @@ class Replay {
           std::vector<gpu::Binding> bindings;
           for (const auto& b : s.at("bindings"))
             bindings.emplace_back(gpu::BufferBinding(buffers_.at(b.at("buffer").get<std::string>()),
-                                                     b.at("offset").get<uint64_t>(), b.at("size").get<uint64_t>()));
+                                                     b.at("offset").get<uint64_t>(),
+                                                     b.at("size").get<uint64_t>()));
           const auto g = s.at("grid").get<std::vector<uint32_t>>();
           p.dispatch(*kernels.at(s.at("kernel").get<size_t>()), bindings, {g.at(0), g.at(1), g.at(2)});
         }
@@ -86,7 +87,8 @@ class Replay {
   }
 
   // The prompt, then n - 1 decode steps: the n tokens picked and the logits each was picked from.
-  std::vector<uint32_t> run(const std::vector<uint32_t>& prompt, uint32_t n, std::vector<std::vector<float>>& logits) {
+  std::vector<uint32_t> run(const std::vector<uint32_t>& prompt, uint32_t n,
+                            std::vector<std::vector<float>>& logits) {
     const gpu::Buffer& tokens = buffers_.at(plan_.at("tokens").at("buffer").get<std::string>());
     const gpu::Buffer& state = buffers_.at(plan_.at("state").at("buffer").get<std::string>());
     ctx_->write(tokens, 0, std::as_bytes(std::span(prompt)));
@@ -128,7 +130,8 @@ class Replay {
       if (i == 0)
         plans_.at(plan_.at("picker").get<std::string>()).encode(rec);
       else
-        for (const auto& name : plan_.at("decode").at("token")) plan_for(name.get<std::string>(), last + i).encode(rec);
+        for (const auto& name : plan_.at("decode").at("token"))
+          plan_for(name.get<std::string>(), last + i).encode(rec);
       rec.submit();
       logits.push_back(ctx_->read<float>(buffers_.at(plan_.at("logits").get<std::string>()), 0,
                                          plan_.at("model").at("vocab_size").get<uint64_t>()));
@@ -304,9 +307,11 @@ TEST_P(PlanReplay, GivesTheModelsTokensAndLogits) {
   // The plan's decode step is the model's: its dispatches per token.
   const auto& variants = read.at("decode").at("variants");
   const auto dispatches = [&](const std::string& name) { return read.at("plans").at(name).size(); };
-  EXPECT_EQ(dispatches(variants.front().at("plan").get<std::string>()) + dispatches("lm_head") + dispatches("argmax"),
+  EXPECT_EQ(dispatches(variants.front().at("plan").get<std::string>()) + dispatches("lm_head") +
+                dispatches("argmax"),
             model.stats().dispatches_per_step);
-  EXPECT_EQ(dispatches(variants.back().at("plan").get<std::string>()) + dispatches("lm_head") + dispatches("argmax"),
+  EXPECT_EQ(dispatches(variants.back().at("plan").get<std::string>()) + dispatches("lm_head") +
+                dispatches("argmax"),
             model.stats().dispatches_per_step_long);
 }
 
@@ -324,7 +329,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"f32_stepwise_fused_then_long_sampled",
              llm::WeightDType::F32,
              false,
-             {.fusion = llm::Fusion::Full, .attn_fuse_max = 11, .ctx = 32, .prefill_chunk = 0, .attention = {.chunk = 8}},
+             {.fusion = llm::Fusion::Full,
+              .attn_fuse_max = 11,
+              .ctx = 32,
+              .prefill_chunk = 0,
+              .attention = {.chunk = 8}},
              llm::SamplingParams{.temperature = 0.8, .top_k = 40, .top_p = 0.9, .seed = 5}}),
     [](const auto& info) { return std::string(info.param.name); });
 

@@ -102,7 +102,8 @@ Plan::StepView Plan::step(size_t i) const {
   if (i >= steps_.size())
     throw Error("plan '" + label_ + "': step " + std::to_string(i) + " of " + std::to_string(steps_.size()));
   const Step& s = steps_[i];
-  return {s.kind, s.kernel, bindings_[i], s.grid, info_[i], &s.src, &s.dst, s.src_offset, s.dst_offset, s.bytes};
+  return {s.kind, s.kernel, bindings_[i], s.grid,       info_[i],
+          &s.src, &s.dst,   s.src_offset, s.dst_offset, s.bytes};
 }
 
 std::string_view Plan::step_name(size_t i) const {

@@ -20,8 +20,8 @@
 #include <cstdint>
 #include <initializer_list>
 #include <span>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpu/arena.h"

@@ -159,16 +159,16 @@ void DecodeKernels::check_workgroup_memory(const std::string& entry, uint32_t co
                 std::to_string(ctx_->limits().max_compute_workgroup_storage_size));
 }
 
-gpu::Dispatch DecodeKernels::matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm, double eps,
-                           bool pairs, std::map<std::string, double> o,
-                           std::initializer_list<gpu::Binding> b) {
+gpu::Dispatch DecodeKernels::matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm,
+                                    double eps, bool pairs, std::map<std::string, double> o,
+                                    std::initializer_list<gpu::Binding> b) {
   return matvec_tuned(matvec_tuning(rows, cols), entry, rows, cols, norm, eps, pairs, 0, std::move(o), b);
 }
 
 gpu::Dispatch DecodeKernels::matvec_tuned(const MatvecTuning& t, const std::string& entry, uint32_t rows,
-                                 uint32_t cols, bool norm, double eps, bool pairs, uint64_t extra_wg_bytes,
-                                 std::map<std::string, double> o,
-                                 std::initializer_list<gpu::Binding> b) {
+                                          uint32_t cols, bool norm, double eps, bool pairs,
+                                          uint64_t extra_wg_bytes, std::map<std::string, double> o,
+                                          std::initializer_list<gpu::Binding> b) {
   check_tuning(entry, t, pairs);
   // Keys already in `o` (attend_o's ITERS over its slice, gate_up_silu_sum's staging) win.
   const bool staged = norm && (o.contains("DIRECT_X") ? o.at("DIRECT_X") == 0 : t.staged_x);
@@ -197,32 +197,36 @@ gpu::Dispatch DecodeKernels::matvec_tuned(const MatvecTuning& t, const std::stri
 }
 
 gpu::Dispatch DecodeKernels::qkv_rope(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
-                             const gpu::Binding& bias, const gpu::Binding& rope, const gpu::Binding& state,
-                             const gpu::Binding& q_out, const gpu::Binding& k_cache, const gpu::Binding& v_cache,
-                             const ModelConfig& c, uint32_t ctx_len) {
+                                      const gpu::Binding& bias, const gpu::Binding& rope,
+                                      const gpu::Binding& state, const gpu::Binding& q_out,
+                                      const gpu::Binding& k_cache, const gpu::Binding& v_cache,
+                                      const ModelConfig& c, uint32_t ctx_len) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
   return matvec("qkv_rope", q_rows + 2 * kv_rows, c.hidden_size, true, c.rms_norm_eps, true,
                 {{"Q_ROWS", q_rows}, {"KV_ROWS", kv_rows}, {"HEAD_DIM", c.head_dim}, {"CTX", ctx_len}},
                 {w, x, norm, bias, rope, state, q_out, k_cache, v_cache});
 }
 
-gpu::Dispatch DecodeKernels::gate_up_silu(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
-                                 const gpu::Binding& act, uint32_t inter, uint32_t hidden, double eps) {
+gpu::Dispatch DecodeKernels::gate_up_silu(const gpu::Binding& w, const gpu::Binding& x,
+                                          const gpu::Binding& norm, const gpu::Binding& act, uint32_t inter,
+                                          uint32_t hidden, double eps) {
   return matvec("gate_up_silu", 2 * inter, hidden, true, eps, true, {}, {w, x, norm, act});
 }
 
-gpu::Dispatch DecodeKernels::matvec_norm(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
-                                const gpu::Binding& y, uint32_t rows, uint32_t cols, double eps) {
+gpu::Dispatch DecodeKernels::matvec_norm(const gpu::Binding& w, const gpu::Binding& x,
+                                         const gpu::Binding& norm, const gpu::Binding& y, uint32_t rows,
+                                         uint32_t cols, double eps) {
   return matvec("matvec_norm", rows, cols, true, eps, false, {}, {w, x, norm, y});
 }
 
-gpu::Dispatch DecodeKernels::matvec_residual(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& resid,
-                                    uint32_t rows, uint32_t cols) {
+gpu::Dispatch DecodeKernels::matvec_residual(const gpu::Binding& w, const gpu::Binding& x,
+                                             const gpu::Binding& resid, uint32_t rows, uint32_t cols) {
   return matvec("matvec_residual", rows, cols, false, 0.0, false, {}, {w, x, resid});
 }
 
-gpu::Dispatch DecodeKernels::matvec_residual_to(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& base,
-                                       const gpu::Binding& out, uint32_t rows, uint32_t cols) {
+gpu::Dispatch DecodeKernels::matvec_residual_to(const gpu::Binding& w, const gpu::Binding& x,
+                                                const gpu::Binding& base, const gpu::Binding& out,
+                                                uint32_t rows, uint32_t cols) {
   return matvec("matvec_residual_to", rows, cols, false, 0.0, false, {}, {w, x, base, out});
 }
 
@@ -242,9 +246,10 @@ uint64_t DecodeKernels::attend_o_parts_words(const ModelConfig& c) {
   return uint64_t(c.num_kv_heads) * pad8(c.hidden_size);
 }
 
-gpu::Dispatch DecodeKernels::attend_o(const gpu::Binding& w_o, const gpu::Binding& q, const gpu::Binding& k_cache,
-                             const gpu::Binding& v_cache, const gpu::Binding& state, const gpu::Binding& o_parts,
-                             const ModelConfig& c, uint32_t ctx_len) {
+gpu::Dispatch DecodeKernels::attend_o(const gpu::Binding& w_o, const gpu::Binding& q,
+                                      const gpu::Binding& k_cache, const gpu::Binding& v_cache,
+                                      const gpu::Binding& state, const gpu::Binding& o_parts,
+                                      const ModelConfig& c, uint32_t ctx_len) {
   const MatvecTuning t = attend_o_tuning(c);
   const uint32_t group = c.num_heads / c.num_kv_heads, q_rows = c.num_heads * c.head_dim;
   const uint32_t slots = group * c.head_dim / 4, tile = 32, span = group * c.head_dim;
@@ -260,18 +265,18 @@ gpu::Dispatch DecodeKernels::attend_o(const gpu::Binding& w_o, const gpu::Bindin
   const uint64_t own_bytes =
       4ull * span + 16ull * slots + 4ull * group * tile + 8ull * group + 20ull * t.workgroup;
   gpu::Dispatch s = matvec_tuned(t, "attend_o", c.hidden_size, q_rows, false, 0.0, false, own_bytes,
-                        {{"HEAD_DIM", c.head_dim},
-                         {"CTX", ctx_len},
-                         {"GROUP", group},
-                         {"HPW", group},
-                         {"TILE", tile},
-                         {"SCALE", 1.0 / std::sqrt(double(c.head_dim))},
-                         {"ATTEND_X", 1},
-                         {"OS_LEN", span},
-                         {"SPAN8", span8},
-                         {"ITERS", ceil_div(span8, t.team)},
-                         {"PART_STRIDE", pad8(c.hidden_size)}},
-                        {w_o, q, k_cache, v_cache, state, o_parts});
+                                 {{"HEAD_DIM", c.head_dim},
+                                  {"CTX", ctx_len},
+                                  {"GROUP", group},
+                                  {"HPW", group},
+                                  {"TILE", tile},
+                                  {"SCALE", 1.0 / std::sqrt(double(c.head_dim))},
+                                  {"ATTEND_X", 1},
+                                  {"OS_LEN", span},
+                                  {"SPAN8", span8},
+                                  {"ITERS", ceil_div(span8, t.team)},
+                                  {"PART_STRIDE", pad8(c.hidden_size)}},
+                                 {w_o, q, k_cache, v_cache, state, o_parts});
   if (s.grid.y != 1)
     throw Error("attend_o: hidden_size " + std::to_string(c.hidden_size) + " has too many row blocks");
   s.grid.y = c.num_kv_heads;
@@ -282,8 +287,8 @@ gpu::Dispatch DecodeKernels::attend_o(const gpu::Binding& w_o, const gpu::Bindin
 // chunk partials (at 4,096 positions, Qwen2.5-0.5B: 14 heads x 64 chunks x 66 floats = 236 KB
 // from L2), so few workgroups: 28 for 0.5B, 48 for 1.5B.
 gpu::Dispatch DecodeKernels::o_proj_combine(const gpu::Binding& w_o, const gpu::Binding& partials,
-                                   const gpu::Binding& resid, const gpu::Binding& state, const ModelConfig& c,
-                                   uint32_t ctx_len, AttentionSplit split) {
+                                            const gpu::Binding& resid, const gpu::Binding& state,
+                                            const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
   MatvecTuning t{.team = std::max<uint32_t>(32, min_team_), .rows_per_team = 4, .workgroup = 256};
   t.workgroup = std::max(t.workgroup, t.team);
   if (forced_) t = *forced_;
@@ -299,9 +304,10 @@ gpu::Dispatch DecodeKernels::o_proj_combine(const gpu::Binding& w_o, const gpu::
                       {w_o, partials, resid, state});
 }
 
-gpu::Dispatch DecodeKernels::gate_up_silu_sum(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& o_parts,
-                                     const gpu::Binding& norm, const gpu::Binding& act,
-                                     const gpu::Binding& x_next, const ModelConfig& c) {
+gpu::Dispatch DecodeKernels::gate_up_silu_sum(const gpu::Binding& w, const gpu::Binding& x,
+                                              const gpu::Binding& o_parts, const gpu::Binding& norm,
+                                              const gpu::Binding& act, const gpu::Binding& x_next,
+                                              const ModelConfig& c) {
   return matvec("gate_up_silu_sum", 2 * c.intermediate_size, c.hidden_size, true, c.rms_norm_eps, true,
                 {{"PARTS", c.num_kv_heads}, {"DIRECT_X", 0}}, {w, x, norm, act, o_parts, x_next});
 }
@@ -357,8 +363,8 @@ uint64_t DecodeKernels::attend_partials_words(const ModelConfig& c, uint32_t ctx
 
 gpu::Dispatch DecodeKernels::attend_chunks(const gpu::Binding& q, const gpu::Binding& k_cache,
                                            const gpu::Binding& v_cache, const gpu::Binding& state,
-                                           const gpu::Binding& partials, const ModelConfig& c, uint32_t ctx_len,
-                                           AttentionSplit split) {
+                                           const gpu::Binding& partials, const ModelConfig& c,
+                                           uint32_t ctx_len, AttentionSplit split) {
   // Every chunk of the capacity is dispatched; those past pos exit at once.
   return {&attention("attend_chunk", c, ctx_len, split),
           {q, k_cache, v_cache, state, partials},
@@ -374,14 +380,16 @@ gpu::Dispatch DecodeKernels::attend_combine(const gpu::Binding& partials, const 
 std::vector<gpu::Dispatch> DecodeKernels::attend(const gpu::Binding& q, const gpu::Binding& k_cache,
                                                  const gpu::Binding& v_cache, const gpu::Binding& state,
                                                  const gpu::Binding& partials, const gpu::Binding& out,
-                                                 const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
+                                                 const ModelConfig& c, uint32_t ctx_len,
+                                                 AttentionSplit split) {
   return {attend_chunks(q, k_cache, v_cache, state, partials, c, ctx_len, split),
           attend_combine(partials, state, out, c, ctx_len, split)};
 }
 
-gpu::Dispatch DecodeKernels::attend_short(const gpu::Binding& q, const gpu::Binding& k_cache, const gpu::Binding& v_cache,
-                                 const gpu::Binding& state, const gpu::Binding& out, const ModelConfig& c,
-                                 uint32_t ctx_len, uint32_t max_positions) {
+gpu::Dispatch DecodeKernels::attend_short(const gpu::Binding& q, const gpu::Binding& k_cache,
+                                          const gpu::Binding& v_cache, const gpu::Binding& state,
+                                          const gpu::Binding& out, const ModelConfig& c, uint32_t ctx_len,
+                                          uint32_t max_positions) {
   if (max_positions == 0 || max_positions > ctx_len)
     throw Error("one-pass decode attention (--attn-short-max " + std::to_string(max_positions) +
                 ") must cover 1 to --ctx (" + std::to_string(ctx_len) + ") positions");
@@ -390,9 +398,9 @@ gpu::Dispatch DecodeKernels::attend_short(const gpu::Binding& q, const gpu::Bind
 }
 
 gpu::Dispatch DecodeKernels::attend_prompt(const gpu::Binding& q, const gpu::Binding& k_cache,
-                                  const gpu::Binding& v_cache, const gpu::Binding& state,
-                                  const gpu::Binding& out, const ModelConfig& c, uint32_t ctx_len,
-                                  uint32_t T) {
+                                           const gpu::Binding& v_cache, const gpu::Binding& state,
+                                           const gpu::Binding& out, const ModelConfig& c, uint32_t ctx_len,
+                                           uint32_t T) {
   // Blocks of 16 queries x 16 keys (llm_attention.wgsl PQ, PK), q and k rows padded by a vec4.
   constexpr uint32_t block = 16;
   if (c.head_dim % 4 != 0 || c.head_dim > 128)
@@ -420,9 +428,9 @@ void DecodeKernels::force_prompt_tile(PromptTile tile) {
   forced_tile_ = tile;
 }
 
-gpu::Dispatch DecodeKernels::matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm,
-                           double eps, std::map<std::string, double> o,
-                           std::initializer_list<gpu::Binding> b) {
+gpu::Dispatch DecodeKernels::matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T,
+                                    bool norm, double eps, std::map<std::string, double> o,
+                                    std::initializer_list<gpu::Binding> b) {
   const PromptTile tile = forced_tile_.tokens ? forced_tile_ : prompt_tile(rows, T);
   const uint32_t cols8 = ceil_div(cols, 8), threads = tile.tokens * tile.rows / 32;
   if (threads > ctx_->limits().max_compute_invocations_per_workgroup)
@@ -445,44 +453,46 @@ gpu::Dispatch DecodeKernels::matmul(const std::string& entry, uint32_t rows, uin
   return gpu::Dispatch{&k, b, {ceil_div(rows, tile.rows), ceil_div(T, tile.tokens)}};
 }
 
-gpu::Dispatch DecodeKernels::qkv_rope_prompt(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
-                                    const gpu::Binding& bias, const gpu::Binding& rope,
-                                    const gpu::Binding& state, const gpu::Binding& q_out,
-                                    const gpu::Binding& k_cache, const gpu::Binding& v_cache,
-                                    const ModelConfig& c, uint32_t ctx_len, uint32_t T) {
+gpu::Dispatch DecodeKernels::qkv_rope_prompt(const gpu::Binding& w, const gpu::Binding& x,
+                                             const gpu::Binding& norm, const gpu::Binding& bias,
+                                             const gpu::Binding& rope, const gpu::Binding& state,
+                                             const gpu::Binding& q_out, const gpu::Binding& k_cache,
+                                             const gpu::Binding& v_cache, const ModelConfig& c,
+                                             uint32_t ctx_len, uint32_t T) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
   return matmul("qkv_rope_prompt", q_rows + 2 * kv_rows, c.hidden_size, T, true, c.rms_norm_eps,
                 {{"Q_ROWS", q_rows}, {"KV_ROWS", kv_rows}, {"HEAD_DIM", c.head_dim}, {"CTX", ctx_len}},
                 {w, x, norm, bias, rope, state, q_out, k_cache, v_cache});
 }
 
-gpu::Dispatch DecodeKernels::gate_up_silu_prompt(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
-                                        const gpu::Binding& act, uint32_t inter, uint32_t hidden, double eps,
-                                        uint32_t T) {
+gpu::Dispatch DecodeKernels::gate_up_silu_prompt(const gpu::Binding& w, const gpu::Binding& x,
+                                                 const gpu::Binding& norm, const gpu::Binding& act,
+                                                 uint32_t inter, uint32_t hidden, double eps, uint32_t T) {
   return matmul("gate_up_silu_prompt", 2 * inter, hidden, T, true, eps, {{"OUT_STRIDE", pad8(inter)}},
                 {w, x, norm, act});
 }
 
-gpu::Dispatch DecodeKernels::residual_prompt(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& resid,
-                                    uint32_t rows, uint32_t cols, uint32_t T) {
+gpu::Dispatch DecodeKernels::residual_prompt(const gpu::Binding& w, const gpu::Binding& x,
+                                             const gpu::Binding& resid, uint32_t rows, uint32_t cols,
+                                             uint32_t T) {
   return matmul("residual_prompt", rows, cols, T, false, 0.0, {{"OUT_STRIDE", pad8(rows)}}, {w, x, resid});
 }
 
-gpu::Dispatch DecodeKernels::embed(const gpu::Binding& embedding, const gpu::Binding& tokens, const gpu::Binding& state,
-                          const gpu::Binding& x, uint32_t hidden, uint32_t prompt_rows) {
+gpu::Dispatch DecodeKernels::embed(const gpu::Binding& embedding, const gpu::Binding& tokens,
+                                   const gpu::Binding& state, const gpu::Binding& x, uint32_t hidden,
+                                   uint32_t prompt_rows) {
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_step", "embed",
                                               {{"WEIGHT_F16", dtype_ == WeightDType::F16},
                                                {"HIDDEN", hidden},
                                                {"COLS8", ceil_div(hidden, 8)},
                                                {"WG", 256},
                                                {"POS_WORD", prompt_rows ? 1 : 0}}));
-  return gpu::Dispatch{&k, {embedding, tokens, state, x}, {ceil_div(hidden, 256),
-              std::max(1u, prompt_rows)}};
+  return gpu::Dispatch{&k, {embedding, tokens, state, x}, {ceil_div(hidden, 256), std::max(1u, prompt_rows)}};
 }
 
 std::vector<gpu::Dispatch> DecodeKernels::argmax(const gpu::Binding& logits, const gpu::Binding& part_v,
-                                        const gpu::Binding& part_i, const gpu::Binding& tokens,
-                                        const gpu::Binding& state, uint32_t vocab, uint32_t chunk) {
+                                                 const gpu::Binding& part_i, const gpu::Binding& tokens,
+                                                 const gpu::Binding& state, uint32_t vocab, uint32_t chunk) {
   const uint32_t partials = ceil_div(vocab, chunk);
   auto& partial = ctx_->kernel(
       gpu::embedded_kernel("llm_step", "argmax_partial", {{"WG", 256}, {"VOCAB", vocab}, {"CHUNK", chunk}}));

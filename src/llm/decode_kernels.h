@@ -1,7 +1,7 @@
 // DecodeKernels: the kernels of a Qwen2 decode step and of prompt prefill, each chosen (entry
-// point, override constants, grid) as a gpu::Dispatch over given bindings for a gpu::Plan, and the storage layout of the weights they read (rows padded to 8
-// elements, f16 packed two per u32 or f32; fused matrices with interleaved rows). One definition
-// for the Model and the kernel tests.
+// point, override constants, grid) as a gpu::Dispatch over given bindings for a gpu::Plan, and the storage
+// layout of the weights they read (rows padded to 8 elements, f16 packed two per u32 or f32; fused matrices
+// with interleaved rows). One definition for the Model and the kernel tests.
 #pragma once
 
 #include <cstdint>
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "gpu/context.h"
-#include "llm/config.h"
 #include "gpu/plan.h"
+#include "llm/config.h"
 
 namespace wgfuse::llm {
 
@@ -82,73 +82,78 @@ struct MatvecTuning {
 };
 
 // The kernels of the decode step, each a gpu::Dispatch over given bindings (a buffer, or a range
-// of one such as a weight arena's tensor): one definition for the Model and the kernel tests. Weight matrices are upload_rows() buffers; vectors read by
-// the matrix-vector kernels (x, norm weights) are padded to a multiple of 8 floats.
+// of one such as a weight arena's tensor): one definition for the Model and the kernel tests. Weight matrices
+// are upload_rows() buffers; vectors read by the matrix-vector kernels (x, norm weights) are padded to a
+// multiple of 8 floats.
 class DecodeKernels {
  public:
   DecodeKernels(gpu::Context& ctx, WeightDType dtype);
   // q_out = RoPE(W_qkv rmsnorm(x) + b) for the q rows; k, v rows written at pos into the caches.
-  gpu::Dispatch qkv_rope(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm, const gpu::Binding& bias,
-                const gpu::Binding& rope, const gpu::Binding& state, const gpu::Binding& q_out,
-                const gpu::Binding& k_cache, const gpu::Binding& v_cache, const ModelConfig& cfg,
-                uint32_t ctx_len);
+  gpu::Dispatch qkv_rope(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
+                         const gpu::Binding& bias, const gpu::Binding& rope, const gpu::Binding& state,
+                         const gpu::Binding& q_out, const gpu::Binding& k_cache, const gpu::Binding& v_cache,
+                         const ModelConfig& cfg, uint32_t ctx_len);
   // act = silu(W_gate xn) * (W_up xn), xn = rmsnorm(x); w packed by gate_up_source_row.
   gpu::Dispatch gate_up_silu(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
-                    const gpu::Binding& act, uint32_t inter, uint32_t hidden, double eps);
-  gpu::Dispatch matvec_norm(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm, const gpu::Binding& y,
-                   uint32_t rows, uint32_t cols, double eps);  // y = W rmsnorm(x)
-  gpu::Dispatch matvec_residual(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& resid, uint32_t rows,
-                       uint32_t cols);  // resid += W x
+                             const gpu::Binding& act, uint32_t inter, uint32_t hidden, double eps);
+  gpu::Dispatch matvec_norm(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
+                            const gpu::Binding& y, uint32_t rows, uint32_t cols,
+                            double eps);  // y = W rmsnorm(x)
+  gpu::Dispatch matvec_residual(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& resid,
+                                uint32_t rows,
+                                uint32_t cols);  // resid += W x
   gpu::Dispatch matvec_residual_to(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& base,
-                          const gpu::Binding& out, uint32_t rows, uint32_t cols);  // out = base + W x
+                                   const gpu::Binding& out, uint32_t rows,
+                                   uint32_t cols);  // out = base + W x
 
   // The fused short-context layer (kernels/llm_matvec.wgsl attend_o): attention of q (at pos)
   // over the cache, one workgroup per (block of o_proj rows, kv head), each multiplying its
   // GQA group's attention output by that group's columns of W_o into o_parts[kv head]
   // (attend_o_parts_words floats: kv_heads rows of hidden padded to 8). No residual is added.
   gpu::Dispatch attend_o(const gpu::Binding& w_o, const gpu::Binding& q, const gpu::Binding& k_cache,
-                const gpu::Binding& v_cache, const gpu::Binding& state, const gpu::Binding& o_parts,
-                const ModelConfig& cfg, uint32_t ctx_len);
+                         const gpu::Binding& v_cache, const gpu::Binding& state, const gpu::Binding& o_parts,
+                         const ModelConfig& cfg, uint32_t ctx_len);
   static uint64_t attend_o_parts_words(const ModelConfig& cfg);
   // x_next = x + the sum of attend_o's partials; act = silu(W_gate xn) * (W_up xn), xn =
   // rmsnorm(x_next). x_next must not be x: the workgroups read x while one writes x_next.
   gpu::Dispatch gate_up_silu_sum(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& o_parts,
-                        const gpu::Binding& norm, const gpu::Binding& act, const gpu::Binding& x_next,
-                        const ModelConfig& cfg);
+                                 const gpu::Binding& norm, const gpu::Binding& act,
+                                 const gpu::Binding& x_next, const ModelConfig& cfg);
   // Decode attention of q (at pos) over the cache, split along the cache: the chunks (into
   // `partials`, attend_partials_words floats), then their combination into out; attend() is both.
   gpu::Dispatch attend_chunks(const gpu::Binding& q, const gpu::Binding& k_cache, const gpu::Binding& v_cache,
                               const gpu::Binding& state, const gpu::Binding& partials, const ModelConfig& cfg,
                               uint32_t ctx_len, AttentionSplit split = {});
-  gpu::Dispatch attend_combine(const gpu::Binding& partials, const gpu::Binding& state, const gpu::Binding& out,
-                               const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split = {});
+  gpu::Dispatch attend_combine(const gpu::Binding& partials, const gpu::Binding& state,
+                               const gpu::Binding& out, const ModelConfig& cfg, uint32_t ctx_len,
+                               AttentionSplit split = {});
   std::vector<gpu::Dispatch> attend(const gpu::Binding& q, const gpu::Binding& k_cache,
                                     const gpu::Binding& v_cache, const gpu::Binding& state,
-                                    const gpu::Binding& partials, const gpu::Binding& out, const ModelConfig& cfg,
-                                    uint32_t ctx_len, AttentionSplit split = {});
+                                    const gpu::Binding& partials, const gpu::Binding& out,
+                                    const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split = {});
   static uint64_t attend_partials_words(const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split);
   // The same in one dispatch, a workgroup per head over positions 0..pos, for pos < max_positions
   // (its scores stay in workgroup memory; the caller switches to attend() from there on: the
   // kernel reads at most max_positions positions).
   gpu::Dispatch attend_short(const gpu::Binding& q, const gpu::Binding& k_cache, const gpu::Binding& v_cache,
-                    const gpu::Binding& state, const gpu::Binding& out, const ModelConfig& cfg,
-                    uint32_t ctx_len, uint32_t max_positions);
+                             const gpu::Binding& state, const gpu::Binding& out, const ModelConfig& cfg,
+                             uint32_t ctx_len, uint32_t max_positions);
   // resid += W_o attention, the attention combined from attend()'s chunk partials by every
   // workgroup itself (attend_combine folded into o_proj: the split layer in 5 dispatches).
-  gpu::Dispatch o_proj_combine(const gpu::Binding& w_o, const gpu::Binding& partials, const gpu::Binding& resid,
-                      const gpu::Binding& state, const ModelConfig& cfg, uint32_t ctx_len,
-                      AttentionSplit split = {});
+  gpu::Dispatch o_proj_combine(const gpu::Binding& w_o, const gpu::Binding& partials,
+                               const gpu::Binding& resid, const gpu::Binding& state, const ModelConfig& cfg,
+                               uint32_t ctx_len, AttentionSplit split = {});
   // Chunks of the cache capacity; throws Error when the split does not fit the model.
   static uint32_t attend_chunks(const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split);
   // x = embedding[tokens[pos]]; with prompt_rows = T > 0, rows t < T of x (rows padded to 8)
   // = embedding[tokens[state word 1 + t]].
   gpu::Dispatch embed(const gpu::Binding& embedding, const gpu::Binding& tokens, const gpu::Binding& state,
-             const gpu::Binding& x, uint32_t hidden, uint32_t prompt_rows = 0);
+                      const gpu::Binding& x, uint32_t hidden, uint32_t prompt_rows = 0);
   // Two steps: partial maxima over chunks of `chunk` logits, then the final one that writes
   // tokens[pos + 1] and advances pos. part_v, part_i hold ceil(vocab / chunk) entries.
-  std::vector<gpu::Dispatch> argmax(const gpu::Binding& logits, const gpu::Binding& part_v, const gpu::Binding& part_i,
-                           const gpu::Binding& tokens, const gpu::Binding& state, uint32_t vocab,
-                           uint32_t chunk);
+  std::vector<gpu::Dispatch> argmax(const gpu::Binding& logits, const gpu::Binding& part_v,
+                                    const gpu::Binding& part_i, const gpu::Binding& tokens,
+                                    const gpu::Binding& state, uint32_t vocab, uint32_t chunk);
   gpu::Dispatch advance(const gpu::Binding& state);
 
   // Prefill of a prompt chunk of T tokens at positions state word 1 + t (state word 2 = T): the
@@ -157,17 +162,18 @@ class DecodeKernels {
   // the attention output) hold ceil(T / kPromptTokenTile) * kPromptTokenTile rows; rows past T
   // are computed from stale rows and read by nobody; the caches are written for t < T only.
   gpu::Dispatch qkv_rope_prompt(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
-                       const gpu::Binding& bias, const gpu::Binding& rope, const gpu::Binding& state,
-                       const gpu::Binding& q_out, const gpu::Binding& k_cache, const gpu::Binding& v_cache,
-                       const ModelConfig& cfg, uint32_t ctx_len,
-                       uint32_t T);  // q_out: [T][heads * hd], unpadded
+                                const gpu::Binding& bias, const gpu::Binding& rope, const gpu::Binding& state,
+                                const gpu::Binding& q_out, const gpu::Binding& k_cache,
+                                const gpu::Binding& v_cache, const ModelConfig& cfg, uint32_t ctx_len,
+                                uint32_t T);  // q_out: [T][heads * hd], unpadded
   gpu::Dispatch gate_up_silu_prompt(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
-                           const gpu::Binding& act, uint32_t inter, uint32_t hidden, double eps, uint32_t T);
-  gpu::Dispatch residual_prompt(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& resid, uint32_t rows,
-                       uint32_t cols, uint32_t T);
+                                    const gpu::Binding& act, uint32_t inter, uint32_t hidden, double eps,
+                                    uint32_t T);
+  gpu::Dispatch residual_prompt(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& resid,
+                                uint32_t rows, uint32_t cols, uint32_t T);
   gpu::Dispatch attend_prompt(const gpu::Binding& q, const gpu::Binding& k_cache, const gpu::Binding& v_cache,
-                     const gpu::Binding& state, const gpu::Binding& out, const ModelConfig& cfg,
-                     uint32_t ctx_len, uint32_t T);
+                              const gpu::Binding& state, const gpu::Binding& out, const ModelConfig& cfg,
+                              uint32_t ctx_len, uint32_t T);
 
   static constexpr uint32_t kArgmaxChunk = 2048;
   static constexpr uint32_t kPromptTokenTile = 64;  // the most tokens of a PromptTile
@@ -193,15 +199,17 @@ class DecodeKernels {
 
  private:
   // A matrix-vector step; `pairs`: the epilogue reads rows 2i, 2i + 1 together (RoPE, gate/up).
-  gpu::Dispatch matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm, double eps, bool pairs,
-              std::map<std::string, double> extra, std::initializer_list<gpu::Binding> b);
+  gpu::Dispatch matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm, double eps,
+                       bool pairs, std::map<std::string, double> extra,
+                       std::initializer_list<gpu::Binding> b);
   // matvec under tuning t; `extra_wg_bytes`: the entry's own workgroup memory.
-  gpu::Dispatch matvec_tuned(const MatvecTuning& t, const std::string& entry, uint32_t rows, uint32_t cols, bool norm,
-                    double eps, bool pairs, uint64_t extra_wg_bytes, std::map<std::string, double> extra,
-                    std::initializer_list<gpu::Binding> b);
+  gpu::Dispatch matvec_tuned(const MatvecTuning& t, const std::string& entry, uint32_t rows, uint32_t cols,
+                             bool norm, double eps, bool pairs, uint64_t extra_wg_bytes,
+                             std::map<std::string, double> extra, std::initializer_list<gpu::Binding> b);
   void check_tuning(const std::string& entry, const MatvecTuning& t, bool pairs) const;
-  gpu::Dispatch matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm, double eps,
-              std::map<std::string, double> extra, std::initializer_list<gpu::Binding> b);
+  gpu::Dispatch matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm,
+                       double eps, std::map<std::string, double> extra,
+                       std::initializer_list<gpu::Binding> b);
   // short_max > 0: attend_short's kernel for that many positions (its CHUNK).
   const gpu::Kernel& attention(const std::string& entry, const ModelConfig& cfg, uint32_t ctx_len,
                                AttentionSplit split = {}, uint32_t short_max = 0);

@@ -134,15 +134,16 @@ void Model::upload_weights(const WeightLookup& weights) {
   total_upload_ = per_layer * c.num_layers + row_bytes(t, c.hidden_size) * c.vocab_size * (head ? 2 : 1);
   // `name`: the buffer's name in a written plan; `packing` and `sources`: how its rows come from
   // the file's tensors (BufferContents).
-  auto matrix = [&](std::string name, const char* packing, std::vector<const TensorRef*> sources, uint32_t rows,
-                    uint32_t cols, const std::function<void(uint32_t, float*)>& row) {
+  auto matrix = [&](std::string name, const char* packing, std::vector<const TensorRef*> sources,
+                    uint32_t rows, uint32_t cols, const std::function<void(uint32_t, float*)>& row) {
     const uint64_t before = done_upload_;
     gpu::Buffer b = upload_rows(*ctx_, t, "llm." + name, rows, cols, row, [&](uint64_t bytes) {
       done_upload_ = before + bytes;
       if (opt_.progress) opt_.progress(done_upload_, total_upload_);
     });
     stats_.weight_bytes += b.size();
-    BufferContents what{.kind = BufferContents::Kind::Weights, .packing = packing, .rows = rows, .cols = cols};
+    BufferContents what{
+        .kind = BufferContents::Kind::Weights, .packing = packing, .rows = rows, .cols = cols};
     for (const TensorRef* tr : sources) what.sources.push_back(tr->name);
     return keep(b, std::move(name), std::move(what));
   };
@@ -163,7 +164,8 @@ void Model::upload_weights(const WeightLookup& weights) {
   };
 
   embedding_ = matrix("embedding", "rows", {&embed}, c.vocab_size, c.hidden_size, rows_of(embed));
-  lm_head_ = head ? matrix("lm_head", "rows", {head}, c.vocab_size, c.hidden_size, rows_of(*head)) : embedding_;
+  lm_head_ =
+      head ? matrix("lm_head", "rows", {head}, c.vocab_size, c.hidden_size, rows_of(*head)) : embedding_;
   final_norm_ = norm_vector("final_norm", norm);
   for (uint32_t i = 0; i < c.num_layers; ++i) {
     const LayerRefs& r = refs[i];
@@ -172,9 +174,9 @@ void Model::upload_weights(const WeightLookup& weights) {
     const TensorRef* qkv[3] = {r.q, r.k, r.v};
     l.qkv = matrix(layer + "qkv", "qkv_rope_pairs", {r.q, r.k, r.v}, q_rows + 2 * kv_rows, c.hidden_size,
                    [&](uint32_t p, float* out) {
-      auto [which, row] = qkv_source_row(p, hd, q_rows, kv_rows);
-      tensor_row(*qkv[which], row, std::span(out, c.hidden_size));
-    });
+                     auto [which, row] = qkv_source_row(p, hd, q_rows, kv_rows);
+                     tensor_row(*qkv[which], row, std::span(out, c.hidden_size));
+                   });
     std::vector<float> bias(q_rows + 2 * kv_rows, 0.0f);
     if (c.attention_bias) {
       const std::vector<double> b[3] = {tensor_values(*r.qb), tensor_values(*r.kb), tensor_values(*r.vb)};
@@ -199,7 +201,8 @@ void Model::upload_weights(const WeightLookup& weights) {
                          auto [which, row] = gate_up_source_row(p);
                          tensor_row(*gu[which], row, std::span(out, c.hidden_size));
                        });
-    l.down = matrix(layer + "down_proj", "rows", {r.down}, c.hidden_size, c.intermediate_size, rows_of(*r.down));
+    l.down =
+        matrix(layer + "down_proj", "rows", {r.down}, c.hidden_size, c.intermediate_size, rows_of(*r.down));
     const uint64_t cache = uint64_t(c.num_kv_heads) * ctx_len_ * hd;
     l.k_cache = scratch("llm." + layer + "k_cache", cache);
     l.v_cache = scratch("llm." + layer + "v_cache", cache);
@@ -247,10 +250,14 @@ std::span<const Stage> stages(Model::LayerVariant v) {
   static constexpr Stage fused[] = {QkvRope, AttendO, GateUpSiluSum, DownFromNext};
   static constexpr Stage long_[] = {QkvRope, AttendChunks, OProjCombine, GateUpSilu, Down};
   switch (v) {
-    case Model::LayerVariant::Split: return split;
-    case Model::LayerVariant::Short: return short_;
-    case Model::LayerVariant::Fused: return fused;
-    case Model::LayerVariant::Long: return long_;
+    case Model::LayerVariant::Split:
+      return split;
+    case Model::LayerVariant::Short:
+      return short_;
+    case Model::LayerVariant::Fused:
+      return fused;
+    case Model::LayerVariant::Long:
+      return long_;
   }
   throw Error("unknown layer variant");
 }
@@ -276,13 +283,14 @@ gpu::Plan Model::layers_plan(LayerVariant v) {
     for (Stage s : stages(v)) {
       switch (s) {
         case Stage::QkvRope:
-          plan.dispatch(
-              k.qkv_rope(l.qkv, x_, l.input_norm, l.qkv_bias, rope_, state_, q_, l.k_cache, l.v_cache, c, ctx_len_),
-              {"qkv_rope", l.qkv.size() + vec(2 * c.hidden_size + 2 * qkv_rows + c.head_dim)});
+          plan.dispatch(k.qkv_rope(l.qkv, x_, l.input_norm, l.qkv_bias, rope_, state_, q_, l.k_cache,
+                                   l.v_cache, c, ctx_len_),
+                        {"qkv_rope", l.qkv.size() + vec(2 * c.hidden_size + 2 * qkv_rows + c.head_dim)});
           break;
         case Stage::AttendChunks:
-          plan.dispatch(k.attend_chunks(q_, l.k_cache, l.v_cache, state_, att_partials_, c, ctx_len_, opt_.attention),
-                        {"attention", vec(q_rows), kv_per_position});
+          plan.dispatch(
+              k.attend_chunks(q_, l.k_cache, l.v_cache, state_, att_partials_, c, ctx_len_, opt_.attention),
+              {"attention", vec(q_rows), kv_per_position});
           break;
         case Stage::AttendCombine:
           plan.dispatch(k.attend_combine(att_partials_, state_, att_, c, ctx_len_, opt_.attention),
@@ -304,13 +312,14 @@ gpu::Plan Model::layers_plan(LayerVariant v) {
                         {"attend_o", l.o.size() + vec(q_rows) + parts, kv_per_position});
           break;
         case Stage::GateUpSilu:
-          plan.dispatch(
-              k.gate_up_silu(l.gate_up, x_, l.post_norm, act_, c.intermediate_size, c.hidden_size, c.rms_norm_eps),
-              {"gate_up_silu", l.gate_up.size() + vec(2 * c.hidden_size + c.intermediate_size)});
+          plan.dispatch(k.gate_up_silu(l.gate_up, x_, l.post_norm, act_, c.intermediate_size, c.hidden_size,
+                                       c.rms_norm_eps),
+                        {"gate_up_silu", l.gate_up.size() + vec(2 * c.hidden_size + c.intermediate_size)});
           break;
         case Stage::GateUpSiluSum:
-          plan.dispatch(k.gate_up_silu_sum(l.gate_up, x_, o_parts_, l.post_norm, act_, x_next_, c),
-                        {"gate_up_silu_sum", l.gate_up.size() + parts + vec(3 * c.hidden_size + c.intermediate_size)});
+          plan.dispatch(
+              k.gate_up_silu_sum(l.gate_up, x_, o_parts_, l.post_norm, act_, x_next_, c),
+              {"gate_up_silu_sum", l.gate_up.size() + parts + vec(3 * c.hidden_size + c.intermediate_size)});
           break;
         case Stage::Down:
           plan.dispatch(k.matvec_residual(l.down, act_, x_, c.hidden_size, c.intermediate_size),
@@ -339,8 +348,9 @@ void Model::build_plans() {
   else
     from = {{LayerVariant::Split, 0}};
   for (auto [v, pos] : from) variants_.push_back({v, pos, layers_plan(v)});
-  head_.dispatch(k.matvec_norm(lm_head_, x_, final_norm_, logits_, c.vocab_size, c.hidden_size, c.rms_norm_eps),
-                 {"lm_head", lm_head_.size() + vec(2 * c.hidden_size + c.vocab_size)});
+  head_.dispatch(
+      k.matvec_norm(lm_head_, x_, final_norm_, logits_, c.vocab_size, c.hidden_size, c.rms_norm_eps),
+      {"lm_head", lm_head_.size() + vec(2 * c.hidden_size + c.vocab_size)});
   head_.build();
   const auto picker =
       k.argmax(logits_, part_v_, part_i_, tokens_, state_, c.vocab_size, DecodeKernels::kArgmaxChunk);

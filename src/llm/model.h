@@ -25,11 +25,11 @@
 #include <vector>
 
 #include "gpu/context.h"
+#include "gpu/plan.h"
 #include "gpu/recorder.h"
 #include "llm/config.h"
 #include "llm/decode_kernels.h"
 #include "llm/reference.h"
-#include "gpu/plan.h"
 
 namespace wgfuse::llm {
 
@@ -98,7 +98,7 @@ struct ModelStats {
 
 // `Model::profile_decode`: one decode step's dispatches timed by GPU timestamps.
 struct StepTiming {
-  std::string name;  // the plan step's name (gpu::Plan::step_name)
+  std::string name;                            // the plan step's name (gpu::Plan::step_name)
   uint64_t bytes = 0, bytes_per_position = 0;  // its gpu::StepInfo
   std::vector<double> us;                      // one per repetition
 };

@@ -30,10 +30,14 @@ json usage_json(gpu::BufferUsage u) {
 
 const char* variant_name(Model::LayerVariant v) {
   switch (v) {
-    case Model::LayerVariant::Split: return "split";
-    case Model::LayerVariant::Short: return "short";
-    case Model::LayerVariant::Fused: return "fused";
-    case Model::LayerVariant::Long: return "long";
+    case Model::LayerVariant::Split:
+      return "split";
+    case Model::LayerVariant::Short:
+      return "short";
+    case Model::LayerVariant::Fused:
+      return "fused";
+    case Model::LayerVariant::Long:
+      return "long";
   }
   return "?";
 }
@@ -56,7 +60,8 @@ class Writer {
           for (const auto& b : s.bindings) {
             if (b.is_params())
               throw Error("plan '" + p.label() + "': params records are not written down (none expected)");
-            bindings.push_back({{"buffer", buffer(b.buffer(), p, i)}, {"offset", b.offset()}, {"size", b.size()}});
+            bindings.push_back(
+                {{"buffer", buffer(b.buffer(), p, i)}, {"offset", b.offset()}, {"size", b.size()}});
           }
           steps.push_back({{"name", std::string(p.step_name(i))},
                            {"kernel", kernel(*s.kernel)},
@@ -132,8 +137,8 @@ json plan_json(Model& model, uint32_t prompt_length, Sampler* sampler) {
   const ModelConfig& c = model.config();
   const ModelOptions& o = model.options();
   if (prompt_length == 0 || prompt_length > model.capacity())
-    throw Error("--write-plan: the prompt of " + std::to_string(prompt_length) + " tokens must hold 1 to --ctx (" +
-                std::to_string(model.capacity()) + ") tokens");
+    throw Error("--write-plan: the prompt of " + std::to_string(prompt_length) +
+                " tokens must hold 1 to --ctx (" + std::to_string(model.capacity()) + ") tokens");
   Writer w;
   json buffers = json::array();
   for (const NamedBuffer& b : model.buffers()) {
@@ -166,7 +171,8 @@ json plan_json(Model& model, uint32_t prompt_length, Sampler* sampler) {
                            {&sampler->keys(), "sampler.keys"},
                            {&sampler->scratch(), "sampler.scratch"}}) {
       w.name(*b, name);
-      json contents = b == &sampler->uniform() ? json{{"kind", "words"}, {"words", words}} : json{{"kind", "zeros"}};
+      json contents =
+          b == &sampler->uniform() ? json{{"kind", "words"}, {"words", words}} : json{{"kind", "zeros"}};
       buffers.push_back(
           {{"name", name}, {"size", b->size()}, {"usage", usage_json(b->usage())}, {"contents", contents}});
     }
@@ -188,14 +194,13 @@ json plan_json(Model& model, uint32_t prompt_length, Sampler* sampler) {
     prefill["state_words_before_chunk"] = {"last_position", "chunk_start", "chunk_length"};
     prefill["submit_between_chunks"] = true;
     const uint64_t row = model.residual_row_bytes();
-    prefill["after_last_chunk"] = {
-        {{"copy",
-          {{"src", "prefill.x"},
-           {"src_offset", {{"row_bytes", row}, {"row", "chunk_length - 1"}}},
-           {"dst", "x"},
-           {"dst_offset", 0},
-           {"bytes", row}}}},
-        {{"plan", "lm_head"}}};
+    prefill["after_last_chunk"] = {{{"copy",
+                                     {{"src", "prefill.x"},
+                                      {"src_offset", {{"row_bytes", row}, {"row", "chunk_length - 1"}}},
+                                      {"dst", "x"},
+                                      {"dst_offset", 0},
+                                      {"bytes", row}}}},
+                                   {{"plan", "lm_head"}}};
   } else {
     prefill["state_words_before"] = {"first_unfed_position"};
     prefill["each_position_but_the_last"] = {{{"plan", "decode"}}, {{"plan", "advance"}}};
@@ -225,10 +230,12 @@ json plan_json(Model& model, uint32_t prompt_length, Sampler* sampler) {
             {"words",
              {{{"word", 0},
                {"name", "pos"},
-               {"meaning", "the position the decode step feeds; the picker writes tokens[pos + 1] and sets pos + 1"}},
+               {"meaning",
+                "the position the decode step feeds; the picker writes tokens[pos + 1] and sets pos + 1"}},
               {{"word", 1}, {"name", "chunk_start"}, {"meaning", "a prefill chunk's first position"}},
               {{"word", 2}, {"name", "chunk_length"}, {"meaning", "a prefill chunk's length T"}}}}}},
-          {"tokens", {{"buffer", "tokens"}, {"meaning", "u32 token ids by position; the host writes the prompt's"}}},
+          {"tokens",
+           {{"buffer", "tokens"}, {"meaning", "u32 token ids by position; the host writes the prompt's"}}},
           {"logits", "logits"},
           {"kernels", w.kernels()},
           {"plans", std::move(plans)},
