@@ -275,6 +275,65 @@ TEST(Plan, SetParamsBetweenEncodes) {
   EXPECT_EQ(plan.params_buffer().usage(), BufferUsage::Uniform | BufferUsage::CopyDst);
 }
 
+// Test that a plan keeps each step's bindings and metadata for describing it, that appending a
+// built plan and an unbuilt one gives their steps in order, and that the appended plan computes
+// what encoding both plans does.
+TEST(Plan, AppendsPlansAndDescribesItsSteps) {
+  PlanFixture f;
+  gpu::Plan first(f.ctx, "test.first");
+  first.dispatch(gpu::Dispatch{&f.step, {f.w}, {2}}, {"step", 12, 3});
+  first.copy(f.w, 0, f.w_copy, 0, PlanFixture::kWords * 4);
+  first.build();
+  gpu::Plan second(f.ctx, "test.second");
+  second.dispatch(f.step, {gpu::BufferBinding(f.w_copy, 0, 64)}, {1});  // no StepInfo: the entry's name
+  second.end_pass();
+  gpu::Plan both(f.ctx, "test.both");
+  both.append(first);
+  both.append(second);
+  both.build();
+  ASSERT_EQ(both.steps(), 4u);
+  EXPECT_EQ(both.dispatches(), 2u);
+  EXPECT_EQ(both.copies(), 1u);
+  const auto s0 = both.step(0);
+  EXPECT_EQ(s0.kind, gpu::Plan::StepKind::Dispatch);
+  EXPECT_EQ(s0.kernel, &f.step);
+  EXPECT_EQ(s0.grid.x, 2u);
+  EXPECT_EQ(s0.info.bytes, 12u);
+  EXPECT_EQ(s0.info.bytes_per_position, 3u);
+  ASSERT_EQ(s0.bindings.size(), 1u);
+  EXPECT_EQ(s0.bindings[0].buffer().id(), f.w.id());
+  EXPECT_EQ(both.step_name(0), "step");
+  EXPECT_EQ(both.step(1).kind, gpu::Plan::StepKind::Copy);
+  EXPECT_EQ(both.step(1).dst->id(), f.w_copy.id());
+  EXPECT_EQ(both.step_name(1), "copy");
+  EXPECT_EQ(both.step_name(2), "step_u32");
+  EXPECT_EQ(both.step(2).bindings[0].size(), 64u);
+  EXPECT_EQ(both.step(3).kind, gpu::Plan::StepKind::EndPass);
+
+  auto run = [&](bool appended) {
+    f.reset();
+    gpu::Recorder rec(f.ctx);
+    if (appended) {
+      both.encode(rec);
+    } else {
+      first.encode(rec);
+      second.encode(rec);
+    }
+    rec.submit();
+    return std::pair{f.ctx.read_all<uint32_t>(f.w), f.ctx.read_all<uint32_t>(f.w_copy)};
+  };
+  const auto separate = run(false);
+  EXPECT_NE(separate.first, f.w0);
+  EXPECT_EQ(run(true), separate);
+  gpu::Plan with_params(f.ctx, "test.params");
+  with_params.params(uint32_t(1));
+  const auto m = message_of([&] { both.append(with_params); });
+  EXPECT_NE(m.find("after build()"), std::string::npos) << m;
+  gpu::Plan fresh(f.ctx, "test.fresh");
+  const auto m2 = message_of([&] { fresh.append(with_params); });
+  EXPECT_NE(m2.find("has params records"), std::string::npos) << m2;
+}
+
 // Test that building errors name the plan and the step, and that a built plan takes no steps.
 TEST(Plan, ClearErrors) {
   PlanFixture f;

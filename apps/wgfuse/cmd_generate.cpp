@@ -308,20 +308,6 @@ void print_timing(const Session& s) {
       t["readbacks_per_token"].get<double>(), double(st.gpu_memory_bytes) / 1e6, s.load_ms);
 }
 
-nlohmann::json config_json(const llm::ModelConfig& c) {
-  return {{"architecture", c.architecture},
-          {"vocab_size", c.vocab_size},
-          {"hidden_size", c.hidden_size},
-          {"intermediate_size", c.intermediate_size},
-          {"num_layers", c.num_layers},
-          {"num_heads", c.num_heads},
-          {"num_kv_heads", c.num_kv_heads},
-          {"head_dim", c.head_dim},
-          {"rope_theta", c.rope_theta},
-          {"rms_norm_eps", c.rms_norm_eps},
-          {"tie_word_embeddings", c.tie_word_embeddings}};
-}
-
 // --profile: one decode step after the generation, each dispatch timed in its own pass; a table
 // per kernel on stderr (calls per token, µs, bytes, GB/s, % of the copy kernel's bandwidth).
 nlohmann::json profile(Session& s, uint32_t reps) {
@@ -522,7 +508,7 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     j["dtype"] = lo.dtype;
     j["ctx"] = s->ctx_len();
     j["attention"] = {{"chunk", lo.attention.chunk}, {"heads_per_wg", lo.attention.heads_per_wg}};
-    j["model"] = {{"dir", lo.model_dir}, {"config", config_json(s->files.config())}};
+    j["model"] = {{"dir", lo.model_dir}, {"config", llm::config_json(s->files.config())}};
     j["sampling"] = {{"temperature", s->params.temperature},
                      {"top_k", s->params.top_k},
                      {"top_p", s->params.top_p},

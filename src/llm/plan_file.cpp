@@ -207,20 +207,9 @@ json plan_json(Model& model, uint32_t prompt_length, Sampler* sampler) {
     prefill["last_position"] = {{{"plan", "decode"}}, {{"plan", "lm_head"}}};
   }
 
-  json config{{"architecture", c.architecture},
-              {"vocab_size", c.vocab_size},
-              {"hidden_size", c.hidden_size},
-              {"intermediate_size", c.intermediate_size},
-              {"num_layers", c.num_layers},
-              {"num_heads", c.num_heads},
-              {"num_kv_heads", c.num_kv_heads},
-              {"head_dim", c.head_dim},
-              {"rope_theta", c.rope_theta},
-              {"rms_norm_eps", c.rms_norm_eps},
-              {"tie_word_embeddings", c.tie_word_embeddings}};
   return {{"format", "wgfuse-plan"},
           {"version", kPlanFormatVersion},
-          {"model", std::move(config)},
+          {"model", config_json(c)},
           {"weights", {{"dtype", o.dtype == WeightDType::F16 ? "f16" : "f32"}, {"row_padding", 8}}},
           {"ctx", model.capacity()},
           {"prompt_length", prompt_length},
@@ -242,6 +231,20 @@ json plan_json(Model& model, uint32_t prompt_length, Sampler* sampler) {
           {"prefill", std::move(prefill)},
           {"decode", {{"variants", std::move(decode)}, {"token", {"decode", "lm_head", picker}}}},
           {"picker", picker}};
+}
+
+json config_json(const ModelConfig& c) {
+  return {{"architecture", c.architecture},
+          {"vocab_size", c.vocab_size},
+          {"hidden_size", c.hidden_size},
+          {"intermediate_size", c.intermediate_size},
+          {"num_layers", c.num_layers},
+          {"num_heads", c.num_heads},
+          {"num_kv_heads", c.num_kv_heads},
+          {"head_dim", c.head_dim},
+          {"rope_theta", c.rope_theta},
+          {"rms_norm_eps", c.rms_norm_eps},
+          {"tie_word_embeddings", c.tie_word_embeddings}};
 }
 
 void write_plan(const std::string& path, const json& plan) {

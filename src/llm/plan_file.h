@@ -13,6 +13,7 @@ namespace wgfuse::llm {
 
 class Model;
 class Sampler;
+struct ModelConfig;
 
 constexpr int kPlanFormatVersion = 1;
 
@@ -20,6 +21,8 @@ constexpr int kPlanFormatVersion = 1;
 // `prompt_length` tokens (one per chunk length it uses) and of a whole chunk; `sampler` (when
 // sampling) is the token picker, else greedy argmax.
 nlohmann::json plan_json(Model& model, uint32_t prompt_length, Sampler* sampler = nullptr);
+// The model's shape as JSON (the written plan's "model", `generate --json`'s "config").
+nlohmann::json config_json(const ModelConfig& c);
 // Writes `plan` to `path` (indented); throws Error naming the path when it cannot.
 void write_plan(const std::string& path, const nlohmann::json& plan);
 
