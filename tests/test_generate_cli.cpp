@@ -12,6 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "gpu/kernel.h"
 #include "llm/model_files.h"
 #include "llm/reference.h"
 #include "llm/safetensors_writer.h"
@@ -198,6 +199,32 @@ TEST(GenerateCli, FusionNoneAndFullGiveTheSameTokens) {
   EXPECT_EQ(crossing["generated_ids"], none["generated_ids"]);
   EXPECT_EQ(mixed["generated_ids"], none["generated_ids"]);
   fs::remove(out);
+}
+
+// Test that --write-plan writes the plan the run used: version 1, the decode step's dispatches as
+// many as --json counts, every kernel an embedded family; an unwritable path is a clear error.
+TEST(GenerateCli, WritePlanWritesTheDecodeStep) {
+  const std::string tag = std::to_string(getpid());
+  const fs::path out = fs::temp_directory_path() / ("wgfuse_plan_" + tag + ".json"),
+                 plan = fs::temp_directory_path() / ("wgfuse_plan_" + tag + ".plan.json");
+  auto r = test::run_wgfuse(generate_cmd(kSmallVocab, "--prompt-ids 5,17,301 -n 3 --temp 0 --write-plan '" +
+                                                          plan.string() + "' --json '" + out.string() + "'"),
+                            "", "/dev/null");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const json j = json::parse(std::ifstream(out)), p = json::parse(std::ifstream(plan));
+  EXPECT_EQ(p["format"], "wgfuse-plan");
+  EXPECT_EQ(p["version"], 1);
+  EXPECT_EQ(p["prompt_length"], 3);
+  const auto& plans = p["plans"];
+  const std::string first = p["decode"]["variants"][0]["plan"];
+  EXPECT_EQ(plans[first].size() + plans["lm_head"].size() + plans["argmax"].size(), j["dispatches_per_step"]);
+  EXPECT_TRUE(plans.contains("prefill.3")) << "the prompt's chunk";
+  for (const auto& k : p["kernels"]) EXPECT_NO_THROW(gpu::kernel_source(k["family"].get<std::string>()));
+  fs::remove(out);
+  fs::remove(plan);
+  r = test::run_wgfuse(generate_cmd(kSmallVocab, "--prompt-ids 5 -n 1 --write-plan /nonexistent/dir/p.json"));
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("--write-plan: cannot write /nonexistent/dir/p.json"), std::string::npos) << r.out;
 }
 
 TEST(GenerateCli, SameSeedSameTokens) {

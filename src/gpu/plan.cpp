@@ -51,14 +51,14 @@ void Plan::dispatch(const Kernel& kernel, std::span<const Binding> bindings, Gri
     if (b.is_params() && b.params().index >= records_.size())
       throw Error("plan '" + label_ + "': params slot " + std::to_string(b.params().index) +
                   " is not one of this plan's " + std::to_string(records_.size()) + " records");
-  steps_.push_back({.kind = Kind::Dispatch, .kernel = &kernel, .grid = grid});
+  steps_.push_back({.kind = StepKind::Dispatch, .kernel = &kernel, .grid = grid});
   bindings_.emplace_back(bindings.begin(), bindings.end());
   info_.push_back(std::move(info));
 }
 
 void Plan::dispatch(const Kernel& kernel, const BindGroup& group, Grid grid) {
   require_building("a dispatch added");
-  steps_.push_back({.kind = Kind::Dispatch, .kernel = &kernel, .group = group, .grid = grid});
+  steps_.push_back({.kind = StepKind::Dispatch, .kernel = &kernel, .group = group, .grid = grid});
   bindings_.emplace_back();
   info_.emplace_back();
 }
@@ -72,7 +72,7 @@ void Plan::copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint6
                 std::to_string(src_offset) + " of a buffer of " + std::to_string(src.size()) + " to offset " +
                 std::to_string(dst_offset) + " of a buffer of " + std::to_string(dst.size()) +
                 " (offsets and size must be multiples of 4, ranges inside the buffers)");
-  steps_.push_back({.kind = Kind::Copy,
+  steps_.push_back({.kind = StepKind::Copy,
                     .src = src,
                     .dst = dst,
                     .src_offset = src_offset,
@@ -84,7 +84,7 @@ void Plan::copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint6
 
 void Plan::end_pass() {
   require_building("end_pass()");
-  steps_.push_back({.kind = Kind::EndPass});
+  steps_.push_back({.kind = StepKind::EndPass});
   bindings_.emplace_back();
   info_.emplace_back();
 }
@@ -109,8 +109,8 @@ Plan::StepView Plan::step(size_t i) const {
 std::string_view Plan::step_name(size_t i) const {
   const StepView s = step(i);
   if (!s.info.name.empty()) return s.info.name;
-  if (s.kind == Kind::Dispatch) return s.kernel->key().entry;
-  return s.kind == Kind::Copy ? "copy" : "end_pass";
+  if (s.kind == StepKind::Dispatch) return s.kernel->key().entry;
+  return s.kind == StepKind::Copy ? "copy" : "end_pass";
 }
 
 void Plan::build() {
@@ -124,7 +124,7 @@ void Plan::build() {
   std::vector<BufferBinding> resolved;
   for (size_t i = 0; i < steps_.size(); ++i) {
     Step& s = steps_[i];
-    if (s.kind != Kind::Dispatch || s.group) continue;  // a group made elsewhere, or appended built
+    if (s.kind != StepKind::Dispatch || s.group) continue;  // a group made elsewhere, or appended built
     resolved.clear();
     for (auto& b : bindings_[i]) {
       if (b.is_params()) {
@@ -145,12 +145,12 @@ void Plan::build() {
   params_host_.shrink_to_fit();
   bool open = false;
   for (auto& s : steps_) {
-    if (s.kind == Kind::Dispatch) {
+    if (s.kind == StepKind::Dispatch) {
       dispatches_ += 1;
       passes_ += open ? 0 : 1;
       open = true;
     } else {
-      copies_ += s.kind == Kind::Copy;
+      copies_ += s.kind == StepKind::Copy;
       open = false;
     }
   }
@@ -170,13 +170,13 @@ void Plan::encode(Recorder& rec, size_t first, size_t count) {
   for (size_t i = first; i < first + count; ++i) {
     const Step& s = steps_[i];
     switch (s.kind) {
-      case Kind::Dispatch:
+      case StepKind::Dispatch:
         rec.dispatch(*s.kernel, s.group, s.grid.x, s.grid.y, s.grid.z);
         break;
-      case Kind::Copy:
+      case StepKind::Copy:
         rec.copy(s.src, s.src_offset, s.dst, s.dst_offset, s.bytes);
         break;
-      case Kind::EndPass:
+      case StepKind::EndPass:
         rec.end_pass();
         break;
     }

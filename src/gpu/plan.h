@@ -13,7 +13,9 @@
 // Params records are placed at the device's uniform offset alignment in one Uniform buffer the
 // plan owns; each dispatch that binds one gets its own bind group over that range, so updating a
 // record is one queue write and encoding stays a plain walk. Steps record in order; a dispatch
-// after a copy or end_pass() opens a new compute pass (the Recorder's rule).
+// after a copy or end_pass() opens a new compute pass (the Recorder's rule). Each step keeps its
+// bindings and an optional StepInfo (name, bytes to move) beside the walked list: step(i)
+// describes it, for profiles and for a plan written down (llm/plan_file.h).
 #pragma once
 
 #include <cstddef>
@@ -98,7 +100,7 @@ class Plan {
   void dispatch(const Kernel& kernel, std::initializer_list<Binding> bindings, Grid grid, StepInfo info = {});
   void dispatch(const Kernel& kernel, std::span<const Binding> bindings, Grid grid, StepInfo info = {});
   void dispatch(const Dispatch& d, StepInfo info = {});
-  // A dispatch with a bind group made elsewhere (Context::bind); describe() cannot list its bindings.
+  // A dispatch with a bind group made elsewhere (Context::bind); step() lists no bindings for it.
   void dispatch(const Kernel& kernel, const BindGroup& group, Grid grid);
   void copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t bytes);
   // The next dispatch opens a new compute pass.
@@ -146,10 +148,9 @@ class Plan {
   const Buffer& params_buffer() const { return params_buffer_; }
 
  private:
-  using Kind = StepKind;
   // What encode() walks; the bindings and the metadata stay beside it, in steps' order.
   struct Step {
-    Kind kind = Kind::Dispatch;
+    StepKind kind = StepKind::Dispatch;
     const Kernel* kernel = nullptr;
     BindGroup group;
     Grid grid;
