@@ -164,6 +164,12 @@ TEST(ServeSubmission, StringsLoseControlCharactersAndCountCharacters) {
   s["adapter"]["device"] = "Evil\u202eGPU";
   validate_submission(s);
   EXPECT_EQ(s["adapter"]["device"], "EvilGPU");
+  // A browser's adapter without a device name is named by vendor and architecture.
+  s["adapter"]["device"] = "";
+  s["adapter"]["vendor"] = "nvidia";
+  s["adapter"]["architecture"] = "blackwell";
+  validate_submission(s);
+  EXPECT_EQ(s["adapter"]["device"], "nvidia blackwell");
   // 256 two-byte characters are 512 bytes and within the limit; 257 are not.
   std::string e256;
   for (int k = 0; k < 256; ++k) e256 += "\u00e9";

@@ -97,6 +97,11 @@ std::string where_clause(const ResultQuery& q, std::vector<Value>& params) {
     sql += " = ?";
     params.push_back(value);
   }
+  if (q.submission_id) {
+    sql += sql.empty() ? " WHERE " : " AND ";
+    sql += "r.submission_id = ?";
+    params.push_back(q.submission_id);
+  }
   if (q.flagged != Flagged::any)
     sql += std::string(sql.empty() ? " WHERE " : " AND ") +
            (q.flagged == Flagged::no ? "r.flags = '[]'" : "r.flags <> '[]'");

@@ -19,6 +19,7 @@ enum class Flagged { any, yes, no };
 struct ResultQuery {
   std::map<std::string, std::string> equals;
   Flagged flagged = Flagged::any;
+  int64_t submission_id = 0;  // 0: any submission
   int64_t limit = 100, offset = 0;
 };
 

@@ -289,11 +289,12 @@ void Server::routes() {
 
   http.Get("/api/results", [this](const httplib::Request& req, httplib::Response& res) {
     std::vector<std::string> known = ResultsStore::filter_columns();
-    known.insert(known.end(), {"flagged", "limit", "offset", "format"});
+    known.insert(known.end(), {"flagged", "submission", "limit", "offset", "format"});
     if (!only_params(req, res, known)) return;
     ResultQuery q;
     if (!filters(req, res, q)) return;
-    if (!integer_param(req, res, "limit", 1, ResultsStore::max_limit, q.limit) ||
+    if (!integer_param(req, res, "submission", 1, INT64_MAX, q.submission_id) ||
+        !integer_param(req, res, "limit", 1, ResultsStore::max_limit, q.limit) ||
         !integer_param(req, res, "offset", 0, INT64_MAX, q.offset))
       return;
     const std::string format = req.has_param("format") ? req.get_param_value("format") : "json";

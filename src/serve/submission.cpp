@@ -330,7 +330,15 @@ void validate_submission(json& s) {
   const std::string source = check_string(member(s, "", "source"), "source");
   check_one_of(source, {"browser", "native"}, "source");
   check_string(member(s, "", "client_version"), "client_version");
-  check_adapter(member(s, "", "adapter"));
+  json& adapter = member(s, "", "adapter");
+  check_adapter(adapter);
+  // Browsers give no device name (Chrome: ""); vendor and architecture identify the GPU instead.
+  if (adapter["device"].get_ref<const std::string&>().empty()) {
+    std::string name = adapter["vendor"].get<std::string>();
+    const std::string& architecture = adapter["architecture"].get_ref<const std::string&>();
+    if (!architecture.empty()) name += (name.empty() ? "" : " ") + architecture;
+    adapter["device"] = name.empty() ? adapter["description"] : json(name);
+  }
   json& browser = member(s, "", "browser");
   if (source == "native") {
     if (!browser.is_null()) reject("browser", "must be null when source is \"native\"");

@@ -40,7 +40,8 @@ struct PlausibilityLimits {
 nlohmann::json parse_submission_body(std::string_view body);
 
 // Throws ValidationError naming the first offending field. Sanitises strings in place: bidi and
-// other control characters are removed, then the length is checked in characters.
+// other control characters are removed, then the length is checked in characters; an empty
+// adapter.device becomes "<vendor> <architecture>" (else the description).
 void validate_submission(nlohmann::json& submission);
 
 // Sets each result's "flags" to the reasons it is implausible (an empty array when it is not),

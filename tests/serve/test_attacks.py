@@ -284,6 +284,15 @@ def check_small_things(server, rng):
     sid = json.loads(body)["id"]
     rows = [r for r in server.get_json("/api/results?limit=1000")["rows"] if r["submission_id"] == sid]
     assert rows[0]["device"] == "RadeonXT 9000" and rows[0]["name"] == "é" * 256, rows[0]["device"]
+    # One submission's rows by the link the page gives after submitting.
+    assert server.get_json(f"/api/results?submission={sid}")["rows"] == rows
+    assert server.request("GET", "/api/results?submission=x")[0] == 400
+    # A browser adapter without a device name gets vendor and architecture as its identity.
+    s = submission(rng, n_results=1)
+    s["adapter"].update(vendor="apple", architecture="metal-3", device="")
+    status, _, body = server.post(s)
+    sid = json.loads(body)["id"]
+    assert server.get_json(f"/api/results?submission={sid}")["rows"][0]["device"] == "apple metal-3"
     s["results"][0]["name"] = "é" * 257
     status, _, body = server.post(s)
     assert status == 400 and b"longer than 256 characters (257)" in body, (status, body)
