@@ -222,7 +222,9 @@ async function runWorkload(device, kernels, w, sizes, reps, label, outputs) {
     };
 
   const perstep = fitnessOf.perstep;
-  const perstepMedian = summarize(samples[0]).median;
+  // Generations per second, as native runs submit them (docs/WEB_API.md: one vocabulary).
+  const rates = samples.map((ms) => ms.map((v) => 1000 / v));
+  const perstepMedian = summarize(rates[0]).median;
   return strategies.map((s, i) => {
     // per-step is compared with fused (the check is symmetric), the others with per-step
     const other = s.name === 'perstep' ? 'fused' : 'perstep';
@@ -234,11 +236,11 @@ async function runWorkload(device, kernels, w, sizes, reps, label, outputs) {
       name: `${w.name} ${s.name}`,
       kernelVersion: kernels.version,
       sizes: {pop, steps, genome_len: len, episodes: 1, ...(s.name === 'team' ? {team} : {})},
-      unit: 'ms',
-      samples: samples[i],
+      unit: 'gen/s',
+      samples: rates[i],
       dispatches: s.dispatches,
       submits: s.submits,
-      baseline: i === 0 ? null : 'perstep',
+      baseline: i === 0 ? null : `${w.name} perstep`,
       baselineMedian: i === 0 ? null : perstepMedian,
       equivalence: {
         passed: rtol === 0 ? c.bitwise : c.maxRel <= rtol,
