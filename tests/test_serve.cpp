@@ -359,7 +359,10 @@ TEST(ServeResultsStore, SqliteMigratesStoresVerbatimAndSummarises) {
     d["adapter"]["device"] = "=HYPERLINK(\"http://x\",\"y\")";
     d["adapter"]["description"] = "+1";
     store.insert(d, "2026-11-22T00:00:03.000Z");
-    const std::string csv = store.query_csv({{{"vendor", "google"}}, Flagged::any, 1000, 0});
+    ResultQuery google;
+    google.equals = {{"vendor", "google"}};
+    google.limit = 1000;
+    const std::string csv = store.query_csv(google);
     EXPECT_NE(csv.find(",\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\","), std::string::npos) << csv;
     EXPECT_NE(csv.find(",'+1,"), std::string::npos);
     EXPECT_EQ(csv.find(",=HYPERLINK"), std::string::npos);

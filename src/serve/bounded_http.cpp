@@ -41,31 +41,17 @@ std::string numeric_host(const sockaddr_storage& addr, socklen_t len, int& port)
   return host;
 }
 
-// Every waiting poll also watches the stop pipe's read end, so that stop() wakes them all at once.
-class StopSignal {
- public:
-  StopSignal() {
-    if (pipe2(fds_, O_CLOEXEC | O_NONBLOCK) != 0)
-      throw Error("serve: cannot create a pipe: " + std::string(std::strerror(errno)));
-  }
-  ~StopSignal() {
-    close(fds_[0]);
-    close(fds_[1]);
-  }
-  void raise() { (void)!::write(fds_[1], "x", 1); }
-  int fd() const { return fds_[0]; }
-
- private:
-  int fds_[2];
-};
-
 // The connection's byte stream: one buffer for its whole life (pipelined requests stay in order),
 // reads bounded by the request's deadline and its head/body caps.
 class ConnectionStream final : public httplib::Stream {
  public:
-  ConnectionStream(int sock, const ConnectionLimits& limits, const StopSignal& stop,
-                   const std::atomic<bool>& stopping, const std::atomic<int64_t>& stop_deadline_ns)
-      : sock_(sock), limits_(limits), stop_(stop), stopping_(stopping), stop_deadline_ns_(stop_deadline_ns) {}
+  ConnectionStream(int sock, const ConnectionLimits& limits, int stop_fd, const std::atomic<bool>& stopping,
+                   const std::atomic<int64_t>& stop_deadline_ns)
+      : sock_(sock),
+        limits_(limits),
+        stop_fd_(stop_fd),
+        stopping_(stopping),
+        stop_deadline_ns_(stop_deadline_ns) {}
 
   // Waits up to idle_timeout for the next request's first byte (already buffered, or arriving).
   bool wait_for_request() {
@@ -181,7 +167,7 @@ class ConnectionStream final : public httplib::Stream {
                                   std::to_string(limits_.body_timeout.count()) + " ms");
         return false;
       }
-      pollfd p[2] = {{sock_, events, 0}, {stop_.fd(), POLLIN, 0}};
+      pollfd p[2] = {{sock_, events, 0}, {stop_fd_, POLLIN, 0}};
       const int n = poll(p, stopping ? 1 : 2, int(std::min<int64_t>(left, 60000)));
       if (n < 0 && errno != EINTR) return false;
       if (n > 0 && p[0].revents) return true;
@@ -203,7 +189,7 @@ class ConnectionStream final : public httplib::Stream {
 
   int sock_;
   const ConnectionLimits& limits_;
-  const StopSignal& stop_;
+  int stop_fd_;  // readable once the server stops: wakes every wait at once
   const std::atomic<bool>& stopping_;
   const std::atomic<int64_t>& stop_deadline_ns_;
   std::vector<char> buffer_ = std::vector<char>(16384);
@@ -259,11 +245,6 @@ class ThreadPerConnection final : public httplib::TaskQueue {
   std::vector<std::list<std::thread>::iterator> finished_;
 };
 
-StopSignal& stop_signal() {
-  static StopSignal signal;
-  return signal;
-}
-
 // A whole response for a connection httplib does not answer: `status_and_reason` as refusals hold
 // it ("503 the server is stopping"); the reason is plain ASCII made here.
 std::string bare_response(const std::string& status_and_reason) {
@@ -305,11 +286,17 @@ void close_gracefully(int sock) {
 }  // namespace
 
 BoundedHttpServer::BoundedHttpServer(ConnectionLimits limits) : limits_(limits) {
-  stop_signal();  // created now, not in a connection's thread
+  if (pipe2(stop_pipe_, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw Error("serve: cannot create a pipe: " + std::string(std::strerror(errno)));
   new_task_queue = [] { return new ThreadPerConnection; };
   set_keep_alive_max_count(limits_.max_requests_per_connection);
   set_keep_alive_timeout(std::max<time_t>(1, limits_.idle_timeout.count() / 1000));
   set_payload_max_length(limits_.max_body_bytes);
+}
+
+BoundedHttpServer::~BoundedHttpServer() {
+  close(stop_pipe_[0]);
+  close(stop_pipe_[1]);
 }
 
 void BoundedHttpServer::widen_backlog() {
@@ -321,7 +308,7 @@ void BoundedHttpServer::stop_bounded() {
   stop_deadline_ns_ =
       std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count();
   stopping_ = true;
-  stop_signal().raise();
+  (void)!::write(stop_pipe_[1], "x", 1);
   stop();
 }
 
@@ -368,7 +355,7 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
     refuse_connection(sock, stopping_ ? "the server is stopping" : why);
     return false;
   }
-  ConnectionStream stream(sock, limits_, stop_signal(), stopping_, stop_deadline_ns_);
+  ConnectionStream stream(sock, limits_, stop_pipe_[0], stopping_, stop_deadline_ns_);
   bool ok = true;
   for (size_t n = 0; n < limits_.max_requests_per_connection && !stopping_; ++n) {
     if (!stream.wait_for_request()) break;

@@ -32,6 +32,7 @@ struct ConnectionLimits {
 class BoundedHttpServer : public httplib::Server {
  public:
   explicit BoundedHttpServer(ConnectionLimits limits);
+  ~BoundedHttpServer() override;
   // After bind: a listen backlog for bursts of connections (httplib's is 5: a burst of clients
   // would wait out SYN retransmissions, seconds each, before anyone refused them).
   void widen_backlog();
@@ -55,6 +56,7 @@ class BoundedHttpServer : public httplib::Server {
   ConnectionLimits limits_;
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> stop_deadline_ns_{0};
+  int stop_pipe_[2] = {-1, -1};  // written by stop_bounded(); every connection's wait polls it
   std::mutex mutex_;
   std::map<std::string, size_t> per_address_;
   std::atomic<size_t> open_{0};
