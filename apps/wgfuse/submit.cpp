@@ -161,7 +161,8 @@ json sim_submission_results(const json& sim) {
                {{"passed", sim.at("check").at("pass")},
                 {"compared", "every timed strategy vs the others and vs the double-precision CPU reference"},
                 {"max_abs_diff", reference.contains(mode) ? reference[mode].value("max_abs", 0.0) : 0.0},
-                {"tolerance", reference.value("atol", 0.0)}}}});
+                {"tolerance", reference.value("atol", 0.0)},
+                {"relative_tolerance", reference.value("rtol", 0.0)}}}});
     results.push_back(std::move(r));
   }
   return results;
