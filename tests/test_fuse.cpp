@@ -264,7 +264,7 @@ TEST(FuseSource, GeneratedFromOneDefinition) {
     EXPECT_NE(src.find(std::string("fn ") + e), std::string::npos) << e;
 }
 
-// Test that each workload's WGSL State struct has the size of its C++ mirror (SimSpec::state_bytes,
+// Test that each workload's WGSL State struct has the size of its header (state_bytes,
 // from which the slot buffers are sized): a probe entry appended to the workload's module returns
 // arrayLength(&slots) for a binding of 1,000 slots of 4 + state_bytes bytes, which is 1,000 only
 // when the shader's Slot stride is exactly that (a larger stride gives fewer, a smaller one more).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numbers>
 #include <string>
 
@@ -234,20 +235,18 @@ std::vector<float> initial_genomes(const Workload& w, uint32_t pop, uint32_t ste
   return g;
 }
 
-ReferenceRun rastrigin_reference(const Episode& e) {
-  return rastrigin(e.genome);
-}
-ReferenceRun acrobot_reference(const Episode& e) {
-  return acrobot(e);
-}
-ReferenceRun cartpole_reference(const Episode& e) {
-  return cartpole(e);
-}
-ReferenceRun mountaincar_reference(const Episode& e) {
-  return mountaincar(e);
-}
-ReferenceRun market_reference(const Episode& e) {
-  return market(e.genome, e.steps, e.data);
+ReferenceEpisode builtin_reference(std::string_view name, const std::string& where) {
+  static const std::map<std::string_view, ReferenceEpisode> all = {
+      {"rastrigin", [](const Episode& e) { return rastrigin(e.genome); }},
+      {"acrobot", acrobot},
+      {"cartpole", cartpole},
+      {"mountaincar", mountaincar},
+      {"market", [](const Episode& e) { return market(e.genome, e.steps, e.data); }},
+  };
+  if (auto it = all.find(name); it != all.end()) return it->second;
+  std::string known;
+  for (auto& [n, f] : all) known += (known.empty() ? "" : ", ") + std::string(n);
+  throw Error(where + ": no built-in CPU reference '" + std::string(name) + "' (known: " + known + ")");
 }
 
 ReferenceRun reference_run(const Workload& w, std::span<const float> genome, uint32_t steps,

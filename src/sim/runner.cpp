@@ -50,6 +50,10 @@ OverJudged judge_over(const Workload& w, std::span<const float> genomes, uint32_
     j.judged = false;
     return j;
   }
+  if (!w.reference) {  // nothing to judge them by
+    j.wrong = j.over;
+    return j;
+  }
   const size_t len = w.genome_length(steps);
   for (size_t i = 0; i < perstep.size() && j.over; ++i) {
     const double a = perstep[i], b = other[i];
