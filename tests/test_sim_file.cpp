@@ -3,6 +3,8 @@
 // file, the field or declaration, the limit and the fix; a WGSL error names the line of the file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <regex>
 #include <string>
@@ -265,6 +267,93 @@ TEST(SimWorkloadFile, CliRunsAUserFile) {
       bad + ":" + std::to_string(line_of(kOscillator, "let a = -(*s).x")) + ":");
   test::expect_cli_error("--adapter cpu sim " + ::testing::TempDir() + "/none.wgsl",
                          "cannot read the workload file");
+}
+
+std::string example(const std::string& name) {
+  return std::string(WGFUSE_SOURCE_DIR) + "/examples/sim/" + name;
+}
+
+// The standard normal CDF.
+double normal_cdf(double x) {
+  return 0.5 * std::erfc(-x / std::sqrt(2.0));
+}
+
+// Test that the Monte Carlo option pricer, a workload written only as a file, prices the call at
+// the Black-Scholes closed form within 4 standard errors of its mean over an odd number of paths,
+// and that its paths agree with its Python CPU reference.
+TEST(SimExampleFiles, OptionPricerMatchesBlackScholes) {
+  const auto w = sim::load_workload_file(example("option_pricer.wgsl"));
+  const uint32_t pop = 65535;
+  sim::SimRunner r(context(), w, pop, 16, 7);
+  const auto f = r.evaluate_initial(Strategy::Fused);
+  double sum = 0, sum2 = 0;
+  for (float v : f) {
+    ASSERT_GE(v, 0.0f);
+    sum += v;
+    sum2 += double(v) * v;
+  }
+  const double mean = sum / pop, se = std::sqrt((sum2 / pop - mean * mean) / pop);
+  const double s0 = 100, k = 105, rate = 0.05, vol = 0.2, t = 1;
+  const double d1 = (std::log(s0 / k) + (rate + vol * vol / 2) * t) / (vol * std::sqrt(t)),
+               d2 = d1 - vol * std::sqrt(t);
+  const double black_scholes = s0 * normal_cdf(d1) - k * std::exp(-rate * t) * normal_cdf(d2);
+  EXPECT_NEAR(black_scholes, 8.0214, 1e-3);  // the textbook value of these parameters
+  EXPECT_LT(se, 0.1);                        // tight enough to see a missing discount (0.4)
+  EXPECT_NEAR(mean, black_scholes, 4 * se) << "standard error " << se;
+  const auto check = r.check_reference(Strategy::Fused, 24);
+  EXPECT_TRUE(check.pass()) << check.agree << "/" << check.samples << " first bad " << check.first_bad << ": "
+                            << check.got << " vs " << check.want;
+}
+
+// Test that the Pendulum, a workload written only as a file with its own policy, runs per-step,
+// batched and fused alike and agrees with its Python CPU reference over its horizon.
+TEST(SimExampleFiles, PendulumAgreesWithItsReference) {
+  const auto w = sim::load_workload_file(example("pendulum.wgsl"));
+  EXPECT_EQ(w.reference_horizon, 40u);
+  sim::SimRunner r(context(), w, 37, 40, 5);
+  const auto perstep = r.evaluate_initial(Strategy::PerStep), fused = r.evaluate_initial(Strategy::Fused);
+  EXPECT_TRUE(sim::compare_fitness(perstep, r.evaluate_initial(Strategy::Batched), 0).bitwise);
+  EXPECT_EQ(sim::compare_fitness(perstep, fused, 1e-5).over, 0u);
+  EXPECT_LT(*std::max_element(fused.begin(), fused.end()), 0.0f);  // a cost every step
+  EXPECT_NE(*std::min_element(fused.begin(), fused.end()), *std::max_element(fused.begin(), fused.end()));
+  const auto check = r.check_reference(Strategy::Fused, 37);
+  EXPECT_TRUE(check.pass()) << check.agree << "/" << check.samples << " first bad " << check.first_bad << ": "
+                            << check.got << " vs " << check.want;
+}
+
+// Test that a Python reference is really compared: one that answers a wrong fitness fails the
+// check, one that answers nonsense or is missing is an error naming the script.
+TEST(SimExampleFiles, PythonReferenceCanFail) {
+  const std::string dir = ::testing::TempDir();
+  const std::string text = std::string(kOscillator);
+  const std::string header_end = "///   \"defaults\": {\"pop\": 64, \"steps\": 40}";
+  auto with_script = [&](const std::string& name, const std::string& body) {
+    write_file(name + ".py", body);
+    return write_file(name + ".wgsl", replaced(text, header_end,
+                                               header_end + ",\n///   \"reference\": {\"python\": \"" + name +
+                                                   ".py\", \"rtol\": 1e-3, \"atol\": 1e-3}"));
+  };
+  const auto wrong = sim::load_workload_file(with_script(
+      "osc_wrong", "import sys\nfor line in sys.stdin:\n    print('{\"fitness\": 0.5}', flush=True)\n"));
+  sim::SimRunner r(context(), wrong, 9, 7, 1);
+  const auto c = r.check_reference(Strategy::Fused, 9);
+  EXPECT_FALSE(c.pass());
+  EXPECT_EQ(c.agree, 0u);
+  EXPECT_EQ(c.want, 0.5);
+  const auto garbage = sim::load_workload_file(
+      with_script("osc_garbage", "import sys\nfor line in sys.stdin:\n    print('hello', flush=True)\n"));
+  sim::SimRunner g(context(), garbage, 9, 7, 1);
+  try {
+    g.check_reference(Strategy::Fused, 2);
+    FAIL() << "a script answering 'hello' was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("osc_garbage.py' answered 'hello'"), std::string::npos) << e.what();
+  }
+  const auto missing =
+      replaced(text, header_end, header_end + ",\n///   \"reference\": {\"python\": \"nowhere.py\"}");
+  EXPECT_NE(load_error(missing).find("header field \"reference.python\": no script 'nowhere.py'"),
+            std::string::npos)
+      << load_error(missing);
 }
 
 }  // namespace

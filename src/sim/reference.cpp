@@ -250,7 +250,7 @@ ReferenceEpisode builtin_reference(std::string_view name, const std::string& whe
 }
 
 ReferenceRun reference_run(const Workload& w, std::span<const float> genome, uint32_t steps,
-                           const Starts& starts, std::span<const float> data) {
+                           const Starts& starts, std::span<const float> data, uint32_t individual) {
   if (genome.size() != w.genome_length(steps))
     throw Error("reference of '" + w.name + "': genome of " + std::to_string(genome.size()) +
                 " genes, expected " + std::to_string(w.genome_length(steps)));
@@ -263,6 +263,7 @@ ReferenceRun reference_run(const Workload& w, std::span<const float> genome, uin
                           .seed = starts.seed,
                           .generation = starts.generation,
                           .episode = e,
+                          .individual = individual,
                           .data = data});
     mean.fitness += r.fitness;
     mean.min_margin = std::min(mean.min_margin, r.min_margin);
@@ -272,8 +273,8 @@ ReferenceRun reference_run(const Workload& w, std::span<const float> genome, uin
 }
 
 double reference_fitness(const Workload& w, std::span<const float> genome, uint32_t steps,
-                         const Starts& starts, std::span<const float> data) {
-  return reference_run(w, genome, steps, starts, data).fitness;
+                         const Starts& starts, std::span<const float> data, uint32_t individual) {
+  return reference_run(w, genome, steps, starts, data, individual).fitness;
 }
 
 }  // namespace wgfuse::sim

@@ -54,14 +54,15 @@ using ReferenceEpisode = std::function<ReferenceRun(const Episode&)>;
 ReferenceEpisode builtin_reference(std::string_view name, const std::string& where);
 
 // Workload `w`'s reference evaluation of `genome`: the mean return over the episodes of
-// `starts`, each of `steps` steps, and the smallest decision margin of any of them. Throws Error
-// for a genome of the wrong length or no episodes.
+// `starts`, each of `steps` steps, and the smallest decision margin of any of them. `individual`:
+// the genome's index in the population, for the workloads whose randomness is drawn per individual
+// (examples/sim/option_pricer.wgsl). Throws Error for a genome of the wrong length or no episodes.
 ReferenceRun reference_run(const Workload& w, std::span<const float> genome, uint32_t steps,
-                           const Starts& starts, std::span<const float> data);
+                           const Starts& starts, std::span<const float> data, uint32_t individual = 0);
 
 // The fitness of `genome` (reference_run's), in double. `data` is the workload's shared data
 // (runner.data().records; empty where it has none).
 double reference_fitness(const Workload& w, std::span<const float> genome, uint32_t steps,
-                         const Starts& starts, std::span<const float> data);
+                         const Starts& starts, std::span<const float> data, uint32_t individual = 0);
 
 }  // namespace wgfuse::sim

@@ -159,9 +159,9 @@ nlohmann::json sample_fitness(SimRunner& runner, const SimReportOptions& o) {
     v.push_back(f[i]);
     vh.push_back(fh[i]);
     if (!w.reference) continue;
-    ref.push_back(reference_fitness(w, genome, steps, runner.starts(), data));
+    ref.push_back(reference_fitness(w, genome, steps, runner.starts(), data, i));
     refh.push_back(horizon == steps ? ref.back().get<double>()
-                                    : reference_fitness(w, genome, horizon, runner.starts(), data));
+                                    : reference_fitness(w, genome, horizon, runner.starts(), data, i));
   }
   nlohmann::json out = {{"strategy", fuse::to_string(strategy)},
                         {"indices", idx},

@@ -60,7 +60,7 @@ OverJudged judge_over(const Workload& w, std::span<const float> genomes, uint32_
     // Within rtol as compare_fitness measures it; a NaN is always judged (even on both sides).
     if (!std::isnan(a) && relative_difference(a, b) <= rtol) continue;
     const auto genome = genomes.subspan(i * len, len);
-    const double ref = reference_fitness(w, genome, steps, starts, data);
+    const double ref = reference_fitness(w, genome, steps, starts, data, uint32_t(i));
     const double tol = std::max(w.reference_atol, w.reference_rtol * std::abs(ref));
     if (std::abs(b - ref) <= tol) {
       ++j.near_reference;
@@ -74,7 +74,7 @@ OverJudged judge_over(const Workload& w, std::span<const float> genomes, uint32_
         const uint32_t bit = probe == 0 ? uint32_t(k) : uint32_t(k * 2654435761u) >> (probe + 6);
         nudged[k] *= bit & 1 ? 1.0f + 0x1p-20f : 1.0f - 0x1p-20f;
       }
-      const double mv = reference_fitness(w, nudged, steps, starts, data);
+      const double mv = reference_fitness(w, nudged, steps, starts, data, uint32_t(i));
       sensitive = std::abs(mv - ref) > tol;
     }
     if (sensitive)
@@ -330,7 +330,7 @@ ReferenceCheck SimRunner::check_reference(Strategy s, uint32_t samples) {
   for (uint32_t k = 0; k < r.samples; ++k) {
     uint32_t i = uint32_t(uint64_t(k) * pop_ / r.samples);
     std::span<const float> genome(initial_.data() + size_t(i) * genome_len_, genome_len_);
-    auto ref = reference_run(*w_, genome, r.horizon, starts(), data_.records);
+    auto ref = reference_run(*w_, genome, r.horizon, starts(), data_.records, i);
     double want = ref.fitness;
     double err = std::abs(double(got[i]) - want);
     double rel = want != 0 ? err / std::abs(want) : (err == 0 ? 0 : INFINITY);

@@ -3,6 +3,7 @@
 // workloads are loaded by it from their embedded files like any other.
 #include "sim/workloads.h"
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include "gpu/kernel.h"
 #include "sim/market_data.h"
 #include "sim/reference.h"
+#include "sim/script_reference.h"
 #include "util/error.h"
 
 namespace wgfuse::sim {
@@ -293,8 +295,17 @@ Workload load_workload(std::string text, std::string origin) {
 
   w.reference_horizon = 1u << 30;
   if (h.has("reference")) {
-    const auto r = h.object("reference", {"builtin", "horizon", "rtol", "atol", "boundary_margin"});
-    w.reference = builtin_reference(r.string("builtin"), origin + ": header field \"reference.builtin\"");
+    const auto r = h.object("reference", {"builtin", "python", "horizon", "rtol", "atol", "boundary_margin"});
+    if (r.has("builtin") == r.has("python"))
+      h.fail("reference",
+             "an object with either \"builtin\" (a built-in workload's name) or \"python\" (a "
+             "script's path)");
+    if (r.has("builtin"))
+      w.reference = builtin_reference(r.string("builtin"), origin + ": header field \"reference.builtin\"");
+    else
+      w.reference =
+          script_reference((std::filesystem::path(origin).parent_path() / r.string("python")).string(),
+                           origin + ": header field \"reference.python\"");
     w.reference_horizon = uint32_t(r.integer("horizon", 1, 1u << 30, 1u << 30));
     w.reference_rtol = r.number("rtol", 0, 1, 0);
     w.reference_atol = r.number("atol", 0, 1e30, 0);

@@ -32,11 +32,11 @@ struct Starts {
 };
 
 // What the CPU reference of one episode is given: the genome, the episode length, which start
-// state (seed, generation, episode index), and the workload's shared data (empty where it has
-// none).
+// state (seed, generation, episode index), the individual's index in the population (for
+// randomness drawn per individual), and the workload's shared data (empty where it has none).
 struct Episode {
   std::span<const float> genome;
-  uint32_t steps = 0, seed = 0, generation = 0, episode = 0;
+  uint32_t steps = 0, seed = 0, generation = 0, episode = 0, individual = 0;
   std::span<const float> data;
 };
 
