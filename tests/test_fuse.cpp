@@ -268,7 +268,7 @@ TEST(FuseSource, GeneratedFromOneDefinition) {
 // from which the slot buffers are sized): a probe entry appended to the workload's module returns
 // arrayLength(&slots) for a binding of 1,000 slots of 4 + state_bytes bytes, which is 1,000 only
 // when the shader's Slot stride is exactly that (a larger stride gives fewer, a smaller one more).
-TEST(FuseSource, StateSizeMatchesTheSpec) {
+TEST(FuseSource, StateSizeMatchesTheHeader) {
   auto& ctx = context();
   const std::string probe = R"(
 @compute @workgroup_size(1)
