@@ -130,6 +130,12 @@ TEST(SimWorkloadFile, HeaderErrorsNameTheField) {
       {replaced(cp, "\"pop\": 4096", "\"pop\": 1"), "\"defaults.pop\" must be an integer from 2"},
       {replaced(cp, "\"name\": \"cartpole\"", "\"name\": \"Cart Pole\""), "\"name\" must be a lower-case"},
       {replaced(cp, "\"name\": \"cartpole\",", ""), "\"name\" must be a string, not nothing"},
+      {replaced(cp, "\"policy\": \"mlp\",", "\"policy\": \"mlp\", \"team\": {\"max\": 32},"),
+       "\"team.max\" must be at most 16 with the MLP policy"},
+      {replaced(cp, "\"policy\": \"mlp\",", "\"policy\": \"mlp\", \"team\": {\"max\": 12},"),
+       "\"team.max\" must be a power of two from 1 to 1024, not 12"},
+      {replaced(cp, "\"builtin\": \"cartpole\",", "\"python\": \"x.py\", \"builtin\": \"cartpole\","),
+       "\"reference\" must be an object with either \"builtin\""},
   };
   for (auto& c : cases) {
     const auto m = load_error(c.text);
@@ -158,6 +164,9 @@ TEST(SimWorkloadFile, MissingDeclarationIsNamed) {
   auto m =
       load_error(replaced(cp, "fn sim_done(s: State)", "// fn sim_done(s: State)\nfn sim_ended(s: State)"));
   EXPECT_NE(m.find("user.wgsl: no declaration of `fn sim_done(s: State) -> bool`"), std::string::npos) << m;
+  m = load_error(replaced(cp, "fn sim_done(s: State)",
+                          "/* fn sim_done(s: State) /* nested */ */\nfn sim_ended(s: State)"));
+  EXPECT_NE(m.find("no declaration of `fn sim_done"), std::string::npos) << m;
   m = load_error(replaced(cp, "struct State {", "struct Cart {"));
   EXPECT_NE(m.find("no declaration of `struct State { ... }`"), std::string::npos) << m;
   m = load_error(replaced(cp, "const SIM_TEAM_SPLITS_STEPS: bool = false;", ""));

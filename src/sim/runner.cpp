@@ -110,9 +110,11 @@ SimRunner::SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_
   if (steps < 1) throw Error("steps must be at least 1");
   const auto& lim = ctx.limits();
   if (genome_bytes() > lim.max_storage_buffer_binding_size)
-    throw Error(w.name + ": population " + std::to_string(pop) + " x " + std::to_string(genome_len_) +
-                " genes (" + std::to_string(genome_bytes()) + " bytes) is over the device's " +
-                "maxStorageBufferBindingSize (" + std::to_string(lim.max_storage_buffer_binding_size) + ")");
+    throw Error(
+        w.name + ": population " + std::to_string(pop) + " x " + std::to_string(genome_len_) + " genes (" +
+        std::to_string(genome_bytes()) + " bytes) is over the device's " + "maxStorageBufferBindingSize (" +
+        std::to_string(lim.max_storage_buffer_binding_size) + "): lower --pop to at most " +
+        std::to_string(lim.max_storage_buffer_binding_size / (uint64_t(genome_len_) * sizeof(float))));
   if (w.data) data_ = w.data(steps, seed);
   auto cfg = w.ga;
   cfg.seed = seed;

@@ -3,6 +3,7 @@
 // workloads are loaded by it from their embedded files like any other.
 #include "sim/workloads.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -148,10 +149,28 @@ json parse_header(const std::string& text, const std::string& origin) {
   }
 }
 
-// The text without comments (declarations are searched in it).
+// The text without comments (declarations are searched in it): line comments and block comments,
+// which nest in WGSL, each replaced by a space.
 std::string without_comments(const std::string& text) {
-  static const std::regex comments(R"(//[^\n]*|/\*[\s\S]*?\*/)");
-  return std::regex_replace(text, comments, " ");
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    if (text.compare(i, 2, "//") == 0) {
+      i = std::min(text.find('\n', i), text.size());
+      out += ' ';
+    } else if (text.compare(i, 2, "/*") == 0) {
+      int depth = 0;
+      do {
+        const bool opens = text.compare(i, 2, "/*") == 0, closes = text.compare(i, 2, "*/") == 0;
+        depth += opens ? 1 : closes ? -1 : 0;
+        i += opens || closes ? 2 : 1;
+      } while (depth > 0 && i < text.size());
+      out += ' ';
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
 }
 
 // The value of `const NAME: u32 = N(u);` in `code`, or nothing.
@@ -274,6 +293,9 @@ Workload load_workload(std::string text, std::string origin) {
   const auto team = h.object("team", {"workgroup", "max", "auto_invocations", "auto_min", "auto_max"});
   d.team_workgroup_size = team.has("workgroup") ? power_of_two(team, "workgroup", 1024, 0) : 0;
   d.max_team = power_of_two(team, "max", 1024, 16);
+  if (!d.policy.empty() && d.max_team > kMlpHidden)
+    team.fail("max", "at most " + std::to_string(kMlpHidden) +
+                         " with the MLP policy: a team splits its 16 hidden units across its lanes");
   d.auto_invocations = team.integer("auto_invocations", 1, 1ull << 32, 0);
   d.auto_min_team = power_of_two(team, "auto_min", 1024, 1);
   d.auto_max_team = team.has("auto_max") ? power_of_two(team, "auto_max", 1024, 0) : 0;

@@ -30,12 +30,15 @@ export function parseHeader(text, origin) {
   }
 }
 
-// The workload of embedded family `family` ('sim_cartpole'): what the suite needs of its header,
+// The workload of embedded family `family` ('sim_cartpole').
+export async function loadWorkload(kernels, family) {
+  return {...await workloadFromText(kernels, await kernels.get(family), `kernels/${family}.wgsl`), family};
+}
+
+// The workload of a file's `text` (named `origin` in messages): what the suite needs of its header,
 // and module(team) composing the module of the one-invocation strategies (team false) or of the
 // team strategy.
-export async function loadWorkload(kernels, family) {
-  const text = await kernels.get(family);
-  const origin = `kernels/${family}.wgsl`;
+export async function workloadFromText(kernels, text, origin) {
   const h = parseHeader(text, origin);
   const policy = h.policy === undefined ? null : POLICIES[h.policy];
   if (policy === undefined) throw new Error(`${origin}: header field "policy": no policy "${h.policy}"`);
@@ -48,7 +51,6 @@ export async function loadWorkload(kernels, family) {
   const length = h.genome?.length;
   return {
     name: h.name,
-    family,
     stateBytes: h.state_bytes,
     maxTeam: h.team?.max ?? 16,
     // 0: the genome length is the step count
