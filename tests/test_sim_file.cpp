@@ -116,8 +116,10 @@ TEST(SimWorkloadFile, HeaderErrorsNameTheField) {
       {std::regex_replace(cp, std::regex("///"), "//"), "user.wgsl: no header"},
       {replaced(cp, "\"state_bytes\": 24,", "\"state_bytes\": 24"), "is not valid JSON"},
       {replaced(cp, "\"state_bytes\": 24", "\"state_bytes\": \"24\""),
-       "header field \"state_bytes\" must be an integer from 4 to 1024, not \"24\""},
-      {replaced(cp, "\"state_bytes\": 24", "\"state_bytes\": 26"), "\"state_bytes\" must be a multiple of 4"},
+       "header field \"state_bytes\" must be 24, the size of struct State by WGSL's layout rules (or leave "
+       "the "
+       "field out), not \"24\""},
+      {replaced(cp, "\"state_bytes\": 24", "\"state_bytes\": 20"), "\"state_bytes\" must be 24, the size"},
       {replaced(cp, "\"state_bytes\"", "\"state_size\""), "\"state_size\" is not one of"},
       {replaced(cp, "\"rate\": 0.1", "\"rate\": 2"), "\"ga.rate\" must be a number from 0 to 1, not 2"},
       {replaced(cp, "\"lo\": -10.0", "\"lo\": 20"), "\"ga.hi\" must be above ga.lo"},
@@ -148,14 +150,54 @@ TEST(SimWorkloadFile, HeaderErrorsNameTheField) {
 // too large for its registers likewise.
 TEST(SimWorkloadFile, TooLargeIsRefusedWithTheLimitAndFix) {
   const std::string cp = builtin_text("cartpole");
-  auto m = load_error(replaced(cp, "\"state_bytes\": 24", "\"state_bytes\": 4096"));
-  for (auto w :
-       {"4096 bytes is over the limit of 1024", "registers", "keep what does not change in the genome"})
+  auto m = load_error(replaced(replaced(cp, "\"state_bytes\": 24,", ""), "  ret: f32,",
+                               "  ret: f32,\n  history: array<f32, 1024>,"));
+  for (auto w : {"user.wgsl: struct State: a State of 4120 bytes is over the limit of 1024", "registers",
+                 "keep what does not change in the genome"})
     EXPECT_NE(m.find(w), std::string::npos) << m;
   m = load_error(replaced(replaced(cp, "const MLP_OUT: u32 = 2u;", "const MLP_OUT: u32 = 12u;"),
                           "\"length\": 114,", ""));
   for (auto w : {"2 to 8 actions (MLP_OUT), not 4 and 12", "write your own policy"})
     EXPECT_NE(m.find(w), std::string::npos) << m;
+}
+
+// Test that the State's size is computed by WGSL's layout rules (alignment of vec3 and vec4,
+// array strides, nested structs, sizes named by consts) as the GPU lays it out, so the header may
+// leave it out, and the per-step slots follow the State's alignment; a State with attributes is
+// refused.
+TEST(SimWorkloadFile, StateSizeFollowsTheLayoutRules) {
+  const std::string cp = builtin_text("cartpole");
+  const std::string odd = R"(const PAIRS: u32 = 3u;
+struct Inner {
+  x: u32,
+  y: vec4<f32>,
+}
+struct State {
+  a: f32,
+  b: vec3<f32>,
+  c: array<vec2f, PAIRS>,
+  d: Inner,
+  x: f32, x_dot: f32, theta: f32, theta_dot: f32, ret: f32, done: u32,
+})";
+  std::string text = cp;
+  const auto start = text.find("struct State {");
+  text.replace(start, text.find('}', start) + 1 - start, odd);
+  text = replaced(replaced(text, "\"state_bytes\": 24,", ""), "return State(",
+                  "return State(0.5, vec3<f32>(1.0), array<vec2f, PAIRS>(), Inner(3u, vec4<f32>()), ");
+  const auto w = sim::load_workload(text, "odd.wgsl");
+  // a 0-4, b 16-28, c 32-56 (stride 8), d 64-96 (y at 16 within), 6 words 96-120, rounded to 16.
+  EXPECT_EQ(w.spec.state_bytes, 128u);
+  EXPECT_EQ(test::slots_that_fit(w.spec, 999), 999u);
+  sim::SimRunner r(context(), w, 19, 30, 2);  // per-step reads and writes the slots at that stride
+  EXPECT_TRUE(
+      sim::compare_fitness(r.evaluate_initial(Strategy::PerStep), r.evaluate_initial(Strategy::Fused), 1e-5)
+          .over == 0);
+  EXPECT_EQ(sim::load_workload(replaced(cp, "\"state_bytes\": 24,", ""), "u.wgsl").spec.state_bytes, 24u);
+  const auto m = load_error(
+      replaced(replaced(cp, "\"state_bytes\": 24,", ""), "  ret: f32,", "  ret: f32,\n  @align(16) q: f32,"));
+  EXPECT_NE(m.find("user.wgsl: struct State: its fields must be f32, u32, i32, vectors and matrices of them"),
+            std::string::npos)
+      << m;
 }
 
 // Test that a missing declaration is named with its signature; one inside a comment does not count.

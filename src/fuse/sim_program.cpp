@@ -169,7 +169,7 @@ SimProgram::SimProgram(gpu::Context& ctx, SimDefinition spec, uint32_t pop, uint
                 std::to_string(groups_) + " workgroups of " + std::to_string(spec_.workgroup_size) +
                 ", over the device's maxComputeWorkgroupsPerDimension (" +
                 std::to_string(lim.max_compute_workgroups_per_dimension) + ")");
-  slot_bytes_ = kSlotHeaderBytes + spec_.state_bytes;
+  slot_bytes_ = fuse::slot_bytes(spec_);
   uint64_t slot_total = uint64_t(pop) * slot_bytes_;
   if (slot_total > lim.max_storage_buffer_binding_size)
     throw Error("simulation '" + spec_.name + "': the state of " + std::to_string(pop) + " individuals (" +

@@ -44,7 +44,8 @@ struct SimDefinition {
   std::string origin;        // the file it came from, for messages, e.g. "kernels/sim_acrobot.wgsl"
   std::string source;        // the file's text: the definition
   std::string policy;        // the embedded policy library it uses ("sim_mlp"), or empty
-  uint32_t state_bytes = 0;  // size of the WGSL State struct (slot = kSlotHeaderBytes + state_bytes)
+  uint32_t state_bytes = 0;  // size of the WGSL State struct (slot_bytes)
+  uint32_t state_align = 4;  // its alignment: 16 with a vec3 or vec4 in it (WGSL's layout rules)
   uint32_t workgroup_size = 64;
   // The team strategy's workgroup size (0: workgroup_size), halved down to the device's limit
   // where it is over (fit_team_workgroup). A step-splitting team wants wide workgroups: their
@@ -91,6 +92,12 @@ inline constexpr uint32_t kMaxEpisodes = 1024;
 
 // Slot in kernels/sim_entries.wgsl: {t, episode, total} before the State.
 inline constexpr uint32_t kSlotHeaderBytes = 12;
+// The array stride of Slot by WGSL's layout rules: the State at its alignment after the header, the
+// whole rounded up to it.
+inline uint32_t slot_bytes(const SimDefinition& spec) {
+  const uint32_t a = spec.state_align;
+  return ((kSlotHeaderBytes + a - 1) / a * a + spec.state_bytes + a - 1) / a * a;
+}
 
 // The WGSL module that runs strategy `s` of `spec`: the strategy's prefix (kernels/sim_solo.wgsl,
 // or kernels/sim_team.wgsl for Team: the team helpers and entry point), kernels/sim_common.wgsl,

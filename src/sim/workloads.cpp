@@ -181,6 +181,83 @@ std::optional<uint32_t> u32_const(const std::string& code, const std::string& na
   return uint32_t(std::stoul(m[1].str()));
 }
 
+// WGSL's host-shareable layout of a type: its size and alignment.
+struct Layout {
+  uint32_t size, align;
+};
+
+uint32_t round_up(uint32_t x, uint32_t to) {
+  return (x + to - 1) / to * to;
+}
+
+std::string trimmed(const std::string& s) {
+  const auto a = s.find_first_not_of(" \t\r\n"), b = s.find_last_not_of(" \t\r\n");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+std::optional<Layout> struct_layout(const std::string& code, const std::string& name, int depth = 0);
+
+// The layout of `type` in `code` (its structs and u32 consts), where it is made of scalars, vectors,
+// fixed-size arrays and structs without attributes; nothing otherwise.
+std::optional<Layout> type_layout(const std::string& code, std::string type, int depth) {
+  type = trimmed(type);
+  if (type == "f32" || type == "u32" || type == "i32") return Layout{4, 4};
+  std::smatch m;
+  if (std::regex_match(type, m, std::regex(R"(vec([234])(?:<\s*(?:f32|u32|i32)\s*>|[fui]))"))) {
+    const uint32_t n = uint32_t(std::stoul(m[1].str()));
+    return Layout{4 * n, n == 2 ? 8u : 16u};
+  }
+  if (std::regex_match(type, m, std::regex(R"(mat([234])x([234])(?:<\s*f32\s*>|f))"))) {
+    const uint32_t columns = uint32_t(std::stoul(m[1].str())), rows = uint32_t(std::stoul(m[2].str()));
+    const uint32_t align = rows == 2 ? 8 : 16;  // a column is a vecR
+    return Layout{columns * align, align};
+  }
+  if (std::regex_match(type, m, std::regex(R"(array\s*<\s*([\s\S]+)\s*,\s*(\w+)\s*>)"))) {
+    std::optional<uint32_t> count;
+    if (std::regex_match(m[2].str(), std::regex(R"(\d+[ui]?)")))
+      count = uint32_t(std::stoul(m[2].str()));
+    else
+      count = u32_const(code, m[2].str());
+    const auto element = type_layout(code, m[1].str(), depth);
+    if (!count || !element) return std::nullopt;
+    return Layout{*count * round_up(element->size, element->align), element->align};
+  }
+  if (std::regex_match(type, std::regex(R"([A-Za-z_]\w*)"))) return struct_layout(code, type, depth + 1);
+  return std::nullopt;
+}
+
+std::optional<Layout> struct_layout(const std::string& code, const std::string& name, int depth) {
+  std::smatch m;
+  if (depth > 8 || !std::regex_search(code, m, std::regex("\\bstruct\\s+" + name + R"(\s*\{([^}]*)\})")))
+    return std::nullopt;
+  const std::string body = m[1].str();
+  if (body.find('@') != std::string::npos) return std::nullopt;  // @align, @size: not sized here
+  uint32_t offset = 0, align = 1;
+  int angle = 0;
+  std::string member;
+  auto add = [&]() -> bool {
+    const auto colon = member.find(':');
+    if (trimmed(member).empty()) return true;
+    if (colon == std::string::npos) return false;
+    const auto l = type_layout(code, member.substr(colon + 1), depth);
+    if (!l) return false;
+    offset = round_up(offset, l->align) + l->size;
+    align = std::max(align, l->align);
+    member.clear();
+    return true;
+  };
+  for (char c : body) {
+    angle += c == '<' ? 1 : c == '>' ? -1 : 0;
+    if (c == ',' && angle == 0) {
+      if (!add()) return std::nullopt;
+    } else {
+      member += c;
+    }
+  }
+  if (!add()) return std::nullopt;
+  return Layout{round_up(offset, align), align};
+}
+
 // Checks that `code` declares what every strategy calls; returns its SIM_TEAM_SPLITS_STEPS.
 bool check_declarations(const std::string& code, const std::string& origin) {
   static const std::pair<const char*, const char*> required[] = {
@@ -228,17 +305,25 @@ Workload load_workload(std::string text, std::string origin) {
   auto& d = w.spec;
   d.name = w.name;
   d.origin = origin;
-  if (h.has("state_bytes") && h.at("state_bytes").is_number_integer() &&
-      h.at("state_bytes").get<int64_t>() > int64_t(kMaxStateBytes))
-    throw Error(origin + ": header field \"state_bytes\": a State of " + h.at("state_bytes").dump() +
+  d.team_splits_steps = check_declarations(code, origin);
+  // The State's size and alignment by WGSL's layout rules; the header's state_bytes must agree.
+  const auto state = struct_layout(code, "State");
+  if (!state)
+    throw Error(origin +
+                ": struct State: its fields must be f32, u32, i32, vectors and matrices of them, arrays of a "
+                "constant length and structs of those, without attributes (@align, @size): wgfuse lays out "
+                "the per-step strategies' slots from them by WGSL's rules");
+  if (h.has("state_bytes") && h.at("state_bytes") != state->size)
+    h.fail("state_bytes", std::to_string(state->size) +
+                              ", the size of struct State by WGSL's layout rules (or leave the field out)");
+  if (state->size > kMaxStateBytes)
+    throw Error(origin + ": struct State: a State of " + std::to_string(state->size) +
                 " bytes is over the limit of " + std::to_string(kMaxStateBytes) +
                 " (the fused and team strategies keep it in each invocation's registers, 255 at most on a "
                 "GPU): keep what does not change in the genome or the per-step data (gene(), data4()), and "
                 "running statistics rather than histories in State");
-  d.state_bytes = uint32_t(h.integer("state_bytes", 4, kMaxStateBytes));
-  if (d.state_bytes % 4)
-    h.fail("state_bytes", "a multiple of 4, the size of the WGSL State struct (f32, u32, i32 fields)");
-  d.team_splits_steps = check_declarations(code, origin);
+  d.state_bytes = state->size;
+  d.state_align = state->align;
 
   uint32_t policy_genes = 0;
   if (h.has("policy")) {

@@ -32,7 +32,9 @@ function marketDeviceRecords(records) {
 }
 
 const WORKGROUP = 64;
-const SLOT_HEADER_BYTES = 12;  // kernels/sim_entries.wgsl Slot: t, episode, total, then State
+// kernels/sim_entries.wgsl Slot: t, episode, total, then State (the built-ins' States hold f32 and u32
+// only, so it follows at 12; fuse::slot_bytes aligns a State holding vectors)
+const SLOT_HEADER_BYTES = 12;
 const SEED = 1;
 
 // The built-in workloads this suite runs, by their files (kernels/sim_NAME.wgsl, whose headers
