@@ -316,7 +316,8 @@ TEST_P(LlmKernel, QkvRope) {
   check_qkv_rope(GetParam(), attention_config(), std::nullopt);
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, LlmKernel, ::testing::Values(WeightFormat::F32, WeightFormat::F16, WeightFormat::BF16),
+INSTANTIATE_TEST_SUITE_P(Dtypes, LlmKernel,
+                         ::testing::Values(WeightFormat::F32, WeightFormat::F16, WeightFormat::BF16),
                          [](const auto& info) { return gpu::to_string(info.param); });
 
 // Every matrix-vector kernel under tunings that cover its cases: a row in several passes of its
@@ -383,9 +384,9 @@ INSTANTIATE_TEST_SUITE_P(
                                          llm::MatvecTuning{256, 4, 256, true})),
     [](const auto& info) {
       const auto& t = std::get<1>(info.param);
-      return std::string(gpu::to_string(std::get<0>(info.param))) + "_team" +
-             std::to_string(t.team) + "_rows" + std::to_string(t.rows_per_team) + "_wg" +
-             std::to_string(t.workgroup) + (t.staged_x ? "_staged" : "");
+      return std::string(gpu::to_string(std::get<0>(info.param))) + "_team" + std::to_string(t.team) +
+             "_rows" + std::to_string(t.rows_per_team) + "_wg" + std::to_string(t.workgroup) +
+             (t.staged_x ? "_staged" : "");
     });
 
 // Test that tunings the kernels cannot run are refused with an Error naming the tuning.
@@ -647,8 +648,8 @@ INSTANTIATE_TEST_SUITE_P(
                                          FusedLayerCase{14, 2, 64, 72, 45, 40, {0, 36}})),
     [](const auto& info) {
       const auto& f = std::get<1>(info.param);
-      return std::string(gpu::to_string(std::get<0>(info.param))) + "_heads" +
-             std::to_string(f.heads) + "_kv" + std::to_string(f.kv_heads) + "_hd" + std::to_string(f.hd);
+      return std::string(gpu::to_string(std::get<0>(info.param))) + "_heads" + std::to_string(f.heads) +
+             "_kv" + std::to_string(f.kv_heads) + "_hd" + std::to_string(f.hd);
     });
 
 // Test that attend_o refuses a tuning whose workgroup has fewer threads than the kv group's
@@ -736,8 +737,8 @@ struct PromptCase {
   uint32_t T;
 };
 std::string prompt_case_name(const PromptCase& p) {
-  return std::string(gpu::to_string(p.dtype)) + "_tile" + std::to_string(p.tile.tokens) +
-         "x" + std::to_string(p.tile.rows) + "_T" + std::to_string(p.T);
+  return std::string(gpu::to_string(p.dtype)) + "_tile" + std::to_string(p.tile.tokens) + "x" +
+         std::to_string(p.tile.rows) + "_T" + std::to_string(p.T);
 }
 void PrintTo(const PromptCase& p, std::ostream* os) {
   *os << prompt_case_name(p);

@@ -32,7 +32,8 @@ llm::ref::Decoder reference(const llm::ModelConfig& c, const llm::HostWeights& w
 // The weights as the GPU holds them in storage dtype t.
 llm::HostWeights as_stored(llm::HostWeights w, WeightFormat t) {
   if (t == WeightFormat::F16) w.transform([](float v) { return half::to_float(half::from_float(v)); });
-  if (t == WeightFormat::BF16) w.transform([](float v) { return half::bf16_to_float(half::bf16_from_float(v)); });
+  if (t == WeightFormat::BF16)
+    w.transform([](float v) { return half::bf16_to_float(half::bf16_from_float(v)); });
   return w;
 }
 
@@ -261,8 +262,7 @@ TEST(LlmModelRun, PrefillChunksMatchDecodingEachPosition) {
     llm::Model stepwise(context(), cfg, weights.lookup(), {.dtype = dtype, .ctx = 96, .prefill_chunk = 0});
     stepwise.prefill(prompt);
     const auto want = stepwise.read_logits();
-    EXPECT_LE(normalised_error(chunked.read_logits(), want), 1e-5)
-        << gpu::to_string(dtype);
+    EXPECT_LE(normalised_error(chunked.read_logits(), want), 1e-5) << gpu::to_string(dtype);
     // Against the unrounded weights, as LogitsAndGreedyTokensMatchTheReference.
     auto ref = reference(cfg, weights, 96);
     EXPECT_LE(normalised_error(chunked.read_logits(), ref.prefill(prompt)),

@@ -58,8 +58,7 @@ struct Case {
   uint32_t workgroup_size;
 };
 void PrintTo(const Case& c, std::ostream* os) {
-  *os << gpu::to_string(c.dtype) << (c.tied ? " tied" : " untied") << " wg"
-      << c.workgroup_size;
+  *os << gpu::to_string(c.dtype) << (c.tied ? " tied" : " untied") << " wg" << c.workgroup_size;
 }
 class LlmPersistentDecode : public ::testing::TestWithParam<Case> {};
 

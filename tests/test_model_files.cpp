@@ -500,7 +500,8 @@ TEST(WeightLoader, DirectRowCopyAndConversionGiveTheSameBytes) {
   for (DType d : {DType::BF16, DType::F16}) {
     const gpu::WeightFormat f = d == DType::BF16 ? gpu::WeightFormat::BF16 : gpu::WeightFormat::F16;
     SCOPED_TRACE(gpu::to_string(f));
-    std::vector<TensorData> tensors = {{"a", {5, 16}, {}}, {"b", {3, 13}, {}}, {"g", {4, 24}, {}}, {"u", {4, 24}, {}}};
+    std::vector<TensorData> tensors = {
+        {"a", {5, 16}, {}}, {"b", {3, 13}, {}}, {"g", {4, 24}, {}}, {"u", {4, 24}, {}}};
     uint32_t seed = 70;
     for (auto& t : tensors) {
       t.values = test::random_floats(t.shape[0] * t.shape[1], seed++, -2, 2);
@@ -556,7 +557,8 @@ TEST(WeightLoader, Bf16FolderDecodesLikeTheReference) {
   std::vector<std::vector<double>> want;
   EXPECT_EQ(tokens, reference.greedy(prompt, n, &want));
   ASSERT_EQ(logits.size(), want.size());
-  for (size_t i = 0; i < n; ++i) EXPECT_LE(test::normalised_error<double>(logits[i], want[i]), 1e-4) << "step " << i;
+  for (size_t i = 0; i < n; ++i)
+    EXPECT_LE(test::normalised_error<double>(logits[i], want[i]), 1e-4) << "step " << i;
 }
 
 }  // namespace

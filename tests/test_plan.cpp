@@ -7,9 +7,9 @@
 #include "gpu/arena.h"
 #include "gpu/plan.h"
 #include "gpu/recorder.h"
-#include "util/half.h"
 #include "support.h"
 #include "util/error.h"
+#include "util/half.h"
 
 namespace wgfuse {
 namespace {
@@ -43,9 +43,9 @@ struct Shape {
 TEST(Arena, PlacesAndUploadsInChunksAcrossBuffers) {
   auto& ctx = context();
   using F = gpu::WeightFormat;
-  const std::vector<Shape> shapes = {{1, 1, F::F32},   {3, 5, F::F16},    {7, 13, F::BF16}, {11, 50, F::F32},
-                                     {2, 8, F::F16},   {9, 33, F::BF16},  {5, 100, F::F16}, {1, 300, F::F32},
-                                     {13, 7, F::BF16}, {4, 64, F::F32},   {3, 3, F::F16},   {17, 16, F::BF16}};
+  const std::vector<Shape> shapes = {{1, 1, F::F32},   {3, 5, F::F16},   {7, 13, F::BF16}, {11, 50, F::F32},
+                                     {2, 8, F::F16},   {9, 33, F::BF16}, {5, 100, F::F16}, {1, 300, F::F32},
+                                     {13, 7, F::BF16}, {4, 64, F::F32},  {3, 3, F::F16},   {17, 16, F::BF16}};
   gpu::WeightArena arena(ctx, {.label = "test.arena", .max_buffer_bytes = 4096});
   std::vector<std::vector<std::byte>> data;
   for (size_t t = 0; t < shapes.size(); ++t) {
@@ -107,7 +107,8 @@ TEST(Arena, PlacesAndUploadsInChunksAcrossBuffers) {
     const auto& v = arena.view(tensor_name(t));
     auto back = ctx.read_bytes(v.buffer, v.offset, v.padded_bytes);
     ASSERT_EQ(0, std::memcmp(back.data(), data[t].data(), v.bytes)) << v.name;
-    for (uint64_t i = v.bytes; i < v.padded_bytes; ++i) ASSERT_EQ(back[i], std::byte{0}) << v.name << " at " << i;
+    for (uint64_t i = v.bytes; i < v.padded_bytes; ++i)
+      ASSERT_EQ(back[i], std::byte{0}) << v.name << " at " << i;
   }
 }
 
@@ -134,11 +135,12 @@ TEST(Arena, PackersRoundTripEveryFormat) {
   for (F f : {F::F32, F::F16, F::BF16})
     for (D d : {D::F32, D::F16, D::BF16})
       for (uint64_t cols : {1u, 7u, 13u, 50u}) {
-        SCOPED_TRACE(std::string(gpu::to_string(d)) + " -> " + gpu::to_string(f) + ", " + std::to_string(cols) +
-                     " columns");
+        SCOPED_TRACE(std::string(gpu::to_string(d)) + " -> " + gpu::to_string(f) + ", " +
+                     std::to_string(cols) + " columns");
         const uint64_t rows = 3, sb = cols * gpu::dtype_bytes(d);
         // Source values in [-4, 4) encoded in d (f32 values made exact in d first).
-        std::vector<float> values = test::random_floats(rows * cols, uint32_t(7 * cols + uint32_t(f) * 3 + uint32_t(d)), -4, 4);
+        std::vector<float> values =
+            test::random_floats(rows * cols, uint32_t(7 * cols + uint32_t(f) * 3 + uint32_t(d)), -4, 4);
         std::vector<std::byte> src(rows * sb);
         for (uint64_t i = 0; i < values.size(); ++i) {
           if (d == D::F32) {
@@ -171,7 +173,7 @@ TEST(Arena, PackersRoundTripEveryFormat) {
           }
           for (uint64_t c = 0; c < (cols + 7) / 8 * 8; ++c) {
             const float x = c < cols ? values[r * cols + c] : 0.0f;
-            const float want = f == F::F32    ? x
+            const float want = f == F::F32   ? x
                                : f == F::F16 ? half::to_float(half::from_float(x))
                                              : half::bf16_to_float(half::bf16_from_float(x));
             ASSERT_EQ(stored_value(f, row, c), want) << "row " << r << " column " << c;

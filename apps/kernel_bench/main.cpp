@@ -27,8 +27,8 @@ namespace {
 
 using gpu::Buffer;
 using gpu::BufferUsage;
-using llm::MatvecTuning;
 using gpu::WeightFormat;
+using llm::MatvecTuning;
 namespace ref = llm::ref;
 
 struct Model {
@@ -296,8 +296,8 @@ struct Problem {
 // folded in (`norm`) each with x read directly and staged.
 // Only what this adapter can run; RoPE and gate/up (`paired`) need even rows per workgroup.
 std::vector<std::pair<std::string, MatvecTuning>> candidates(gpu::Context& ctx, const llm::DecodeKernels& k,
-                                                             Shape s, WeightFormat format, bool paired, bool norm,
-                                                             bool quick) {
+                                                             Shape s, WeightFormat format, bool paired,
+                                                             bool norm, bool quick) {
   std::vector<std::pair<std::string, MatvecTuning>> out{{"rule", k.matvec_tuning(s.rows, s.cols, format)},
                                                         {"old", {32, 1, 128, norm}}};
   if (!quick) {

@@ -58,9 +58,10 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
   c->add_option("-m,--model", o.model_dir,
                 "Hugging Face model folder (config.json, *.safetensors, tokenizer.json)")
       ->required();
-  c->add_option("--dtype", o.dtype,
-                "weight storage on the GPU: auto (the checkpoint's 16-bit type: bf16 stays bf16, f16 stays f16, "
-                "f32 becomes f16) | f32 | f16 | bf16")
+  c->add_option(
+       "--dtype", o.dtype,
+       "weight storage on the GPU: auto (the checkpoint's 16-bit type: bf16 stays bf16, f16 stays f16, "
+       "f32 becomes f16) | f32 | f16 | bf16")
       ->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}))
       ->capture_default_str();
   c->add_option("--ctx", o.ctx,
@@ -519,7 +520,7 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     j["attn_short_max"] = lo.attn_short_max;
     j["decode"] = decode;
     j["steps_per_submit"] = lo.steps_per_submit;
-    j["dtype"] = lo.dtype;                                       // as asked (auto, f32, f16, bf16)
+    j["dtype"] = lo.dtype;                                          // as asked (auto, f32, f16, bf16)
     j["weight_format"] = gpu::to_string(s->stats().weight_format);  // as stored
     j["ctx"] = s->ctx_len();
     j["attention"] = {{"chunk", lo.attention.chunk}, {"heads_per_wg", lo.attention.heads_per_wg}};

@@ -25,7 +25,8 @@ WeightArena::WeightArena(Context& ctx, ArenaOptions options) : ctx_(&ctx), opts_
 WeightArena::TensorId WeightArena::add(std::string name, uint64_t rows, uint64_t cols, WeightFormat format) {
   if (allocated_) throw Error("arena '" + opts_.label + "': tensor '" + name + "' added after allocate()");
   if (by_name_.count(name)) throw Error("arena '" + opts_.label + "': tensor '" + name + "' added twice");
-  if (rows == 0 || cols == 0) throw Error("arena '" + opts_.label + "': tensor '" + name + "' has no elements");
+  if (rows == 0 || cols == 0)
+    throw Error("arena '" + opts_.label + "': tensor '" + name + "' has no elements");
   const uint64_t row_bytes = stored_row_bytes(format, cols), bytes = rows * row_bytes;
   const uint64_t padded = round_up(bytes, 16);
   if (padded > cap_)
@@ -75,7 +76,8 @@ void WeightArena::upload(const Fill& fill, const UploadProgress& progress, uint6
   uint64_t total = 0, done = 0, queued = 0, staging_bytes = 0;
   for (auto& v : views_) {
     total += v.padded_bytes;
-    staging_bytes = std::max(staging_bytes, std::min(v.bytes, std::max(chunk_bytes / v.row_bytes, uint64_t(1)) * v.row_bytes));
+    staging_bytes = std::max(
+        staging_bytes, std::min(v.bytes, std::max(chunk_bytes / v.row_bytes, uint64_t(1)) * v.row_bytes));
   }
   std::vector<std::byte> staging(staging_bytes);
   auto written = [&](uint64_t n) {

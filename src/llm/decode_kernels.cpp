@@ -18,7 +18,6 @@ Step grid(const gpu::Kernel& k, gpu::BindGroup g, uint32_t groups) {
   return Step{&k, std::move(g), x, ceil_div(groups, x)};
 }
 
-
 // Bindings: `w` (binding 0), then `rest`.
 std::vector<gpu::BufferBinding> with_weights(const gpu::TensorView& w,
                                              std::initializer_list<gpu::BufferBinding> rest) {
@@ -178,33 +177,37 @@ Step DecodeKernels::matvec_tuned(const MatvecTuning& t, const std::string& entry
   return grid(k, ctx_->bind(k, with_weights(w, b)), ceil_div(rows, t.rows_per_workgroup()));
 }
 
-Step DecodeKernels::qkv_rope(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& norm,
-                             const gpu::BufferBinding& bias, const gpu::BufferBinding& rope, const gpu::BufferBinding& state,
-                             const gpu::BufferBinding& q_out, const gpu::BufferBinding& k_cache, const gpu::BufferBinding& v_cache,
-                             const ModelConfig& c, uint32_t ctx_len) {
+Step DecodeKernels::qkv_rope(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                             const gpu::BufferBinding& norm, const gpu::BufferBinding& bias,
+                             const gpu::BufferBinding& rope, const gpu::BufferBinding& state,
+                             const gpu::BufferBinding& q_out, const gpu::BufferBinding& k_cache,
+                             const gpu::BufferBinding& v_cache, const ModelConfig& c, uint32_t ctx_len) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
   return matvec("qkv_rope", w, q_rows + 2 * kv_rows, c.hidden_size, true, c.rms_norm_eps, true,
                 {{"Q_ROWS", q_rows}, {"KV_ROWS", kv_rows}, {"HEAD_DIM", c.head_dim}, {"CTX", ctx_len}},
                 {x, norm, bias, rope, state, q_out, k_cache, v_cache});
 }
 
-Step DecodeKernels::gate_up_silu(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& norm,
-                                 const gpu::BufferBinding& act, uint32_t inter, uint32_t hidden, double eps) {
+Step DecodeKernels::gate_up_silu(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                                 const gpu::BufferBinding& norm, const gpu::BufferBinding& act,
+                                 uint32_t inter, uint32_t hidden, double eps) {
   return matvec("gate_up_silu", w, 2 * inter, hidden, true, eps, true, {}, {x, norm, act});
 }
 
-Step DecodeKernels::matvec_norm(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& norm,
-                                const gpu::BufferBinding& y, uint32_t rows, uint32_t cols, double eps) {
+Step DecodeKernels::matvec_norm(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                                const gpu::BufferBinding& norm, const gpu::BufferBinding& y, uint32_t rows,
+                                uint32_t cols, double eps) {
   return matvec("matvec_norm", w, rows, cols, true, eps, false, {}, {x, norm, y});
 }
 
-Step DecodeKernels::matvec_residual(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& resid,
-                                    uint32_t rows, uint32_t cols) {
+Step DecodeKernels::matvec_residual(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                                    const gpu::BufferBinding& resid, uint32_t rows, uint32_t cols) {
   return matvec("matvec_residual", w, rows, cols, false, 0.0, false, {}, {x, resid});
 }
 
-Step DecodeKernels::matvec_residual_to(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& base,
-                                       const gpu::BufferBinding& out, uint32_t rows, uint32_t cols) {
+Step DecodeKernels::matvec_residual_to(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                                       const gpu::BufferBinding& base, const gpu::BufferBinding& out,
+                                       uint32_t rows, uint32_t cols) {
   return matvec("matvec_residual_to", w, rows, cols, false, 0.0, false, {}, {x, base, out});
 }
 
@@ -224,8 +227,9 @@ uint64_t DecodeKernels::attend_o_parts_words(const ModelConfig& c) {
   return uint64_t(c.num_kv_heads) * pad8(c.hidden_size);
 }
 
-Step DecodeKernels::attend_o(const gpu::TensorView& w_o, const gpu::BufferBinding& q, const gpu::BufferBinding& k_cache,
-                             const gpu::BufferBinding& v_cache, const gpu::BufferBinding& state, const gpu::BufferBinding& o_parts,
+Step DecodeKernels::attend_o(const gpu::TensorView& w_o, const gpu::BufferBinding& q,
+                             const gpu::BufferBinding& k_cache, const gpu::BufferBinding& v_cache,
+                             const gpu::BufferBinding& state, const gpu::BufferBinding& o_parts,
                              const ModelConfig& c, uint32_t ctx_len) {
   const MatvecTuning t = attend_o_tuning(c);
   const uint32_t group = c.num_heads / c.num_kv_heads, q_rows = c.num_heads * c.head_dim;
@@ -264,8 +268,8 @@ Step DecodeKernels::attend_o(const gpu::TensorView& w_o, const gpu::BufferBindin
 // chunk partials (at 4,096 positions, Qwen2.5-0.5B: 14 heads x 64 chunks x 66 floats = 236 KB
 // from L2), so few workgroups: 28 for 0.5B, 48 for 1.5B.
 Step DecodeKernels::o_proj_combine(const gpu::TensorView& w_o, const gpu::BufferBinding& partials,
-                                   const gpu::BufferBinding& resid, const gpu::BufferBinding& state, const ModelConfig& c,
-                                   uint32_t ctx_len, AttentionSplit split) {
+                                   const gpu::BufferBinding& resid, const gpu::BufferBinding& state,
+                                   const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
   MatvecTuning t{.team = std::max<uint32_t>(32, min_team_), .rows_per_team = 4, .workgroup = 256};
   t.workgroup = std::max(t.workgroup, t.team);
   if (forced_) t = *forced_;
@@ -281,9 +285,10 @@ Step DecodeKernels::o_proj_combine(const gpu::TensorView& w_o, const gpu::Buffer
                       {partials, resid, state});
 }
 
-Step DecodeKernels::gate_up_silu_sum(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& o_parts,
-                                     const gpu::BufferBinding& norm, const gpu::BufferBinding& act,
-                                     const gpu::BufferBinding& x_next, const ModelConfig& c) {
+Step DecodeKernels::gate_up_silu_sum(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                                     const gpu::BufferBinding& o_parts, const gpu::BufferBinding& norm,
+                                     const gpu::BufferBinding& act, const gpu::BufferBinding& x_next,
+                                     const ModelConfig& c) {
   return matvec("gate_up_silu_sum", w, 2 * c.intermediate_size, c.hidden_size, true, c.rms_norm_eps, true,
                 {{"PARTS", c.num_kv_heads}, {"DIRECT_X", 0}}, {x, norm, act, o_parts, x_next});
 }
@@ -349,9 +354,10 @@ std::vector<Step> DecodeKernels::attend(const gpu::BufferBinding& q, const gpu::
           Step{&combine, ctx_->bind(combine, {partials, state, out}), c.num_heads}};
 }
 
-Step DecodeKernels::attend_short(const gpu::BufferBinding& q, const gpu::BufferBinding& k_cache, const gpu::BufferBinding& v_cache,
-                                 const gpu::BufferBinding& state, const gpu::BufferBinding& out, const ModelConfig& c,
-                                 uint32_t ctx_len, uint32_t max_positions) {
+Step DecodeKernels::attend_short(const gpu::BufferBinding& q, const gpu::BufferBinding& k_cache,
+                                 const gpu::BufferBinding& v_cache, const gpu::BufferBinding& state,
+                                 const gpu::BufferBinding& out, const ModelConfig& c, uint32_t ctx_len,
+                                 uint32_t max_positions) {
   if (max_positions == 0 || max_positions > ctx_len)
     throw Error("one-pass decode attention (--attn-short-max " + std::to_string(max_positions) +
                 ") must cover 1 to --ctx (" + std::to_string(ctx_len) + ") positions");
@@ -415,31 +421,34 @@ Step DecodeKernels::matmul(const std::string& entry, const gpu::TensorView& w, u
   return Step{&k, ctx_->bind(k, with_weights(w, b)), ceil_div(rows, tile.rows), ceil_div(T, tile.tokens)};
 }
 
-Step DecodeKernels::qkv_rope_prompt(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& norm,
-                                    const gpu::BufferBinding& bias, const gpu::BufferBinding& rope,
-                                    const gpu::BufferBinding& state, const gpu::BufferBinding& q_out,
-                                    const gpu::BufferBinding& k_cache, const gpu::BufferBinding& v_cache,
-                                    const ModelConfig& c, uint32_t ctx_len, uint32_t T) {
+Step DecodeKernels::qkv_rope_prompt(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                                    const gpu::BufferBinding& norm, const gpu::BufferBinding& bias,
+                                    const gpu::BufferBinding& rope, const gpu::BufferBinding& state,
+                                    const gpu::BufferBinding& q_out, const gpu::BufferBinding& k_cache,
+                                    const gpu::BufferBinding& v_cache, const ModelConfig& c, uint32_t ctx_len,
+                                    uint32_t T) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
   return matmul("qkv_rope_prompt", w, q_rows + 2 * kv_rows, c.hidden_size, T, true, c.rms_norm_eps,
                 {{"Q_ROWS", q_rows}, {"KV_ROWS", kv_rows}, {"HEAD_DIM", c.head_dim}, {"CTX", ctx_len}},
                 {x, norm, bias, rope, state, q_out, k_cache, v_cache});
 }
 
-Step DecodeKernels::gate_up_silu_prompt(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& norm,
-                                        const gpu::BufferBinding& act, uint32_t inter, uint32_t hidden, double eps,
-                                        uint32_t T) {
+Step DecodeKernels::gate_up_silu_prompt(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                                        const gpu::BufferBinding& norm, const gpu::BufferBinding& act,
+                                        uint32_t inter, uint32_t hidden, double eps, uint32_t T) {
   return matmul("gate_up_silu_prompt", w, 2 * inter, hidden, T, true, eps, {{"OUT_STRIDE", pad8(inter)}},
                 {x, norm, act});
 }
 
-Step DecodeKernels::residual_prompt(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& resid,
-                                    uint32_t rows, uint32_t cols, uint32_t T) {
+Step DecodeKernels::residual_prompt(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                                    const gpu::BufferBinding& resid, uint32_t rows, uint32_t cols,
+                                    uint32_t T) {
   return matmul("residual_prompt", w, rows, cols, T, false, 0.0, {{"OUT_STRIDE", pad8(rows)}}, {x, resid});
 }
 
-Step DecodeKernels::embed(const gpu::TensorView& embedding, const gpu::BufferBinding& tokens, const gpu::BufferBinding& state,
-                          const gpu::BufferBinding& x, uint32_t hidden, uint32_t prompt_rows) {
+Step DecodeKernels::embed(const gpu::TensorView& embedding, const gpu::BufferBinding& tokens,
+                          const gpu::BufferBinding& state, const gpu::BufferBinding& x, uint32_t hidden,
+                          uint32_t prompt_rows) {
   std::map<std::string, double> o{
       {"HIDDEN", hidden}, {"COLS8", ceil_div(hidden, 8)}, {"WG", 64}, {"POS_WORD", prompt_rows ? 1 : 0}};
   weight_constants("embed", embedding, 0, hidden, o);

@@ -76,61 +76,69 @@ class DecodeKernels {
  public:
   explicit DecodeKernels(gpu::Context& ctx);
   // q_out = RoPE(W_qkv rmsnorm(x) + b) for the q rows; k, v rows written at pos into the caches.
-  Step qkv_rope(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& norm, const gpu::BufferBinding& bias,
-                const gpu::BufferBinding& rope, const gpu::BufferBinding& state, const gpu::BufferBinding& q_out,
+  Step qkv_rope(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& norm,
+                const gpu::BufferBinding& bias, const gpu::BufferBinding& rope,
+                const gpu::BufferBinding& state, const gpu::BufferBinding& q_out,
                 const gpu::BufferBinding& k_cache, const gpu::BufferBinding& v_cache, const ModelConfig& cfg,
                 uint32_t ctx_len);
   // act = silu(W_gate xn) * (W_up xn), xn = rmsnorm(x); w packed by gate_up_source_row.
   Step gate_up_silu(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& norm,
                     const gpu::BufferBinding& act, uint32_t inter, uint32_t hidden, double eps);
-  Step matvec_norm(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& norm, const gpu::BufferBinding& y,
-                   uint32_t rows, uint32_t cols, double eps);  // y = W rmsnorm(x)
-  Step matvec_residual(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& resid, uint32_t rows,
+  Step matvec_norm(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& norm,
+                   const gpu::BufferBinding& y, uint32_t rows, uint32_t cols,
+                   double eps);  // y = W rmsnorm(x)
+  Step matvec_residual(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& resid,
+                       uint32_t rows,
                        uint32_t cols);  // resid += W x
-  Step matvec_residual_to(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& base,
-                          const gpu::BufferBinding& out, uint32_t rows, uint32_t cols);  // out = base + W x
+  Step matvec_residual_to(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                          const gpu::BufferBinding& base, const gpu::BufferBinding& out, uint32_t rows,
+                          uint32_t cols);  // out = base + W x
 
   // The fused short-context layer (kernels/llm_matvec.wgsl attend_o): attention of q (at pos)
   // over the cache, one workgroup per (block of o_proj rows, kv head), each multiplying its
   // GQA group's attention output by that group's columns of W_o into o_parts[kv head]
   // (attend_o_parts_words floats: kv_heads rows of hidden padded to 8). No residual is added.
   Step attend_o(const gpu::TensorView& w_o, const gpu::BufferBinding& q, const gpu::BufferBinding& k_cache,
-                const gpu::BufferBinding& v_cache, const gpu::BufferBinding& state, const gpu::BufferBinding& o_parts,
-                const ModelConfig& cfg, uint32_t ctx_len);
+                const gpu::BufferBinding& v_cache, const gpu::BufferBinding& state,
+                const gpu::BufferBinding& o_parts, const ModelConfig& cfg, uint32_t ctx_len);
   static uint64_t attend_o_parts_words(const ModelConfig& cfg);
   // x_next = x + the sum of attend_o's partials; act = silu(W_gate xn) * (W_up xn), xn =
   // rmsnorm(x_next). x_next must not be x: the workgroups read x while one writes x_next.
-  Step gate_up_silu_sum(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& o_parts,
-                        const gpu::BufferBinding& norm, const gpu::BufferBinding& act, const gpu::BufferBinding& x_next,
+  Step gate_up_silu_sum(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                        const gpu::BufferBinding& o_parts, const gpu::BufferBinding& norm,
+                        const gpu::BufferBinding& act, const gpu::BufferBinding& x_next,
                         const ModelConfig& cfg);
   // Decode attention of q (at pos) over the cache, split along the cache: two steps, the chunks
   // (into `partials`, attend_partials_words floats) then their combination into out.
-  std::vector<Step> attend(const gpu::BufferBinding& q, const gpu::BufferBinding& k_cache, const gpu::BufferBinding& v_cache,
-                           const gpu::BufferBinding& state, const gpu::BufferBinding& partials, const gpu::BufferBinding& out,
+  std::vector<Step> attend(const gpu::BufferBinding& q, const gpu::BufferBinding& k_cache,
+                           const gpu::BufferBinding& v_cache, const gpu::BufferBinding& state,
+                           const gpu::BufferBinding& partials, const gpu::BufferBinding& out,
                            const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split = {});
   static uint64_t attend_partials_words(const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split);
   // The same in one dispatch, a workgroup per head over positions 0..pos, for pos < max_positions
   // (its scores stay in workgroup memory; the caller switches to attend() from there on: the
   // kernel reads at most max_positions positions).
-  Step attend_short(const gpu::BufferBinding& q, const gpu::BufferBinding& k_cache, const gpu::BufferBinding& v_cache,
-                    const gpu::BufferBinding& state, const gpu::BufferBinding& out, const ModelConfig& cfg,
-                    uint32_t ctx_len, uint32_t max_positions);
+  Step attend_short(const gpu::BufferBinding& q, const gpu::BufferBinding& k_cache,
+                    const gpu::BufferBinding& v_cache, const gpu::BufferBinding& state,
+                    const gpu::BufferBinding& out, const ModelConfig& cfg, uint32_t ctx_len,
+                    uint32_t max_positions);
   // resid += W_o attention, the attention combined from attend()'s chunk partials by every
   // workgroup itself (attend_combine folded into o_proj: the split layer in 5 dispatches).
-  Step o_proj_combine(const gpu::TensorView& w_o, const gpu::BufferBinding& partials, const gpu::BufferBinding& resid,
-                      const gpu::BufferBinding& state, const ModelConfig& cfg, uint32_t ctx_len,
-                      AttentionSplit split = {});
+  Step o_proj_combine(const gpu::TensorView& w_o, const gpu::BufferBinding& partials,
+                      const gpu::BufferBinding& resid, const gpu::BufferBinding& state,
+                      const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split = {});
   // Chunks of the cache capacity; throws Error when the split does not fit the model.
   static uint32_t attend_chunks(const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split);
   // x = embedding[tokens[pos]]; with prompt_rows = T > 0, rows t < T of x (rows padded to 8)
   // = embedding[tokens[state word 1 + t]].
-  Step embed(const gpu::TensorView& embedding, const gpu::BufferBinding& tokens, const gpu::BufferBinding& state,
-             const gpu::BufferBinding& x, uint32_t hidden, uint32_t prompt_rows = 0);
+  Step embed(const gpu::TensorView& embedding, const gpu::BufferBinding& tokens,
+             const gpu::BufferBinding& state, const gpu::BufferBinding& x, uint32_t hidden,
+             uint32_t prompt_rows = 0);
   // Two steps: partial maxima over chunks of `chunk` logits, then the final one that writes
   // tokens[pos + 1] and advances pos. part_v, part_i hold ceil(vocab / chunk) entries.
-  std::vector<Step> argmax(const gpu::BufferBinding& logits, const gpu::BufferBinding& part_v, const gpu::BufferBinding& part_i,
-                           const gpu::BufferBinding& tokens, const gpu::BufferBinding& state, uint32_t vocab,
-                           uint32_t chunk);
+  std::vector<Step> argmax(const gpu::BufferBinding& logits, const gpu::BufferBinding& part_v,
+                           const gpu::BufferBinding& part_i, const gpu::BufferBinding& tokens,
+                           const gpu::BufferBinding& state, uint32_t vocab, uint32_t chunk);
   Step advance(const gpu::BufferBinding& state);
 
   // Prefill of a prompt chunk of T tokens at positions state word 1 + t (state word 2 = T): the
@@ -139,17 +147,19 @@ class DecodeKernels {
   // the attention output) hold ceil(T / kPromptTokenTile) * kPromptTokenTile rows; rows past T
   // are computed from stale rows and read by nobody; the caches are written for t < T only.
   Step qkv_rope_prompt(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& norm,
-                       const gpu::BufferBinding& bias, const gpu::BufferBinding& rope, const gpu::BufferBinding& state,
-                       const gpu::BufferBinding& q_out, const gpu::BufferBinding& k_cache, const gpu::BufferBinding& v_cache,
+                       const gpu::BufferBinding& bias, const gpu::BufferBinding& rope,
+                       const gpu::BufferBinding& state, const gpu::BufferBinding& q_out,
+                       const gpu::BufferBinding& k_cache, const gpu::BufferBinding& v_cache,
                        const ModelConfig& cfg, uint32_t ctx_len,
                        uint32_t T);  // q_out: [T][heads * hd], unpadded
-  Step gate_up_silu_prompt(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& norm,
-                           const gpu::BufferBinding& act, uint32_t inter, uint32_t hidden, double eps, uint32_t T);
-  Step residual_prompt(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& resid, uint32_t rows,
-                       uint32_t cols, uint32_t T);
-  Step attend_prompt(const gpu::BufferBinding& q, const gpu::BufferBinding& k_cache, const gpu::BufferBinding& v_cache,
-                     const gpu::BufferBinding& state, const gpu::BufferBinding& out, const ModelConfig& cfg,
-                     uint32_t ctx_len, uint32_t T);
+  Step gate_up_silu_prompt(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                           const gpu::BufferBinding& norm, const gpu::BufferBinding& act, uint32_t inter,
+                           uint32_t hidden, double eps, uint32_t T);
+  Step residual_prompt(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& resid,
+                       uint32_t rows, uint32_t cols, uint32_t T);
+  Step attend_prompt(const gpu::BufferBinding& q, const gpu::BufferBinding& k_cache,
+                     const gpu::BufferBinding& v_cache, const gpu::BufferBinding& state,
+                     const gpu::BufferBinding& out, const ModelConfig& cfg, uint32_t ctx_len, uint32_t T);
 
   static constexpr uint32_t kArgmaxChunk = 2048;
   static constexpr uint32_t kPromptTokenTile = 64;  // the most tokens of a PromptTile

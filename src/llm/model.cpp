@@ -146,7 +146,8 @@ void Model::upload_weights(const WeightLookup& weights) {
     l.input_norm = vector(p + "input_norm", *r.in_norm);
     l.post_norm = vector(p + "post_attention_norm", *r.post_norm);
     l.o = w.matrix(p + "o_proj", {r.o}, c.hidden_size, q_rows);
-    l.gate_up = w.matrix(p + "gate_up", {r.gate, r.up}, 2 * c.intermediate_size, c.hidden_size, gate_up_source_row);
+    l.gate_up =
+        w.matrix(p + "gate_up", {r.gate, r.up}, 2 * c.intermediate_size, c.hidden_size, gate_up_source_row);
     l.down = w.matrix(p + "down_proj", {r.down}, c.hidden_size, c.intermediate_size);
     ids.push_back(l);
   }

@@ -85,7 +85,7 @@ struct GenerateOptions {
 
 struct ModelStats {
   uint64_t weight_bytes = 0, kv_cache_bytes = 0, gpu_memory_bytes = 0;  // all of the model's buffers
-  gpu::WeightFormat weight_format = gpu::WeightFormat::F16;            // the matrices' storage
+  gpu::WeightFormat weight_format = gpu::WeightFormat::F16;             // the matrices' storage
   double upload_ms = 0;
   uint32_t dispatches_per_step = 0;       // one decode step: embedding .. picker (fused when enabled)
   uint32_t dispatches_per_step_long = 0;  // the same from attn_fuse_max (attn_short_max) positions on

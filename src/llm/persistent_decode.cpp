@@ -190,7 +190,9 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   }
   const auto embed_id = w.matrix("embedding", {&embed}, c.vocab_size, H);
   const auto head_id =
-      c.tie_word_embeddings ? embed_id : w.matrix("lm_head", {&tensor("lm_head.weight", {c.vocab_size, H})}, c.vocab_size, H);
+      c.tie_word_embeddings
+          ? embed_id
+          : w.matrix("lm_head", {&tensor("lm_head.weight", {c.vocab_size, H})}, c.vocab_size, H);
   need(w.arena().buffers() == 1,
        "the packed weights (" + std::to_string(w.arena().total_bytes()) +
            " bytes planned) must be one binding, but pass the per-buffer cap of " +

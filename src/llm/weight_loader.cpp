@@ -48,11 +48,13 @@ std::span<const std::byte> WeightLoader::fill(TensorId id, uint64_t first, uint6
     return only.bytes.subspan(first * v.row_bytes, count * v.row_bytes);
   }
   for (uint64_t r = 0; r < count; ++r) {
-    const auto [which, row] = e.source ? e.source(uint32_t(first + r)) : std::pair<uint32_t, uint32_t>{0, uint32_t(first + r)};
+    const auto [which, row] =
+        e.source ? e.source(uint32_t(first + r)) : std::pair<uint32_t, uint32_t>{0, uint32_t(first + r)};
     const TensorRef& t = *e.sources.at(which);
     const uint64_t sb = dtype_bytes(t.dtype) * v.cols;
     const gpu::DType d = gpu_dtype(t.dtype);
-    gpu::pack_row(format_, d, t.bytes.subspan(row * sb, sb), v.cols, staging.subspan(r * v.row_bytes, v.row_bytes));
+    gpu::pack_row(format_, d, t.bytes.subspan(row * sb, sb), v.cols,
+                  staging.subspan(r * v.row_bytes, v.row_bytes));
     (gpu::stored_as_is(format_, d, 8) ? paths_.rows : paths_.convert) += v.row_bytes;
   }
   return staging;
