@@ -25,6 +25,9 @@ WeightLoader::TensorId WeightLoader::matrix(std::string name, std::vector<const 
     if (t->shape.size() != 2 || t->shape[1] != cols)
       throw Error("weight '" + name + "': source tensor '" + t->name + "' is not a matrix of " +
                   std::to_string(cols) + " columns");
+  if (!source && sources[0]->shape[0] != rows)
+    throw Error("weight '" + name + "': source tensor '" + sources[0]->name + "' has " +
+                std::to_string(sources[0]->shape[0]) + " rows, the matrix " + std::to_string(rows));
   const TensorId id = arena_.add(std::move(name), rows, cols, format_);
   entries_.push_back({std::move(sources), std::move(source), {}});
   return id;
@@ -43,7 +46,7 @@ std::span<const std::byte> WeightLoader::fill(TensorId id, uint64_t first, uint6
   if (e.sources.empty()) return std::as_bytes(std::span(e.values));
   const gpu::TensorView& v = arena_.view(id);
   const TensorRef& only = *e.sources[0];
-  if (!e.source && stored_as_is(format_, gpu_dtype(only.dtype), v.cols)) {
+  if (!e.source && gpu::stored_as_is(format_, gpu_dtype(only.dtype), v.cols)) {
     paths_.direct += staging.size();
     return only.bytes.subspan(first * v.row_bytes, count * v.row_bytes);
   }
@@ -51,11 +54,15 @@ std::span<const std::byte> WeightLoader::fill(TensorId id, uint64_t first, uint6
     const auto [which, row] =
         e.source ? e.source(uint32_t(first + r)) : std::pair<uint32_t, uint32_t>{0, uint32_t(first + r)};
     const TensorRef& t = *e.sources.at(which);
+    if (row >= t.shape[0])
+      throw Error("weight '" + v.name + "': packed row " + std::to_string(first + r) + " reads row " +
+                  std::to_string(row) + " of '" + t.name + "', which has " + std::to_string(t.shape[0]));
     const uint64_t sb = dtype_bytes(t.dtype) * v.cols;
     const gpu::DType d = gpu_dtype(t.dtype);
     gpu::pack_row(format_, d, t.bytes.subspan(row * sb, sb), v.cols,
                   staging.subspan(r * v.row_bytes, v.row_bytes));
-    (gpu::stored_as_is(format_, d, 8) ? paths_.rows : paths_.convert) += v.row_bytes;
+    const bool same_encoding = gpu::stored_as_is(format_, d, gpu::info(format_).block_elements);
+    (same_encoding ? paths_.rows : paths_.convert) += v.row_bytes;
   }
   return staging;
 }
