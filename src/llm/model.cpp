@@ -7,6 +7,8 @@
 
 #include "gpu/profiler.h"
 #include "llm/generated_tokens.h"
+#include "llm/safetensors.h"
+#include "llm/weight_loader.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -83,7 +85,6 @@ gpu::Buffer Model::scratch(std::string_view label, uint64_t words) {
 void Model::upload_weights(const WeightLookup& weights) {
   const auto& c = cfg_;
   const uint32_t hd = c.head_dim, q_rows = c.num_heads * hd, kv_rows = c.num_kv_heads * hd;
-  const WeightDType t = opt_.dtype;
   // Every tensor is found and shape-checked before anything is uploaded.
   auto tensor = [&](const std::string& name, std::vector<uint64_t> shape) -> const TensorRef& {
     return require_tensor(weights, name, shape);
@@ -117,70 +118,58 @@ void Model::upload_weights(const WeightLookup& weights) {
   const TensorRef* head =
       c.tie_word_embeddings ? nullptr : &tensor("lm_head.weight", {c.vocab_size, c.hidden_size});
 
-  const uint64_t per_layer = row_bytes(t, c.hidden_size) * (q_rows + 2 * kv_rows + 2 * c.intermediate_size) +
-                             row_bytes(t, q_rows) * c.hidden_size +
-                             row_bytes(t, c.intermediate_size) * c.hidden_size;
-  total_upload_ = per_layer * c.num_layers + row_bytes(t, c.hidden_size) * c.vocab_size * (head ? 2 : 1);
-  auto matrix = [&](std::string_view label, uint32_t rows, uint32_t cols,
-                    const std::function<void(uint32_t, float*)>& row) {
-    const uint64_t before = done_upload_;
-    gpu::Buffer b = upload_rows(*ctx_, t, label, rows, cols, row, [&](uint64_t bytes) {
-      done_upload_ = before + bytes;
-      if (opt_.progress) opt_.progress(done_upload_, total_upload_);
-    });
-    stats_.weight_bytes += b.size();
-    count_buffer(b);
-    return b;
+  WeightLoader w(*ctx_, storage_format(opt_.dtype, embed.dtype), {.label = "llm.weights"});
+  stats_.weight_format = w.format();
+  auto vector = [&](std::string name, const TensorRef& tr) { return w.vector(std::move(name), to_f32(tr)); };
+  const auto embed_id = w.matrix("embedding", {&embed}, c.vocab_size, c.hidden_size);
+  const auto head_id = head ? w.matrix("lm_head", {head}, c.vocab_size, c.hidden_size) : embed_id;
+  const auto norm_id = vector("final_norm", norm);
+  struct LayerIds {
+    WeightLoader::TensorId qkv, qkv_bias, input_norm, o, post_norm, gate_up, down;
   };
-  auto rows_of = [](const TensorRef& tr) {
-    return [&tr](uint32_t r, float* out) { tensor_row(tr, r, std::span(out, tr.shape[1])); };
-  };
-  auto norm_vector = [&](std::string_view label, const TensorRef& tr) {
-    std::vector<float> v(tr.elements());
-    tensor_row(tr, 0, v);
-    gpu::Buffer b = upload_padded(*ctx_, label, v);
-    stats_.weight_bytes += b.size();
-    count_buffer(b);
-    return b;
-  };
-
-  embedding_ = matrix("llm.embedding", c.vocab_size, c.hidden_size, rows_of(embed));
-  lm_head_ = head ? matrix("llm.lm_head", c.vocab_size, c.hidden_size, rows_of(*head)) : embedding_;
-  final_norm_ = norm_vector("llm.final_norm", norm);
+  std::vector<LayerIds> ids;
   for (uint32_t i = 0; i < c.num_layers; ++i) {
     const LayerRefs& r = refs[i];
-    Layer l;
-    const TensorRef* qkv[3] = {r.q, r.k, r.v};
-    l.qkv = matrix("llm.qkv", q_rows + 2 * kv_rows, c.hidden_size, [&](uint32_t p, float* out) {
-      auto [which, row] = qkv_source_row(p, hd, q_rows, kv_rows);
-      tensor_row(*qkv[which], row, std::span(out, c.hidden_size));
-    });
+    const std::string p = "layer" + std::to_string(i) + ".";
+    LayerIds l{};
+    l.qkv = w.matrix(p + "qkv", {r.q, r.k, r.v}, q_rows + 2 * kv_rows, c.hidden_size,
+                     [&](uint32_t packed) { return qkv_source_row(packed, hd, q_rows, kv_rows); });
     std::vector<float> bias(q_rows + 2 * kv_rows, 0.0f);
     if (c.attention_bias) {
-      const std::vector<double> b[3] = {tensor_values(*r.qb), tensor_values(*r.kb), tensor_values(*r.vb)};
-      for (uint32_t p = 0; p < bias.size(); ++p) {
-        auto [which, row] = qkv_source_row(p, hd, q_rows, kv_rows);
-        bias[p] = float(b[which][row]);
+      const std::vector<float> b[3] = {to_f32(*r.qb), to_f32(*r.kb), to_f32(*r.vb)};
+      for (uint32_t j = 0; j < bias.size(); ++j) {
+        auto [which, row] = qkv_source_row(j, hd, q_rows, kv_rows);
+        bias[j] = b[which][row];
       }
     }
-    l.qkv_bias = upload_padded(*ctx_, "llm.qkv_bias", bias);
-    count_buffer(l.qkv_bias);
-    stats_.weight_bytes += l.qkv_bias.size();
-    l.input_norm = norm_vector("llm.input_norm", *r.in_norm);
-    l.post_norm = norm_vector("llm.post_attention_norm", *r.post_norm);
-    l.o = matrix("llm.o_proj", c.hidden_size, q_rows, rows_of(*r.o));
-    const TensorRef* gu[2] = {r.gate, r.up};
-    l.gate_up = matrix("llm.gate_up", 2 * c.intermediate_size, c.hidden_size, [&](uint32_t p, float* out) {
-      auto [which, row] = gate_up_source_row(p);
-      tensor_row(*gu[which], row, std::span(out, c.hidden_size));
-    });
-    l.down = matrix("llm.down_proj", c.hidden_size, c.intermediate_size, rows_of(*r.down));
+    l.qkv_bias = w.vector(p + "qkv_bias", std::move(bias));
+    l.input_norm = vector(p + "input_norm", *r.in_norm);
+    l.post_norm = vector(p + "post_attention_norm", *r.post_norm);
+    l.o = w.matrix(p + "o_proj", {r.o}, c.hidden_size, q_rows);
+    l.gate_up =
+        w.matrix(p + "gate_up", {r.gate, r.up}, 2 * c.intermediate_size, c.hidden_size, gate_up_source_row);
+    l.down = w.matrix(p + "down_proj", {r.down}, c.hidden_size, c.intermediate_size);
+    ids.push_back(l);
+  }
+  w.load(opt_.progress);
+  stats_.weight_bytes = w.arena().total_bytes();
+  stats_.gpu_memory_bytes += stats_.weight_bytes;
+  embedding_ = w.view(embed_id);
+  lm_head_ = w.view(head_id);
+  final_norm_ = w.view(norm_id);
+  for (const LayerIds& i : ids) {
+    Layer l{.qkv = w.view(i.qkv),
+            .qkv_bias = w.view(i.qkv_bias),
+            .input_norm = w.view(i.input_norm),
+            .o = w.view(i.o),
+            .post_norm = w.view(i.post_norm),
+            .gate_up = w.view(i.gate_up),
+            .down = w.view(i.down)};
     const uint64_t cache = uint64_t(c.num_kv_heads) * ctx_len_ * hd;
     l.k_cache = scratch("llm.k_cache", cache);
     l.v_cache = scratch("llm.v_cache", cache);
     stats_.kv_cache_bytes += l.k_cache.size() + l.v_cache.size();
     layers_.push_back(std::move(l));
-    ctx_->wait();  // each layer's queued writes drain before the next layer's are staged
   }
 
   // RoPE angles in double, as the reference computes them: (cos, sin) of pos * theta^(-2i/hd).
@@ -197,7 +186,7 @@ void Model::upload_weights(const WeightLookup& weights) {
 
 void Model::build_steps() {
   const auto& c = cfg_;
-  DecodeKernels k(*ctx_, opt_.dtype);
+  DecodeKernels k(*ctx_);
   // Bytes each step must move (for --profile): its weights once, its vectors read and written.
   const uint32_t q_rows = c.num_heads * c.head_dim, qkv_rows = q_rows + 2 * c.num_kv_heads * c.head_dim;
   auto add = [&](Step s, std::string_view name, uint64_t bytes, uint64_t per_position = 0) {
@@ -208,27 +197,27 @@ void Model::build_steps() {
   };
   auto vec = [](uint64_t floats) { return 4 * floats; };
   add(k.embed(embedding_, tokens_, state_, x_, c.hidden_size), "embed",
-      row_bytes(opt_.dtype, c.hidden_size) + vec(c.hidden_size));
+      embedding_.row_bytes + vec(c.hidden_size));
   const uint64_t kv_per_position = vec(2 * c.num_kv_heads * c.head_dim);
   std::vector<size_t> qkv_at;  // each layer's qkv_rope in step_ (then attention .. down), shared
   for (const Layer& l : layers_) {
     qkv_at.push_back(step_.size());
     add(k.qkv_rope(l.qkv, x_, l.input_norm, l.qkv_bias, rope_, state_, q_, l.k_cache, l.v_cache, c, ctx_len_),
-        "qkv_rope", l.qkv.size() + vec(2 * c.hidden_size + 2 * qkv_rows + c.head_dim));
+        "qkv_rope", l.qkv.bytes + vec(2 * c.hidden_size + 2 * qkv_rows + c.head_dim));
     auto attention =
         k.attend(q_, l.k_cache, l.v_cache, state_, att_partials_, att_, c, ctx_len_, opt_.attention);
     add(std::move(attention.at(0)), "attention", vec(q_rows), kv_per_position);
     for (size_t i = 1; i < attention.size(); ++i)
       add(std::move(attention[i]), "attention_combine", vec(q_rows));
     add(k.matvec_residual(l.o, att_, x_, c.hidden_size, q_rows), "o_proj+residual",
-        l.o.size() + vec(q_rows + 2 * c.hidden_size));
+        l.o.bytes + vec(q_rows + 2 * c.hidden_size));
     add(k.gate_up_silu(l.gate_up, x_, l.post_norm, act_, c.intermediate_size, c.hidden_size, c.rms_norm_eps),
-        "gate_up_silu", l.gate_up.size() + vec(2 * c.hidden_size + c.intermediate_size));
+        "gate_up_silu", l.gate_up.bytes + vec(2 * c.hidden_size + c.intermediate_size));
     add(k.matvec_residual(l.down, act_, x_, c.hidden_size, c.intermediate_size), "down+residual",
-        l.down.size() + vec(c.intermediate_size + 2 * c.hidden_size));
+        l.down.bytes + vec(c.intermediate_size + 2 * c.hidden_size));
   }
   add(k.matvec_norm(lm_head_, x_, final_norm_, logits_, c.vocab_size, c.hidden_size, c.rms_norm_eps),
-      "lm_head", lm_head_.size() + vec(2 * c.hidden_size + c.vocab_size));
+      "lm_head", lm_head_.bytes + vec(2 * c.hidden_size + c.vocab_size));
   if (short_max() > 0) {
     // Short caches: the split step with each layer's attention in one dispatch (attend_short)
     // in place of the chunks and their combination; from the last layer so `qkv_at` holds.
@@ -253,16 +242,16 @@ void Model::build_steps() {
       fused_step_.push_back(step_[qkv_at[i]]);
       Step s = k.attend_o(l.o, q_, l.k_cache, l.v_cache, state_, o_parts_, c, ctx_len_);
       s.name = "attend_o";
-      s.bytes = l.o.size() + vec(q_rows) + parts;
+      s.bytes = l.o.bytes + vec(q_rows) + parts;
       s.bytes_per_position = kv_per_position;
       fused_step_.push_back(std::move(s));
       s = k.gate_up_silu_sum(l.gate_up, x_, o_parts_, l.post_norm, act_, x_next_, c);
       s.name = "gate_up_silu_sum";
-      s.bytes = l.gate_up.size() + parts + vec(3 * c.hidden_size + c.intermediate_size);
+      s.bytes = l.gate_up.bytes + parts + vec(3 * c.hidden_size + c.intermediate_size);
       fused_step_.push_back(std::move(s));
       s = k.matvec_residual_to(l.down, act_, x_next_, x_, c.hidden_size, c.intermediate_size);
       s.name = "down+residual";
-      s.bytes = l.down.size() + vec(c.intermediate_size + 2 * c.hidden_size);
+      s.bytes = l.down.bytes + vec(c.intermediate_size + 2 * c.hidden_size);
       fused_step_.push_back(std::move(s));
     }
     fused_step_.push_back(step_.back());  // LM head
@@ -304,7 +293,7 @@ uint32_t Model::short_max() const {
 
 std::vector<Step> Model::prompt_steps(uint32_t T) {
   const auto& c = cfg_;
-  DecodeKernels k(*ctx_, opt_.dtype);
+  DecodeKernels k(*ctx_);
   const uint32_t q_rows = c.num_heads * c.head_dim;
   std::vector<Step> steps{k.embed(embedding_, tokens_, state_, x_rows_, c.hidden_size, T)};
   for (const Layer& l : layers_) {

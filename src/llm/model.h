@@ -1,7 +1,7 @@
-// Model: a Qwen2-architecture decoder on the GPU. Weights are uploaded once in the storage dtype
-// (f16 packed two to a u32, or f32; arithmetic is f32 either way), the KV cache is allocated for
-// `ctx` positions, and the decode step is resolved once into lists of dispatches (kernel, bind
-// group, grid) recorded unchanged for every token:
+// Model: a Qwen2-architecture decoder on the GPU. Weights are uploaded once into one weight arena
+// in their storage format (f16, bf16 or f32: gpu/weight_format.h; arithmetic is f32 in every
+// one), the KV cache is allocated for `ctx` positions, and the decode step is resolved once into
+// lists of dispatches (kernel, bind group, grid) recorded unchanged for every token:
 //   embed; per layer (split): qkv_rope, attend (chunks, combine; below attn_short_max positions
 //   one attend_short dispatch instead), o_proj + residual, gate_up_silu, down + residual;
 //   per layer (fused, Fusion::Full below attn_fuse_max positions): qkv_rope, attend_o (attention
@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,7 +41,9 @@ enum class Fusion { None, Full };
 Fusion parse_fusion(std::string_view s);  // "none" | "full"; throws Error otherwise
 
 struct ModelOptions {
-  WeightDType dtype = WeightDType::F16;
+  // How the weight matrices are stored on the GPU; nullopt ("--dtype auto"): the checkpoint's
+  // own 16-bit type (storage_format()).
+  std::optional<gpu::WeightFormat> dtype;
   // None by default: on the H100 (2026-11-22, 0.5B f16) the split layers ran 905 tok/s, Full
   // with attend_o 774, Full with o_proj_combine at every position 905 short and 548 vs 717 at
   // 4,000 positions: fewer dispatches did not make a faster step (docs/RESULTS.md).
@@ -82,6 +85,7 @@ struct GenerateOptions {
 
 struct ModelStats {
   uint64_t weight_bytes = 0, kv_cache_bytes = 0, gpu_memory_bytes = 0;  // all of the model's buffers
+  gpu::WeightFormat weight_format = gpu::WeightFormat::F16;             // the matrices' storage
   double upload_ms = 0;
   uint32_t dispatches_per_step = 0;       // one decode step: embedding .. picker (fused when enabled)
   uint32_t dispatches_per_step_long = 0;  // the same from attn_fuse_max (attn_short_max) positions on
@@ -139,7 +143,8 @@ class Model {
 
  private:
   struct Layer {
-    gpu::Buffer qkv, qkv_bias, input_norm, o, post_norm, gate_up, down, k_cache, v_cache;
+    gpu::TensorView qkv, qkv_bias, input_norm, o, post_norm, gate_up, down;  // views of the weight arena
+    gpu::Buffer k_cache, v_cache;
   };
   void upload_weights(const WeightLookup& weights);
   gpu::Buffer scratch(std::string_view label, uint64_t words);
@@ -156,9 +161,9 @@ class Model {
   ModelConfig cfg_;
   ModelOptions opt_;
   uint32_t ctx_len_;
-  uint64_t total_upload_ = 0, done_upload_ = 0;
   std::vector<Layer> layers_;
-  gpu::Buffer embedding_, lm_head_, final_norm_, rope_;
+  gpu::TensorView embedding_, lm_head_, final_norm_;  // views of the weight arena
+  gpu::Buffer rope_;
   gpu::Buffer x_, q_, att_, act_, att_partials_, logits_, part_v_, part_i_, tokens_, state_;
   gpu::Buffer x_next_, o_parts_;  // the fused layer: the residual stream after attention, attend_o's partials
   gpu::Buffer x_rows_, q_rows_, att_rows_, act_rows_;  // prefill activations [chunk][width]
