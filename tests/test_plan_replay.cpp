@@ -2,9 +2,9 @@
 // llm::Model's tokens and bitwise its logits. The interpreter below reads only the JSON, the
 // embedded kernel sources (gpu::embedded_kernel by family and entry) and the model's tensors by
 // file name (llm::tensor_row): it creates the buffers, packs the weights by the plan's packing
-// names, builds the plans and follows the prefill and decode sequences. It never calls
-// llm::DecodeKernels or llm::Model, so what it needs is what another host (the browser page)
-// needs to mirror.
+// and format names (gpu::pack_row, the formats' row packer), builds the plans and follows the prefill and
+// decode sequences. It never calls llm::DecodeKernels or llm::Model, so what it needs is what another host
+// (the browser page) needs to mirror.
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -14,6 +14,7 @@
 
 #include "gpu/plan.h"
 #include "gpu/recorder.h"
+#include "gpu/weight_format.h"
 #include "llm/model.h"
 #include "llm/plan_file.h"
 #include "llm/reference.h"
@@ -21,7 +22,6 @@
 #include "llm_support.h"
 #include "support.h"
 #include "util/error.h"
-#include "util/half.h"
 
 namespace wgfuse {
 namespace {
@@ -154,6 +154,16 @@ class Replay {
     const auto kind = what.at("kind").get<std::string>();
     std::vector<std::byte> bytes;
     if (kind == "zeros") return;
+    if (kind == "weights") {
+      for (const auto& t : what.at("tensors")) {
+        const auto packed = tensor(t, weights);
+        const auto offset = t.at("offset").get<uint64_t>();
+        if (offset % 16 || offset + packed.size() > b.size())
+          throw Error("plan: tensor " + t.at("name").get<std::string>() + " outside its buffer");
+        ctx_->write(b, offset, packed);
+      }
+      return;
+    }
     if (kind == "words") {
       const auto words = what.at("words").get<std::vector<uint32_t>>();
       bytes.resize(words.size() * 4);
@@ -170,26 +180,28 @@ class Replay {
         }
       bytes.resize(t.size() * 4);
       std::memcpy(bytes.data(), t.data(), bytes.size());
-    } else if (kind == "weights") {
-      bytes = packed(what, weights);
     } else {
       throw Error("plan: unknown contents kind " + kind);
     }
     if (bytes.size() > b.size()) throw Error("plan: contents larger than their buffer");
-    bytes.resize(b.size());  // the rest: zeros
     ctx_->write(b, 0, bytes);
   }
 
-  std::vector<std::byte> packed(const json& what, const llm::WeightLookup& weights) const {
-    const auto packing = what.at("packing").get<std::string>();
-    const auto rows = what.at("rows").get<uint32_t>(), cols = what.at("cols").get<uint32_t>();
-    const auto pad = plan_.at("weights").at("row_padding").get<uint32_t>();
-    const bool f16 = plan_.at("weights").at("dtype") == "f16" && packing != "vector" && packing != "qkv_bias";
+  // One weight tensor as stored: each row gathered from the sources by the packing (as f32), then
+  // stored in the tensor's format by the format's row packer.
+  std::vector<std::byte> tensor(const json& t, const llm::WeightLookup& weights) const {
+    const auto packing = t.at("packing").get<std::string>();
+    const auto rows = t.at("rows").get<uint32_t>(), cols = t.at("cols").get<uint32_t>();
+    const auto row_bytes = t.at("row_bytes").get<uint64_t>();
+    const gpu::WeightFormat format =
+        gpu::parse_weight_format(t.at("format").get<std::string>(), "plan format");
+    if (row_bytes != gpu::stored_row_bytes(format, cols))
+      throw Error("plan: row_bytes disagree with the format");
     const auto& m = plan_.at("model");
     const auto hd = m.at("head_dim").get<uint32_t>(), q_rows = m.at("num_heads").get<uint32_t>() * hd,
                kv_rows = m.at("num_kv_heads").get<uint32_t>() * hd;
     std::vector<const llm::TensorRef*> src;
-    for (const auto& s : what.at("sources")) src.push_back(weights(s.get<std::string>()));
+    for (const auto& s : t.at("sources")) src.push_back(weights(s.get<std::string>()));
     // Row p of a Q/K/V packing: {source, row}: q rows then k rows, each head's as RoPE pairs
     // (i, i + hd/2); then v rows.
     auto qkv_row = [&](uint32_t p) -> std::pair<uint32_t, uint32_t> {
@@ -199,47 +211,37 @@ class Replay {
       const uint32_t i = r % hd;
       return {which, r - i + (i % 2 ? hd / 2 + i / 2 : i / 2)};
     };
-    const uint32_t width = (cols + pad - 1) / pad * pad;
-    std::vector<float> values(size_t(rows) * width, 0.0f);
-    std::vector<float> row(cols);
+    std::vector<float> row(cols, 0.0f);
+    std::vector<std::byte> out(rows * row_bytes);
     for (uint32_t p = 0; p < rows; ++p) {
-      float* out = values.data() + size_t(p) * width;
       if (packing == "rows") {
-        llm::tensor_row(*src.at(0), p, std::span(out, cols));
+        llm::tensor_row(*src.at(0), p, row);
       } else if (packing == "gate_up_interleaved") {
-        llm::tensor_row(*src.at(p % 2), p / 2, std::span(out, cols));
+        llm::tensor_row(*src.at(p % 2), p / 2, row);
       } else if (packing == "qkv_rope_pairs") {
         const auto [which, r] = qkv_row(p);
-        llm::tensor_row(*src.at(which), r, std::span(out, cols));
+        llm::tensor_row(*src.at(which), r, row);
       } else if (packing == "vector") {
-        llm::tensor_row(*src.at(0), 0, std::span(out, cols));
+        llm::tensor_row(*src.at(0), 0, row);
       } else if (packing == "qkv_bias") {
-        if (src.empty()) continue;  // no bias: zeros
-        std::vector<float> parts[3];
-        for (int s = 0; s < 3; ++s) {
-          parts[s].resize(src[s]->elements());
-          llm::tensor_row(*src[s], 0, parts[s]);
-        }
-        for (uint32_t c = 0; c < cols; ++c) {
-          const auto [which, r] = qkv_row(c);
-          out[c] = parts[which][r];
+        if (!src.empty()) {  // else no bias: zeros
+          std::vector<float> parts[3];
+          for (int s = 0; s < 3; ++s) {
+            parts[s].resize(src[s]->elements());
+            llm::tensor_row(*src[s], 0, parts[s]);
+          }
+          for (uint32_t c = 0; c < cols; ++c) {
+            const auto [which, r] = qkv_row(c);
+            row[c] = parts[which][r];
+          }
         }
       } else {
         throw Error("plan: unknown packing " + packing);
       }
+      gpu::pack_row(format, gpu::DType::F32, std::as_bytes(std::span(row)), cols,
+                    std::span(out).subspan(p * row_bytes, row_bytes));
     }
-    std::vector<std::byte> bytes;
-    if (!f16) {
-      bytes.resize(values.size() * 4);
-      std::memcpy(bytes.data(), values.data(), bytes.size());
-      return bytes;
-    }
-    bytes.resize(values.size() * 2);
-    for (size_t i = 0; i < values.size(); ++i) {
-      const uint16_t h = half::from_float(values[i]);
-      std::memcpy(bytes.data() + 2 * i, &h, 2);
-    }
-    return bytes;
+    return out;
   }
 
   gpu::Context* ctx_;
@@ -254,7 +256,7 @@ const std::vector<uint32_t> kPrompt = {7, 123, 42, 299, 0, 64, 5};
 
 struct Case {
   const char* name;
-  llm::WeightDType dtype;
+  gpu::WeightFormat dtype;
   bool tied;
   llm::ModelOptions options;
   std::optional<llm::SamplingParams> sampling;
@@ -270,9 +272,10 @@ class PlanReplay : public ::testing::TestWithParam<Case> {};
 // every prefill chunk and decode variant the case crosses.
 TEST_P(PlanReplay, GivesTheModelsTokensAndLogits) {
   const Case& c = GetParam();
-  const auto cfg = test::small_llm_config(c.tied);
+  auto cfg = test::small_llm_config(c.tied);
+  cfg.num_layers = 2;  // what a layer does is the same in each: two show the sequence
   const auto weights = llm::HostWeights::random(cfg, 31);
-  const uint32_t n = 10;
+  const uint32_t n = 6;
   llm::ModelOptions mo = c.options;
   mo.dtype = c.dtype;
   llm::Model model(context(), cfg, weights.lookup(), mo);
@@ -320,18 +323,18 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         // Two prefill chunks (4 + 3 tokens); attend_short below position 9, then split attention.
         Case{"f16_chunked_short_then_split",
-             llm::WeightDType::F16,
+             gpu::WeightFormat::F16,
              true,
-             {.attn_short_max = 9, .ctx = 32, .prefill_chunk = 4, .attention = {.chunk = 8}},
+             {.attn_short_max = 9, .ctx = 16, .prefill_chunk = 4, .attention = {.chunk = 8}},
              {}},
-        // The prompt through decode steps; fused layers below position 11, then o_proj_combine;
-        // an untied head; the sampler as the picker.
-        Case{"f32_stepwise_fused_then_long_sampled",
-             llm::WeightDType::F32,
+        // The prompt through decode steps; fused layers below position 9, then o_proj_combine;
+        // an untied head; bf16 storage; the sampler as the picker.
+        Case{"bf16_stepwise_fused_then_long_sampled",
+             gpu::WeightFormat::BF16,
              false,
              {.fusion = llm::Fusion::Full,
-              .attn_fuse_max = 11,
-              .ctx = 32,
+              .attn_fuse_max = 9,
+              .ctx = 16,
               .prefill_chunk = 0,
               .attention = {.chunk = 8}},
              llm::SamplingParams{.temperature = 0.8, .top_k = 40, .top_p = 0.9, .seed = 5}}),

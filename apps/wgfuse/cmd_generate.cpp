@@ -29,7 +29,7 @@ namespace wgfuse::cli {
 namespace {
 
 struct LlmOptions {
-  std::string model_dir, dtype = "f16";
+  std::string model_dir, dtype = "auto";
   std::optional<uint32_t> ctx;  // default: 4096, or the model's max_position_embeddings if smaller
   uint32_t steps_per_submit = 8;
   llm::AttentionSplit attention;
@@ -59,8 +59,11 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
   c->add_option("-m,--model", o.model_dir,
                 "Hugging Face model folder (config.json, *.safetensors, tokenizer.json)")
       ->required();
-  c->add_option("--dtype", o.dtype, "weight storage on the GPU: f16 (packed in u32) | f32")
-      ->check(CLI::IsMember({"f16", "f32"}))
+  c->add_option(
+       "--dtype", o.dtype,
+       "weight storage on the GPU: auto (the checkpoint's 16-bit type: bf16 stays bf16, f16 stays f16, "
+       "f32 becomes f16) | f32 | f16 | bf16")
+      ->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}))
       ->capture_default_str();
   c->add_option("--ctx", o.ctx,
                 "KV-cache length in tokens (default 4096, or the model's max_position_embeddings if smaller)")
@@ -164,7 +167,7 @@ struct Session {
     auto stop = llm::stop_token_ids(tok, o.model_dir);
     const llm::SamplingParams params = sampling(o, files.generation());
     llm::ModelOptions mo;
-    mo.dtype = llm::parse_weight_dtype(o.dtype);
+    if (o.dtype != "auto") mo.dtype = gpu::parse_weight_format(o.dtype, "--dtype");
     mo.ctx = ctx_len;
     mo.attention = o.attention;
     mo.fusion = llm::parse_fusion(o.fusion);
@@ -301,11 +304,13 @@ void print_timing(const Session& s) {
   std::fprintf(
       stderr,
       "\n[%llu prompt tokens, prefill %.1f tok/s, %llu generated, decode %.1f tok/s, %.1f dispatches/token, "
-      "%.2f submits/token, %.2f read-backs/token, GPU memory %.1f MB, load %.0f ms]\n",
+      "%.2f submits/token, %.2f read-backs/token, GPU memory %.1f MB, load %.0f ms, weights %s uploaded in "
+      "%.0f ms]\n",
       (unsigned long long)st.prompt_tokens, t["prefill_tok_s"].get<double>(),
       (unsigned long long)st.generated_tokens, t["decode_tok_s"].get<double>(),
       t["dispatches_per_token"].get<double>(), t["submits_per_token"].get<double>(),
-      t["readbacks_per_token"].get<double>(), double(st.gpu_memory_bytes) / 1e6, s.load_ms);
+      t["readbacks_per_token"].get<double>(), double(st.gpu_memory_bytes) / 1e6, s.load_ms,
+      gpu::to_string(st.weight_format), st.upload_ms);
 }
 
 // --profile: one decode step after the generation, each dispatch timed in its own pass; a table
@@ -505,7 +510,8 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     j["attn_short_max"] = lo.attn_short_max;
     j["decode"] = decode;
     j["steps_per_submit"] = lo.steps_per_submit;
-    j["dtype"] = lo.dtype;
+    j["dtype"] = lo.dtype;                                          // as asked (auto, f32, f16, bf16)
+    j["weight_format"] = gpu::to_string(s->stats().weight_format);  // as stored
     j["ctx"] = s->ctx_len();
     j["attention"] = {{"chunk", lo.attention.chunk}, {"heads_per_wg", lo.attention.heads_per_wg}};
     j["model"] = {{"dir", lo.model_dir}, {"config", llm::config_json(s->files.config())}};

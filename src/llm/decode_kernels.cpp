@@ -13,51 +13,19 @@ namespace {
 
 using gpu::BufferUsage;
 // A grid of `groups` workgroups: past 65,535 (the per-dimension limit) they spill into y.
-gpu::Dispatch grid(const gpu::Kernel& k, std::initializer_list<gpu::Binding> b, uint32_t groups) {
+gpu::Dispatch grid(const gpu::Kernel& k, std::vector<gpu::Binding> b, uint32_t groups) {
   const uint32_t x = std::min<uint32_t>(groups, 65535);
-  return {&k, b, {x, ceil_div(groups, x)}};
+  return {&k, std::move(b), {x, ceil_div(groups, x)}};
+}
+
+// Bindings: `w` (binding 0), then `rest`.
+std::vector<gpu::Binding> with_weights(const gpu::TensorView& w, std::initializer_list<gpu::Binding> rest) {
+  std::vector<gpu::Binding> all{w};
+  all.insert(all.end(), rest);
+  return all;
 }
 
 }  // namespace
-
-WeightDType parse_weight_dtype(std::string_view s) {
-  if (s == "f16") return WeightDType::F16;
-  if (s == "f32") return WeightDType::F32;
-  throw Error("--dtype '" + std::string(s) + "': expected f16 or f32");
-}
-
-gpu::Buffer upload_rows(gpu::Context& ctx, WeightDType dtype, std::string_view label, uint32_t rows,
-                        uint32_t cols, const std::function<void(uint32_t row, float* out)>& row,
-                        const std::function<void(uint64_t bytes)>& progress) {
-  const uint64_t rb = row_bytes(dtype, cols);
-  gpu::Buffer buf =
-      ctx.buffer(rb * rows, BufferUsage::Storage | BufferUsage::CopyDst | BufferUsage::CopySrc, label);
-  const uint32_t chunk_rows = uint32_t(std::max<uint64_t>(1, (8u << 20) / rb));  // ~8 MB per write
-  std::vector<float> values(pad8(cols));
-  std::vector<std::byte> staging;
-  for (uint32_t r0 = 0; r0 < rows; r0 += chunk_rows) {
-    const uint32_t n = std::min(chunk_rows, rows - r0);
-    staging.assign(rb * n, std::byte{0});
-    for (uint32_t r = 0; r < n; ++r) {
-      std::fill(values.begin(), values.end(), 0.0f);
-      row(r0 + r, values.data());
-      std::byte* dst = staging.data() + rb * r;
-      if (dtype == WeightDType::F32) {
-        std::memcpy(dst, values.data(), rb);
-      } else {
-        for (size_t c = 0; c < values.size(); ++c) {
-          const uint16_t h = half::from_float(values[c]);
-          std::memcpy(dst + 2 * c, &h, 2);  // little-endian: element 2i in the low half of word i
-        }
-      }
-    }
-    ctx.write(buf, rb * r0, staging);
-    // Queued writes hold staging memory until a submit: let them drain every 256 MB.
-    if ((rb * (r0 + n)) / (256u << 20) != (rb * r0) / (256u << 20)) ctx.wait();
-    if (progress) progress(rb * (r0 + n));
-  }
-  return buf;
-}
 
 gpu::Buffer upload_padded(gpu::Context& ctx, std::string_view label, std::span<const float> values) {
   std::vector<float> padded(pad8(uint32_t(values.size())), 0.0f);
@@ -80,7 +48,7 @@ std::pair<uint32_t, uint32_t> gate_up_source_row(uint32_t packed) {
 
 // ---- DecodeKernels ----
 
-DecodeKernels::DecodeKernels(gpu::Context& ctx, WeightDType dtype) : ctx_(&ctx), dtype_(dtype) {
+DecodeKernels::DecodeKernels(gpu::Context& ctx) : ctx_(&ctx) {
   if (!ctx.features().subgroups)
     throw Error("the LLM kernels need the WebGPU 'subgroups' feature, which adapter '" +
                 ctx.adapter().description + "' does not offer");
@@ -96,7 +64,8 @@ std::string MatvecTuning::name() const {
 // The rule, in napkin maths for an H100 (132 SMs, subgroups of 32); the kernel benchmark
 // (wgfuse_kernel_bench) measures the alternatives.
 // - team: the smallest power of two >= max(32, the adapter's subgroup) whose lanes cover a row in
-//   at most kLoadsPerRow 16-byte loads each (f16: 8 columns a load, f32: 4), at most 256: loads
+//   at most kLoadsPerRow 16-byte loads each (the format's elements per load: f16 and bf16 8, f32
+//   4), at most 256: loads
 //   in flight without idle lanes on short rows.
 // - Starting from 256-thread workgroups whose teams do 4 rows each (x read once for 4 rows),
 //   halve the rows per team, then the workgroup, while the grid has fewer than kMinWorkgroups
@@ -110,11 +79,11 @@ std::string MatvecTuning::name() const {
 //   128-thread workgroups with 2 rows per team. Measured on the H100 in the decode step: Qwen2.5-
 //   1.5B f16 (gate/up 55 MB) 507 tok/s [506-510] against 482 [460-505] staged (gate/up alone
 //   28.9 against 31.7 us); 0.5B (gate/up 17 MB) lost with x direct, 874-890 against 908 tok/s.
-MatvecTuning DecodeKernels::matvec_tuning(uint32_t rows, uint32_t cols) const {
+MatvecTuning DecodeKernels::matvec_tuning(uint32_t rows, uint32_t cols, gpu::WeightFormat format) const {
   if (forced_) return *forced_;
   constexpr uint32_t kLoadsPerRow = 4, kMinWorkgroups = 512, kMaxThreads = 256, kLmHeadRows = 65536;
   constexpr uint64_t kDirectBytes = 48ull << 20;
-  const uint64_t loads = ceil_div(cols, dtype_ == WeightDType::F16 ? 8 : 4);
+  const uint64_t loads = ceil_div(cols, gpu::info(format).elements_per_load);
   MatvecTuning t;
   t.team = std::max<uint32_t>(32, min_team_);
   while (t.team < kMaxThreads && t.team * kLoadsPerRow < loads) t.team *= 2;
@@ -125,7 +94,7 @@ MatvecTuning DecodeKernels::matvec_tuning(uint32_t rows, uint32_t cols) const {
     t.staged_x = true;
     return t;
   }
-  t.staged_x = uint64_t(rows) * row_bytes(dtype_, cols) < kDirectBytes;
+  t.staged_x = uint64_t(rows) * gpu::stored_row_bytes(format, cols) < kDirectBytes;
   t.workgroup = std::max(t.team, t.staged_x ? kMaxThreads : 128u);
   t.rows_per_team = t.staged_x ? 4 : 2;
   while (ceil_div(rows, t.rows_per_workgroup()) < kMinWorkgroups && t.rows_per_workgroup() > 2) {
@@ -159,17 +128,30 @@ void DecodeKernels::check_workgroup_memory(const std::string& entry, uint32_t co
                 std::to_string(ctx_->limits().max_compute_workgroup_storage_size));
 }
 
-gpu::Dispatch DecodeKernels::matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm,
-                                    double eps, bool pairs, std::map<std::string, double> o,
-                                    std::initializer_list<gpu::Binding> b) {
-  return matvec_tuned(matvec_tuning(rows, cols), entry, rows, cols, norm, eps, pairs, 0, std::move(o), b);
+void DecodeKernels::weight_constants(const std::string& entry, const gpu::TensorView& w, uint32_t rows,
+                                     uint32_t cols, std::map<std::string, double>& o) {
+  if (w.cols != cols || (rows && w.rows != rows))
+    throw Error("kernel " + entry + ": weights '" + w.name + "' are " + std::to_string(w.rows) + " x " +
+                std::to_string(w.cols) + ", the kernel reads " + (rows ? std::to_string(rows) : "any") +
+                " x " + std::to_string(cols));
+  o[gpu::kWeightFormatConstant] = double(w.format);
 }
 
-gpu::Dispatch DecodeKernels::matvec_tuned(const MatvecTuning& t, const std::string& entry, uint32_t rows,
-                                          uint32_t cols, bool norm, double eps, bool pairs,
-                                          uint64_t extra_wg_bytes, std::map<std::string, double> o,
+gpu::Dispatch DecodeKernels::matvec(const std::string& entry, const gpu::TensorView& w, uint32_t rows,
+                                    uint32_t cols, bool norm, double eps, bool pairs,
+                                    std::map<std::string, double> o, std::initializer_list<gpu::Binding> b) {
+  return matvec_tuned(matvec_tuning(rows, cols, w.format), entry, w, rows, cols, norm, eps, pairs, 0,
+                      std::move(o), b);
+}
+
+gpu::Dispatch DecodeKernels::matvec_tuned(const MatvecTuning& t, const std::string& entry,
+                                          const gpu::TensorView& w, uint32_t rows, uint32_t cols, bool norm,
+                                          double eps, bool pairs, uint64_t extra_wg_bytes,
+                                          std::map<std::string, double> o,
                                           std::initializer_list<gpu::Binding> b) {
   check_tuning(entry, t, pairs);
+  // attend_o reads a slice of W_o's columns per group: its matrix is rows x cols all the same.
+  weight_constants(entry, w, rows, cols, o);
   // Keys already in `o` (attend_o's ITERS over its slice, gate_up_silu_sum's staging) win.
   const bool staged = norm && (o.contains("DIRECT_X") ? o.at("DIRECT_X") == 0 : t.staged_x);
   // Per subgroup: a partial per row of its team, and x's sum of squares when read directly.
@@ -177,8 +159,7 @@ gpu::Dispatch DecodeKernels::matvec_tuned(const MatvecTuning& t, const std::stri
   const uint32_t red = t.workgroup * red_stride;
   check_workgroup_memory(entry, cols,
                          (staged ? 32ull * cols8 + 4ull * t.workgroup : 32) + 4ull * red + extra_wg_bytes);
-  o.insert({{"WEIGHT_F16", dtype_ == WeightDType::F16},
-            {"ROWS", rows},
+  o.insert({{"ROWS", rows},
             {"COLS", cols},
             {"COLS8", cols8},
             {"TEAM", t.team},
@@ -193,41 +174,41 @@ gpu::Dispatch DecodeKernels::matvec_tuned(const MatvecTuning& t, const std::stri
             {"XS_V4", staged ? 2 * cols8 : 2},
             {"EPS", eps}});
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matvec", entry, std::move(o)));
-  return grid(k, b, ceil_div(rows, t.rows_per_workgroup()));
+  return grid(k, with_weights(w, b), ceil_div(rows, t.rows_per_workgroup()));
 }
 
-gpu::Dispatch DecodeKernels::qkv_rope(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
-                                      const gpu::Binding& bias, const gpu::Binding& rope,
-                                      const gpu::Binding& state, const gpu::Binding& q_out,
-                                      const gpu::Binding& k_cache, const gpu::Binding& v_cache,
-                                      const ModelConfig& c, uint32_t ctx_len) {
+gpu::Dispatch DecodeKernels::qkv_rope(const gpu::TensorView& w, const gpu::Binding& x,
+                                      const gpu::Binding& norm, const gpu::Binding& bias,
+                                      const gpu::Binding& rope, const gpu::Binding& state,
+                                      const gpu::Binding& q_out, const gpu::Binding& k_cache,
+                                      const gpu::Binding& v_cache, const ModelConfig& c, uint32_t ctx_len) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
-  return matvec("qkv_rope", q_rows + 2 * kv_rows, c.hidden_size, true, c.rms_norm_eps, true,
+  return matvec("qkv_rope", w, q_rows + 2 * kv_rows, c.hidden_size, true, c.rms_norm_eps, true,
                 {{"Q_ROWS", q_rows}, {"KV_ROWS", kv_rows}, {"HEAD_DIM", c.head_dim}, {"CTX", ctx_len}},
-                {w, x, norm, bias, rope, state, q_out, k_cache, v_cache});
+                {x, norm, bias, rope, state, q_out, k_cache, v_cache});
 }
 
-gpu::Dispatch DecodeKernels::gate_up_silu(const gpu::Binding& w, const gpu::Binding& x,
+gpu::Dispatch DecodeKernels::gate_up_silu(const gpu::TensorView& w, const gpu::Binding& x,
                                           const gpu::Binding& norm, const gpu::Binding& act, uint32_t inter,
                                           uint32_t hidden, double eps) {
-  return matvec("gate_up_silu", 2 * inter, hidden, true, eps, true, {}, {w, x, norm, act});
+  return matvec("gate_up_silu", w, 2 * inter, hidden, true, eps, true, {}, {x, norm, act});
 }
 
-gpu::Dispatch DecodeKernels::matvec_norm(const gpu::Binding& w, const gpu::Binding& x,
+gpu::Dispatch DecodeKernels::matvec_norm(const gpu::TensorView& w, const gpu::Binding& x,
                                          const gpu::Binding& norm, const gpu::Binding& y, uint32_t rows,
                                          uint32_t cols, double eps) {
-  return matvec("matvec_norm", rows, cols, true, eps, false, {}, {w, x, norm, y});
+  return matvec("matvec_norm", w, rows, cols, true, eps, false, {}, {x, norm, y});
 }
 
-gpu::Dispatch DecodeKernels::matvec_residual(const gpu::Binding& w, const gpu::Binding& x,
+gpu::Dispatch DecodeKernels::matvec_residual(const gpu::TensorView& w, const gpu::Binding& x,
                                              const gpu::Binding& resid, uint32_t rows, uint32_t cols) {
-  return matvec("matvec_residual", rows, cols, false, 0.0, false, {}, {w, x, resid});
+  return matvec("matvec_residual", w, rows, cols, false, 0.0, false, {}, {x, resid});
 }
 
-gpu::Dispatch DecodeKernels::matvec_residual_to(const gpu::Binding& w, const gpu::Binding& x,
+gpu::Dispatch DecodeKernels::matvec_residual_to(const gpu::TensorView& w, const gpu::Binding& x,
                                                 const gpu::Binding& base, const gpu::Binding& out,
                                                 uint32_t rows, uint32_t cols) {
-  return matvec("matvec_residual_to", rows, cols, false, 0.0, false, {}, {w, x, base, out});
+  return matvec("matvec_residual_to", w, rows, cols, false, 0.0, false, {}, {x, base, out});
 }
 
 // Blocks of 16 rows (8 teams of 32 threads, 2 rows each): every block recomputes its group's
@@ -246,7 +227,7 @@ uint64_t DecodeKernels::attend_o_parts_words(const ModelConfig& c) {
   return uint64_t(c.num_kv_heads) * pad8(c.hidden_size);
 }
 
-gpu::Dispatch DecodeKernels::attend_o(const gpu::Binding& w_o, const gpu::Binding& q,
+gpu::Dispatch DecodeKernels::attend_o(const gpu::TensorView& w_o, const gpu::Binding& q,
                                       const gpu::Binding& k_cache, const gpu::Binding& v_cache,
                                       const gpu::Binding& state, const gpu::Binding& o_parts,
                                       const ModelConfig& c, uint32_t ctx_len) {
@@ -264,7 +245,7 @@ gpu::Dispatch DecodeKernels::attend_o(const gpu::Binding& w_o, const gpu::Bindin
   const uint32_t span8 = ceil_div(span, 8) + (span % 8 ? 1 : 0);
   const uint64_t own_bytes =
       4ull * span + 16ull * slots + 4ull * group * tile + 8ull * group + 20ull * t.workgroup;
-  gpu::Dispatch s = matvec_tuned(t, "attend_o", c.hidden_size, q_rows, false, 0.0, false, own_bytes,
+  gpu::Dispatch s = matvec_tuned(t, "attend_o", w_o, c.hidden_size, q_rows, false, 0.0, false, own_bytes,
                                  {{"HEAD_DIM", c.head_dim},
                                   {"CTX", ctx_len},
                                   {"GROUP", group},
@@ -276,7 +257,7 @@ gpu::Dispatch DecodeKernels::attend_o(const gpu::Binding& w_o, const gpu::Bindin
                                   {"SPAN8", span8},
                                   {"ITERS", ceil_div(span8, t.team)},
                                   {"PART_STRIDE", pad8(c.hidden_size)}},
-                                 {w_o, q, k_cache, v_cache, state, o_parts});
+                                 {q, k_cache, v_cache, state, o_parts});
   if (s.grid.y != 1)
     throw Error("attend_o: hidden_size " + std::to_string(c.hidden_size) + " has too many row blocks");
   s.grid.y = c.num_kv_heads;
@@ -286,14 +267,14 @@ gpu::Dispatch DecodeKernels::attend_o(const gpu::Binding& w_o, const gpu::Bindin
 // Blocks of 32 rows (8 teams of 32 threads, 4 rows each): every workgroup combines all of the
 // chunk partials (at 4,096 positions, Qwen2.5-0.5B: 14 heads x 64 chunks x 66 floats = 236 KB
 // from L2), so few workgroups: 28 for 0.5B, 48 for 1.5B.
-gpu::Dispatch DecodeKernels::o_proj_combine(const gpu::Binding& w_o, const gpu::Binding& partials,
+gpu::Dispatch DecodeKernels::o_proj_combine(const gpu::TensorView& w_o, const gpu::Binding& partials,
                                             const gpu::Binding& resid, const gpu::Binding& state,
                                             const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
   MatvecTuning t{.team = std::max<uint32_t>(32, min_team_), .rows_per_team = 4, .workgroup = 256};
   t.workgroup = std::max(t.workgroup, t.team);
   if (forced_) t = *forced_;
   const uint32_t q_rows = c.num_heads * c.head_dim;
-  return matvec_tuned(t, "o_proj_combine", c.hidden_size, q_rows, false, 0.0, false,
+  return matvec_tuned(t, "o_proj_combine", w_o, c.hidden_size, q_rows, false, 0.0, false,
                       32ull * ceil_div(q_rows, 8) + 8ull * c.num_heads,
                       {{"COMBINE_X", 1},
                        {"XS_V4", 2 * ceil_div(q_rows, 8)},
@@ -301,15 +282,15 @@ gpu::Dispatch DecodeKernels::o_proj_combine(const gpu::Binding& w_o, const gpu::
                        {"HEADS", c.num_heads},
                        {"CHUNK", split.chunk},
                        {"CHUNKS", attend_chunks(c, ctx_len, split)}},
-                      {w_o, partials, resid, state});
+                      {partials, resid, state});
 }
 
-gpu::Dispatch DecodeKernels::gate_up_silu_sum(const gpu::Binding& w, const gpu::Binding& x,
+gpu::Dispatch DecodeKernels::gate_up_silu_sum(const gpu::TensorView& w, const gpu::Binding& x,
                                               const gpu::Binding& o_parts, const gpu::Binding& norm,
                                               const gpu::Binding& act, const gpu::Binding& x_next,
                                               const ModelConfig& c) {
-  return matvec("gate_up_silu_sum", 2 * c.intermediate_size, c.hidden_size, true, c.rms_norm_eps, true,
-                {{"PARTS", c.num_kv_heads}, {"DIRECT_X", 0}}, {w, x, norm, act, o_parts, x_next});
+  return matvec("gate_up_silu_sum", w, 2 * c.intermediate_size, c.hidden_size, true, c.rms_norm_eps, true,
+                {{"PARTS", c.num_kv_heads}, {"DIRECT_X", 0}}, {x, norm, act, o_parts, x_next});
 }
 
 const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const ModelConfig& c, uint32_t ctx_len,
@@ -428,9 +409,9 @@ void DecodeKernels::force_prompt_tile(PromptTile tile) {
   forced_tile_ = tile;
 }
 
-gpu::Dispatch DecodeKernels::matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T,
-                                    bool norm, double eps, std::map<std::string, double> o,
-                                    std::initializer_list<gpu::Binding> b) {
+gpu::Dispatch DecodeKernels::matmul(const std::string& entry, const gpu::TensorView& w, uint32_t rows,
+                                    uint32_t cols, uint32_t T, bool norm, double eps,
+                                    std::map<std::string, double> o, std::initializer_list<gpu::Binding> b) {
   const PromptTile tile = forced_tile_.tokens ? forced_tile_ : prompt_tile(rows, T);
   const uint32_t cols8 = ceil_div(cols, 8), threads = tile.tokens * tile.rows / 32;
   if (threads > ctx_->limits().max_compute_invocations_per_workgroup)
@@ -441,8 +422,8 @@ gpu::Dispatch DecodeKernels::matmul(const std::string& entry, uint32_t rows, uin
   // Tiles of A and W for 16 columns, the sums of squares of A's rows, the norm weight.
   check_workgroup_memory(
       entry, cols, 64ull * (tile.tokens + tile.rows) + 16ull * tile.tokens + (norm ? 32ull * cols8 : 32));
-  o.insert({{"WEIGHT_F16", dtype_ == WeightDType::F16},
-            {"ROWS", rows},
+  weight_constants(entry, w, rows, cols, o);
+  o.insert({{"ROWS", rows},
             {"COLS", cols},
             {"COLS8", cols8},
             {"XS_V4", norm ? 2 * cols8 : 2},
@@ -450,44 +431,43 @@ gpu::Dispatch DecodeKernels::matmul(const std::string& entry, uint32_t rows, uin
             {"WG", threads},
             {"THREADS_R", tile.rows / 8}});
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matmul", entry, std::move(o)));
-  return gpu::Dispatch{&k, b, {ceil_div(rows, tile.rows), ceil_div(T, tile.tokens)}};
+  return gpu::Dispatch{&k, with_weights(w, b), {ceil_div(rows, tile.rows), ceil_div(T, tile.tokens)}};
 }
 
-gpu::Dispatch DecodeKernels::qkv_rope_prompt(const gpu::Binding& w, const gpu::Binding& x,
+gpu::Dispatch DecodeKernels::qkv_rope_prompt(const gpu::TensorView& w, const gpu::Binding& x,
                                              const gpu::Binding& norm, const gpu::Binding& bias,
                                              const gpu::Binding& rope, const gpu::Binding& state,
                                              const gpu::Binding& q_out, const gpu::Binding& k_cache,
                                              const gpu::Binding& v_cache, const ModelConfig& c,
                                              uint32_t ctx_len, uint32_t T) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
-  return matmul("qkv_rope_prompt", q_rows + 2 * kv_rows, c.hidden_size, T, true, c.rms_norm_eps,
+  return matmul("qkv_rope_prompt", w, q_rows + 2 * kv_rows, c.hidden_size, T, true, c.rms_norm_eps,
                 {{"Q_ROWS", q_rows}, {"KV_ROWS", kv_rows}, {"HEAD_DIM", c.head_dim}, {"CTX", ctx_len}},
-                {w, x, norm, bias, rope, state, q_out, k_cache, v_cache});
+                {x, norm, bias, rope, state, q_out, k_cache, v_cache});
 }
 
-gpu::Dispatch DecodeKernels::gate_up_silu_prompt(const gpu::Binding& w, const gpu::Binding& x,
+gpu::Dispatch DecodeKernels::gate_up_silu_prompt(const gpu::TensorView& w, const gpu::Binding& x,
                                                  const gpu::Binding& norm, const gpu::Binding& act,
                                                  uint32_t inter, uint32_t hidden, double eps, uint32_t T) {
-  return matmul("gate_up_silu_prompt", 2 * inter, hidden, T, true, eps, {{"OUT_STRIDE", pad8(inter)}},
-                {w, x, norm, act});
+  return matmul("gate_up_silu_prompt", w, 2 * inter, hidden, T, true, eps, {{"OUT_STRIDE", pad8(inter)}},
+                {x, norm, act});
 }
 
-gpu::Dispatch DecodeKernels::residual_prompt(const gpu::Binding& w, const gpu::Binding& x,
+gpu::Dispatch DecodeKernels::residual_prompt(const gpu::TensorView& w, const gpu::Binding& x,
                                              const gpu::Binding& resid, uint32_t rows, uint32_t cols,
                                              uint32_t T) {
-  return matmul("residual_prompt", rows, cols, T, false, 0.0, {{"OUT_STRIDE", pad8(rows)}}, {w, x, resid});
+  return matmul("residual_prompt", w, rows, cols, T, false, 0.0, {{"OUT_STRIDE", pad8(rows)}}, {x, resid});
 }
 
-gpu::Dispatch DecodeKernels::embed(const gpu::Binding& embedding, const gpu::Binding& tokens,
+gpu::Dispatch DecodeKernels::embed(const gpu::TensorView& embedding, const gpu::Binding& tokens,
                                    const gpu::Binding& state, const gpu::Binding& x, uint32_t hidden,
                                    uint32_t prompt_rows) {
-  auto& k = ctx_->kernel(gpu::embedded_kernel("llm_step", "embed",
-                                              {{"WEIGHT_F16", dtype_ == WeightDType::F16},
-                                               {"HIDDEN", hidden},
-                                               {"COLS8", ceil_div(hidden, 8)},
-                                               {"WG", 256},
-                                               {"POS_WORD", prompt_rows ? 1 : 0}}));
-  return gpu::Dispatch{&k, {embedding, tokens, state, x}, {ceil_div(hidden, 256), std::max(1u, prompt_rows)}};
+  std::map<std::string, double> o{
+      {"HIDDEN", hidden}, {"COLS8", ceil_div(hidden, 8)}, {"WG", 64}, {"POS_WORD", prompt_rows ? 1 : 0}};
+  weight_constants("embed", embedding, 0, hidden, o);
+  auto& k = ctx_->kernel(gpu::embedded_kernel("llm_step", "embed", std::move(o)));
+  return gpu::Dispatch{
+      &k, {embedding, tokens, state, x}, {ceil_div(ceil_div(hidden, 8), 64), std::max(1u, prompt_rows)}};
 }
 
 std::vector<gpu::Dispatch> DecodeKernels::argmax(const gpu::Binding& logits, const gpu::Binding& part_v,

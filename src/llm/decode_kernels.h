@@ -1,7 +1,8 @@
 // DecodeKernels: the kernels of a Qwen2 decode step and of prompt prefill, each chosen (entry
-// point, override constants, grid) as a gpu::Dispatch over given bindings for a gpu::Plan, and the storage
-// layout of the weights they read (rows padded to 8 elements, f16 packed two per u32 or f32; fused matrices
-// with interleaved rows). One definition for the Model and the kernel tests.
+// point, override constants, grid) as a gpu::Dispatch over given bindings and weight views for a
+// gpu::Plan, and the row orders of the fused matrices they read (interleaved rows). The weights' storage is
+// gpu/weight_format.h's (each view carries its format; the kernels decode it in kernels/llm_weights.wgsl).
+// One definition for the Model and the kernel tests.
 #pragma once
 
 #include <cstdint>
@@ -14,14 +15,12 @@
 #include <utility>
 #include <vector>
 
+#include "gpu/arena.h"
 #include "gpu/context.h"
 #include "gpu/plan.h"
 #include "llm/config.h"
 
 namespace wgfuse::llm {
-
-enum class WeightDType { F16, F32 };
-WeightDType parse_weight_dtype(std::string_view s);  // "f16" | "f32"; throws Error otherwise
 
 inline uint32_t ceil_div(uint64_t a, uint64_t b) {
   return uint32_t((a + b - 1) / b);
@@ -30,18 +29,6 @@ inline uint32_t ceil_div(uint64_t a, uint64_t b) {
 inline uint32_t pad8(uint32_t n) {
   return (n + 7) / 8 * 8;
 }
-// Bytes of one stored matrix row.
-inline uint64_t row_bytes(WeightDType t, uint32_t cols) {
-  return uint64_t(pad8(cols)) * (t == WeightDType::F16 ? 2 : 4);
-}
-
-// Converts rows of a matrix into the storage layout of kernels/llm_matvec.wgsl: each row padded
-// with zeros to a multiple of 8 elements, f16 (two per u32, element 0 in the low half) or f32.
-// `row(r, out)` writes row r's `cols` floats to out. The one path weights take to the GPU (the
-// weight arena will take its place); `progress` gets the bytes written so far by this call.
-gpu::Buffer upload_rows(gpu::Context& ctx, WeightDType dtype, std::string_view label, uint32_t rows,
-                        uint32_t cols, const std::function<void(uint32_t row, float* out)>& row,
-                        const std::function<void(uint64_t bytes)>& progress = {});
 // A vector of floats padded with zeros to a multiple of 8 (the kernels read 8 at a time).
 gpu::Buffer upload_padded(gpu::Context& ctx, std::string_view label, std::span<const float> values);
 
@@ -82,27 +69,27 @@ struct MatvecTuning {
 };
 
 // The kernels of the decode step, each a gpu::Dispatch over given bindings (a buffer, or a range
-// of one such as a weight arena's tensor): one definition for the Model and the kernel tests. Weight matrices
-// are upload_rows() buffers; vectors read by the matrix-vector kernels (x, norm weights) are padded to a
-// multiple of 8 floats.
+// of one): one definition for the Model and the kernel tests. Weight matrices are WeightArena views (`w`,
+// `w_o`, `embedding`: rows x cols as the call says, in any WeightFormat); vectors read by the matrix-vector
+// kernels (x, norm weights) are padded to a multiple of 8 floats.
 class DecodeKernels {
  public:
-  DecodeKernels(gpu::Context& ctx, WeightDType dtype);
+  explicit DecodeKernels(gpu::Context& ctx);
   // q_out = RoPE(W_qkv rmsnorm(x) + b) for the q rows; k, v rows written at pos into the caches.
-  gpu::Dispatch qkv_rope(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
+  gpu::Dispatch qkv_rope(const gpu::TensorView& w, const gpu::Binding& x, const gpu::Binding& norm,
                          const gpu::Binding& bias, const gpu::Binding& rope, const gpu::Binding& state,
                          const gpu::Binding& q_out, const gpu::Binding& k_cache, const gpu::Binding& v_cache,
                          const ModelConfig& cfg, uint32_t ctx_len);
   // act = silu(W_gate xn) * (W_up xn), xn = rmsnorm(x); w packed by gate_up_source_row.
-  gpu::Dispatch gate_up_silu(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
+  gpu::Dispatch gate_up_silu(const gpu::TensorView& w, const gpu::Binding& x, const gpu::Binding& norm,
                              const gpu::Binding& act, uint32_t inter, uint32_t hidden, double eps);
-  gpu::Dispatch matvec_norm(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
+  gpu::Dispatch matvec_norm(const gpu::TensorView& w, const gpu::Binding& x, const gpu::Binding& norm,
                             const gpu::Binding& y, uint32_t rows, uint32_t cols,
                             double eps);  // y = W rmsnorm(x)
-  gpu::Dispatch matvec_residual(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& resid,
+  gpu::Dispatch matvec_residual(const gpu::TensorView& w, const gpu::Binding& x, const gpu::Binding& resid,
                                 uint32_t rows,
                                 uint32_t cols);  // resid += W x
-  gpu::Dispatch matvec_residual_to(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& base,
+  gpu::Dispatch matvec_residual_to(const gpu::TensorView& w, const gpu::Binding& x, const gpu::Binding& base,
                                    const gpu::Binding& out, uint32_t rows,
                                    uint32_t cols);  // out = base + W x
 
@@ -110,13 +97,13 @@ class DecodeKernels {
   // over the cache, one workgroup per (block of o_proj rows, kv head), each multiplying its
   // GQA group's attention output by that group's columns of W_o into o_parts[kv head]
   // (attend_o_parts_words floats: kv_heads rows of hidden padded to 8). No residual is added.
-  gpu::Dispatch attend_o(const gpu::Binding& w_o, const gpu::Binding& q, const gpu::Binding& k_cache,
+  gpu::Dispatch attend_o(const gpu::TensorView& w_o, const gpu::Binding& q, const gpu::Binding& k_cache,
                          const gpu::Binding& v_cache, const gpu::Binding& state, const gpu::Binding& o_parts,
                          const ModelConfig& cfg, uint32_t ctx_len);
   static uint64_t attend_o_parts_words(const ModelConfig& cfg);
   // x_next = x + the sum of attend_o's partials; act = silu(W_gate xn) * (W_up xn), xn =
   // rmsnorm(x_next). x_next must not be x: the workgroups read x while one writes x_next.
-  gpu::Dispatch gate_up_silu_sum(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& o_parts,
+  gpu::Dispatch gate_up_silu_sum(const gpu::TensorView& w, const gpu::Binding& x, const gpu::Binding& o_parts,
                                  const gpu::Binding& norm, const gpu::Binding& act,
                                  const gpu::Binding& x_next, const ModelConfig& cfg);
   // Decode attention of q (at pos) over the cache, split along the cache: the chunks (into
@@ -140,14 +127,14 @@ class DecodeKernels {
                              uint32_t ctx_len, uint32_t max_positions);
   // resid += W_o attention, the attention combined from attend()'s chunk partials by every
   // workgroup itself (attend_combine folded into o_proj: the split layer in 5 dispatches).
-  gpu::Dispatch o_proj_combine(const gpu::Binding& w_o, const gpu::Binding& partials,
+  gpu::Dispatch o_proj_combine(const gpu::TensorView& w_o, const gpu::Binding& partials,
                                const gpu::Binding& resid, const gpu::Binding& state, const ModelConfig& cfg,
                                uint32_t ctx_len, AttentionSplit split = {});
   // Chunks of the cache capacity; throws Error when the split does not fit the model.
   static uint32_t attend_chunks(const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split);
   // x = embedding[tokens[pos]]; with prompt_rows = T > 0, rows t < T of x (rows padded to 8)
   // = embedding[tokens[state word 1 + t]].
-  gpu::Dispatch embed(const gpu::Binding& embedding, const gpu::Binding& tokens, const gpu::Binding& state,
+  gpu::Dispatch embed(const gpu::TensorView& embedding, const gpu::Binding& tokens, const gpu::Binding& state,
                       const gpu::Binding& x, uint32_t hidden, uint32_t prompt_rows = 0);
   // Two steps: partial maxima over chunks of `chunk` logits, then the final one that writes
   // tokens[pos + 1] and advances pos. part_v, part_i hold ceil(vocab / chunk) entries.
@@ -161,15 +148,15 @@ class DecodeKernels {
   // products. The products compute whole tiles of tokens: activation buffers (x, q_out, act,
   // the attention output) hold ceil(T / kPromptTokenTile) * kPromptTokenTile rows; rows past T
   // are computed from stale rows and read by nobody; the caches are written for t < T only.
-  gpu::Dispatch qkv_rope_prompt(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
+  gpu::Dispatch qkv_rope_prompt(const gpu::TensorView& w, const gpu::Binding& x, const gpu::Binding& norm,
                                 const gpu::Binding& bias, const gpu::Binding& rope, const gpu::Binding& state,
                                 const gpu::Binding& q_out, const gpu::Binding& k_cache,
                                 const gpu::Binding& v_cache, const ModelConfig& cfg, uint32_t ctx_len,
                                 uint32_t T);  // q_out: [T][heads * hd], unpadded
-  gpu::Dispatch gate_up_silu_prompt(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& norm,
+  gpu::Dispatch gate_up_silu_prompt(const gpu::TensorView& w, const gpu::Binding& x, const gpu::Binding& norm,
                                     const gpu::Binding& act, uint32_t inter, uint32_t hidden, double eps,
                                     uint32_t T);
-  gpu::Dispatch residual_prompt(const gpu::Binding& w, const gpu::Binding& x, const gpu::Binding& resid,
+  gpu::Dispatch residual_prompt(const gpu::TensorView& w, const gpu::Binding& x, const gpu::Binding& resid,
                                 uint32_t rows, uint32_t cols, uint32_t T);
   gpu::Dispatch attend_prompt(const gpu::Binding& q, const gpu::Binding& k_cache, const gpu::Binding& v_cache,
                               const gpu::Binding& state, const gpu::Binding& out, const ModelConfig& cfg,
@@ -187,8 +174,8 @@ class DecodeKernels {
   void force_prompt_tile(PromptTile tile);
 
   // The tuning the matrix-vector kernels use for a matrix of rows x cols: the forced one if set,
-  // else the rule (decode_kernels.cpp) for this adapter and dtype.
-  MatvecTuning matvec_tuning(uint32_t rows, uint32_t cols) const;
+  // else the rule (decode_kernels.cpp) for this adapter and the weights' format.
+  MatvecTuning matvec_tuning(uint32_t rows, uint32_t cols, gpu::WeightFormat format) const;
   // Forces one tuning on every later matrix-vector step (the kernel benchmark and the tests try
   // them all); nullopt restores the rule. Checked when a step is made: Error if the adapter
   // cannot run it.
@@ -199,23 +186,28 @@ class DecodeKernels {
 
  private:
   // A matrix-vector step; `pairs`: the epilogue reads rows 2i, 2i + 1 together (RoPE, gate/up).
-  gpu::Dispatch matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm, double eps,
-                       bool pairs, std::map<std::string, double> extra,
+  // `w` binds first (binding 0), then `b`.
+  gpu::Dispatch matvec(const std::string& entry, const gpu::TensorView& w, uint32_t rows, uint32_t cols,
+                       bool norm, double eps, bool pairs, std::map<std::string, double> extra,
                        std::initializer_list<gpu::Binding> b);
   // matvec under tuning t; `extra_wg_bytes`: the entry's own workgroup memory.
-  gpu::Dispatch matvec_tuned(const MatvecTuning& t, const std::string& entry, uint32_t rows, uint32_t cols,
-                             bool norm, double eps, bool pairs, uint64_t extra_wg_bytes,
-                             std::map<std::string, double> extra, std::initializer_list<gpu::Binding> b);
+  gpu::Dispatch matvec_tuned(const MatvecTuning& t, const std::string& entry, const gpu::TensorView& w,
+                             uint32_t rows, uint32_t cols, bool norm, double eps, bool pairs,
+                             uint64_t extra_wg_bytes, std::map<std::string, double> extra,
+                             std::initializer_list<gpu::Binding> b);
   void check_tuning(const std::string& entry, const MatvecTuning& t, bool pairs) const;
-  gpu::Dispatch matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm,
-                       double eps, std::map<std::string, double> extra,
+  gpu::Dispatch matmul(const std::string& entry, const gpu::TensorView& w, uint32_t rows, uint32_t cols,
+                       uint32_t T, bool norm, double eps, std::map<std::string, double> extra,
                        std::initializer_list<gpu::Binding> b);
+  // The pipeline constants of the weights `w` (WEIGHT_FORMAT); throws Error when w is not a
+  // matrix of `rows` (0: any) x `cols`.
+  static void weight_constants(const std::string& entry, const gpu::TensorView& w, uint32_t rows,
+                               uint32_t cols, std::map<std::string, double>& o);
   // short_max > 0: attend_short's kernel for that many positions (its CHUNK).
   const gpu::Kernel& attention(const std::string& entry, const ModelConfig& cfg, uint32_t ctx_len,
                                AttentionSplit split = {}, uint32_t short_max = 0);
   void check_workgroup_memory(const std::string& entry, uint32_t cols, uint64_t bytes) const;
   gpu::Context* ctx_;
-  WeightDType dtype_;
   PromptTile forced_tile_{};  // tokens == 0: prompt_tile() decides
   uint32_t min_team_;         // the adapter's largest subgroup, rounded up to a power of two
   std::optional<MatvecTuning> forced_;

@@ -7,6 +7,8 @@
 
 #include "gpu/profiler.h"
 #include "llm/generated_tokens.h"
+#include "llm/safetensors.h"
+#include "llm/weight_loader.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -94,7 +96,6 @@ gpu::Buffer Model::keep(gpu::Buffer b, std::string name, BufferContents contents
 void Model::upload_weights(const WeightLookup& weights) {
   const auto& c = cfg_;
   const uint32_t hd = c.head_dim, q_rows = c.num_heads * hd, kv_rows = c.num_kv_heads * hd;
-  const WeightDType t = opt_.dtype;
   // Every tensor is found and shape-checked before anything is uploaded.
   auto tensor = [&](const std::string& name, std::vector<uint64_t> shape) -> const TensorRef& {
     return require_tensor(weights, name, shape);
@@ -128,87 +129,85 @@ void Model::upload_weights(const WeightLookup& weights) {
   const TensorRef* head =
       c.tie_word_embeddings ? nullptr : &tensor("lm_head.weight", {c.vocab_size, c.hidden_size});
 
-  const uint64_t per_layer = row_bytes(t, c.hidden_size) * (q_rows + 2 * kv_rows + 2 * c.intermediate_size) +
-                             row_bytes(t, q_rows) * c.hidden_size +
-                             row_bytes(t, c.intermediate_size) * c.hidden_size;
-  total_upload_ = per_layer * c.num_layers + row_bytes(t, c.hidden_size) * c.vocab_size * (head ? 2 : 1);
-  // `name`: the buffer's name in a written plan; `packing` and `sources`: how its rows come from
-  // the file's tensors (BufferContents).
+  WeightLoader w(*ctx_, storage_format(opt_.dtype, embed.dtype), {.label = "llm.weights"});
+  stats_.weight_format = w.format();
+  // Each tensor's packing and sources, by TensorId, for a plan written down (WeightTensor).
+  std::vector<std::pair<std::string, std::vector<std::string>>> packings;
+  auto packed = [&](const char* packing, const std::vector<const TensorRef*>& sources) {
+    std::vector<std::string> names;
+    for (const TensorRef* tr : sources) names.push_back(tr->name);
+    packings.emplace_back(packing, std::move(names));
+  };
   auto matrix = [&](std::string name, const char* packing, std::vector<const TensorRef*> sources,
-                    uint32_t rows, uint32_t cols, const std::function<void(uint32_t, float*)>& row) {
-    const uint64_t before = done_upload_;
-    gpu::Buffer b = upload_rows(*ctx_, t, "llm." + name, rows, cols, row, [&](uint64_t bytes) {
-      done_upload_ = before + bytes;
-      if (opt_.progress) opt_.progress(done_upload_, total_upload_);
-    });
-    stats_.weight_bytes += b.size();
-    BufferContents what{
-        .kind = BufferContents::Kind::Weights, .packing = packing, .rows = rows, .cols = cols};
-    for (const TensorRef* tr : sources) what.sources.push_back(tr->name);
-    return keep(b, std::move(name), std::move(what));
+                    uint32_t rows, uint32_t cols, WeightLoader::RowSource source = {}) {
+    packed(packing, sources);
+    return w.matrix(std::move(name), std::move(sources), rows, cols, std::move(source));
   };
-  auto rows_of = [](const TensorRef& tr) {
-    return [&tr](uint32_t r, float* out) { tensor_row(tr, r, std::span(out, tr.shape[1])); };
+  auto vector = [&](std::string name, const TensorRef& tr) {
+    packed("vector", {&tr});
+    return w.vector(std::move(name), to_f32(tr));
   };
-  auto norm_vector = [&](std::string name, const TensorRef& tr) {
-    std::vector<float> v(tr.elements());
-    tensor_row(tr, 0, v);
-    gpu::Buffer b = upload_padded(*ctx_, "llm." + name, v);
-    stats_.weight_bytes += b.size();
-    return keep(b, std::move(name),
-                {.kind = BufferContents::Kind::Weights,
-                 .packing = "vector",
-                 .sources = {tr.name},
-                 .rows = 1,
-                 .cols = uint32_t(v.size())});
+  const auto embed_id = matrix("embedding", "rows", {&embed}, c.vocab_size, c.hidden_size);
+  const auto head_id = head ? matrix("lm_head", "rows", {head}, c.vocab_size, c.hidden_size) : embed_id;
+  const auto norm_id = vector("final_norm", norm);
+  struct LayerIds {
+    WeightLoader::TensorId qkv, qkv_bias, input_norm, o, post_norm, gate_up, down;
   };
-
-  embedding_ = matrix("embedding", "rows", {&embed}, c.vocab_size, c.hidden_size, rows_of(embed));
-  lm_head_ =
-      head ? matrix("lm_head", "rows", {head}, c.vocab_size, c.hidden_size, rows_of(*head)) : embedding_;
-  final_norm_ = norm_vector("final_norm", norm);
+  std::vector<LayerIds> ids;
   for (uint32_t i = 0; i < c.num_layers; ++i) {
     const LayerRefs& r = refs[i];
     const std::string layer = "layers." + std::to_string(i) + ".";
-    Layer l;
-    const TensorRef* qkv[3] = {r.q, r.k, r.v};
+    LayerIds l{};
     l.qkv = matrix(layer + "qkv", "qkv_rope_pairs", {r.q, r.k, r.v}, q_rows + 2 * kv_rows, c.hidden_size,
-                   [&](uint32_t p, float* out) {
-                     auto [which, row] = qkv_source_row(p, hd, q_rows, kv_rows);
-                     tensor_row(*qkv[which], row, std::span(out, c.hidden_size));
-                   });
+                   [&](uint32_t p) { return qkv_source_row(p, hd, q_rows, kv_rows); });
     std::vector<float> bias(q_rows + 2 * kv_rows, 0.0f);
     if (c.attention_bias) {
-      const std::vector<double> b[3] = {tensor_values(*r.qb), tensor_values(*r.kb), tensor_values(*r.vb)};
-      for (uint32_t p = 0; p < bias.size(); ++p) {
-        auto [which, row] = qkv_source_row(p, hd, q_rows, kv_rows);
-        bias[p] = float(b[which][row]);
+      const std::vector<float> b[3] = {to_f32(*r.qb), to_f32(*r.kb), to_f32(*r.vb)};
+      for (uint32_t j = 0; j < bias.size(); ++j) {
+        auto [which, row] = qkv_source_row(j, hd, q_rows, kv_rows);
+        bias[j] = b[which][row];
       }
     }
-    BufferContents bias_of{.kind = BufferContents::Kind::Weights,
-                           .packing = "qkv_bias",
-                           .rows = 1,
-                           .cols = uint32_t(bias.size())};
-    if (c.attention_bias) bias_of.sources = {r.qb->name, r.kb->name, r.vb->name};
-    l.qkv_bias = keep(upload_padded(*ctx_, "llm.qkv_bias", bias), layer + "qkv_bias", std::move(bias_of));
-    stats_.weight_bytes += l.qkv_bias.size();
-    l.input_norm = norm_vector(layer + "input_norm", *r.in_norm);
-    l.post_norm = norm_vector(layer + "post_attention_norm", *r.post_norm);
-    l.o = matrix(layer + "o_proj", "rows", {r.o}, c.hidden_size, q_rows, rows_of(*r.o));
-    const TensorRef* gu[2] = {r.gate, r.up};
+    packed("qkv_bias", c.attention_bias ? std::vector{r.qb, r.kb, r.vb} : std::vector<const TensorRef*>{});
+    l.qkv_bias = w.vector(layer + "qkv_bias", std::move(bias));
+    l.input_norm = vector(layer + "input_norm", *r.in_norm);
+    l.post_norm = vector(layer + "post_attention_norm", *r.post_norm);
+    l.o = matrix(layer + "o_proj", "rows", {r.o}, c.hidden_size, q_rows);
     l.gate_up = matrix(layer + "gate_up", "gate_up_interleaved", {r.gate, r.up}, 2 * c.intermediate_size,
-                       c.hidden_size, [&](uint32_t p, float* out) {
-                         auto [which, row] = gate_up_source_row(p);
-                         tensor_row(*gu[which], row, std::span(out, c.hidden_size));
-                       });
-    l.down =
-        matrix(layer + "down_proj", "rows", {r.down}, c.hidden_size, c.intermediate_size, rows_of(*r.down));
+                       c.hidden_size, gate_up_source_row);
+    l.down = matrix(layer + "down_proj", "rows", {r.down}, c.hidden_size, c.intermediate_size);
+    ids.push_back(l);
+  }
+  w.load(opt_.progress);
+  stats_.weight_bytes = w.arena().total_bytes();
+  stats_.gpu_memory_bytes += stats_.weight_bytes;
+  // The arena's buffers, named, each with the tensors placed in it (counted above).
+  const gpu::WeightArena& arena = w.arena();
+  for (size_t b = 0; b < arena.buffers(); ++b) {
+    BufferContents what{.kind = BufferContents::Kind::Weights};
+    for (WeightLoader::TensorId t = 0; t < arena.tensors(); ++t)
+      if (arena.view(t).buffer.id() == arena.buffer(b).id())
+        what.tensors.push_back({arena.view(t), packings.at(t).first, packings.at(t).second});
+    named_.push_back({"weights." + std::to_string(b), arena.buffer(b), std::move(what)});
+  }
+  embedding_ = w.view(embed_id);
+  lm_head_ = w.view(head_id);
+  final_norm_ = w.view(norm_id);
+  for (uint32_t i = 0; i < c.num_layers; ++i) {
+    const LayerIds& t = ids[i];
+    const std::string layer = "layers." + std::to_string(i) + ".";
+    Layer l{.qkv = w.view(t.qkv),
+            .qkv_bias = w.view(t.qkv_bias),
+            .input_norm = w.view(t.input_norm),
+            .o = w.view(t.o),
+            .post_norm = w.view(t.post_norm),
+            .gate_up = w.view(t.gate_up),
+            .down = w.view(t.down)};
     const uint64_t cache = uint64_t(c.num_kv_heads) * ctx_len_ * hd;
     l.k_cache = scratch("llm." + layer + "k_cache", cache);
     l.v_cache = scratch("llm." + layer + "v_cache", cache);
     stats_.kv_cache_bytes += l.k_cache.size() + l.v_cache.size();
     layers_.push_back(std::move(l));
-    ctx_->wait();  // each layer's queued writes drain before the next layer's are staged
   }
 
   // RoPE angles in double, as the reference computes them: (cos, sin) of pos * theta^(-2i/hd).
@@ -220,7 +219,7 @@ void Model::upload_weights(const WeightLookup& weights) {
       rope[(size_t(pos) * hd / 2 + i) * 2 + 1] = float(std::sin(angle));
     }
   rope_ = keep(ctx_->upload<float>(rope, BufferUsage::Storage, "llm.rope"), "rope",
-               {.kind = BufferContents::Kind::Rope, .rows = ctx_len_, .cols = hd});
+               {.kind = BufferContents::Kind::Rope, .positions = ctx_len_, .head_dim = hd});
 }
 
 // ---- The decode step's recipe ----
@@ -270,22 +269,22 @@ uint64_t vec(uint64_t floats) {
 
 gpu::Plan Model::layers_plan(LayerVariant v) {
   const auto& c = cfg_;
-  DecodeKernels k(*ctx_, opt_.dtype);
+  DecodeKernels k(*ctx_);
   const uint32_t q_rows = c.num_heads * c.head_dim, qkv_rows = q_rows + 2 * c.num_kv_heads * c.head_dim;
   const uint64_t kv_per_position = vec(2 * c.num_kv_heads * c.head_dim);
   gpu::Plan plan(*ctx_, "llm.decode");
   plan.dispatch(k.embed(embedding_, tokens_, state_, x_, c.hidden_size),
-                {"embed", row_bytes(opt_.dtype, c.hidden_size) + vec(c.hidden_size)});
+                {"embed", embedding_.row_bytes + vec(c.hidden_size)});
   for (const Layer& l : layers_) {
     // Bytes each stage must move: its weights once, its vectors read and written.
-    const uint64_t o_proj = l.o.size() + vec(q_rows + 2 * c.hidden_size), combine = vec(q_rows),
+    const uint64_t o_proj = l.o.bytes + vec(q_rows + 2 * c.hidden_size), combine = vec(q_rows),
                    parts = vec(DecodeKernels::attend_o_parts_words(c));
     for (Stage s : stages(v)) {
       switch (s) {
         case Stage::QkvRope:
           plan.dispatch(k.qkv_rope(l.qkv, x_, l.input_norm, l.qkv_bias, rope_, state_, q_, l.k_cache,
                                    l.v_cache, c, ctx_len_),
-                        {"qkv_rope", l.qkv.size() + vec(2 * c.hidden_size + 2 * qkv_rows + c.head_dim)});
+                        {"qkv_rope", l.qkv.bytes + vec(2 * c.hidden_size + 2 * qkv_rows + c.head_dim)});
           break;
         case Stage::AttendChunks:
           plan.dispatch(
@@ -309,25 +308,25 @@ gpu::Plan Model::layers_plan(LayerVariant v) {
           break;
         case Stage::AttendO:
           plan.dispatch(k.attend_o(l.o, q_, l.k_cache, l.v_cache, state_, o_parts_, c, ctx_len_),
-                        {"attend_o", l.o.size() + vec(q_rows) + parts, kv_per_position});
+                        {"attend_o", l.o.bytes + vec(q_rows) + parts, kv_per_position});
           break;
         case Stage::GateUpSilu:
           plan.dispatch(k.gate_up_silu(l.gate_up, x_, l.post_norm, act_, c.intermediate_size, c.hidden_size,
                                        c.rms_norm_eps),
-                        {"gate_up_silu", l.gate_up.size() + vec(2 * c.hidden_size + c.intermediate_size)});
+                        {"gate_up_silu", l.gate_up.bytes + vec(2 * c.hidden_size + c.intermediate_size)});
           break;
         case Stage::GateUpSiluSum:
           plan.dispatch(
               k.gate_up_silu_sum(l.gate_up, x_, o_parts_, l.post_norm, act_, x_next_, c),
-              {"gate_up_silu_sum", l.gate_up.size() + parts + vec(3 * c.hidden_size + c.intermediate_size)});
+              {"gate_up_silu_sum", l.gate_up.bytes + parts + vec(3 * c.hidden_size + c.intermediate_size)});
           break;
         case Stage::Down:
           plan.dispatch(k.matvec_residual(l.down, act_, x_, c.hidden_size, c.intermediate_size),
-                        {"down+residual", l.down.size() + vec(c.intermediate_size + 2 * c.hidden_size)});
+                        {"down+residual", l.down.bytes + vec(c.intermediate_size + 2 * c.hidden_size)});
           break;
         case Stage::DownFromNext:
           plan.dispatch(k.matvec_residual_to(l.down, act_, x_next_, x_, c.hidden_size, c.intermediate_size),
-                        {"down+residual", l.down.size() + vec(c.intermediate_size + 2 * c.hidden_size)});
+                        {"down+residual", l.down.bytes + vec(c.intermediate_size + 2 * c.hidden_size)});
           break;
       }
     }
@@ -338,7 +337,7 @@ gpu::Plan Model::layers_plan(LayerVariant v) {
 
 void Model::build_plans() {
   const auto& c = cfg_;
-  DecodeKernels k(*ctx_, opt_.dtype);
+  DecodeKernels k(*ctx_);
   // Which layer variant decodes which positions.
   std::vector<std::pair<LayerVariant, uint32_t>> from;
   if (opt_.fusion == Fusion::Full)
@@ -350,7 +349,7 @@ void Model::build_plans() {
   for (auto [v, pos] : from) variants_.push_back({v, pos, layers_plan(v)});
   head_.dispatch(
       k.matvec_norm(lm_head_, x_, final_norm_, logits_, c.vocab_size, c.hidden_size, c.rms_norm_eps),
-      {"lm_head", lm_head_.size() + vec(2 * c.hidden_size + c.vocab_size)});
+      {"lm_head", lm_head_.bytes + vec(2 * c.hidden_size + c.vocab_size)});
   head_.build();
   const auto picker =
       k.argmax(logits_, part_v_, part_i_, tokens_, state_, c.vocab_size, DecodeKernels::kArgmaxChunk);
@@ -379,7 +378,7 @@ uint32_t Model::short_max() const {
 gpu::Plan& Model::prompt_chunk(uint32_t T) {
   if (auto it = prompt_.find(T); it != prompt_.end()) return it->second;
   const auto& c = cfg_;
-  DecodeKernels k(*ctx_, opt_.dtype);
+  DecodeKernels k(*ctx_);
   const uint32_t q_rows = c.num_heads * c.head_dim;
   gpu::Plan plan(*ctx_, "llm.prefill");
   plan.dispatch(k.embed(embedding_, tokens_, state_, x_rows_, c.hidden_size, T), {"embed"});

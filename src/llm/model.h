@@ -1,7 +1,8 @@
-// Model: a Qwen2-architecture decoder on the GPU. Weights are uploaded once in the storage dtype
-// (f16 packed two to a u32, or f32; arithmetic is f32 either way), the KV cache is allocated for
-// `ctx` positions, and the decode step is built once, from a recipe (model.cpp: the stages of
-// each layer variant), into gpu::Plans encoded unchanged for every token:
+// Model: a Qwen2-architecture decoder on the GPU. Weights are uploaded once into one weight arena
+// in their storage format (f16, bf16 or f32: gpu/weight_format.h; arithmetic is f32 in every
+// one), the KV cache is allocated for `ctx` positions, and the decode step is built once, from a
+// recipe (model.cpp: the stages of each layer variant), into gpu::Plans encoded unchanged for
+// every token:
 //   embed, the layers (one variant, chosen by position), then the LM head, then the token picker
 //   (greedy argmax, or the sampler). Variants of the layer:
 //   split: qkv_rope, attention (chunks), attention_combine, o_proj + residual, gate_up_silu,
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,7 +42,9 @@ enum class Fusion { None, Full };
 Fusion parse_fusion(std::string_view s);  // "none" | "full"; throws Error otherwise
 
 struct ModelOptions {
-  WeightDType dtype = WeightDType::F16;
+  // How the weight matrices are stored on the GPU; nullopt ("--dtype auto"): the checkpoint's
+  // own 16-bit type (storage_format()).
+  std::optional<gpu::WeightFormat> dtype;
   // None by default: on the H100 (2026-11-22, 0.5B f16) the split layers ran 905 tok/s, Full
   // with attend_o 774, Full with o_proj_combine at every position 905 short and 548 vs 717 at
   // 4,000 positions: fewer dispatches did not make a faster step (docs/RESULTS.md).
@@ -82,6 +86,7 @@ struct GenerateOptions {
 
 struct ModelStats {
   uint64_t weight_bytes = 0, kv_cache_bytes = 0, gpu_memory_bytes = 0;  // all of the model's buffers
+  gpu::WeightFormat weight_format = gpu::WeightFormat::F16;             // the matrices' storage
   double upload_ms = 0;
   uint32_t dispatches_per_step = 0;       // one decode step: embedding .. picker (fused when enabled)
   uint32_t dispatches_per_step_long = 0;  // the same from attn_fuse_max (attn_short_max) positions on
@@ -108,17 +113,22 @@ struct DecodeProfile {
   std::vector<double> whole_step_us;  // all of them in one timed pass, one per repetition
 };
 
+// One weight tensor of an arena buffer, for a plan written down: where it lies (the view: offset,
+// bytes, rows x cols, row_bytes, format) and how its rows come from the file's tensors `sources`:
+// "rows" (in order), "qkv_rope_pairs" (qkv_source_row), "gate_up_interleaved"
+// (gate_up_source_row), "vector" (one row, the whole 1-D tensor), "qkv_bias" (one row in
+// qkv_rope_pairs order; zeros without sources).
+struct WeightTensor {
+  gpu::TensorView view;
+  std::string packing;
+  std::vector<std::string> sources;
+};
 // What one of the model's buffers holds before the first token, for a plan written down
 // (llm/plan_file.h, docs/PLAN.md).
 struct BufferContents {
   enum class Kind { Zeros, Weights, Rope } kind = Kind::Zeros;
-  // Weights: how the packed matrix's rows come from the file's tensors `sources`: "rows" (in
-  // order), "qkv_rope_pairs" (qkv_source_row), "gate_up_interleaved" (gate_up_source_row),
-  // "vector" (f32, one row), "qkv_bias" (f32, one row in qkv_rope_pairs order; zeros without
-  // sources).
-  std::string packing;
-  std::vector<std::string> sources;
-  uint32_t rows = 0, cols = 0;  // the packed matrix
+  std::vector<WeightTensor> tensors;     // Weights: the arena's tensors placed in this buffer
+  uint32_t positions = 0, head_dim = 0;  // Rope
 };
 struct NamedBuffer {
   std::string name;
@@ -179,7 +189,8 @@ class Model {
 
  private:
   struct Layer {
-    gpu::Buffer qkv, qkv_bias, input_norm, o, post_norm, gate_up, down, k_cache, v_cache;
+    gpu::TensorView qkv, qkv_bias, input_norm, o, post_norm, gate_up, down;  // views of the weight arena
+    gpu::Buffer k_cache, v_cache;
   };
   void upload_weights(const WeightLookup& weights);
   gpu::Buffer scratch(std::string_view label, uint64_t words);
@@ -197,9 +208,9 @@ class Model {
   ModelConfig cfg_;
   ModelOptions opt_;
   uint32_t ctx_len_;
-  uint64_t total_upload_ = 0, done_upload_ = 0;
   std::vector<Layer> layers_;
-  gpu::Buffer embedding_, lm_head_, final_norm_, rope_;
+  gpu::TensorView embedding_, lm_head_, final_norm_;  // views of the weight arena
+  gpu::Buffer rope_;
   gpu::Buffer x_, q_, att_, act_, att_partials_, logits_, part_v_, part_i_, tokens_, state_;
   gpu::Buffer x_next_, o_parts_;  // the fused layer: the residual stream after attention, attend_o's partials
   gpu::Buffer x_rows_, q_rows_, att_rows_, act_rows_;  // prefill activations [chunk][width]

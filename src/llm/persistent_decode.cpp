@@ -7,6 +7,7 @@
 
 #include "gpu/recorder.h"
 #include "llm/generated_tokens.h"
+#include "llm/weight_loader.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -109,7 +110,7 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   stats_.dispatches_per_step = 1;
 
   auto& o = layout_;
-  o["WEIGHT_F16"] = opt_.dtype == WeightDType::F16;
+  o[gpu::kWeightFormatConstant] = double(stats_.weight_format);
   o["WG"] = wg;
   o["TEAM"] = team;
   o["SPIN_LIMIT"] = opt_.spin_limit;
@@ -133,51 +134,18 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   const auto& c = cfg_;
   const uint32_t hd = c.head_dim, q_rows = c.num_heads * hd, kv_rows = c.num_kv_heads * hd;
   const uint32_t qkv_rows = q_rows + 2 * kv_rows, H = c.hidden_size, I = c.intermediate_size;
-  const WeightDType t = opt_.dtype;
-  // Matrices, in vec4<u32> (16 bytes) from the start of the packed buffer.
-  const uint64_t qkv = row_bytes(t, H) * qkv_rows / 16, o = row_bytes(t, q_rows) * H / 16,
-                 gu = row_bytes(t, H) * 2 * I / 16, down = row_bytes(t, I) * H / 16;
-  const uint64_t layer_v4 = qkv + o + gu + down, embed_v4 = layer_v4 * c.num_layers;
-  const uint64_t table_v4 = row_bytes(t, H) * c.vocab_size / 16;
-  const uint64_t head_v4 = c.tie_word_embeddings ? embed_v4 : embed_v4 + table_v4;
-  const uint64_t total = 16 * (head_v4 + table_v4);
-  const auto& lim = ctx_->limits();
-  need(total <= lim.max_storage_buffer_binding_size && total <= lim.max_buffer_size,
-       "the packed weights (" + std::to_string(total) +
-           " bytes) are one binding, above maxStorageBufferBindingSize (" +
-           std::to_string(lim.max_storage_buffer_binding_size) + ") or maxBufferSize (" +
-           std::to_string(lim.max_buffer_size) + ")");
-  layout_["LAYER_V4"] = double(layer_v4);
-  layout_["QKV_V4"] = 0;
-  layout_["O_V4"] = double(qkv);
-  layout_["GU_V4"] = double(qkv + o);
-  layout_["DOWN_V4"] = double(qkv + o + gu);
-  layout_["EMBED_V4"] = double(embed_v4);
-  layout_["HEAD_V4"] = double(head_v4);
-  weights_ = ctx_->buffer(total, BufferUsage::StorageIO, "llm.persistent.weights");
-  stats_.weight_bytes = total;
-
-  // Each matrix goes through upload_rows (the layout of the step kernels) into a buffer of its
-  // own, then is copied into place on the GPU; one at a time, so the extra memory is one matrix.
-  uint64_t done = 0;
-  auto place = [&](uint64_t at_v4, uint32_t rows, uint32_t cols,
-                   const std::function<void(uint32_t, float*)>& row) {
-    gpu::Buffer b = upload_rows(*ctx_, t, "llm.persistent.matrix", rows, cols, row, [&](uint64_t bytes) {
-      if (opt_.progress) opt_.progress(done + bytes, total);
-    });
-    gpu::Recorder rec(*ctx_);
-    rec.copy(b, 0, weights_, 16 * at_v4, b.size());
-    rec.submit();
-    ctx_->wait();
-    done += b.size();
-  };
   auto tensor = [&](const std::string& name, std::vector<uint64_t> shape) -> const TensorRef& {
     return require_tensor(weights, name, std::move(shape));
   };
-  auto rows_of = [](const TensorRef& tr) {
-    return [&tr](uint32_t r, float* out) { tensor_row(tr, r, std::span(out, tr.shape[1])); };
+  const TensorRef& embed = tensor("model.embed_tokens.weight", {c.vocab_size, H});
+  // The matrices: one arena that must be one buffer (one binding), layer after layer, then the
+  // embedding and the LM head; the kernel finds them by offsets (in vec4s) as pipeline constants.
+  WeightLoader w(*ctx_, storage_format(opt_.dtype, embed.dtype), {.label = "llm.persistent.weights"});
+  stats_.weight_format = w.format();
+  struct LayerIds {
+    WeightLoader::TensorId qkv, o, gu, down;
   };
-
+  std::vector<LayerIds> ids;
   // The vectors: per layer the two norms and the Q/K/V bias (packed order), the final norm, the
   // RoPE table (as Model's: cos, sin of pos * theta^(-2i/hd) in double).
   const uint32_t H8 = pad8(H), B8 = pad8(qkv_rows);
@@ -194,7 +162,7 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
 
   for (uint32_t l = 0; l < c.num_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
-    const uint64_t base = l * layer_v4, vbase = uint64_t(l) * (2 * H8 + B8);
+    const uint64_t vbase = uint64_t(l) * (2 * H8 + B8);
     put(vbase, tensor(p + "input_layernorm.weight", {H}));
     put(vbase + H8, tensor(p + "post_attention_layernorm.weight", {H}));
     const TensorRef* qkv_w[3] = {&tensor(p + "self_attn.q_proj.weight", {q_rows, H}),
@@ -209,22 +177,47 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
         vecs[vbase + 2 * H8 + r] = float(b[which][row]);
       }
     }
-    place(base, qkv_rows, H, [&](uint32_t r, float* out) {
-      auto [which, row] = qkv_source_row(r, hd, q_rows, kv_rows);
-      tensor_row(*qkv_w[which], row, std::span(out, H));
-    });
-    place(base + qkv, H, q_rows, rows_of(tensor(p + "self_attn.o_proj.weight", {H, q_rows})));
-    const TensorRef* gu_w[2] = {&tensor(p + "mlp.gate_proj.weight", {I, H}),
-                                &tensor(p + "mlp.up_proj.weight", {I, H})};
-    place(base + qkv + o, 2 * I, H, [&](uint32_t r, float* out) {
-      auto [which, row] = gate_up_source_row(r);
-      tensor_row(*gu_w[which], row, std::span(out, H));
-    });
-    place(base + qkv + o + gu, H, I, rows_of(tensor(p + "mlp.down_proj.weight", {H, I})));
+    LayerIds m{};
+    const std::string name = "layer" + std::to_string(l) + ".";
+    m.qkv = w.matrix(name + "qkv", {qkv_w[0], qkv_w[1], qkv_w[2]}, qkv_rows, H,
+                     [&](uint32_t packed) { return qkv_source_row(packed, hd, q_rows, kv_rows); });
+    m.o = w.matrix(name + "o_proj", {&tensor(p + "self_attn.o_proj.weight", {H, q_rows})}, H, q_rows);
+    m.gu = w.matrix(name + "gate_up",
+                    {&tensor(p + "mlp.gate_proj.weight", {I, H}), &tensor(p + "mlp.up_proj.weight", {I, H})},
+                    2 * I, H, gate_up_source_row);
+    m.down = w.matrix(name + "down_proj", {&tensor(p + "mlp.down_proj.weight", {H, I})}, H, I);
+    ids.push_back(m);
   }
-  place(embed_v4, c.vocab_size, H, rows_of(tensor("model.embed_tokens.weight", {c.vocab_size, H})));
-  if (!c.tie_word_embeddings)
-    place(head_v4, c.vocab_size, H, rows_of(tensor("lm_head.weight", {c.vocab_size, H})));
+  const auto embed_id = w.matrix("embedding", {&embed}, c.vocab_size, H);
+  const auto head_id =
+      c.tie_word_embeddings
+          ? embed_id
+          : w.matrix("lm_head", {&tensor("lm_head.weight", {c.vocab_size, H})}, c.vocab_size, H);
+  need(w.arena().buffers() == 1,
+       "the packed weights (" + std::to_string(w.arena().total_bytes()) +
+           " bytes planned) must be one binding, but pass the per-buffer cap of " +
+           std::to_string(w.arena().max_buffer_bytes()) +
+           " bytes (min of maxStorageBufferBindingSize and maxBufferSize); use --decode steps");
+  // Offsets in vec4s; every layer's matrices lie at the same distances (the arena places equal
+  // tensors alike), which the kernel's single LAYER_V4 stride relies on.
+  auto v4 = [&](WeightLoader::TensorId id) { return w.arena().view(id).offset / 16; };
+  const uint64_t layer_v4 = c.num_layers > 1 ? v4(ids[1].qkv) - v4(ids[0].qkv) : 0;
+  for (uint32_t l = 0; l < c.num_layers; ++l) {
+    const LayerIds& m = ids[l];
+    need(v4(m.qkv) == l * layer_v4 && v4(m.o) - v4(m.qkv) == v4(ids[0].o) &&
+             v4(m.gu) - v4(m.qkv) == v4(ids[0].gu) && v4(m.down) - v4(m.qkv) == v4(ids[0].down),
+         "layer " + std::to_string(l) + "'s matrices are not placed like layer 0's");
+  }
+  layout_["LAYER_V4"] = double(layer_v4);
+  layout_["QKV_V4"] = 0;
+  layout_["O_V4"] = double(v4(ids[0].o));
+  layout_["GU_V4"] = double(v4(ids[0].gu));
+  layout_["DOWN_V4"] = double(v4(ids[0].down));
+  layout_["EMBED_V4"] = double(v4(embed_id));
+  layout_["HEAD_V4"] = double(v4(head_id));
+  w.load(opt_.progress);
+  weights_ = w.arena().buffer(0);
+  stats_.weight_bytes = weights_.size();
   const uint64_t final_at = uint64_t(2 * H8 + B8) * c.num_layers;
   put(final_at, tensor("model.norm.weight", {H}));
   for (uint32_t pos = 0; pos < opt_.ctx; ++pos)

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,9 +25,9 @@
 namespace wgfuse::llm {
 
 struct PersistentOptions {
-  WeightDType dtype = WeightDType::F16;
-  uint32_t ctx = 4096;            // KV-cache positions
-  uint32_t workgroups = 1;        // the grid: at most what check_grid_sync saw co-resident
+  std::optional<gpu::WeightFormat> dtype;  // nullopt: the checkpoint's own 16-bit type
+  uint32_t ctx = 4096;                     // KV-cache positions
+  uint32_t workgroups = 1;                 // the grid: at most what check_grid_sync saw co-resident
   uint32_t workgroup_size = 256;  // a power of two, >= head_dim and >= the row team (32 or the subgroup)
   // Atomic loads a workgroup spends waiting at one grid barrier before the dispatch gives up (an
   // Error after the submit, not a hang).

@@ -120,15 +120,39 @@ json contents_json(const BufferContents& c) {
     case BufferContents::Kind::Zeros:
       return {{"kind", "zeros"}};
     case BufferContents::Kind::Rope:
-      return {{"kind", "rope"}, {"positions", c.rows}, {"head_dim", c.cols}};
-    case BufferContents::Kind::Weights:
-      return {{"kind", "weights"},
-              {"packing", c.packing},
-              {"sources", c.sources},
-              {"rows", c.rows},
-              {"cols", c.cols}};
+      return {{"kind", "rope"}, {"positions", c.positions}, {"head_dim", c.head_dim}};
+    case BufferContents::Kind::Weights: {
+      json tensors = json::array();
+      for (const WeightTensor& t : c.tensors) {
+        const gpu::WeightFormatInfo& f = gpu::info(t.view.format);
+        tensors.push_back({{"name", t.view.name},
+                           {"offset", t.view.offset},
+                           {"bytes", t.view.bytes},
+                           {"rows", t.view.rows},
+                           {"cols", t.view.cols},
+                           {"row_bytes", t.view.row_bytes},
+                           {"format", f.name},
+                           {"packing", t.packing},
+                           {"sources", t.sources}});
+      }
+      return {{"kind", "weights"}, {"tensors", std::move(tensors)}};
+    }
   }
   return {};
+}
+
+// The weight formats the model's tensors use: how each stores a row (gpu/weight_format.h).
+json formats_json(const Model& model) {
+  std::set<gpu::WeightFormat> used;
+  for (const NamedBuffer& b : model.buffers())
+    for (const WeightTensor& t : b.contents.tensors) used.insert(t.view.format);
+  json out = json::object();
+  for (gpu::WeightFormat f : used) {
+    const gpu::WeightFormatInfo& i = gpu::info(f);
+    out[i.name] = {
+        {"weight_format", int(f)}, {"block_elements", i.block_elements}, {"block_bytes", i.block_bytes}};
+  }
+  return out;
 }
 
 }  // namespace
@@ -210,7 +234,7 @@ json plan_json(Model& model, uint32_t prompt_length, Sampler* sampler) {
   return {{"format", "wgfuse-plan"},
           {"version", kPlanFormatVersion},
           {"model", config_json(c)},
-          {"weights", {{"dtype", o.dtype == WeightDType::F16 ? "f16" : "f32"}, {"row_padding", 8}}},
+          {"weight_formats", formats_json(model)},
           {"ctx", model.capacity()},
           {"prompt_length", prompt_length},
           {"buffers", std::move(buffers)},
