@@ -11,6 +11,7 @@
 #include <string>
 
 #include "bench/dispatch_bench.h"
+#include "gpu/bandwidth.h"
 #include "commands.h"
 #include "fuse/sim_program.h"
 #include "sim/report.h"
@@ -77,7 +78,7 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
   r.per_submit = o.per_submit;
   r.robustness_disabled = o.no_robustness;
   if (o.bandwidth)
-    r.copy_gb_per_s = bench::copy_kernel_bandwidth_gbs(ctx, ctx.adapter().is_cpu ? 4u << 20 : 256u << 20, 5);
+    r.copy_gb_per_s = gpu::copy_kernel_bandwidth_gbs(ctx, ctx.adapter().is_cpu ? 4u << 20 : 256u << 20, 5);
   auto spec = w.spec;
   if (o.workgroup) spec.workgroup_size = spec.team_workgroup_size = o.workgroup;
   const uint32_t pop = o.pop ? o.pop : w.default_pop;
