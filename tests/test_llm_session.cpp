@@ -100,7 +100,8 @@ TEST(LlmSession, GeneratesFromIdsAndText) {
   // The stop flag ends the generation at the token being delivered.
   std::atomic<bool> stop{true};
   s.decoder().reset();
-  EXPECT_EQ(s.generate(prompt, 10, {.stop = &stop}).ids, std::vector<uint32_t>(want.begin(), want.begin() + 1));
+  EXPECT_EQ(s.generate(prompt, 10, {.stop = &stop}).ids,
+            std::vector<uint32_t>(want.begin(), want.begin() + 1));
 }
 
 // Test a two-turn chat: the history keeps both exchanges, and the second reply equals a direct
@@ -152,8 +153,8 @@ TEST(LlmSession, BothDecodersGiveTheReferenceTokens) {
   const auto& cfg = steps.files().config();
   const llm::WeightLookup lookup = [&](std::string_view name) { return steps.files().find(name); };
   std::vector<std::unique_ptr<llm::Decoder>> decoders;
-  decoders.push_back(std::make_unique<llm::Model>(test::context(), cfg, lookup,
-                                                  llm::ModelOptions{.dtype = llm::WeightDType::F32, .ctx = 64}));
+  decoders.push_back(std::make_unique<llm::Model>(
+      test::context(), cfg, lookup, llm::ModelOptions{.dtype = llm::WeightDType::F32, .ctx = 64}));
   decoders.push_back(std::make_unique<llm::PersistentDecoder>(
       test::context(), cfg, lookup, llm::PersistentOptions{.dtype = llm::WeightDType::F32, .ctx = 64}));
   llm::ref::Decoder ref(cfg, llm::ref::Weights::load(cfg, lookup), 64);
@@ -208,14 +209,20 @@ TEST(LlmSession, BadOptionsAreClearErrors) {
   auto o = options();
   o.ctx = 24;
   llm::Session s(o);
-  EXPECT_NE(error_of([&] { s.generate(std::vector<uint32_t>{1, 2}, 1); }).find("not loaded"), std::string::npos);
+  EXPECT_NE(error_of([&] {
+              s.generate(std::vector<uint32_t>{1, 2}, 1);
+            }).find("not loaded"),
+            std::string::npos);
   EXPECT_NE(error_of([&] { s.room(24); }).find("leaves no room"), std::string::npos);
   s.load(test::context());
-  EXPECT_NE(error_of([&] { s.generate(std::vector<uint32_t>{1, 300}, 1); }).find("300 is outside the vocabulary"),
+  EXPECT_NE(error_of([&] {
+              s.generate(std::vector<uint32_t>{1, 300}, 1);
+            }).find("300 is outside the vocabulary"),
             std::string::npos);
   s.new_chat();
-  EXPECT_NE(error_of([&] { s.chat("far too long a message for a context of 24 positions", 4); })
-                .find("this message alone is"),
+  EXPECT_NE(error_of([&] {
+              s.chat("far too long a message for a context of 24 positions", 4);
+            }).find("this message alone is"),
             std::string::npos);
   EXPECT_TRUE(s.history().empty());  // the refused message is not kept
 }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "commands.h"
@@ -43,11 +44,15 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
   c->add_option("--ctx", o.s.ctx,
                 "KV-cache length in tokens (default 4096, or the model's max_position_embeddings if smaller)")
       ->check(CLI::PositiveNumber);
-  c->add_option("--temp", o.s.sampling.temperature, "temperature; 0 = greedy (default: generation_config.json, else greedy)");
+  c->add_option("--temp", o.s.sampling.temperature,
+                "temperature; 0 = greedy (default: generation_config.json, else greedy)");
   c->add_option("--top-k", o.s.sampling.top_k, "keep the k most likely tokens; 0 = off");
-  c->add_option("--top-p", o.s.sampling.top_p, "keep the smallest set of tokens reaching this probability; 1 = off");
-  c->add_option("--repeat-penalty", o.s.sampling.repetition_penalty, "repetition penalty over the whole sequence; 1 = off");
-  c->add_option("--seed", o.s.sampling.seed, "random seed: the same seed gives the same text")->capture_default_str();
+  c->add_option("--top-p", o.s.sampling.top_p,
+                "keep the smallest set of tokens reaching this probability; 1 = off");
+  c->add_option("--repeat-penalty", o.s.sampling.repetition_penalty,
+                "repetition penalty over the whole sequence; 1 = off");
+  c->add_option("--seed", o.s.sampling.seed, "random seed: the same seed gives the same text")
+      ->capture_default_str();
   c->add_option("--steps-per-submit", o.s.steps_per_submit, "decode steps recorded into one command buffer")
       ->check(CLI::Range(1u, 256u))
       ->capture_default_str();
@@ -98,23 +103,9 @@ std::unique_ptr<llm::Session> open_session(LlmOptions lo, const std::string& dec
 }
 
 llm::Stream to_stdout(std::vector<float>* logits = nullptr) {
-  return {.on_text = [](std::string_view t) { std::fwrite(t.data(), 1, t.size(), stdout), std::fflush(stdout); },
-          .logits = logits};
-}
-
-std::vector<uint32_t> parse_ids(const std::string& s, uint32_t vocab) {
-  std::vector<uint32_t> ids;
-  std::string item;
-  std::stringstream ss(s);
-  while (std::getline(ss, item, ',')) {
-    char* end = nullptr;
-    const unsigned long v = std::strtoul(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v >= vocab)
-      throw Error("--prompt-ids: '" + item + "' is not a token id below the vocabulary size " +
-                  std::to_string(vocab));
-    ids.push_back(uint32_t(v));
-  }
-  return ids;
+  return {
+      .on_text = [](std::string_view t) { std::fwrite(t.data(), 1, t.size(), stdout), std::fflush(stdout); },
+      .logits = logits};
 }
 
 std::string read_file(const std::string& path) {
@@ -131,10 +122,11 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
   const int given = !o.prompt.empty() + !o.prompt_file.empty() + !o.prompt_ids.empty();
   if (given != 1)
     throw Error("give exactly one of -p PROMPT, -f FILE or --prompt-ids IDS (a non-empty prompt)");
+  std::optional<gpu::Context> ctx;  // declared first: the session's buffers go before the device
   auto s = open_session(lo, o.decode);
   std::vector<uint32_t> prompt;
   if (!o.prompt_ids.empty()) {
-    prompt = parse_ids(o.prompt_ids, s->files().config().vocab_size);
+    prompt = llm::parse_token_ids(o.prompt_ids, s->files().config().vocab_size);
   } else {
     const std::string text = o.prompt.empty() ? read_file(o.prompt_file) : o.prompt;
     if (text.empty()) throw Error("the prompt is empty");
@@ -146,21 +138,20 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
                  (long long)o.n, (long long)n, s->ctx_len());
   if (o.decode == "persistent" && o.profile_reps)
     throw Error("--profile times the step decoder's kernels: not with --decode persistent");
-  gpu::Context ctx(g.context_options());
-  s->load(ctx);
+  s->load(ctx.emplace(g.context_options()));
   if (o.warmup) s->warm_up(prompt, std::min<uint32_t>(o.warmup, uint32_t(n)));
   std::vector<float> logits;
   const llm::Reply r = s->generate(prompt, uint32_t(n), to_stdout(o.logits_path.empty() ? nullptr : &logits));
   std::fputs(llm::timing_line(s->decoder().stats(), s->load_ms()).c_str(), stderr);
   nlohmann::json prof;
-  if (o.profile_reps) prof = llm::report_profile(stderr, ctx, s->profile(o.profile_reps), o.profile_reps);
+  if (o.profile_reps) prof = llm::report_profile(stderr, *ctx, s->profile(o.profile_reps), o.profile_reps);
   if (!o.logits_path.empty()) {
     const size_t vocab = s->files().config().vocab_size;
     llm::write_npy(o.logits_path, logits, logits.size() / vocab, vocab);
   }
   if (!o.json_path.empty()) {
     nlohmann::json j = llm::run_json(*s, prompt, r);
-    j["adapter"] = adapter_json(ctx);
+    j["adapter"] = adapter_json(*ctx);
     if (!prof.is_null()) j["profile"] = prof;
     std::ofstream f(o.json_path);
     if (!f) throw Error("--json: cannot write " + o.json_path);
@@ -170,12 +161,12 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
 
 // Interactive chat: each line a user turn, the reply streamed (llm::Session::chat).
 void chat(const LlmOptions& lo, const std::string& system, int64_t n, const GlobalOptions& g) {
+  std::optional<gpu::Context> ctx;  // declared first: the session's buffers go before the device
   auto s = open_session(lo, "steps");
-  gpu::Context ctx(g.context_options());
-  s->load(ctx);
+  s->load(ctx.emplace(g.context_options()));
   s->new_chat(system);
   std::fprintf(stderr, "wgfuse chat: %s on %s. Empty line or Ctrl-D to quit.\n", lo.s.model_dir.c_str(),
-               ctx.adapter().device.c_str());
+               ctx->adapter().device.c_str());
   while (true) {
     char* line = readline("> ");
     if (!line) break;

@@ -11,9 +11,9 @@
 #include <string>
 
 #include "bench/dispatch_bench.h"
-#include "gpu/bandwidth.h"
 #include "commands.h"
 #include "fuse/sim_program.h"
+#include "gpu/bandwidth.h"
 #include "sim/report.h"
 #include "sim/runner.h"
 #include "sim/workloads.h"

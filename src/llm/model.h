@@ -137,8 +137,8 @@ class Model : public Decoder {
   std::vector<Step> step_;                             // embedding .. LM head, split attention
   // Fusion::Full (else empty): the step with fused layers, and with o_proj_combine (long contexts).
   std::vector<Step> fused_step_, long_step_, short_step_;
-  std::vector<Step> argmax_;  // the greedy picker
-  Step advance_{};            // ends a prompt position instead of the LM head and the picker
+  std::vector<Step> argmax_;   // the greedy picker
+  Step advance_{};             // ends a prompt position instead of the LM head and the picker
   bool logits_fresh_ = false;  // prefill() left the logits of the last fed token
 };
 

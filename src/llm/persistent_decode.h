@@ -47,7 +47,7 @@ class PersistentDecoder : public Decoder {
   const ModelConfig& config() const override { return cfg_; }
   uint32_t capacity() const override { return opt_.ctx; }
   uint32_t workgroups() const { return opt_.workgroups; }
-  uint32_t barriers_per_token() const;  // grid barriers inside one dispatch: 5 per layer + 1
+  uint32_t barriers_per_token() const;        // grid barriers inside one dispatch: 5 per layer + 1
   std::vector<float> read_logits() override;  // the logits of the last position computed
 
  private:

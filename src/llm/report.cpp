@@ -59,7 +59,8 @@ nlohmann::json config_json(const ModelConfig& c) {
 
 // One decode step after the generation, each dispatch timed in its own pass.
 nlohmann::json report_profile(std::FILE* out, gpu::Context& ctx, const DecodeProfile& p, uint32_t reps) {
-  const double copy_gbs = gpu::copy_kernel_bandwidth_gbs(ctx, ctx.adapter().is_cpu ? 4u << 20 : 256u << 20, 5);
+  const double copy_gbs =
+      gpu::copy_kernel_bandwidth_gbs(ctx, ctx.adapter().is_cpu ? 4u << 20 : 256u << 20, 5);
   struct Row {
     std::string name;
     uint32_t calls = 0;

@@ -1,6 +1,7 @@
 #include "llm/session.h"
 
 #include <algorithm>
+#include <sstream>
 
 #include "util/error.h"
 
@@ -51,6 +52,21 @@ DecoderKind parse_decoder_kind(std::string_view s) {
   if (s == "steps") return DecoderKind::Steps;
   if (s == "persistent") return DecoderKind::Persistent;
   throw Error("--decode '" + std::string(s) + "': expected steps or persistent");
+}
+
+std::vector<uint32_t> parse_token_ids(const std::string& s, uint32_t vocab) {
+  std::vector<uint32_t> ids;
+  std::string item;
+  std::stringstream ss(s);
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v >= vocab)
+      throw Error("--prompt-ids: '" + item + "' is not a token id below the vocabulary size " +
+                  std::to_string(vocab));
+    ids.push_back(uint32_t(v));
+  }
+  return ids;
 }
 
 std::string_view weight_dtype_name(WeightDType d) {
@@ -126,8 +142,8 @@ std::vector<uint32_t> Session::encode_chat(std::string_view user, const std::str
 
 uint32_t Session::room(size_t prompt_tokens) const {
   if (prompt_tokens >= ctx_len_)
-    throw Error("the prompt is " + std::to_string(prompt_tokens) + " tokens; --ctx " + std::to_string(ctx_len_) +
-                " leaves no room to generate (raise --ctx or shorten the prompt)");
+    throw Error("the prompt is " + std::to_string(prompt_tokens) + " tokens; --ctx " +
+                std::to_string(ctx_len_) + " leaves no room to generate (raise --ctx or shorten the prompt)");
   return ctx_len_ - uint32_t(prompt_tokens);
 }
 
@@ -192,7 +208,9 @@ Reply Session::generate(std::span<const uint32_t> prompt, uint32_t n, const Stre
   go.eos_ids = stop_ids_;
   go.picker = picker_;
   if (stream.logits)
-    go.on_logits = [&](std::span<const float> l) { stream.logits->insert(stream.logits->end(), l.begin(), l.end()); };
+    go.on_logits = [&](std::span<const float> l) {
+      stream.logits->insert(stream.logits->end(), l.begin(), l.end());
+    };
   StreamDecoder text(tokenizer_, /*skip_special=*/true);
   Reply r;
   const auto on_token = [&](uint32_t id) {

@@ -33,6 +33,8 @@ enum class DecoderKind { Steps, Persistent };
 DecoderKind parse_decoder_kind(std::string_view s);  // "steps" | "persistent"; throws Error otherwise
 std::string_view weight_dtype_name(WeightDType d);   // "f16" | "f32"
 std::string_view fusion_name(Fusion f);              // "none" | "full"
+// Token ids given as text, comma-separated (--prompt-ids), each below `vocab`.
+std::vector<uint32_t> parse_token_ids(const std::string& s, uint32_t vocab);
 
 // Unset values take generation_config.json's (when it samples), else greedy.
 struct SamplingOverrides {
@@ -82,9 +84,9 @@ struct Stream {
 };
 
 struct Reply {
-  std::vector<uint32_t> ids;    // generated, an EOS id included
-  bool stopped_at_eos = false;  // (the EOS id prints no text)
-  std::string text;             // the ids as text, special tokens skipped
+  std::vector<uint32_t> ids;       // generated, an EOS id included
+  bool stopped_at_eos = false;     // (the EOS id prints no text)
+  std::string text;                // the ids as text, special tokens skipped
   uint32_t dropped_exchanges = 0;  // chat(): the oldest user/assistant pairs dropped to fit --ctx
 };
 
@@ -101,7 +103,7 @@ class Session {
   uint32_t ctx_len() const { return ctx_len_; }  // KV-cache positions
   double load_ms() const { return load_ms_; }    // from the constructor to the end of load()
   gpu::Context& context() const;
-  Decoder& decoder();                                       // after load()
+  Decoder& decoder();  // after load()
   const DecoderChoice& decoder_choice() const { return choice_; }
 
   // Prompts: text as it stands, or wrapped in the chat template (a system prompt when not empty).
