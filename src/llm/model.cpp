@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "gpu/profiler.h"
 #include "util/clock.h"

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,7 +19,6 @@
 #include "llm/config.h"
 #include "llm/decode_kernels.h"
 #include "llm/decoder.h"
-#include "llm/model.h"
 #include "llm/persistent.h"
 #include "llm/reference.h"
 
