@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/dispatch_bench.h"
+#include "gpu/bandwidth.h"
 #include "gpu/profiler.h"
 #include "gpu/recorder.h"
 #include "llm/decode_kernels.h"
@@ -333,7 +333,7 @@ int run(const Options& opt) {
   std::printf("adapter: %s (%s), subgroups %u..%u, timestamps %s\n", a.description.c_str(), a.backend.c_str(),
               a.subgroup_min_size, a.subgroup_max_size, prof.enabled() ? "yes" : "no (wall clock)");
   const double copy_gbs =
-      bench::copy_kernel_bandwidth_gbs(ctx, opt.quick ? (16u << 20) : (256u << 20), opt.quick ? 2 : 5);
+      gpu::copy_kernel_bandwidth_gbs(ctx, opt.quick ? (16u << 20) : (256u << 20), opt.quick ? 2 : 5);
   std::printf("copy kernel: %.1f GB/s (read + write)\n\n", copy_gbs);
   std::printf("%-5s %-13s %-13s %-4s %-29s %-4s %10s %21s %8s %6s %9s\n", "model", "kind", "shape", "type",
               "tuning", "", "µs/call", "min–max", "GB/s", "%copy", "max err");

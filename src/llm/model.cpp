@@ -2,11 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <deque>
 
 #include "gpu/profiler.h"
-#include "llm/generated_tokens.h"
 #include "llm/safetensors.h"
 #include "llm/weight_loader.h"
 #include "util/clock.h"
@@ -26,7 +23,7 @@ Fusion parse_fusion(std::string_view s) {
 }
 
 Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, ModelOptions options)
-    : ctx_(&ctx), cfg_(std::move(cfg)), opt_(std::move(options)), ctx_len_(opt_.ctx) {
+    : Decoder(ctx), cfg_(std::move(cfg)), opt_(std::move(options)), ctx_len_(opt_.ctx) {
   const auto& c = cfg_;
   auto need = [](bool ok, const std::string& what) {
     if (!ok) throw Error("model config: " + what);
@@ -309,28 +306,13 @@ std::vector<Step> Model::prompt_steps(uint32_t T) {
 }
 
 void Model::reset() {
-  seq_.clear();
-  fed_ = written_ = 0;
+  Decoder::reset();
   logits_fresh_ = false;
 }
 
-void Model::push_sequence(std::span<const uint32_t> ids) {
-  for (uint32_t id : ids)
-    if (id >= cfg_.vocab_size)
-      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (vocab_size " +
-                  std::to_string(cfg_.vocab_size) + ")");
-  if (seq_.size() + ids.size() > ctx_len_)
-    throw Error("the sequence (" + std::to_string(seq_.size() + ids.size()) +
-                " tokens) is longer than --ctx " + std::to_string(ctx_len_));
-  seq_.insert(seq_.end(), ids.begin(), ids.end());
-  if (written_ < seq_.size()) {
-    ctx_->write(tokens_, 4ull * written_, std::as_bytes(std::span(seq_).subspan(written_)));
-    written_ = uint32_t(seq_.size());
-  }
-  if (fed_ < seq_.size()) {
-    ctx_->write_value<uint32_t>(state_, 0, fed_);
-    logits_fresh_ = false;
-  }
+void Model::set_position() {
+  ctx_->write_value<uint32_t>(state_, 0, fed_);
+  logits_fresh_ = false;
 }
 
 void Model::record_prompt(gpu::Recorder& rec) {
@@ -418,95 +400,21 @@ std::vector<float> Model::read_logits() {
   return ctx_->read<float>(logits_, 0, cfg_.vocab_size);
 }
 
-std::vector<uint32_t> Model::generate(std::span<const uint32_t> prompt, uint32_t n,
-                                      const std::function<bool(uint32_t)>& on_token,
-                                      const GenerateOptions& opt) {
-  if (n == 0) throw Error("generate: the number of tokens to generate (-n) must be at least 1");
-  const bool continue_from_prefill = prompt.empty() && logits_fresh_ && fed_ == seq_.size();
-  // The last token generated is never fed, so positions up to length + n - 2 are used.
-  const uint64_t length = seq_.size() + prompt.size();
-  if (length + n - 1 > ctx_len_)
-    throw Error("generate: " + std::to_string(length) + " tokens + " + std::to_string(n) +
-                " to generate exceed --ctx " + std::to_string(ctx_len_));
-  if (!continue_from_prefill) {
-    if (fed_ == length) throw Error("generate: empty prompt");
-    push_sequence(prompt);
-  }
-  const std::span<const Step> picker = opt.picker.empty() ? std::span<const Step>(argmax_) : opt.picker;
-  const uint32_t K = opt.on_logits ? 1 : std::max<uint32_t>(1, opt.steps_per_submit);
-  const uint32_t first = uint32_t(seq_.size());  // index of the first generated token
-  stats_.prompt_tokens = seq_.size() - fed_;
-  stats_.generated_tokens = stats_.decode_dispatches = stats_.decode_submits = stats_.decode_readbacks =
-      stats_.decode_tokens = stats_.decode_steps = 0;
-  stats_.prefill_ms = stats_.decode_ms = 0;
+std::span<const Step> Model::picker(const GenerateOptions& opt) const {
+  return opt.picker.empty() ? std::span<const Step>(argmax_) : opt.picker;
+}
 
-  GeneratedTokens out(cfg_.vocab_size, n, on_token, opt.eos_ids, seq_);
-  // Reports the next generated tokens, `ids`, as far as they are wanted.
-  auto take = [&](const std::vector<uint32_t>& ids) {
-    if (opt.on_logits) {
-      ++stats_.debug_readbacks;
-      opt.on_logits(ctx_->read<float>(logits_, 0, cfg_.vocab_size));
-    }
-    for (uint32_t id : ids) out.take(id);
-  };
-
-  // The prompt phase: every unfed prompt position, then the first generated token.
-  auto t0 = SteadyClock::now();
-  gpu::Recorder rec(*ctx_);
-  if (!continue_from_prefill) record_prompt(rec);
-  record(rec, picker);
-  rec.submit();
-  take(ctx_->read<uint32_t>(tokens_, first, 1));
-  stats_.prefill_ms = ms_since(t0);
-
-  // The decode phase: K steps per command buffer, each ending with a copy of its K tokens into a
-  // staging buffer of its own. Up to `depth` command buffers are in flight: the next is recorded
-  // and submitted before the previous one's tokens are read, so that the host's recording,
-  // submission and read-back overlap the GPU's work. A buffer whose tokens are no longer wanted
-  // (EOS, on_token said stop) still runs and is discarded. The logits callback reads the logits
-  // buffer, which the next step overwrites: then one at a time.
-  const uint32_t depth = opt.on_logits ? 1 : 2;
-  for (auto& b : token_staging_)
-    if (b.size() < 4ull * K)
-      b = ctx_->buffer(4ull * K, BufferUsage::MapRead | BufferUsage::CopyDst, "llm.tokens_out");
-  struct Batch {
-    uint32_t count, slot;
-  };
-  std::deque<Batch> in_flight;
-  uint32_t scheduled = uint32_t(out.ids().size()), next_slot = 0;
-  t0 = SteadyClock::now();
-  const uint64_t d0 = rec.dispatches(), s0 = rec.submits();
-  while (!out.stopped()) {
-    while (in_flight.size() < depth && scheduled < n) {
-      const uint32_t k = std::min<uint32_t>(K, n - scheduled);
-      for (uint32_t i = 0; i < k; ++i) {
-        record(rec, decode_step(first + scheduled + i - 1));  // feeds token first + scheduled + i - 1
-        record(rec, picker);
-      }
-      rec.copy(tokens_, 4ull * (first + scheduled), token_staging_[next_slot], 0, 4ull * k);
-      rec.submit();
-      in_flight.push_back({k, next_slot});
-      scheduled += k;
-      stats_.decode_steps += k;
-      next_slot = (next_slot + 1) % depth;
-    }
-    const Batch b = in_flight.front();
-    in_flight.pop_front();
-    const auto bytes = ctx_->map_read(token_staging_[b.slot], 4ull * b.count);
-    std::vector<uint32_t> ids(b.count);
-    std::memcpy(ids.data(), bytes.data(), bytes.size());
-    ++stats_.decode_readbacks;
-    take(ids);
-  }
-  stats_.decode_ms = ms_since(t0);
-  stats_.decode_tokens = out.ids().size() - 1;
-  stats_.decode_dispatches = rec.dispatches() - d0;
-  stats_.decode_submits = rec.submits() - s0;
-  stats_.generated_tokens = out.ids().size();
-  fed_ = uint32_t(seq_.size()) - 1;  // the last token is known but not fed
-  written_ = uint32_t(seq_.size());
+void Model::record_prompt_phase(gpu::Recorder& rec, const GenerateOptions& opt) {
+  if (!logits_ready()) record_prompt(rec);
   logits_fresh_ = false;
-  return out.release();
+  record(rec, picker(opt));
+}
+
+void Model::record_steps(gpu::Recorder& rec, uint32_t pos, uint32_t k, const GenerateOptions& opt) {
+  for (uint32_t i = 0; i < k; ++i) {
+    record(rec, decode_step(pos + i));
+    record(rec, picker(opt));
+  }
 }
 
 }  // namespace wgfuse::llm

@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstring>
 
 #include "gpu/recorder.h"
-#include "llm/generated_tokens.h"
 #include "llm/weight_loader.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -35,7 +33,7 @@ void need(bool ok, const std::string& what) {
 
 PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights,
                                      PersistentOptions options)
-    : ctx_(&ctx), cfg_(std::move(cfg)), opt_(std::move(options)) {
+    : Decoder(ctx), cfg_(std::move(cfg)), opt_(std::move(options)) {
   const auto& c = cfg_;
   const auto& lim = ctx.limits();
   need(c.vocab_size && c.hidden_size && c.intermediate_size && c.num_layers && c.num_heads &&
@@ -127,7 +125,6 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   o["XS_LEN"] = xs_len;
   kernel_ = &ctx.kernel(gpu::embedded_kernel("llm_persistent_decode", "decode_token", layout_));
   group_ = ctx.bind(*kernel_, {weights_, vectors_, live_, kv_, tokens_, control_});
-  reset();
 }
 
 void PersistentDecoder::upload_weights(const WeightLookup& weights) {
@@ -235,93 +232,43 @@ uint32_t PersistentDecoder::barriers_per_token() const {
   return kStagesPerLayer * cfg_.num_layers + 1;
 }
 
-void PersistentDecoder::reset() {
-  seq_.clear();
-  fed_ = 0;
+void PersistentDecoder::check(const GenerateOptions& opt) const {
+  need(!broken_, "a grid barrier timed out earlier: this decoder's state is undefined");
+  need(opt.picker.empty(), "greedy decoding only (no --temp, --top-k, --top-p, --repeat-penalty)");
 }
 
-std::vector<uint32_t> PersistentDecoder::run(uint32_t count, uint32_t first, uint32_t picked,
-                                             gpu::Recorder& rec) {
+void PersistentDecoder::set_position() {
+  const uint32_t words[2] = {fed_, uint32_t(seq_.size())};  // pos, tokens known
+  ctx_->write(control_, 8, std::as_bytes(std::span(words)));
+}
+
+void PersistentDecoder::record_dispatches(gpu::Recorder& rec, uint32_t count) {
   for (uint32_t i = 0; i < count; ++i) {
     rec.copy(zero_, 0, control_, 0, 4);  // the barrier arrivals start at zero in every dispatch
     rec.dispatch(*kernel_, group_, opt_.workgroups);
   }
-  const uint64_t bytes = 16 + 4ull * picked;
-  if (staging_.size() < bytes)
-    staging_ = ctx_->buffer(bytes, BufferUsage::MapRead | BufferUsage::CopyDst, "llm.persistent.staging");
-  rec.copy(control_, 0, staging_, 0, 16);
-  rec.copy(tokens_, 4ull * first, staging_, 16, 4ull * picked);
-  rec.submit();
-  const auto raw = ctx_->map_read(staging_, bytes);
-  std::vector<uint32_t> words(bytes / 4);
-  std::memcpy(words.data(), raw.data(), bytes);
-  if (words[1] != 0) {
-    broken_ = true;
-    const uint32_t k = kFailedBase - words[1];
-    throw Error("persistent decode: a grid barrier timed out (barrier " + std::to_string(k) + " of " +
-                std::to_string(barriers_per_token()) + ", after " + barrier_name(k, cfg_.num_layers) +
-                "): the " + std::to_string(opt_.workgroups) + " workgroups were not all resident within " +
-                std::to_string(opt_.spin_limit) + " spins; use fewer workgroups or --decode steps");
-  }
-  return std::vector<uint32_t>(words.begin() + 4, words.end());
 }
 
-std::vector<uint32_t> PersistentDecoder::generate(std::span<const uint32_t> prompt, uint32_t n,
-                                                  const std::function<bool(uint32_t)>& on_token,
-                                                  const GenerateOptions& opt) {
-  need(!broken_, "a grid barrier timed out earlier: this decoder's state is undefined");
-  need(opt.picker.empty(), "greedy decoding only (no --temp, --top-k, --top-p, --repeat-penalty)");
-  if (n == 0) throw Error("generate: the number of tokens to generate (-n) must be at least 1");
-  for (uint32_t id : prompt)
-    if (id >= cfg_.vocab_size)
-      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (vocab_size " +
-                  std::to_string(cfg_.vocab_size) + ")");
-  const uint64_t length = seq_.size() + prompt.size();
-  if (length == fed_) throw Error("generate: empty prompt");
-  if (length + n - 1 > opt_.ctx)
-    throw Error("generate: " + std::to_string(length) + " tokens + " + std::to_string(n) +
-                " to generate exceed --ctx " + std::to_string(opt_.ctx));
-  const uint32_t written = uint32_t(seq_.size());
-  seq_.insert(seq_.end(), prompt.begin(), prompt.end());
-  if (written < seq_.size())
-    ctx_->write(tokens_, 4ull * written, std::as_bytes(std::span(seq_).subspan(written)));
-  const uint32_t words[2] = {fed_, uint32_t(seq_.size())};  // pos, tokens known
-  ctx_->write(control_, 8, std::as_bytes(std::span(words)));
+void PersistentDecoder::record_prompt_phase(gpu::Recorder& rec, const GenerateOptions&) {
+  record_dispatches(rec, uint32_t(seq_.size()) - fed_);  // the last position picks the first token
+}
 
-  const uint32_t K = opt.on_logits ? 1 : std::max<uint32_t>(1, opt.steps_per_submit);
-  stats_.prompt_tokens = seq_.size() - fed_;
-  stats_.generated_tokens = stats_.decode_tokens = stats_.decode_steps = stats_.decode_dispatches =
-      stats_.decode_submits = stats_.decode_readbacks = stats_.debug_readbacks = 0;
-  GeneratedTokens out(cfg_.vocab_size, n, on_token, opt.eos_ids, seq_);
-  auto take = [&](std::span<const uint32_t> ids) {
-    for (uint32_t id : ids) {
-      if (opt.on_logits && !out.stopped()) opt.on_logits(read_logits());
-      out.take(id);
-    }
-  };
+void PersistentDecoder::record_steps(gpu::Recorder& rec, uint32_t, uint32_t k, const GenerateOptions&) {
+  record_dispatches(rec, k);
+}
 
-  // The prompt phase: every unfed position in one submit; the last picks the first token.
-  auto t0 = SteadyClock::now();
-  gpu::Recorder rec(*ctx_);
-  const uint32_t first = uint32_t(seq_.size());
-  take(run(first - fed_, first, 1, rec));
-  stats_.prefill_ms = ms_since(t0);
-  // The decode phase: K positions per submit, the tokens read back once per submit.
-  t0 = SteadyClock::now();
-  const uint64_t d0 = rec.dispatches(), s0 = rec.submits();
-  while (!out.stopped()) {
-    const uint32_t k = std::min<uint32_t>(K, n - uint32_t(out.ids().size()));
-    take(run(k, uint32_t(seq_.size()), k, rec));
-    ++stats_.decode_readbacks;
-  }
-  stats_.decode_ms = ms_since(t0);
-  stats_.decode_dispatches = rec.dispatches() - d0;
-  stats_.decode_submits = rec.submits() - s0;
-  stats_.decode_tokens = out.ids().size() - 1;
-  stats_.decode_steps = stats_.decode_dispatches;
-  stats_.generated_tokens = out.ids().size();
-  fed_ = uint32_t(seq_.size()) - 1;  // the last token is known but not fed
-  return out.release();
+void PersistentDecoder::record_status(gpu::Recorder& rec, const gpu::Buffer& staging) {
+  rec.copy(control_, 0, staging, 0, 16);
+}
+
+void PersistentDecoder::check_status(std::span<const uint32_t, 4> words) {
+  if (words[1] == 0) return;
+  broken_ = true;
+  const uint32_t k = kFailedBase - words[1];
+  throw Error("persistent decode: a grid barrier timed out (barrier " + std::to_string(k) + " of " +
+              std::to_string(barriers_per_token()) + ", after " + barrier_name(k, cfg_.num_layers) +
+              "): the " + std::to_string(opt_.workgroups) + " workgroups were not all resident within " +
+              std::to_string(opt_.spin_limit) + " spins; use fewer workgroups or --decode steps");
 }
 
 std::vector<float> PersistentDecoder::read_logits() {
@@ -341,13 +288,13 @@ GridChoice choose_grid(gpu::Context& ctx, uint32_t requested, uint32_t workgroup
   return out;
 }
 
-std::string compare_with_steps(Model& steps, PersistentDecoder& persistent, std::span<const uint32_t> prompt,
+std::string compare_with_steps(Decoder& steps, Decoder& persistent, std::span<const uint32_t> prompt,
                                uint32_t n, double tol) {
   struct Run {
     std::vector<uint32_t> tokens;
     std::vector<std::vector<float>> logits;
   };
-  auto run = [&](auto& decoder) {
+  auto run = [&](Decoder& decoder) {
     Run r;
     GenerateOptions opt;
     opt.on_logits = [&](std::span<const float> l) { r.logits.emplace_back(l.begin(), l.end()); };
