@@ -150,7 +150,7 @@ nlohmann::json run_json(Session& s, std::span<const uint32_t> prompt, const Repl
   j["decode"] = decoder_json(s.decoder_choice());
   j["steps_per_submit"] = o.steps_per_submit;
   j["dtype"] = o.dtype ? gpu::to_string(*o.dtype) : "auto";  // as asked
-  j["weight_format"] = gpu::to_string(st.weight_format);      // as stored
+  j["weight_format"] = gpu::to_string(st.weight_format);     // as stored
   j["ctx"] = s.ctx_len();
   j["attention"] = {{"chunk", o.attention.chunk}, {"heads_per_wg", o.attention.heads_per_wg}};
   j["model"] = {{"dir", o.model_dir}, {"config", config_json(s.files().config())}};
