@@ -36,7 +36,7 @@ struct GenerateOptions {
 // rest describe the last generate().
 struct DecoderStats {
   uint64_t weight_bytes = 0, kv_cache_bytes = 0, gpu_memory_bytes = 0;  // all of the decoder's buffers
-  gpu::WeightFormat weight_format = gpu::WeightFormat::F16;  // the matrices' storage
+  gpu::WeightFormat weight_format = gpu::WeightFormat::F16;             // the matrices' storage
   double upload_ms = 0;
   // Dispatches that decode one token (embedding .. picker): the step decoder's list, 1 for the
   // persistent decoder; _long: the same from attn_fuse_max (attn_short_max) positions on.
