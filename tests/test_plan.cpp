@@ -90,7 +90,8 @@ TEST(Arena, PlacesAndUploadsInChunksAcrossBuffers) {
         const uint64_t rb = arena.view(id).row_bytes;
         EXPECT_LE(first + count, arena.view(id).rows);
         EXPECT_EQ(out.size(), count * rb);
-        EXPECT_TRUE(count == 1 || count * rb <= 1200);  // whole rows, at most a chunk: 64 raised to the longest row
+        EXPECT_TRUE(count == 1 ||
+                    count * rb <= 1200);  // whole rows, at most a chunk: 64 raised to the longest row
         ++fills;
         std::memcpy(out.data(), data[id].data() + first * rb, count * rb);
       },
@@ -131,7 +132,8 @@ TEST(Arena, ThreadedUploadGivesTheSingleThreadedBytes) {
   }
   auto upload = [&](const gpu::UploadOptions& o) {
     gpu::WeightArena arena(ctx, {.label = "test.threads", .max_buffer_bytes = 4096});
-    for (size_t t = 0; t < shapes.size(); ++t) arena.add(tensor_name(t), shapes[t].rows, shapes[t].cols, shapes[t].format);
+    for (size_t t = 0; t < shapes.size(); ++t)
+      arena.add(tensor_name(t), shapes[t].rows, shapes[t].cols, shapes[t].format);
     arena.allocate();
     arena.upload(
         [&](gpu::WeightArena::TensorId id, uint64_t first, uint64_t count, std::span<std::byte> out) {
@@ -140,12 +142,14 @@ TEST(Arena, ThreadedUploadGivesTheSingleThreadedBytes) {
         },
         {}, o);
     std::vector<std::vector<std::byte>> back;
-    for (size_t b = 0; b < arena.buffers(); ++b) back.push_back(ctx.read_bytes(arena.buffer(b), 0, arena.buffer(b).size()));
+    for (size_t b = 0; b < arena.buffers(); ++b)
+      back.push_back(ctx.read_bytes(arena.buffer(b), 0, arena.buffer(b).size()));
     for (size_t t = 0; t < shapes.size(); ++t) {
       const auto& v = arena.view(gpu::WeightArena::TensorId(t));
       auto got = ctx.read_bytes(v.buffer, v.offset, v.padded_bytes);
       EXPECT_EQ(0, std::memcmp(got.data(), data[t].data(), v.bytes)) << v.name;
-      for (uint64_t i = v.bytes; i < v.padded_bytes; ++i) EXPECT_EQ(got[i], std::byte{0}) << v.name << " at " << i;
+      for (uint64_t i = v.bytes; i < v.padded_bytes; ++i)
+        EXPECT_EQ(got[i], std::byte{0}) << v.name << " at " << i;
     }
     return back;
   };
@@ -292,7 +296,8 @@ TEST(Arena, ClearErrors) {
   EXPECT_NE(m.find("no tensor named 'nope'"), std::string::npos) << m;
   m = message_of([&] { arena.add("late", 1, 4, F::F32); });
   EXPECT_NE(m.find("after allocate"), std::string::npos) << m;
-  m = message_of([&] { arena.upload([](auto, auto, auto, std::span<std::byte>) { throw Error("fill failed"); }); });
+  m = message_of(
+      [&] { arena.upload([](auto, auto, auto, std::span<std::byte>) { throw Error("fill failed"); }); });
   EXPECT_EQ(m, "fill failed");
 }
 

@@ -75,7 +75,8 @@ void WeightLoader::fill(TensorId id, uint64_t first, uint64_t count, std::span<s
   }
 }
 
-void WeightLoader::load(const std::function<void(uint64_t, uint64_t)>& progress, const gpu::UploadOptions& options) {
+void WeightLoader::load(const std::function<void(uint64_t, uint64_t)>& progress,
+                        const gpu::UploadOptions& options) {
   arena_.allocate();
   arena_.upload([this](TensorId id, uint64_t first, uint64_t count,
                        std::span<std::byte> out) { fill(id, first, count, out); },
