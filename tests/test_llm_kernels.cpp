@@ -77,7 +77,6 @@ Matrix random_matrix(WeightFormat t, uint32_t rows, uint32_t cols, uint32_t seed
       gpu::pack_row(t, gpu::DType::F32, std::as_bytes(std::span(m.values).subspan(size_t(src) * cols, cols)),
                     cols, out.subspan((r - first) * rb, rb));
     }
-    return std::span<const std::byte>(out);
   });
   m.view = arena.view(id);
   return m;

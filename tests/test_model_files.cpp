@@ -518,7 +518,7 @@ TEST(WeightLoader, DirectRowCopyAndConversionGiveTheSameBytes) {
       const auto a = w.matrix("a", {&refs[0]}, 5, 16);
       const auto b = w.matrix("b", {&refs[1]}, 3, 13);
       const auto gu = w.matrix("gate_up", {&refs[2], &refs[3]}, 8, 24, gate_up_source_row);
-      w.load({}, 64);  // several chunks per tensor
+      w.load({}, {.chunk_bytes = 64});  // several chunks per tensor
       for (auto id : {a, b, gu}) {
         const auto& v = w.view(id);
         got[i].push_back(test::context().read_bytes(v.buffer, v.offset, v.bytes));

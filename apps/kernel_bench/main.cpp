@@ -135,15 +135,14 @@ struct Problem {
     gpu::WeightArena arena(ctx, {.label = "bench.w"});
     const auto id = arena.add("w", shape.rows, shape.cols, t);
     arena.allocate();
-    std::vector<float> row(shape.cols);
     arena.upload([&](auto, uint64_t first, uint64_t count, std::span<std::byte> staging) {
       const uint64_t rb = arena.view(id).row_bytes;
+      std::vector<float> row(shape.cols);  // one per call: calls run on several threads
       for (uint64_t r = first; r < first + count; ++r) {
         for (uint32_t i = 0; i < shape.cols; ++i) row[i] = weight(uint32_t(r), i, t);
         gpu::pack_row(t, gpu::DType::F32, std::as_bytes(std::span(row)), shape.cols,
                       staging.subspan((r - first) * rb, rb));
       }
-      return std::span<const std::byte>(staging);
     });
     w = arena.view(id);
     const bool normed = k == Kind::Qkv || k == Kind::GateUp || k == Kind::LmHead;
