@@ -151,7 +151,7 @@ async function loadSummary() {
                                   el('td', {}, g.name), el('td', {class: 'sizes'}, sizesText(g.sizes)),
                                   el('td', {class: 'num'}, String(g.count)), el('td', {class: 'unit'}, unit),
                                   el('td', {class: 'num'}, `${fmt(g.median)} ${unit}`),
-                                  el('td', {class: 'num ci'}, intervalText(g.ci)));
+                                  el('td', {class: 'num ci'}, intervalText(g.ci, unit)));
                             }))) :
                       el('p', {}, 'No submissions yet.'));
   showSummaryChart();
@@ -193,7 +193,7 @@ async function loadRun(id) {
                'tr', {dataset: {suite: r.suite, name: r.name}}, el('td', {}, r.suite), el('td', {}, r.name),
                el('td', {class: 'sizes'}, sizesText(r.sizes)), el('td', {class: 'unit'}, unit), cells[1],
                cells[2], el('td', {class: 'num gpu-median'}, g ? `${fmt(g.median)} ${unit}` : '—'),
-               el('td', {class: 'num ci'}, intervalText(g?.ci)), el('td', {class: 'num'}, g ? String(g.count) : '0'),
+               el('td', {class: 'num ci'}, intervalText(g?.ci, unit)), el('td', {class: 'num'}, g ? String(g.count) : '0'),
                el('td', {class: 'num'}, g ? `${fmt(r.median / g.median)}×` : '—'));
          }))));
   rooflineChart($('run-roofline'), rows);

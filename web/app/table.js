@@ -31,7 +31,7 @@ export function measureCells(r) {
   return [
     el('td', {class: 'unit'}, unit),
     el('td', {class: 'num median'}, `${fmt(r.median)} ${unit}`),
-    el('td', {class: 'num ci'}, intervalText(r.samples?.length ? medianInterval(r.samples) : null)),
+    el('td', {class: 'num ci'}, intervalText(r.samples?.length ? medianInterval(r.samples) : null, unit)),
     el('td', {class: 'num'}, `${fmt(r.min)} – ${fmt(r.max)}`),
     el('td', {class: 'num'}, r.speedup != null ? `${fmt(r.speedup)}× vs ${r.baseline}` : '—'),
   ];
