@@ -4,7 +4,8 @@ import {fmt} from './format.js';
 
 // Draws a bar chart of values (one bar per label) into container and returns the uPlot; with
 // ratio set, the scale is logarithmic around 1 so that bars grow up for a speedup and down for
-// a slowdown; with ceiling set, a dashed line at that value (a roofline's bound). Without uPlot (the vendored file missing) it says so in the container.
+// a slowdown; with ceiling set, a dashed line at that value (a roofline's bound). Without uPlot (the vendored
+// file missing) it says so in the container.
 export function barChart(container, {title, labels, values, unit = '', ratio = false, ceiling = null}) {
   container.replaceChildren();
   if (typeof uPlot === 'undefined') {
@@ -105,7 +106,8 @@ export function rooflineChart(container, results) {
   const labels = rows.map((r, i) => `${r.name}${gflops[i] != null ? ` · ${fmt(gflops[i])} GFLOP/s` : ''}`);
   const bound = rows.find((r) => r.bound_gbs != null)?.bound_gbs ?? null;
   const u = barChart(container, {
-    title: `Roofline: achieved GB/s per kernel vs the measured copy bound${bound != null ? ` (${fmt(bound)} GB/s)` : ''}`,
+    title: `Roofline: achieved GB/s per kernel vs the measured copy bound${
+        bound != null ? ` (${fmt(bound)} GB/s)` : ''}`,
     unit: 'GB/s',
     labels,
     values: rows.map((r) => r.bandwidth_gbs),

@@ -56,8 +56,8 @@ function clientText(r) {
 }
 
 const ROW_HEAD = [
-  'id', 'received (UTC)', 'source', 'GPU', 'backend', 'browser / OS', 'suite', 'variant', 'sizes', ...MEASURE_HEAD,
-  'equivalence (the test applied)', 'GB/s vs copy bound (GB/s, %)', 'kernels (version)'
+  'id', 'received (UTC)', 'source', 'GPU', 'backend', 'browser / OS', 'suite', 'variant', 'sizes',
+  ...MEASURE_HEAD, 'equivalence (the test applied)', 'GB/s vs copy bound (GB/s, %)', 'kernels (version)'
 ];
 
 function rowCells(r) {
@@ -140,19 +140,18 @@ async function loadSummary() {
                          el('thead', {},
                             el('tr', {},
                                [
-                                 $('summary-by').value, 'suite', 'variant', 'sizes', 'count (submissions)', 'unit',
-                                 'median of medians', 'its 90% CI (order statistics; level if lower)'
+                                 $('summary-by').value, 'suite', 'variant', 'sizes', 'count (submissions)',
+                                 'unit', 'median of medians', 'its 90% CI (order statistics; level if lower)'
                                ].map((h) => el('th', {}, h)))),
-                         el('tbody', {},
-                            groups.map((g) => {
-                              const unit = unitText(g.suite, g.unit);
-                              return el(
-                                  'tr', {}, el('td', {}, g.key || '(none)'), el('td', {}, g.suite),
-                                  el('td', {}, g.name), el('td', {class: 'sizes'}, sizesText(g.sizes)),
-                                  el('td', {class: 'num'}, String(g.count)), el('td', {class: 'unit'}, unit),
-                                  el('td', {class: 'num'}, `${fmt(g.median)} ${unit}`),
-                                  el('td', {class: 'num ci'}, intervalText(g.ci, unit)));
-                            }))) :
+                         el('tbody', {}, groups.map((g) => {
+                           const unit = unitText(g.suite, g.unit);
+                           return el(
+                               'tr', {}, el('td', {}, g.key || '(none)'), el('td', {}, g.suite),
+                               el('td', {}, g.name), el('td', {class: 'sizes'}, sizesText(g.sizes)),
+                               el('td', {class: 'num'}, String(g.count)), el('td', {class: 'unit'}, unit),
+                               el('td', {class: 'num'}, `${fmt(g.median)} ${unit}`),
+                               el('td', {class: 'num ci'}, intervalText(g.ci, unit)));
+                         }))) :
                       el('p', {}, 'No submissions yet.'));
   showSummaryChart();
 }
@@ -164,7 +163,8 @@ const groupKey = (r) => `${r.suite}\u0000${r.name}\u0000${r.unit}\u0000${sizesKe
 // The permalink view: the submission's rows beside the medians of every submission from the same
 // GPU (same vendor, architecture and device), with the interval of those medians, and its roofline.
 async function loadRun(id) {
-  const {rows} = await getJson(`/api/results?${new URLSearchParams({submission: id, limit: DOWNLOAD_LIMIT})}`);
+  const {rows} =
+      await getJson(`/api/results?${new URLSearchParams({submission: id, limit: DOWNLOAD_LIMIT})}`);
   $('run-section').hidden = false;
   $('run-link').href = `/results?submission=${encodeURIComponent(id)}`;
   if (!rows.length) {
@@ -179,13 +179,14 @@ async function loadRun(id) {
   const ofGpu = new Map(groups.filter((g) => g.key === (gpu.device ?? '')).map((g) => [groupKey(g), g]));
   $('run-gpu').textContent = gpuText(gpu);
   const head = [
-    'suite', 'variant', 'sizes', 'unit', 'this run: median', 'this run: 90% CI', 'this GPU: median of medians',
-    'this GPU: 90% CI', 'submissions from this GPU', 'this run / GPU median (×)'
+    'suite', 'variant', 'sizes', 'unit', 'this run: median', 'this run: 90% CI',
+    'this GPU: median of medians', 'this GPU: 90% CI', 'submissions from this GPU',
+    'this run / GPU median (×)'
   ];
   fill(
       $('run-body'),
-      el('table', {class: 'rows', id: 'run-table'}, el('thead', {}, el('tr', {}, head.map((h) => el('th', {}, h)))),
-         el('tbody', {}, rows.map((r) => {
+      el('table', {class: 'rows', id: 'run-table'},
+         el('thead', {}, el('tr', {}, head.map((h) => el('th', {}, h)))), el('tbody', {}, rows.map((r) => {
            const g = ofGpu.get(groupKey(r));
            const cells = measureCells(r);
            const unit = unitText(r.suite, r.unit);
@@ -193,7 +194,8 @@ async function loadRun(id) {
                'tr', {dataset: {suite: r.suite, name: r.name}}, el('td', {}, r.suite), el('td', {}, r.name),
                el('td', {class: 'sizes'}, sizesText(r.sizes)), el('td', {class: 'unit'}, unit), cells[1],
                cells[2], el('td', {class: 'num gpu-median'}, g ? `${fmt(g.median)} ${unit}` : '—'),
-               el('td', {class: 'num ci'}, intervalText(g?.ci, unit)), el('td', {class: 'num'}, g ? String(g.count) : '0'),
+               el('td', {class: 'num ci'}, intervalText(g?.ci, unit)),
+               el('td', {class: 'num'}, g ? String(g.count) : '0'),
                el('td', {class: 'num'}, g ? `${fmt(r.median / g.median)}×` : '—'));
          }))));
   rooflineChart($('run-roofline'), rows);

@@ -40,8 +40,8 @@ export function measureCells(r) {
 // rows: [{result, problems}] as the runner returns them.
 export function resultsTable(rows) {
   const head = [
-    'suite', 'variant', 'sizes (elements, steps, …)', ...MEASURE_HEAD, 'dispatches / submits (per repetition)',
-    'equivalence (the test applied)', 'GB/s vs copy bound (GB/s, %)'
+    'suite', 'variant', 'sizes (elements, steps, …)', ...MEASURE_HEAD,
+    'dispatches / submits (per repetition)', 'equivalence (the test applied)', 'GB/s vs copy bound (GB/s, %)'
   ];
   return el(
       'table', {class: 'results', id: 'results-table'},

@@ -35,8 +35,8 @@ export function result({
     dispatches,
     submits,
     speedup: !baseline || !baselineMedian ? null :
-        unit.endsWith('/s')                ? s.median / baselineMedian :
-                                             baselineMedian / s.median,
+        unit.endsWith('/s')               ? s.median / baselineMedian :
+                                            baselineMedian / s.median,
     baseline: baseline && baselineMedian ? baseline : null,
     bandwidth_gbs: bandwidthGbs,
     bound_gbs: boundGbs,
