@@ -51,7 +51,7 @@ const fs::path& model_dir(uint32_t vocab) {
     explicit Folder(uint32_t vocab)
         : path(fs::temp_directory_path() /
                ("wgfuse_generate_" + std::to_string(getpid()) + "_" + std::to_string(vocab))) {
-      llm::write_random_qwen2(path, tiny_config(vocab), llm::DType::F32, 7);
+      llm::write_random_model(path, tiny_config(vocab), llm::DType::F32, 7);
       for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
         fs::copy_file(kQwenTokenizer / f, path / f);
     }

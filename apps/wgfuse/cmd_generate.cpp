@@ -152,7 +152,6 @@ struct Session {
   static std::unique_ptr<Session> open(const LlmOptions& o) {
     const auto t0 = SteadyClock::now();
     llm::ModelFiles files(o.model_dir);
-    files.validate_qwen2();
     const auto& cfg = files.config();
     const uint32_t ctx_len = o.ctx.value_or(std::min(4096u, cfg.max_position_embeddings));
     if (ctx_len > cfg.max_position_embeddings)
@@ -399,6 +398,8 @@ nlohmann::json start_persistent(Session& s, const GenerateOptions& o, std::span<
     s.persistent.reset();
     return nlohmann::json{{"mode", "steps"}, {"fallback_reason", why}};
   };
+  if (const std::string why = llm::persistent_unsupported(s.files.config()); !why.empty())
+    return fall_back(why);
   // Auto: at most 256 workgroups (2 per SM of an H100), since the probe's kernel is lighter than
   // the decode's and may fit more at once; a decode barrier that then times out falls back.
   const llm::GridChoice grid = llm::choose_grid(*s.ctx, o.persistent_wg, wg, o.probe_spin, 256);

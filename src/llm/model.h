@@ -1,8 +1,9 @@
-// Model: a Qwen2-architecture decoder on the GPU. Weights are uploaded once in the storage dtype
-// (f16 packed two to a u32, or f32; arithmetic is f32 either way), the KV cache is allocated for
-// `ctx` positions, and the decode step is resolved once into lists of dispatches (kernel, bind
-// group, grid) recorded unchanged for every token:
-//   embed; per layer (split): qkv_rope, attend (chunks, combine; below attn_short_max positions
+// Model: a decoder of llm/architecture.h (Qwen2, Qwen3, Llama) on the GPU. Weights are uploaded once in the
+// storage dtype (f16 packed two to a u32, or f32; arithmetic is f32 either way), the KV cache is allocated
+// for `ctx` positions, and the decode step is resolved once into lists of dispatches (kernel, bind group,
+// grid) recorded unchanged for every token:
+//   embed; per layer (split): qkv_rope (with per-head q/k norms, Qwen3: qkv_rope storing the raw
+//   heads, then qk_norm_rope), attend (chunks, combine; below attn_short_max positions
 //   one attend_short dispatch instead), o_proj + residual, gate_up_silu, down + residual;
 //   per layer (fused, Fusion::Full below attn_fuse_max positions): qkv_rope, attend_o (attention
 //   times W_o, a partial per kv head), gate_up_silu_sum (residual + partials into x_next),
@@ -140,6 +141,7 @@ class Model {
  private:
   struct Layer {
     gpu::Buffer qkv, qkv_bias, input_norm, o, post_norm, gate_up, down, k_cache, v_cache;
+    gpu::Buffer qk_norm;  // q_norm then k_norm (architectures with qk_norm), else none
   };
   void upload_weights(const WeightLookup& weights);
   gpu::Buffer scratch(std::string_view label, uint64_t words);
