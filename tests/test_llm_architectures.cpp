@@ -28,24 +28,9 @@ using llm::TensorRole;
 using llm::WeightDType;
 using test::context;
 using test::normalised_error;
+using test::throws_error;
 
 const std::vector<uint32_t> kPrompt = {7, 123, 42, 299, 0, 64, 5};
-
-// Runs `f`, which must throw a wgfuse::Error whose message contains every one of `parts`.
-bool throws_error(const std::function<void()>& f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-  } catch (const Error& e) {
-    for (const auto& p : parts)
-      if (std::string(e.what()).find(p) == std::string::npos) {
-        ADD_FAILURE() << "message lacks \"" << p << "\": " << e.what();
-        return false;
-      }
-    return true;
-  }
-  ADD_FAILURE() << "no wgfuse::Error thrown";
-  return false;
-}
 
 llm::ModelConfig qwen3_config() {
   llm::ModelConfig c{.architecture = "Qwen3ForCausalLM",

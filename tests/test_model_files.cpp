@@ -14,12 +14,14 @@
 #include "llm/model_files.h"
 #include "llm/safetensors.h"
 #include "llm/safetensors_writer.h"
+#include "support.h"
 #include "util/error.h"
 
 namespace wgfuse::llm {
 namespace {
 
 namespace fs = std::filesystem;
+using test::throws_error;
 
 // A fresh directory, removed with everything in it at the end of the test.
 struct TempDir {
@@ -47,23 +49,6 @@ ModelConfig small_config(bool tied) {
           .rope_theta = 1e6,
           .rms_norm_eps = 1e-6,
           .tie_word_embeddings = tied};
-}
-
-// Runs `f`, which must throw a wgfuse::Error whose message contains every one of `parts`.
-::testing::AssertionResult throws_error(const std::function<void()>& f,
-                                        const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts)
-      if (msg.find(p) == std::string::npos)
-        return ::testing::AssertionFailure() << "message lacks \"" << p << "\": " << msg;
-    return ::testing::AssertionSuccess() << msg;
-  } catch (const std::exception& e) {
-    return ::testing::AssertionFailure() << "not a wgfuse::Error: " << e.what();
-  }
-  return ::testing::AssertionFailure() << "no error";
 }
 
 // A safetensors file from its parts: 8-byte little-endian length, header text (padded with

@@ -694,6 +694,10 @@ Tokenizer Tokenizer::from_json_text(std::string_view text, const std::string& na
   return Tokenizer(std::move(impl));
 }
 
+void Tokenizer::refuse_encode(std::string why) {
+  impl_->encode_refused = std::move(why);
+}
+
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
   if (!impl_->encode_refused.empty()) throw Error(impl_->encode_refused);
   if (const auto bad = first_invalid_utf8(text)) {

@@ -50,6 +50,8 @@ class Tokenizer {
   // Error when the file's post_processor adds special tokens (Llama 3's BOS): not implemented, so
   // refused rather than encoded differently from Hugging Face; decode() still works.
   std::vector<int32_t> encode(std::string_view utf8) const;
+  // Makes encode() an Error with this message (a tokenizer_config.json asking for a BOS).
+  void refuse_encode(std::string why);
   std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
 
   // Size of the id space: regular vocabulary and added tokens (the largest id + 1).
