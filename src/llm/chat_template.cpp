@@ -161,9 +161,10 @@ Tokenizer load_tokenizer(const std::filesystem::path& dir) {
   Tokenizer tok = Tokenizer::from_file(dir / "tokenizer.json");
   for (const char* key : {"add_bos_token", "add_eos_token"})
     if (config.contains(key) && config.at(key).is_boolean() && config.at(key).get<bool>())
-      tok.refuse_encode(config_path.string() + ": \"" + key +
-                        "\": true is not supported (encoding would lack that token): give the prompt as token "
-                        "ids (--prompt-ids)");
+      tok.refuse_encode(
+          config_path.string() + ": \"" + key +
+          "\": true is not supported (encoding would lack that token): give the prompt as token "
+          "ids (--prompt-ids)");
   return tok;
 }
 
