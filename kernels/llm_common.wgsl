@@ -3,10 +3,10 @@
 // Weights are laid out on load (src/llm/decode_kernels.cpp): each row padded with zeros to a
 // multiple of 8 elements, so one vec4<u32> holds 8 halves (or two hold 8 floats); fused matrices
 // interleave the rows an epilogue needs together (RoPE pairs i, i + hd/2; gate j beside up j).
-// WEIGHT_F16 picks f16 (two halves per u32, unpacked here, arithmetic in f32) or f32 weights.
+// The weights' encoding is llm_weights.wgsl's (WEIGHT_FORMAT).
 enable subgroups;
+// #include "llm_weights.wgsl"
 
-override WEIGHT_F16: bool = true;
 override ROWS: u32 = 1u;         // rows of W
 override COLS: u32 = 8u;         // logical length of x
 override COLS8: u32 = 1u;        // ceil(COLS / 8): padded row length in groups of 8
@@ -21,19 +21,12 @@ override CTX: u32 = 1u;          // KV-cache capacity (positions)
 // (llm_qk_norm.wgsl), which normalises each head and then rotates it.
 override QK_NORM: bool = false;
 
-@group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> xin: array<vec4<f32>>;  // padded to a multiple of 8 floats
 @group(0) @binding(2) var<storage, read> norm_w: array<vec4<f32>>;  // padded like x
 
 // Weights (8 of them) of row `row`, column group c8.
 fn w8(row: u32, c8: u32) -> array<vec4<f32>, 2> {
-  if (WEIGHT_F16) {
-    let q = w[row * COLS8 + c8];
-    return array<vec4<f32>, 2>(vec4<f32>(unpack2x16float(q.x), unpack2x16float(q.y)),
-                               vec4<f32>(unpack2x16float(q.z), unpack2x16float(q.w)));
-  }
-  let base = 2u * (row * COLS8 + c8);
-  return array<vec4<f32>, 2>(bitcast<vec4<f32>>(w[base]), bitcast<vec4<f32>>(w[base + 1u]));
+  return weight_group(0u, row, COLS8, c8);
 }
 
 // The built-in inputs of every entry point.

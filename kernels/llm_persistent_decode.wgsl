@@ -31,8 +31,8 @@
 // records the barrier in ctl[1] and stops waiting at later ones, so the dispatch ends with an
 // error the host reports, instead of hanging the device.
 enable subgroups;
+// #include "llm_weights.wgsl"
 
-override WEIGHT_F16: bool = true;
 override WG: u32 = 256u;            // threads per workgroup (a power of two, >= HEAD_DIM, >= TEAM)
 override TEAM: u32 = 32u;           // threads per row (a power of two >= the largest subgroup)
 override SPIN_LIMIT: u32 = 1048576u;
@@ -47,7 +47,7 @@ override CTX: u32 = 1u;
 override EPS: f32 = 1e-6;
 override SCALE: f32 = 1.0;          // 1 / sqrt(HEAD_DIM)
 override XS_LEN: u32 = 8u;          // staged vector floats: 8 * the largest COLS8 of any product
-// Offsets, in vec4<u32> of `wts`: layer l's matrices at l * LAYER_V4 + *_V4; the embedding and
+// Offsets, in vec4<u32> of `weights` (binding 0): layer l's matrices at l * LAYER_V4 + *_V4; the embedding and
 // the LM head (equal when tied).
 override LAYER_V4: u32 = 0u;
 override QKV_V4: u32 = 0u;
@@ -74,7 +74,6 @@ override BEST_W: u32 = 0u;    // per workgroup: best logit (bits), its index
 const STALL = -3.4e38;
 const FAILED_BASE = 0x10000u;  // above any barrier count (5 * layers + 1)  // below every logit and score, as the step kernels' initial maximum
 
-@group(0) @binding(0) var<storage, read> wts: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> vecs: array<f32>;
 @group(0) @binding(2) var<storage, read_write> live: array<atomic<u32>>;
 @group(0) @binding(3) var<storage, read_write> kv: array<atomic<u32>>;  // [layer][K, V][kv_heads][CTX][hd]
@@ -171,13 +170,8 @@ fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u3
     let i = 4u * i4;
     let inside = vec4<u32>(i, i + 1u, i + 2u, i + 3u) < vec4<u32>(cols);
     if (embed_token < VOCAB) {
-      if (WEIGHT_F16) {
-        let q = wts[EMBED_V4 + embed_token * c8n + i4 / 2u];
-        v = select(vec4<f32>(unpack2x16float(q.z), unpack2x16float(q.w)),
-                   vec4<f32>(unpack2x16float(q.x), unpack2x16float(q.y)), i4 % 2u == 0u);
-      } else {
-        v = bitcast<vec4<f32>>(wts[EMBED_V4 + 2u * embed_token * c8n + i4]);
-      }
+      let g = weight_group(EMBED_V4, embed_token, c8n, i4 / 2u);
+      v = select(g[1], g[0], i4 % 2u == 0u);
       v = select(vec4<f32>(0.0), v, inside);
       if (grid.wid == 0u) {
         for (var j = 0u; j < 4u; j++) {
@@ -204,18 +198,6 @@ fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u3
   return select(1.0, inverseSqrt(total / f32(cols) + EPS), norm_at != NO_NORM);
 }
 
-// Weights (8 of them) at column group c8 of the row starting at vec4 `row_v4` (f16) or at
-// vec4 2 * row_v4 past `mat` (f32: a row is twice as long).
-fn w8(mat: u32, row: u32, c8n: u32, c8: u32) -> array<vec4<f32>, 2> {
-  if (WEIGHT_F16) {
-    let q = wts[mat + row * c8n + c8];
-    return array<vec4<f32>, 2>(vec4<f32>(unpack2x16float(q.x), unpack2x16float(q.y)),
-                               vec4<f32>(unpack2x16float(q.z), unpack2x16float(q.w)));
-  }
-  let base = mat + 2u * (row * c8n + c8);
-  return array<vec4<f32>, 2>(bitcast<vec4<f32>>(wts[base]), bitcast<vec4<f32>>(wts[base + 1u]));
-}
-
 // Dots of rows r0 and r0 + 1 (clamped to the matrix's `rows`) of the matrix at `mat` with xs, by
 // this thread's team: two rows at once, twice the loads in flight. Each subgroup's partials in
 // red[sg * 2 + r], after a barrier. Uniform trip count (subgroupAdd follows): lanes past the row
@@ -231,8 +213,8 @@ fn team_dots(ids: Ids, mat: u32, r0: u32, rows: u32, cols: u32) {
     let xa = select(z, vec4<f32>(xs[8u * c8], xs[8u * c8 + 1u], xs[8u * c8 + 2u], xs[8u * c8 + 3u]), c < c8n);
     let xb = select(z, vec4<f32>(xs[8u * c8 + 4u], xs[8u * c8 + 5u], xs[8u * c8 + 6u], xs[8u * c8 + 7u]),
                     c < c8n);
-    let a = w8(mat, r0, c8n, c8);
-    let b = w8(mat, min(r0 + 1u, rows - 1u), c8n, c8);
+    let a = weight_group(mat, r0, c8n, c8);
+    let b = weight_group(mat, min(r0 + 1u, rows - 1u), c8n, c8);
     acc.x += dot(a[0], xa) + dot(a[1], xb);
     acc.y += dot(b[0], xa) + dot(b[1], xb);
   }

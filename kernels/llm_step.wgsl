@@ -7,8 +7,8 @@
 //   advance         pos = pos + 1 (a prompt position: its next token is already known)
 // argmax_final follows the contract of the sampler (kernels/llm_sample.wgsl), so either can end a
 // step. Ties go to the lowest index, as torch.argmax.
+// #include "llm_weights.wgsl"
 
-override WEIGHT_F16: bool = true;
 override HIDDEN: u32 = 1u;
 override COLS8: u32 = 1u;     // padded embedding row length in groups of 8 (see llm_matvec.wgsl)
 override WG: u32 = 256u;
@@ -17,26 +17,27 @@ override CHUNK: u32 = 256u;   // logits per argmax_partial workgroup
 override PARTIALS: u32 = 1u;  // argmax_partial workgroups
 override POS_WORD: u32 = 0u;
 
-@group(0) @binding(0) var<storage, read> embedding: array<u32>;  // packed rows, as the LM head
+// binding 0: the embedding (`weights`), packed rows as the LM head's
 @group(0) @binding(1) var<storage, read> tokens_in: array<u32>;
 @group(0) @binding(2) var<storage, read> state_in: array<u32>;
 @group(0) @binding(3) var<storage, read_write> x: array<f32>;    // [hidden]
 
 // Row y of x (grid y: the tokens of a prompt chunk, 1 when decoding) = embedding[tokens[p + y]],
-// p = state word POS_WORD (0: the decode position, 1: the prompt chunk's first position).
+// p = state word POS_WORD (0: the decode position, 1: the prompt chunk's first position). A thread
+// per group of 8 elements.
 @compute @workgroup_size(WG)
 fn embed(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let i = gid.x;
-  if (i >= HIDDEN) {
+  let c8 = gid.x;
+  if (c8 >= COLS8) {
     return;
   }
   let token = tokens_in[state_in[POS_WORD] + gid.y];
-  let at = gid.y * COLS8 * 8u + i;  // rows of x padded like the weights
-  if (WEIGHT_F16) {
-    let word = embedding[token * COLS8 * 4u + i / 2u];
-    x[at] = unpack2x16float(word)[i % 2u];
-  } else {
-    x[at] = bitcast<f32>(embedding[token * COLS8 * 8u + i]);
+  let v = weight_group(0u, token, COLS8, c8);
+  let at = gid.y * COLS8 * 8u + 8u * c8;  // rows of x padded like the weights
+  for (var j = 0u; j < 8u; j++) {
+    if (8u * c8 + j < HIDDEN) {
+      x[at + j] = v[j / 4u][j % 4u];
+    }
   }
 }
 

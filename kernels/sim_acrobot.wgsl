@@ -1,3 +1,14 @@
+/// {
+///   "name": "acrobot",
+///   "summary": "Acrobot-v1 (Gymnasium), RK4 dt 0.2, MLP 6-16-3",
+///   "state_bytes": 24,
+///   "policy": "mlp",
+///   "genome": {"length": 163, "init_scale": 1.0},
+///   "defaults": {"pop": 4096, "steps": 500},
+///   "ga": {"tournament": 3, "elites": 2, "rate": 0.1, "sigma": 0.1, "lo": -10.0, "hi": 10.0},
+///   "reference": {"builtin": "acrobot", "horizon": 60, "rtol": 0, "atol": 0.5,
+///                 "boundary_margin": 0.01}
+/// }
 // Acrobot-v1 as Gymnasium defines it (gymnasium/envs/classic_control/acrobot.py; Sutton 1996,
 // Sutton and Barto 2018): the book dynamics, one classic RK4 step over [0, dt = 0.2] with the
 // torque held, angles wrapped to [-pi, pi], velocities clipped to +-4 pi and +-9 pi; reward -1
@@ -5,8 +16,6 @@
 // Policy: MLP 6 -> 16 (tanh) -> 3 on (cos th1, sin th1, cos th2, sin th2, dth1, dth2),
 // torque = action - 1 with action = argmax (ties -> lowest). Genome (163 f32):
 //   W1[16][6] row-major, b1[16], W2[3][16], b2[3] (kernels/sim_mlp.wgsl).
-// #include "sim_common.wgsl"
-// #include "sim_mlp.wgsl"
 
 const MLP_IN: u32 = 6u;
 const MLP_OUT: u32 = 3u;
@@ -113,5 +122,3 @@ fn sim_fitness(s: State) -> f32 {
   return s.ret;
 }
 
-// The entry points of every strategy around this definition.
-// #include "sim_entries.wgsl"

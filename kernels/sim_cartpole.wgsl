@@ -1,10 +1,19 @@
+/// {
+///   "name": "cartpole",
+///   "summary": "CartPole-v1 (Gymnasium), Euler tau 0.02, MLP 4-16-2",
+///   "state_bytes": 24,
+///   "policy": "mlp",
+///   "genome": {"length": 114, "init_scale": 1.0},
+///   "defaults": {"pop": 4096, "steps": 500},
+///   "ga": {"tournament": 3, "elites": 2, "rate": 0.1, "sigma": 0.1, "lo": -10.0, "hi": 10.0},
+///   "reference": {"builtin": "cartpole", "horizon": 500, "rtol": 0, "atol": 0.5,
+///                 "boundary_margin": 0.02}
+/// }
 // CartPole-v1 as Gymnasium defines it (gymnasium/envs/classic_control/cartpole.py; Barto, Sutton
 // and Anderson 1983): Euler integration with tau = 0.02, force +-10, reward +1 for every step
 // taken (the terminating one included), termination at |x| > 2.4 or |theta| > 12 degrees.
 // Policy: MLP 4 -> 16 (tanh) -> 2, action = argmax (ties -> 0). Genome (114 f32):
 //   W1[16][4] row-major, b1[16], W2[2][16], b2[2] (kernels/sim_mlp.wgsl).
-// #include "sim_common.wgsl"
-// #include "sim_mlp.wgsl"
 
 const MLP_IN: u32 = 4u;
 const MLP_OUT: u32 = 2u;
@@ -70,5 +79,3 @@ fn sim_fitness(s: State) -> f32 {
   return s.ret;
 }
 
-// The entry points of every strategy around this definition.
-// #include "sim_entries.wgsl"

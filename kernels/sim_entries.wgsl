@@ -10,7 +10,6 @@
 // by E, in every strategy (and in the baselines).
 // Per-step and batched run the same kernels, so their results are bitwise equal.
 // Included at the bottom of every workload file, after its definition.
-// #include "sim_common.wgsl"
 
 struct Slot {
   t: u32,  // steps taken: every step dispatch of the per-step strategies is the same

@@ -1,3 +1,14 @@
+/// {
+///   "name": "market",
+///   "summary": "16 synthetic assets, hourly, RNN 8-16-6 with 2 outputs fed back, Sharpe - 5 x drawdown",
+///   "state_bytes": 108,
+///   "genome": {"length": 502, "init_scale": 1.0},
+///   "defaults": {"pop": 10000, "steps": 1500},
+///   "ga": {"tournament": 3, "elites": 2, "rate": 0.1, "sigma": 0.05, "lo": -10.0, "hi": 10.0},
+///   "team": {"auto_invocations": 40000, "auto_min": 4, "auto_max": 4},
+///   "data": "market",
+///   "reference": {"builtin": "market", "rtol": 2e-3, "atol": 2e-3}
+/// }
 // Market: a recurrent trading policy on 16 synthetic assets, one step per hour (see
 // docs/SIMULATIONS.md and src/sim/market_data.h for the price generator). Step record t of
 // sim_data (6 vec4, src/sim/market_data.h device_records): the 6 features known at hour t and 2
@@ -11,7 +22,6 @@
 // Portfolio return r_t = sum_g pos_g / 4 * mean(group returns) - 0.0005 * sum_g |pos_g - prev_g| / 4.
 // Fitness = Sharpe (mean / std of r, annualised by sqrt(8760)) - 5 * max drawdown of cum. r.
 // Genome (502 f32): W_in[16][8] row-major, W_h[16][16], b[16], W_out[6][16], b_out[6].
-// #include "sim_common.wgsl"
 
 struct State {
   h: array<f32, 16>,
@@ -302,5 +312,3 @@ fn sim_fitness(s: State) -> f32 {
   return mean / sqrt(var_r + 1e-12) * 93.59487165438072 - 5.0 * s.mdd;  // sqrt(8760)
 }
 
-// The entry points of every strategy around this definition.
-// #include "sim_entries.wgsl"

@@ -10,7 +10,6 @@
 // order; logits from their bias over the units in order), as in its CPU reference
 // wgfuse::sim::mlp_argmax (src/sim/reference.h): only rounding separates the two.
 // Call mlp_argmax in uniform control flow (before any early return): it broadcasts.
-// #include "sim_common.wgsl"
 
 const MLP_HIDDEN: u32 = 16u;
 

@@ -1,11 +1,20 @@
+/// {
+///   "name": "mountaincar",
+///   "summary": "MountainCar-v0 (Gymnasium), 200 steps, MLP 2-16-3",
+///   "state_bytes": 16,
+///   "policy": "mlp",
+///   "genome": {"length": 99, "init_scale": 1.0},
+///   "defaults": {"pop": 4096, "steps": 200},
+///   "ga": {"tournament": 3, "elites": 2, "rate": 0.1, "sigma": 0.1, "lo": -10.0, "hi": 10.0},
+///   "reference": {"builtin": "mountaincar", "horizon": 200, "rtol": 0, "atol": 0.5,
+///                 "boundary_margin": 0.005}
+/// }
 // MountainCar-v0 as Gymnasium defines it (gymnasium/envs/classic_control/mountain_car.py; Moore
 // 1990): velocity += (action - 1) * 0.001 - 0.0025 cos(3 position), clipped to +-0.07; position
 // += velocity, clipped to [-1.2, 0.6], velocity zeroed at the left wall; reward -1 every step
 // taken; termination at position >= 0.5 with velocity >= 0. Start: position U(-0.6, -0.4),
 // velocity 0. Policy: MLP 2 -> 16 (tanh) -> 3 on (position, velocity / 0.07), action = argmax
 // (ties -> lowest). Genome (99 f32): W1[16][2], b1[16], W2[3][16], b2[3] (kernels/sim_mlp.wgsl).
-// #include "sim_common.wgsl"
-// #include "sim_mlp.wgsl"
 
 const MLP_IN: u32 = 2u;
 const MLP_OUT: u32 = 3u;
@@ -57,5 +66,3 @@ fn sim_fitness(s: State) -> f32 {
   return s.ret;
 }
 
-// The entry points of every strategy around this definition.
-// #include "sim_entries.wgsl"

@@ -1,7 +1,17 @@
+/// {
+///   "name": "rastrigin",
+///   "summary": "Rastrigin function, dimension = steps (the embarrassingly parallel control)",
+///   "state_bytes": 4,
+///   "genome": {"length": "steps", "init_scale": 5.12},
+///   "defaults": {"pop": 4096, "steps": 2000},
+///   "ga": {"tournament": 3, "elites": 2, "rate": 0.05, "sigma": 0.3, "lo": -5.12, "hi": 5.12},
+///   "team": {"workgroup": 1024, "max": 64},
+///   "overrides": {"TEAM_STEP_UNROLL": 8},
+///   "reference": {"builtin": "rastrigin", "rtol": 1e-4, "atol": 0.01}
+/// }
 // Rastrigin, the embarrassingly parallel control case: the genome is the point x (dimension
 // D = L), and step t adds the t-th term of f(x) = 10 D + sum_t (x_t^2 - 10 cos(2 pi x_t)).
 // Fitness = -f (the GA maximises). Rastrigin (1974); Muehlenbein et al. (1991).
-// #include "sim_common.wgsl"
 
 struct State {
   sum: f32,
@@ -38,5 +48,3 @@ fn sim_fitness(s: State) -> f32 {
   return -s.sum;
 }
 
-// The entry points of every strategy around this definition.
-// #include "sim_entries.wgsl"

@@ -26,6 +26,37 @@ inline std::vector<float> evaluate(fuse::SimProgram& p, fuse::Strategy s, const 
   return ctx.read<float>(f, 0, p.pop());
 }
 
+// arrayLength(&slots) in the module of `spec` for a binding of n slots of fuse::slot_bytes(spec): n only when
+// the shader's Slot stride is exactly that (a larger stride gives fewer, a smaller one more). A probe entry
+// appended to the module reads it.
+inline uint32_t slots_that_fit(const fuse::SimDefinition& spec, uint32_t n) {
+  auto& ctx = context();
+  const std::string probe = R"(
+@compute @workgroup_size(1)
+fn state_size_probe() {
+  use_all_bindings();
+  fitness[0] = f32(arrayLength(&slots));
+}
+)";
+  const fuse::SimParams params{.pop = 1, .steps = 1, .genome_len = 1};
+  auto params_buf = ctx.upload<fuse::SimParams>(std::span<const fuse::SimParams>(&params, 1),
+                                                gpu::BufferUsage::Uniform, "probe.params");
+  const float one = 1;
+  auto genomes = ctx.upload<float>(std::span<const float>(&one, 1), gpu::BufferUsage::Storage, "probe.g");
+  const float record[4] = {1, 2, 3, 4};  // sim_data holds vec4s
+  auto data = ctx.upload<float>(std::span<const float>(record), gpu::BufferUsage::Storage, "probe.d");
+  auto out = ctx.buffer(4, gpu::BufferUsage::StorageIO, "probe.out");
+  auto slots = ctx.buffer(uint64_t(n) * fuse::slot_bytes(spec), gpu::BufferUsage::StorageIO, "probe.slots");
+  auto& k = ctx.kernel({"state_probe." + spec.name,
+                        fuse::generated_source(spec) + probe,
+                        "state_size_probe",
+                        {{"WORKGROUP_SIZE", double(spec.workgroup_size)}}});
+  gpu::Recorder rec(ctx);
+  rec.dispatch(k, ctx.bind(k, {params_buf, genomes, data, out, slots}), 1);
+  rec.submit();
+  return uint32_t(ctx.read<float>(out, 0, 1)[0]);
+}
+
 inline nlohmann::json read_json(const std::string& path) {
   std::ifstream f(path);
   return nlohmann::json::parse(f);

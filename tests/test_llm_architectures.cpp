@@ -5,8 +5,8 @@
 //          yarn RoPE (its attention factor scales cos and sin), tied head.
 //   Llama: no biases, untied head, llama3 RoPE scaling whose wavelengths fall in all three bands.
 // Both the decode path (prompt fed one decode step at a time) and the prefill path (tiled
-// matrix-matrix kernels); logits within 1e-4 (f32 storage) or 1e-2 (f16, against the unrounded
-// weights) normalised; greedy tokens equal to the reference on the stored weights.
+// matrix-matrix kernels); logits within 1e-4 (f32 storage), 1e-2 (f16) or 4e-2 (bf16; both against
+// the unrounded weights) normalised; greedy tokens equal to the reference on the stored weights.
 #include <cmath>
 #include <numbers>
 #include <ostream>
@@ -18,14 +18,14 @@
 #include "llm_support.h"
 #include "support.h"
 #include "util/error.h"
-#include "util/half.h"
 
 namespace wgfuse {
 namespace {
 
+using gpu::WeightFormat;
 using llm::RopeScaling;
 using llm::TensorRole;
-using llm::WeightDType;
+using test::as_stored;
 using test::context;
 using test::normalised_error;
 using test::throws_error;
@@ -232,22 +232,16 @@ TEST(LlmRope, YarnScaling) {
 
 struct Case {
   const char* arch;
-  WeightDType dtype;
+  WeightFormat dtype;
   uint32_t prefill_chunk;  // 0: the prompt through decode steps
 };
 void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.arch << (c.dtype == WeightDType::F16 ? " f16" : " f32")
-      << (c.prefill_chunk ? " prefill" : " decode-steps");
+  *os << c.arch << " " << gpu::to_string(c.dtype) << (c.prefill_chunk ? " prefill" : " decode-steps");
 }
 class LlmArchitectureModel : public ::testing::TestWithParam<Case> {};
 
 llm::ModelConfig config_of(const std::string& arch) {
   return arch == "qwen3" ? qwen3_config() : llama_config();
-}
-
-llm::HostWeights as_stored(llm::HostWeights w, WeightDType t) {
-  if (t == WeightDType::F16) w.transform([](float v) { return half::to_float(half::from_float(v)); });
-  return w;
 }
 
 // Test 20 greedy tokens and every step's logits against the reference (decode attention in one
@@ -271,7 +265,7 @@ TEST_P(LlmArchitectureModel, LogitsAndGreedyTokensMatchTheReference) {
   EXPECT_EQ(tokens, on_stored.greedy(kPrompt, n)) << "greedy tokens differ from the reference";
   llm::ref::Decoder exact(cfg, llm::ref::Weights::load(cfg, weights.lookup()), 48);
   auto want = exact.prefill(kPrompt);
-  const double tol = dtype == WeightDType::F32 ? 1e-4 : 1e-2;
+  const double tol = dtype == WeightFormat::F32 ? 1e-4 : dtype == WeightFormat::F16 ? 1e-2 : 4e-2;
   for (uint32_t i = 0; i < n; ++i) {
     EXPECT_LE(normalised_error(logits[i], want), tol) << "step " << i;
     if (i + 1 < n) want = exact.forward(tokens[i]);
@@ -283,11 +277,12 @@ TEST_P(LlmArchitectureModel, LogitsAndGreedyTokensMatchTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     QwenAndLlama, LlmArchitectureModel,
-    ::testing::Values(Case{"qwen3", WeightDType::F32, 512}, Case{"qwen3", WeightDType::F32, 0},
-                      Case{"qwen3", WeightDType::F16, 512}, Case{"llama", WeightDType::F32, 512},
-                      Case{"llama", WeightDType::F32, 0}, Case{"llama", WeightDType::F16, 0}),
+    ::testing::Values(Case{"qwen3", WeightFormat::F32, 512}, Case{"qwen3", WeightFormat::F32, 0},
+                      Case{"qwen3", WeightFormat::F16, 512}, Case{"qwen3", WeightFormat::BF16, 512},
+                      Case{"llama", WeightFormat::F32, 512}, Case{"llama", WeightFormat::F32, 0},
+                      Case{"llama", WeightFormat::F16, 0}),
     [](const auto& info) {
-      return std::string(info.param.arch) + (info.param.dtype == WeightDType::F16 ? "_f16" : "_f32") +
+      return std::string(info.param.arch) + "_" + gpu::to_string(info.param.dtype) +
              (info.param.prefill_chunk ? "_prefill" : "_decode");
     });
 
@@ -296,7 +291,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(LlmArchitecturePersistent, LlamaRunsQwen3Refused) {
   const auto cfg = llama_config();
   const auto weights = llm::HostWeights::random(cfg, 72);
-  llm::PersistentDecoder d(context(), cfg, weights.lookup(), {.dtype = WeightDType::F32, .ctx = 48});
+  llm::PersistentDecoder d(context(), cfg, weights.lookup(), {.dtype = WeightFormat::F32, .ctx = 48});
   const auto tokens = d.generate(kPrompt, 12);
   llm::ref::Decoder ref(cfg, llm::ref::Weights::load(cfg, weights.lookup()), 48);
   EXPECT_EQ(tokens, ref.greedy(kPrompt, 12));

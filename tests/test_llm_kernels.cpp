@@ -22,7 +22,7 @@ namespace wgfuse {
 namespace {
 
 using gpu::BufferUsage;
-using llm::WeightDType;
+using gpu::WeightFormat;
 using test::context;
 namespace ref = llm::ref;
 
@@ -46,28 +46,40 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
          << ") > " << tol << " * max |want| " << scale;
 }
 
-// What the kernels compute with: the value rounded to the storage dtype.
-float stored(float v, WeightDType t) {
-  return t == WeightDType::F16 ? half::to_float(half::from_float(v)) : v;
+// What the kernels compute with: the value rounded to the storage format.
+float stored(float v, WeightFormat t) {
+  if (t == WeightFormat::F16) return half::to_float(half::from_float(v));
+  if (t == WeightFormat::BF16) return half::bf16_to_float(half::bf16_from_float(v));
+  return v;
 }
 
 std::vector<double> as_double(const std::vector<float>& v) {
   return {v.begin(), v.end()};
 }
 
-// A row-major matrix of random values, as stored (rounded) and uploaded in the kernels' layout.
+// A row-major matrix of random values, as stored (rounded) and uploaded in the kernels' layout:
+// a view of an arena of its own, packed from f32 rows (row r of the view = row source_row(r)).
 struct Matrix {
-  std::vector<float> values;  // [rows, cols], rounded to the storage dtype
-  gpu::Buffer buffer;
+  std::vector<float> values;  // [rows, cols], rounded to the storage format
+  gpu::TensorView view;
 };
-Matrix random_matrix(WeightDType t, uint32_t rows, uint32_t cols, uint32_t seed,
+Matrix random_matrix(WeightFormat t, uint32_t rows, uint32_t cols, uint32_t seed,
                      const std::function<uint32_t(uint32_t)>& source_row = {}) {
   Matrix m{test::random_floats(size_t(rows) * cols, seed, -1.0f, 1.0f), {}};
   for (auto& v : m.values) v = stored(v, t);
-  m.buffer = llm::upload_rows(context(), t, "test.matrix", rows, cols, [&](uint32_t r, float* out) {
-    const uint32_t src = source_row ? source_row(r) : r;
-    std::copy_n(m.values.begin() + size_t(src) * cols, cols, out);
+  gpu::WeightArena arena(context(), {.label = "test.matrix"});
+  const auto id = arena.add("w", rows, cols, t);
+  arena.allocate();
+  arena.upload([&](gpu::WeightArena::TensorId, uint64_t first, uint64_t count, std::span<std::byte> out) {
+    const uint64_t rb = arena.view(id).row_bytes;
+    for (uint64_t r = first; r < first + count; ++r) {
+      const uint32_t src = source_row ? source_row(uint32_t(r)) : uint32_t(r);
+      gpu::pack_row(t, gpu::DType::F32, std::as_bytes(std::span(m.values).subspan(size_t(src) * cols, cols)),
+                    cols, out.subspan((r - first) * rb, rb));
+    }
+    return std::span<const std::byte>(out);
   });
+  m.view = arena.view(id);
   return m;
 }
 
@@ -92,8 +104,8 @@ ref::Linear linear_of(const Matrix& m, uint32_t rows, uint32_t cols) {
 }  // namespace wgfuse
 
 namespace wgfuse::llm {
-void PrintTo(WeightDType t, std::ostream* os) {
-  *os << (t == WeightDType::F16 ? "f16" : "f32");
+void PrintTo(gpu::WeightFormat t, std::ostream* os) {
+  *os << gpu::to_string(t);
 }
 void PrintTo(const MatvecTuning& t, std::ostream* os) {
   *os << t.name();
@@ -107,8 +119,8 @@ namespace {
 // rule's), so that the rule's tests and every tuning's share one body.
 using Tuning = std::optional<llm::MatvecTuning>;
 
-llm::DecodeKernels kernels_with(WeightDType t, const Tuning& tuning) {
-  llm::DecodeKernels k(context(), t);
+llm::DecodeKernels kernels_with(const Tuning& tuning) {
+  llm::DecodeKernels k(context());
   k.force_matvec_tuning(tuning);
   return k;
 }
@@ -121,31 +133,31 @@ gpu::Buffer nan_padded(const std::vector<float>& x) {
 }
 
 // resid += W x.
-void check_matvec_residual(WeightDType t, uint32_t rows, uint32_t cols, const Tuning& tuning) {
+void check_matvec_residual(WeightFormat t, uint32_t rows, uint32_t cols, const Tuning& tuning) {
   Matrix w = random_matrix(t, rows, cols, 1);
   auto x = test::random_floats(cols, 2, -1, 1), resid = test::random_floats(rows, 3, -1, 1);
   auto x_buf = nan_padded(x);
   auto r_buf = llm::upload_padded(context(), "resid", resid);
-  auto k = kernels_with(t, tuning);
-  run({k.matvec_residual(w.buffer, x_buf, r_buf, rows, cols)});
+  auto k = kernels_with(tuning);
+  run({k.matvec_residual(w.view, x_buf, r_buf, rows, cols)});
   auto want = ref::linear(linear_of(w, rows, cols), as_double(x));
   for (uint32_t r = 0; r < rows; ++r) want[r] += resid[r];
   EXPECT_TRUE(close_normalised(context().read<float>(r_buf, 0, rows), want, 1e-5));
 }
 
 // y = W rmsnorm(x) (the LM head).
-void check_matvec_norm(WeightDType t, uint32_t rows, uint32_t cols, const Tuning& tuning) {
+void check_matvec_norm(WeightFormat t, uint32_t rows, uint32_t cols, const Tuning& tuning) {
   Matrix w = random_matrix(t, rows, cols, 4);
   auto x = test::random_floats(cols, 5, -2, 2), nw = test::random_floats(cols, 6, 0.5, 1.5);
   auto y = poisoned(rows);
-  auto k = kernels_with(t, tuning);
-  run({k.matvec_norm(w.buffer, nan_padded(x), llm::upload_padded(context(), "nw", nw), y, rows, cols, 1e-6)});
+  auto k = kernels_with(tuning);
+  run({k.matvec_norm(w.view, nan_padded(x), llm::upload_padded(context(), "nw", nw), y, rows, cols, 1e-6)});
   auto want = ref::linear(linear_of(w, rows, cols), ref::rmsnorm(as_double(x), as_double(nw), 1e-6));
   EXPECT_TRUE(close_normalised(context().read<float>(y, 0, rows), want, 1e-5));
 }
 
 // act = silu(gate xn) * up xn.
-void check_gate_up_silu(WeightDType t, uint32_t inter, uint32_t hidden, const Tuning& tuning) {
+void check_gate_up_silu(WeightFormat t, uint32_t inter, uint32_t hidden, const Tuning& tuning) {
   // One matrix [gate; up] of 2 * inter rows, uploaded in the interleaved order.
   Matrix w = random_matrix(t, 2 * inter, hidden, 7, [&](uint32_t p) {
     auto [which, row] = llm::gate_up_source_row(p);
@@ -153,8 +165,8 @@ void check_gate_up_silu(WeightDType t, uint32_t inter, uint32_t hidden, const Tu
   });
   auto x = test::random_floats(hidden, 8, -2, 2), nw = test::random_floats(hidden, 9, 0.5, 1.5);
   auto act = poisoned(inter);
-  auto k = kernels_with(t, tuning);
-  run({k.gate_up_silu(w.buffer, nan_padded(x), llm::upload_padded(context(), "nw", nw), act, inter, hidden,
+  auto k = kernels_with(tuning);
+  run({k.gate_up_silu(w.view, nan_padded(x), llm::upload_padded(context(), "nw", nw), act, inter, hidden,
                       1e-6)});
   const auto xn = ref::rmsnorm(as_double(x), as_double(nw), 1e-6);
   auto wv = as_double(w.values);
@@ -164,7 +176,7 @@ void check_gate_up_silu(WeightDType t, uint32_t inter, uint32_t hidden, const Tu
                                ref::swiglu(ref::linear(gate, xn), ref::linear(up, xn)), 1e-5));
 }
 
-class LlmKernel : public ::testing::TestWithParam<WeightDType> {};
+class LlmKernel : public ::testing::TestWithParam<WeightFormat> {};
 
 // Test that resid += W x matches the reference at 37 rows of 50 (neither a multiple of 8).
 TEST_P(LlmKernel, MatvecResidual) {
@@ -220,7 +232,7 @@ struct Qkv {
   std::vector<float> bias;
   gpu::Buffer packed_bias, rope;
 
-  Qkv(WeightDType t, uint32_t ctx_len, const llm::ModelConfig& cfg = attention_config()) : c(cfg) {
+  Qkv(WeightFormat t, uint32_t ctx_len, const llm::ModelConfig& cfg = attention_config()) : c(cfg) {
     auto source = [&](uint32_t p) {
       auto [which, row] = llm::qkv_source_row(p, hd, q_rows, kv_rows);
       return (which == 0 ? 0 : which == 1 ? q_rows : q_rows + kv_rows) + row;
@@ -280,7 +292,7 @@ struct Qkv {
 
 // The fused Q/K/V kernel with config c: rmsnorm, projection + bias, RoPE at pos 5, K and V
 // appended to the caches at pos 5 and nowhere else.
-void check_qkv_rope(WeightDType t, const llm::ModelConfig& cfg, const Tuning& tuning) {
+void check_qkv_rope(WeightFormat t, const llm::ModelConfig& cfg, const Tuning& tuning) {
   const uint32_t ctx_len = 7, pos = 5;
   const Qkv s(t, ctx_len, cfg);
   const auto& c = s.c;
@@ -288,8 +300,8 @@ void check_qkv_rope(WeightDType t, const llm::ModelConfig& cfg, const Tuning& tu
        nw = test::random_floats(c.hidden_size, 13, 0.5, 1.5);
   const uint32_t state[4] = {pos, 0, 0, 0};
   auto q = poisoned(s.q_rows), kc = poisoned(s.kv_rows * ctx_len), vc = poisoned(s.kv_rows * ctx_len);
-  auto k = kernels_with(t, tuning);
-  run({k.qkv_rope(s.w.buffer, llm::upload_padded(context(), "x", x), llm::upload_padded(context(), "nw", nw),
+  auto k = kernels_with(tuning);
+  run({k.qkv_rope(s.w.view, llm::upload_padded(context(), "x", x), llm::upload_padded(context(), "nw", nw),
                   s.packed_bias, s.rope, context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"),
                   q, kc, vc, c, ctx_len)});
   const auto want = s.reference(ref::rmsnorm(as_double(x), as_double(nw), 1e-6), pos);
@@ -304,15 +316,16 @@ TEST_P(LlmKernel, QkvRope) {
   check_qkv_rope(GetParam(), attention_config(), std::nullopt);
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, LlmKernel, ::testing::Values(WeightDType::F32, WeightDType::F16),
-                         [](const auto& info) { return info.param == WeightDType::F16 ? "f16" : "f32"; });
+INSTANTIATE_TEST_SUITE_P(Dtypes, LlmKernel,
+                         ::testing::Values(WeightFormat::F32, WeightFormat::F16, WeightFormat::BF16),
+                         [](const auto& info) { return gpu::to_string(info.param); });
 
 // Every matrix-vector kernel under tunings that cover its cases: a row in several passes of its
 // team (team 32, 64), in one pass with idle lanes (128, 256), 1 to 32 rows per workgroup, teams
 // of several subgroups; the RMSNorm kernels with x read directly and staged. Shapes: 601 columns (not a
 // multiple of 8, nor of any team's span), rows not a multiple of any workgroup's rows (37; gate/up 2 x 37;
 // Q/K/V 84).
-class LlmMatvecTuned : public ::testing::TestWithParam<std::tuple<WeightDType, llm::MatvecTuning>> {
+class LlmMatvecTuned : public ::testing::TestWithParam<std::tuple<WeightFormat, llm::MatvecTuning>> {
  protected:
   static constexpr uint32_t kCols = 601;
   // Skips tunings this adapter cannot run (a team smaller than its largest subgroup).
@@ -321,7 +334,7 @@ class LlmMatvecTuned : public ::testing::TestWithParam<std::tuple<WeightDType, l
     if (team < context().adapter().subgroup_max_size)
       GTEST_SKIP() << "team " << team << " < subgroup size " << context().adapter().subgroup_max_size;
   }
-  WeightDType dtype() const { return std::get<0>(GetParam()); }
+  WeightFormat dtype() const { return std::get<0>(GetParam()); }
   llm::MatvecTuning tuning() const { return std::get<1>(GetParam()); }
   // RoPE and gate/up pairs must not straddle workgroups: odd rows per workgroup are refused.
   bool pairs_allowed() const { return tuning().rows_per_workgroup() % 2 == 0; }
@@ -360,7 +373,7 @@ TEST_P(LlmMatvecTuned, QkvRope) {
 
 INSTANTIATE_TEST_SUITE_P(
     Tunings, LlmMatvecTuned,
-    ::testing::Combine(::testing::Values(WeightDType::F32, WeightDType::F16),
+    ::testing::Combine(::testing::Values(WeightFormat::F32, WeightFormat::F16),
                        ::testing::Values(llm::MatvecTuning{32, 1, 32}, llm::MatvecTuning{32, 2, 128},
                                          llm::MatvecTuning{32, 4, 256}, llm::MatvecTuning{64, 3, 64},
                                          llm::MatvecTuning{64, 4, 128}, llm::MatvecTuning{128, 2, 256},
@@ -371,24 +384,24 @@ INSTANTIATE_TEST_SUITE_P(
                                          llm::MatvecTuning{256, 4, 256, true})),
     [](const auto& info) {
       const auto& t = std::get<1>(info.param);
-      return std::string(std::get<0>(info.param) == WeightDType::F16 ? "f16" : "f32") + "_team" +
-             std::to_string(t.team) + "_rows" + std::to_string(t.rows_per_team) + "_wg" +
-             std::to_string(t.workgroup) + (t.staged_x ? "_staged" : "");
+      return std::string(gpu::to_string(std::get<0>(info.param))) + "_team" + std::to_string(t.team) +
+             "_rows" + std::to_string(t.rows_per_team) + "_wg" + std::to_string(t.workgroup) +
+             (t.staged_x ? "_staged" : "");
     });
 
 // Test that tunings the kernels cannot run are refused with an Error naming the tuning.
 TEST(LlmMatvecTuning, BadTuningsAreRefused) {
   const uint32_t rows = 16, cols = 40;
-  Matrix w = random_matrix(WeightDType::F32, rows, cols, 50);
+  Matrix w = random_matrix(WeightFormat::F32, rows, cols, 50);
   auto x = llm::upload_padded(context(), "x", test::random_floats(cols, 51, -1, 1));
   auto resid = poisoned(rows);
   const uint32_t too_many = context().limits().max_compute_invocations_per_workgroup * 2;
   for (const llm::MatvecTuning t :
        {llm::MatvecTuning{48, 1, 96}, llm::MatvecTuning{32, 5, 128}, llm::MatvecTuning{64, 1, 96},
         llm::MatvecTuning{32, 0, 128}, llm::MatvecTuning{too_many, 1, too_many}}) {
-    auto k = kernels_with(WeightDType::F32, t);
+    auto k = kernels_with(t);
     try {
-      k.matvec_residual(w.buffer, x, resid, rows, cols);
+      k.matvec_residual(w.view, x, resid, rows, cols);
       ADD_FAILURE() << "accepted " << t.name();
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(t.name()), std::string::npos) << e.what();
@@ -398,10 +411,11 @@ TEST(LlmMatvecTuning, BadTuningsAreRefused) {
 
 // Test the rule at every Qwen2.5-0.5B/1.5B shape: a runnable tuning (even rows per workgroup,
 // team a power of two >= the subgroup) that keeps the grid at >= 512 workgroups where rows allow,
-// reading x directly (not staged) in the 1.5B gate/up only of the f16 shapes (where measured).
+// reading x directly (not staged) in the 1.5B gate/up only of the 16-bit shapes (where measured);
+// bf16 is tuned as f16 (same bytes per load), f32 with loads of half as many columns.
 TEST(LlmMatvecTuning, RuleAtQwenShapes) {
-  for (WeightDType t : {WeightDType::F16, WeightDType::F32}) {
-    llm::DecodeKernels k(context(), t);
+  for (WeightFormat t : {WeightFormat::F16, WeightFormat::BF16, WeightFormat::F32}) {
+    llm::DecodeKernels k(context());
     for (auto [rows, cols] : std::vector<std::pair<uint32_t, uint32_t>>{{1152, 896},
                                                                         {896, 896},
                                                                         {9728, 896},
@@ -412,14 +426,15 @@ TEST(LlmMatvecTuning, RuleAtQwenShapes) {
                                                                         {17920, 1536},
                                                                         {1536, 8960},
                                                                         {151936, 1536}}) {
-      const auto r = k.matvec_tuning(rows, cols);
+      const auto r = k.matvec_tuning(rows, cols, t);
       SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + ": " + r.name());
       EXPECT_TRUE(std::has_single_bit(r.team));
       EXPECT_GE(r.team, std::max(32u, context().adapter().subgroup_max_size));
       EXPECT_EQ(r.rows_per_workgroup() % 2, 0u);
       EXPECT_TRUE(llm::ceil_div(rows, r.rows_per_workgroup()) >= 512 || r.rows_per_workgroup() == 2);
-      if (t == WeightDType::F16) {
+      if (t != WeightFormat::F32) {
         EXPECT_EQ(r.staged_x, rows != 17920);
+        EXPECT_EQ(r, k.matvec_tuning(rows, cols, WeightFormat::F16));
       }
     }
   }
@@ -450,7 +465,7 @@ void check_decode_attention(
         kc[(h * a.ctx_len + p) * hd + d] = vc[(h * a.ctx_len + p) * hd + d] = kNaN;
   const uint32_t state[4] = {pos, 0, 0, 0};
   auto out = poisoned(a.heads * hd);
-  llm::DecodeKernels k(context(), WeightDType::F32);
+  llm::DecodeKernels k(context());
   run(attend(k, c, llm::upload_padded(context(), "q", q), llm::upload_padded(context(), "k", kc),
              llm::upload_padded(context(), "v", vc),
              context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"), out));
@@ -519,7 +534,7 @@ TEST(LlmKernels, AttentionShortInOnePass) {
 // Test that attend_short refuses bounds it cannot hold, naming the limit.
 TEST(LlmKernels, AttentionShortBoundIsChecked) {
   const auto c = attention_config();
-  llm::DecodeKernels k(context(), WeightDType::F32);
+  llm::DecodeKernels k(context());
   auto b = poisoned(8);
   auto expect_error = [&](uint32_t ctx_len, uint32_t bound, const std::string& what) {
     try {
@@ -548,7 +563,7 @@ void PrintTo(const FusedLayerCase& f, std::ostream* os) {
   *os << f.heads << "/" << f.kv_heads << " heads, hd " << f.hd << ", hidden " << f.hidden;
 }
 
-void check_fused_layer(WeightDType t, const FusedLayerCase& f) {
+void check_fused_layer(WeightFormat t, const FusedLayerCase& f) {
   auto c = attention_config();
   c.num_heads = f.heads, c.num_kv_heads = f.kv_heads, c.head_dim = f.hd, c.hidden_size = f.hidden;
   c.intermediate_size = f.inter;
@@ -564,7 +579,7 @@ void check_fused_layer(WeightDType t, const FusedLayerCase& f) {
   auto wv = as_double(w_gu.values);
   ref::Linear gate{{wv.begin(), wv.begin() + f.inter * f.hidden}, {}, f.inter, f.hidden};
   ref::Linear up{{wv.begin() + f.inter * f.hidden, wv.end()}, {}, f.inter, f.hidden};
-  llm::DecodeKernels k(context(), t);
+  llm::DecodeKernels k(context());
   for (uint32_t pos : f.positions) {
     SCOPED_TRACE("pos " + std::to_string(pos));
     auto kc = test::random_floats(cache, 36 + pos, -1.5, 1.5),
@@ -580,9 +595,9 @@ void check_fused_layer(WeightDType t, const FusedLayerCase& f) {
          nw_buf = llm::upload_padded(context(), "nw", nw);
     auto parts = poisoned(llm::DecodeKernels::attend_o_parts_words(c)), act = poisoned(f.inter),
          x_next = poisoned(f.hidden), x_out = poisoned(f.hidden);
-    run({k.attend_o(w_o.buffer, q_buf, k_buf, v_buf, state, parts, c, f.ctx_len),
-         k.gate_up_silu_sum(w_gu.buffer, x_buf, parts, nw_buf, act, x_next, c),
-         k.matvec_residual_to(w_down.buffer, act, x_next, x_out, f.hidden, f.inter)});
+    run({k.attend_o(w_o.view, q_buf, k_buf, v_buf, state, parts, c, f.ctx_len),
+         k.gate_up_silu_sum(w_gu.view, x_buf, parts, nw_buf, act, x_next, c),
+         k.matvec_residual_to(w_down.view, act, x_next, x_out, f.hidden, f.inter)});
 
     const auto att = ref::attention(as_double(q), as_double(kc), as_double(vc), f.heads, f.kv_heads, f.hd,
                                     f.ctx_len, pos + 1);
@@ -601,21 +616,21 @@ void check_fused_layer(WeightDType t, const FusedLayerCase& f) {
     auto att_buf = poisoned(q_rows), act_split = poisoned(f.inter);
     auto chunks = poisoned(llm::DecodeKernels::attend_partials_words(c, f.ctx_len, split));
     auto steps = k.attend(q_buf, k_buf, v_buf, state, chunks, att_buf, c, f.ctx_len, split);
-    steps.push_back(k.matvec_residual(w_o.buffer, att_buf, x_buf, f.hidden, q_rows));
-    steps.push_back(k.gate_up_silu(w_gu.buffer, x_buf, nw_buf, act_split, f.inter, f.hidden, 1e-6));
-    steps.push_back(k.matvec_residual(w_down.buffer, act_split, x_buf, f.hidden, f.inter));
+    steps.push_back(k.matvec_residual(w_o.view, att_buf, x_buf, f.hidden, q_rows));
+    steps.push_back(k.gate_up_silu(w_gu.view, x_buf, nw_buf, act_split, f.inter, f.hidden, 1e-6));
+    steps.push_back(k.matvec_residual(w_down.view, act_split, x_buf, f.hidden, f.inter));
     run(steps);
     EXPECT_TRUE(close_normalised(fused, as_double(context().read<float>(x_buf, 0, f.hidden)), 1e-5))
         << "fused vs split";
 
     // The long-context layer's o_proj_combine on the chunks attend left: x + W_o attention.
     auto x_long = llm::upload_padded(context(), "x", x);
-    run({k.o_proj_combine(w_o.buffer, chunks, x_long, state, c, f.ctx_len, split)});
+    run({k.o_proj_combine(w_o.view, chunks, x_long, state, c, f.ctx_len, split)});
     EXPECT_TRUE(close_normalised(context().read<float>(x_long, 0, f.hidden), x1, 1e-5)) << "o_proj_combine";
   }
 }
 
-class LlmFusedLayer : public ::testing::TestWithParam<std::tuple<WeightDType, FusedLayerCase>> {};
+class LlmFusedLayer : public ::testing::TestWithParam<std::tuple<WeightFormat, FusedLayerCase>> {};
 
 // Test the fused layer at contexts 1, 37 and across attend_o's tiles of 32 positions, for GQA
 // groups of 2, 3 (a group's W_o columns start inside a group of 8), 6 with head_dim 64, and 7
@@ -626,15 +641,15 @@ TEST_P(LlmFusedLayer, MatchesTheReferenceAndTheSplitLayer) {
 
 INSTANTIATE_TEST_SUITE_P(
     Groups, LlmFusedLayer,
-    ::testing::Combine(::testing::Values(WeightDType::F32, WeightDType::F16),
+    ::testing::Combine(::testing::Values(WeightFormat::F32, WeightFormat::F16, WeightFormat::BF16),
                        ::testing::Values(FusedLayerCase{4, 2, 12, 50, 37, 150, {0, 31, 32, 36, 149}},
                                          FusedLayerCase{6, 2, 12, 50, 37, 70, {0, 40, 69}},
                                          FusedLayerCase{6, 1, 64, 41, 29, 40, {36}},
                                          FusedLayerCase{14, 2, 64, 72, 45, 40, {0, 36}})),
     [](const auto& info) {
       const auto& f = std::get<1>(info.param);
-      return std::string(std::get<0>(info.param) == WeightDType::F16 ? "f16" : "f32") + "_heads" +
-             std::to_string(f.heads) + "_kv" + std::to_string(f.kv_heads) + "_hd" + std::to_string(f.hd);
+      return std::string(gpu::to_string(std::get<0>(info.param))) + "_heads" + std::to_string(f.heads) +
+             "_kv" + std::to_string(f.kv_heads) + "_hd" + std::to_string(f.hd);
     });
 
 // Test that attend_o refuses a tuning whose workgroup has fewer threads than the kv group's
@@ -643,12 +658,13 @@ TEST(LlmKernels, AttendORefusesATooSmallWorkgroup) {
   auto c = attention_config();
   c.num_heads = 6, c.num_kv_heads = 1, c.head_dim = 64;  // 6 x 64 / 4 = 96 output vec4s
   auto b = poisoned(8);
-  llm::DecodeKernels k(context(), WeightDType::F32);
+  const Matrix w_o = random_matrix(WeightFormat::F32, c.hidden_size, c.num_heads * c.head_dim, 5);
+  llm::DecodeKernels k(context());
   const uint32_t team = std::max(32u, std::bit_ceil(context().adapter().subgroup_max_size));
   k.force_matvec_tuning(llm::MatvecTuning{.team = team, .rows_per_team = 1, .workgroup = team});
   if (team >= 96) GTEST_SKIP() << "subgroups of " << team << " threads";
   try {
-    k.attend_o(b, b, b, b, b, b, c, 4);
+    k.attend_o(w_o.view, b, b, b, b, b, c, 4);
     FAIL() << "accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("96 vec4s"), std::string::npos) << e.what();
@@ -658,7 +674,7 @@ TEST(LlmKernels, AttendORefusesATooSmallWorkgroup) {
 // Test that a split the kernels cannot run is refused, naming what is wrong.
 TEST(LlmKernels, AttentionSplitIsChecked) {
   const auto c = attention_config();  // 2 query heads per kv head
-  llm::DecodeKernels k(context(), WeightDType::F32);
+  llm::DecodeKernels k(context());
   auto b = poisoned(8);
   auto expect_error = [&](llm::AttentionSplit split, const std::string& what) {
     try {
@@ -673,15 +689,15 @@ TEST(LlmKernels, AttentionSplitIsChecked) {
   expect_error({.chunk = 1u << 20}, "maxComputeWorkgroupStorageSize");
 }
 
-// Test that the embedding row of tokens[pos] lands in x, for both storage dtypes (hidden 50).
+// Test that the embedding row of tokens[pos] lands in x, for every storage format (hidden 50).
 TEST(LlmKernels, EmbedReadsTheTokenAtPos) {
-  for (WeightDType t : {WeightDType::F32, WeightDType::F16}) {
+  for (WeightFormat t : {WeightFormat::F32, WeightFormat::F16, WeightFormat::BF16}) {
     const uint32_t vocab = 300, hidden = 50, pos = 2;
     Matrix e = random_matrix(t, vocab, hidden, 30);
     const uint32_t tokens[4] = {17, 250, 123, 5}, state[4] = {pos, 0, 0, 0};
     auto x = poisoned(hidden);
-    llm::DecodeKernels k(context(), t);
-    run({k.embed(e.buffer, context().upload<uint32_t>(tokens, BufferUsage::StorageIO, "tokens"),
+    llm::DecodeKernels k(context());
+    run({k.embed(e.view, context().upload<uint32_t>(tokens, BufferUsage::StorageIO, "tokens"),
                  context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"), x, hidden)});
     auto got = context().read<float>(x, 0, hidden);
     for (uint32_t i = 0; i < hidden; ++i) ASSERT_EQ(got[i], e.values[123 * hidden + i]) << "element " << i;
@@ -701,7 +717,7 @@ TEST(LlmKernels, ArgmaxTiesGoToTheLowestIndex) {
     std::vector<uint32_t> tokens(8, 0xdeadbeefu);
     auto tok = context().upload<uint32_t>(tokens, BufferUsage::StorageIO, "tokens");
     auto st = context().upload<uint32_t>(state, BufferUsage::StorageIO, "state");
-    llm::DecodeKernels k(context(), WeightDType::F32);
+    llm::DecodeKernels k(context());
     auto steps = k.argmax(llm::upload_padded(context(), "logits", logits), poisoned(partials),
                           poisoned(partials), tok, st, vocab, chunk);
     run({steps[0], steps[1]});
@@ -716,13 +732,13 @@ TEST(LlmKernels, ArgmaxTiesGoToTheLowestIndex) {
 // ---- Prefill: the tiled products of a prompt chunk, for every tile shape, at odd T ----
 
 struct PromptCase {
-  WeightDType dtype;
+  WeightFormat dtype;
   llm::PromptTile tile;
   uint32_t T;
 };
 std::string prompt_case_name(const PromptCase& p) {
-  return std::string(p.dtype == WeightDType::F16 ? "f16" : "f32") + "_tile" + std::to_string(p.tile.tokens) +
-         "x" + std::to_string(p.tile.rows) + "_T" + std::to_string(p.T);
+  return std::string(gpu::to_string(p.dtype)) + "_tile" + std::to_string(p.tile.tokens) + "x" +
+         std::to_string(p.tile.rows) + "_T" + std::to_string(p.T);
 }
 void PrintTo(const PromptCase& p, std::ostream* os) {
   *os << prompt_case_name(p);
@@ -731,7 +747,7 @@ void PrintTo(const PromptCase& p, std::ostream* os) {
 class LlmPromptKernel : public ::testing::TestWithParam<PromptCase> {
  protected:
   llm::DecodeKernels kernels() const {
-    llm::DecodeKernels k(context(), GetParam().dtype);
+    llm::DecodeKernels k(context());
     k.force_prompt_tile(GetParam().tile);
     return k;
   }
@@ -752,7 +768,7 @@ TEST_P(LlmPromptKernel, QkvRope) {
        nw = test::random_floats(c.hidden_size, 15, 0.5, 1.5);
   auto q = token_rows(std::vector<float>(T * s.q_rows, kNaN), T, s.q_rows);
   auto kc = poisoned(s.kv_rows * ctx_len), vc = poisoned(s.kv_rows * ctx_len);
-  run({kernels().qkv_rope_prompt(s.w.buffer, token_rows(x, T, c.hidden_size),
+  run({kernels().qkv_rope_prompt(s.w.view, token_rows(x, T, c.hidden_size),
                                  llm::upload_padded(context(), "nw", nw), s.packed_bias, s.rope, state(p0), q,
                                  kc, vc, c, ctx_len, T)});
   auto qg = context().read_all<float>(q), kg = context().read_all<float>(kc),
@@ -775,7 +791,7 @@ TEST_P(LlmPromptKernel, Residual) {
   Matrix w = random_matrix(GetParam().dtype, rows, cols, 40);
   auto a = test::random_floats(T * cols, 41, -1, 1), resid = test::random_floats(T * rows, 42, -1, 1);
   auto r_buf = token_rows(resid, T, rows);
-  run({kernels().residual_prompt(w.buffer, token_rows(a, T, cols), r_buf, rows, cols, T)});
+  run({kernels().residual_prompt(w.view, token_rows(a, T, cols), r_buf, rows, cols, T)});
   std::vector<double> want;
   for (uint32_t i = 0; i < T; ++i) {
     auto y =
@@ -795,7 +811,7 @@ TEST_P(LlmPromptKernel, GateUpSilu) {
   });
   auto x = test::random_floats(T * hidden, 44, -2, 2), nw = test::random_floats(hidden, 45, 0.5, 1.5);
   auto act = token_rows(std::vector<float>(T * inter, kNaN), T, inter);
-  run({kernels().gate_up_silu_prompt(w.buffer, token_rows(x, T, hidden),
+  run({kernels().gate_up_silu_prompt(w.view, token_rows(x, T, hidden),
                                      llm::upload_padded(context(), "nw", nw), act, inter, hidden, 1e-6, T)});
   auto wv = as_double(w.values);
   ref::Linear gate{{wv.begin(), wv.begin() + inter * hidden}, {}, inter, hidden};
@@ -815,7 +831,7 @@ TEST_P(LlmPromptKernel, GateUpSilu) {
 std::vector<PromptCase> prompt_cases() {
   const llm::PromptTile small{32, 64}, middle{64, 64}, large{64, 128};
   std::vector<PromptCase> cases;
-  for (WeightDType t : {WeightDType::F32, WeightDType::F16})
+  for (WeightFormat t : {WeightFormat::F32, WeightFormat::F16, WeightFormat::BF16})
     for (auto [tile, T] : {std::pair{small, 1u}, std::pair{small, 31u}, std::pair{middle, 33u},
                            std::pair{small, 100u}, std::pair{middle, 100u}, std::pair{large, 100u}})
       cases.push_back({t, tile, T});
@@ -835,7 +851,7 @@ TEST(LlmKernels, PromptTileChoiceAndLimits) {
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(2048, 512), 64, 64));   // 16 x 8 at 64 x 128: too few
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 512), 32, 64));
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 5), 32, 64));
-  DecodeKernels k(context(), WeightDType::F16);
+  DecodeKernels k(context());
   try {
     k.force_prompt_tile({32, 128});
     FAIL() << "a 32 x 128 tile was accepted";
@@ -864,7 +880,7 @@ TEST_P(LlmPromptAttention, IsCausalOverTheCache) {
   for (auto& v : q) v *= 3;
   const uint32_t state[4] = {0, p0, T, 0};
   auto out = token_rows(std::vector<float>(T * q_rows, kNaN), T, q_rows);
-  llm::DecodeKernels k(context(), WeightDType::F32);
+  llm::DecodeKernels k(context());
   run({k.attend_prompt(llm::upload_padded(context(), "q", q), llm::upload_padded(context(), "k", kc),
                        llm::upload_padded(context(), "v", vc),
                        context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"), out, c, ctx_len,
@@ -890,7 +906,7 @@ TEST(LlmKernels, AttentionPromptRefusesAnOddHeadDim) {
   auto c = attention_config();
   c.head_dim = 10;
   auto b = poisoned(8);
-  llm::DecodeKernels k(context(), WeightDType::F32);
+  llm::DecodeKernels k(context());
   try {
     k.attend_prompt(b, b, b, b, b, c, 4, 1);
     FAIL() << "head_dim 10 was accepted";

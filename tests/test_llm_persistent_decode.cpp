@@ -20,7 +20,7 @@
 namespace wgfuse {
 namespace {
 
-using llm::WeightDType;
+using gpu::WeightFormat;
 using test::context;
 using test::normalised_error;
 using test::small_llm_config;
@@ -43,7 +43,7 @@ Decoded run_persistent(llm::PersistentDecoder& d, uint32_t n, uint32_t k = 8, bo
   return r;
 }
 
-Decoded run_steps(const llm::ModelConfig& cfg, const llm::HostWeights& w, WeightDType dtype, uint32_t n) {
+Decoded run_steps(const llm::ModelConfig& cfg, const llm::HostWeights& w, WeightFormat dtype, uint32_t n) {
   llm::Model model(context(), cfg, w.lookup(), {.dtype = dtype, .ctx = 64});
   Decoded r;
   llm::GenerateOptions opt;
@@ -53,13 +53,12 @@ Decoded run_steps(const llm::ModelConfig& cfg, const llm::HostWeights& w, Weight
 }
 
 struct Case {
-  WeightDType dtype;
+  WeightFormat dtype;
   bool tied;
   uint32_t workgroup_size;
 };
 void PrintTo(const Case& c, std::ostream* os) {
-  *os << (c.dtype == WeightDType::F16 ? "f16" : "f32") << (c.tied ? " tied" : " untied") << " wg"
-      << c.workgroup_size;
+  *os << gpu::to_string(c.dtype) << (c.tied ? " tied" : " untied") << " wg" << c.workgroup_size;
 }
 class LlmPersistentDecode : public ::testing::TestWithParam<Case> {};
 
@@ -85,13 +84,15 @@ TEST_P(LlmPersistentDecode, MatchesStepDecoderAndReference) {
     EXPECT_LE(normalised_error<float>(got.logits[i], steps.logits[i]), 1e-5) << "step " << i;
 
   llm::HostWeights stored = weights;
-  if (dtype == WeightDType::F16)
+  if (dtype == WeightFormat::F16)
     stored.transform([](float v) { return half::to_float(half::from_float(v)); });
+  if (dtype == WeightFormat::BF16)
+    stored.transform([](float v) { return half::bf16_to_float(half::bf16_from_float(v)); });
   llm::ref::Decoder on_stored(cfg, llm::ref::Weights::load(cfg, stored.lookup()), 64);
   EXPECT_EQ(got.tokens, on_stored.greedy(kPrompt, n)) << "tokens differ from the reference";
   llm::ref::Decoder exact(cfg, llm::ref::Weights::load(cfg, weights.lookup()), 64);
   auto want = exact.prefill(kPrompt);
-  const double tol = dtype == WeightDType::F32 ? 1e-4 : 1e-2;
+  const double tol = dtype == WeightFormat::F32 ? 1e-4 : dtype == WeightFormat::F16 ? 1e-2 : 4e-2;
   for (uint32_t i = 0; i < n; ++i) {
     EXPECT_LE(normalised_error<double>(got.logits[i], want), tol) << "step " << i;
     if (i + 1 < n) want = exact.forward(got.tokens[i]);
@@ -103,12 +104,13 @@ TEST_P(LlmPersistentDecode, MatchesStepDecoderAndReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Storage, LlmPersistentDecode,
-                         ::testing::Values(Case{WeightDType::F32, false, 32},
-                                           Case{WeightDType::F32, true, 64},
-                                           Case{WeightDType::F16, false, 64},
-                                           Case{WeightDType::F16, true, 32}),
+                         ::testing::Values(Case{WeightFormat::F32, false, 32},
+                                           Case{WeightFormat::F32, true, 64},
+                                           Case{WeightFormat::F16, false, 64},
+                                           Case{WeightFormat::F16, true, 32},
+                                           Case{WeightFormat::BF16, false, 32}),
                          [](const auto& info) {
-                           return std::string(info.param.dtype == WeightDType::F16 ? "f16" : "f32") +
+                           return std::string(gpu::to_string(info.param.dtype)) +
                                   (info.param.tied ? "_tied" : "_untied") + "_wg" +
                                   std::to_string(info.param.workgroup_size);
                          });
@@ -118,18 +120,18 @@ INSTANTIATE_TEST_SUITE_P(Storage, LlmPersistentDecode,
 TEST(LlmPersistentDecodeRun, BatchesContinuationAndEos) {
   const auto cfg = small_llm_config(true, kVocab);
   const auto weights = llm::HostWeights::random(cfg, 33);
-  llm::PersistentDecoder one(context(), cfg, weights.lookup(), {.dtype = WeightDType::F16, .ctx = 64});
+  llm::PersistentDecoder one(context(), cfg, weights.lookup(), {.dtype = WeightFormat::F16, .ctx = 64});
   const auto want = run_persistent(one, 20, 1, false).tokens;
   const std::vector<uint32_t> more = {9, 8};
   const auto want_more = one.generate(more, 6);
 
-  llm::PersistentDecoder d(context(), cfg, weights.lookup(), {.dtype = WeightDType::F16, .ctx = 64});
+  llm::PersistentDecoder d(context(), cfg, weights.lookup(), {.dtype = WeightFormat::F16, .ctx = 64});
   EXPECT_EQ(run_persistent(d, 20, 8, false).tokens, want);
   EXPECT_EQ(d.stats().decode_submits, 3u);  // ceil(19 / 8)
   EXPECT_EQ(d.stats().decode_dispatches, 19u);
   EXPECT_EQ(d.generate(more, 6), want_more);
 
-  llm::PersistentDecoder e(context(), cfg, weights.lookup(), {.dtype = WeightDType::F16, .ctx = 64});
+  llm::PersistentDecoder e(context(), cfg, weights.lookup(), {.dtype = WeightFormat::F16, .ctx = 64});
   llm::GenerateOptions opt;
   opt.steps_per_submit = 8;
   opt.eos_ids = {want[4]};
@@ -144,7 +146,7 @@ TEST(LlmPersistentDecodeRun, BatchesContinuationAndEos) {
 TEST(LlmPersistentDecodeRun, SeveralWorkgroupsMatchOrReportTheTimeout) {
   const auto cfg = small_llm_config(false, kVocab);
   const auto weights = llm::HostWeights::random(cfg, 34);
-  llm::PersistentDecoder one(context(), cfg, weights.lookup(), {.dtype = WeightDType::F32, .ctx = 64});
+  llm::PersistentDecoder one(context(), cfg, weights.lookup(), {.dtype = WeightFormat::F32, .ctx = 64});
   const auto want = run_persistent(one, 12, 4, false).tokens;
   for (uint32_t groups : {2u, 3u}) {
     SCOPED_TRACE(std::to_string(groups) + " workgroups");
@@ -156,7 +158,7 @@ TEST(LlmPersistentDecodeRun, SeveralWorkgroupsMatchOrReportTheTimeout) {
     }
     llm::PersistentDecoder d(
         context(), cfg, weights.lookup(),
-        {.dtype = WeightDType::F32, .ctx = 64, .workgroups = groups, .workgroup_size = 64});
+        {.dtype = WeightFormat::F32, .ctx = 64, .workgroups = groups, .workgroup_size = 64});
     try {
       EXPECT_EQ(run_persistent(d, 12, 4, false).tokens, want);
       std::printf("[ info ] %u workgroups: ran, tokens compared\n", groups);
@@ -173,7 +175,7 @@ TEST(LlmPersistentDecodeRun, BarrierTimeoutIsAnError) {
   const auto cfg = small_llm_config(true, kVocab);
   const auto weights = llm::HostWeights::random(cfg, 35);
   llm::PersistentDecoder d(context(), cfg, weights.lookup(),
-                           {.dtype = WeightDType::F16, .ctx = 64, .workgroups = 2, .spin_limit = 0});
+                           {.dtype = WeightFormat::F16, .ctx = 64, .workgroups = 2, .spin_limit = 0});
   try {
     d.generate(kPrompt, 4);
     FAIL() << "a timed-out barrier was not reported";
@@ -234,14 +236,14 @@ TEST(LlmPersistentDecodeRun, GridChoiceAndFallback) {
 TEST(LlmPersistentDecodeRun, CheckAgainstStepDecoderCatchesDifferences) {
   const auto cfg = small_llm_config(true, kVocab);
   const auto weights = llm::HostWeights::random(cfg, 37);
-  llm::Model steps(context(), cfg, weights.lookup(), {.dtype = WeightDType::F16, .ctx = 64});
-  llm::PersistentDecoder same(context(), cfg, weights.lookup(), {.dtype = WeightDType::F16, .ctx = 64});
+  llm::Model steps(context(), cfg, weights.lookup(), {.dtype = WeightFormat::F16, .ctx = 64});
+  llm::PersistentDecoder same(context(), cfg, weights.lookup(), {.dtype = WeightFormat::F16, .ctx = 64});
   EXPECT_EQ(llm::compare_with_steps(steps, same, kPrompt, 8, 1e-4), "");
   EXPECT_TRUE(same.sequence().empty());  // reset after the check
 
   auto other = weights;
   other.transform([](float v) { return v * 1.01f; });
-  llm::PersistentDecoder off(context(), cfg, other.lookup(), {.dtype = WeightDType::F16, .ctx = 64});
+  llm::PersistentDecoder off(context(), cfg, other.lookup(), {.dtype = WeightFormat::F16, .ctx = 64});
   const std::string diff = llm::compare_with_steps(steps, off, kPrompt, 8, 1e-4);
   EXPECT_NE(diff.find("step 0: logits differ"), std::string::npos) << diff;
 }

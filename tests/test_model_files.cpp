@@ -11,9 +11,13 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "llm/model.h"
 #include "llm/model_files.h"
+#include "llm/reference.h"
 #include "llm/safetensors.h"
 #include "llm/safetensors_writer.h"
+#include "llm/weight_loader.h"
+#include "llm_support.h"
 #include "support.h"
 #include "util/error.h"
 
@@ -562,6 +566,86 @@ TEST(ModelFiles, GenerationConfig) {
   EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path); }, {"generation_config.json", "top_p"}));
   write_model_folder(dir.path, config.dump(), tensors, DType::F32, 1, R"({"eos_token_id": [1, "x"]})");
   EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path); }, {"generation_config.json", "eos_token_id"}));
+}
+
+// ---- Weights from the files onto the GPU (llm::WeightLoader) ----
+
+// Test that `--dtype auto` keeps a checkpoint's 16-bit type and stores f32 checkpoints as f16.
+TEST(WeightLoader, AutoStorageIsTheCheckpointsSixteenBitType) {
+  EXPECT_EQ(storage_format(std::nullopt, DType::BF16), gpu::WeightFormat::BF16);
+  EXPECT_EQ(storage_format(std::nullopt, DType::F16), gpu::WeightFormat::F16);
+  EXPECT_EQ(storage_format(std::nullopt, DType::F32), gpu::WeightFormat::F16);
+  EXPECT_EQ(storage_format(gpu::WeightFormat::F32, DType::BF16), gpu::WeightFormat::F32);
+}
+
+// Test that each tensor takes its path — straight from the mapping (stored layout = file layout),
+// a copy per row (padded or permuted rows), a conversion per value (another encoding) — and that
+// the GPU holds the same bytes whichever path: a bf16 (f16) file loaded as bf16 (f16) against an
+// f32 file of the same values converted. Odd columns (13: padded) and gate/up interleaving.
+TEST(WeightLoader, DirectRowCopyAndConversionGiveTheSameBytes) {
+  TempDir dir;
+  for (DType d : {DType::BF16, DType::F16}) {
+    const gpu::WeightFormat f = d == DType::BF16 ? gpu::WeightFormat::BF16 : gpu::WeightFormat::F16;
+    SCOPED_TRACE(gpu::to_string(f));
+    std::vector<TensorData> tensors = {
+        {"a", {5, 16}, {}}, {"b", {3, 13}, {}}, {"g", {4, 24}, {}}, {"u", {4, 24}, {}}};
+    uint32_t seed = 70;
+    for (auto& t : tensors) {
+      t.values = test::random_floats(t.shape[0] * t.shape[1], seed++, -2, 2);
+      for (float& v : t.values) v = round_to_dtype(v, d);  // exact in the f32 file too
+    }
+    write_safetensors(dir.path / "same.safetensors", tensors, d);
+    write_safetensors(dir.path / "f32.safetensors", tensors, DType::F32);
+    const SafetensorsFile same(dir.path / "same.safetensors"), wide(dir.path / "f32.safetensors");
+    std::vector<std::vector<std::byte>> got[2];
+    WeightLoader::Paths paths[2];
+    for (int i = 0; i < 2; ++i) {
+      const auto& refs = (i == 0 ? same : wide).tensors();
+      WeightLoader w(test::context(), f, {.label = "test.loader"});
+      const auto a = w.matrix("a", {&refs[0]}, 5, 16);
+      const auto b = w.matrix("b", {&refs[1]}, 3, 13);
+      const auto gu = w.matrix("gate_up", {&refs[2], &refs[3]}, 8, 24, gate_up_source_row);
+      w.load({}, 64);  // several chunks per tensor
+      for (auto id : {a, b, gu}) {
+        const auto& v = w.view(id);
+        got[i].push_back(test::context().read_bytes(v.buffer, v.offset, v.bytes));
+      }
+      paths[i] = w.paths();
+      if (i == 0) {
+        EXPECT_EQ(0, std::memcmp(got[0][0].data(), refs[0].bytes.data(), refs[0].bytes.size()));
+      }
+    }
+    EXPECT_EQ(paths[0].direct, 5u * 32);          // a: straight from the mapping
+    EXPECT_EQ(paths[0].rows, 3u * 32 + 8u * 48);  // b padded to 16 columns, gate/up permuted
+    EXPECT_EQ(paths[0].convert, 0u);
+    EXPECT_EQ(paths[1].direct + paths[1].rows, 0u);
+    EXPECT_EQ(paths[1].convert, 5u * 32 + 3u * 32 + 8u * 48);
+    for (size_t t = 0; t < 3; ++t) EXPECT_EQ(got[0][t], got[1][t]) << "tensor " << t;
+  }
+}
+
+// Test a whole model from a bf16 folder with the storage left to auto: the weights stay bf16 on
+// the GPU (from the mapping, no conversion), so the GPU computes with exactly the reference's
+// weights: greedy tokens equal and logits within f32 rounding.
+TEST(WeightLoader, Bf16FolderDecodesLikeTheReference) {
+  TempDir dir;
+  write_random_model(dir.path, test::small_llm_config(false), DType::BF16, 4321);
+  const ModelFiles files(dir.path);
+  const WeightLookup lookup = [&](std::string_view name) { return files.find(name); };
+  Model model(test::context(), files.config(), lookup, {.ctx = 32, .prefill_chunk = 0});
+  EXPECT_EQ(model.stats().weight_format, gpu::WeightFormat::BF16);
+  const std::vector<uint32_t> prompt = {5, 77, 298, 1};
+  const uint32_t n = 8;
+  std::vector<std::vector<float>> logits;
+  GenerateOptions opt;
+  opt.on_logits = [&](std::span<const float> l) { logits.emplace_back(l.begin(), l.end()); };
+  const auto tokens = model.generate(prompt, n, {}, opt);
+  ref::Decoder reference(files.config(), ref::Weights::load(files.config(), lookup), 32);
+  std::vector<std::vector<double>> want;
+  EXPECT_EQ(tokens, reference.greedy(prompt, n, &want));
+  ASSERT_EQ(logits.size(), want.size());
+  for (size_t i = 0; i < n; ++i)
+    EXPECT_LE(test::normalised_error<double>(logits[i], want[i]), 1e-4) << "step " << i;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "gpu/recorder.h"
 #include "support.h"
 #include "util/error.h"
+#include "util/half.h"
 
 namespace wgfuse {
 namespace {
@@ -31,34 +32,41 @@ std::string tensor_name(size_t i) {
   return "tensor" + std::to_string(i);
 }
 
-// Random tensor bytes of odd sizes (never all zero).
-std::vector<std::vector<std::byte>> random_tensors(const std::vector<uint64_t>& sizes, uint32_t seed) {
-  std::vector<std::vector<std::byte>> out;
-  for (size_t t = 0; t < sizes.size(); ++t) {
-    auto words = test::random_words((sizes[t] + 3) / 4, seed + uint32_t(t));
-    std::vector<std::byte> b(sizes[t]);
-    std::memcpy(b.data(), words.data(), sizes[t]);
-    out.push_back(std::move(b));
-  }
-  return out;
-}
+struct Shape {
+  uint64_t rows, cols;
+  gpu::WeightFormat format;
+};
 
-// Test that tensors of odd sizes are placed aligned and padded in several capped buffers, and
-// come back bitwise after a chunked upload whose chunks split tensors, with zeros in the padding.
+// Test that tensors of odd shapes in every format are placed aligned and padded in several capped
+// buffers, and come back bitwise after a chunked upload of whole rows, with zeros in the padding:
+// chunks given in staging and chunks given from the caller's memory (as from a mapped file).
 TEST(Arena, PlacesAndUploadsInChunksAcrossBuffers) {
   auto& ctx = context();
-  const std::vector<uint64_t> sizes = {1, 3, 100, 1000, 4095, 7, 2048, 33, 4096, 555, 12, 1999};
-  const auto data = random_tensors(sizes, 21);
+  using F = gpu::WeightFormat;
+  const std::vector<Shape> shapes = {{1, 1, F::F32},   {3, 5, F::F16},   {7, 13, F::BF16}, {11, 50, F::F32},
+                                     {2, 8, F::F16},   {9, 33, F::BF16}, {5, 100, F::F16}, {1, 300, F::F32},
+                                     {13, 7, F::BF16}, {4, 64, F::F32},  {3, 3, F::F16},   {17, 16, F::BF16}};
   gpu::WeightArena arena(ctx, {.label = "test.arena", .max_buffer_bytes = 4096});
-  for (size_t t = 0; t < sizes.size(); ++t)
-    EXPECT_EQ(arena.add(tensor_name(t), sizes[t], {sizes[t]}, gpu::DType::U8), t);
+  std::vector<std::vector<std::byte>> data;
+  for (size_t t = 0; t < shapes.size(); ++t) {
+    const auto [rows, cols, format] = shapes[t];
+    EXPECT_EQ(arena.add(tensor_name(t), rows, cols, format), t);
+    const uint64_t bytes = rows * gpu::stored_row_bytes(format, cols);
+    auto words = test::random_words(bytes / 4, 21 + uint32_t(t));
+    data.emplace_back(bytes);
+    std::memcpy(data.back().data(), words.data(), bytes);
+  }
+  EXPECT_GE(arena.buffers(), 3u);  // 10 KB of tensors under a 4 KB cap
   arena.allocate();
-  EXPECT_GE(arena.buffers(), 4u);  // 17 KB of tensors under a 4 KB cap
   const uint64_t align = arena.alignment();
   EXPECT_EQ(align % 16, 0u);
   EXPECT_EQ(align % ctx.limits().min_storage_buffer_offset_alignment, 0u);
-  for (size_t t = 0; t < sizes.size(); ++t) {
+  for (size_t t = 0; t < shapes.size(); ++t) {
     const auto& v = arena.view(gpu::WeightArena::TensorId(t));
+    EXPECT_EQ(v.format, shapes[t].format);
+    EXPECT_EQ(v.row_bytes, gpu::stored_row_bytes(v.format, shapes[t].cols));
+    EXPECT_EQ(v.row_bytes % 16, 0u) << v.name;  // whole groups of 8 elements
+    EXPECT_EQ(v.bytes, v.rows * v.row_bytes);
     EXPECT_EQ(v.offset % align, 0u) << v.name;
     EXPECT_EQ(v.padded_bytes % 16, 0u) << v.name;
     EXPECT_GE(v.padded_bytes, v.bytes);
@@ -73,10 +81,15 @@ TEST(Arena, PlacesAndUploadsInChunksAcrossBuffers) {
   std::vector<uint64_t> seen;
   uint64_t fills = 0;
   arena.upload(
-      [&](gpu::WeightArena::TensorId id, uint64_t offset, std::span<std::byte> out) {
-        ASSERT_LE(offset + out.size(), data[id].size());
-        std::memcpy(out.data(), data[id].data() + offset, out.size());
+      [&](gpu::WeightArena::TensorId id, uint64_t first, uint64_t count, std::span<std::byte> staging) {
+        const uint64_t rb = arena.view(id).row_bytes;
+        EXPECT_LE(first + count, arena.view(id).rows);
+        EXPECT_TRUE(count == 1 || count * rb <= 64);  // whole rows, at most a chunk unless one row is more
         ++fills;
+        const auto rows = std::span<const std::byte>(data[id]).subspan(first * rb, count * rb);
+        if (id % 2) return rows;  // from the caller's memory
+        std::memcpy(staging.data(), rows.data(), rows.size());
+        return std::span<const std::byte>(staging);
       },
       [&](uint64_t done, uint64_t total) {
         EXPECT_TRUE(seen.empty() || done > seen.back());
@@ -84,43 +97,109 @@ TEST(Arena, PlacesAndUploadsInChunksAcrossBuffers) {
         seen.push_back(done);
       },
       64);
-  EXPECT_GT(fills, sizes.size());  // chunks of 64 bytes split the larger tensors
+  EXPECT_GT(fills, shapes.size());  // chunks of 64 bytes split the larger tensors
   uint64_t padded_total = 0;
-  for (size_t t = 0; t < sizes.size(); ++t)
+  for (size_t t = 0; t < shapes.size(); ++t)
     padded_total += arena.view(gpu::WeightArena::TensorId(t)).padded_bytes;
   ASSERT_FALSE(seen.empty());
   EXPECT_EQ(seen.back(), padded_total);
-  for (size_t t = 0; t < sizes.size(); ++t) {
+  for (size_t t = 0; t < shapes.size(); ++t) {
     const auto& v = arena.view(tensor_name(t));
     auto back = ctx.read_bytes(v.buffer, v.offset, v.padded_bytes);
-    ASSERT_EQ(0, std::memcmp(back.data(), data[t].data(), sizes[t])) << v.name;
-    for (uint64_t i = sizes[t]; i < v.padded_bytes; ++i)
+    ASSERT_EQ(0, std::memcmp(back.data(), data[t].data(), v.bytes)) << v.name;
+    for (uint64_t i = v.bytes; i < v.padded_bytes; ++i)
       ASSERT_EQ(back[i], std::byte{0}) << v.name << " at " << i;
   }
 }
 
-// Test that a fill callback may convert as it goes (16-bit source words widened to u32), that a
-// view binds as its own range of a shared buffer, and that a kernel on it leaves its neighbours.
-TEST(Arena, ConvertingFillAndKernelOnAView) {
+// The value of stored element i of a row in format f (host decode, for the check below).
+double stored_value(gpu::WeightFormat f, std::span<const std::byte> row, uint64_t i) {
+  if (f == gpu::WeightFormat::F32) {
+    float v;
+    std::memcpy(&v, row.data() + 4 * i, 4);
+    return v;
+  }
+  uint16_t h;
+  std::memcpy(&h, row.data() + 2 * i, 2);
+  return f == gpu::WeightFormat::F16 ? half::to_float(h) : half::bf16_to_float(h);
+}
+
+// Test every packer (each source dtype into each format) at odd column counts through the arena:
+// the GPU holds exactly the packed bytes; each element is the source value rounded to the format
+// (exact where the format holds the source type: bf16 -> bf16 and f16 -> f16 are byte copies,
+// and f16, bf16 -> f32 widen exactly); zeros past the last column.
+TEST(Arena, PackersRoundTripEveryFormat) {
   auto& ctx = context();
-  gpu::WeightArena arena(ctx, {.label = "test.widen"});
+  using F = gpu::WeightFormat;
+  using D = gpu::DType;
+  for (F f : {F::F32, F::F16, F::BF16})
+    for (D d : {D::F32, D::F16, D::BF16})
+      for (uint64_t cols : {1u, 7u, 13u, 50u}) {
+        SCOPED_TRACE(std::string(gpu::to_string(d)) + " -> " + gpu::to_string(f) + ", " +
+                     std::to_string(cols) + " columns");
+        const uint64_t rows = 3, sb = cols * gpu::dtype_bytes(d);
+        // Source values in [-4, 4) encoded in d (f32 values made exact in d first).
+        std::vector<float> values =
+            test::random_floats(rows * cols, uint32_t(7 * cols + uint32_t(f) * 3 + uint32_t(d)), -4, 4);
+        std::vector<std::byte> src(rows * sb);
+        for (uint64_t i = 0; i < values.size(); ++i) {
+          if (d == D::F32) {
+            std::memcpy(src.data() + 4 * i, &values[i], 4);
+            continue;
+          }
+          const uint16_t h = d == D::F16 ? half::from_float(values[i]) : half::bf16_from_float(values[i]);
+          values[i] = d == D::F16 ? half::to_float(h) : half::bf16_to_float(h);
+          std::memcpy(src.data() + 2 * i, &h, 2);
+        }
+        gpu::WeightArena arena(ctx, {.label = "test.pack"});
+        const auto id = arena.add("w", rows, cols, f);
+        arena.allocate();
+        const auto& v = arena.view(id);
+        std::vector<std::byte> packed(v.bytes);
+        for (uint64_t r = 0; r < rows; ++r)
+          gpu::pack_row(f, d, std::span(src).subspan(r * sb, sb), cols,
+                        std::span(packed).subspan(r * v.row_bytes, v.row_bytes));
+        arena.upload([&](auto, uint64_t first, uint64_t count, std::span<std::byte> staging) {
+          std::memcpy(staging.data(), packed.data() + first * v.row_bytes, count * v.row_bytes);
+          return std::span<const std::byte>(staging);
+        });
+        const auto back = ctx.read_bytes(v.buffer, v.offset, v.bytes);
+        ASSERT_EQ(0, std::memcmp(back.data(), packed.data(), v.bytes));
+        const bool same = gpu::stored_as_is(f, d, 8);
+        for (uint64_t r = 0; r < rows; ++r) {
+          const auto row = std::span<const std::byte>(back).subspan(r * v.row_bytes, v.row_bytes);
+          if (same) {
+            ASSERT_EQ(0, std::memcmp(row.data(), src.data() + r * sb, sb)) << "row " << r;
+          }
+          for (uint64_t c = 0; c < (cols + 7) / 8 * 8; ++c) {
+            const float x = c < cols ? values[r * cols + c] : 0.0f;
+            const float want = f == F::F32   ? x
+                               : f == F::F16 ? half::to_float(half::from_float(x))
+                                             : half::bf16_to_float(half::bf16_from_float(x));
+            ASSERT_EQ(stored_value(f, row, c), want) << "row " << r << " column " << c;
+          }
+        }
+      }
+}
+
+// Test that a view binds as its own range of a shared buffer and that a kernel on it leaves its
+// neighbours as they were.
+TEST(Arena, KernelOnAViewLeavesItsNeighbours) {
+  auto& ctx = context();
+  gpu::WeightArena arena(ctx, {.label = "test.view"});
   const std::vector<uint32_t> counts = {37, 129, 5};
-  std::vector<std::vector<uint16_t>> src;
+  std::vector<std::vector<uint32_t>> src;
   for (size_t t = 0; t < counts.size(); ++t) {
-    auto w = test::random_words(counts[t], 40 + uint32_t(t));
-    src.emplace_back(w.begin(), w.end());  // truncated to 16 bits, as a bf16 file would hold
-    arena.add(tensor_name(t), counts[t] * 4, {counts[t]}, gpu::DType::U32);
+    src.push_back(test::random_words(counts[t], 40 + uint32_t(t)));
+    arena.add(tensor_name(t), 1, counts[t], gpu::WeightFormat::F32);  // a row of 32-bit words
   }
   arena.allocate();
   ASSERT_EQ(arena.buffers(), 1u);
-  arena.upload(
-      [&](gpu::WeightArena::TensorId id, uint64_t offset, std::span<std::byte> out) {
-        for (uint64_t i = 0; i < out.size() / 4; ++i) {
-          const uint32_t widened = src[id][offset / 4 + i];
-          std::memcpy(out.data() + 4 * i, &widened, 4);
-        }
-      },
-      {}, 32);
+  arena.upload([&](gpu::WeightArena::TensorId id, uint64_t, uint64_t, std::span<std::byte> out) {
+    std::fill(out.begin(), out.end(), std::byte{0});
+    std::memcpy(out.data(), src[id].data(), 4 * src[id].size());
+    return std::span<const std::byte>(out);
+  });
   auto& k = ctx.kernel(gpu::embedded_kernel("dispatch", "step_u32"));
   const auto& mid = arena.view(tensor_name(1));
   gpu::Recorder rec(ctx);
@@ -136,25 +215,29 @@ TEST(Arena, ConvertingFillAndKernelOnAView) {
   }
 }
 
-// Test that a tensor over the cap, a duplicate name, a missing name and use before allocate()
-// are clear errors.
+// Test that a tensor over the cap, a duplicate name, a missing name, use before allocate() and a
+// fill that returns the wrong number of bytes are clear errors.
 TEST(Arena, ClearErrors) {
   auto& ctx = context();
+  using F = gpu::WeightFormat;
   gpu::WeightArena arena(ctx, {.label = "test.errors", .max_buffer_bytes = 1024});
-  auto m = message_of([&] { arena.add("big", 2000, {500}, gpu::DType::F32); });
+  auto m = message_of([&] { arena.add("big", 5, 100, F::F32); });
   EXPECT_NE(m.find("'big'"), std::string::npos) << m;
   EXPECT_NE(m.find("cap of 1024"), std::string::npos) << m;
   EXPECT_NE(m.find("maxStorageBufferBindingSize"), std::string::npos) << m;
-  arena.add("a", 16, {4}, gpu::DType::F32);
-  m = message_of([&] { arena.add("a", 16, {4}, gpu::DType::F32); });
+  arena.add("a", 1, 4, F::F32);
+  m = message_of([&] { arena.add("a", 1, 4, F::F32); });
   EXPECT_NE(m.find("added twice"), std::string::npos) << m;
-  m = message_of([&] { arena.upload([](auto, auto, auto) {}); });
+  auto nothing = [](auto, auto, auto, std::span<std::byte>) { return std::span<const std::byte>(); };
+  m = message_of([&] { arena.upload(nothing); });
   EXPECT_NE(m.find("before allocate"), std::string::npos) << m;
   arena.allocate();
   m = message_of([&] { arena.view("nope"); });
   EXPECT_NE(m.find("no tensor named 'nope'"), std::string::npos) << m;
-  m = message_of([&] { arena.add("late", 16, {4}, gpu::DType::F32); });
+  m = message_of([&] { arena.add("late", 1, 4, F::F32); });
   EXPECT_NE(m.find("after allocate"), std::string::npos) << m;
+  m = message_of([&] { arena.upload(nothing); });
+  EXPECT_NE(m.find("gave 0 bytes for 1 rows of 32"), std::string::npos) << m;
 }
 
 // ---- Plan ----

@@ -122,6 +122,129 @@ TEST(ServeSubmission, AcceptsValidAndNamesTheFieldOfEachRejection) {
             "results[1].baseline: speedup and baseline are both null or both set");
 }
 
+TEST(ServeSubmission, CountersBeyondInt64AreRefusedNotWrapped) {
+  EXPECT_EQ(rejection([](json& s) { s["results"][0]["dispatches"] = uint64_t(1) << 63; }),
+            "results[0].dispatches: must be at most 9223372036854775807");
+  EXPECT_EQ(rejection([](json& s) { s["results"][0]["submits"] = json::parse("18446744073709551615"); }),
+            "results[0].submits: must be at most 9223372036854775807");
+  EXPECT_EQ(rejection([](json& s) { s["results"][0]["dispatches"] = int64_t(INT64_MAX); }), "");
+}
+
+TEST(ServeSubmission, BodyDepthIsBoundedBeforeParsing) {
+  const auto nested = [](int depth) {
+    return R"({"schema_version": 1, "x": )" + std::string(size_t(depth), '[') +
+           std::string(size_t(depth), ']') + "}";
+  };
+  EXPECT_NO_THROW(parse_submission_body(nested(7)));  // 8 levels with the outer object
+  try {
+    parse_submission_body(nested(75000));
+    FAIL() << "75,000 levels accepted";
+  } catch (const ValidationError& e) {
+    EXPECT_STREQ(e.what(),
+                 "body: nested deeper than 8 levels of arrays and objects (the submission needs 4)");
+  }
+  EXPECT_THROW(parse_submission_body(nested(8)), ValidationError);
+  // Brackets inside strings (escaped quotes too) are text, not nesting.
+  EXPECT_NO_THROW(parse_submission_body(R"({"a": "\"[[[[[[[[[[[[[[[[[[[[[[[[[[["})"));
+  try {
+    parse_submission_body("{\"a\": \"\xff\"}");
+    FAIL() << "non-UTF-8 accepted";
+  } catch (const ValidationError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("body: malformed JSON: ", 0), 0u) << e.what();
+  }
+}
+
+TEST(ServeSubmission, StringsLoseControlCharactersAndCountCharacters) {
+  EXPECT_EQ(without_control_characters("GPU\u202e1337\u2066x\u200f\ty\x01z\u00e9"), "GPU1337xyz\u00e9");
+  EXPECT_EQ(utf8_length("\u00e9\u00e9\u65e5"), 3u);
+  EXPECT_TRUE(is_utf8("na\u00efve \u65e5 \U0001f600"));
+  for (const char* bad : {"\xff", "\xc3\x28", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82"})
+    EXPECT_FALSE(is_utf8(bad)) << bad;
+  json s = valid_submission(5);
+  s["adapter"]["device"] = "Evil\u202eGPU";
+  validate_submission(s);
+  EXPECT_EQ(s["adapter"]["device"], "EvilGPU");
+  // A browser's adapter without a device name is named by vendor and architecture.
+  s["adapter"]["device"] = "";
+  s["adapter"]["vendor"] = "nvidia";
+  s["adapter"]["architecture"] = "blackwell";
+  validate_submission(s);
+  EXPECT_EQ(s["adapter"]["device"], "nvidia blackwell");
+  // 256 two-byte characters are 512 bytes and within the limit; 257 are not.
+  std::string e256;
+  for (int k = 0; k < 256; ++k) e256 += "\u00e9";
+  EXPECT_EQ(rejection([&](json& s) { s["adapter"]["device"] = e256; }), "");
+  EXPECT_EQ(rejection([&](json& s) { s["adapter"]["device"] = e256 + "\u00e9"; }),
+            "adapter.device: longer than 256 characters (257)");
+}
+
+// Every implausible case is flagged with a reason naming the field, and none of the plausible ones.
+TEST(ServeSubmission, FlagsEveryImplausibleResultAndNoPlausibleOne) {
+  const std::string version = "00ff00ff00ff00ff";
+  for (uint32_t seed = 1; seed < 40; ++seed) {
+    json s = valid_submission(seed);
+    validate_submission(s);
+    flag_implausible(s, version);
+    for (auto& r : s["results"]) EXPECT_EQ(r["flags"], json::array()) << "seed " << seed << ": " << r;
+  }
+  const auto flags = [&](const std::function<void(json&)>& lie) {
+    json s = valid_submission(7);
+    lie(s["results"][1]);
+    validate_submission(s);
+    flag_implausible(s, version);
+    EXPECT_EQ(s["results"][0]["flags"], json::array());
+    return s["results"][1]["flags"].dump();
+  };
+  const auto flagged = [&](const std::function<void(json&)>& lie, const std::string& field) {
+    const std::string reasons = flags(lie);
+    EXPECT_NE(reasons.find("\"" + field), std::string::npos)
+        << "expected a flag on " << field << ": " << reasons;
+  };
+  const auto set_samples = [](json& r, std::vector<double> v) {
+    std::vector<double> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    r["samples"] = v;
+    r["min"] = sorted.front();
+    r["max"] = sorted.back();
+    r["median"] = sorted[sorted.size() / 2];
+  };
+  flagged([](json& r) { r["kernel_version"] = "0123456789abcdef"; }, "kernel_version: 0123456789abcdef");
+  flagged([](json& r) { r["bandwidth_gbs"] = 1e12, r["bound_gbs"] = 1.0; },
+          "bandwidth_gbs: 1000000000000.0 GB/s is above 20000");
+  flagged([](json& r) { r["bandwidth_gbs"] = 1.6, r["bound_gbs"] = 1.0; },
+          "bandwidth_gbs: 1.6 GB/s is above the adapter's copy bound");
+  flagged([](json& r) { r["bound_gbs"] = 3e4; }, "bound_gbs");
+  flagged([&](json& r) { r["unit"] = "tok/s", set_samples(r, {1e15, 2e15, 3e15}); }, "samples: 3e+15 tok/s");
+  flagged([&](json& r) { r["unit"] = "gen/s", set_samples(r, {0.0, 2.0, 3.0}); }, "samples: a rate of 0");
+  flagged([&](json& r) { set_samples(r, {1e-5, 2.0, 3.0}); }, "samples: a repetition");
+  flagged(
+      [](json& r) {
+        r["min"] = r["min"].get<double>() / 2;
+        r["median"] = r["min"];
+      },
+      "min:");
+  flagged([](json& r) { r["max"] = r["max"].get<double>() * 2; }, "max:");
+  flagged(
+      [](json& r) {  // within [min, max], yet not the samples' median
+        r["median"] = r["min"].get<double>() + 1e-3 * (r["max"].get<double>() - r["min"].get<double>());
+      },
+      "median:");
+  flagged([](json& r) { r["equivalence"]["max_abs_diff"] = 0.5; },
+          "equivalence: passed with max_abs_diff 0.5");
+  flagged([](json& r) { r["sizes"]["elements"] = -1; }, "sizes.elements: -1");
+  flagged([](json& r) { r["sizes"]["elements"] = 2.5; }, "sizes.elements: 2.5");
+  flagged([](json& r) { r["dispatches"] = int64_t(1e12); }, "dispatches: 1000000000000");
+  // A mixed absolute/relative check declares its relative tolerance; its diff may pass atol then.
+  EXPECT_EQ(flags([](json& r) {
+              r["equivalence"]["max_abs_diff"] = 0.5;
+              r["equivalence"]["relative_tolerance"] = 1e-3;
+            }),
+            "[]");
+  // An even count's median may be either middle sample or between them.
+  EXPECT_EQ(flags([&](json& r) { set_samples(r, {4.0, 1.0, 3.0, 2.0}), r["median"] = 2.0; }), "[]");
+  EXPECT_EQ(flags([&](json& r) { set_samples(r, {4.0, 1.0, 3.0, 2.0}), r["median"] = 2.5; }), "[]");
+}
+
 TEST(ServeRateLimit, BucketEmptiesRefillsAndKeepsClientsApart) {
   RateLimiter limiter(RateLimit::parse("6/min"));  // a token every 10 s, a burst of 6
   auto t0 = RateLimiter::Clock::time_point{} + std::chrono::hours(1);
@@ -200,7 +323,7 @@ TEST(ServeResultsStore, SqliteMigratesStoresVerbatimAndSummarises) {
   fs::remove(file);
   {
     ResultsStore store(open_sqlite(file.string()));
-    EXPECT_EQ(store.schema_version(), 1);
+    EXPECT_EQ(store.schema_version(), 2);
     json a = valid_submission(1), b = valid_submission(2);
     b["adapter"]["vendor"] = "x'); DROP TABLE results; --";
     const int64_t ida = store.insert(a, "2026-11-22T00:00:00.000Z");
@@ -213,14 +336,41 @@ TEST(ServeResultsStore, SqliteMigratesStoresVerbatimAndSummarises) {
     EXPECT_EQ(all["rows"][4]["speedup"], b["results"][1]["speedup"]);
     json filtered = store.query({{{"vendor", b["adapter"]["vendor"].get<std::string>()}, {"suite", "sim"}}});
     EXPECT_EQ(filtered["total"], 2);
-    json summary = store.summary("vendor", "dispatch");
+    json summary = store.summary("vendor", {{{"suite", "dispatch"}}});
     ASSERT_EQ(summary["groups"].size(), 2u);
     for (auto& g : summary["groups"]) EXPECT_EQ(g["count"], 1);
+    // The summary honours every filter, leaves flagged results out and keeps problem sizes apart.
+    json c = valid_submission(3);
+    flag_implausible(c, "00ff00ff00ff00ff");
+    c["results"][1]["flags"] = {"made up"};
+    c["results"][2]["sizes"]["elements"] = 999;
+    store.insert(c, "2026-11-22T00:00:02.000Z");
+    json sims = store.summary("vendor", {{{"suite", "sim"}, {"vendor", "google"}}});
+    ASSERT_EQ(sims["groups"].size(), 3u);  // sizes 4098 (a's), 4099 (a's), 999 (c's); c's 4098 flagged
+    for (auto& g : sims["groups"]) {
+      EXPECT_EQ(g["count"], 1) << g;
+      EXPECT_EQ(g["key"], "google");
+    }
+    EXPECT_EQ(store.query({{}, Flagged::yes})["total"], 1);
+    EXPECT_EQ(store.query({{}, Flagged::yes})["rows"][0]["flags"], json({"made up"}));
+    EXPECT_EQ(store.query({{}, Flagged::no})["total"], 8);
+    // A cell a spreadsheet would run as a formula is defused.
+    json d = valid_submission(4);
+    d["adapter"]["device"] = "=HYPERLINK(\"http://x\",\"y\")";
+    d["adapter"]["description"] = "+1";
+    store.insert(d, "2026-11-22T00:00:03.000Z");
+    ResultQuery google;
+    google.equals = {{"vendor", "google"}};
+    google.limit = 1000;
+    const std::string csv = store.query_csv(google);
+    EXPECT_NE(csv.find(",\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\","), std::string::npos) << csv;
+    EXPECT_NE(csv.find(",'+1,"), std::string::npos);
+    EXPECT_EQ(csv.find(",=HYPERLINK"), std::string::npos);
   }
   // Reopening applies no migration twice and keeps the rows.
   ResultsStore again(open_sqlite(file.string()));
-  EXPECT_EQ(again.schema_version(), 1);
-  EXPECT_EQ(again.query({})["total"], 6);
+  EXPECT_EQ(again.schema_version(), 2);
+  EXPECT_EQ(again.query({})["total"], 12);
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(file.string() + suffix);
 }
 

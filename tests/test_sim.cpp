@@ -324,7 +324,8 @@ TEST(SimCli, CheckPassesForEveryWorkloadAtSmallSizes) {
   }
 }
 
-// Test that an unknown workload and a population over the device's limits are clear errors.
+// Test that an unknown workload and a population over the device's limits are clear errors, the
+// latter with the fix.
 TEST(SimCli, ClearErrors) {
   auto pong = test::run_wgfuse("--adapter cpu sim pong");
   EXPECT_NE(pong.rc, 0);
@@ -332,6 +333,7 @@ TEST(SimCli, ClearErrors) {
   auto big = test::run_wgfuse("--adapter cpu sim market --pop 4000000 --steps 10");
   EXPECT_NE(big.rc, 0);
   EXPECT_NE(big.out.find("maxStorageBufferBindingSize"), std::string::npos) << big.out;
+  EXPECT_NE(big.out.find("lower --pop to at most"), std::string::npos) << big.out;
 }
 
 }  // namespace

@@ -224,19 +224,18 @@ TEST(SimToggles, NoRobustnessIsNamedAndDumpShadersDumps) {
   EXPECT_NE(dump.out.find("sim_fused_main"), std::string::npos) << dump.out.substr(0, 2000);
 }
 
-// Test the step-splitting team (Rastrigin): auto takes the largest team and says why, the
-// workload's SimSpec must agree with its definition, and the strided layout sums every term once
+// Test the step-splitting team (Rastrigin): auto takes the largest team and says why, the loader
+// reads SIM_TEAM_SPLITS_STEPS from the definition, and the strided layout sums every term once
 // for odd populations and step counts that are no multiple of the team (against the CPU sum).
-TEST(SimTeamStrided, AutoMismatchAndEveryTermOnce) {
+TEST(SimTeamStrided, AutoSplitsAndEveryTermOnce) {
   const auto& w = sim::find_workload("rastrigin");
   const uint32_t top = fuse::max_team(context(), w.spec);
   auto c = fuse::choose_auto(context(), w.spec, 100000);
   EXPECT_EQ(c.strategy, Strategy::Team);
   EXPECT_EQ(c.team, top);
   EXPECT_NE(c.why.find("steps are independent"), std::string::npos) << c.why;
-  auto spec = w.spec;
-  spec.team_splits_steps = false;
-  EXPECT_THROW(fuse::SimProgram(context(), spec, 5, 5, 5, 1, {}, 0), Error);
+  EXPECT_TRUE(w.spec.team_splits_steps);
+  EXPECT_FALSE(sim::find_workload("cartpole").spec.team_splits_steps);
   // Data records are read as vec4s: a stride that is no multiple of 4, or does not divide the
   // data, is refused.
   const std::vector<float> records(44, 0.5f);

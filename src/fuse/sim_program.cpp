@@ -1,5 +1,8 @@
 #include "fuse/sim_program.h"
 
+#include <algorithm>
+#include <regex>
+
 #include "util/error.h"
 
 namespace wgfuse::fuse {
@@ -14,12 +17,12 @@ void require_offered(const gpu::Context& ctx, Strategy s) {
                 " needs the adapter's 'subgroups' feature, which this adapter does not offer; use fused");
 }
 
-uint32_t workgroup_size(const SimSpec& spec, Strategy s) {
+uint32_t workgroup_size(const SimDefinition& spec, Strategy s) {
   return row(s).grid == Grid::PerTeam && spec.team_workgroup_size ? spec.team_workgroup_size
                                                                   : spec.workgroup_size;
 }
 
-SimSpec fit_team_workgroup(const gpu::Context& ctx, SimSpec spec) {
+SimDefinition fit_team_workgroup(const gpu::Context& ctx, SimDefinition spec) {
   const auto& lim = ctx.limits();
   const uint32_t top = std::min(lim.max_compute_invocations_per_workgroup, lim.max_compute_workgroup_size_x);
   while (spec.team_workgroup_size > top && spec.team_workgroup_size > spec.workgroup_size)
@@ -27,7 +30,7 @@ SimSpec fit_team_workgroup(const gpu::Context& ctx, SimSpec spec) {
   return spec;
 }
 
-uint32_t max_team(const gpu::Context& ctx, const SimSpec& spec) {
+uint32_t max_team(const gpu::Context& ctx, const SimDefinition& spec) {
   if (!ctx.features().subgroups) return 1;
   // A step-splitting team adds its lanes' sums through workgroup memory, so only the workgroup
   // bounds it; a policy team exchanges by subgroup shuffles and must fit in the smallest subgroup.
@@ -39,7 +42,7 @@ uint32_t max_team(const gpu::Context& ctx, const SimSpec& spec) {
   return p;
 }
 
-void check_team(const gpu::Context& ctx, const SimSpec& spec, uint32_t team) {
+void check_team(const gpu::Context& ctx, const SimDefinition& spec, uint32_t team) {
   const uint32_t m = max_team(ctx, spec);
   if (team == 0 || (team & (team - 1)) != 0 || team > m)
     throw Error("simulation '" + spec.name + "': team size " + std::to_string(team) +
@@ -52,7 +55,7 @@ void check_team(const gpu::Context& ctx, const SimSpec& spec, uint32_t team) {
                 std::to_string(workgroup_size(fit_team_workgroup(ctx, spec), Strategy::Team)) + ")");
 }
 
-AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t pop) {
+AutoChoice choose_auto(const gpu::Context& ctx, const SimDefinition& spec, uint32_t pop) {
   if (!ctx.features().subgroups)
     return {Strategy::Fused, 1, "fused: the adapter has no subgroups, so no team strategy"};
   const uint32_t m = max_team(ctx, spec);
@@ -81,14 +84,58 @@ AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t po
               ")"};
 }
 
-std::string generated_source(const SimSpec& spec, Strategy s) {
-  const char* prefix = row(s).grid == Grid::PerTeam ? "sim_team" : "sim_solo";
-  return std::string(gpu::kernel_source(prefix)) + std::string(gpu::kernel_source(spec.family));
+namespace {
+
+// The module's text before the definition, which follows it on a line of its own.
+std::string module_head(const SimDefinition& spec, Strategy s) {
+  std::string head(gpu::kernel_source(row(s).grid == Grid::PerTeam ? "sim_team" : "sim_solo"));
+  for (std::string_view family : {std::string_view("sim_common"), std::string_view(spec.policy)}) {
+    if (family.empty()) continue;
+    if (!head.empty() && head.back() != '\n') head += '\n';
+    head += gpu::kernel_source(family);
+  }
+  if (!head.empty() && head.back() != '\n') head += '\n';
+  return head;
 }
 
-SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t steps, uint32_t genome_len,
-                       uint32_t seed, std::span<const float> data, uint32_t data_stride, uint32_t episodes,
-                       uint32_t team)
+}  // namespace
+
+std::string generated_source(const SimDefinition& spec, Strategy s) {
+  std::string src = module_head(spec, s) + spec.source;
+  if (!src.empty() && src.back() != '\n') src += '\n';
+  return src + std::string(gpu::kernel_source("sim_entries"));
+}
+
+uint32_t definition_first_line(const SimDefinition& spec, Strategy s) {
+  const auto head = module_head(spec, s);
+  return uint32_t(std::count(head.begin(), head.end(), '\n')) + 1;
+}
+
+std::string locate_wgsl_error(const SimDefinition& spec, Strategy s, const std::string& message) {
+  // gpu::Context's form: "kernel 'NAME': WGSL error at line N, column C: MESSAGE", one per line.
+  static const std::regex at(R"(kernel '[^']*': WGSL error at line (\d+), column (\d+): )");
+  const uint32_t first = definition_first_line(spec, s);
+  const uint32_t lines = uint32_t(std::count(spec.source.begin(), spec.source.end(), '\n')) +
+                         (spec.source.empty() || spec.source.back() == '\n' ? 0 : 1);
+  std::string out;
+  auto it = message.cbegin();
+  for (std::smatch m; std::regex_search(it, message.cend(), m, at); it = m.suffix().first) {
+    out.append(it, m.prefix().second);
+    const uint32_t line = uint32_t(std::stoul(m[1].str()));
+    if (line >= first && line < first + lines)
+      out += spec.origin + ":" + std::to_string(line - first + 1) + ":" + m[2].str() + ": WGSL error: ";
+    else
+      out += "simulation '" + spec.name + "': WGSL error in wgfuse's part of the generated module (line " +
+             m[1].str() + ", column " + m[2].str() + " of `wgfuse sim " + spec.origin + " --dump-wgsl" +
+             (s == Strategy::Team ? " --mode team" : "") + "`): ";
+  }
+  out.append(it, message.cend());
+  return out;
+}
+
+SimProgram::SimProgram(gpu::Context& ctx, SimDefinition spec, uint32_t pop, uint32_t steps,
+                       uint32_t genome_len, uint32_t seed, std::span<const float> data, uint32_t data_stride,
+                       uint32_t episodes, uint32_t team)
     : ctx_(&ctx),
       spec_(fit_team_workgroup(ctx, std::move(spec))),
       params_{.pop = pop,
@@ -122,7 +169,7 @@ SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t s
                 std::to_string(groups_) + " workgroups of " + std::to_string(spec_.workgroup_size) +
                 ", over the device's maxComputeWorkgroupsPerDimension (" +
                 std::to_string(lim.max_compute_workgroups_per_dimension) + ")");
-  slot_bytes_ = kSlotHeaderBytes + spec_.state_bytes;
+  slot_bytes_ = fuse::slot_bytes(spec_);
   uint64_t slot_total = uint64_t(pop) * slot_bytes_;
   if (slot_total > lim.max_storage_buffer_binding_size)
     throw Error("simulation '" + spec_.name + "': the state of " + std::to_string(pop) + " individuals (" +
@@ -138,11 +185,6 @@ SimProgram::SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t s
                 " bytes) is over the device's maxStorageBufferBindingSize (" +
                 std::to_string(lim.max_storage_buffer_binding_size) + ")");
   source_ = generated_source(spec_, Strategy::Fused);
-  const bool splits = source_.find("const SIM_TEAM_SPLITS_STEPS: bool = true;") != std::string::npos;
-  if (splits != spec_.team_splits_steps)
-    throw Error("simulation '" + spec_.name + "': its SimSpec says team_splits_steps = " +
-                (spec_.team_splits_steps ? "true" : "false") + " but its definition (" + spec_.family +
-                ") says SIM_TEAM_SPLITS_STEPS = " + (splits ? "true" : "false"));
   if (ctx.features().subgroups) team_source_ = generated_source(spec_, Strategy::Team);
   params_buf_ = ctx.upload<SimParams>(std::span<const SimParams>(&params_, 1), gpu::BufferUsage::Uniform,
                                       spec_.name + ".params");
@@ -186,17 +228,22 @@ void SimProgram::compile() {
     if (row(s).grid == Grid::PerTeam) o["TEAM"] = double(team_);
     return o;
   };
-  auto kernel = [&](std::string_view entry) {
-    return &ctx_->kernel({"sim." + spec_.name, source_, std::string(entry), overrides(Strategy::Fused)});
+  // A WGSL error is told at the line of the definition's file where it lies there.
+  auto kernel = [&](std::string_view entry, Strategy s = Strategy::Fused) {
+    const bool team = row(s).grid == Grid::PerTeam;
+    try {
+      return &ctx_->kernel({"sim." + spec_.name + (team ? ".team" : ""), team ? team_source_ : source_,
+                            std::string(entry), overrides(s)});
+    } catch (const Error& e) {
+      throw Error(locate_wgsl_error(spec_, s, e.what()));
+    }
   };
   init_ = kernel(kInitEntry);
   fitness_ = kernel(kFitnessEntry);
   next_episode_ = kernel(kNextEpisodeEntry);
   for (auto& r : strategies()) {
     if (entries_.count(r.entry) || !offered(*ctx_, r.id)) continue;
-    entries_[r.entry] = r.grid == Grid::PerTeam ? &ctx_->kernel({"sim." + spec_.name + ".team", team_source_,
-                                                                 std::string(r.entry), overrides(r.id)})
-                                                : kernel(r.entry);
+    entries_[r.entry] = kernel(r.entry, r.grid == Grid::PerTeam ? r.id : Strategy::Fused);
   }
 }
 

@@ -1,10 +1,14 @@
 // One definition of a simulation, several execution strategies.
 //
-// A simulation is written once, in kernels/sim_<workload>.wgsl: a State struct, sim_init,
-// sim_step and sim_fitness (the contract is at the top of kernels/sim_common.wgsl), between a
-// fixed head (#include "sim_common.wgsl": bindings, params, RNG, genome access) and tail
-// (#include "sim_entries.wgsl": the entry points of every strategy), expanded at build time
-// (cmake/embed_kernels.cmake). SimProgram compiles that one module and runs it as
+// A simulation is written once, in one WGSL file (kernels/sim_<workload>.wgsl for the built-ins,
+// any FILE.wgsl for a user's): a State struct, sim_init, sim_step, sim_fitness (the contract is
+// at the top of kernels/sim_common.wgsl) and a JSON header (src/sim/workload_file.h loads it into
+// a SimDefinition). generated_source composes the module of a strategy from embedded families
+// and that text, concatenated in a fixed order: the strategy's prefix, the fixed head
+// (kernels/sim_common.wgsl: bindings, params, RNG, genome access), the policy library the
+// definition names (kernels/sim_mlp.wgsl), the definition, and the fixed tail
+// (kernels/sim_entries.wgsl: the entry points of every strategy). SimProgram compiles it and
+// runs it as
 //   PerStep: init, then one dispatch per time step with a submit and a wait after each,
 //            then fitness: what an eager framework does;
 //   Batched: the same dispatches recorded into one command buffer, one wait;
@@ -34,10 +38,14 @@
 
 namespace wgfuse::fuse {
 
-struct SimSpec {
+// A simulation's definition as loaded from its file (sim::load_workload), what SimProgram needs.
+struct SimDefinition {
   std::string name;          // for labels and messages, e.g. "acrobot"
-  std::string family;        // the embedded kernel family holding the definition, e.g. "sim_acrobot"
-  uint32_t state_bytes = 0;  // size of the WGSL State struct (slot = kSlotHeaderBytes + state_bytes)
+  std::string origin;        // the file it came from, for messages, e.g. "kernels/sim_acrobot.wgsl"
+  std::string source;        // the file's text: the definition
+  std::string policy;        // the embedded policy library it uses ("sim_mlp"), or empty
+  uint32_t state_bytes = 0;  // size of the WGSL State struct (slot_bytes)
+  uint32_t state_align = 4;  // its alignment: 16 with a vec3 or vec4 in it (WGSL's layout rules)
   uint32_t workgroup_size = 64;
   // The team strategy's workgroup size (0: workgroup_size), halved down to the device's limit
   // where it is over (fit_team_workgroup). A step-splitting team wants wide workgroups: their
@@ -46,14 +54,14 @@ struct SimSpec {
   // The largest team the definition splits its work for (a power of two): 16 where hidden units
   // are split across lanes (16 units), more where steps are (Rastrigin).
   uint32_t max_team = 16;
-  // Mirrors the definition's SIM_TEAM_SPLITS_STEPS (SimProgram checks that they agree): its steps
-  // are independent, so a team divides them and its lanes are strided (kernels/sim_team.wgsl).
+  // The definition's SIM_TEAM_SPLITS_STEPS (read from its text by the loader): its steps are
+  // independent, so a team divides them and its lanes are strided (kernels/sim_team.wgsl).
   bool team_splits_steps = false;
   // --mode auto's target of invocations for a policy team (0: kAutoTargetInvocations), where the
   // workload's own measurement says otherwise.
   uint64_t auto_invocations = 0;
   // --mode auto's smallest and largest team where subgroups allow (0: max_team), where the
-  // workload's measurement says so (Market: teams of 4 at every population, src/sim/workloads.cpp).
+  // workload's measurement says so (Market: teams of 4 at every population, kernels/sim_market.wgsl).
   uint32_t auto_min_team = 1;
   uint32_t auto_max_team = 0;
   // More pipeline-overridable constants for every kernel of the definition (the CLI's
@@ -62,10 +70,10 @@ struct SimSpec {
 };
 
 // The workgroup size of strategy `s` for `spec`.
-uint32_t workgroup_size(const SimSpec& spec, Strategy s);
+uint32_t workgroup_size(const SimDefinition& spec, Strategy s);
 // `spec` with its team workgroup size (a preference) halved down to the device's limit, but not
 // below workgroup_size, which stays as given (SimProgram names the limit when it is over).
-SimSpec fit_team_workgroup(const gpu::Context& ctx, SimSpec spec);
+SimDefinition fit_team_workgroup(const gpu::Context& ctx, SimDefinition spec);
 
 // Mirrors SimParams in kernels/sim_common.wgsl.
 struct SimParams {
@@ -84,11 +92,23 @@ inline constexpr uint32_t kMaxEpisodes = 1024;
 
 // Slot in kernels/sim_entries.wgsl: {t, episode, total} before the State.
 inline constexpr uint32_t kSlotHeaderBytes = 12;
+// The array stride of Slot by WGSL's layout rules: the State at its alignment after the header, the
+// whole rounded up to it.
+inline uint32_t slot_bytes(const SimDefinition& spec) {
+  const uint32_t a = spec.state_align;
+  return ((kSlotHeaderBytes + a - 1) / a * a + spec.state_bytes + a - 1) / a * a;
+}
 
 // The WGSL module that runs strategy `s` of `spec`: the strategy's prefix (kernels/sim_solo.wgsl,
-// or kernels/sim_team.wgsl for Team: the team helpers and entry point) followed by the workload's
-// embedded family, includes expanded (sim_common, the definition, sim_entries).
-std::string generated_source(const SimSpec& spec, Strategy s = Strategy::Fused);
+// or kernels/sim_team.wgsl for Team: the team helpers and entry point), kernels/sim_common.wgsl,
+// the policy library, the definition's text, kernels/sim_entries.wgsl.
+std::string generated_source(const SimDefinition& spec, Strategy s = Strategy::Fused);
+// The line of generated_source(spec, s) on which the definition's first line lies.
+uint32_t definition_first_line(const SimDefinition& spec, Strategy s);
+// A WGSL compiler error about generated_source(spec, s) ("... at line N, column C: ..."; gpu::Context)
+// with the line told in the definition's file ("ORIGIN:LINE:COLUMN") where it lies there, else
+// as a line of wgfuse's own part of the module.
+std::string locate_wgsl_error(const SimDefinition& spec, Strategy s, const std::string& message);
 
 // Entry points of the generated module before and after the time steps of the step-loop
 // strategies; the strategies' own entry points are in their rows (fuse/strategy.h).
@@ -104,9 +124,9 @@ void require_offered(const gpu::Context& ctx, Strategy s);
 // The team sizes `spec` can run with on this adapter: powers of two up to min(spec.max_team,
 // the adapter's smallest subgroup (not for a step-splitting team, which exchanges through
 // workgroup memory), the team's workgroup size). 1 where the adapter has no subgroups.
-uint32_t max_team(const gpu::Context& ctx, const SimSpec& spec);
+uint32_t max_team(const gpu::Context& ctx, const SimDefinition& spec);
 // Throws Error naming the limit when `team` is not a power of two within max_team.
-void check_team(const gpu::Context& ctx, const SimSpec& spec, uint32_t team);
+void check_team(const gpu::Context& ctx, const SimDefinition& spec, uint32_t team);
 
 // --mode auto: the strategy and team size for a population, and why.
 struct AutoChoice {
@@ -122,7 +142,7 @@ struct AutoChoice {
 // genes from memory) takes the largest size allowed: the more loads in flight, the nearer the bandwidth
 // bound. Without subgroups, fused.
 inline constexpr uint64_t kAutoTargetInvocations = 16384;
-AutoChoice choose_auto(const gpu::Context& ctx, const SimSpec& spec, uint32_t pop);
+AutoChoice choose_auto(const gpu::Context& ctx, const SimDefinition& spec, uint32_t pop);
 
 struct EvalCounts {
   uint64_t dispatches = 0;
@@ -135,7 +155,7 @@ class SimProgram {
   // Fitness is the mean return over `episodes` start states (common to all individuals).
   // Throws Error naming the device limit when the sizes cannot run on this device.
   // `team`: the invocations per individual of the team strategy (check_team).
-  SimProgram(gpu::Context& ctx, SimSpec spec, uint32_t pop, uint32_t steps, uint32_t genome_len,
+  SimProgram(gpu::Context& ctx, SimDefinition spec, uint32_t pop, uint32_t steps, uint32_t genome_len,
              uint32_t seed, std::span<const float> data, uint32_t data_stride, uint32_t episodes = 1,
              uint32_t team = 1);
 
@@ -153,7 +173,7 @@ class SimProgram {
   // its own params, can share one command buffer.
   void record_generation(gpu::Recorder& rec, uint32_t g);
   static constexpr uint32_t kParamsRing = 16;
-  const SimSpec& spec() const { return spec_; }
+  const SimDefinition& spec() const { return spec_; }
 
   // Compiles every pipeline now (otherwise on first use).
   void compile();
@@ -187,7 +207,7 @@ class SimProgram {
   // The plan of `s` for these buffers: PerStep and Batched share one (init, steps, fitness).
   gpu::Plan& plan(Strategy s, const gpu::Buffer& genomes, const gpu::Buffer& fitness);
   gpu::Context* ctx_;
-  SimSpec spec_;
+  SimDefinition spec_;
   SimParams params_;
   std::string source_, team_source_;
   uint32_t team_ = 1;

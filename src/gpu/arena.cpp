@@ -8,36 +8,6 @@
 
 namespace wgfuse::gpu {
 
-const char* to_string(DType t) {
-  switch (t) {
-    case DType::F32:
-      return "f32";
-    case DType::F16:
-      return "f16";
-    case DType::BF16:
-      return "bf16";
-    case DType::U32:
-      return "u32";
-    case DType::I32:
-      return "i32";
-    case DType::U8:
-      return "u8";
-  }
-  return "?";
-}
-
-uint32_t dtype_bytes(DType t) {
-  switch (t) {
-    case DType::F16:
-    case DType::BF16:
-      return 2;
-    case DType::U8:
-      return 1;
-    default:
-      return 4;
-  }
-}
-
 namespace {
 uint64_t round_up(uint64_t x, uint64_t to) {
   return (x + to - 1) / to * to;
@@ -52,11 +22,12 @@ WeightArena::WeightArena(Context& ctx, ArenaOptions options) : ctx_(&ctx), opts_
   cap_ = cap_ / 16 * 16;  // a padded tensor must fit
 }
 
-WeightArena::TensorId WeightArena::add(std::string name, uint64_t bytes, std::vector<uint64_t> shape,
-                                       DType dtype) {
+WeightArena::TensorId WeightArena::add(std::string name, uint64_t rows, uint64_t cols, WeightFormat format) {
   if (allocated_) throw Error("arena '" + opts_.label + "': tensor '" + name + "' added after allocate()");
   if (by_name_.count(name)) throw Error("arena '" + opts_.label + "': tensor '" + name + "' added twice");
-  if (bytes == 0) throw Error("arena '" + opts_.label + "': tensor '" + name + "' has no bytes");
+  if (rows == 0 || cols == 0)
+    throw Error("arena '" + opts_.label + "': tensor '" + name + "' has no elements");
+  const uint64_t row_bytes = stored_row_bytes(format, cols), bytes = rows * row_bytes;
   const uint64_t padded = round_up(bytes, 16);
   if (padded > cap_)
     throw Error("arena '" + opts_.label + "': tensor '" + name + "' of " + std::to_string(bytes) +
@@ -78,8 +49,10 @@ WeightArena::TensorId WeightArena::add(std::string name, uint64_t bytes, std::ve
                     .offset = offset,
                     .bytes = bytes,
                     .padded_bytes = padded,
-                    .shape = std::move(shape),
-                    .dtype = dtype});
+                    .rows = rows,
+                    .cols = cols,
+                    .row_bytes = row_bytes,
+                    .format = format});
   return id;
 }
 
@@ -98,41 +71,43 @@ void WeightArena::require_allocated(const char* what) const {
 
 void WeightArena::upload(const Fill& fill, const UploadProgress& progress, uint64_t chunk_bytes) {
   require_allocated("upload");
-  if (chunk_bytes == 0 || chunk_bytes % 16)
-    throw Error("arena '" + opts_.label + "': upload chunk of " + std::to_string(chunk_bytes) +
-                " bytes (must be a positive multiple of 16)");
-  uint64_t total = 0, done = 0, queued = 0;
-  for (auto& v : views_) total += v.padded_bytes;
-  std::vector<std::byte> staging(std::min(chunk_bytes, total));
+  if (chunk_bytes == 0)
+    throw Error("arena '" + opts_.label + "': upload chunk of 0 bytes (must be positive)");
+  uint64_t total = 0, done = 0, queued = 0, staging_bytes = 0;
+  for (auto& v : views_) {
+    total += v.padded_bytes;
+    staging_bytes = std::max(
+        staging_bytes, std::min(v.bytes, std::max(chunk_bytes / v.row_bytes, uint64_t(1)) * v.row_bytes));
+  }
+  std::vector<std::byte> staging(staging_bytes);
+  auto written = [&](uint64_t n) {
+    done += n;
+    queued += n;
+    if (queued >= kDrainBytes || done == total) {
+      ctx_->wait();  // Dawn keeps a copy of every queued write until a submit completes
+      queued = 0;
+    }
+    if (progress) progress(done, total);
+  };
   for (TensorId id = 0; id < views_.size(); ++id) {
     const TensorView& v = views_[id];
-    for (uint64_t at = 0; at < v.padded_bytes; at += chunk_bytes) {
-      const uint64_t n = std::min(chunk_bytes, v.padded_bytes - at);
-      const uint64_t real = at < v.bytes ? std::min(n, v.bytes - at) : 0;
-      std::span<std::byte> out(staging.data(), n);
-      if (real) fill(id, at, out.first(real));
-      std::fill(out.begin() + real, out.end(), std::byte{0});  // the padding reads as zeros
-      ctx_->write(v.buffer, v.offset + at, out);
-      done += n;
-      queued += n;
-      if (queued >= chunk_bytes || done == total) {
-        ctx_->wait();  // Dawn keeps a copy of every queued write until a submit completes
-        queued = 0;
-      }
-      if (progress) progress(done, total);
+    const uint64_t per_chunk = std::max(chunk_bytes / v.row_bytes, uint64_t(1));
+    for (uint64_t r = 0; r < v.rows; r += per_chunk) {
+      const uint64_t n = std::min(per_chunk, v.rows - r), bytes = n * v.row_bytes;
+      const std::span<const std::byte> out = fill(id, r, n, std::span(staging).first(bytes));
+      if (out.size() != bytes)
+        throw Error("arena '" + opts_.label + "': the fill of tensor '" + v.name + "' gave " +
+                    std::to_string(out.size()) + " bytes for " + std::to_string(n) + " rows of " +
+                    std::to_string(v.row_bytes));
+      ctx_->write(v.buffer, v.offset + r * v.row_bytes, out);
+      written(bytes);
+    }
+    if (v.padded_bytes > v.bytes) {  // the padding reads as zeros
+      const std::vector<std::byte> zeros(v.padded_bytes - v.bytes);
+      ctx_->write(v.buffer, v.offset + v.bytes, zeros);
+      written(zeros.size());
     }
   }
-}
-
-void WeightArena::upload(TensorId id, std::span<const std::byte> bytes) {
-  require_allocated("upload");
-  const TensorView& v = view(id);
-  if (bytes.size() != v.bytes)
-    throw Error("arena '" + opts_.label + "': tensor '" + v.name + "' holds " + std::to_string(v.bytes) +
-                " bytes, given " + std::to_string(bytes.size()));
-  std::vector<std::byte> padded(v.padded_bytes, std::byte{0});
-  std::memcpy(padded.data(), bytes.data(), bytes.size());
-  ctx_->write(v.buffer, v.offset, padded);
 }
 
 const TensorView& WeightArena::view(TensorId id) const {

@@ -212,25 +212,16 @@ std::pair<uint32_t, uint32_t> gate_up_source_row(uint32_t packed) {
   return {packed % 2, packed / 2};
 }
 
-RowSource rows_of(const TensorRef& t) {
-  return [&t](uint32_t r, float* out) { tensor_row(t, r, std::span(out, t.shape[1])); };
-}
-
-RowSource packed_qkv_rows(const ModelTensors& t, const ModelConfig& c, uint32_t layer) {
-  const TensorRef* parts[3] = {&t(TensorRole::Q, layer), &t(TensorRole::K, layer), &t(TensorRole::V, layer)};
+PackedMatrix packed_qkv(const ModelTensors& t, const ModelConfig& c, uint32_t layer) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
-  return [parts, q_rows, kv_rows, hd = c.head_dim, cols = c.hidden_size](uint32_t p, float* out) {
-    auto [which, row] = qkv_source_row(p, hd, q_rows, kv_rows);
-    tensor_row(*parts[which], row, std::span(out, cols));
-  };
+  return {{&t(TensorRole::Q, layer), &t(TensorRole::K, layer), &t(TensorRole::V, layer)},
+          q_rows + 2 * kv_rows,
+          [hd = c.head_dim, q_rows, kv_rows](uint32_t p) { return qkv_source_row(p, hd, q_rows, kv_rows); }};
 }
 
-RowSource packed_gate_up_rows(const ModelTensors& t, const ModelConfig& c, uint32_t layer) {
-  const TensorRef* parts[2] = {&t(TensorRole::Gate, layer), &t(TensorRole::Up, layer)};
-  return [parts, cols = c.hidden_size](uint32_t p, float* out) {
-    auto [which, row] = gate_up_source_row(p);
-    tensor_row(*parts[which], row, std::span(out, cols));
-  };
+PackedMatrix packed_gate_up(const ModelTensors& t, const ModelConfig& c, uint32_t layer) {
+  return {
+      {&t(TensorRole::Gate, layer), &t(TensorRole::Up, layer)}, 2 * c.intermediate_size, gate_up_source_row};
 }
 
 std::vector<float> packed_qkv_bias(const ModelTensors& t, const ModelConfig& c, uint32_t layer) {

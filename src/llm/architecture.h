@@ -116,12 +116,16 @@ std::pair<uint32_t, uint32_t> qkv_source_row(uint32_t packed, uint32_t head_dim,
 // Gate/up: gate 0, up 0, gate 1, ... Returns {0 = gate, 1 = up; row}.
 std::pair<uint32_t, uint32_t> gate_up_source_row(uint32_t packed);
 
-// Rows of the packed matrices of `layer` (writes row r's `hidden` floats), and the packed Q/K/V
-// bias (zeros without biases): what Model and the persistent decoder upload.
-using RowSource = std::function<void(uint32_t row, float* out)>;
-RowSource packed_qkv_rows(const ModelTensors& t, const ModelConfig& c, uint32_t layer);
-RowSource packed_gate_up_rows(const ModelTensors& t, const ModelConfig& c, uint32_t layer);
+// A fused matrix of `layer`: its source tensors and, for each packed row, {index into sources,
+// row of that source}; WeightLoader::matrix takes them as they are (its per-row copy path).
+struct PackedMatrix {
+  std::vector<const TensorRef*> sources;
+  uint32_t rows = 0;
+  std::function<std::pair<uint32_t, uint32_t>(uint32_t packed)> source_row;
+};
+PackedMatrix packed_qkv(const ModelTensors& t, const ModelConfig& c, uint32_t layer);      // sources q, k, v
+PackedMatrix packed_gate_up(const ModelTensors& t, const ModelConfig& c, uint32_t layer);  // gate, up
+// The Q/K/V bias in packed order (zeros for an architecture without biases).
 std::vector<float> packed_qkv_bias(const ModelTensors& t, const ModelConfig& c, uint32_t layer);
-RowSource rows_of(const TensorRef& t);
 
 }  // namespace wgfuse::llm

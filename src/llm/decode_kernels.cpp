@@ -18,46 +18,15 @@ Step grid(const gpu::Kernel& k, gpu::BindGroup g, uint32_t groups) {
   return Step{&k, std::move(g), x, ceil_div(groups, x)};
 }
 
+// Bindings: `w` (binding 0), then `rest`.
+std::vector<gpu::BufferBinding> with_weights(const gpu::TensorView& w,
+                                             std::initializer_list<gpu::BufferBinding> rest) {
+  std::vector<gpu::BufferBinding> all{w};
+  all.insert(all.end(), rest);
+  return all;
+}
+
 }  // namespace
-
-WeightDType parse_weight_dtype(std::string_view s) {
-  if (s == "f16") return WeightDType::F16;
-  if (s == "f32") return WeightDType::F32;
-  throw Error("--dtype '" + std::string(s) + "': expected f16 or f32");
-}
-
-gpu::Buffer upload_rows(gpu::Context& ctx, WeightDType dtype, std::string_view label, uint32_t rows,
-                        uint32_t cols, const std::function<void(uint32_t row, float* out)>& row,
-                        const std::function<void(uint64_t bytes)>& progress) {
-  const uint64_t rb = row_bytes(dtype, cols);
-  gpu::Buffer buf =
-      ctx.buffer(rb * rows, BufferUsage::Storage | BufferUsage::CopyDst | BufferUsage::CopySrc, label);
-  const uint32_t chunk_rows = uint32_t(std::max<uint64_t>(1, (8u << 20) / rb));  // ~8 MB per write
-  std::vector<float> values(pad8(cols));
-  std::vector<std::byte> staging;
-  for (uint32_t r0 = 0; r0 < rows; r0 += chunk_rows) {
-    const uint32_t n = std::min(chunk_rows, rows - r0);
-    staging.assign(rb * n, std::byte{0});
-    for (uint32_t r = 0; r < n; ++r) {
-      std::fill(values.begin(), values.end(), 0.0f);
-      row(r0 + r, values.data());
-      std::byte* dst = staging.data() + rb * r;
-      if (dtype == WeightDType::F32) {
-        std::memcpy(dst, values.data(), rb);
-      } else {
-        for (size_t c = 0; c < values.size(); ++c) {
-          const uint16_t h = half::from_float(values[c]);
-          std::memcpy(dst + 2 * c, &h, 2);  // little-endian: element 2i in the low half of word i
-        }
-      }
-    }
-    ctx.write(buf, rb * r0, staging);
-    // Queued writes hold staging memory until a submit: let them drain every 256 MB.
-    if ((rb * (r0 + n)) / (256u << 20) != (rb * r0) / (256u << 20)) ctx.wait();
-    if (progress) progress(rb * (r0 + n));
-  }
-  return buf;
-}
 
 gpu::Buffer upload_padded(gpu::Context& ctx, std::string_view label, std::span<const float> values) {
   std::vector<float> padded(pad8(uint32_t(values.size())), 0.0f);
@@ -67,7 +36,7 @@ gpu::Buffer upload_padded(gpu::Context& ctx, std::string_view label, std::span<c
 
 // ---- DecodeKernels ----
 
-DecodeKernels::DecodeKernels(gpu::Context& ctx, WeightDType dtype) : ctx_(&ctx), dtype_(dtype) {
+DecodeKernels::DecodeKernels(gpu::Context& ctx) : ctx_(&ctx) {
   if (!ctx.features().subgroups)
     throw Error("the LLM kernels need the WebGPU 'subgroups' feature, which adapter '" +
                 ctx.adapter().description + "' does not offer");
@@ -83,7 +52,8 @@ std::string MatvecTuning::name() const {
 // The rule, in napkin maths for an H100 (132 SMs, subgroups of 32); the kernel benchmark
 // (wgfuse_kernel_bench) measures the alternatives.
 // - team: the smallest power of two >= max(32, the adapter's subgroup) whose lanes cover a row in
-//   at most kLoadsPerRow 16-byte loads each (f16: 8 columns a load, f32: 4), at most 256: loads
+//   at most kLoadsPerRow 16-byte loads each (the format's elements per load: f16 and bf16 8, f32
+//   4), at most 256: loads
 //   in flight without idle lanes on short rows.
 // - Starting from 256-thread workgroups whose teams do 4 rows each (x read once for 4 rows),
 //   halve the rows per team, then the workgroup, while the grid has fewer than kMinWorkgroups
@@ -97,11 +67,11 @@ std::string MatvecTuning::name() const {
 //   128-thread workgroups with 2 rows per team. Measured on the H100 in the decode step: Qwen2.5-
 //   1.5B f16 (gate/up 55 MB) 507 tok/s [506-510] against 482 [460-505] staged (gate/up alone
 //   28.9 against 31.7 us); 0.5B (gate/up 17 MB) lost with x direct, 874-890 against 908 tok/s.
-MatvecTuning DecodeKernels::matvec_tuning(uint32_t rows, uint32_t cols) const {
+MatvecTuning DecodeKernels::matvec_tuning(uint32_t rows, uint32_t cols, gpu::WeightFormat format) const {
   if (forced_) return *forced_;
   constexpr uint32_t kLoadsPerRow = 4, kMinWorkgroups = 512, kMaxThreads = 256, kLmHeadRows = 65536;
   constexpr uint64_t kDirectBytes = 48ull << 20;
-  const uint64_t loads = ceil_div(cols, dtype_ == WeightDType::F16 ? 8 : 4);
+  const uint64_t loads = ceil_div(cols, gpu::info(format).elements_per_load);
   MatvecTuning t;
   t.team = std::max<uint32_t>(32, min_team_);
   while (t.team < kMaxThreads && t.team * kLoadsPerRow < loads) t.team *= 2;
@@ -112,7 +82,7 @@ MatvecTuning DecodeKernels::matvec_tuning(uint32_t rows, uint32_t cols) const {
     t.staged_x = true;
     return t;
   }
-  t.staged_x = uint64_t(rows) * row_bytes(dtype_, cols) < kDirectBytes;
+  t.staged_x = uint64_t(rows) * gpu::stored_row_bytes(format, cols) < kDirectBytes;
   t.workgroup = std::max(t.team, t.staged_x ? kMaxThreads : 128u);
   t.rows_per_team = t.staged_x ? 4 : 2;
   while (ceil_div(rows, t.rows_per_workgroup()) < kMinWorkgroups && t.rows_per_workgroup() > 2) {
@@ -146,17 +116,29 @@ void DecodeKernels::check_workgroup_memory(const std::string& entry, uint32_t co
                 std::to_string(ctx_->limits().max_compute_workgroup_storage_size));
 }
 
-Step DecodeKernels::matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm, double eps,
-                           bool pairs, std::map<std::string, double> o,
-                           std::initializer_list<gpu::BufferBinding> b) {
-  return matvec_tuned(matvec_tuning(rows, cols), entry, rows, cols, norm, eps, pairs, 0, std::move(o), b);
+void DecodeKernels::weight_constants(const std::string& entry, const gpu::TensorView& w, uint32_t rows,
+                                     uint32_t cols, std::map<std::string, double>& o) {
+  if (w.cols != cols || (rows && w.rows != rows))
+    throw Error("kernel " + entry + ": weights '" + w.name + "' are " + std::to_string(w.rows) + " x " +
+                std::to_string(w.cols) + ", the kernel reads " + (rows ? std::to_string(rows) : "any") +
+                " x " + std::to_string(cols));
+  o[gpu::kWeightFormatConstant] = double(w.format);
 }
 
-Step DecodeKernels::matvec_tuned(const MatvecTuning& t, const std::string& entry, uint32_t rows,
-                                 uint32_t cols, bool norm, double eps, bool pairs, uint64_t extra_wg_bytes,
-                                 std::map<std::string, double> o,
+Step DecodeKernels::matvec(const std::string& entry, const gpu::TensorView& w, uint32_t rows, uint32_t cols,
+                           bool norm, double eps, bool pairs, std::map<std::string, double> o,
+                           std::initializer_list<gpu::BufferBinding> b) {
+  return matvec_tuned(matvec_tuning(rows, cols, w.format), entry, w, rows, cols, norm, eps, pairs, 0,
+                      std::move(o), b);
+}
+
+Step DecodeKernels::matvec_tuned(const MatvecTuning& t, const std::string& entry, const gpu::TensorView& w,
+                                 uint32_t rows, uint32_t cols, bool norm, double eps, bool pairs,
+                                 uint64_t extra_wg_bytes, std::map<std::string, double> o,
                                  std::initializer_list<gpu::BufferBinding> b) {
   check_tuning(entry, t, pairs);
+  // attend_o reads a slice of W_o's columns per group: its matrix is rows x cols all the same.
+  weight_constants(entry, w, rows, cols, o);
   // Keys already in `o` (attend_o's ITERS over its slice, gate_up_silu_sum's staging) win.
   const bool staged = norm && (o.contains("DIRECT_X") ? o.at("DIRECT_X") == 0 : t.staged_x);
   // Per subgroup: a partial per row of its team, and x's sum of squares when read directly.
@@ -164,8 +146,7 @@ Step DecodeKernels::matvec_tuned(const MatvecTuning& t, const std::string& entry
   const uint32_t red = t.workgroup * red_stride;
   check_workgroup_memory(entry, cols,
                          (staged ? 32ull * cols8 + 4ull * t.workgroup : 32) + 4ull * red + extra_wg_bytes);
-  o.insert({{"WEIGHT_F16", dtype_ == WeightDType::F16},
-            {"ROWS", rows},
+  o.insert({{"ROWS", rows},
             {"COLS", cols},
             {"COLS8", cols8},
             {"TEAM", t.team},
@@ -180,26 +161,28 @@ Step DecodeKernels::matvec_tuned(const MatvecTuning& t, const std::string& entry
             {"XS_V4", staged ? 2 * cols8 : 2},
             {"EPS", eps}});
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matvec", entry, std::move(o)));
-  return grid(k, ctx_->bind(k, b), ceil_div(rows, t.rows_per_workgroup()));
+  return grid(k, ctx_->bind(k, with_weights(w, b)), ceil_div(rows, t.rows_per_workgroup()));
 }
 
-Step DecodeKernels::qkv_rope(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
-                             const gpu::Buffer& bias, const gpu::Buffer& rope, const gpu::Buffer& state,
-                             const gpu::Buffer& q_out, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
-                             const ModelConfig& c, uint32_t ctx_len) {
+Step DecodeKernels::qkv_rope(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                             const gpu::BufferBinding& norm, const gpu::BufferBinding& bias,
+                             const gpu::BufferBinding& rope, const gpu::BufferBinding& state,
+                             const gpu::BufferBinding& q_out, const gpu::BufferBinding& k_cache,
+                             const gpu::BufferBinding& v_cache, const ModelConfig& c, uint32_t ctx_len) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
-  return matvec("qkv_rope", q_rows + 2 * kv_rows, c.hidden_size, true, c.rms_norm_eps, true,
+  return matvec("qkv_rope", w, q_rows + 2 * kv_rows, c.hidden_size, true, c.rms_norm_eps, true,
                 {{"Q_ROWS", q_rows},
                  {"KV_ROWS", kv_rows},
                  {"HEAD_DIM", c.head_dim},
                  {"CTX", ctx_len},
                  {"QK_NORM", architecture_of(c).qk_norm}},
-                {w, x, norm, bias, rope, state, q_out, k_cache, v_cache});
+                {x, norm, bias, rope, state, q_out, k_cache, v_cache});
 }
 
-Step DecodeKernels::qk_norm_rope(const gpu::Buffer& norm, const gpu::Buffer& rope, const gpu::Buffer& state,
-                                 const gpu::Buffer& q, const gpu::Buffer& k_cache, const ModelConfig& c,
-                                 uint32_t ctx_len, uint32_t T) {
+Step DecodeKernels::qk_norm_rope(const gpu::BufferBinding& norm, const gpu::BufferBinding& rope,
+                                 const gpu::BufferBinding& state, const gpu::BufferBinding& q,
+                                 const gpu::BufferBinding& k_cache, const ModelConfig& c, uint32_t ctx_len,
+                                 uint32_t T) {
   constexpr uint32_t wg = 64;  // a power of two (the reduction); lanes loop over longer heads
   check_workgroup_memory("qk_norm_rope", c.head_dim, 4ull * (c.head_dim + wg));
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_qk_norm", "qk_norm_rope",
@@ -213,24 +196,27 @@ Step DecodeKernels::qk_norm_rope(const gpu::Buffer& norm, const gpu::Buffer& rop
               std::max(1u, T)};
 }
 
-Step DecodeKernels::gate_up_silu(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
-                                 const gpu::Buffer& act, uint32_t inter, uint32_t hidden, double eps) {
-  return matvec("gate_up_silu", 2 * inter, hidden, true, eps, true, {}, {w, x, norm, act});
+Step DecodeKernels::gate_up_silu(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                                 const gpu::BufferBinding& norm, const gpu::BufferBinding& act,
+                                 uint32_t inter, uint32_t hidden, double eps) {
+  return matvec("gate_up_silu", w, 2 * inter, hidden, true, eps, true, {}, {x, norm, act});
 }
 
-Step DecodeKernels::matvec_norm(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
-                                const gpu::Buffer& y, uint32_t rows, uint32_t cols, double eps) {
-  return matvec("matvec_norm", rows, cols, true, eps, false, {}, {w, x, norm, y});
+Step DecodeKernels::matvec_norm(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                                const gpu::BufferBinding& norm, const gpu::BufferBinding& y, uint32_t rows,
+                                uint32_t cols, double eps) {
+  return matvec("matvec_norm", w, rows, cols, true, eps, false, {}, {x, norm, y});
 }
 
-Step DecodeKernels::matvec_residual(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid,
-                                    uint32_t rows, uint32_t cols) {
-  return matvec("matvec_residual", rows, cols, false, 0.0, false, {}, {w, x, resid});
+Step DecodeKernels::matvec_residual(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                                    const gpu::BufferBinding& resid, uint32_t rows, uint32_t cols) {
+  return matvec("matvec_residual", w, rows, cols, false, 0.0, false, {}, {x, resid});
 }
 
-Step DecodeKernels::matvec_residual_to(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& base,
-                                       const gpu::Buffer& out, uint32_t rows, uint32_t cols) {
-  return matvec("matvec_residual_to", rows, cols, false, 0.0, false, {}, {w, x, base, out});
+Step DecodeKernels::matvec_residual_to(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                                       const gpu::BufferBinding& base, const gpu::BufferBinding& out,
+                                       uint32_t rows, uint32_t cols) {
+  return matvec("matvec_residual_to", w, rows, cols, false, 0.0, false, {}, {x, base, out});
 }
 
 // Blocks of 16 rows (8 teams of 32 threads, 2 rows each): every block recomputes its group's
@@ -249,8 +235,9 @@ uint64_t DecodeKernels::attend_o_parts_words(const ModelConfig& c) {
   return uint64_t(c.num_kv_heads) * pad8(c.hidden_size);
 }
 
-Step DecodeKernels::attend_o(const gpu::Buffer& w_o, const gpu::Buffer& q, const gpu::Buffer& k_cache,
-                             const gpu::Buffer& v_cache, const gpu::Buffer& state, const gpu::Buffer& o_parts,
+Step DecodeKernels::attend_o(const gpu::TensorView& w_o, const gpu::BufferBinding& q,
+                             const gpu::BufferBinding& k_cache, const gpu::BufferBinding& v_cache,
+                             const gpu::BufferBinding& state, const gpu::BufferBinding& o_parts,
                              const ModelConfig& c, uint32_t ctx_len) {
   const MatvecTuning t = attend_o_tuning(c);
   const uint32_t group = c.num_heads / c.num_kv_heads, q_rows = c.num_heads * c.head_dim;
@@ -266,7 +253,7 @@ Step DecodeKernels::attend_o(const gpu::Buffer& w_o, const gpu::Buffer& q, const
   const uint32_t span8 = ceil_div(span, 8) + (span % 8 ? 1 : 0);
   const uint64_t own_bytes =
       4ull * span + 16ull * slots + 4ull * group * tile + 8ull * group + 20ull * t.workgroup;
-  Step s = matvec_tuned(t, "attend_o", c.hidden_size, q_rows, false, 0.0, false, own_bytes,
+  Step s = matvec_tuned(t, "attend_o", w_o, c.hidden_size, q_rows, false, 0.0, false, own_bytes,
                         {{"HEAD_DIM", c.head_dim},
                          {"CTX", ctx_len},
                          {"GROUP", group},
@@ -278,7 +265,7 @@ Step DecodeKernels::attend_o(const gpu::Buffer& w_o, const gpu::Buffer& q, const
                          {"SPAN8", span8},
                          {"ITERS", ceil_div(span8, t.team)},
                          {"PART_STRIDE", pad8(c.hidden_size)}},
-                        {w_o, q, k_cache, v_cache, state, o_parts});
+                        {q, k_cache, v_cache, state, o_parts});
   if (s.y != 1)
     throw Error("attend_o: hidden_size " + std::to_string(c.hidden_size) + " has too many row blocks");
   s.y = c.num_kv_heads;
@@ -288,14 +275,14 @@ Step DecodeKernels::attend_o(const gpu::Buffer& w_o, const gpu::Buffer& q, const
 // Blocks of 32 rows (8 teams of 32 threads, 4 rows each): every workgroup combines all of the
 // chunk partials (at 4,096 positions, Qwen2.5-0.5B: 14 heads x 64 chunks x 66 floats = 236 KB
 // from L2), so few workgroups: 28 for 0.5B, 48 for 1.5B.
-Step DecodeKernels::o_proj_combine(const gpu::Buffer& w_o, const gpu::Buffer& partials,
-                                   const gpu::Buffer& resid, const gpu::Buffer& state, const ModelConfig& c,
-                                   uint32_t ctx_len, AttentionSplit split) {
+Step DecodeKernels::o_proj_combine(const gpu::TensorView& w_o, const gpu::BufferBinding& partials,
+                                   const gpu::BufferBinding& resid, const gpu::BufferBinding& state,
+                                   const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
   MatvecTuning t{.team = std::max<uint32_t>(32, min_team_), .rows_per_team = 4, .workgroup = 256};
   t.workgroup = std::max(t.workgroup, t.team);
   if (forced_) t = *forced_;
   const uint32_t q_rows = c.num_heads * c.head_dim;
-  return matvec_tuned(t, "o_proj_combine", c.hidden_size, q_rows, false, 0.0, false,
+  return matvec_tuned(t, "o_proj_combine", w_o, c.hidden_size, q_rows, false, 0.0, false,
                       32ull * ceil_div(q_rows, 8) + 8ull * c.num_heads,
                       {{"COMBINE_X", 1},
                        {"XS_V4", 2 * ceil_div(q_rows, 8)},
@@ -303,14 +290,15 @@ Step DecodeKernels::o_proj_combine(const gpu::Buffer& w_o, const gpu::Buffer& pa
                        {"HEADS", c.num_heads},
                        {"CHUNK", split.chunk},
                        {"CHUNKS", attend_chunks(c, ctx_len, split)}},
-                      {w_o, partials, resid, state});
+                      {partials, resid, state});
 }
 
-Step DecodeKernels::gate_up_silu_sum(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& o_parts,
-                                     const gpu::Buffer& norm, const gpu::Buffer& act,
-                                     const gpu::Buffer& x_next, const ModelConfig& c) {
-  return matvec("gate_up_silu_sum", 2 * c.intermediate_size, c.hidden_size, true, c.rms_norm_eps, true,
-                {{"PARTS", c.num_kv_heads}, {"DIRECT_X", 0}}, {w, x, norm, act, o_parts, x_next});
+Step DecodeKernels::gate_up_silu_sum(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                                     const gpu::BufferBinding& o_parts, const gpu::BufferBinding& norm,
+                                     const gpu::BufferBinding& act, const gpu::BufferBinding& x_next,
+                                     const ModelConfig& c) {
+  return matvec("gate_up_silu_sum", w, 2 * c.intermediate_size, c.hidden_size, true, c.rms_norm_eps, true,
+                {{"PARTS", c.num_kv_heads}, {"DIRECT_X", 0}}, {x, norm, act, o_parts, x_next});
 }
 
 const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const ModelConfig& c, uint32_t ctx_len,
@@ -362,9 +350,9 @@ uint64_t DecodeKernels::attend_partials_words(const ModelConfig& c, uint32_t ctx
   return uint64_t(c.num_heads) * attend_chunks(c, ctx_len, split) * (c.head_dim + 2);
 }
 
-std::vector<Step> DecodeKernels::attend(const gpu::Buffer& q, const gpu::Buffer& k_cache,
-                                        const gpu::Buffer& v_cache, const gpu::Buffer& state,
-                                        const gpu::Buffer& partials, const gpu::Buffer& out,
+std::vector<Step> DecodeKernels::attend(const gpu::BufferBinding& q, const gpu::BufferBinding& k_cache,
+                                        const gpu::BufferBinding& v_cache, const gpu::BufferBinding& state,
+                                        const gpu::BufferBinding& partials, const gpu::BufferBinding& out,
                                         const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
   auto& chunks = attention("attend_chunk", c, ctx_len, split);
   auto& combine = attention("attend_combine", c, ctx_len, split);
@@ -374,9 +362,10 @@ std::vector<Step> DecodeKernels::attend(const gpu::Buffer& q, const gpu::Buffer&
           Step{&combine, ctx_->bind(combine, {partials, state, out}), c.num_heads}};
 }
 
-Step DecodeKernels::attend_short(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
-                                 const gpu::Buffer& state, const gpu::Buffer& out, const ModelConfig& c,
-                                 uint32_t ctx_len, uint32_t max_positions) {
+Step DecodeKernels::attend_short(const gpu::BufferBinding& q, const gpu::BufferBinding& k_cache,
+                                 const gpu::BufferBinding& v_cache, const gpu::BufferBinding& state,
+                                 const gpu::BufferBinding& out, const ModelConfig& c, uint32_t ctx_len,
+                                 uint32_t max_positions) {
   if (max_positions == 0 || max_positions > ctx_len)
     throw Error("one-pass decode attention (--attn-short-max " + std::to_string(max_positions) +
                 ") must cover 1 to --ctx (" + std::to_string(ctx_len) + ") positions");
@@ -384,9 +373,9 @@ Step DecodeKernels::attend_short(const gpu::Buffer& q, const gpu::Buffer& k_cach
   return Step{&k, ctx_->bind(k, {q, k_cache, v_cache, state, out}), c.num_heads};
 }
 
-Step DecodeKernels::attend_prompt(const gpu::Buffer& q, const gpu::Buffer& k_cache,
-                                  const gpu::Buffer& v_cache, const gpu::Buffer& state,
-                                  const gpu::Buffer& out, const ModelConfig& c, uint32_t ctx_len,
+Step DecodeKernels::attend_prompt(const gpu::BufferBinding& q, const gpu::BufferBinding& k_cache,
+                                  const gpu::BufferBinding& v_cache, const gpu::BufferBinding& state,
+                                  const gpu::BufferBinding& out, const ModelConfig& c, uint32_t ctx_len,
                                   uint32_t T) {
   // Blocks of 16 queries x 16 keys (llm_attention.wgsl PQ, PK), q and k rows padded by a vec4.
   constexpr uint32_t block = 16;
@@ -415,8 +404,8 @@ void DecodeKernels::force_prompt_tile(PromptTile tile) {
   forced_tile_ = tile;
 }
 
-Step DecodeKernels::matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm,
-                           double eps, std::map<std::string, double> o,
+Step DecodeKernels::matmul(const std::string& entry, const gpu::TensorView& w, uint32_t rows, uint32_t cols,
+                           uint32_t T, bool norm, double eps, std::map<std::string, double> o,
                            std::initializer_list<gpu::BufferBinding> b) {
   const PromptTile tile = forced_tile_.tokens ? forced_tile_ : prompt_tile(rows, T);
   const uint32_t cols8 = ceil_div(cols, 8), threads = tile.tokens * tile.rows / 32;
@@ -428,8 +417,8 @@ Step DecodeKernels::matmul(const std::string& entry, uint32_t rows, uint32_t col
   // Tiles of A and W for 16 columns, the sums of squares of A's rows, the norm weight.
   check_workgroup_memory(
       entry, cols, 64ull * (tile.tokens + tile.rows) + 16ull * tile.tokens + (norm ? 32ull * cols8 : 32));
-  o.insert({{"WEIGHT_F16", dtype_ == WeightDType::F16},
-            {"ROWS", rows},
+  weight_constants(entry, w, rows, cols, o);
+  o.insert({{"ROWS", rows},
             {"COLS", cols},
             {"COLS8", cols8},
             {"XS_V4", norm ? 2 * cols8 : 2},
@@ -437,51 +426,52 @@ Step DecodeKernels::matmul(const std::string& entry, uint32_t rows, uint32_t col
             {"WG", threads},
             {"THREADS_R", tile.rows / 8}});
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matmul", entry, std::move(o)));
-  return Step{&k, ctx_->bind(k, b), ceil_div(rows, tile.rows), ceil_div(T, tile.tokens)};
+  return Step{&k, ctx_->bind(k, with_weights(w, b)), ceil_div(rows, tile.rows), ceil_div(T, tile.tokens)};
 }
 
-Step DecodeKernels::qkv_rope_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
-                                    const gpu::Buffer& bias, const gpu::Buffer& rope,
-                                    const gpu::Buffer& state, const gpu::Buffer& q_out,
-                                    const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
-                                    const ModelConfig& c, uint32_t ctx_len, uint32_t T) {
+Step DecodeKernels::qkv_rope_prompt(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                                    const gpu::BufferBinding& norm, const gpu::BufferBinding& bias,
+                                    const gpu::BufferBinding& rope, const gpu::BufferBinding& state,
+                                    const gpu::BufferBinding& q_out, const gpu::BufferBinding& k_cache,
+                                    const gpu::BufferBinding& v_cache, const ModelConfig& c, uint32_t ctx_len,
+                                    uint32_t T) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
-  return matmul("qkv_rope_prompt", q_rows + 2 * kv_rows, c.hidden_size, T, true, c.rms_norm_eps,
+  return matmul("qkv_rope_prompt", w, q_rows + 2 * kv_rows, c.hidden_size, T, true, c.rms_norm_eps,
                 {{"Q_ROWS", q_rows},
                  {"KV_ROWS", kv_rows},
                  {"HEAD_DIM", c.head_dim},
                  {"CTX", ctx_len},
                  {"QK_NORM", architecture_of(c).qk_norm}},
-                {w, x, norm, bias, rope, state, q_out, k_cache, v_cache});
+                {x, norm, bias, rope, state, q_out, k_cache, v_cache});
 }
 
-Step DecodeKernels::gate_up_silu_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
-                                        const gpu::Buffer& act, uint32_t inter, uint32_t hidden, double eps,
-                                        uint32_t T) {
-  return matmul("gate_up_silu_prompt", 2 * inter, hidden, T, true, eps, {{"OUT_STRIDE", pad8(inter)}},
-                {w, x, norm, act});
+Step DecodeKernels::gate_up_silu_prompt(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                                        const gpu::BufferBinding& norm, const gpu::BufferBinding& act,
+                                        uint32_t inter, uint32_t hidden, double eps, uint32_t T) {
+  return matmul("gate_up_silu_prompt", w, 2 * inter, hidden, T, true, eps, {{"OUT_STRIDE", pad8(inter)}},
+                {x, norm, act});
 }
 
-Step DecodeKernels::residual_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid,
-                                    uint32_t rows, uint32_t cols, uint32_t T) {
-  return matmul("residual_prompt", rows, cols, T, false, 0.0, {{"OUT_STRIDE", pad8(rows)}}, {w, x, resid});
+Step DecodeKernels::residual_prompt(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                                    const gpu::BufferBinding& resid, uint32_t rows, uint32_t cols,
+                                    uint32_t T) {
+  return matmul("residual_prompt", w, rows, cols, T, false, 0.0, {{"OUT_STRIDE", pad8(rows)}}, {x, resid});
 }
 
-Step DecodeKernels::embed(const gpu::Buffer& embedding, const gpu::Buffer& tokens, const gpu::Buffer& state,
-                          const gpu::Buffer& x, uint32_t hidden, uint32_t prompt_rows) {
-  auto& k = ctx_->kernel(gpu::embedded_kernel("llm_step", "embed",
-                                              {{"WEIGHT_F16", dtype_ == WeightDType::F16},
-                                               {"HIDDEN", hidden},
-                                               {"COLS8", ceil_div(hidden, 8)},
-                                               {"WG", 256},
-                                               {"POS_WORD", prompt_rows ? 1 : 0}}));
-  return Step{&k, ctx_->bind(k, {embedding, tokens, state, x}), ceil_div(hidden, 256),
+Step DecodeKernels::embed(const gpu::TensorView& embedding, const gpu::BufferBinding& tokens,
+                          const gpu::BufferBinding& state, const gpu::BufferBinding& x, uint32_t hidden,
+                          uint32_t prompt_rows) {
+  std::map<std::string, double> o{
+      {"HIDDEN", hidden}, {"COLS8", ceil_div(hidden, 8)}, {"WG", 64}, {"POS_WORD", prompt_rows ? 1 : 0}};
+  weight_constants("embed", embedding, 0, hidden, o);
+  auto& k = ctx_->kernel(gpu::embedded_kernel("llm_step", "embed", std::move(o)));
+  return Step{&k, ctx_->bind(k, {embedding, tokens, state, x}), ceil_div(ceil_div(hidden, 8), 64),
               std::max(1u, prompt_rows)};
 }
 
-std::vector<Step> DecodeKernels::argmax(const gpu::Buffer& logits, const gpu::Buffer& part_v,
-                                        const gpu::Buffer& part_i, const gpu::Buffer& tokens,
-                                        const gpu::Buffer& state, uint32_t vocab, uint32_t chunk) {
+std::vector<Step> DecodeKernels::argmax(const gpu::BufferBinding& logits, const gpu::BufferBinding& part_v,
+                                        const gpu::BufferBinding& part_i, const gpu::BufferBinding& tokens,
+                                        const gpu::BufferBinding& state, uint32_t vocab, uint32_t chunk) {
   const uint32_t partials = ceil_div(vocab, chunk);
   auto& partial = ctx_->kernel(
       gpu::embedded_kernel("llm_step", "argmax_partial", {{"WG", 256}, {"VOCAB", vocab}, {"CHUNK", chunk}}));
@@ -491,7 +481,7 @@ std::vector<Step> DecodeKernels::argmax(const gpu::Buffer& logits, const gpu::Bu
           Step{&final, ctx_->bind(final, {part_v, part_i, tokens, state}), 1}};
 }
 
-Step DecodeKernels::advance(const gpu::Buffer& state) {
+Step DecodeKernels::advance(const gpu::BufferBinding& state) {
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_step", "advance"));
   return Step{&k, ctx_->bind(k, {state}), 1};
 }

@@ -1,7 +1,8 @@
 // DecodeKernels: the kernels of a Qwen2 decode step and of prompt prefill, each resolved into an
-// llm::Step over given buffers, and the storage layout of the weights they read (rows padded to 8
-// elements, f16 packed two per u32 or f32; fused matrices with interleaved rows). One definition
-// for the Model and the kernel tests.
+// llm::Step over given buffers and weight views, and the row orders of the fused matrices they
+// read (interleaved rows). The weights' storage is gpu/weight_format.h's (each view carries its
+// format; the kernels decode it in kernels/llm_weights.wgsl). One definition for the Model and
+// the kernel tests.
 #pragma once
 
 #include <cstdint>
@@ -14,15 +15,13 @@
 #include <utility>
 #include <vector>
 
+#include "gpu/arena.h"
 #include "gpu/context.h"
 #include "llm/architecture.h"
 #include "llm/config.h"
 #include "llm/step.h"
 
 namespace wgfuse::llm {
-
-enum class WeightDType { F16, F32 };
-WeightDType parse_weight_dtype(std::string_view s);  // "f16" | "f32"; throws Error otherwise
 
 inline uint32_t ceil_div(uint64_t a, uint64_t b) {
   return uint32_t((a + b - 1) / b);
@@ -31,18 +30,6 @@ inline uint32_t ceil_div(uint64_t a, uint64_t b) {
 inline uint32_t pad8(uint32_t n) {
   return (n + 7) / 8 * 8;
 }
-// Bytes of one stored matrix row.
-inline uint64_t row_bytes(WeightDType t, uint32_t cols) {
-  return uint64_t(pad8(cols)) * (t == WeightDType::F16 ? 2 : 4);
-}
-
-// Converts rows of a matrix into the storage layout of kernels/llm_matvec.wgsl: each row padded
-// with zeros to a multiple of 8 elements, f16 (two per u32, element 0 in the low half) or f32.
-// `row(r, out)` writes row r's `cols` floats to out. The one path weights take to the GPU (the
-// weight arena will take its place); `progress` gets the bytes written so far by this call.
-gpu::Buffer upload_rows(gpu::Context& ctx, WeightDType dtype, std::string_view label, uint32_t rows,
-                        uint32_t cols, const std::function<void(uint32_t row, float* out)>& row,
-                        const std::function<void(uint64_t bytes)>& progress = {});
 // A vector of floats padded with zeros to a multiple of 8 (the kernels read 8 at a time).
 gpu::Buffer upload_padded(gpu::Context& ctx, std::string_view label, std::span<const float> values);
 
@@ -75,93 +62,105 @@ struct MatvecTuning {
 };
 
 // The kernels of the decode step, each resolved into a Step over given buffers: one definition
-// for the Model and the kernel tests. Weight matrices are upload_rows() buffers; vectors read by
-// the matrix-vector kernels (x, norm weights) are padded to a multiple of 8 floats.
+// for the Model and the kernel tests. Weight matrices are WeightArena views (`w`, `w_o`,
+// `embedding`: rows x cols as the call says, in any WeightFormat); vectors read by the
+// matrix-vector kernels (x, norm weights) are padded to a multiple of 8 floats.
 class DecodeKernels {
  public:
-  DecodeKernels(gpu::Context& ctx, WeightDType dtype);
+  explicit DecodeKernels(gpu::Context& ctx);
   // q_out = RoPE(W_qkv rmsnorm(x) + b) for the q rows; k, v rows written at pos into the caches.
-  Step qkv_rope(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm, const gpu::Buffer& bias,
-                const gpu::Buffer& rope, const gpu::Buffer& state, const gpu::Buffer& q_out,
-                const gpu::Buffer& k_cache, const gpu::Buffer& v_cache, const ModelConfig& cfg,
+  Step qkv_rope(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& norm,
+                const gpu::BufferBinding& bias, const gpu::BufferBinding& rope,
+                const gpu::BufferBinding& state, const gpu::BufferBinding& q_out,
+                const gpu::BufferBinding& k_cache, const gpu::BufferBinding& v_cache, const ModelConfig& cfg,
                 uint32_t ctx_len);
   // Architectures with per-head q/k norms (Qwen3): qkv_rope and qkv_rope_prompt store q and k raw
   // (bias added, not rotated); this step then normalises each head of q and of the k cache row at
   // pos by `norm` (q_norm then k_norm, [2 * head_dim]) and applies RoPE, a workgroup per head.
   // T > 0: the T rows of a prompt chunk (q [T][heads * hd], positions state word 1 + t).
-  Step qk_norm_rope(const gpu::Buffer& norm, const gpu::Buffer& rope, const gpu::Buffer& state,
-                    const gpu::Buffer& q, const gpu::Buffer& k_cache, const ModelConfig& cfg,
-                    uint32_t ctx_len, uint32_t T = 0);
+  Step qk_norm_rope(const gpu::BufferBinding& norm, const gpu::BufferBinding& rope,
+                    const gpu::BufferBinding& state, const gpu::BufferBinding& q,
+                    const gpu::BufferBinding& k_cache, const ModelConfig& cfg, uint32_t ctx_len,
+                    uint32_t T = 0);
   // act = silu(W_gate xn) * (W_up xn), xn = rmsnorm(x); w packed by gate_up_source_row.
-  Step gate_up_silu(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
-                    const gpu::Buffer& act, uint32_t inter, uint32_t hidden, double eps);
-  Step matvec_norm(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm, const gpu::Buffer& y,
-                   uint32_t rows, uint32_t cols, double eps);  // y = W rmsnorm(x)
-  Step matvec_residual(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid, uint32_t rows,
+  Step gate_up_silu(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& norm,
+                    const gpu::BufferBinding& act, uint32_t inter, uint32_t hidden, double eps);
+  Step matvec_norm(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& norm,
+                   const gpu::BufferBinding& y, uint32_t rows, uint32_t cols,
+                   double eps);  // y = W rmsnorm(x)
+  Step matvec_residual(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& resid,
+                       uint32_t rows,
                        uint32_t cols);  // resid += W x
-  Step matvec_residual_to(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& base,
-                          const gpu::Buffer& out, uint32_t rows, uint32_t cols);  // out = base + W x
+  Step matvec_residual_to(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                          const gpu::BufferBinding& base, const gpu::BufferBinding& out, uint32_t rows,
+                          uint32_t cols);  // out = base + W x
 
   // The fused short-context layer (kernels/llm_matvec.wgsl attend_o): attention of q (at pos)
   // over the cache, one workgroup per (block of o_proj rows, kv head), each multiplying its
   // GQA group's attention output by that group's columns of W_o into o_parts[kv head]
   // (attend_o_parts_words floats: kv_heads rows of hidden padded to 8). No residual is added.
-  Step attend_o(const gpu::Buffer& w_o, const gpu::Buffer& q, const gpu::Buffer& k_cache,
-                const gpu::Buffer& v_cache, const gpu::Buffer& state, const gpu::Buffer& o_parts,
-                const ModelConfig& cfg, uint32_t ctx_len);
+  Step attend_o(const gpu::TensorView& w_o, const gpu::BufferBinding& q, const gpu::BufferBinding& k_cache,
+                const gpu::BufferBinding& v_cache, const gpu::BufferBinding& state,
+                const gpu::BufferBinding& o_parts, const ModelConfig& cfg, uint32_t ctx_len);
   static uint64_t attend_o_parts_words(const ModelConfig& cfg);
   // x_next = x + the sum of attend_o's partials; act = silu(W_gate xn) * (W_up xn), xn =
   // rmsnorm(x_next). x_next must not be x: the workgroups read x while one writes x_next.
-  Step gate_up_silu_sum(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& o_parts,
-                        const gpu::Buffer& norm, const gpu::Buffer& act, const gpu::Buffer& x_next,
+  Step gate_up_silu_sum(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                        const gpu::BufferBinding& o_parts, const gpu::BufferBinding& norm,
+                        const gpu::BufferBinding& act, const gpu::BufferBinding& x_next,
                         const ModelConfig& cfg);
   // Decode attention of q (at pos) over the cache, split along the cache: two steps, the chunks
   // (into `partials`, attend_partials_words floats) then their combination into out.
-  std::vector<Step> attend(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
-                           const gpu::Buffer& state, const gpu::Buffer& partials, const gpu::Buffer& out,
+  std::vector<Step> attend(const gpu::BufferBinding& q, const gpu::BufferBinding& k_cache,
+                           const gpu::BufferBinding& v_cache, const gpu::BufferBinding& state,
+                           const gpu::BufferBinding& partials, const gpu::BufferBinding& out,
                            const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split = {});
   static uint64_t attend_partials_words(const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split);
   // The same in one dispatch, a workgroup per head over positions 0..pos, for pos < max_positions
   // (its scores stay in workgroup memory; the caller switches to attend() from there on: the
   // kernel reads at most max_positions positions).
-  Step attend_short(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
-                    const gpu::Buffer& state, const gpu::Buffer& out, const ModelConfig& cfg,
-                    uint32_t ctx_len, uint32_t max_positions);
+  Step attend_short(const gpu::BufferBinding& q, const gpu::BufferBinding& k_cache,
+                    const gpu::BufferBinding& v_cache, const gpu::BufferBinding& state,
+                    const gpu::BufferBinding& out, const ModelConfig& cfg, uint32_t ctx_len,
+                    uint32_t max_positions);
   // resid += W_o attention, the attention combined from attend()'s chunk partials by every
   // workgroup itself (attend_combine folded into o_proj: the split layer in 5 dispatches).
-  Step o_proj_combine(const gpu::Buffer& w_o, const gpu::Buffer& partials, const gpu::Buffer& resid,
-                      const gpu::Buffer& state, const ModelConfig& cfg, uint32_t ctx_len,
-                      AttentionSplit split = {});
+  Step o_proj_combine(const gpu::TensorView& w_o, const gpu::BufferBinding& partials,
+                      const gpu::BufferBinding& resid, const gpu::BufferBinding& state,
+                      const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split = {});
   // Chunks of the cache capacity; throws Error when the split does not fit the model.
   static uint32_t attend_chunks(const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split);
   // x = embedding[tokens[pos]]; with prompt_rows = T > 0, rows t < T of x (rows padded to 8)
   // = embedding[tokens[state word 1 + t]].
-  Step embed(const gpu::Buffer& embedding, const gpu::Buffer& tokens, const gpu::Buffer& state,
-             const gpu::Buffer& x, uint32_t hidden, uint32_t prompt_rows = 0);
+  Step embed(const gpu::TensorView& embedding, const gpu::BufferBinding& tokens,
+             const gpu::BufferBinding& state, const gpu::BufferBinding& x, uint32_t hidden,
+             uint32_t prompt_rows = 0);
   // Two steps: partial maxima over chunks of `chunk` logits, then the final one that writes
   // tokens[pos + 1] and advances pos. part_v, part_i hold ceil(vocab / chunk) entries.
-  std::vector<Step> argmax(const gpu::Buffer& logits, const gpu::Buffer& part_v, const gpu::Buffer& part_i,
-                           const gpu::Buffer& tokens, const gpu::Buffer& state, uint32_t vocab,
-                           uint32_t chunk);
-  Step advance(const gpu::Buffer& state);
+  std::vector<Step> argmax(const gpu::BufferBinding& logits, const gpu::BufferBinding& part_v,
+                           const gpu::BufferBinding& part_i, const gpu::BufferBinding& tokens,
+                           const gpu::BufferBinding& state, uint32_t vocab, uint32_t chunk);
+  Step advance(const gpu::BufferBinding& state);
 
   // Prefill of a prompt chunk of T tokens at positions state word 1 + t (state word 2 = T): the
   // same operations over row-major activations [T][width padded to 8], as tiled matrix-matrix
   // products. The products compute whole tiles of tokens: activation buffers (x, q_out, act,
   // the attention output) hold ceil(T / kPromptTokenTile) * kPromptTokenTile rows; rows past T
   // are computed from stale rows and read by nobody; the caches are written for t < T only.
-  Step qkv_rope_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
-                       const gpu::Buffer& bias, const gpu::Buffer& rope, const gpu::Buffer& state,
-                       const gpu::Buffer& q_out, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
+  Step qkv_rope_prompt(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& norm,
+                       const gpu::BufferBinding& bias, const gpu::BufferBinding& rope,
+                       const gpu::BufferBinding& state, const gpu::BufferBinding& q_out,
+                       const gpu::BufferBinding& k_cache, const gpu::BufferBinding& v_cache,
                        const ModelConfig& cfg, uint32_t ctx_len,
                        uint32_t T);  // q_out: [T][heads * hd], unpadded
-  Step gate_up_silu_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& norm,
-                           const gpu::Buffer& act, uint32_t inter, uint32_t hidden, double eps, uint32_t T);
-  Step residual_prompt(const gpu::Buffer& w, const gpu::Buffer& x, const gpu::Buffer& resid, uint32_t rows,
-                       uint32_t cols, uint32_t T);
-  Step attend_prompt(const gpu::Buffer& q, const gpu::Buffer& k_cache, const gpu::Buffer& v_cache,
-                     const gpu::Buffer& state, const gpu::Buffer& out, const ModelConfig& cfg,
-                     uint32_t ctx_len, uint32_t T);
+  Step gate_up_silu_prompt(const gpu::TensorView& w, const gpu::BufferBinding& x,
+                           const gpu::BufferBinding& norm, const gpu::BufferBinding& act, uint32_t inter,
+                           uint32_t hidden, double eps, uint32_t T);
+  Step residual_prompt(const gpu::TensorView& w, const gpu::BufferBinding& x, const gpu::BufferBinding& resid,
+                       uint32_t rows, uint32_t cols, uint32_t T);
+  Step attend_prompt(const gpu::BufferBinding& q, const gpu::BufferBinding& k_cache,
+                     const gpu::BufferBinding& v_cache, const gpu::BufferBinding& state,
+                     const gpu::BufferBinding& out, const ModelConfig& cfg, uint32_t ctx_len, uint32_t T);
 
   static constexpr uint32_t kArgmaxChunk = 2048;
   static constexpr uint32_t kPromptTokenTile = 64;  // the most tokens of a PromptTile
@@ -175,8 +174,8 @@ class DecodeKernels {
   void force_prompt_tile(PromptTile tile);
 
   // The tuning the matrix-vector kernels use for a matrix of rows x cols: the forced one if set,
-  // else the rule (decode_kernels.cpp) for this adapter and dtype.
-  MatvecTuning matvec_tuning(uint32_t rows, uint32_t cols) const;
+  // else the rule (decode_kernels.cpp) for this adapter and the weights' format.
+  MatvecTuning matvec_tuning(uint32_t rows, uint32_t cols, gpu::WeightFormat format) const;
   // Forces one tuning on every later matrix-vector step (the kernel benchmark and the tests try
   // them all); nullopt restores the rule. Checked when a step is made: Error if the adapter
   // cannot run it.
@@ -187,21 +186,27 @@ class DecodeKernels {
 
  private:
   // A matrix-vector step; `pairs`: the epilogue reads rows 2i, 2i + 1 together (RoPE, gate/up).
-  Step matvec(const std::string& entry, uint32_t rows, uint32_t cols, bool norm, double eps, bool pairs,
-              std::map<std::string, double> extra, std::initializer_list<gpu::BufferBinding> b);
+  // `w` binds first (binding 0), then `b`.
+  Step matvec(const std::string& entry, const gpu::TensorView& w, uint32_t rows, uint32_t cols, bool norm,
+              double eps, bool pairs, std::map<std::string, double> extra,
+              std::initializer_list<gpu::BufferBinding> b);
   // matvec under tuning t; `extra_wg_bytes`: the entry's own workgroup memory.
-  Step matvec_tuned(const MatvecTuning& t, const std::string& entry, uint32_t rows, uint32_t cols, bool norm,
-                    double eps, bool pairs, uint64_t extra_wg_bytes, std::map<std::string, double> extra,
-                    std::initializer_list<gpu::BufferBinding> b);
+  Step matvec_tuned(const MatvecTuning& t, const std::string& entry, const gpu::TensorView& w, uint32_t rows,
+                    uint32_t cols, bool norm, double eps, bool pairs, uint64_t extra_wg_bytes,
+                    std::map<std::string, double> extra, std::initializer_list<gpu::BufferBinding> b);
   void check_tuning(const std::string& entry, const MatvecTuning& t, bool pairs) const;
-  Step matmul(const std::string& entry, uint32_t rows, uint32_t cols, uint32_t T, bool norm, double eps,
-              std::map<std::string, double> extra, std::initializer_list<gpu::BufferBinding> b);
+  Step matmul(const std::string& entry, const gpu::TensorView& w, uint32_t rows, uint32_t cols, uint32_t T,
+              bool norm, double eps, std::map<std::string, double> extra,
+              std::initializer_list<gpu::BufferBinding> b);
+  // The pipeline constants of the weights `w` (WEIGHT_FORMAT); throws Error when w is not a
+  // matrix of `rows` (0: any) x `cols`.
+  static void weight_constants(const std::string& entry, const gpu::TensorView& w, uint32_t rows,
+                               uint32_t cols, std::map<std::string, double>& o);
   // short_max > 0: attend_short's kernel for that many positions (its CHUNK).
   const gpu::Kernel& attention(const std::string& entry, const ModelConfig& cfg, uint32_t ctx_len,
                                AttentionSplit split = {}, uint32_t short_max = 0);
   void check_workgroup_memory(const std::string& entry, uint32_t cols, uint64_t bytes) const;
   gpu::Context* ctx_;
-  WeightDType dtype_;
   PromptTile forced_tile_{};  // tokens == 0: prompt_tile() decides
   uint32_t min_team_;         // the adapter's largest subgroup, rounded up to a power of two
   std::optional<MatvecTuning> forced_;

@@ -2,13 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <deque>
+#include <optional>
 
 #include "gpu/profiler.h"
 #include "llm/architecture.h"
 #include "llm/generated_tokens.h"
 #include "llm/rope.h"
+#include "llm/safetensors.h"
+#include "llm/weight_loader.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -26,7 +27,7 @@ Fusion parse_fusion(std::string_view s) {
 }
 
 Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, ModelOptions options)
-    : ctx_(&ctx), cfg_(std::move(cfg)), opt_(std::move(options)), ctx_len_(opt_.ctx) {
+    : Decoder(ctx), cfg_(std::move(cfg)), opt_(std::move(options)), ctx_len_(opt_.ctx) {
   const auto& c = cfg_;
   check_config(c);
   if (ctx_len_ == 0) throw Error("--ctx must be at least 1");
@@ -75,61 +76,62 @@ gpu::Buffer Model::scratch(std::string_view label, uint64_t words) {
 void Model::upload_weights(const WeightLookup& weights) {
   using enum TensorRole;
   const auto& c = cfg_;
-  const uint32_t hd = c.head_dim, q_rows = c.num_heads * hd, kv_rows = c.num_kv_heads * hd;
-  const WeightDType t = opt_.dtype;
-  const ModelTensors w(c, weights);  // every tensor found and shape-checked before anything is uploaded
-  const TensorRef* head = w.find(LmHead);
+  const uint32_t hd = c.head_dim, q_rows = c.num_heads * hd;
+  const ModelTensors t(c, weights);  // every tensor found and shape-checked before anything is uploaded
+  const TensorRef* head = t.find(LmHead);
 
-  const uint64_t per_layer = row_bytes(t, c.hidden_size) * (q_rows + 2 * kv_rows + 2 * c.intermediate_size) +
-                             row_bytes(t, q_rows) * c.hidden_size +
-                             row_bytes(t, c.intermediate_size) * c.hidden_size;
-  total_upload_ = per_layer * c.num_layers + row_bytes(t, c.hidden_size) * c.vocab_size * (head ? 2 : 1);
-  auto matrix = [&](std::string_view label, uint32_t rows, uint32_t cols, const RowSource& row) {
-    const uint64_t before = done_upload_;
-    gpu::Buffer b = upload_rows(*ctx_, t, label, rows, cols, row, [&](uint64_t bytes) {
-      done_upload_ = before + bytes;
-      if (opt_.progress) opt_.progress(done_upload_, total_upload_);
-    });
-    stats_.weight_bytes += b.size();
-    count_buffer(b);
-    return b;
+  WeightLoader w(*ctx_, storage_format(opt_.dtype, t(Embedding).dtype), {.label = "llm.weights"});
+  stats_.weight_format = w.format();
+  auto vector = [&](std::string name, const TensorRef& tr) { return w.vector(std::move(name), to_f32(tr)); };
+  auto packed = [&](std::string name, const PackedMatrix& m) {
+    return w.matrix(std::move(name), m.sources, m.rows, c.hidden_size, m.source_row);
   };
-  auto vector = [&](std::string_view label, std::span<const float> v) {
-    gpu::Buffer b = upload_padded(*ctx_, label, v);
-    stats_.weight_bytes += b.size();
-    count_buffer(b);
-    return b;
+  const auto embed_id = w.matrix("embedding", {&t(Embedding)}, c.vocab_size, c.hidden_size);
+  const auto head_id = head ? w.matrix("lm_head", {head}, c.vocab_size, c.hidden_size) : embed_id;
+  const auto norm_id = vector("final_norm", t(FinalNorm));
+  struct LayerIds {
+    WeightLoader::TensorId qkv, qkv_bias, input_norm, o, post_norm, gate_up, down;
+    std::optional<WeightLoader::TensorId> qk_norm;
   };
-  auto norm_vector = [&](std::string_view label, const TensorRef& tr) {
-    std::vector<float> v(tr.elements());
-    tensor_row(tr, 0, v);
-    return vector(label, v);
-  };
-
-  embedding_ = matrix("llm.embedding", c.vocab_size, c.hidden_size, rows_of(w(Embedding)));
-  lm_head_ = head ? matrix("llm.lm_head", c.vocab_size, c.hidden_size, rows_of(*head)) : embedding_;
-  final_norm_ = norm_vector("llm.final_norm", w(FinalNorm));
+  std::vector<LayerIds> ids;
   for (uint32_t i = 0; i < c.num_layers; ++i) {
-    Layer l;
-    l.qkv = matrix("llm.qkv", q_rows + 2 * kv_rows, c.hidden_size, packed_qkv_rows(w, c, i));
-    l.qkv_bias = vector("llm.qkv_bias", packed_qkv_bias(w, c, i));
-    if (w.architecture().qk_norm) {  // q_norm then k_norm, as qk_norm_rope reads them
-      std::vector<float> norms(2 * hd);
-      tensor_row(w(QNorm, i), 0, std::span(norms).first(hd));
-      tensor_row(w(KNorm, i), 0, std::span(norms).last(hd));
-      l.qk_norm = vector("llm.qk_norm", norms);
+    const std::string p = "layer" + std::to_string(i) + ".";
+    LayerIds l{};
+    l.qkv = packed(p + "qkv", packed_qkv(t, c, i));
+    l.qkv_bias = w.vector(p + "qkv_bias", packed_qkv_bias(t, c, i));
+    if (t.architecture().qk_norm) {  // q_norm then k_norm, as qk_norm_rope reads them
+      std::vector<float> norms = to_f32(t(QNorm, i));
+      const std::vector<float> k_norm = to_f32(t(KNorm, i));
+      norms.insert(norms.end(), k_norm.begin(), k_norm.end());
+      l.qk_norm = w.vector(p + "qk_norm", std::move(norms));
     }
-    l.input_norm = norm_vector("llm.input_norm", w(AttnNorm, i));
-    l.post_norm = norm_vector("llm.post_attention_norm", w(FfnNorm, i));
-    l.o = matrix("llm.o_proj", c.hidden_size, q_rows, rows_of(w(O, i)));
-    l.gate_up = matrix("llm.gate_up", 2 * c.intermediate_size, c.hidden_size, packed_gate_up_rows(w, c, i));
-    l.down = matrix("llm.down_proj", c.hidden_size, c.intermediate_size, rows_of(w(Down, i)));
+    l.input_norm = vector(p + "input_norm", t(AttnNorm, i));
+    l.post_norm = vector(p + "post_attention_norm", t(FfnNorm, i));
+    l.o = w.matrix(p + "o_proj", {&t(O, i)}, c.hidden_size, q_rows);
+    l.gate_up = packed(p + "gate_up", packed_gate_up(t, c, i));
+    l.down = w.matrix(p + "down_proj", {&t(Down, i)}, c.hidden_size, c.intermediate_size);
+    ids.push_back(l);
+  }
+  w.load(opt_.progress);
+  stats_.weight_bytes = w.arena().total_bytes();
+  stats_.gpu_memory_bytes += stats_.weight_bytes;
+  embedding_ = w.view(embed_id);
+  lm_head_ = w.view(head_id);
+  final_norm_ = w.view(norm_id);
+  for (const LayerIds& i : ids) {
+    Layer l{.qkv = w.view(i.qkv),
+            .qkv_bias = w.view(i.qkv_bias),
+            .input_norm = w.view(i.input_norm),
+            .o = w.view(i.o),
+            .post_norm = w.view(i.post_norm),
+            .gate_up = w.view(i.gate_up),
+            .down = w.view(i.down)};
+    if (i.qk_norm) l.qk_norm = w.view(*i.qk_norm);
     const uint64_t cache = uint64_t(c.num_kv_heads) * ctx_len_ * hd;
     l.k_cache = scratch("llm.k_cache", cache);
     l.v_cache = scratch("llm.v_cache", cache);
     stats_.kv_cache_bytes += l.k_cache.size() + l.v_cache.size();
     layers_.push_back(std::move(l));
-    ctx_->wait();  // each layer's queued writes drain before the next layer's are staged
   }
   rope_ = ctx_->upload<float>(rope_table(c, ctx_len_), BufferUsage::Storage, "llm.rope");
   count_buffer(rope_);
@@ -137,7 +139,7 @@ void Model::upload_weights(const WeightLookup& weights) {
 
 void Model::build_steps() {
   const auto& c = cfg_;
-  DecodeKernels k(*ctx_, opt_.dtype);
+  DecodeKernels k(*ctx_);
   // Bytes each step must move (for --profile): its weights once, its vectors read and written.
   const uint32_t q_rows = c.num_heads * c.head_dim, qkv_rows = q_rows + 2 * c.num_kv_heads * c.head_dim;
   auto add = [&](Step s, std::string_view name, uint64_t bytes, uint64_t per_position = 0) {
@@ -148,7 +150,7 @@ void Model::build_steps() {
   };
   auto vec = [](uint64_t floats) { return 4 * floats; };
   add(k.embed(embedding_, tokens_, state_, x_, c.hidden_size), "embed",
-      row_bytes(opt_.dtype, c.hidden_size) + vec(c.hidden_size));
+      embedding_.row_bytes + vec(c.hidden_size));
   const uint64_t kv_per_position = vec(2 * c.num_kv_heads * c.head_dim);
   std::vector<size_t> qkv_at;  // each layer's qkv_rope in step_ (then attention .. down), shared
   // The projection's steps: qkv_rope, and qk_norm_rope for architectures with per-head q/k norms.
@@ -158,7 +160,7 @@ void Model::build_steps() {
   for (const Layer& l : layers_) {
     qkv_at.push_back(step_.size());
     add(k.qkv_rope(l.qkv, x_, l.input_norm, l.qkv_bias, rope_, state_, q_, l.k_cache, l.v_cache, c, ctx_len_),
-        "qkv_rope", l.qkv.size() + vec(2 * c.hidden_size + 2 * qkv_rows + c.head_dim));
+        "qkv_rope", l.qkv.bytes + vec(2 * c.hidden_size + 2 * qkv_rows + c.head_dim));
     if (qk_norm)
       add(k.qk_norm_rope(l.qk_norm, rope_, state_, q_, l.k_cache, c, ctx_len_), "qk_norm_rope",
           vec(2 * (q_rows + kv_rows) + 2 * c.head_dim + c.head_dim));
@@ -168,14 +170,14 @@ void Model::build_steps() {
     for (size_t i = 1; i < attention.size(); ++i)
       add(std::move(attention[i]), "attention_combine", vec(q_rows));
     add(k.matvec_residual(l.o, att_, x_, c.hidden_size, q_rows), "o_proj+residual",
-        l.o.size() + vec(q_rows + 2 * c.hidden_size));
+        l.o.bytes + vec(q_rows + 2 * c.hidden_size));
     add(k.gate_up_silu(l.gate_up, x_, l.post_norm, act_, c.intermediate_size, c.hidden_size, c.rms_norm_eps),
-        "gate_up_silu", l.gate_up.size() + vec(2 * c.hidden_size + c.intermediate_size));
+        "gate_up_silu", l.gate_up.bytes + vec(2 * c.hidden_size + c.intermediate_size));
     add(k.matvec_residual(l.down, act_, x_, c.hidden_size, c.intermediate_size), "down+residual",
-        l.down.size() + vec(c.intermediate_size + 2 * c.hidden_size));
+        l.down.bytes + vec(c.intermediate_size + 2 * c.hidden_size));
   }
   add(k.matvec_norm(lm_head_, x_, final_norm_, logits_, c.vocab_size, c.hidden_size, c.rms_norm_eps),
-      "lm_head", lm_head_.size() + vec(2 * c.hidden_size + c.vocab_size));
+      "lm_head", lm_head_.bytes + vec(2 * c.hidden_size + c.vocab_size));
   if (short_max() > 0) {
     // Short caches: the split step with each layer's attention in one dispatch (attend_short)
     // in place of the chunks and their combination; from the last layer so `qkv_at` holds.
@@ -200,16 +202,16 @@ void Model::build_steps() {
       for (size_t p = 0; p < proj; ++p) fused_step_.push_back(step_[qkv_at[i] + p]);
       Step s = k.attend_o(l.o, q_, l.k_cache, l.v_cache, state_, o_parts_, c, ctx_len_);
       s.name = "attend_o";
-      s.bytes = l.o.size() + vec(q_rows) + parts;
+      s.bytes = l.o.bytes + vec(q_rows) + parts;
       s.bytes_per_position = kv_per_position;
       fused_step_.push_back(std::move(s));
       s = k.gate_up_silu_sum(l.gate_up, x_, o_parts_, l.post_norm, act_, x_next_, c);
       s.name = "gate_up_silu_sum";
-      s.bytes = l.gate_up.size() + parts + vec(3 * c.hidden_size + c.intermediate_size);
+      s.bytes = l.gate_up.bytes + parts + vec(3 * c.hidden_size + c.intermediate_size);
       fused_step_.push_back(std::move(s));
       s = k.matvec_residual_to(l.down, act_, x_next_, x_, c.hidden_size, c.intermediate_size);
       s.name = "down+residual";
-      s.bytes = l.down.size() + vec(c.intermediate_size + 2 * c.hidden_size);
+      s.bytes = l.down.bytes + vec(c.intermediate_size + 2 * c.hidden_size);
       fused_step_.push_back(std::move(s));
     }
     fused_step_.push_back(step_.back());  // LM head
@@ -252,13 +254,14 @@ uint32_t Model::short_max() const {
 
 std::vector<Step> Model::prompt_steps(uint32_t T) {
   const auto& c = cfg_;
-  DecodeKernels k(*ctx_, opt_.dtype);
+  DecodeKernels k(*ctx_);
   const uint32_t q_rows = c.num_heads * c.head_dim;
+  const bool qk_norm = architecture_of(c).qk_norm;
   std::vector<Step> steps{k.embed(embedding_, tokens_, state_, x_rows_, c.hidden_size, T)};
   for (const Layer& l : layers_) {
     steps.push_back(k.qkv_rope_prompt(l.qkv, x_rows_, l.input_norm, l.qkv_bias, rope_, state_, q_rows_,
                                       l.k_cache, l.v_cache, c, ctx_len_, T));
-    if (l.qk_norm)
+    if (qk_norm)
       steps.push_back(k.qk_norm_rope(l.qk_norm, rope_, state_, q_rows_, l.k_cache, c, ctx_len_, T));
     steps.push_back(k.attend_prompt(q_rows_, l.k_cache, l.v_cache, state_, att_rows_, c, ctx_len_, T));
     steps.push_back(k.residual_prompt(l.o, att_rows_, x_rows_, c.hidden_size, q_rows, T));
@@ -270,28 +273,13 @@ std::vector<Step> Model::prompt_steps(uint32_t T) {
 }
 
 void Model::reset() {
-  seq_.clear();
-  fed_ = written_ = 0;
+  Decoder::reset();
   logits_fresh_ = false;
 }
 
-void Model::push_sequence(std::span<const uint32_t> ids) {
-  for (uint32_t id : ids)
-    if (id >= cfg_.vocab_size)
-      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (vocab_size " +
-                  std::to_string(cfg_.vocab_size) + ")");
-  if (seq_.size() + ids.size() > ctx_len_)
-    throw Error("the sequence (" + std::to_string(seq_.size() + ids.size()) +
-                " tokens) is longer than --ctx " + std::to_string(ctx_len_));
-  seq_.insert(seq_.end(), ids.begin(), ids.end());
-  if (written_ < seq_.size()) {
-    ctx_->write(tokens_, 4ull * written_, std::as_bytes(std::span(seq_).subspan(written_)));
-    written_ = uint32_t(seq_.size());
-  }
-  if (fed_ < seq_.size()) {
-    ctx_->write_value<uint32_t>(state_, 0, fed_);
-    logits_fresh_ = false;
-  }
+void Model::set_position() {
+  ctx_->write_value<uint32_t>(state_, 0, fed_);
+  logits_fresh_ = false;
 }
 
 void Model::record_prompt(gpu::Recorder& rec) {
@@ -379,95 +367,21 @@ std::vector<float> Model::read_logits() {
   return ctx_->read<float>(logits_, 0, cfg_.vocab_size);
 }
 
-std::vector<uint32_t> Model::generate(std::span<const uint32_t> prompt, uint32_t n,
-                                      const std::function<bool(uint32_t)>& on_token,
-                                      const GenerateOptions& opt) {
-  if (n == 0) throw Error("generate: the number of tokens to generate (-n) must be at least 1");
-  const bool continue_from_prefill = prompt.empty() && logits_fresh_ && fed_ == seq_.size();
-  // The last token generated is never fed, so positions up to length + n - 2 are used.
-  const uint64_t length = seq_.size() + prompt.size();
-  if (length + n - 1 > ctx_len_)
-    throw Error("generate: " + std::to_string(length) + " tokens + " + std::to_string(n) +
-                " to generate exceed --ctx " + std::to_string(ctx_len_));
-  if (!continue_from_prefill) {
-    if (fed_ == length) throw Error("generate: empty prompt");
-    push_sequence(prompt);
-  }
-  const std::span<const Step> picker = opt.picker.empty() ? std::span<const Step>(argmax_) : opt.picker;
-  const uint32_t K = opt.on_logits ? 1 : std::max<uint32_t>(1, opt.steps_per_submit);
-  const uint32_t first = uint32_t(seq_.size());  // index of the first generated token
-  stats_.prompt_tokens = seq_.size() - fed_;
-  stats_.generated_tokens = stats_.decode_dispatches = stats_.decode_submits = stats_.decode_readbacks =
-      stats_.decode_tokens = stats_.decode_steps = 0;
-  stats_.prefill_ms = stats_.decode_ms = 0;
+std::span<const Step> Model::picker(const GenerateOptions& opt) const {
+  return opt.picker.empty() ? std::span<const Step>(argmax_) : opt.picker;
+}
 
-  GeneratedTokens out(cfg_.vocab_size, n, on_token, opt.eos_ids, seq_);
-  // Reports the next generated tokens, `ids`, as far as they are wanted.
-  auto take = [&](const std::vector<uint32_t>& ids) {
-    if (opt.on_logits) {
-      ++stats_.debug_readbacks;
-      opt.on_logits(ctx_->read<float>(logits_, 0, cfg_.vocab_size));
-    }
-    for (uint32_t id : ids) out.take(id);
-  };
-
-  // The prompt phase: every unfed prompt position, then the first generated token.
-  auto t0 = SteadyClock::now();
-  gpu::Recorder rec(*ctx_);
-  if (!continue_from_prefill) record_prompt(rec);
-  record(rec, picker);
-  rec.submit();
-  take(ctx_->read<uint32_t>(tokens_, first, 1));
-  stats_.prefill_ms = ms_since(t0);
-
-  // The decode phase: K steps per command buffer, each ending with a copy of its K tokens into a
-  // staging buffer of its own. Up to `depth` command buffers are in flight: the next is recorded
-  // and submitted before the previous one's tokens are read, so that the host's recording,
-  // submission and read-back overlap the GPU's work. A buffer whose tokens are no longer wanted
-  // (EOS, on_token said stop) still runs and is discarded. The logits callback reads the logits
-  // buffer, which the next step overwrites: then one at a time.
-  const uint32_t depth = opt.on_logits ? 1 : 2;
-  for (auto& b : token_staging_)
-    if (b.size() < 4ull * K)
-      b = ctx_->buffer(4ull * K, BufferUsage::MapRead | BufferUsage::CopyDst, "llm.tokens_out");
-  struct Batch {
-    uint32_t count, slot;
-  };
-  std::deque<Batch> in_flight;
-  uint32_t scheduled = uint32_t(out.ids().size()), next_slot = 0;
-  t0 = SteadyClock::now();
-  const uint64_t d0 = rec.dispatches(), s0 = rec.submits();
-  while (!out.stopped()) {
-    while (in_flight.size() < depth && scheduled < n) {
-      const uint32_t k = std::min<uint32_t>(K, n - scheduled);
-      for (uint32_t i = 0; i < k; ++i) {
-        record(rec, decode_step(first + scheduled + i - 1));  // feeds token first + scheduled + i - 1
-        record(rec, picker);
-      }
-      rec.copy(tokens_, 4ull * (first + scheduled), token_staging_[next_slot], 0, 4ull * k);
-      rec.submit();
-      in_flight.push_back({k, next_slot});
-      scheduled += k;
-      stats_.decode_steps += k;
-      next_slot = (next_slot + 1) % depth;
-    }
-    const Batch b = in_flight.front();
-    in_flight.pop_front();
-    const auto bytes = ctx_->map_read(token_staging_[b.slot], 4ull * b.count);
-    std::vector<uint32_t> ids(b.count);
-    std::memcpy(ids.data(), bytes.data(), bytes.size());
-    ++stats_.decode_readbacks;
-    take(ids);
-  }
-  stats_.decode_ms = ms_since(t0);
-  stats_.decode_tokens = out.ids().size() - 1;
-  stats_.decode_dispatches = rec.dispatches() - d0;
-  stats_.decode_submits = rec.submits() - s0;
-  stats_.generated_tokens = out.ids().size();
-  fed_ = uint32_t(seq_.size()) - 1;  // the last token is known but not fed
-  written_ = uint32_t(seq_.size());
+void Model::record_prompt_phase(gpu::Recorder& rec, const GenerateOptions& opt) {
+  if (!logits_ready()) record_prompt(rec);
   logits_fresh_ = false;
-  return out.release();
+  record(rec, picker(opt));
+}
+
+void Model::record_steps(gpu::Recorder& rec, uint32_t pos, uint32_t k, const GenerateOptions& opt) {
+  for (uint32_t i = 0; i < k; ++i) {
+    record(rec, decode_step(pos + i));
+    record(rec, picker(opt));
+  }
 }
 
 }  // namespace wgfuse::llm

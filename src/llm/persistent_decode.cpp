@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstring>
 
 #include "gpu/recorder.h"
 #include "llm/architecture.h"
 #include "llm/generated_tokens.h"
 #include "llm/rope.h"
+#include "llm/weight_loader.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -43,7 +43,7 @@ std::string persistent_unsupported(const ModelConfig& c) {
 
 PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights,
                                      PersistentOptions options)
-    : ctx_(&ctx), cfg_(std::move(cfg)), opt_(std::move(options)) {
+    : Decoder(ctx), cfg_(std::move(cfg)), opt_(std::move(options)) {
   const auto& c = cfg_;
   const auto& lim = ctx.limits();
   check_config(c, "persistent decode");
@@ -113,7 +113,7 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   stats_.dispatches_per_step = 1;
 
   auto& o = layout_;
-  o["WEIGHT_F16"] = opt_.dtype == WeightDType::F16;
+  o[gpu::kWeightFormatConstant] = double(stats_.weight_format);
   o["WG"] = wg;
   o["TEAM"] = team;
   o["SPIN_LIMIT"] = opt_.spin_limit;
@@ -130,7 +130,6 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   o["XS_LEN"] = xs_len;
   kernel_ = &ctx.kernel(gpu::embedded_kernel("llm_persistent_decode", "decode_token", layout_));
   group_ = ctx.bind(*kernel_, {weights_, vectors_, live_, kv_, tokens_, control_});
-  reset();
 }
 
 void PersistentDecoder::upload_weights(const WeightLookup& weights) {
@@ -138,45 +137,18 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   const uint32_t hd = c.head_dim, q_rows = c.num_heads * hd, kv_rows = c.num_kv_heads * hd;
   const uint32_t qkv_rows = q_rows + 2 * kv_rows, H = c.hidden_size, I = c.intermediate_size;
   using enum TensorRole;
-  const ModelTensors w(c, weights);  // every tensor found and shape-checked before anything is uploaded
-  const WeightDType t = opt_.dtype;
-  // Matrices, in vec4<u32> (16 bytes) from the start of the packed buffer.
-  const uint64_t qkv = row_bytes(t, H) * qkv_rows / 16, o = row_bytes(t, q_rows) * H / 16,
-                 gu = row_bytes(t, H) * 2 * I / 16, down = row_bytes(t, I) * H / 16;
-  const uint64_t layer_v4 = qkv + o + gu + down, embed_v4 = layer_v4 * c.num_layers;
-  const uint64_t table_v4 = row_bytes(t, H) * c.vocab_size / 16;
-  const uint64_t head_v4 = c.tie_word_embeddings ? embed_v4 : embed_v4 + table_v4;
-  const uint64_t total = 16 * (head_v4 + table_v4);
-  const auto& lim = ctx_->limits();
-  need(total <= lim.max_storage_buffer_binding_size && total <= lim.max_buffer_size,
-       "the packed weights (" + std::to_string(total) +
-           " bytes) are one binding, above maxStorageBufferBindingSize (" +
-           std::to_string(lim.max_storage_buffer_binding_size) + ") or maxBufferSize (" +
-           std::to_string(lim.max_buffer_size) + ")");
-  layout_["LAYER_V4"] = double(layer_v4);
-  layout_["QKV_V4"] = 0;
-  layout_["O_V4"] = double(qkv);
-  layout_["GU_V4"] = double(qkv + o);
-  layout_["DOWN_V4"] = double(qkv + o + gu);
-  layout_["EMBED_V4"] = double(embed_v4);
-  layout_["HEAD_V4"] = double(head_v4);
-  weights_ = ctx_->buffer(total, BufferUsage::StorageIO, "llm.persistent.weights");
-  stats_.weight_bytes = total;
-
-  // Each matrix goes through upload_rows (the layout of the step kernels) into a buffer of its
-  // own, then is copied into place on the GPU; one at a time, so the extra memory is one matrix.
-  uint64_t done = 0;
-  auto place = [&](uint64_t at_v4, uint32_t rows, uint32_t cols,
-                   const std::function<void(uint32_t, float*)>& row) {
-    gpu::Buffer b = upload_rows(*ctx_, t, "llm.persistent.matrix", rows, cols, row, [&](uint64_t bytes) {
-      if (opt_.progress) opt_.progress(done + bytes, total);
-    });
-    gpu::Recorder rec(*ctx_);
-    rec.copy(b, 0, weights_, 16 * at_v4, b.size());
-    rec.submit();
-    ctx_->wait();
-    done += b.size();
+  const ModelTensors t(c, weights);  // every tensor found and shape-checked before anything is uploaded
+  // The matrices: one arena that must be one buffer (one binding), layer after layer, then the
+  // embedding and the LM head; the kernel finds them by offsets (in vec4s) as pipeline constants.
+  WeightLoader w(*ctx_, storage_format(opt_.dtype, t(Embedding).dtype), {.label = "llm.persistent.weights"});
+  stats_.weight_format = w.format();
+  auto packed = [&](std::string name, const PackedMatrix& m) {
+    return w.matrix(std::move(name), m.sources, m.rows, H, m.source_row);
   };
+  struct LayerIds {
+    WeightLoader::TensorId qkv, o, gu, down;
+  };
+  std::vector<LayerIds> ids;
   // The vectors: per layer the two norms and the Q/K/V bias (packed order), the final norm, the
   // RoPE table (llm/rope.h, as Model's).
   const uint32_t H8 = pad8(H), B8 = pad8(qkv_rows);
@@ -192,20 +164,49 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   };
 
   for (uint32_t l = 0; l < c.num_layers; ++l) {
-    const uint64_t base = l * layer_v4, vbase = uint64_t(l) * (2 * H8 + B8);
-    put(vbase, w(AttnNorm, l));
-    put(vbase + H8, w(FfnNorm, l));
-    const std::vector<float> bias = packed_qkv_bias(w, c, l);
+    const uint64_t vbase = uint64_t(l) * (2 * H8 + B8);
+    put(vbase, t(AttnNorm, l));
+    put(vbase + H8, t(FfnNorm, l));
+    const std::vector<float> bias = packed_qkv_bias(t, c, l);
     std::copy(bias.begin(), bias.end(), vecs.begin() + ptrdiff_t(vbase + 2 * H8));
-    place(base, qkv_rows, H, packed_qkv_rows(w, c, l));
-    place(base + qkv, H, q_rows, rows_of(w(O, l)));
-    place(base + qkv + o, 2 * I, H, packed_gate_up_rows(w, c, l));
-    place(base + qkv + o + gu, H, I, rows_of(w(Down, l)));
+    LayerIds m{};
+    const std::string name = "layer" + std::to_string(l) + ".";
+    m.qkv = packed(name + "qkv", packed_qkv(t, c, l));
+    m.o = w.matrix(name + "o_proj", {&t(O, l)}, H, q_rows);
+    m.gu = packed(name + "gate_up", packed_gate_up(t, c, l));
+    m.down = w.matrix(name + "down_proj", {&t(Down, l)}, H, I);
+    ids.push_back(m);
   }
-  place(embed_v4, c.vocab_size, H, rows_of(w(Embedding)));
-  if (const TensorRef* head = w.find(LmHead)) place(head_v4, c.vocab_size, H, rows_of(*head));
+  const auto embed_id = w.matrix("embedding", {&t(Embedding)}, c.vocab_size, H);
+  const TensorRef* head = t.find(LmHead);
+  const auto head_id = head ? w.matrix("lm_head", {head}, c.vocab_size, H) : embed_id;
+  need(w.arena().buffers() == 1,
+       "the packed weights (" + std::to_string(w.arena().total_bytes()) +
+           " bytes planned) must be one binding, but pass the per-buffer cap of " +
+           std::to_string(w.arena().max_buffer_bytes()) +
+           " bytes (min of maxStorageBufferBindingSize and maxBufferSize); use --decode steps");
+  // Offsets in vec4s; every layer's matrices lie at the same distances (the arena places equal
+  // tensors alike), which the kernel's single LAYER_V4 stride relies on.
+  auto v4 = [&](WeightLoader::TensorId id) { return w.arena().view(id).offset / 16; };
+  const uint64_t layer_v4 = c.num_layers > 1 ? v4(ids[1].qkv) - v4(ids[0].qkv) : 0;
+  for (uint32_t l = 0; l < c.num_layers; ++l) {
+    const LayerIds& m = ids[l];
+    need(v4(m.qkv) == l * layer_v4 && v4(m.o) - v4(m.qkv) == v4(ids[0].o) &&
+             v4(m.gu) - v4(m.qkv) == v4(ids[0].gu) && v4(m.down) - v4(m.qkv) == v4(ids[0].down),
+         "layer " + std::to_string(l) + "'s matrices are not placed like layer 0's");
+  }
+  layout_["LAYER_V4"] = double(layer_v4);
+  layout_["QKV_V4"] = 0;
+  layout_["O_V4"] = double(v4(ids[0].o));
+  layout_["GU_V4"] = double(v4(ids[0].gu));
+  layout_["DOWN_V4"] = double(v4(ids[0].down));
+  layout_["EMBED_V4"] = double(v4(embed_id));
+  layout_["HEAD_V4"] = double(v4(head_id));
+  w.load(opt_.progress);
+  weights_ = w.arena().buffer(0);
+  stats_.weight_bytes = weights_.size();
   const uint64_t final_at = uint64_t(2 * H8 + B8) * c.num_layers;
-  put(final_at, w(FinalNorm));
+  put(final_at, t(FinalNorm));
   const std::vector<float> rope = rope_table(c, opt_.ctx);
   std::copy(rope.begin(), rope.end(), vecs.begin() + ptrdiff_t(final_at + H8));
   vectors_ = ctx_->upload<float>(vecs, BufferUsage::Storage, "llm.persistent.vectors");
@@ -216,93 +217,43 @@ uint32_t PersistentDecoder::barriers_per_token() const {
   return kStagesPerLayer * cfg_.num_layers + 1;
 }
 
-void PersistentDecoder::reset() {
-  seq_.clear();
-  fed_ = 0;
+void PersistentDecoder::check(const GenerateOptions& opt) const {
+  need(!broken_, "a grid barrier timed out earlier: this decoder's state is undefined");
+  need(opt.picker.empty(), "greedy decoding only (no --temp, --top-k, --top-p, --repeat-penalty)");
 }
 
-std::vector<uint32_t> PersistentDecoder::run(uint32_t count, uint32_t first, uint32_t picked,
-                                             gpu::Recorder& rec) {
+void PersistentDecoder::set_position() {
+  const uint32_t words[2] = {fed_, uint32_t(seq_.size())};  // pos, tokens known
+  ctx_->write(control_, 8, std::as_bytes(std::span(words)));
+}
+
+void PersistentDecoder::record_dispatches(gpu::Recorder& rec, uint32_t count) {
   for (uint32_t i = 0; i < count; ++i) {
     rec.copy(zero_, 0, control_, 0, 4);  // the barrier arrivals start at zero in every dispatch
     rec.dispatch(*kernel_, group_, opt_.workgroups);
   }
-  const uint64_t bytes = 16 + 4ull * picked;
-  if (staging_.size() < bytes)
-    staging_ = ctx_->buffer(bytes, BufferUsage::MapRead | BufferUsage::CopyDst, "llm.persistent.staging");
-  rec.copy(control_, 0, staging_, 0, 16);
-  rec.copy(tokens_, 4ull * first, staging_, 16, 4ull * picked);
-  rec.submit();
-  const auto raw = ctx_->map_read(staging_, bytes);
-  std::vector<uint32_t> words(bytes / 4);
-  std::memcpy(words.data(), raw.data(), bytes);
-  if (words[1] != 0) {
-    broken_ = true;
-    const uint32_t k = kFailedBase - words[1];
-    throw Error("persistent decode: a grid barrier timed out (barrier " + std::to_string(k) + " of " +
-                std::to_string(barriers_per_token()) + ", after " + barrier_name(k, cfg_.num_layers) +
-                "): the " + std::to_string(opt_.workgroups) + " workgroups were not all resident within " +
-                std::to_string(opt_.spin_limit) + " spins; use fewer workgroups or --decode steps");
-  }
-  return std::vector<uint32_t>(words.begin() + 4, words.end());
 }
 
-std::vector<uint32_t> PersistentDecoder::generate(std::span<const uint32_t> prompt, uint32_t n,
-                                                  const std::function<bool(uint32_t)>& on_token,
-                                                  const GenerateOptions& opt) {
-  need(!broken_, "a grid barrier timed out earlier: this decoder's state is undefined");
-  need(opt.picker.empty(), "greedy decoding only (no --temp, --top-k, --top-p, --repeat-penalty)");
-  if (n == 0) throw Error("generate: the number of tokens to generate (-n) must be at least 1");
-  for (uint32_t id : prompt)
-    if (id >= cfg_.vocab_size)
-      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (vocab_size " +
-                  std::to_string(cfg_.vocab_size) + ")");
-  const uint64_t length = seq_.size() + prompt.size();
-  if (length == fed_) throw Error("generate: empty prompt");
-  if (length + n - 1 > opt_.ctx)
-    throw Error("generate: " + std::to_string(length) + " tokens + " + std::to_string(n) +
-                " to generate exceed --ctx " + std::to_string(opt_.ctx));
-  const uint32_t written = uint32_t(seq_.size());
-  seq_.insert(seq_.end(), prompt.begin(), prompt.end());
-  if (written < seq_.size())
-    ctx_->write(tokens_, 4ull * written, std::as_bytes(std::span(seq_).subspan(written)));
-  const uint32_t words[2] = {fed_, uint32_t(seq_.size())};  // pos, tokens known
-  ctx_->write(control_, 8, std::as_bytes(std::span(words)));
+void PersistentDecoder::record_prompt_phase(gpu::Recorder& rec, const GenerateOptions&) {
+  record_dispatches(rec, uint32_t(seq_.size()) - fed_);  // the last position picks the first token
+}
 
-  const uint32_t K = opt.on_logits ? 1 : std::max<uint32_t>(1, opt.steps_per_submit);
-  stats_.prompt_tokens = seq_.size() - fed_;
-  stats_.generated_tokens = stats_.decode_tokens = stats_.decode_steps = stats_.decode_dispatches =
-      stats_.decode_submits = stats_.decode_readbacks = stats_.debug_readbacks = 0;
-  GeneratedTokens out(cfg_.vocab_size, n, on_token, opt.eos_ids, seq_);
-  auto take = [&](std::span<const uint32_t> ids) {
-    for (uint32_t id : ids) {
-      if (opt.on_logits && !out.stopped()) opt.on_logits(read_logits());
-      out.take(id);
-    }
-  };
+void PersistentDecoder::record_steps(gpu::Recorder& rec, uint32_t, uint32_t k, const GenerateOptions&) {
+  record_dispatches(rec, k);
+}
 
-  // The prompt phase: every unfed position in one submit; the last picks the first token.
-  auto t0 = SteadyClock::now();
-  gpu::Recorder rec(*ctx_);
-  const uint32_t first = uint32_t(seq_.size());
-  take(run(first - fed_, first, 1, rec));
-  stats_.prefill_ms = ms_since(t0);
-  // The decode phase: K positions per submit, the tokens read back once per submit.
-  t0 = SteadyClock::now();
-  const uint64_t d0 = rec.dispatches(), s0 = rec.submits();
-  while (!out.stopped()) {
-    const uint32_t k = std::min<uint32_t>(K, n - uint32_t(out.ids().size()));
-    take(run(k, uint32_t(seq_.size()), k, rec));
-    ++stats_.decode_readbacks;
-  }
-  stats_.decode_ms = ms_since(t0);
-  stats_.decode_dispatches = rec.dispatches() - d0;
-  stats_.decode_submits = rec.submits() - s0;
-  stats_.decode_tokens = out.ids().size() - 1;
-  stats_.decode_steps = stats_.decode_dispatches;
-  stats_.generated_tokens = out.ids().size();
-  fed_ = uint32_t(seq_.size()) - 1;  // the last token is known but not fed
-  return out.release();
+void PersistentDecoder::record_status(gpu::Recorder& rec, const gpu::Buffer& staging) {
+  rec.copy(control_, 0, staging, 0, 16);
+}
+
+void PersistentDecoder::check_status(std::span<const uint32_t, 4> words) {
+  if (words[1] == 0) return;
+  broken_ = true;
+  const uint32_t k = kFailedBase - words[1];
+  throw Error("persistent decode: a grid barrier timed out (barrier " + std::to_string(k) + " of " +
+              std::to_string(barriers_per_token()) + ", after " + barrier_name(k, cfg_.num_layers) +
+              "): the " + std::to_string(opt_.workgroups) + " workgroups were not all resident within " +
+              std::to_string(opt_.spin_limit) + " spins; use fewer workgroups or --decode steps");
 }
 
 std::vector<float> PersistentDecoder::read_logits() {
@@ -322,13 +273,13 @@ GridChoice choose_grid(gpu::Context& ctx, uint32_t requested, uint32_t workgroup
   return out;
 }
 
-std::string compare_with_steps(Model& steps, PersistentDecoder& persistent, std::span<const uint32_t> prompt,
+std::string compare_with_steps(Decoder& steps, Decoder& persistent, std::span<const uint32_t> prompt,
                                uint32_t n, double tol) {
   struct Run {
     std::vector<uint32_t> tokens;
     std::vector<std::vector<float>> logits;
   };
-  auto run = [&](auto& decoder) {
+  auto run = [&](Decoder& decoder) {
     Run r;
     GenerateOptions opt;
     opt.on_logits = [&](std::span<const float> l) { r.logits.emplace_back(l.begin(), l.end()); };

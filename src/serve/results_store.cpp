@@ -29,6 +29,8 @@ const std::vector<std::vector<std::string>>& migrations() {
        " samples TEXT NOT NULL)",
        "CREATE INDEX results_by_submission ON results (submission_id)",
        "CREATE INDEX results_by_suite_name ON results (suite, name)"},
+      // 2: the reasons a result is implausible (a JSON array; empty when it is not)
+      {"ALTER TABLE results ADD COLUMN flags TEXT NOT NULL DEFAULT '[]'"},
   };
   return m;
 }
@@ -73,6 +75,7 @@ const std::vector<Column>& row_columns() {
       {"bound_gbs", "r.bound_gbs", Kind::real},
       {"equivalence", "r.equivalence", Kind::json_text},
       {"samples", "r.samples", Kind::json_text},
+      {"flags", "r.flags", Kind::json_text},
   };
   return c;
 }
@@ -86,15 +89,28 @@ const Column& column_named(const std::string& name) {
 const std::string from_clause = " FROM results r JOIN submissions s ON s.id = r.submission_id";
 
 // " WHERE a = ? AND b = ?" for the filters, their values appended to `params`.
-std::string where_clause(const std::map<std::string, std::string>& equals, std::vector<Value>& params) {
+std::string where_clause(const ResultQuery& q, std::vector<Value>& params) {
   std::string sql;
-  for (auto& [name, value] : equals) {
+  for (auto& [name, value] : q.equals) {
     sql += sql.empty() ? " WHERE " : " AND ";
     sql += column_named(name).expr;
     sql += " = ?";
     params.push_back(value);
   }
+  if (q.submission_id) {
+    sql += sql.empty() ? " WHERE " : " AND ";
+    sql += "r.submission_id = ?";
+    params.push_back(q.submission_id);
+  }
+  if (q.flagged != Flagged::any)
+    sql += std::string(sql.empty() ? " WHERE " : " AND ") +
+           (q.flagged == Flagged::no ? "r.flags = '[]'" : "r.flags <> '[]'");
   return sql;
+}
+
+// JSON as stored: text that is always valid UTF-8 (the parser checked it; this is the second line).
+std::string stored_json(const json& v) {
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 json to_json(const Value& v, Kind kind) {
@@ -109,7 +125,9 @@ std::string csv_field(const Value& v) {
   if (std::holds_alternative<std::nullptr_t>(v)) return "";
   if (auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
   if (auto* d = std::get_if<double>(&v)) return json(*d).dump();  // shortest round-trip form
-  const auto& s = std::get<std::string>(v);
+  std::string s = std::get<std::string>(v);
+  // A cell a spreadsheet would run as a formula gets a leading apostrophe (OWASP CSV injection).
+  if (!s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos) s.insert(0, 1, '\'');
   if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string quoted = "\"";
   for (char c : s) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
@@ -193,8 +211,8 @@ int64_t ResultsStore::insert(const json& s, const std::string& received_at) {
               {received_at, s.at("source").get<std::string>(), s.at("client_version").get<std::string>(),
                a.at("vendor").get<std::string>(), a.at("architecture").get<std::string>(),
                a.at("device").get<std::string>(), a.at("description").get<std::string>(),
-               a.at("backend").get<std::string>(), a.value("features", json::array()).dump(),
-               a.value("limits", json::object()).dump(),
+               a.at("backend").get<std::string>(), stored_json(a.value("features", json::array())),
+               stored_json(a.value("limits", json::object())),
                browser.is_null() ? Value(nullptr) : Value(browser.at("name").get<std::string>()),
                browser.is_null() ? Value(nullptr) : Value(browser.at("version").get<std::string>()),
                s.at("os").get<std::string>()})
@@ -205,15 +223,28 @@ int64_t ResultsStore::insert(const json& s, const std::string& received_at) {
           "INSERT INTO results (submission_id, suite, name, kernel_version, sizes, unit, median, min, max, "
           "std,"
           " n_samples, dispatches, submits, speedup, baseline, bandwidth_gbs, bound_gbs, equivalence, "
-          "samples)"
-          " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-          {id, r.at("suite").get<std::string>(), r.at("name").get<std::string>(),
-           r.at("kernel_version").get<std::string>(), r.at("sizes").dump(), r.at("unit").get<std::string>(),
-           r.at("median").get<double>(), r.at("min").get<double>(), r.at("max").get<double>(),
-           r.at("std").get<double>(), int64_t(r.at("samples").size()), r.at("dispatches").get<int64_t>(),
-           r.at("submits").get<int64_t>(), real_or_null(r.at("speedup")), text_or_null(r.at("baseline")),
-           real_or_null(r.at("bandwidth_gbs")), real_or_null(r.at("bound_gbs")), r.at("equivalence").dump(),
-           r.at("samples").dump()});
+          "samples, flags)"
+          " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+          {id,
+           r.at("suite").get<std::string>(),
+           r.at("name").get<std::string>(),
+           r.at("kernel_version").get<std::string>(),
+           stored_json(r.at("sizes")),
+           r.at("unit").get<std::string>(),
+           r.at("median").get<double>(),
+           r.at("min").get<double>(),
+           r.at("max").get<double>(),
+           r.at("std").get<double>(),
+           int64_t(r.at("samples").size()),
+           r.at("dispatches").get<int64_t>(),
+           r.at("submits").get<int64_t>(),
+           real_or_null(r.at("speedup")),
+           text_or_null(r.at("baseline")),
+           real_or_null(r.at("bandwidth_gbs")),
+           real_or_null(r.at("bound_gbs")),
+           stored_json(r.at("equivalence")),
+           stored_json(r.at("samples")),
+           stored_json(r.value("flags", json::array()))});
     }
   });
   return id;
@@ -225,7 +256,7 @@ std::pair<int64_t, std::vector<Row>> page(Database& db, const ResultQuery& q) {
   std::string columns;
   for (auto& c : row_columns()) append_listed(columns, ", ", c.expr);
   std::vector<Value> params;
-  const std::string where = where_clause(q.equals, params);
+  const std::string where = where_clause(q, params);
   std::pair<int64_t, std::vector<Row>> out;
   db.transaction([&](Connection& c) {
     out.first = std::get<int64_t>(c.run("SELECT COUNT(*)" + from_clause + where, params).at(0).at(0));
@@ -266,35 +297,39 @@ std::string ResultsStore::query_csv(const ResultQuery& q) {
   return out;
 }
 
-json ResultsStore::summary(const std::string& by, const std::string& suite) {
+json ResultsStore::summary(const std::string& by, const ResultQuery& filters) {
   if (std::find(summary_keys().begin(), summary_keys().end(), by) == summary_keys().end())
     throw Error("unknown summary key '" + by + "'");
   std::vector<Value> params;
-  std::map<std::string, std::string> equals;
-  if (!suite.empty()) equals["suite"] = suite;
-  const std::string where = where_clause(equals, params);
+  ResultQuery q = filters;
+  q.flagged = Flagged::no;  // an implausible result is in no median
+  const std::string where = where_clause(q, params);
   std::vector<Row> rows;
   db_->transaction([&](Connection& c) {
     rows = c.run("SELECT COALESCE(" + std::string(column_named(by).expr) +
-                     ", ''), r.suite, r.name, r.unit, r.median" + from_clause + where,
+                     ", ''), r.suite, r.name, r.unit, r.sizes, r.median" + from_clause + where,
                  params);
   });
-  // Medians of the rows' medians per (key, suite, name, unit), computed here so both databases agree.
-  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<double>> groups;
+  // Medians of the rows' medians per (key, suite, name, unit, sizes), computed here so both databases
+  // agree; a problem size is a group of its own (sizes as stored: the same submitter's key order).
+  using Key = std::tuple<std::string, std::string, std::string, std::string, std::string>;
+  std::map<Key, std::vector<double>> groups;
   for (auto& row : rows) {
-    double median = std::holds_alternative<int64_t>(row[4]) ? double(std::get<int64_t>(row[4]))
-                                                            : std::get<double>(row[4]);
+    double median = std::holds_alternative<int64_t>(row[5]) ? double(std::get<int64_t>(row[5]))
+                                                            : std::get<double>(row[5]);
+    const std::string sizes = json::parse(std::get<std::string>(row[4])).dump();  // canonical key order
     groups[{std::get<std::string>(row[0]), std::get<std::string>(row[1]), std::get<std::string>(row[2]),
-            std::get<std::string>(row[3])}]
+            std::get<std::string>(row[3]), sizes}]
         .push_back(median);
   }
   json out = json::array();
   for (auto& [key, medians] : groups) {
-    auto& [k, s, name, unit] = key;
+    auto& [k, s, name, unit, sizes] = key;
     out.push_back({{"key", k},
                    {"suite", s},
                    {"name", name},
                    {"unit", unit},
+                   {"sizes", json::parse(sizes)},
                    {"count", medians.size()},
                    {"median", median_of(medians)}});
   }

@@ -12,9 +12,14 @@
 
 namespace wgfuse::serve {
 
-// GET /api/results filters: column name (suite, name, vendor, ...) -> exact value.
+enum class Flagged { any, yes, no };
+
+// GET /api/results filters: column name (suite, name, vendor, ...) -> exact value; whether the
+// result was flagged implausible.
 struct ResultQuery {
   std::map<std::string, std::string> equals;
+  Flagged flagged = Flagged::any;
+  int64_t submission_id = 0;  // 0: any submission
   int64_t limit = 100, offset = 0;
 };
 
@@ -29,14 +34,16 @@ class ResultsStore {
   explicit ResultsStore(std::unique_ptr<Database> db);
   int schema_version();
 
-  // Stores a validated submission in one transaction; its id once the transaction is durable.
+  // Stores a validated submission (each result's "flags" as flag_implausible set them) in one
+  // transaction; its id once the transaction is durable.
   int64_t insert(const nlohmann::json& submission, const std::string& received_at);
 
   // {"total": N, "rows": [...]} with the columns of docs/WEB_API.md.
   nlohmann::json query(const ResultQuery& q);
   std::string query_csv(const ResultQuery& q);
-  // {"by": key, "groups": [{"key", "suite", "name", "unit", "count", "median"}]}
-  nlohmann::json summary(const std::string& by, const std::string& suite);
+  // {"by": key, "groups": [{"key", "suite", "name", "unit", "sizes", "count", "median"}]} over the
+  // results that match `filters` (its limit and offset aside) and are not flagged.
+  nlohmann::json summary(const std::string& by, const ResultQuery& filters);
 
   std::string describe() const { return db_->describe(); }
 

@@ -3,6 +3,8 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -17,10 +19,11 @@ namespace {
 
 using nlohmann::json;
 
+// (Bytes that are not UTF-8, e.g. from a request's path, become U+FFFD instead of an exception.)
 void send_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
   res.set_header("Cache-Control", "no-cache");
-  res.set_content(body.dump(), "application/json");
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
 void send_error(httplib::Response& res, int status, const std::string& reason) {
@@ -33,14 +36,29 @@ bool integer_param(const httplib::Request& req, httplib::Response& res, const ch
   if (!req.has_param(name)) return true;
   const std::string text = req.get_param_value(name);
   char* end = nullptr;
+  errno = 0;
   long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end || v < lo || v > hi) {
+  if (text.empty() || *end || errno == ERANGE || v < lo || v > hi) {
     send_error(
         res, 400,
         std::string(name) + ": must be an integer within " + std::to_string(lo) + ".." + std::to_string(hi));
     return false;
   }
   out = v;
+  return true;
+}
+
+// The column filters of GET /api/results and /api/summary, and `flagged` (yes, no; absent: both).
+bool filters(const httplib::Request& req, httplib::Response& res, ResultQuery& q) {
+  for (auto& column : ResultsStore::filter_columns())
+    if (req.has_param(column.c_str())) q.equals[column] = req.get_param_value(column.c_str());
+  if (!req.has_param("flagged")) return true;
+  const std::string flagged = req.get_param_value("flagged");
+  if (flagged != "yes" && flagged != "no") {
+    send_error(res, 400, "flagged: must be yes or no, not '" + flagged + "'");
+    return false;
+  }
+  q.flagged = flagged == "yes" ? Flagged::yes : Flagged::no;
   return true;
 }
 
@@ -54,6 +72,45 @@ bool only_params(const httplib::Request& req, httplib::Response& res, const std:
     }
   }
   return true;
+}
+
+// `text` for a log line: control bytes, backslashes and bytes past ASCII as \xHH, so that a
+// request cannot forge or break lines.
+std::string printable(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b >= 0x20 && b < 0x7f && c != '\\') {
+      out += c;
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", b);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+// The media type of a Content-Type value, lower case, without parameters or blanks.
+std::string media_type(const std::string& content_type) {
+  std::string type = content_type.substr(0, content_type.find(';'));
+  std::erase_if(type, [](char c) { return c == ' ' || c == '\t'; });
+  for (char& c : type) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return type;
+}
+
+// The first part of the request that is not UTF-8 ("path", "query parameter x", "Content-Type"),
+// "" when all are.
+std::string not_utf8(const httplib::Request& req) {
+  if (!is_utf8(req.path)) return "path";
+  for (auto& [key, value] : req.params)
+    if (!is_utf8(key) || !is_utf8(value)) return "query parameter " + printable(key);
+  if (!is_utf8(req.get_header_value("Content-Type"))) return "Content-Type";
+  return "";
+}
+
+bool expects_body(const httplib::Request& req) {
+  return req.has_header("Content-Length") || req.has_header("Transfer-Encoding");
 }
 
 }  // namespace
@@ -75,10 +132,7 @@ Server::Server(ServerOptions options, KernelIndex kernels, ResultsStore& store)
       kernels_(std::move(kernels)),
       store_(store),
       limiter_(options_.rate),
-      http_(std::make_unique<httplib::Server>()) {
-  const size_t threads = options_.threads;
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http_->set_payload_max_length(options_.body_limit);
+      http_(std::make_unique<BoundedHttpServer>(options_.connections)) {
   routes();
 }
 
@@ -90,11 +144,13 @@ int Server::bind() {
     int port = http_->bind_to_any_port(options_.host);
     if (port <= 0)
       throw Error("serve: cannot listen on " + where + ": no free port, or the host is not local");
+    http_->widen_backlog();
     return port;
   }
   if (!http_->bind_to_port(options_.host, options_.port))
     throw Error("serve: cannot listen on " + where +
                 ": the port is in use or the host is not an address of this machine");
+  http_->widen_backlog();
   return options_.port;
 }
 
@@ -107,37 +163,61 @@ bool Server::listening() const {
 }
 
 void Server::stop() {
-  http_->stop();
+  http_->stop_bounded();
 }
 
 void Server::routes() {
   auto& http = *http_;
 
-  // The rate limit covers the API (writes, and the queries that cost database time); the page's
-  // static files are cheap and cached.
+  // Before any body is read: bytes that are not UTF-8, methods no route takes, then the rate limit
+  // (over the API: writes, and the queries that cost database time; the page's static files are
+  // cheap and cached). A refused request's body is never read, so its connection closes.
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    const auto refuse = [&](int status, const std::string& reason) {
+      send_error(res, status, reason);
+      if (expects_body(req)) BoundedHttpServer::close_after_response(res);
+      return httplib::Server::HandlerResponse::Handled;
+    };
+    if (const std::string part = not_utf8(req); !part.empty())
+      return refuse(400, part + ": not UTF-8 (percent-encode UTF-8 text)");
+    const bool submit = req.method == "POST" && req.path == "/api/results";
+    if (req.method != "GET" && req.method != "HEAD" && !submit)
+      return refuse(405, "method " + printable(req.method) + " is not allowed on " + req.path +
+                             " (GET and HEAD everywhere, POST on /api/results)");
     if (!req.path.starts_with("/api/")) return httplib::Server::HandlerResponse::Unhandled;
     double retry_after = 0;
     if (limiter_.admit(req.remote_addr, retry_after)) return httplib::Server::HandlerResponse::Unhandled;
     res.set_header("Retry-After", std::to_string(int64_t(std::ceil(retry_after))));
-    send_error(res, 429,
-               "rate limit: too many requests from " + req.remote_addr + "; retry after " +
-                   std::to_string(int64_t(std::ceil(retry_after))) + " s");
-    return httplib::Server::HandlerResponse::Handled;
+    return refuse(429, "rate limit: too many requests from " + req.remote_addr + "; retry after " +
+                           std::to_string(int64_t(std::ceil(retry_after))) + " s");
   });
 
-  // Errors httplib answers itself (413, 404, 400 on a bad request line) get a body that says why.
-  const size_t body_limit = options_.body_limit;
+  // Errors httplib answers itself (a request cut off by a connection limit or deadline, 413, 404,
+  // 400 on a bad request line) get a body that says why. Runs outside httplib's exception
+  // handling: nothing may escape it.
+  const size_t body_limit = options_.connections.max_body_bytes;
   http.set_error_handler(
       httplib::Server::HandlerWithResponse([body_limit](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        std::string reason = "HTTP " + std::to_string(res.status);
-        if (res.status == 413)
-          reason = "body: larger than the limit of " + std::to_string(body_limit) + " bytes";
-        if (res.status == 404) reason = "not found: " + req.method + " " + req.path;
-        if (res.status == 400) reason = "bad request: " + req.method + " " + req.path;
-        send_error(res, res.status, reason);
-        return httplib::Server::HandlerResponse::Handled;
+        try {
+          if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+          std::string reason = "HTTP " + std::to_string(res.status);
+          if (const std::string cut = BoundedHttpServer::refusal(); !cut.empty()) {
+            res.status = std::stoi(cut.substr(0, 3));
+            reason = cut.substr(4);
+          } else if (res.status == 413) {
+            reason = "body: larger than the limit of " + std::to_string(body_limit) + " bytes";
+          } else if (res.status == 404) {
+            reason = "not found: " + req.method + " " + req.path;
+          } else if (res.status == 400) {
+            reason = "bad request: " + req.method + " " + req.path;
+          }
+          send_error(res, res.status, reason);
+          return httplib::Server::HandlerResponse::Handled;
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "wgfuse serve: answering HTTP %d failed: %s\n", res.status,
+                       printable(e.what()).c_str());
+          return httplib::Server::HandlerResponse::Unhandled;
+        }
       }));
 
   http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
@@ -146,45 +226,75 @@ void Server::routes() {
       std::rethrow_exception(ep);
     } catch (const std::exception& e) {
       what = e.what();
+    } catch (...) {
     }
-    std::fprintf(stderr, "wgfuse serve: %s %s failed: %s\n", req.method.c_str(), req.path.c_str(),
-                 what.c_str());
+    std::fprintf(stderr, "wgfuse serve: %s %s failed: %s\n", printable(req.method).c_str(),
+                 printable(req.path).c_str(), printable(what).c_str());
     send_error(res, 500, "server error (logged on the server)");
   });
 
   if (options_.access_log)
     http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-      std::fprintf(stderr, "%s %s %s %d\n", req.remote_addr.c_str(), req.method.c_str(), req.path.c_str(),
-                   res.status);
+      std::fprintf(stderr, "%s %s %s %d\n", printable(req.remote_addr).c_str(), printable(req.method).c_str(),
+                   printable(req.path).c_str(), res.status);
     });
 
-  http.Post("/api/results", [this](const httplib::Request& req, httplib::Response& res) {
+  // The body is read here, through a limit that holds for chunked and fixed-length bodies alike.
+  http.Post("/api/results", [this, body_limit](const httplib::Request& req, httplib::Response& res,
+                                               const httplib::ContentReader& read_body) {
+    const auto refuse = [&](int status, const std::string& reason) {
+      send_error(res, status, reason);
+      BoundedHttpServer::close_after_response(res);  // the body was not read (to its end)
+    };
     const std::string type = req.get_header_value("Content-Type");
-    if (type.substr(0, type.find(';')) != "application/json")
-      return send_error(res, 415, "Content-Type: must be application/json, not '" + type + "'");
+    if (media_type(type) != "application/json")
+      return refuse(415, "Content-Type: must be application/json, not '" + printable(type) + "'");
+    const std::string too_large = "body: larger than the limit of " + std::to_string(body_limit) + " bytes";
+    if (req.has_header("Content-Length")) {
+      const std::string length = req.get_header_value("Content-Length");
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long n = std::strtoull(length.c_str(), &end, 10);
+      if (length.empty() || *end || errno == ERANGE || length[0] == '-')
+        return refuse(400, "Content-Length: '" + printable(length) + "' is not a byte count");
+      if (n > body_limit) return refuse(413, too_large);
+    }
+    std::string text;
+    bool over = false;
+    const bool read = read_body([&](const char* data, size_t n) {
+      over = text.size() + n > body_limit;
+      if (!over) text.append(data, n);
+      return !over;
+    });
+    if (over) return refuse(413, too_large);
+    if (!read) {
+      const std::string cut = BoundedHttpServer::refusal();
+      return cut.empty()
+                 ? refuse(400, "body: could not be read (malformed chunked encoding, or the client left)")
+                 : refuse(std::stoi(cut.substr(0, 3)), cut.substr(4));
+    }
     json body;
     try {
-      body = json::parse(req.body);
-    } catch (const json::exception& e) {  // a syntax error, or a number beyond double range
-      return send_error(res, 400, std::string("body: malformed JSON: ") + e.what());
-    }
-    try {
+      body = parse_submission_body(text);
       validate_submission(body);
     } catch (const ValidationError& e) {
       return send_error(res, 400, e.what());
     }
+    flag_implausible(body, kernels_.version);
+    size_t flagged = 0;
+    for (auto& r : body["results"]) flagged += !r["flags"].empty();
     const int64_t id = store_.insert(body, utc_now_iso8601());
-    send_json(res, 201, {{"id", id}, {"accepted", body.at("results").size()}});
+    send_json(res, 201, {{"id", id}, {"accepted", body.at("results").size()}, {"flagged", flagged}});
   });
 
   http.Get("/api/results", [this](const httplib::Request& req, httplib::Response& res) {
     std::vector<std::string> known = ResultsStore::filter_columns();
-    known.insert(known.end(), {"limit", "offset", "format"});
+    known.insert(known.end(), {"flagged", "submission", "limit", "offset", "format"});
     if (!only_params(req, res, known)) return;
     ResultQuery q;
-    for (auto& column : ResultsStore::filter_columns())
-      if (req.has_param(column.c_str())) q.equals[column] = req.get_param_value(column.c_str());
-    if (!integer_param(req, res, "limit", 1, ResultsStore::max_limit, q.limit) ||
+    if (!filters(req, res, q)) return;
+    if (!integer_param(req, res, "submission", 1, INT64_MAX, q.submission_id) ||
+        !integer_param(req, res, "limit", 1, ResultsStore::max_limit, q.limit) ||
         !integer_param(req, res, "offset", 0, INT64_MAX, q.offset))
       return;
     const std::string format = req.has_param("format") ? req.get_param_value("format") : "json";
@@ -196,13 +306,17 @@ void Server::routes() {
   });
 
   http.Get("/api/summary", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!only_params(req, res, {"by", "suite"})) return;
+    std::vector<std::string> known = ResultsStore::filter_columns();
+    known.push_back("by");
+    if (!only_params(req, res, known)) return;
     const std::string by = req.has_param("by") ? req.get_param_value("by") : "vendor";
     const auto& keys = ResultsStore::summary_keys();
     if (std::find(keys.begin(), keys.end(), by) == keys.end())
       return send_error(res, 400,
                         "by: must be one of vendor, device, backend, browser, source; not '" + by + "'");
-    send_json(res, 200, store_.summary(by, req.has_param("suite") ? req.get_param_value("suite") : ""));
+    ResultQuery q;
+    if (!filters(req, res, q)) return;
+    send_json(res, 200, store_.summary(by, q));
   });
 
   http.Get("/kernels/index.json", [this](const httplib::Request&, httplib::Response& res) {

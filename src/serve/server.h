@@ -7,13 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "serve/bounded_http.h"
 #include "serve/kernel_index.h"
 #include "serve/rate_limiter.h"
 #include "serve/results_store.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace wgfuse::serve {
 
@@ -22,8 +19,7 @@ struct ServerOptions {
   int port = 8080;                               // 0: any free port (bind() says which)
   std::vector<std::filesystem::path> web_roots;  // looked up in order
   RateLimit rate;                                // per client address, over every /api request
-  size_t body_limit = 1 << 20;                   // POST bodies larger than this get 413
-  size_t threads = 16;                           // requests served at once (keep-alive holds one)
+  ConnectionLimits connections;                  // bodies larger than max_body_bytes get 413
   bool access_log = false;                       // a line per request on stderr
 };
 
@@ -37,7 +33,8 @@ class Server {
   void run();
   // Whether run() is listening (from just before its first accept until it returns).
   bool listening() const;
-  // Stops accepting; safe from any thread, a no-op unless listening.
+  // Stops accepting, ends idle connections, and every other within connections.stop_grace; safe
+  // from any thread, a no-op unless listening.
   void stop();
 
  private:
@@ -46,7 +43,7 @@ class Server {
   KernelIndex kernels_;
   ResultsStore& store_;
   RateLimiter limiter_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<BoundedHttpServer> http_;
 };
 
 // The current UTC time as ISO 8601 with milliseconds, "2026-11-22T18:43:53.123Z".

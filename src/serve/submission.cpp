@@ -1,7 +1,9 @@
 #include "serve/submission.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 namespace wgfuse::serve {
 namespace {
@@ -17,7 +19,8 @@ const char* type_name(const json& v) {
   return v.type_name();
 }
 
-const json& member(const json& object, const std::string& path, const char* key) {
+template <typename Json>
+Json& member(Json& object, const std::string& path, const char* key) {
   auto it = object.find(key);
   if (it == object.end()) reject(path + (path.empty() ? "" : ".") + key, "missing");
   return *it;
@@ -31,12 +34,13 @@ void check_object(const json& v, const std::string& field) {
   if (!v.is_object()) reject(field, std::string("must be an object, not ") + type_name(v));
 }
 
-std::string check_string(const json& v, const std::string& field) {
+// The string at `v`, sanitised in place (without control characters), at most max_string characters.
+std::string check_string(json& v, const std::string& field) {
   if (!v.is_string()) reject(field, std::string("must be a string, not ") + type_name(v));
-  const auto& s = v.get_ref<const std::string&>();
-  if (s.size() > L::max_string)
-    reject(field,
-           "longer than " + std::to_string(L::max_string) + " characters (" + std::to_string(s.size()) + ")");
+  auto& s = v.get_ref<std::string&>();
+  s = without_control_characters(s);
+  if (size_t n = utf8_length(s); n > L::max_string)
+    reject(field, "longer than " + std::to_string(L::max_string) + " characters (" + std::to_string(n) + ")");
   return s;
 }
 
@@ -47,10 +51,12 @@ double check_number(const json& v, const std::string& field) {
   return x;
 }
 
+// A count the databases store as a signed 64-bit integer.
 void check_count(const json& v, const std::string& field) {
   if (!v.is_number_integer()) reject(field, std::string("must be an integer, not ") + type_name(v));
-  if (v.is_number_unsigned()) return;
-  if (v.get<int64_t>() < 0) reject(field, "must be >= 0");
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
+    reject(field, "must be at most " + std::to_string(INT64_MAX));
+  if (!v.is_number_unsigned() && v.get<int64_t>() < 0) reject(field, "must be >= 0");
 }
 
 void check_one_of(const std::string& s, std::initializer_list<const char*> allowed,
@@ -75,7 +81,7 @@ void check_flat_object(const json& v, const std::string& field) {
   }
 }
 
-void check_adapter(const json& adapter) {
+void check_adapter(json& adapter) {
   check_object(adapter, "adapter");
   for (const char* key : {"vendor", "architecture", "device", "description", "backend"})
     check_string(member(adapter, "adapter", key), join("adapter", key));
@@ -95,7 +101,7 @@ void check_nullable_number(const json& result, const std::string& path, const ch
   if (check_number(v, join(path, key)) < 0) reject(join(path, key), "must be >= 0");
 }
 
-void check_result(const json& r, const std::string& path) {
+void check_result(json& r, const std::string& path) {
   check_object(r, path);
   check_one_of(check_string(member(r, path, "suite"), join(path, "suite")),
                {"dispatch", "chain", "sim", "tiny"}, join(path, "suite"));
@@ -134,7 +140,7 @@ void check_result(const json& r, const std::string& path) {
   check_count(member(r, path, "submits"), join(path, "submits"));
 
   const json& speedup = member(r, path, "speedup");
-  const json& baseline = member(r, path, "baseline");
+  json& baseline = member(r, path, "baseline");
   if (speedup.is_null() != baseline.is_null())
     reject(join(path, speedup.is_null() ? "speedup" : "baseline"),
            "speedup and baseline are both null or both set");
@@ -147,7 +153,7 @@ void check_result(const json& r, const std::string& path) {
   check_nullable_number(r, path, "bound_gbs");
 
   const std::string eq_at = join(path, "equivalence");
-  const json& eq = member(r, path, "equivalence");
+  json& eq = member(r, path, "equivalence");
   if (eq.is_null()) reject(eq_at, "missing (a result without its equivalence check is not accepted)");
   check_object(eq, eq_at);
   const json& passed = member(eq, eq_at, "passed");
@@ -158,19 +164,182 @@ void check_result(const json& r, const std::string& path) {
   check_string(member(eq, eq_at, "compared"), join(eq_at, "compared"));
   for (const char* key : {"max_abs_diff", "tolerance"})
     if (check_number(member(eq, eq_at, key), join(eq_at, key)) < 0) reject(join(eq_at, key), "must be >= 0");
+  if (auto it = eq.find("relative_tolerance");
+      it != eq.end() && check_number(*it, join(eq_at, "relative_tolerance")) < 0)
+    reject(join(eq_at, "relative_tolerance"), "must be >= 0");
+}
+
+bool is_control(char32_t c) {
+  return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x061c || c == 0x200e || c == 0x200f ||
+         (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
+}
+
+std::string format_number(double x) {
+  return json(x).dump();
+}
+
+// The reasons result `r` (validated) is implausible; docs/WEB_API.md lists the rules.
+std::vector<std::string> implausibilities(const json& r, const std::string& kernel_version) {
+  using P = PlausibilityLimits;
+  std::vector<std::string> why;
+  if (r["kernel_version"] != kernel_version)
+    why.push_back("kernel_version: " + r["kernel_version"].get<std::string>() +
+                  " is not the version this server serves (" + kernel_version + ")");
+
+  std::vector<double> samples = r["samples"].get<std::vector<double>>();
+  std::sort(samples.begin(), samples.end());
+  const double min = r["min"], max = r["max"], median = r["median"];
+  const auto near = [](double a, double b) {
+    return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+  };
+  if (!near(min, samples.front()))
+    why.push_back("min: " + format_number(min) + " is not the smallest sample (" +
+                  format_number(samples.front()) + ")");
+  if (!near(max, samples.back()))
+    why.push_back("max: " + format_number(max) + " is not the largest sample (" +
+                  format_number(samples.back()) + ")");
+  // Either middle sample (or any value between them) is a median, whatever the client's convention.
+  const size_t n = samples.size();
+  const double lower = samples[(n - 1) / 2], upper = samples[n / 2];
+  if ((median < lower && !near(median, lower)) || (median > upper && !near(median, upper)))
+    why.push_back("median: " + format_number(median) + " is not the median of the samples (" +
+                  format_number(lower) + (lower == upper ? "" : ".." + format_number(upper)) + ")");
+
+  const std::string unit = r["unit"];
+  const bool is_time = unit == "us" || unit == "ms";
+  const double floor_in_unit = unit == "ms" ? P::min_time_us / 1000 : P::min_time_us;
+  if (is_time && samples.front() < floor_in_unit)
+    why.push_back("samples: a repetition of " + format_number(samples.front()) + " " + unit +
+                  " is shorter than 1 ns");
+  const double ceiling = unit == "GB/s"    ? P::max_gbs
+                         : unit == "tok/s" ? P::max_tok_s
+                         : unit == "gen/s" ? P::max_gen_s
+                                           : 0;
+  if (ceiling > 0 && samples.back() > ceiling)
+    why.push_back("samples: " + format_number(samples.back()) + " " + unit + " is above " +
+                  format_number(ceiling) + " " + unit + ", beyond any GPU");
+  if (!is_time && samples.front() <= 0) why.push_back("samples: a rate of 0 " + unit);
+
+  const json& bandwidth = r["bandwidth_gbs"];
+  const json& bound = r["bound_gbs"];
+  for (const json* v : {&bandwidth, &bound})
+    if (!v->is_null() && v->get<double>() > P::max_gbs)
+      why.push_back(std::string(v == &bandwidth ? "bandwidth_gbs" : "bound_gbs") + ": " + format_number(*v) +
+                    " GB/s is above " + format_number(P::max_gbs) + " GB/s, beyond any GPU");
+  if (!bandwidth.is_null() && !bound.is_null() &&
+      bandwidth.get<double>() > bound.get<double>() * P::bandwidth_margin)
+    why.push_back("bandwidth_gbs: " + format_number(bandwidth) + " GB/s is above the adapter's copy bound (" +
+                  format_number(bound) + " GB/s) x " + format_number(P::bandwidth_margin));
+
+  const json& eq = r["equivalence"];
+  const double diff = eq["max_abs_diff"], tolerance = eq["tolerance"];
+  if (!eq.contains("relative_tolerance") && diff > tolerance)
+    why.push_back("equivalence: passed with max_abs_diff " + format_number(diff) + " above its tolerance " +
+                  format_number(tolerance));
+
+  for (const char* key : {"dispatches", "submits"})
+    if (r[key].get<double>() > P::max_counter)
+      why.push_back(std::string(key) + ": " + r[key].dump() + " per timed repetition is above " +
+                    format_number(P::max_counter));
+  for (auto& [key, value] : r["sizes"].items()) {
+    const double x = value;
+    if (x < 0 || x != std::floor(x) || x > P::max_size)
+      why.push_back("sizes." + key + ": " + value.dump() + " is not a count (an integer within 0..2^53)");
+  }
+  return why;
 }
 
 }  // namespace
 
-void validate_submission(const json& s) {
+std::string without_control_characters(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t k = 0; k < text.size();) {
+    const auto b = static_cast<unsigned char>(text[k]);
+    const size_t n = b < 0x80 ? 1 : b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+    char32_t c = n == 1 ? b : char32_t(b & (0x7f >> n));
+    for (size_t j = 1; j < n && k + j < text.size(); ++j)
+      c = (c << 6) | (static_cast<unsigned char>(text[k + j]) & 0x3f);
+    if (!is_control(c)) out.append(text.substr(k, n));
+    k += n;
+  }
+  return out;
+}
+
+bool is_utf8(std::string_view text) {
+  for (size_t k = 0; k < text.size();) {
+    const auto b = static_cast<unsigned char>(text[k]);
+    const size_t n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xe ? 3 : (b >> 3) == 0x1e ? 4 : 0;
+    if (n == 0 || k + n > text.size()) return false;
+    char32_t c = n == 1 ? b : char32_t(b & (0x7f >> n));
+    for (size_t j = 1; j < n; ++j) {
+      const auto t = static_cast<unsigned char>(text[k + j]);
+      if ((t & 0xc0) != 0x80) return false;
+      c = (c << 6) | (t & 0x3f);
+    }
+    static constexpr char32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (c < least[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return false;
+    k += n;
+  }
+  return true;
+}
+
+size_t utf8_length(std::string_view text) {
+  return size_t(std::count_if(text.begin(), text.end(),
+                              [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
+}
+
+json parse_submission_body(std::string_view body) {
+  // Depth first, on the bytes: nothing below (parsing, storing, dumping) then meets deep nesting.
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : body) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > L::max_depth)
+        reject("body", "nested deeper than " + std::to_string(L::max_depth) +
+                           " levels of arrays and objects (the submission needs 4)");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  try {
+    return json::parse(body);
+  } catch (
+      const json::exception& e) {  // a syntax error, bytes that are not UTF-8, a number beyond double range
+    reject("body", std::string("malformed JSON: ") + e.what());
+  }
+}
+
+void flag_implausible(json& submission, const std::string& kernel_version) {
+  for (json& r : submission["results"]) r["flags"] = implausibilities(r, kernel_version);
+}
+
+void validate_submission(json& s) {
   if (!s.is_object()) reject("body", std::string("must be a JSON object, not ") + type_name(s));
   const json& version = member(s, "", "schema_version");
   if (!version.is_number_integer() || version.get<int64_t>() != 1) reject("schema_version", "must be 1");
   const std::string source = check_string(member(s, "", "source"), "source");
   check_one_of(source, {"browser", "native"}, "source");
   check_string(member(s, "", "client_version"), "client_version");
-  check_adapter(member(s, "", "adapter"));
-  const json& browser = member(s, "", "browser");
+  json& adapter = member(s, "", "adapter");
+  check_adapter(adapter);
+  // Browsers give no device name (Chrome: ""); vendor and architecture identify the GPU instead.
+  if (adapter["device"].get_ref<const std::string&>().empty()) {
+    std::string name = adapter["vendor"].get<std::string>();
+    const std::string& architecture = adapter["architecture"].get_ref<const std::string&>();
+    if (!architecture.empty()) name += (name.empty() ? "" : " ") + architecture;
+    adapter["device"] = name.empty() ? adapter["description"] : json(name);
+  }
+  json& browser = member(s, "", "browser");
   if (source == "native") {
     if (!browser.is_null()) reject("browser", "must be null when source is \"native\"");
   } else {
@@ -179,7 +348,7 @@ void validate_submission(const json& s) {
     check_string(member(browser, "browser", "version"), "browser.version");
   }
   check_string(member(s, "", "os"), "os");
-  const json& results = member(s, "", "results");
+  json& results = member(s, "", "results");
   if (!results.is_array()) reject("results", std::string("must be an array, not ") + type_name(results));
   if (results.empty()) reject("results", "must not be empty");
   if (results.size() > L::max_results)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numbers>
 #include <string>
 
@@ -234,24 +235,22 @@ std::vector<float> initial_genomes(const Workload& w, uint32_t pop, uint32_t ste
   return g;
 }
 
-ReferenceRun rastrigin_reference(const Episode& e) {
-  return rastrigin(e.genome);
-}
-ReferenceRun acrobot_reference(const Episode& e) {
-  return acrobot(e);
-}
-ReferenceRun cartpole_reference(const Episode& e) {
-  return cartpole(e);
-}
-ReferenceRun mountaincar_reference(const Episode& e) {
-  return mountaincar(e);
-}
-ReferenceRun market_reference(const Episode& e) {
-  return market(e.genome, e.steps, e.data);
+ReferenceEpisode builtin_reference(std::string_view name, const std::string& where) {
+  static const std::map<std::string_view, ReferenceEpisode> all = {
+      {"rastrigin", [](const Episode& e) { return rastrigin(e.genome); }},
+      {"acrobot", acrobot},
+      {"cartpole", cartpole},
+      {"mountaincar", mountaincar},
+      {"market", [](const Episode& e) { return market(e.genome, e.steps, e.data); }},
+  };
+  if (auto it = all.find(name); it != all.end()) return it->second;
+  std::string known;
+  for (auto& [n, f] : all) known += (known.empty() ? "" : ", ") + std::string(n);
+  throw Error(where + ": no built-in CPU reference '" + std::string(name) + "' (known: " + known + ")");
 }
 
 ReferenceRun reference_run(const Workload& w, std::span<const float> genome, uint32_t steps,
-                           const Starts& starts, std::span<const float> data) {
+                           const Starts& starts, std::span<const float> data, uint32_t individual) {
   if (genome.size() != w.genome_length(steps))
     throw Error("reference of '" + w.name + "': genome of " + std::to_string(genome.size()) +
                 " genes, expected " + std::to_string(w.genome_length(steps)));
@@ -264,6 +263,7 @@ ReferenceRun reference_run(const Workload& w, std::span<const float> genome, uin
                           .seed = starts.seed,
                           .generation = starts.generation,
                           .episode = e,
+                          .individual = individual,
                           .data = data});
     mean.fitness += r.fitness;
     mean.min_margin = std::min(mean.min_margin, r.min_margin);
@@ -273,8 +273,8 @@ ReferenceRun reference_run(const Workload& w, std::span<const float> genome, uin
 }
 
 double reference_fitness(const Workload& w, std::span<const float> genome, uint32_t steps,
-                         const Starts& starts, std::span<const float> data) {
-  return reference_run(w, genome, steps, starts, data).fitness;
+                         const Starts& starts, std::span<const float> data, uint32_t individual) {
+  return reference_run(w, genome, steps, starts, data, individual).fitness;
 }
 
 }  // namespace wgfuse::sim

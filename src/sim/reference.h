@@ -5,7 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/workloads.h"
@@ -44,22 +47,22 @@ int mlp_argmax(std::span<const float> genome, int in, int hidden, int out, const
 // The initial population (pop x genome_len), as uploaded to the GPU.
 std::vector<float> initial_genomes(const Workload& w, uint32_t pop, uint32_t steps, uint32_t seed);
 
-// The reference episodes of the workloads (their Workload::reference).
-ReferenceRun rastrigin_reference(const Episode& e);
-ReferenceRun acrobot_reference(const Episode& e);
-ReferenceRun cartpole_reference(const Episode& e);
-ReferenceRun mountaincar_reference(const Episode& e);
-ReferenceRun market_reference(const Episode& e);  // e.data: the Market records (steps x 22)
+// The reference episode of the built-in workload `name` (a workload file's "reference":
+// {"builtin": NAME}): rastrigin, acrobot, cartpole, mountaincar, market (e.data: the Market records,
+// steps x 22). Throws Error naming `where` and the known names for any other.
+using ReferenceEpisode = std::function<ReferenceRun(const Episode&)>;
+ReferenceEpisode builtin_reference(std::string_view name, const std::string& where);
 
 // Workload `w`'s reference evaluation of `genome`: the mean return over the episodes of
-// `starts`, each of `steps` steps, and the smallest decision margin of any of them. Throws Error
-// for a genome of the wrong length or no episodes.
+// `starts`, each of `steps` steps, and the smallest decision margin of any of them. `individual`:
+// the genome's index in the population, for the workloads whose randomness is drawn per individual
+// (examples/sim/option_pricer.wgsl). Throws Error for a genome of the wrong length or no episodes.
 ReferenceRun reference_run(const Workload& w, std::span<const float> genome, uint32_t steps,
-                           const Starts& starts, std::span<const float> data);
+                           const Starts& starts, std::span<const float> data, uint32_t individual = 0);
 
 // The fitness of `genome` (reference_run's), in double. `data` is the workload's shared data
 // (runner.data().records; empty where it has none).
 double reference_fitness(const Workload& w, std::span<const float> genome, uint32_t steps,
-                         const Starts& starts, std::span<const float> data);
+                         const Starts& starts, std::span<const float> data, uint32_t individual = 0);
 
 }  // namespace wgfuse::sim

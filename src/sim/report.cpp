@@ -158,18 +158,22 @@ nlohmann::json sample_fitness(SimRunner& runner, const SimReportOptions& o) {
     idx.push_back(i);
     v.push_back(f[i]);
     vh.push_back(fh[i]);
-    ref.push_back(reference_fitness(w, genome, steps, runner.starts(), data));
+    if (!w.reference) continue;
+    ref.push_back(reference_fitness(w, genome, steps, runner.starts(), data, i));
     refh.push_back(horizon == steps ? ref.back().get<double>()
-                                    : reference_fitness(w, genome, horizon, runner.starts(), data));
+                                    : reference_fitness(w, genome, horizon, runner.starts(), data, i));
   }
-  return {{"strategy", fuse::to_string(strategy)},
-          {"indices", idx},
-          {"steps", steps},
-          {"values", v},
-          {"reference", ref},
-          {"horizon", horizon},
-          {"values_at_horizon", vh},
-          {"reference_at_horizon", refh}};
+  nlohmann::json out = {{"strategy", fuse::to_string(strategy)},
+                        {"indices", idx},
+                        {"steps", steps},
+                        {"values", v},
+                        {"horizon", horizon},
+                        {"values_at_horizon", vh}};
+  if (w.reference) {
+    out["reference"] = ref;
+    out["reference_at_horizon"] = refh;
+  }
+  return out;
 }
 
 // A strategy against per-step on the generation-0 population, within rtol, printed as a verdict
@@ -184,7 +188,9 @@ nlohmann::json strategy_verdict(SimRunner& runner, const std::string& label,
   pass = j.pass();
   std::printf("    %-19s %s (max rel diff %.3g, %s, %u over %.0e", label.c_str(), pass ? "ok" : "FAIL",
               a.max_rel, a.bitwise ? "bitwise equal" : "not bitwise", a.over, rtol);
-  if (a.over && j.judged)
+  if (a.over && !runner.workload().reference)
+    std::printf(": no CPU reference to judge them by");
+  else if (a.over && j.judged)
     std::printf(
         ": against the CPU double reference over %u steps, %u within its tolerance, %u sensitive to "
         "rounding, %u wrong",
@@ -233,6 +239,12 @@ nlohmann::json check(SimRunner& runner, const SimReportOptions& o, bool& ok) {
   }
   nlohmann::json jr = nlohmann::json::object();
   bool ref_ok = true;
+  if (!w.reference) {
+    std::printf("    no CPU reference (%s names none): the strategies checked against each other only\n",
+                w.spec.origin.c_str());
+    jr["none"] = true;
+    checked.clear();
+  }
   for (auto m : checked) {
     auto r = runner.check_reference(m, o.samples);
     std::printf(

@@ -50,13 +50,17 @@ OverJudged judge_over(const Workload& w, std::span<const float> genomes, uint32_
     j.judged = false;
     return j;
   }
+  if (!w.reference) {  // nothing to judge them by
+    j.wrong = j.over;
+    return j;
+  }
   const size_t len = w.genome_length(steps);
   for (size_t i = 0; i < perstep.size() && j.over; ++i) {
     const double a = perstep[i], b = other[i];
     // Within rtol as compare_fitness measures it; a NaN is always judged (even on both sides).
     if (!std::isnan(a) && relative_difference(a, b) <= rtol) continue;
     const auto genome = genomes.subspan(i * len, len);
-    const double ref = reference_fitness(w, genome, steps, starts, data);
+    const double ref = reference_fitness(w, genome, steps, starts, data, uint32_t(i));
     const double tol = std::max(w.reference_atol, w.reference_rtol * std::abs(ref));
     if (std::abs(b - ref) <= tol) {
       ++j.near_reference;
@@ -70,7 +74,7 @@ OverJudged judge_over(const Workload& w, std::span<const float> genomes, uint32_
         const uint32_t bit = probe == 0 ? uint32_t(k) : uint32_t(k * 2654435761u) >> (probe + 6);
         nudged[k] *= bit & 1 ? 1.0f + 0x1p-20f : 1.0f - 0x1p-20f;
       }
-      const double mv = reference_fitness(w, nudged, steps, starts, data);
+      const double mv = reference_fitness(w, nudged, steps, starts, data, uint32_t(i));
       sensitive = std::abs(mv - ref) > tol;
     }
     if (sensitive)
@@ -106,9 +110,11 @@ SimRunner::SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_
   if (steps < 1) throw Error("steps must be at least 1");
   const auto& lim = ctx.limits();
   if (genome_bytes() > lim.max_storage_buffer_binding_size)
-    throw Error(w.name + ": population " + std::to_string(pop) + " x " + std::to_string(genome_len_) +
-                " genes (" + std::to_string(genome_bytes()) + " bytes) is over the device's " +
-                "maxStorageBufferBindingSize (" + std::to_string(lim.max_storage_buffer_binding_size) + ")");
+    throw Error(
+        w.name + ": population " + std::to_string(pop) + " x " + std::to_string(genome_len_) + " genes (" +
+        std::to_string(genome_bytes()) + " bytes) is over the device's " + "maxStorageBufferBindingSize (" +
+        std::to_string(lim.max_storage_buffer_binding_size) + "): lower --pop to at most " +
+        std::to_string(lim.max_storage_buffer_binding_size / (uint64_t(genome_len_) * sizeof(float))));
   if (w.data) data_ = w.data(steps, seed);
   auto cfg = w.ga;
   cfg.seed = seed;
@@ -326,7 +332,7 @@ ReferenceCheck SimRunner::check_reference(Strategy s, uint32_t samples) {
   for (uint32_t k = 0; k < r.samples; ++k) {
     uint32_t i = uint32_t(uint64_t(k) * pop_ / r.samples);
     std::span<const float> genome(initial_.data() + size_t(i) * genome_len_, genome_len_);
-    auto ref = reference_run(*w_, genome, r.horizon, starts(), data_.records);
+    auto ref = reference_run(*w_, genome, r.horizon, starts(), data_.records, i);
     double want = ref.fitness;
     double err = std::abs(double(got[i]) - want);
     double rel = want != 0 ? err / std::abs(want) : (err == 0 ? 0 : INFINITY);

@@ -97,7 +97,7 @@ class SimRunner {
   // individuals, drawn afresh each generation).
   // `team`: the invocations per individual of the team strategy (fuse::check_team); `workgroup`:
   // the workgroup size of every strategy's kernels (0: the workload's); `overrides`: more
-  // pipeline constants of the definition (fuse::SimSpec::overrides).
+  // pipeline constants of the definition (the header's "overrides").
   SimRunner(gpu::Context& ctx, const Workload& w, uint32_t pop, uint32_t steps, uint32_t seed,
             uint32_t episodes = 1, uint32_t team = 1, uint32_t workgroup = 0,
             std::map<std::string, double> overrides = {});
@@ -106,7 +106,7 @@ class SimRunner {
 
   const Workload& workload() const { return *w_; }
   // The workload's spec as run: with the workgroup size and overrides asked for.
-  const fuse::SimSpec& spec() const { return spec_; }
+  const fuse::SimDefinition& spec() const { return spec_; }
   uint32_t pop() const { return pop_; }
   uint32_t steps() const { return steps_; }
   uint32_t genome_len() const { return genome_len_; }
@@ -154,7 +154,7 @@ class SimRunner {
  private:
   gpu::Context* ctx_;
   const Workload* w_;
-  fuse::SimSpec spec_;  // the workload's, with the workgroup size and overrides asked for
+  fuse::SimDefinition spec_;  // the workload's, with the workgroup size and overrides asked for
   uint32_t pop_, steps_, seed_, episodes_, team_, genome_len_;
   WorkloadData data_;
   std::vector<float> initial_, initial_device_;

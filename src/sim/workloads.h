@@ -1,5 +1,7 @@
-// The simulation workloads of `wgfuse sim`: each is one WGSL definition (kernels/sim_NAME.wgsl),
-// its sizes, its GA settings and its CPU double-precision reference (src/sim/reference.h).
+// The simulation workloads of `wgfuse sim`: each is one WGSL file, the definition and a JSON header
+// (its sizes, its GA settings, its CPU double-precision reference: docs/SIMULATIONS.md, "Workload
+// files"). The built-ins are the embedded kernels/sim_NAME.wgsl that have a header; a user's file
+// is loaded the same way (load_workload_file).
 #pragma once
 
 #include <cstdint>
@@ -30,11 +32,11 @@ struct Starts {
 };
 
 // What the CPU reference of one episode is given: the genome, the episode length, which start
-// state (seed, generation, episode index), and the workload's shared data (empty where it has
-// none).
+// state (seed, generation, episode index), the individual's index in the population (for
+// randomness drawn per individual), and the workload's shared data (empty where it has none).
 struct Episode {
   std::span<const float> genome;
-  uint32_t steps = 0, seed = 0, generation = 0, episode = 0;
+  uint32_t steps = 0, seed = 0, generation = 0, episode = 0, individual = 0;
   std::span<const float> data;
 };
 
@@ -51,7 +53,7 @@ struct WorkloadData {
 struct Workload {
   std::string name;
   std::string summary;
-  fuse::SimSpec spec;
+  fuse::SimDefinition spec;
   uint32_t default_pop = 0;
   uint32_t default_steps = 0;
   uint32_t genome_len = 0;  // 0: the genome length is the step count (Rastrigin)
@@ -59,7 +61,8 @@ struct Workload {
   GaConfig ga;              // seed filled in at run time
   // The shared data of an episode of `steps` steps with `seed`; unset where there is none.
   std::function<WorkloadData(uint32_t steps, uint32_t seed)> data;
-  // The CPU double-precision reference of one episode (src/sim/reference.h).
+  // The CPU double-precision reference of one episode (src/sim/reference.h); unset where the file
+  // names none (--check then compares the strategies with each other only).
   std::function<ReferenceRun(const Episode&)> reference;
   // The GPU-versus-CPU-reference check runs min(steps, reference_horizon) steps: beyond it,
   // chaotic dynamics (Acrobot) let f32 and f64 trajectories part, which says nothing about
@@ -76,6 +79,19 @@ struct Workload {
   uint32_t genome_length(uint32_t steps) const { return genome_len ? genome_len : steps; }
 };
 
+// The State of a workload is at most this many bytes: the fused and team strategies keep it in
+// each invocation's registers (256 32-bit words; a GPU thread has at most 255 registers).
+inline constexpr uint32_t kMaxStateBytes = 1024;
+// The header block of a workload file: its leading `///` lines (docs/SIMULATIONS.md).
+inline constexpr std::string_view kHeaderMark = "///";
+
+// The workload that `text`, the contents of the file `origin`, defines. Throws Error naming the
+// file and what is wrong: the header (a field, its expected type or range), a missing declaration.
+Workload load_workload(std::string text, std::string origin);
+// The same, read from the file at `path`.
+Workload load_workload_file(const std::string& path);
+
+// The built-in workloads: every embedded kernel family with a header.
 const std::vector<Workload>& workloads();
 // Throws Error listing the known workloads.
 const Workload& find_workload(std::string_view name);

@@ -79,8 +79,14 @@ class Database:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+# The kernel version the server serves (every server of one binary serves the same): submissions
+# carry it, or the server flags their results (an unknown kernel version).
+KERNEL_VERSION = None
+
+
 class Server:
     def __init__(self, wgfuse, db, *extra):
+        global KERNEL_VERSION
         self.port = None
         self.proc = subprocess.Popen([wgfuse, "serve", "--port", "0", "--db", db.target(), *extra],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -89,6 +95,7 @@ class Server:
             self.proc.kill()
             raise RuntimeError(f"wgfuse serve did not start: {line}{self.proc.stderr.read()}")
         self.port = int(line.split("http://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+        KERNEL_VERSION = self.get_json("/kernels/index.json")["version"]
 
     def request(self, method, path, body=None, headers=None, source="127.0.0.1", timeout=30):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout, source_address=(source, 0))
@@ -118,8 +125,9 @@ class Server:
         return self.proc.returncode, out, err
 
 
-def submission(rng, n_results=2, source="browser", suite=None, kernel_version="0123456789abcdef"):
-    """A valid, random submission (odd values, never zeros)."""
+def submission(rng, n_results=2, source="browser", suite=None, kernel_version=None):
+    """A valid, plausible, random submission (odd values, never zeros)."""
+    kernel_version = kernel_version or KERNEL_VERSION or "0123456789abcdef"
     results = []
     for k in range(n_results):
         samples = [rng.uniform(5, 50) for _ in range(rng.randint(1, 9))]

@@ -127,14 +127,16 @@ def check_round_trip(server, rng):
     assert len(table) == total
     assert [json.loads(t["samples"]) for t in table] == [r["samples"] for r in page["rows"]]
     assert [t["device"] for t in table] == [r["device"] for r in page["rows"]]
-    # Summary: median of medians per group, with counts.
+    # Summary: median of medians per group (a problem size is a group of its own), with counts.
+    assert all(r["flags"] == [] for r in page["rows"]), [r["flags"] for r in page["rows"] if r["flags"]]
     summary = server.get_json("/api/summary?by=vendor")
     groups = {}
     for r in page["rows"]:
-        groups.setdefault((r["vendor"], r["suite"], r["name"]), []).append(r["median"])
+        groups.setdefault((r["vendor"], r["suite"], r["name"], json.dumps(r["sizes"], sort_keys=True)),
+                          []).append(r["median"])
     assert len(summary["groups"]) == len(groups)
     for g in summary["groups"]:
-        medians = sorted(groups[(g["key"], g["suite"], g["name"])])
+        medians = sorted(groups[(g["key"], g["suite"], g["name"], json.dumps(g["sizes"], sort_keys=True))])
         n = len(medians)
         want = medians[n // 2] if n % 2 else 0.5 * (medians[n // 2 - 1] + medians[n // 2])
         assert g["count"] == n and abs(g["median"] - want) <= 1e-12 * abs(want), (g, medians)

@@ -1,12 +1,14 @@
-"""Load and faults for `wgfuse serve`: N submissions from 16 concurrent clients, nothing lost, p50/p99
-latency printed; then the same load killed with SIGKILL midway, the server restarted on the same
+"""Load and faults for `wgfuse serve`: N submissions from 16 concurrent clients while 200 slow
+connections are held open (trickling header bytes, reopened when the server cuts them off), nothing
+lost, p50/p99 latency printed; then the same load killed with SIGKILL midway, the server restarted on the same
 database, and every acknowledged submission found with its rows; and SIGTERM during load drains the
 requests in flight and exits 0.
-Usage: test_load.py WGFUSE sqlite|postgres [SUBMISSIONS]"""
+Usage: test_load.py WGFUSE sqlite|postgres [SUBMISSIONS [SLOW_CONNECTIONS (default 200)]]"""
 import http.client
 import json
 import random
 import signal
+import socket
 import sys
 import threading
 import time
@@ -14,6 +16,43 @@ import time
 from serve_support import Database, Server, main_with_db, percentile, submission
 
 CLIENTS = 16
+
+
+class SlowCrowd:
+    """`count` connections from as many loopback addresses, each sending a byte of a request head
+    every half second; a connection the server cuts off (its head deadline) is opened again."""
+
+    def __init__(self, server, count=200):
+        self.server, self.count, self.stop, self.reopened = server, count, threading.Event(), 0
+        self.thread = threading.Thread(target=self._run)
+        self.thread.start()
+
+    def _open(self, k):
+        s = socket.create_connection(("127.0.0.1", self.server.port), timeout=5,
+                                     source_address=(f"127.0.{10 + k // 250}.{1 + k % 250}", 0))
+        s.setblocking(False)
+        return s
+
+    def _run(self):
+        socks = [self._open(k) for k in range(self.count)]
+        if not socks:
+            return
+        n = 0
+        while not self.stop.wait(0.5):
+            for k, s in enumerate(socks):
+                try:
+                    s.send(b"GET /api/results HTTP/1.1\r\n"[n % 28:n % 28 + 1])
+                except OSError:
+                    s.close()
+                    socks[k] = self._open(k)
+                    self.reopened += 1
+            n += 1
+        for s in socks:
+            s.close()
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
 
 
 def client_loop(server, seed, count, acknowledged, latencies, errors, stop):
@@ -85,20 +124,23 @@ def every_row_present(server, acknowledged):
     return offset
 
 
-def check_load(wgfuse, kind, total):
+def check_load(wgfuse, kind, total, slow):
     db = Database(kind)
     try:
         server = Server(wgfuse, db, "--rate", "off")
+        crowd = SlowCrowd(server, slow)
         threads, acknowledged, latencies, errors, t0 = load(server, total)
         for t in threads:
             t.join()
         elapsed = time.perf_counter() - t0
+        crowd.close()
         assert not errors, f"{len(errors)} failed requests, e.g. {errors[:3]}"
         assert len(acknowledged) == total and len({sid for sid, _ in acknowledged}) == total
         rows = every_row_present(server, acknowledged)
         assert rows == sum(len(s["results"]) for _, s in acknowledged)
         lat = sorted(latencies)
-        print(f"load ({kind}): {total} submissions ({rows} results) from {CLIENTS} clients in {elapsed:.1f} s "
+        print(f"load ({kind}): {total} submissions ({rows} results) from {CLIENTS} clients beside {crowd.count} slow "
+              f"connections ({crowd.reopened} reopened after the server cut them off) in {elapsed:.1f} s "
               f"({total / elapsed:.0f}/s); latency p50 {percentile(lat, 0.5) * 1e3:.2f} ms, "
               f"p99 {percentile(lat, 0.99) * 1e3:.2f} ms, max {lat[-1] * 1e3:.2f} ms")
         code, _, err = server.stop()
@@ -156,7 +198,7 @@ def check_sigterm(wgfuse, kind, total):
 
 def run(wgfuse, kind):
     total = int(sys.argv[3]) if len(sys.argv) > 3 else 2000
-    check_load(wgfuse, kind, total)
+    check_load(wgfuse, kind, total, int(sys.argv[4]) if len(sys.argv) > 4 else 200)
     check_sigkill(wgfuse, kind, min(total, 3000))
     check_sigterm(wgfuse, kind, min(total, 2000))
 

@@ -99,14 +99,17 @@ function showRun(rows, errors) {
                       null,
       rows.length ? resultsTable(rows) : el('p', {}, 'No results.'));
   showCharts(rows);
-  const bad = rows.filter((r) => r.problems.length).length;
-  const submit = $('submit');
-  submit.disabled = !rows.length || bad > 0;
-  $('submit-status').textContent = !rows.length ?
-      '' :
-      bad ?
-      `${bad} result(s) failed their checks (hover the red rows); a run with a failed check cannot be submitted.` :
-      `${rows.length} results ready to submit.`;
+  const failed = rows.filter((r) => r.problems.length);
+  const passed = rows.length - failed.length;
+  $('submit').disabled = !passed;
+  $('submit-status').textContent = !rows.length ? '' :
+      failed.length ? `${passed} of ${rows.length} results passed their checks and are ready to submit; ` +
+          `not submitted, as they failed (hover the red rows): ${failedNames(failed)}.` :
+                      `${rows.length} results ready to submit.`;
+}
+
+function failedNames(rows) {
+  return rows.map((r) => `${r.result.suite} ${r.result.name}`).join(', ');
 }
 
 async function run() {
@@ -129,15 +132,19 @@ async function submit() {
   const status = $('submit-status');
   $('submit').disabled = true;
   status.textContent = 'Submitting…';
+  // What passed is submitted; what failed is named (the server accepts only passed checks).
+  const failed = page.rows.filter((r) => r.problems.length);
   const submission = buildSubmission({
     adapter: describeAdapter(page.adapter),
     client: await describeClient(),
-    results: page.rows.map((r) => r.result)
+    results: page.rows.filter((r) => !r.problems.length).map((r) => r.result)
   });
   const outcome = await submitResults(submission);
   if (outcome.ok) {
+    const flagged = outcome.flagged ? ` ${outcome.flagged} flagged as implausible by the server.` : '';
+    const left = failed.length ? ` Not submitted (failed their checks): ${failedNames(failed)}.` : '';
     fill(
-        status, `Submitted: id ${outcome.id}, ${outcome.accepted} results accepted. `,
+        status, `Submitted: id ${outcome.id}, ${outcome.accepted} results accepted.${flagged}${left} `,
         el('a', {href: `/results?submission=${outcome.id}`}, 'See them on the results page.'));
     status.dataset.submissionId = outcome.id;
   } else {

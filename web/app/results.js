@@ -98,8 +98,10 @@ async function loadRows() {
   const params = filterParams();
   params.set('limit', PAGE_SIZE);
   params.set('offset', view.offset);
-  const {total, rows} = await getJson(`/api/results?${params}`);
+  // A link from the page after a submission shows that submission's rows (the summary stays whole).
   const highlight = new URLSearchParams(location.search).get('submission');
+  if (highlight) params.set('submission', highlight);
+  const {total, rows} = await getJson(`/api/results?${params}`);
   $('rows-total').textContent = `(${total} rows)`;
   fill($('rows-body'), rows.length ? rowsTable(rows, highlight) : el('p', {}, 'No rows match.'));
   $('page-label').textContent = total ? `${view.offset + 1}–${view.offset + rows.length} of ${total}` : '';

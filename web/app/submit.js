@@ -15,7 +15,7 @@ export function buildSubmission({adapter, client, results}) {
   };
 }
 
-// Resolves to {ok: true, id, accepted} or {ok: false, reason} with the server's reason.
+// Resolves to {ok: true, id, accepted, flagged} or {ok: false, reason} with the server's reason.
 export async function submitResults(submission, url = '/api/results') {
   let response;
   try {
@@ -27,7 +27,7 @@ export async function submitResults(submission, url = '/api/results') {
   }
   const body = await response.json().catch(() => null);
   if (response.status === 201 && body && body.id !== undefined)
-    return {ok: true, id: body.id, accepted: body.accepted};
+    return {ok: true, id: body.id, accepted: body.accepted, flagged: body.flagged ?? 0};
   let reason = body?.error ?? `${response.status} ${response.statusText}`;
   if (response.status === 429) reason += ` (retry after ${response.headers.get('Retry-After') ?? '?'} s)`;
   return {ok: false, reason: `${response.status}: ${reason}`};

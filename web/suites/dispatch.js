@@ -270,7 +270,7 @@ async function runChain({device, kernels, quick, progress, repeats}) {
     const unfusedUs = toUs(unfusedMs), fusedUs = toUs(fusedMs);
     results.push(result({
       suite: 'chain',
-      name: `unfused ${k} ops`,
+      name: `unfused k=${k}`,
       kernelVersion: version,
       sizes,
       unit: 'us',
@@ -283,14 +283,14 @@ async function runChain({device, kernels, quick, progress, repeats}) {
     }));
     results.push(result({
       suite: 'chain',
-      name: `fused ${k} ops`,
+      name: `fused k=${k}`,
       kernelVersion: version,
       sizes,
       unit: 'us',
       samples: fusedUs,
       dispatches: 1,
       submits: 1,
-      baseline: `unfused ${k} ops`,
+      baseline: `unfused k=${k}`,
       baselineMedian: median(unfusedUs),
       bandwidthGbs: bytes(1) / (median(fusedUs) * 1e3),
       boundGbs,

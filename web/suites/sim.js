@@ -1,7 +1,7 @@
 // Suite `sim`: the simulations of `wgfuse sim` (src/fuse/sim_program.h) in the browser. Each
 // workload's module is composed exactly as the native SimProgram composes it
-// (fuse::generated_source): the strategy's prefix family (sim_solo, or sim_team for the team
-// strategy) followed by the workload's family, both served expanded from the embedded table.
+// (fuse::generated_source; lib/sim_workload.js) from the workload's file and the families served
+// from the embedded table.
 // The initial population comes from the same counter-based RNG (src/sim/rng.h), gene-major; the
 // start states are drawn in the kernels. For each workload one evaluation (generation 0, one
 // episode) is timed per strategy:
@@ -14,6 +14,7 @@
 import {bind, Pipelines, read, STORAGE, UNIFORM, upload, wallMs} from './lib/gpu.js';
 import {generateMarket, MARKET_RECORD} from './lib/market.js';
 import {initialGene} from './lib/rng.js';
+import {loadWorkload} from './lib/sim_workload.js';
 import {compareArrays, result, summarize} from './lib/stats.js';
 
 // src/sim/market_data.cpp device_records: the records as kernels/sim_market.wgsl reads them,
@@ -31,67 +32,33 @@ function marketDeviceRecords(records) {
 }
 
 const WORKGROUP = 64;
-const SLOT_HEADER_BYTES = 12;  // kernels/sim_entries.wgsl Slot: t, episode, total, then State
+// kernels/sim_entries.wgsl Slot: t, episode, total, then State (the built-ins' States hold f32 and u32
+// only, so it follows at 12; fuse::slot_bytes aligns a State holding vectors)
+const SLOT_HEADER_BYTES = 12;
 const SEED = 1;
 
-// src/sim/workloads.cpp, what the GPU side needs: family, State size, the largest team,
-// the genome length (0: the step count) and the initial gene scale; and the sizes of this suite.
+// The built-in workloads this suite runs, by their files (kernels/sim_NAME.wgsl, whose headers
+// hold the rest: lib/sim_workload.js), and the sizes of this suite.
 export const WORKLOADS = [
+  {family: 'sim_acrobot', quick: {pop: 256, steps: 100}, full: {pop: 1024, steps: 500}},
+  {family: 'sim_cartpole', quick: {pop: 256, steps: 100}, full: {pop: 1024, steps: 500}},
+  {family: 'sim_mountaincar', quick: {pop: 256, steps: 100}, full: {pop: 1024, steps: 200}},
+  {family: 'sim_rastrigin', quick: {pop: 256, steps: 64}, full: {pop: 1024, steps: 1000}},
   {
-    name: 'acrobot',
-    family: 'sim_acrobot',
-    stateBytes: 24,
-    maxTeam: 16,
-    genomeLen: 163,
-    scale: 1,
-    quick: {pop: 256, steps: 100},
-    full: {pop: 1024, steps: 500}
-  },
-  {
-    name: 'cartpole',
-    family: 'sim_cartpole',
-    stateBytes: 24,
-    maxTeam: 16,
-    genomeLen: 114,
-    scale: 1,
-    quick: {pop: 256, steps: 100},
-    full: {pop: 1024, steps: 500}
-  },
-  {
-    name: 'mountaincar',
-    family: 'sim_mountaincar',
-    stateBytes: 16,
-    maxTeam: 16,
-    genomeLen: 99,
-    scale: 1,
-    quick: {pop: 256, steps: 100},
-    full: {pop: 1024, steps: 200}
-  },
-  {
-    name: 'rastrigin',
-    family: 'sim_rastrigin',
-    stateBytes: 4,
-    maxTeam: 32,
-    genomeLen: 0,
-    scale: 5.12,
-    quick: {pop: 256, steps: 64},
-    full: {pop: 1024, steps: 1000}
-  },
-  {
-    name: 'market',
     family: 'sim_market',
-    stateBytes: 27 * 4,
-    maxTeam: 16,
-    genomeLen: 502,
-    scale: 1,
     quick: {pop: 128, steps: 100},
     full: {pop: 1024, steps: 500},
-    data: true,
     // The split team adds its partial sums in another order (kernels/sim_market.wgsl; natively
     // --check judges the individuals over 1e-5 against the double reference): 3.0e-5 at 128 x 100.
     teamRtol: 1e-4
   },
 ];
+
+// The per-step data generators a header may name ("data"; src/sim/workloads.cpp): the device
+// records of `steps` steps and their stride in f32.
+const DATA = {
+  market: (steps, seed) => ({records: marketDeviceRecords(generateMarket(steps, seed)), stride: MARKET_DEVICE_RECORD}),
+};
 
 // Relative tolerance of each strategy's fitness against per-step's (fuse/strategy.cpp).
 const RTOL = {
@@ -119,25 +86,25 @@ function teamSize(device, w) {
   return p;
 }
 
-async function runWorkload(device, kernels, w, sizes, reps, label, outputs) {
+async function runWorkload(device, kernels, suiteEntry, sizes, reps, label, outputs) {
   const {pop, steps} = sizes;
+  const w = {...await loadWorkload(kernels, suiteEntry.family), teamRtol: suiteEntry.teamRtol};
   const len = w.genomeLen || steps;
   const pipes = new Pipelines(device);
-  const family = await kernels.get(w.family);
-  const solo = (await kernels.get('sim_solo')) + family;
   const hasTeam = device.features.has('subgroups');
   const team = hasTeam ? teamSize(device, w) : 1;
   const constants = {WORKGROUP_SIZE: WORKGROUP};
+  const solo = w.module(false);
   const entry = (name) => pipes.get(`sim.${w.name}`, solo, name, constants);
   const [init, step, fitnessMain, fused] =
       await Promise.all(['sim_init_main', 'sim_step_main', 'sim_fitness_main', 'sim_fused_main'].map(entry));
-  const teamPipe = hasTeam ? await pipes.get(
-                                 `sim.${w.name}.team`, (await kernels.get('sim_team')) + family,
-                                 'sim_team_main', {...constants, TEAM: team}) :
-                             null;
+  const teamPipe =
+      hasTeam ? await pipes.get(`sim.${w.name}.team`, w.module(true), 'sim_team_main', {...constants, TEAM: team}) :
+                null;
 
-  const data = w.data ? marketDeviceRecords(generateMarket(steps, SEED)) : new Float32Array(4);
-  const params = new Uint32Array([pop, steps, len, SEED, w.data ? MARKET_DEVICE_RECORD : 0, 0, 1, 0]);
+  if (w.data && !DATA[w.data]) throw new Error(`${w.family}: no data generator "${w.data}"`);
+  const {records: data, stride} = w.data ? DATA[w.data](steps, SEED) : {records: new Float32Array(4), stride: 0};
+  const params = new Uint32Array([pop, steps, len, SEED, stride, 0, 1, 0]);
   const buffers = [
     upload(device, params, UNIFORM, `${w.name}.params`),
     upload(device, initialGenomes(w, pop, steps, SEED), STORAGE, `${w.name}.genomes`),
@@ -222,7 +189,9 @@ async function runWorkload(device, kernels, w, sizes, reps, label, outputs) {
     };
 
   const perstep = fitnessOf.perstep;
-  const perstepMedian = summarize(samples[0]).median;
+  // Generations per second, as native runs submit them (docs/WEB_API.md: one vocabulary).
+  const rates = samples.map((ms) => ms.map((v) => 1000 / v));
+  const perstepMedian = summarize(rates[0]).median;
   return strategies.map((s, i) => {
     // per-step is compared with fused (the check is symmetric), the others with per-step
     const other = s.name === 'perstep' ? 'fused' : 'perstep';
@@ -234,11 +203,11 @@ async function runWorkload(device, kernels, w, sizes, reps, label, outputs) {
       name: `${w.name} ${s.name}`,
       kernelVersion: kernels.version,
       sizes: {pop, steps, genome_len: len, episodes: 1, ...(s.name === 'team' ? {team} : {})},
-      unit: 'ms',
-      samples: samples[i],
+      unit: 'gen/s',
+      samples: rates[i],
       dispatches: s.dispatches,
       submits: s.submits,
-      baseline: i === 0 ? null : 'perstep',
+      baseline: i === 0 ? null : `${w.name} perstep`,
       baselineMedian: i === 0 ? null : perstepMedian,
       equivalence: {
         passed: rtol === 0 ? c.bitwise : c.maxRel <= rtol,
@@ -259,7 +228,7 @@ async function run({device, kernels, quick, progress, repeats, outputs}) {
   for (const [i, w] of WORKLOADS.entries()) {
     // runWorkload reports labels; the fraction is that of the workloads done
     const label = (text) => progress?.(i / WORKLOADS.length, text);
-    label(`sim ${w.name}`);
+    label(`sim ${w.family}`);
     results.push(
         ...await runWorkload(device, kernels, w, quick ? w.quick : w.full, reps, label, outputs?.sim));
   }

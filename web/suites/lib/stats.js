@@ -5,8 +5,9 @@ import {summarize} from '../../app/stats.js';
 
 export {summarize};
 
-// One entry of `results`. `speedup` is baseline median / this median (lower is better for
-// times); null where no baseline applies.
+// One entry of `results`. `speedup` is how many times better than the baseline's median: the
+// baseline's over this one for times (lower is better), this one's over the baseline's for rates
+// (units "…/s"); null where no baseline applies.
 export function result({
   suite,
   name,
@@ -33,7 +34,9 @@ export function result({
     ...s,
     dispatches,
     submits,
-    speedup: baseline && baselineMedian ? baselineMedian / s.median : null,
+    speedup: !baseline || !baselineMedian ? null :
+        unit.endsWith('/s')                ? s.median / baselineMedian :
+                                             baselineMedian / s.median,
     baseline: baseline && baselineMedian ? baseline : null,
     bandwidth_gbs: bandwidthGbs,
     bound_gbs: boundGbs,

@@ -1,0 +1,69 @@
+// WeightLoader: a model's weights into one gpu::WeightArena, straight from the checkpoint's
+// mapped files. Each tensor is declared with where its rows come from; load() places and uploads
+// them in large chunks of whole rows, each tensor by the cheapest path its layout allows:
+//   direct   stored layout = file layout (same encoding, cols a multiple of 8, rows in file
+//            order): each chunk is queued straight from the mapping, no host copy, no conversion
+//   rows     same encoding, rows permuted (Q/K/V in RoPE pairs, gate/up interleaved) or padded:
+//            a memcpy per row into a staging chunk
+//   convert  another encoding (f32 -> f16, bf16 -> f16, ...): the format's packer per row
+// Vectors (norms, biases) are f32 tensors from host memory.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpu/arena.h"
+#include "llm/tensor.h"
+
+namespace wgfuse::llm {
+
+// The storage a model gets: `asked`, or with nullopt ("--dtype auto") the checkpoint's own 16-bit
+// type (bf16 stays bf16, f16 stays f16; f32 becomes f16).
+gpu::WeightFormat storage_format(std::optional<gpu::WeightFormat> asked, DType checkpoint);
+gpu::DType gpu_dtype(DType t);
+
+class WeightLoader {
+ public:
+  using TensorId = gpu::WeightArena::TensorId;
+  // Packed row -> {index into the matrix's sources, row of that source}.
+  using RowSource = std::function<std::pair<uint32_t, uint32_t>(uint32_t packed)>;
+  struct Paths {
+    uint64_t direct = 0, rows = 0, convert = 0;  // stored bytes uploaded by each path
+  };
+
+  WeightLoader(gpu::Context& ctx, gpu::WeightFormat format, gpu::ArenaOptions options = {});
+
+  gpu::WeightFormat format() const { return format_; }
+  // A matrix of `rows` rows of `cols` elements in the loader's format: row r is row source(r)
+  // of the sources (each [rows', cols]); without a RowSource, sources[0]'s rows in order.
+  TensorId matrix(std::string name, std::vector<const TensorRef*> sources, uint32_t rows, uint32_t cols,
+                  RowSource source = {});
+  // An f32 vector (padded with zeros to 8 floats).
+  TensorId vector(std::string name, std::vector<float> values);
+  // Allocates the arena and uploads every tensor; `progress(done, total)` after each write.
+  void load(const std::function<void(uint64_t done, uint64_t total)>& progress = {},
+            uint64_t chunk_bytes = gpu::WeightArena::kDefaultChunkBytes);
+
+  gpu::WeightArena& arena() { return arena_; }
+  const gpu::TensorView& view(TensorId id) const { return arena_.view(id); }
+  const Paths& paths() const { return paths_; }
+
+ private:
+  struct Entry {
+    std::vector<const TensorRef*> sources;  // empty: a vector
+    RowSource source;
+    std::vector<float> values;
+  };
+  std::span<const std::byte> fill(TensorId id, uint64_t first, uint64_t count, std::span<std::byte> staging);
+
+  gpu::WeightFormat format_;
+  gpu::WeightArena arena_;
+  std::vector<Entry> entries_;
+  Paths paths_;
+};
+
+}  // namespace wgfuse::llm
