@@ -7,7 +7,10 @@
 #include <span>
 #include <vector>
 
+#include "gpu/weight_format.h"
 #include "llm/config.h"
+#include "llm/reference.h"
+#include "util/half.h"
 
 namespace wgfuse::test {
 
@@ -24,6 +27,14 @@ inline llm::ModelConfig small_llm_config(bool tied, uint32_t vocab_size = 300) {
           .rope_theta = 10000.0,
           .rms_norm_eps = 1e-6,
           .tie_word_embeddings = tied};
+}
+
+// The weights as the GPU holds them in storage format t.
+inline llm::HostWeights as_stored(llm::HostWeights w, gpu::WeightFormat t) {
+  if (t == gpu::WeightFormat::F16) w.transform([](float v) { return half::to_float(half::from_float(v)); });
+  if (t == gpu::WeightFormat::BF16)
+    w.transform([](float v) { return half::bf16_to_float(half::bf16_from_float(v)); });
+  return w;
 }
 
 // max |got - want| / max |want|; NaN counts as infinitely wrong.

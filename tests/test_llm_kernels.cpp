@@ -263,9 +263,9 @@ struct Qkv {
     std::array<std::vector<double>, 3> out{proj(0, q_rows), proj(q_rows, kv_rows),
                                            proj(q_rows + kv_rows, kv_rows)};
     for (uint32_t h = 0; h < c.num_heads; ++h)
-      ref::rope(std::span(out[0]).subspan(h * hd, hd), pos, c.rope_theta);
+      llm::rope_rotate(std::span(out[0]).subspan(h * hd, hd), pos, llm::rope_frequencies(c));
     for (uint32_t h = 0; h < c.num_kv_heads; ++h)
-      ref::rope(std::span(out[1]).subspan(h * hd, hd), pos, c.rope_theta);
+      llm::rope_rotate(std::span(out[1]).subspan(h * hd, hd), pos, llm::rope_frequencies(c));
     return out;
   }
   // Expects the caches' rows at `pos` to hold k, v; NaN (unwritten) when k is empty.

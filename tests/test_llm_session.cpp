@@ -32,7 +32,7 @@ const fs::path& model_dir() {
   struct Folder {
     fs::path path = fs::temp_directory_path() / ("wgfuse_session_" + std::to_string(getpid()));
     Folder() {
-      llm::write_random_qwen2(path, test::small_llm_config(true, kVocab), llm::DType::F32, 41);
+      llm::write_random_model(path, test::small_llm_config(true, kVocab), llm::DType::F32, 41);
       json tok = json::parse(std::ifstream(kQwenTokenizer / "tokenizer.json"));
       json bytes = json::object();
       for (const auto& [piece, id] : tok["model"]["vocab"].items())

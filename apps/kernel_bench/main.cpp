@@ -18,6 +18,7 @@
 #include "gpu/recorder.h"
 #include "llm/decode_kernels.h"
 #include "llm/reference.h"
+#include "llm/rope.h"
 #include "util/error.h"
 #include "util/half.h"
 #include "util/stats.h"
@@ -200,17 +201,12 @@ struct Problem {
       qkv[which][row] = dots[p] + packed_bias[p];
     }
     for (uint32_t h = 0; h < c.num_heads; ++h)
-      ref::rope(std::span(qkv[0]).subspan(h * hd, hd), kPos, c.rope_theta);
+      llm::rope_rotate(std::span(qkv[0]).subspan(h * hd, hd), kPos, llm::rope_frequencies(c));
     for (uint32_t h = 0; h < c.num_kv_heads; ++h)
-      ref::rope(std::span(qkv[1]).subspan(h * hd, hd), kPos, c.rope_theta);
+      llm::rope_rotate(std::span(qkv[1]).subspan(h * hd, hd), kPos, llm::rope_frequencies(c));
     want = qkv;
-    std::vector<double> table(kCtx * hd);
-    for (uint32_t p = 0; p < kCtx; ++p)
-      for (uint32_t i = 0; i < hd / 2; ++i) {
-        const double a = p * std::pow(c.rope_theta, -2.0 * i / hd);
-        table[(p * hd / 2 + i) * 2] = std::cos(a);
-        table[(p * hd / 2 + i) * 2 + 1] = std::sin(a);
-      }
+    const auto rope_floats = llm::rope_table(c, kCtx);
+    const std::vector<double> table(rope_floats.begin(), rope_floats.end());
     bias = upload(ctx, packed_bias, "bench.bias");
     rope = upload(ctx, table, "bench.rope");
     const uint32_t st[4] = {kPos, 0, 0, 0};

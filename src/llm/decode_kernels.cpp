@@ -34,19 +34,6 @@ gpu::Buffer upload_padded(gpu::Context& ctx, std::string_view label, std::span<c
   return ctx.upload<float>(padded, BufferUsage::StorageIO, label);
 }
 
-std::pair<uint32_t, uint32_t> qkv_source_row(uint32_t packed, uint32_t head_dim, uint32_t q_rows,
-                                             uint32_t kv_rows) {
-  const uint32_t which = packed < q_rows ? 0 : packed < q_rows + kv_rows ? 1 : 2;
-  const uint32_t r = packed - (which == 0 ? 0 : which == 1 ? q_rows : q_rows + kv_rows);
-  if (which == 2) return {2, r};
-  const uint32_t in_head = r % head_dim;
-  return {which, r - in_head + in_head / 2 + (in_head % 2) * (head_dim / 2)};
-}
-
-std::pair<uint32_t, uint32_t> gate_up_source_row(uint32_t packed) {
-  return {packed % 2, packed / 2};
-}
-
 // ---- DecodeKernels ----
 
 DecodeKernels::DecodeKernels(gpu::Context& ctx) : ctx_(&ctx) {
@@ -184,8 +171,29 @@ Step DecodeKernels::qkv_rope(const gpu::TensorView& w, const gpu::BufferBinding&
                              const gpu::BufferBinding& v_cache, const ModelConfig& c, uint32_t ctx_len) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
   return matvec("qkv_rope", w, q_rows + 2 * kv_rows, c.hidden_size, true, c.rms_norm_eps, true,
-                {{"Q_ROWS", q_rows}, {"KV_ROWS", kv_rows}, {"HEAD_DIM", c.head_dim}, {"CTX", ctx_len}},
+                {{"Q_ROWS", q_rows},
+                 {"KV_ROWS", kv_rows},
+                 {"HEAD_DIM", c.head_dim},
+                 {"CTX", ctx_len},
+                 {"QK_NORM", architecture_of(c).qk_norm}},
                 {x, norm, bias, rope, state, q_out, k_cache, v_cache});
+}
+
+Step DecodeKernels::qk_norm_rope(const gpu::BufferBinding& norm, const gpu::BufferBinding& rope,
+                                 const gpu::BufferBinding& state, const gpu::BufferBinding& q,
+                                 const gpu::BufferBinding& k_cache, const ModelConfig& c, uint32_t ctx_len,
+                                 uint32_t T) {
+  constexpr uint32_t wg = 64;  // a power of two (the reduction); lanes loop over longer heads
+  check_workgroup_memory("qk_norm_rope", c.head_dim, 4ull * (c.head_dim + wg));
+  auto& k = ctx_->kernel(gpu::embedded_kernel("llm_qk_norm", "qk_norm_rope",
+                                              {{"HEAD_DIM", c.head_dim},
+                                               {"HEADS", c.num_heads},
+                                               {"CTX", ctx_len},
+                                               {"EPS", c.rms_norm_eps},
+                                               {"WG", wg},
+                                               {"POS_WORD", T ? 1 : 0}}));
+  return Step{&k, ctx_->bind(k, {norm, rope, state, q, k_cache}), c.num_heads + c.num_kv_heads,
+              std::max(1u, T)};
 }
 
 Step DecodeKernels::gate_up_silu(const gpu::TensorView& w, const gpu::BufferBinding& x,
@@ -429,7 +437,11 @@ Step DecodeKernels::qkv_rope_prompt(const gpu::TensorView& w, const gpu::BufferB
                                     uint32_t T) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
   return matmul("qkv_rope_prompt", w, q_rows + 2 * kv_rows, c.hidden_size, T, true, c.rms_norm_eps,
-                {{"Q_ROWS", q_rows}, {"KV_ROWS", kv_rows}, {"HEAD_DIM", c.head_dim}, {"CTX", ctx_len}},
+                {{"Q_ROWS", q_rows},
+                 {"KV_ROWS", kv_rows},
+                 {"HEAD_DIM", c.head_dim},
+                 {"CTX", ctx_len},
+                 {"QK_NORM", architecture_of(c).qk_norm}},
                 {x, norm, bias, rope, state, q_out, k_cache, v_cache});
 }
 

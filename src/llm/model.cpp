@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "gpu/profiler.h"
+#include "llm/architecture.h"
+#include "llm/generated_tokens.h"
+#include "llm/rope.h"
 #include "llm/safetensors.h"
 #include "llm/weight_loader.h"
 #include "util/clock.h"
@@ -25,17 +29,7 @@ Fusion parse_fusion(std::string_view s) {
 Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, ModelOptions options)
     : Decoder(ctx), cfg_(std::move(cfg)), opt_(std::move(options)), ctx_len_(opt_.ctx) {
   const auto& c = cfg_;
-  auto need = [](bool ok, const std::string& what) {
-    if (!ok) throw Error("model config: " + what);
-  };
-  need(c.vocab_size && c.hidden_size && c.intermediate_size && c.num_layers && c.num_heads &&
-           c.num_kv_heads && c.head_dim,
-       "vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, "
-       "num_key_value_heads and head_dim must all be positive");
-  need(c.num_heads % c.num_kv_heads == 0, "num_attention_heads (" + std::to_string(c.num_heads) +
-                                              ") must be a multiple of num_key_value_heads (" +
-                                              std::to_string(c.num_kv_heads) + ")");
-  need(c.head_dim % 2 == 0, "head_dim (" + std::to_string(c.head_dim) + ") must be even for RoPE");
+  check_config(c);
   if (ctx_len_ == 0) throw Error("--ctx must be at least 1");
   if (c.max_position_embeddings && ctx_len_ > c.max_position_embeddings)
     throw Error("--ctx " + std::to_string(ctx_len_) + " exceeds the model's max_position_embeddings (" +
@@ -80,72 +74,42 @@ gpu::Buffer Model::scratch(std::string_view label, uint64_t words) {
 }
 
 void Model::upload_weights(const WeightLookup& weights) {
+  using enum TensorRole;
   const auto& c = cfg_;
-  const uint32_t hd = c.head_dim, q_rows = c.num_heads * hd, kv_rows = c.num_kv_heads * hd;
-  // Every tensor is found and shape-checked before anything is uploaded.
-  auto tensor = [&](const std::string& name, std::vector<uint64_t> shape) -> const TensorRef& {
-    return require_tensor(weights, name, shape);
-  };
-  struct LayerRefs {
-    const TensorRef *in_norm, *post_norm, *q, *k, *v, *qb = nullptr, *kb = nullptr, *vb = nullptr, *o, *gate,
-                                                      *up, *down;
-  };
-  std::vector<LayerRefs> refs;
-  for (uint32_t i = 0; i < c.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    LayerRefs r{};
-    r.in_norm = &tensor(p + "input_layernorm.weight", {c.hidden_size});
-    r.post_norm = &tensor(p + "post_attention_layernorm.weight", {c.hidden_size});
-    r.q = &tensor(p + "self_attn.q_proj.weight", {q_rows, c.hidden_size});
-    r.k = &tensor(p + "self_attn.k_proj.weight", {kv_rows, c.hidden_size});
-    r.v = &tensor(p + "self_attn.v_proj.weight", {kv_rows, c.hidden_size});
-    if (c.attention_bias) {
-      r.qb = &tensor(p + "self_attn.q_proj.bias", {q_rows});
-      r.kb = &tensor(p + "self_attn.k_proj.bias", {kv_rows});
-      r.vb = &tensor(p + "self_attn.v_proj.bias", {kv_rows});
-    }
-    r.o = &tensor(p + "self_attn.o_proj.weight", {c.hidden_size, q_rows});
-    r.gate = &tensor(p + "mlp.gate_proj.weight", {c.intermediate_size, c.hidden_size});
-    r.up = &tensor(p + "mlp.up_proj.weight", {c.intermediate_size, c.hidden_size});
-    r.down = &tensor(p + "mlp.down_proj.weight", {c.hidden_size, c.intermediate_size});
-    refs.push_back(r);
-  }
-  const TensorRef& embed = tensor("model.embed_tokens.weight", {c.vocab_size, c.hidden_size});
-  const TensorRef& norm = tensor("model.norm.weight", {c.hidden_size});
-  const TensorRef* head =
-      c.tie_word_embeddings ? nullptr : &tensor("lm_head.weight", {c.vocab_size, c.hidden_size});
+  const uint32_t hd = c.head_dim, q_rows = c.num_heads * hd;
+  const ModelTensors t(c, weights);  // every tensor found and shape-checked before anything is uploaded
+  const TensorRef* head = t.find(LmHead);
 
-  WeightLoader w(*ctx_, storage_format(opt_.dtype, embed.dtype), {.label = "llm.weights"});
+  WeightLoader w(*ctx_, storage_format(opt_.dtype, t(Embedding).dtype), {.label = "llm.weights"});
   stats_.weight_format = w.format();
   auto vector = [&](std::string name, const TensorRef& tr) { return w.vector(std::move(name), to_f32(tr)); };
-  const auto embed_id = w.matrix("embedding", {&embed}, c.vocab_size, c.hidden_size);
+  auto packed = [&](std::string name, const PackedMatrix& m) {
+    return w.matrix(std::move(name), m.sources, m.rows, c.hidden_size, m.source_row);
+  };
+  const auto embed_id = w.matrix("embedding", {&t(Embedding)}, c.vocab_size, c.hidden_size);
   const auto head_id = head ? w.matrix("lm_head", {head}, c.vocab_size, c.hidden_size) : embed_id;
-  const auto norm_id = vector("final_norm", norm);
+  const auto norm_id = vector("final_norm", t(FinalNorm));
   struct LayerIds {
     WeightLoader::TensorId qkv, qkv_bias, input_norm, o, post_norm, gate_up, down;
+    std::optional<WeightLoader::TensorId> qk_norm;
   };
   std::vector<LayerIds> ids;
   for (uint32_t i = 0; i < c.num_layers; ++i) {
-    const LayerRefs& r = refs[i];
     const std::string p = "layer" + std::to_string(i) + ".";
     LayerIds l{};
-    l.qkv = w.matrix(p + "qkv", {r.q, r.k, r.v}, q_rows + 2 * kv_rows, c.hidden_size,
-                     [&](uint32_t packed) { return qkv_source_row(packed, hd, q_rows, kv_rows); });
-    std::vector<float> bias(q_rows + 2 * kv_rows, 0.0f);
-    if (c.attention_bias) {
-      const std::vector<float> b[3] = {to_f32(*r.qb), to_f32(*r.kb), to_f32(*r.vb)};
-      for (uint32_t j = 0; j < bias.size(); ++j) {
-        auto [which, row] = qkv_source_row(j, hd, q_rows, kv_rows);
-        bias[j] = b[which][row];
-      }
+    l.qkv = packed(p + "qkv", packed_qkv(t, c, i));
+    l.qkv_bias = w.vector(p + "qkv_bias", packed_qkv_bias(t, c, i));
+    if (t.architecture().qk_norm) {  // q_norm then k_norm, as qk_norm_rope reads them
+      std::vector<float> norms = to_f32(t(QNorm, i));
+      const std::vector<float> k_norm = to_f32(t(KNorm, i));
+      norms.insert(norms.end(), k_norm.begin(), k_norm.end());
+      l.qk_norm = w.vector(p + "qk_norm", std::move(norms));
     }
-    l.qkv_bias = w.vector(p + "qkv_bias", std::move(bias));
-    l.input_norm = vector(p + "input_norm", *r.in_norm);
-    l.post_norm = vector(p + "post_attention_norm", *r.post_norm);
-    l.o = w.matrix(p + "o_proj", {r.o}, c.hidden_size, q_rows);
-    l.gate_up =
-        w.matrix(p + "gate_up", {r.gate, r.up}, 2 * c.intermediate_size, c.hidden_size, gate_up_source_row);
-    l.down = w.matrix(p + "down_proj", {r.down}, c.hidden_size, c.intermediate_size);
+    l.input_norm = vector(p + "input_norm", t(AttnNorm, i));
+    l.post_norm = vector(p + "post_attention_norm", t(FfnNorm, i));
+    l.o = w.matrix(p + "o_proj", {&t(O, i)}, c.hidden_size, q_rows);
+    l.gate_up = packed(p + "gate_up", packed_gate_up(t, c, i));
+    l.down = w.matrix(p + "down_proj", {&t(Down, i)}, c.hidden_size, c.intermediate_size);
     ids.push_back(l);
   }
   w.load(opt_.progress);
@@ -162,22 +126,14 @@ void Model::upload_weights(const WeightLookup& weights) {
             .post_norm = w.view(i.post_norm),
             .gate_up = w.view(i.gate_up),
             .down = w.view(i.down)};
+    if (i.qk_norm) l.qk_norm = w.view(*i.qk_norm);
     const uint64_t cache = uint64_t(c.num_kv_heads) * ctx_len_ * hd;
     l.k_cache = scratch("llm.k_cache", cache);
     l.v_cache = scratch("llm.v_cache", cache);
     stats_.kv_cache_bytes += l.k_cache.size() + l.v_cache.size();
     layers_.push_back(std::move(l));
   }
-
-  // RoPE angles in double, as the reference computes them: (cos, sin) of pos * theta^(-2i/hd).
-  std::vector<float> rope(size_t(ctx_len_) * hd);
-  for (uint32_t pos = 0; pos < ctx_len_; ++pos)
-    for (uint32_t i = 0; i < hd / 2; ++i) {
-      const double angle = double(pos) * std::pow(c.rope_theta, -2.0 * double(i) / double(hd));
-      rope[(size_t(pos) * hd / 2 + i) * 2] = float(std::cos(angle));
-      rope[(size_t(pos) * hd / 2 + i) * 2 + 1] = float(std::sin(angle));
-    }
-  rope_ = ctx_->upload<float>(rope, BufferUsage::Storage, "llm.rope");
+  rope_ = ctx_->upload<float>(rope_table(c, ctx_len_), BufferUsage::Storage, "llm.rope");
   count_buffer(rope_);
 }
 
@@ -197,10 +153,17 @@ void Model::build_steps() {
       embedding_.row_bytes + vec(c.hidden_size));
   const uint64_t kv_per_position = vec(2 * c.num_kv_heads * c.head_dim);
   std::vector<size_t> qkv_at;  // each layer's qkv_rope in step_ (then attention .. down), shared
+  // The projection's steps: qkv_rope, and qk_norm_rope for architectures with per-head q/k norms.
+  const bool qk_norm = architecture_of(c).qk_norm;
+  const size_t proj = qk_norm ? 2 : 1;
+  const uint32_t kv_rows = c.num_kv_heads * c.head_dim;
   for (const Layer& l : layers_) {
     qkv_at.push_back(step_.size());
     add(k.qkv_rope(l.qkv, x_, l.input_norm, l.qkv_bias, rope_, state_, q_, l.k_cache, l.v_cache, c, ctx_len_),
         "qkv_rope", l.qkv.bytes + vec(2 * c.hidden_size + 2 * qkv_rows + c.head_dim));
+    if (qk_norm)
+      add(k.qk_norm_rope(l.qk_norm, rope_, state_, q_, l.k_cache, c, ctx_len_), "qk_norm_rope",
+          vec(2 * (q_rows + kv_rows) + 2 * c.head_dim + c.head_dim));
     auto attention =
         k.attend(q_, l.k_cache, l.v_cache, state_, att_partials_, att_, c, ctx_len_, opt_.attention);
     add(std::move(attention.at(0)), "attention", vec(q_rows), kv_per_position);
@@ -220,7 +183,7 @@ void Model::build_steps() {
     // in place of the chunks and their combination; from the last layer so `qkv_at` holds.
     short_step_ = step_;
     for (size_t i = layers_.size(); i-- > 0;) {
-      const size_t at = qkv_at[i] + 1;  // attention (chunks), then attention_combine
+      const size_t at = qkv_at[i] + proj;  // attention (chunks), then attention_combine
       Step s =
           k.attend_short(q_, layers_[i].k_cache, layers_[i].v_cache, state_, att_, c, ctx_len_, short_max());
       s.name = "attention_short";
@@ -236,7 +199,7 @@ void Model::build_steps() {
     fused_step_.push_back(step_.front());  // embed
     for (size_t i = 0; i < layers_.size(); ++i) {
       const Layer& l = layers_[i];
-      fused_step_.push_back(step_[qkv_at[i]]);
+      for (size_t p = 0; p < proj; ++p) fused_step_.push_back(step_[qkv_at[i] + p]);
       Step s = k.attend_o(l.o, q_, l.k_cache, l.v_cache, state_, o_parts_, c, ctx_len_);
       s.name = "attend_o";
       s.bytes = l.o.bytes + vec(q_rows) + parts;
@@ -255,8 +218,9 @@ void Model::build_steps() {
     // Long contexts: the split layer, attend_combine folded into o_proj.
     long_step_.push_back(step_.front());
     for (size_t i = 0; i < layers_.size(); ++i) {
-      const size_t at = qkv_at[i];
-      long_step_.push_back(step_[at]);      // qkv_rope
+      for (size_t p = 0; p < proj; ++p)
+        long_step_.push_back(step_[qkv_at[i] + p]);  // qkv_rope (qk_norm_rope)
+      const size_t at = qkv_at[i] + proj - 1;
       long_step_.push_back(step_[at + 1]);  // attention (chunks)
       Step s = k.o_proj_combine(layers_[i].o, att_partials_, x_, state_, c, ctx_len_, opt_.attention);
       s.name = "o_proj_combine";
@@ -292,10 +256,13 @@ std::vector<Step> Model::prompt_steps(uint32_t T) {
   const auto& c = cfg_;
   DecodeKernels k(*ctx_);
   const uint32_t q_rows = c.num_heads * c.head_dim;
+  const bool qk_norm = architecture_of(c).qk_norm;
   std::vector<Step> steps{k.embed(embedding_, tokens_, state_, x_rows_, c.hidden_size, T)};
   for (const Layer& l : layers_) {
     steps.push_back(k.qkv_rope_prompt(l.qkv, x_rows_, l.input_norm, l.qkv_bias, rope_, state_, q_rows_,
                                       l.k_cache, l.v_cache, c, ctx_len_, T));
+    if (qk_norm)
+      steps.push_back(k.qk_norm_rope(l.qk_norm, rope_, state_, q_rows_, l.k_cache, c, ctx_len_, T));
     steps.push_back(k.attend_prompt(q_rows_, l.k_cache, l.v_cache, state_, att_rows_, c, ctx_len_, T));
     steps.push_back(k.residual_prompt(l.o, att_rows_, x_rows_, c.hidden_size, q_rows, T));
     steps.push_back(k.gate_up_silu_prompt(l.gate_up, x_rows_, l.post_norm, act_rows_, c.intermediate_size,

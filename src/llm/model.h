@@ -1,8 +1,9 @@
-// Model: a Qwen2-architecture decoder on the GPU. Weights are uploaded once into one weight arena
-// in their storage format (f16, bf16 or f32: gpu/weight_format.h; arithmetic is f32 in every
-// one), the KV cache is allocated for `ctx` positions, and the decode step is resolved once into
-// lists of dispatches (kernel, bind group, grid) recorded unchanged for every token:
-//   embed; per layer (split): qkv_rope, attend (chunks, combine; below attn_short_max positions
+// Model: a decoder of llm/architecture.h (Qwen2, Qwen3, Llama) on the GPU. Weights are uploaded once
+// into one weight arena in their storage format (f16, bf16 or f32: gpu/weight_format.h; arithmetic
+// is f32 in every one), the KV cache is allocated for `ctx` positions, and the decode step is
+// resolved once into lists of dispatches (kernel, bind group, grid) recorded unchanged for every token:
+//   embed; per layer (split): qkv_rope (with per-head q/k norms, Qwen3: qkv_rope storing the raw
+//   heads, then qk_norm_rope), attend (chunks, combine; below attn_short_max positions
 //   one attend_short dispatch instead), o_proj + residual, gate_up_silu, down + residual;
 //   per layer (fused, Fusion::Full below attn_fuse_max positions): qkv_rope, attend_o (attention
 //   times W_o, a partial per kv head), gate_up_silu_sum (residual + partials into x_next),
@@ -111,6 +112,7 @@ class Model : public Decoder {
  private:
   struct Layer {
     gpu::TensorView qkv, qkv_bias, input_norm, o, post_norm, gate_up, down;  // views of the weight arena
+    gpu::TensorView qk_norm;  // q_norm then k_norm (architectures with qk_norm), else empty
     gpu::Buffer k_cache, v_cache;
   };
   void upload_weights(const WeightLookup& weights);

@@ -5,6 +5,9 @@
 #include <cmath>
 
 #include "gpu/recorder.h"
+#include "llm/architecture.h"
+#include "llm/generated_tokens.h"
+#include "llm/rope.h"
 #include "llm/weight_loader.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -31,22 +34,24 @@ void need(bool ok, const std::string& what) {
 
 }  // namespace
 
+std::string persistent_unsupported(const ModelConfig& c) {
+  if (architecture_of(c).qk_norm)
+    return c.architecture +
+           "'s per-head q/k norms are not implemented in the one-dispatch decoder (use --decode steps)";
+  return "";
+}
+
 PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights,
                                      PersistentOptions options)
     : Decoder(ctx), cfg_(std::move(cfg)), opt_(std::move(options)) {
   const auto& c = cfg_;
   const auto& lim = ctx.limits();
-  need(c.vocab_size && c.hidden_size && c.intermediate_size && c.num_layers && c.num_heads &&
-           c.num_kv_heads && c.head_dim,
-       "vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, "
-       "num_key_value_heads and head_dim must all be positive");
-  need(c.num_heads % c.num_kv_heads == 0, "num_attention_heads (" + std::to_string(c.num_heads) +
-                                              ") must be a multiple of num_key_value_heads (" +
-                                              std::to_string(c.num_kv_heads) + ")");
+  check_config(c, "persistent decode");
+  const std::string unsupported = persistent_unsupported(c);
+  need(unsupported.empty(), unsupported);
   need(
       kStagesPerLayer * c.num_layers + 1 < kFailedBase,
       std::to_string(c.num_layers) + " layers: at most " + std::to_string(kFailedBase / kStagesPerLayer - 1));
-  need(c.head_dim % 2 == 0, "head_dim (" + std::to_string(c.head_dim) + ") must be even for RoPE");
   need(opt_.ctx >= 1 && (!c.max_position_embeddings || opt_.ctx <= c.max_position_embeddings),
        "--ctx " + std::to_string(opt_.ctx) + " must be 1 .. max_position_embeddings (" +
            std::to_string(c.max_position_embeddings) + ")");
@@ -131,20 +136,21 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   const auto& c = cfg_;
   const uint32_t hd = c.head_dim, q_rows = c.num_heads * hd, kv_rows = c.num_kv_heads * hd;
   const uint32_t qkv_rows = q_rows + 2 * kv_rows, H = c.hidden_size, I = c.intermediate_size;
-  auto tensor = [&](const std::string& name, std::vector<uint64_t> shape) -> const TensorRef& {
-    return require_tensor(weights, name, std::move(shape));
-  };
-  const TensorRef& embed = tensor("model.embed_tokens.weight", {c.vocab_size, H});
+  using enum TensorRole;
+  const ModelTensors t(c, weights);  // every tensor found and shape-checked before anything is uploaded
   // The matrices: one arena that must be one buffer (one binding), layer after layer, then the
   // embedding and the LM head; the kernel finds them by offsets (in vec4s) as pipeline constants.
-  WeightLoader w(*ctx_, storage_format(opt_.dtype, embed.dtype), {.label = "llm.persistent.weights"});
+  WeightLoader w(*ctx_, storage_format(opt_.dtype, t(Embedding).dtype), {.label = "llm.persistent.weights"});
   stats_.weight_format = w.format();
+  auto packed = [&](std::string name, const PackedMatrix& m) {
+    return w.matrix(std::move(name), m.sources, m.rows, H, m.source_row);
+  };
   struct LayerIds {
     WeightLoader::TensorId qkv, o, gu, down;
   };
   std::vector<LayerIds> ids;
   // The vectors: per layer the two norms and the Q/K/V bias (packed order), the final norm, the
-  // RoPE table (as Model's: cos, sin of pos * theta^(-2i/hd) in double).
+  // RoPE table (llm/rope.h, as Model's).
   const uint32_t H8 = pad8(H), B8 = pad8(qkv_rows);
   layout_["IN_NORM_F"] = 0;
   layout_["POST_NORM_F"] = H8;
@@ -158,38 +164,22 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   };
 
   for (uint32_t l = 0; l < c.num_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
     const uint64_t vbase = uint64_t(l) * (2 * H8 + B8);
-    put(vbase, tensor(p + "input_layernorm.weight", {H}));
-    put(vbase + H8, tensor(p + "post_attention_layernorm.weight", {H}));
-    const TensorRef* qkv_w[3] = {&tensor(p + "self_attn.q_proj.weight", {q_rows, H}),
-                                 &tensor(p + "self_attn.k_proj.weight", {kv_rows, H}),
-                                 &tensor(p + "self_attn.v_proj.weight", {kv_rows, H})};
-    if (c.attention_bias) {
-      const std::vector<double> b[3] = {tensor_values(tensor(p + "self_attn.q_proj.bias", {q_rows})),
-                                        tensor_values(tensor(p + "self_attn.k_proj.bias", {kv_rows})),
-                                        tensor_values(tensor(p + "self_attn.v_proj.bias", {kv_rows}))};
-      for (uint32_t r = 0; r < qkv_rows; ++r) {
-        auto [which, row] = qkv_source_row(r, hd, q_rows, kv_rows);
-        vecs[vbase + 2 * H8 + r] = float(b[which][row]);
-      }
-    }
+    put(vbase, t(AttnNorm, l));
+    put(vbase + H8, t(FfnNorm, l));
+    const std::vector<float> bias = packed_qkv_bias(t, c, l);
+    std::copy(bias.begin(), bias.end(), vecs.begin() + ptrdiff_t(vbase + 2 * H8));
     LayerIds m{};
     const std::string name = "layer" + std::to_string(l) + ".";
-    m.qkv = w.matrix(name + "qkv", {qkv_w[0], qkv_w[1], qkv_w[2]}, qkv_rows, H,
-                     [&](uint32_t packed) { return qkv_source_row(packed, hd, q_rows, kv_rows); });
-    m.o = w.matrix(name + "o_proj", {&tensor(p + "self_attn.o_proj.weight", {H, q_rows})}, H, q_rows);
-    m.gu = w.matrix(name + "gate_up",
-                    {&tensor(p + "mlp.gate_proj.weight", {I, H}), &tensor(p + "mlp.up_proj.weight", {I, H})},
-                    2 * I, H, gate_up_source_row);
-    m.down = w.matrix(name + "down_proj", {&tensor(p + "mlp.down_proj.weight", {H, I})}, H, I);
+    m.qkv = packed(name + "qkv", packed_qkv(t, c, l));
+    m.o = w.matrix(name + "o_proj", {&t(O, l)}, H, q_rows);
+    m.gu = packed(name + "gate_up", packed_gate_up(t, c, l));
+    m.down = w.matrix(name + "down_proj", {&t(Down, l)}, H, I);
     ids.push_back(m);
   }
-  const auto embed_id = w.matrix("embedding", {&embed}, c.vocab_size, H);
-  const auto head_id =
-      c.tie_word_embeddings
-          ? embed_id
-          : w.matrix("lm_head", {&tensor("lm_head.weight", {c.vocab_size, H})}, c.vocab_size, H);
+  const auto embed_id = w.matrix("embedding", {&t(Embedding)}, c.vocab_size, H);
+  const TensorRef* head = t.find(LmHead);
+  const auto head_id = head ? w.matrix("lm_head", {head}, c.vocab_size, H) : embed_id;
   need(w.arena().buffers() == 1,
        "the packed weights (" + std::to_string(w.arena().total_bytes()) +
            " bytes planned) must be one binding, but pass the per-buffer cap of " +
@@ -216,14 +206,9 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   weights_ = w.arena().buffer(0);
   stats_.weight_bytes = weights_.size();
   const uint64_t final_at = uint64_t(2 * H8 + B8) * c.num_layers;
-  put(final_at, tensor("model.norm.weight", {H}));
-  for (uint32_t pos = 0; pos < opt_.ctx; ++pos)
-    for (uint32_t i = 0; i < hd / 2; ++i) {
-      const double angle = double(pos) * std::pow(c.rope_theta, -2.0 * double(i) / double(hd));
-      const uint64_t at = final_at + H8 + (uint64_t(pos) * hd / 2 + i) * 2;
-      vecs[at] = float(std::cos(angle));
-      vecs[at + 1] = float(std::sin(angle));
-    }
+  put(final_at, t(FinalNorm));
+  const std::vector<float> rope = rope_table(c, opt_.ctx);
+  std::copy(rope.begin(), rope.end(), vecs.begin() + ptrdiff_t(final_at + H8));
   vectors_ = ctx_->upload<float>(vecs, BufferUsage::Storage, "llm.persistent.vectors");
   stats_.weight_bytes += vectors_.size();
 }

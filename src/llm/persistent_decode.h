@@ -1,4 +1,4 @@
-// PersistentDecoder (issue 9, experimental): greedy decoding of a Qwen2-architecture model with
+// PersistentDecoder (issue 9, experimental): greedy decoding of a Qwen2 or Llama model with
 // ONE dispatch per position (kernels/llm_persistent_decode.wgsl): its workgroups share every
 // stage's work and meet at grid barriers between stages (5 per layer + 1), reading weights from
 // one packed buffer. Beside llm::Model, which stays the reference: a grid barrier is only
@@ -35,6 +35,10 @@ struct PersistentOptions {
   uint32_t spin_limit = 1u << 22;
   std::function<void(uint64_t done, uint64_t total)> progress;  // upload bytes
 };
+
+// Why the persistent decoder cannot run `c`'s architecture (its constructor refuses it with this),
+// or empty: the session falls back to the step decoder instead.
+std::string persistent_unsupported(const ModelConfig& c);
 
 // Behind llm::Decoder: generate() as Model's (on_token, EOS ids, K = steps_per_submit dispatches
 // per submit, on_logits after every step, then K = 1), greedy only (options.picker must be

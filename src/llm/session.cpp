@@ -8,12 +8,6 @@
 namespace wgfuse::llm {
 namespace {
 
-ModelFiles open_files(const std::string& dir) {
-  ModelFiles files(dir);
-  files.validate_qwen2();
-  return files;
-}
-
 uint32_t checked_ctx(const ModelFiles& files, const SessionOptions& o) {
   const auto& cfg = files.config();
   const uint32_t ctx_len = o.ctx.value_or(std::min(4096u, cfg.max_position_embeddings));
@@ -76,7 +70,7 @@ std::string_view fusion_name(Fusion f) {
 Session::Session(SessionOptions options)
     : opt_(std::move(options)),
       t0_(SteadyClock::now()),
-      files_(open_files(opt_.model_dir)),
+      files_(opt_.model_dir),  // checks every tensor of the architecture's table
       tokenizer_(load_tokenizer(opt_.model_dir)),
       ctx_len_(checked_ctx(files_, opt_)) {
   for (int32_t id : stop_token_ids(tokenizer_, opt_.model_dir)) stop_ids_.push_back(uint32_t(id));
@@ -157,6 +151,7 @@ void Session::choose_decoder(std::span<const uint32_t> prompt, uint32_t n) {
     persistent_.reset();
     choice_ = {.kind = DecoderKind::Steps, .fallback_reason = why};
   };
+  if (const std::string why = persistent_unsupported(files_.config()); !why.empty()) return fall_back(why);
   // Auto: at most 256 workgroups (2 per SM of an H100), since the probe's kernel is lighter than
   // the decode's and may fit more at once; a decode barrier that then times out falls back.
   const GridChoice grid = choose_grid(ctx, opt_.persistent.workgroups, wg, opt_.persistent.probe_spin, 256);
