@@ -292,7 +292,7 @@ TEST(LlmModelRun, BadInputIsAClearError) {
                       EXPECT_GE(d, done) << "progress went backwards";
                       ++calls, done = d, total = t;
                     }});
-  EXPECT_GE(calls, 2 + 4 * cfg.num_layers);  // embedding, LM head, per layer qkv, o, gate/up, down
+  EXPECT_GE(calls, 1u);  // once per upload chunk (a chunk holds several MB: this model fits one)
   EXPECT_EQ(done, total);
   EXPECT_GT(total, 0u);
   EXPECT_GE(model.stats().weight_bytes, total);
