@@ -26,6 +26,15 @@ std::vector<gpu::BufferBinding> with_weights(const gpu::TensorView& w,
   return all;
 }
 
+// The Q/K/V projection's epilogue constants, the same for decode and prefill.
+std::map<std::string, double> qkv_overrides(const ModelConfig& c, uint32_t ctx_len) {
+  return {{"Q_ROWS", c.num_heads * c.head_dim},
+          {"KV_ROWS", c.num_kv_heads * c.head_dim},
+          {"HEAD_DIM", c.head_dim},
+          {"CTX", ctx_len},
+          {"QK_NORM", architecture_of(c).qk_norm}};
+}
+
 }  // namespace
 
 gpu::Buffer upload_padded(gpu::Context& ctx, std::string_view label, std::span<const float> values) {
@@ -171,12 +180,7 @@ Step DecodeKernels::qkv_rope(const gpu::TensorView& w, const gpu::BufferBinding&
                              const gpu::BufferBinding& v_cache, const ModelConfig& c, uint32_t ctx_len) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
   return matvec("qkv_rope", w, q_rows + 2 * kv_rows, c.hidden_size, true, c.rms_norm_eps, true,
-                {{"Q_ROWS", q_rows},
-                 {"KV_ROWS", kv_rows},
-                 {"HEAD_DIM", c.head_dim},
-                 {"CTX", ctx_len},
-                 {"QK_NORM", architecture_of(c).qk_norm}},
-                {x, norm, bias, rope, state, q_out, k_cache, v_cache});
+                qkv_overrides(c, ctx_len), {x, norm, bias, rope, state, q_out, k_cache, v_cache});
 }
 
 Step DecodeKernels::qk_norm_rope(const gpu::BufferBinding& norm, const gpu::BufferBinding& rope,
@@ -437,12 +441,7 @@ Step DecodeKernels::qkv_rope_prompt(const gpu::TensorView& w, const gpu::BufferB
                                     uint32_t T) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
   return matmul("qkv_rope_prompt", w, q_rows + 2 * kv_rows, c.hidden_size, T, true, c.rms_norm_eps,
-                {{"Q_ROWS", q_rows},
-                 {"KV_ROWS", kv_rows},
-                 {"HEAD_DIM", c.head_dim},
-                 {"CTX", ctx_len},
-                 {"QK_NORM", architecture_of(c).qk_norm}},
-                {x, norm, bias, rope, state, q_out, k_cache, v_cache});
+                qkv_overrides(c, ctx_len), {x, norm, bias, rope, state, q_out, k_cache, v_cache});
 }
 
 Step DecodeKernels::gate_up_silu_prompt(const gpu::TensorView& w, const gpu::BufferBinding& x,
