@@ -17,6 +17,9 @@ override Q_ROWS: u32 = 0u;       // heads * head_dim
 override KV_ROWS: u32 = 0u;      // kv_heads * head_dim
 override HEAD_DIM: u32 = 2u;
 override CTX: u32 = 1u;          // KV-cache capacity (positions)
+// Per-head q/k norms (Qwen3): q and k are stored raw (bias added, not rotated) for qk_norm_rope
+// (llm_qk_norm.wgsl), which normalises each head and then rotates it.
+override QK_NORM: bool = false;
 
 @group(0) @binding(1) var<storage, read> xin: array<vec4<f32>>;  // padded to a multiple of 8 floats
 @group(0) @binding(2) var<storage, read> norm_w: array<vec4<f32>>;  // padded like x
@@ -45,7 +48,7 @@ struct Ids {
 @group(0) @binding(8) var<storage, read_write> v_cache: array<f32>;
 
 // Rows ra, ra + 1 of the packed Q/K/V projection (without bias: a, b) for the token at `pos`:
-// bias, RoPE, and the store into q (at q_base) or the caches.
+// bias, RoPE (unless QK_NORM), and the store into q (at q_base) or the caches.
 fn store_qkv(ra: u32, a_dot: f32, b_dot: f32, pos: u32, q_base: u32) {
   let a = a_dot + qkv_bias[ra];
   let b = b_dot + qkv_bias[ra + 1u];
@@ -54,7 +57,10 @@ fn store_qkv(ra: u32, a_dot: f32, b_dot: f32, pos: u32, q_base: u32) {
     let r = select(ra - Q_ROWS, ra, ra < Q_ROWS);
     let head = r / HEAD_DIM;
     let i = (r % HEAD_DIM) / 2u;
-    let cs = rope_cs[pos * half_dim + i];
+    var cs = vec2<f32>(1.0, 0.0);  // QK_NORM: the identity rotation, the pair stored raw
+    if (!QK_NORM) {
+      cs = rope_cs[pos * half_dim + i];
+    }
     let ya = a * cs.x - b * cs.y;
     let yb = b * cs.x + a * cs.y;
     if (ra < Q_ROWS) {

@@ -7,7 +7,10 @@
 #include <span>
 #include <vector>
 
+#include "gpu/weight_format.h"
 #include "llm/config.h"
+#include "llm/reference.h"
+#include "util/half.h"
 
 namespace wgfuse::test {
 
@@ -24,6 +27,56 @@ inline llm::ModelConfig small_llm_config(bool tied, uint32_t vocab_size = 300) {
           .rope_theta = 10000.0,
           .rms_norm_eps = 1e-6,
           .tie_word_embeddings = tied};
+}
+
+// Qwen3 at small odd sizes: per-head q/k norms, no biases, heads * head_dim (72) != hidden (45),
+// YaRN RoPE scaling.
+inline llm::ModelConfig qwen3_config() {
+  llm::ModelConfig c{.architecture = "Qwen3ForCausalLM",
+                     .vocab_size = 301,
+                     .hidden_size = 45,
+                     .intermediate_size = 67,
+                     .num_layers = 2,
+                     .num_heads = 6,
+                     .num_kv_heads = 2,
+                     .head_dim = 12,
+                     .max_position_embeddings = 128,
+                     .rope_theta = 1e6,
+                     .rms_norm_eps = 1e-6,
+                     .tie_word_embeddings = true};
+  c.rope_scaling = {
+      .type = llm::RopeScaling::Type::Yarn, .factor = 4, .original_max_position_embeddings = 32};
+  return c;
+}
+
+// Llama at small odd sizes: no biases, an untied head, llama3 RoPE scaling.
+inline llm::ModelConfig llama_config() {
+  llm::ModelConfig c{.architecture = "LlamaForCausalLM",
+                     .vocab_size = 301,
+                     .hidden_size = 44,
+                     .intermediate_size = 75,
+                     .num_layers = 2,
+                     .num_heads = 4,
+                     .num_kv_heads = 2,
+                     .head_dim = 12,
+                     .max_position_embeddings = 128,
+                     .rope_theta = 10000,
+                     .rms_norm_eps = 1e-5,
+                     .tie_word_embeddings = false};
+  c.rope_scaling = {.type = llm::RopeScaling::Type::Llama3,
+                    .factor = 8,
+                    .original_max_position_embeddings = 64,
+                    .low_freq_factor = 1,
+                    .high_freq_factor = 4};
+  return c;
+}
+
+// The weights as the GPU holds them in storage format t.
+inline llm::HostWeights as_stored(llm::HostWeights w, gpu::WeightFormat t) {
+  if (t == gpu::WeightFormat::F16) w.transform([](float v) { return half::to_float(half::from_float(v)); });
+  if (t == gpu::WeightFormat::BF16)
+    w.transform([](float v) { return half::bf16_to_float(half::bf16_from_float(v)); });
+  return w;
 }
 
 // max |got - want| / max |want|; NaN counts as infinitely wrong.

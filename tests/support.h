@@ -8,11 +8,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "gpu/context.h"
+#include "util/error.h"
 
 namespace wgfuse::test {
 
@@ -83,6 +85,23 @@ inline ::testing::AssertionResult all_close(const std::vector<float>& got, const
 }
 
 // How many times `what` occurs in `text` (overlaps counted).
+// Runs `f`, which must throw a wgfuse::Error whose message contains every one of `parts`.
+inline ::testing::AssertionResult throws_error(const std::function<void()>& f,
+                                               const std::vector<std::string>& parts) {
+  try {
+    f();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const auto& p : parts)
+      if (msg.find(p) == std::string::npos)
+        return ::testing::AssertionFailure() << "message lacks \"" << p << "\": " << msg;
+    return ::testing::AssertionSuccess() << msg;
+  } catch (const std::exception& e) {
+    return ::testing::AssertionFailure() << "not a wgfuse::Error: " << e.what();
+  }
+  return ::testing::AssertionFailure() << "no error";
+}
+
 inline size_t occurrences(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;

@@ -77,7 +77,6 @@ Matrix random_matrix(WeightFormat t, uint32_t rows, uint32_t cols, uint32_t seed
       gpu::pack_row(t, gpu::DType::F32, std::as_bytes(std::span(m.values).subspan(size_t(src) * cols, cols)),
                     cols, out.subspan((r - first) * rb, rb));
     }
-    return std::span<const std::byte>(out);
   });
   m.view = arena.view(id);
   return m;
@@ -266,9 +265,9 @@ struct Qkv {
     std::array<std::vector<double>, 3> out{proj(0, q_rows), proj(q_rows, kv_rows),
                                            proj(q_rows + kv_rows, kv_rows)};
     for (uint32_t h = 0; h < c.num_heads; ++h)
-      ref::rope(std::span(out[0]).subspan(h * hd, hd), pos, c.rope_theta);
+      llm::rope_rotate(std::span(out[0]).subspan(h * hd, hd), pos, llm::rope_frequencies(c));
     for (uint32_t h = 0; h < c.num_kv_heads; ++h)
-      ref::rope(std::span(out[1]).subspan(h * hd, hd), pos, c.rope_theta);
+      llm::rope_rotate(std::span(out[1]).subspan(h * hd, hd), pos, llm::rope_frequencies(c));
     return out;
   }
   // Expects the caches' rows at `pos` to hold k, v; NaN (unwritten) when k is empty.

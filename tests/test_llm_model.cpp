@@ -13,12 +13,12 @@
 #include "llm_support.h"
 #include "support.h"
 #include "util/error.h"
-#include "util/half.h"
 
 namespace wgfuse {
 namespace {
 
 using gpu::WeightFormat;
+using test::as_stored;
 using test::context;
 using test::normalised_error;
 using test::small_llm_config;
@@ -27,14 +27,6 @@ const std::vector<uint32_t> kPrompt = {7, 123, 42, 299, 0, 64};
 
 llm::ref::Decoder reference(const llm::ModelConfig& c, const llm::HostWeights& w, uint32_t capacity) {
   return llm::ref::Decoder(c, llm::ref::Weights::load(c, w.lookup()), capacity);
-}
-
-// The weights as the GPU holds them in storage dtype t.
-llm::HostWeights as_stored(llm::HostWeights w, WeightFormat t) {
-  if (t == WeightFormat::F16) w.transform([](float v) { return half::to_float(half::from_float(v)); });
-  if (t == WeightFormat::BF16)
-    w.transform([](float v) { return half::bf16_to_float(half::bf16_from_float(v)); });
-  return w;
 }
 
 struct Case {
@@ -300,7 +292,7 @@ TEST(LlmModelRun, BadInputIsAClearError) {
                       EXPECT_GE(d, done) << "progress went backwards";
                       ++calls, done = d, total = t;
                     }});
-  EXPECT_GE(calls, 2 + 4 * cfg.num_layers);  // embedding, LM head, per layer qkv, o, gate/up, down
+  EXPECT_GE(calls, 1u);  // once per upload chunk (a chunk holds several MB: this model fits one)
   EXPECT_EQ(done, total);
   EXPECT_GT(total, 0u);
   EXPECT_GE(model.stats().weight_bytes, total);

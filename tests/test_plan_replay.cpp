@@ -169,14 +169,17 @@ class Replay {
       bytes.resize(words.size() * 4);
       std::memcpy(bytes.data(), words.data(), bytes.size());
     } else if (kind == "rope") {
-      const auto positions = what.at("positions").get<uint32_t>(), hd = what.at("head_dim").get<uint32_t>();
-      const auto theta = plan_.at("model").at("rope_theta").get<double>();
+      // (cos, sin) of pos * inv_freq[i] times the attention factor, in double, rounded once.
+      const auto positions = what.at("positions").get<uint32_t>();
+      const auto inv_freq = what.at("inv_freq").get<std::vector<double>>();
+      const auto factor = what.at("attention_factor").get<double>();
+      if (inv_freq.size() * 2 != what.at("head_dim").get<size_t>())
+        throw Error("plan: the RoPE frequencies are not head_dim / 2");
       std::vector<float> t;
       for (uint32_t pos = 0; pos < positions; ++pos)
-        for (uint32_t i = 0; i < hd / 2; ++i) {
-          const double angle = double(pos) * std::pow(theta, -2.0 * double(i) / double(hd));
-          t.push_back(float(std::cos(angle)));
-          t.push_back(float(std::sin(angle)));
+        for (double f : inv_freq) {
+          t.push_back(float(std::cos(double(pos) * f) * factor));
+          t.push_back(float(std::sin(double(pos) * f) * factor));
         }
       bytes.resize(t.size() * 4);
       std::memcpy(bytes.data(), t.data(), bytes.size());
@@ -223,6 +226,13 @@ class Replay {
         llm::tensor_row(*src.at(which), r, row);
       } else if (packing == "vector") {
         llm::tensor_row(*src.at(0), 0, row);
+      } else if (packing == "vectors") {  // the 1-D sources one after another
+        size_t at = 0;
+        for (const llm::TensorRef* v : src) {
+          if (at + v->elements() > cols) throw Error("plan: vectors longer than their row");
+          llm::tensor_row(*v, 0, std::span(row).subspan(at, v->elements()));
+          at += v->elements();
+        }
       } else if (packing == "qkv_bias") {
         if (!src.empty()) {  // else no bias: zeros
           std::vector<float> parts[3];
@@ -256,8 +266,8 @@ const std::vector<uint32_t> kPrompt = {7, 123, 42, 299, 0, 64, 5};
 
 struct Case {
   const char* name;
+  llm::ModelConfig (*config)();
   gpu::WeightFormat dtype;
-  bool tied;
   llm::ModelOptions options;
   std::optional<llm::SamplingParams> sampling;
 };
@@ -272,8 +282,7 @@ class PlanReplay : public ::testing::TestWithParam<Case> {};
 // every prefill chunk and decode variant the case crosses.
 TEST_P(PlanReplay, GivesTheModelsTokensAndLogits) {
   const Case& c = GetParam();
-  auto cfg = test::small_llm_config(c.tied);
-  cfg.num_layers = 2;  // what a layer does is the same in each: two show the sequence
+  const llm::ModelConfig cfg = c.config();  // two layers: what a layer does is the same in each
   const auto weights = llm::HostWeights::random(cfg, 31);
   const uint32_t n = 6;
   llm::ModelOptions mo = c.options;
@@ -318,27 +327,53 @@ TEST_P(PlanReplay, GivesTheModelsTokensAndLogits) {
             model.stats().dispatches_per_step_long);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Cases, PlanReplay,
-    ::testing::Values(
-        // Two prefill chunks (4 + 3 tokens); attend_short below position 9, then split attention.
-        Case{"f16_chunked_short_then_split",
-             gpu::WeightFormat::F16,
-             true,
-             {.attn_short_max = 9, .ctx = 16, .prefill_chunk = 4, .attention = {.chunk = 8}},
-             {}},
-        // The prompt through decode steps; fused layers below position 9, then o_proj_combine;
-        // an untied head; bf16 storage; the sampler as the picker.
-        Case{"bf16_stepwise_fused_then_long_sampled",
-             gpu::WeightFormat::BF16,
-             false,
-             {.fusion = llm::Fusion::Full,
-              .attn_fuse_max = 9,
-              .ctx = 16,
-              .prefill_chunk = 0,
-              .attention = {.chunk = 8}},
-             llm::SamplingParams{.temperature = 0.8, .top_k = 40, .top_p = 0.9, .seed = 5}}),
-    [](const auto& info) { return std::string(info.param.name); });
+// Qwen2 (q/k/v biases), tied or not: two layers.
+llm::ModelConfig qwen2_tied() {
+  auto c = test::small_llm_config(true);
+  c.num_layers = 2;
+  return c;
+}
+llm::ModelConfig qwen2_untied() {
+  auto c = qwen2_tied();
+  c.tie_word_embeddings = false;
+  return c;
+}
+
+// Two prefill chunks (4 + 3 tokens); attend_short below position 9, then split attention.
+const llm::ModelOptions kChunkedShortThenSplit{
+    .attn_short_max = 9, .ctx = 16, .prefill_chunk = 4, .attention = {.chunk = 8}};
+// The prompt through decode steps; fused layers below position 9, then o_proj_combine.
+const llm::ModelOptions kStepwiseFusedThenLong{.fusion = llm::Fusion::Full,
+                                               .attn_fuse_max = 9,
+                                               .ctx = 16,
+                                               .prefill_chunk = 0,
+                                               .attention = {.chunk = 8}};
+const llm::SamplingParams kSampling{.temperature = 0.8, .top_k = 40, .top_p = 0.9, .seed = 5};
+
+// Qwen3 (per-head q/k norms: one more stage per layer, a "vectors" packing; YaRN RoPE) and Llama
+// (no biases; llama3 RoPE) through the same sequences, f16 and bf16.
+INSTANTIATE_TEST_SUITE_P(Cases, PlanReplay,
+                         ::testing::Values(Case{"qwen2_f16_chunked_short_then_split",
+                                                qwen2_tied,
+                                                gpu::WeightFormat::F16,
+                                                kChunkedShortThenSplit,
+                                                {}},
+                                           Case{"qwen2_bf16_stepwise_fused_then_long_sampled", qwen2_untied,
+                                                gpu::WeightFormat::BF16, kStepwiseFusedThenLong, kSampling},
+                                           Case{"qwen3_bf16_chunked_short_then_split",
+                                                test::qwen3_config,
+                                                gpu::WeightFormat::BF16,
+                                                kChunkedShortThenSplit,
+                                                {}},
+                                           Case{"qwen3_f16_stepwise_fused_then_long_sampled",
+                                                test::qwen3_config, gpu::WeightFormat::F16,
+                                                kStepwiseFusedThenLong, kSampling},
+                                           Case{"llama_f16_chunked_short_then_split",
+                                                test::llama_config,
+                                                gpu::WeightFormat::F16,
+                                                kChunkedShortThenSplit,
+                                                {}}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace wgfuse

@@ -81,5 +81,35 @@ TEST(Stats, SummaryMedianMinMax) {
   EXPECT_EQ(b.median, 2.5);
 }
 
+// Test the order-statistic interval of the median: the order statistics and levels of the binomial
+// formula, and that the stated level is the coverage of a skewed distribution's median.
+TEST(Stats, MedianIntervalLevelsAndCoverage) {
+  EXPECT_EQ(median_interval({7}).level, 0);
+  auto three = median_interval({3, 9, 1});
+  EXPECT_EQ(three.low, 1);
+  EXPECT_EQ(three.high, 9);
+  EXPECT_DOUBLE_EQ(three.level, 0.75);  // 1 - 2/8: short of 90%, the widest there is
+  EXPECT_DOUBLE_EQ(median_interval({5, 1, 4, 2, 3}).level, 1 - 2.0 / 32);
+  std::vector<double> ten{10, 1, 9, 2, 8, 3, 7, 4, 6, 5};
+  auto t = median_interval(ten);  // k = 2: 1 - 2·11/1024; k = 3 would be 1 - 2·56/1024 < 0.9
+  EXPECT_EQ(t.low, 2);
+  EXPECT_EQ(t.high, 9);
+  EXPECT_DOUBLE_EQ(t.level, 1 - 22.0 / 1024);
+  std::mt19937 rng(5);
+  std::exponential_distribution<double> exp1(1.0);  // median ln 2
+  for (size_t n : {4u, 7u, 15u}) {
+    int covered = 0, trials = 20000;
+    double level = 0;
+    for (int i = 0; i < trials; ++i) {
+      std::vector<double> s(n);
+      for (auto& x : s) x = exp1(rng);
+      auto ci = median_interval(s);
+      level = ci.level;
+      covered += ci.low <= std::log(2.0) && std::log(2.0) <= ci.high;
+    }
+    EXPECT_NEAR(double(covered) / trials, level, 0.012) << n;
+  }
+}
+
 }  // namespace
 }  // namespace wgfuse

@@ -248,6 +248,29 @@ TEST(Tokenizer, AddedTokenFlags) {
   fs::remove_all(dir);
 }
 
+// Test that a post-processor adding a BOS to every text (Llama 3's TemplateProcessing) refuses
+// encode() naming the field and the way around it, while decode() still works.
+TEST(Tokenizer, PostProcessorWithSpecialTokensRefusesEncode) {
+  const fs::path dir = edited_qwen("template", [](json& j) {
+    j["post_processor"] = {{"type", "TemplateProcessing"},
+                           {"single",
+                            {{{"SpecialToken", {{"id", "<|endoftext|>"}, {"type_id", 0}}}},
+                             {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+                           {"pair", json::array()},
+                           {"special_tokens", json::object()}};
+  });
+  const Tokenizer t = load_tokenizer(dir);
+  try {
+    t.encode("hello");
+    ADD_FAILURE() << "encode did not refuse";
+  } catch (const Error& e) {
+    for (const char* part : {"post_processor", "<|endoftext|>", "--prompt-ids"})
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(t.decode(qwen().encode("hello world")), "hello world");
+  fs::remove_all(dir);
+}
+
 // Test that a missing or malformed file is an error naming the file and what is wrong.
 TEST(Tokenizer, MalformedFilesAreErrorsNamingThem) {
   auto expect_error = [](const fs::path& dir, const std::string& needle) {

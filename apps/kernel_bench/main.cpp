@@ -13,11 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "bench/dispatch_bench.h"
+#include "gpu/bandwidth.h"
 #include "gpu/profiler.h"
 #include "gpu/recorder.h"
 #include "llm/decode_kernels.h"
 #include "llm/reference.h"
+#include "llm/rope.h"
 #include "util/error.h"
 #include "util/half.h"
 #include "util/stats.h"
@@ -135,15 +136,14 @@ struct Problem {
     gpu::WeightArena arena(ctx, {.label = "bench.w"});
     const auto id = arena.add("w", shape.rows, shape.cols, t);
     arena.allocate();
-    std::vector<float> row(shape.cols);
     arena.upload([&](auto, uint64_t first, uint64_t count, std::span<std::byte> staging) {
       const uint64_t rb = arena.view(id).row_bytes;
+      std::vector<float> row(shape.cols);  // one per call: calls run on several threads
       for (uint64_t r = first; r < first + count; ++r) {
         for (uint32_t i = 0; i < shape.cols; ++i) row[i] = weight(uint32_t(r), i, t);
         gpu::pack_row(t, gpu::DType::F32, std::as_bytes(std::span(row)), shape.cols,
                       staging.subspan((r - first) * rb, rb));
       }
-      return std::span<const std::byte>(staging);
     });
     w = arena.view(id);
     const bool normed = k == Kind::Qkv || k == Kind::GateUp || k == Kind::LmHead;
@@ -201,17 +201,12 @@ struct Problem {
       qkv[which][row] = dots[p] + packed_bias[p];
     }
     for (uint32_t h = 0; h < c.num_heads; ++h)
-      ref::rope(std::span(qkv[0]).subspan(h * hd, hd), kPos, c.rope_theta);
+      llm::rope_rotate(std::span(qkv[0]).subspan(h * hd, hd), kPos, llm::rope_frequencies(c));
     for (uint32_t h = 0; h < c.num_kv_heads; ++h)
-      ref::rope(std::span(qkv[1]).subspan(h * hd, hd), kPos, c.rope_theta);
+      llm::rope_rotate(std::span(qkv[1]).subspan(h * hd, hd), kPos, llm::rope_frequencies(c));
     want = qkv;
-    std::vector<double> table(kCtx * hd);
-    for (uint32_t p = 0; p < kCtx; ++p)
-      for (uint32_t i = 0; i < hd / 2; ++i) {
-        const double a = p * std::pow(c.rope_theta, -2.0 * i / hd);
-        table[(p * hd / 2 + i) * 2] = std::cos(a);
-        table[(p * hd / 2 + i) * 2 + 1] = std::sin(a);
-      }
+    const auto rope_floats = llm::rope_table(c, kCtx);
+    const std::vector<double> table(rope_floats.begin(), rope_floats.end());
     bias = upload(ctx, packed_bias, "bench.bias");
     rope = upload(ctx, table, "bench.rope");
     const uint32_t st[4] = {kPos, 0, 0, 0};
@@ -333,7 +328,7 @@ int run(const Options& opt) {
   std::printf("adapter: %s (%s), subgroups %u..%u, timestamps %s\n", a.description.c_str(), a.backend.c_str(),
               a.subgroup_min_size, a.subgroup_max_size, prof.enabled() ? "yes" : "no (wall clock)");
   const double copy_gbs =
-      bench::copy_kernel_bandwidth_gbs(ctx, opt.quick ? (16u << 20) : (256u << 20), opt.quick ? 2 : 5);
+      gpu::copy_kernel_bandwidth_gbs(ctx, opt.quick ? (16u << 20) : (256u << 20), opt.quick ? 2 : 5);
   std::printf("copy kernel: %.1f GB/s (read + write)\n\n", copy_gbs);
   std::printf("%-5s %-13s %-13s %-4s %-29s %-4s %10s %21s %8s %6s %9s\n", "model", "kind", "shape", "type",
               "tuning", "", "µs/call", "min–max", "GB/s", "%copy", "max err");

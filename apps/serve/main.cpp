@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   using namespace wgfuse;
   CLI::App cmd{"wgfuse serve: the browser benchmark and its results API (docs/WEB_API.md)", "wgfuse serve"};
   serve::ServerOptions options;
-  std::string db = "results.sqlite", web, rate = "60/min", submit_url;
+  std::string db = "results.sqlite", web, rate = "60/min", read_rate = "600/min", submit_url;
   cmd.add_option("--host", options.host, "address to listen on")->capture_default_str();
   cmd.add_option("--port", options.port, "port to listen on (0: any free port, printed)")
       ->check(CLI::Range(0, 65535))
@@ -86,7 +86,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   cmd.add_option("--web", web,
                  "the page's directory (default: web/ beside the binary, else the source tree's)");
-  cmd.add_option("--rate", rate, "API requests per client address: COUNT/s, COUNT/min, COUNT/hour, or off")
+  cmd.add_option("--rate", rate, "submissions per client address: COUNT/s, COUNT/min, COUNT/hour, or off")
+      ->capture_default_str();
+  cmd.add_option("--read-rate", read_rate,
+                 "other API requests (queries) per client address: COUNT/s, COUNT/min, COUNT/hour, or off")
       ->capture_default_str();
   cmd.add_option("--max-connections", options.connections.max_connections,
                  "connections open at once (a thread each); more are answered 503")
@@ -111,6 +114,7 @@ int main(int argc, char** argv) {
   cmd.callback([&] {
     if (!submit_url.empty()) return submit(submit_url);
     options.rate = serve::RateLimit::parse(rate);
+    options.read_rate = serve::RateLimit::parse(read_rate, "--read-rate");
     options.connections.head_timeout = std::chrono::milliseconds(int64_t(head_timeout * 1e3));
     options.connections.body_timeout = std::chrono::milliseconds(int64_t(body_timeout * 1e3));
     options.web_roots = web_roots(web);

@@ -13,6 +13,7 @@
 #include "bench/dispatch_bench.h"
 #include "commands.h"
 #include "fuse/sim_program.h"
+#include "gpu/bandwidth.h"
 #include "sim/report.h"
 #include "sim/runner.h"
 #include "sim/workloads.h"
@@ -84,7 +85,7 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
   r.per_submit = o.per_submit;
   r.robustness_disabled = o.no_robustness;
   if (o.bandwidth)
-    r.copy_gb_per_s = bench::copy_kernel_bandwidth_gbs(ctx, ctx.adapter().is_cpu ? 4u << 20 : 256u << 20, 5);
+    r.copy_gb_per_s = gpu::copy_kernel_bandwidth_gbs(ctx, ctx.adapter().is_cpu ? 4u << 20 : 256u << 20, 5);
   auto spec = w.spec;
   if (o.workgroup) spec.workgroup_size = spec.team_workgroup_size = o.workgroup;
   const uint32_t pop = o.pop ? o.pop : w.default_pop;

@@ -654,12 +654,12 @@ def cmd_write_tiny(args):
            "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
            "tie_word_embeddings": not args.untied, "use_sliding_window": False, "attention_dropout": 0.0,
            "torch_dtype": "float32"}
-    write_random_qwen2(args.out, cfg, args.seed)
+    write_random_model(args.out, cfg, args.seed)
     print(f"wrote {args.out}: d={d} layers={args.layers} heads={H} kv_heads={KV} seed={args.seed}")
     return 0
 
 
-def write_random_qwen2(out, cfg, seed):
+def write_random_model(out, cfg, seed):
     """config.json + model.safetensors (f32) with random weights scaled like an initialised model,
     random biases and norm scales so that every tensor matters."""
     g = torch.Generator().manual_seed(seed)

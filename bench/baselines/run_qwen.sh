@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Qwen2.5 on an NVIDIA GPU machine: correctness against Hugging Face transformers (qwen_check.py:
-# random weights at the exact Qwen2.5 configs, logits and 32 greedy tokens, f32 and f16 storage)
+# Qwen2.5 (and Qwen3, Llama: SIZES=qwen3-0.6b,qwen3-1.7b,llama3.2-1b,smollm2-360m) on an NVIDIA GPU
+# machine: correctness against Hugging Face transformers (qwen_check.py: random weights at the
+# exact configs, logits and 32 greedy tokens, f32, f16 and bf16 storage)
 # and wgfuse's decode speed, writing JSON and logs into $OUT.
 #
 #   OUT=/some/dir SIZES=0.5b bench/baselines/run_qwen.sh     (from the repository root)
@@ -36,7 +37,8 @@ MODELS=${MODELS:-/tmp/qwen}
 mkdir -p "$OUT/speed" "$MODELS"
 export PYTHONUNBUFFERED=1
 rc=0
-model_folder() { ls -d "$MODELS"/qwen2.5-"$1"-random-* 2>/dev/null | head -1; }  # built by the check stage
+# built by the check stage: qwen2.5-0.5b-random-seedN, qwen3-0.6b-random-seedN, ...
+model_folder() { ls -d "$MODELS"/qwen2.5-"$1"-random-* "$MODELS"/"$1"-random-* 2>/dev/null | head -1; }
 
 if [[ " $STAGES " == *" check "* ]]; then
   python3 bench/baselines/qwen_check.py --wgfuse "$WGFUSE" --tokenizer-dir "$TOKENIZER_DIR" --out "$MODELS" \

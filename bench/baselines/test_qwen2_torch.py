@@ -95,7 +95,7 @@ class DecoderMatchesReference(unittest.TestCase):
     def run_case(self, cfg, prompt, tokens, sequences=1, seed=3, bf16=False, shards=1):
         with tempfile.TemporaryDirectory() as tmp:
             d = Path(tmp)
-            q.write_random_qwen2(d, cfg, seed)
+            q.write_random_model(d, cfg, seed)
             tensors = q.read_safetensors(d / "model.safetensors")
             if bf16 or shards > 1:
                 rewrite(d, tensors, bf16, shards)
@@ -135,7 +135,7 @@ class DecoderMatchesReference(unittest.TestCase):
             self.skipTest(f"torch {torch.__version__} has no scaled_dot_product_attention")
         cfg = tiny_config(d=32, layers=2, heads=4, kv_heads=2, ffn=48, vocab=50, tied=True)
         with tempfile.TemporaryDirectory() as tmp:
-            q.write_random_qwen2(tmp, cfg, 5)
+            q.write_random_model(tmp, cfg, 5)
             mcfg = q.load_config(tmp)
             w = q.load_weights(tmp, mcfg, torch.float32, torch.device("cpu"))
             outs = []
@@ -150,7 +150,7 @@ class DecoderMatchesReference(unittest.TestCase):
         """The comparison can fail: one changed weight in the decoder puts its logits outside the tolerance."""
         cfg = tiny_config(d=32, layers=1, heads=2, kv_heads=2, ffn=64, vocab=40, tied=True)
         with tempfile.TemporaryDirectory() as tmp:
-            q.write_random_qwen2(tmp, cfg, 9)
+            q.write_random_model(tmp, cfg, 9)
             t = q.read_safetensors(Path(tmp) / "model.safetensors")
             mcfg = q.load_config(tmp)
             w = q.load_weights(tmp, mcfg, torch.float32, torch.device("cpu"))
@@ -195,7 +195,7 @@ class ModelFolderErrors(unittest.TestCase):
     def folder(self, tmp, **changes):
         cfg = tiny_config(d=16, layers=1, heads=2, kv_heads=1, ffn=32, vocab=20, tied=False)
         cfg.update(changes)
-        q.write_random_qwen2(tmp, cfg, 1)
+        q.write_random_model(tmp, cfg, 1)
         return cfg
 
     def test_missing_config_field_is_named(self):
@@ -284,7 +284,7 @@ class CudaModes(unittest.TestCase):
     def test_every_mode_gives_the_eager_tokens(self):
         cfg = tiny_config(d=64, layers=2, heads=4, kv_heads=2, ffn=128, vocab=256, tied=True)
         with tempfile.TemporaryDirectory() as tmp:
-            q.write_random_qwen2(tmp, cfg, 2)
+            q.write_random_model(tmp, cfg, 2)
             mcfg = q.load_config(tmp)
             w = q.load_weights(tmp, mcfg, torch.float32, torch.device("cuda"))
             prompts = torch.tensor(q.sequence_prompts(list(b"xyz"), 4, 256, True), device="cuda")

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <random>
 
+#include "gpu/bandwidth.h"
 #include "gpu/plan.h"
 #include "gpu/profiler.h"
 #include "gpu/recorder.h"
@@ -46,11 +47,7 @@ struct SeriesPlan {
   bool active = true;
 };
 
-// 2D grid covering `groups` workgroups (one dimension holds at most 65,535).
-std::pair<uint32_t, uint32_t> grid(uint64_t groups) {
-  uint64_t x = std::min<uint64_t>(groups, 32768);
-  return {uint32_t(x), uint32_t((groups + x - 1) / x)};
-}
+using gpu::grid_2d;
 
 ChainParams chain_params(uint32_t n, uint32_t first, uint32_t count) {
   ChainParams p{n, first, count, 0, {}};
@@ -105,7 +102,7 @@ KernelSetup make_elementwise(gpu::Context& ctx, const std::string& name, uint32_
   s.has_data = true;
   s.a = &ctx.kernel(gpu::embedded_kernel("elementwise", "chain"));
   s.b = &ctx.kernel(gpu::embedded_kernel("elementwise", "chain", {{"PIPELINE_TAG", 1}}));
-  s.grid_a = grid((n + 255) / 256);
+  s.grid_a = grid_2d((n + 255) / 256);
   auto init = random_data(n, 1234 + n);
   s.data = ctx.upload<float>(init, BufferUsage::StorageIO, name + ".x");
   auto p = chain_params(n, 0, 1);
@@ -338,82 +335,15 @@ void sweep(std::vector<SeriesPlan>& plans, const BenchConfig& cfg, const std::st
   }
 }
 
-struct CopyBandwidth {
-  double kernel_gbs = 0, command_gbs = 0, command_gpu_gbs = -1;
-};
-
-// Device copy bandwidth, counting bytes read and written: (1) a vec4 copy kernel timed by GPU
-// timestamps (the roofline reference for our kernels; wall clock where timestamps are missing),
-// (2) copyBufferToBuffer, by the wall time of enough back-to-back copies to dwarf the wait, and
-// (3) the same copies by GPU timestamps: no pass can hold a copy, so they sit between two timed
-// passes of one small dispatch each, and the span from the end of the first pass to the start of
-// the second is theirs (with Dawn's barriers between them). Without `commands`, (1) alone.
-CopyBandwidth measure_copy_bandwidth(gpu::Context& ctx, gpu::Profiler& prof, uint64_t bytes, uint32_t reps,
-                                     bool commands = true) {
-  bytes = bytes / 16 * 16;
-  Buffer src = ctx.buffer(bytes, BufferUsage::StorageIO, "copy.src");
-  Buffer dst = ctx.buffer(bytes, BufferUsage::StorageIO, "copy.dst");
-  auto& k = ctx.kernel(gpu::embedded_kernel("elementwise", "copy_vec4"));
-  auto group = ctx.bind(k, {src, dst});
-  const auto g = grid((bytes / 16 + 255) / 256);
-  auto kernel_run = [&](uint32_t m) {  // returns µs per copy
-    auto t0 = Clock::now();
-    gpu::Recorder r(ctx);
-    r.time_next_pass(prof);
-    for (uint32_t i = 0; i < m; ++i) r.dispatch(k, group, g.first, g.second);
-    prof.resolve(r);
-    r.submit();
-    ctx.wait();
-    double wall = us_since(t0, Clock::now());
-    auto ns = prof.read_ns();
-    return (ns.empty() ? wall : ns[0] / 1000.0) / m;
-  };
-  auto command_run = [&](uint32_t m) {  // µs per copy
-    auto t0 = Clock::now();
-    gpu::Recorder r(ctx);
-    for (uint32_t i = 0; i < m; ++i) r.copy(src, 0, dst, 0, bytes);
-    r.submit();
-    ctx.wait();
-    return us_since(t0, Clock::now()) / m;
-  };
-  gpu::Profiler span(ctx, 2);
-  auto command_gpu_run = [&](uint32_t m) {  // µs per copy, < 0 without timestamps
-    gpu::Recorder r(ctx);
-    r.time_next_pass(span);
-    r.dispatch(k, group, 1);
-    for (uint32_t i = 0; i < m; ++i) r.copy(src, 0, dst, 0, bytes);
-    r.time_next_pass(span);
-    r.dispatch(k, group, 1);
-    span.resolve(r);
-    r.submit();
-    ctx.wait();
-    auto t = span.read_ticks();  // begin, end of pass 1; begin, end of pass 2
-    return t.size() == 4 && t[2] > t[1] ? double(t[2] - t[1]) / 1000.0 / m : -1.0;
-  };
-  kernel_run(1);
-  command_run(1);
-  // ~20 ms of copies per sample.
-  const uint32_t m = uint32_t(std::clamp(20'000.0 / std::max(command_run(1), 1.0), 2.0, 256.0));
-  std::vector<double> by_kernel, by_command, by_command_gpu;
-  for (uint32_t i = 0; i < reps; ++i) {
-    by_kernel.push_back(2.0 * double(bytes) / (kernel_run(m) * 1e3));
-    if (!commands) continue;
-    by_command.push_back(2.0 * double(bytes) / (command_run(m) * 1e3));
-    if (double us = command_gpu_run(m); us > 0) by_command_gpu.push_back(2.0 * double(bytes) / (us * 1e3));
-  }
-  return {summarize(by_kernel).median, by_command.empty() ? 0.0 : summarize(by_command).median,
-          by_command_gpu.empty() ? -1.0 : summarize(by_command_gpu).median};
-}
-
 // k dispatches of one op each (`chain`) vs one dispatch of k ops (`chain_fused`, the chain length
 // an override constant), on the same data, same arithmetic.
 std::vector<ChainResult> run_chain(gpu::Context& ctx, const BenchConfig& cfg, uint32_t n, double copy_gbs,
                                    gpu::Profiler& prof, const Progress& progress) {
   auto& k = ctx.kernel(gpu::embedded_kernel("elementwise", "chain"));
-  const auto g = grid((n + 255) / 256);
+  const auto g = grid_2d((n + 255) / 256);
   // chain_fused reads whole vec4s: the buffers hold n rounded up to a multiple of 4 floats.
   const uint32_t vec4s = (n + 3) / 4;
-  const auto g_fused = grid((vec4s + kChainGroupVec4s - 1) / kChainGroupVec4s);
+  const auto g_fused = grid_2d((vec4s + kChainGroupVec4s - 1) / kChainGroupVec4s);
   const auto init = random_data(uint64_t(vec4s) * 4, 99 + n);
   const uint64_t padded_bytes = uint64_t(vec4s) * 16;
   Buffer pristine = ctx.upload<float>(init, BufferUsage::StorageIO, "chain.init");
@@ -574,12 +504,6 @@ BenchConfig BenchConfig::default_for(const gpu::AdapterInfo& adapter) {
   return c;
 }
 
-double copy_kernel_bandwidth_gbs(gpu::Context& ctx, uint64_t bytes, uint32_t reps) {
-  gpu::Profiler prof(ctx, 1);
-  return measure_copy_bandwidth(ctx, prof, std::min(bytes, ctx.limits().max_buffer_size), reps, false)
-      .kernel_gbs;
-}
-
 std::vector<PassTime> same_size_bound(gpu::Context& ctx, uint64_t bytes, uint32_t reps) {
   bytes = std::max<uint64_t>(bytes / 16 * 16, 16);
   const auto init = random_data(bytes / 4, 7);
@@ -619,11 +543,11 @@ std::vector<PassTime> same_size_bound(gpu::Context& ctx, uint64_t bytes, uint32_
   auto run = [&](const Pass& p, const Pass* before) {  // µs of the one timed pass
     gpu::Recorder r(ctx);
     if (before) {
-      const auto g = grid(before->groups);
+      const auto g = grid_2d(before->groups);
       r.dispatch(*before->kernel, before->group, g.first, g.second);
       r.end_pass();
     }
-    const auto g = grid(p.groups);
+    const auto g = grid_2d(p.groups);
     const auto t0 = Clock::now();
     r.time_next_pass(prof);
     r.dispatch(*p.kernel, p.group, g.first, g.second);
@@ -658,7 +582,7 @@ BenchReport run_dispatch_bench(gpu::Context& ctx, const BenchConfig& cfg, const 
   const uint64_t copy_bytes =
       std::min<uint64_t>(uint64_t(cfg.large_elements) * 4, ctx.limits().max_buffer_size);
   progress("device copy bandwidth");
-  const auto copy = measure_copy_bandwidth(ctx, prof, copy_bytes, cfg.reps);
+  const auto copy = gpu::measure_copy_bandwidth(ctx, prof, copy_bytes, cfg.reps);
   r.copy_bandwidth_gbs = copy.kernel_gbs;
   r.copy_command_bandwidth_gbs = copy.command_gbs;
   r.copy_command_gpu_bandwidth_gbs = copy.command_gpu_gbs;

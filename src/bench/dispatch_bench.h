@@ -127,11 +127,6 @@ using Progress = std::function<void(const std::string&)>;
 PlanEncodeResult measure_plan_encode(gpu::Context& ctx, uint32_t dispatches, uint32_t reps);
 BenchReport run_dispatch_bench(gpu::Context& ctx, const BenchConfig& config, const Progress& progress);
 
-// The device's copy bandwidth in GB/s (bytes read + written), by a vec4 copy kernel over `bytes`
-// timed with GPU timestamps (wall clock where the adapter has none): the reference that kernel
-// reports compare their bandwidth with. Median of `reps`.
-double copy_kernel_bandwidth_gbs(gpu::Context& ctx, uint64_t bytes, uint32_t reps);
-
 // The fixed costs at one size, each kernel one dispatch in its own timed pass (as a simulation's
 // evaluation is timed): an empty pass, read-only kernels over `bytes` (vec4 and f32 loads), Rastrigin's
 // terms over them, and a copy of them. `warm_us`: repeated on the same buffers (what L2 holds

@@ -4,7 +4,9 @@
 #include <cstring>
 
 #include "gpu/context.h"
+#include "gpu/staging.h"
 #include "util/error.h"
+#include "util/worker_pool.h"
 
 namespace wgfuse::gpu {
 
@@ -69,45 +71,82 @@ void WeightArena::require_allocated(const char* what) const {
   if (!allocated_) throw Error("arena '" + opts_.label + "': " + what + " before allocate()");
 }
 
-void WeightArena::upload(const Fill& fill, const UploadProgress& progress, uint64_t chunk_bytes) {
+namespace {
+
+// A range of a chunk's staging: `count` rows of tensor `id` from row `first`, or (id ==
+// kZeros) `count` zero bytes; `at` is its byte offset in the chunk.
+struct Piece {
+  static constexpr WeightArena::TensorId kZeros = ~WeightArena::TensorId(0);
+  WeightArena::TensorId id;
+  uint64_t first, count, at;
+};
+
+}  // namespace
+
+void WeightArena::upload(const Fill& fill, const UploadProgress& progress, const UploadOptions& options) {
   require_allocated("upload");
-  if (chunk_bytes == 0)
-    throw Error("arena '" + opts_.label + "': upload chunk of 0 bytes (must be positive)");
-  uint64_t total = 0, done = 0, queued = 0, staging_bytes = 0;
-  for (auto& v : views_) {
+  uint64_t total = 0, chunk = options.chunk_bytes;
+  for (const auto& v : views_) {
     total += v.padded_bytes;
-    staging_bytes = std::max(
-        staging_bytes, std::min(v.bytes, std::max(chunk_bytes / v.row_bytes, uint64_t(1)) * v.row_bytes));
+    chunk = std::max(chunk, v.row_bytes);
   }
-  std::vector<std::byte> staging(staging_bytes);
-  auto written = [&](uint64_t n) {
-    done += n;
-    queued += n;
-    if (queued >= kDrainBytes || done == total) {
-      ctx_->wait();  // Dawn keeps a copy of every queued write until a submit completes
-      queued = 0;
-    }
+  Staging staging(*ctx_, chunk, options.slots, opts_.label);
+  chunk = staging.chunk_bytes();
+  util::WorkerPool pool(options.threads);
+  // Items of about this size keep the threads busy to the end of a chunk.
+  const uint64_t grain = std::max<uint64_t>(chunk / (4 * pool.threads()), 1);
+
+  uint64_t done = 0;
+  uint32_t buffer = 0;
+  uint64_t begin = 0, used = 0;  // the chunk being planned: buffer bytes [begin, begin + used)
+  std::vector<Piece> pieces;
+  auto send = [&] {
+    if (pieces.empty()) return;
+    const std::span<std::byte> out = staging.next();
+    pool.run(pieces.size(), [&](size_t i) {
+      const Piece& p = pieces[i];
+      if (p.id == Piece::kZeros) {
+        std::memset(out.data() + p.at, 0, p.count);
+        return;
+      }
+      const uint64_t rb = views_[p.id].row_bytes;
+      fill(p.id, p.first, p.count, out.subspan(p.at, p.count * rb));
+    });
+    staging.send(buffers_[buffer], begin, used);
+    pieces.clear();
     if (progress) progress(done, total);
   };
   for (TensorId id = 0; id < views_.size(); ++id) {
     const TensorView& v = views_[id];
-    const uint64_t per_chunk = std::max(chunk_bytes / v.row_bytes, uint64_t(1));
-    for (uint64_t r = 0; r < v.rows; r += per_chunk) {
-      const uint64_t n = std::min(per_chunk, v.rows - r), bytes = n * v.row_bytes;
-      const std::span<const std::byte> out = fill(id, r, n, std::span(staging).first(bytes));
-      if (out.size() != bytes)
-        throw Error("arena '" + opts_.label + "': the fill of tensor '" + v.name + "' gave " +
-                    std::to_string(out.size()) + " bytes for " + std::to_string(n) + " rows of " +
-                    std::to_string(v.row_bytes));
-      ctx_->write(v.buffer, v.offset + r * v.row_bytes, out);
-      written(bytes);
+    const uint64_t rows_per_item = std::max<uint64_t>(grain / v.row_bytes, 1);
+    for (uint64_t r = 0; r < v.rows;) {
+      const uint64_t at = v.offset + r * v.row_bytes;
+      // The gap from the chunk's end to these rows (padding, alignment) is sent as zeros when
+      // the rows still fit; else the chunk goes and the next starts at the rows.
+      if (!pieces.empty() && (buffer_of_[id] != buffer || at - (begin + used) + v.row_bytes > chunk - used))
+        send();
+      if (pieces.empty()) {
+        buffer = buffer_of_[id];
+        begin = at;
+        used = 0;
+      }
+      if (at > begin + used) {
+        pieces.push_back({Piece::kZeros, 0, at - begin - used, used});
+        used = at - begin;
+      }
+      const uint64_t n = std::min(v.rows - r, (chunk - used) / v.row_bytes);
+      for (uint64_t k = 0; k < n; k += rows_per_item) {
+        const uint64_t m = std::min(rows_per_item, n - k);
+        pieces.push_back({id, r + k, m, used + k * v.row_bytes});
+      }
+      used += n * v.row_bytes;
+      done += n * v.row_bytes;
+      r += n;
     }
-    if (v.padded_bytes > v.bytes) {  // the padding reads as zeros
-      const std::vector<std::byte> zeros(v.padded_bytes - v.bytes);
-      ctx_->write(v.buffer, v.offset + v.bytes, zeros);
-      written(zeros.size());
-    }
+    done += v.padded_bytes - v.bytes;  // the padding: zeros already (a new buffer reads as zeros)
   }
+  send();
+  ctx_->wait();
 }
 
 const TensorView& WeightArena::view(TensorId id) const {

@@ -2,15 +2,15 @@
 // tensor a view {buffer, offset, bytes, shape, format} that binds as one binding range.
 //
 // Two phases: add() every tensor (placement is planned, nothing is allocated), then allocate();
-// then upload, through a fill callback that gives each chunk of whole rows either as bytes that
-// already lie in host memory in the stored layout (a memory-mapped file: written from there, no
-// copy) or converted into a staging chunk (gpu/weight_format.h's packer), so a multi-GB model is
-// never copied whole into host memory. A tensor is rows of `cols` elements in its WeightFormat
-// (rows of whole blocks). Placement: each tensor starts at a multiple of max(16,
-// minStorageBufferOffsetAlignment) and its binding is padded to a multiple of 16 bytes (zeros),
-// so a kernel may read it as array<vec4<u32>>; a new buffer starts when a tensor would pass the
-// per-buffer cap, min(maxBufferSize, maxStorageBufferBindingSize), so every tensor stays bindable
-// as one range.
+// then upload, through a fill callback that writes each range of whole rows, in the stored layout,
+// straight into mapped staging memory (gpu::Staging): from a memory-mapped file that is the one
+// host copy, or the format's packer (gpu/weight_format.h) converts into it, so a multi-GB model is
+// never copied whole into host memory. Several threads fill at once. A tensor is rows of `cols`
+// elements in its WeightFormat (rows of whole blocks). Placement: each tensor starts at a multiple
+// of max(16, minStorageBufferOffsetAlignment) and its binding is padded to a multiple of 16 bytes
+// (zeros), so a kernel may read it as array<vec4<u32>>; a new buffer starts when a tensor would
+// pass the per-buffer cap, min(maxBufferSize, maxStorageBufferBindingSize), so every tensor stays
+// bindable as one range.
 #pragma once
 
 #include <cstdint>
@@ -49,16 +49,20 @@ struct ArenaOptions {
   uint64_t max_buffer_bytes = 0;
 };
 
+// How WeightArena::upload moves the bytes.
+struct UploadOptions {
+  uint64_t chunk_bytes = 16ull << 20;  // each staging slot (raised to one row of any tensor)
+  uint32_t slots = 4;                  // staging slots: host memory is slots x chunk_bytes
+  unsigned threads = 0;                // filling each chunk; 0: the hardware's threads
+};
+
 class WeightArena {
  public:
   using TensorId = uint32_t;
-  // Rows [first, first + count) of tensor `id` as stored (count * row_bytes bytes): written into
-  // `staging` (of that size) and returned, or returned from host memory that stays valid until
-  // upload() returns (a mapped file's bytes: queued from there without a copy).
-  using Fill = std::function<std::span<const std::byte>(TensorId id, uint64_t first, uint64_t count,
-                                                        std::span<std::byte> staging)>;
+  // Writes rows [first, first + count) of tensor `id` as stored (count * row_bytes bytes) into
+  // `out`. Called from several threads at once, for disjoint row ranges: it must be thread-safe.
+  using Fill = std::function<void(TensorId id, uint64_t first, uint64_t count, std::span<std::byte> out)>;
   using UploadProgress = std::function<void(uint64_t done_bytes, uint64_t total_bytes)>;
-  static constexpr uint64_t kDefaultChunkBytes = 32ull << 20;
 
   explicit WeightArena(Context& ctx, ArenaOptions options = {});
 
@@ -69,13 +73,11 @@ class WeightArena {
   // Creates the buffers (Storage | CopyDst | CopySrc) and the views.
   void allocate();
 
-  // Every tensor through `fill`, in placement order, in chunks of whole rows of at most
-  // `chunk_bytes` (at least one row) per queue write, with one host staging vector of that size;
-  // waits for the GPU after every kDrainBytes queued, so Dawn's copies of queued writes stay
-  // bounded. `progress` (optional) after each write; the bytes counted are the padded ones.
-  void upload(const Fill& fill, const UploadProgress& progress = {},
-              uint64_t chunk_bytes = kDefaultChunkBytes);
-  static constexpr uint64_t kDrainBytes = 256ull << 20;
+  // Every tensor through `fill`, in placement order, in chunks of whole rows: the chunk's rows
+  // (and the zero padding between them) are filled into a staging slot by the threads, then
+  // copied into the buffer by the GPU while the next chunk fills; returns once the GPU is done.
+  // `progress` (optional) after each chunk; the bytes counted are the padded ones.
+  void upload(const Fill& fill, const UploadProgress& progress = {}, const UploadOptions& options = {});
 
   const TensorView& view(TensorId id) const;
   const TensorView& view(std::string_view name) const;  // throws Error naming the tensor

@@ -18,6 +18,7 @@ namespace wgfuse::gpu {
 enum class BufferUsage : uint64_t {
   None = 0,
   MapRead = WGPUBufferUsage_MapRead,
+  MapWrite = WGPUBufferUsage_MapWrite,
   CopySrc = WGPUBufferUsage_CopySrc,
   CopyDst = WGPUBufferUsage_CopyDst,
   Uniform = WGPUBufferUsage_Uniform,

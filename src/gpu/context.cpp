@@ -539,7 +539,7 @@ void Context::scoped(std::string_view what, const std::function<void()>& fn) {
   if (!first.empty()) throw Error(std::string(what) + ": " + first);
 }
 
-Buffer Context::buffer(uint64_t bytes, BufferUsage usage, std::string_view label) {
+Buffer Context::buffer(uint64_t bytes, BufferUsage usage, std::string_view label, bool mapped) {
   if (bytes > s_->limits.max_buffer_size)
     throw Error(
         "buffer '" + std::string(label) + "' of " + std::to_string(bytes) +
@@ -548,6 +548,7 @@ Buffer Context::buffer(uint64_t bytes, BufferUsage usage, std::string_view label
   d.label = sv(label);
   d.usage = uint64_t(usage);
   d.size = (std::max<uint64_t>(bytes, 4) + 3) / 4 * 4;  // copies and writes move whole words
+  d.mappedAtCreation = mapped;
   Handle<WGPUBuffer> h;
   scoped("creating buffer '" + std::string(label) + "'",
          [&] { h = Handle<WGPUBuffer>(api().DeviceCreateBuffer(s_->device.get(), &d)); });

@@ -97,7 +97,9 @@ class Context {
   std::string library_path() const;
 
   // ---- Buffers ----
-  Buffer buffer(uint64_t bytes, BufferUsage usage, std::string_view label = {});
+  // `mapped`: created mapped (mappedAtCreation), its memory written through the WebGPU API until
+  // unmapped (gpu::Staging).
+  Buffer buffer(uint64_t bytes, BufferUsage usage, std::string_view label = {}, bool mapped = false);
   template <typename T>
   Buffer upload(std::span<const T> data, BufferUsage usage, std::string_view label = {}) {
     Buffer b = buffer(data.size_bytes(), usage | BufferUsage::CopyDst, label);

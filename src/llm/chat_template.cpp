@@ -158,10 +158,14 @@ std::string ChatTemplate::render(std::span<const ChatMessage> messages, bool add
 Tokenizer load_tokenizer(const std::filesystem::path& dir) {
   const auto config_path = dir / "tokenizer_config.json";
   const json config = read_json(config_path, "tokenizer_config.json of a Hugging Face model folder");
+  Tokenizer tok = Tokenizer::from_file(dir / "tokenizer.json");
   for (const char* key : {"add_bos_token", "add_eos_token"})
     if (config.contains(key) && config.at(key).is_boolean() && config.at(key).get<bool>())
-      throw Error(config_path.string() + ": \"" + key + "\": true is not supported (Qwen adds no BOS/EOS)");
-  return Tokenizer::from_file(dir / "tokenizer.json");
+      tok.refuse_encode(
+          config_path.string() + ": \"" + key +
+          "\": true is not supported (encoding would lack that token): give the prompt as token "
+          "ids (--prompt-ids)");
+  return tok;
 }
 
 std::vector<int32_t> stop_token_ids(const Tokenizer& tokenizer, const std::filesystem::path& dir) {

@@ -47,7 +47,8 @@ class ChatTemplate {
 };
 
 // Reads tokenizer.json (and checks tokenizer_config.json) from a Hugging Face model folder.
-// tokenizer_config.json asking for a BOS/EOS to be added is an Error (Qwen adds none).
+// tokenizer_config.json asking for a BOS/EOS to be added makes encode() an Error (not
+// implemented); decode and --prompt-ids still work.
 Tokenizer load_tokenizer(const std::filesystem::path& model_dir);
 
 // The ids that end generation: tokenizer_config.json's eos_token, generation_config.json's

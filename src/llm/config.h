@@ -1,11 +1,25 @@
-// ModelConfig: the shape of a Qwen2-architecture decoder, from a Hugging Face config.json
-// (Qwen2.5) or chosen directly (the tiny transformer). One definition for every strategy, the
-// GPU model and the CPU reference.
+// ModelConfig: the shape of a decoder of the Llama family (Qwen2, Qwen3, Llama; which tensors
+// each has: llm/architecture.h), from a Hugging Face config.json or chosen directly (tests, the
+// tiny transformer). One definition for every strategy, the GPU model and the CPU reference.
 #pragma once
 #include <cstdint>
 #include <string>
 
 namespace wgfuse::llm {
+
+// config.json "rope_scaling" (transformers 4) or "rope_parameters" (transformers 5); the
+// frequencies they give are computed in llm/rope.h.
+struct RopeScaling {
+  enum class Type { Default, Llama3, Yarn };
+  Type type = Type::Default;
+  double factor = 1.0;
+  uint32_t original_max_position_embeddings = 0;         // 0: max_position_embeddings (yarn)
+  double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
+  double beta_fast = 32.0, beta_slow = 1.0;              // yarn
+  double attention_factor = 0.0;  // yarn: scales cos and sin; 0 = derived from factor (and mscale)
+  double mscale = 0.0, mscale_all_dim = 0.0;  // yarn, 0 = absent
+  bool truncate = true;                       // yarn: round the correction range to whole dims
+};
 
 struct ModelConfig {
   std::string architecture = "Qwen2ForCausalLM";  // config.json "architectures"[0]
@@ -20,7 +34,7 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
-  bool attention_bias = true;  // Qwen2 has biases on q/k/v, none on o_proj
+  RopeScaling rope_scaling;
 };
 
 }  // namespace wgfuse::llm

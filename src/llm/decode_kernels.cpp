@@ -25,25 +25,21 @@ std::vector<gpu::Binding> with_weights(const gpu::TensorView& w, std::initialize
   return all;
 }
 
+// The Q/K/V projection's epilogue constants, the same for decode and prefill.
+std::map<std::string, double> qkv_overrides(const ModelConfig& c, uint32_t ctx_len) {
+  return {{"Q_ROWS", c.num_heads * c.head_dim},
+          {"KV_ROWS", c.num_kv_heads * c.head_dim},
+          {"HEAD_DIM", c.head_dim},
+          {"CTX", ctx_len},
+          {"QK_NORM", architecture_of(c).qk_norm}};
+}
+
 }  // namespace
 
 gpu::Buffer upload_padded(gpu::Context& ctx, std::string_view label, std::span<const float> values) {
   std::vector<float> padded(pad8(uint32_t(values.size())), 0.0f);
   std::copy(values.begin(), values.end(), padded.begin());
   return ctx.upload<float>(padded, BufferUsage::StorageIO, label);
-}
-
-std::pair<uint32_t, uint32_t> qkv_source_row(uint32_t packed, uint32_t head_dim, uint32_t q_rows,
-                                             uint32_t kv_rows) {
-  const uint32_t which = packed < q_rows ? 0 : packed < q_rows + kv_rows ? 1 : 2;
-  const uint32_t r = packed - (which == 0 ? 0 : which == 1 ? q_rows : q_rows + kv_rows);
-  if (which == 2) return {2, r};
-  const uint32_t in_head = r % head_dim;
-  return {which, r - in_head + in_head / 2 + (in_head % 2) * (head_dim / 2)};
-}
-
-std::pair<uint32_t, uint32_t> gate_up_source_row(uint32_t packed) {
-  return {packed % 2, packed / 2};
 }
 
 // ---- DecodeKernels ----
@@ -184,8 +180,23 @@ gpu::Dispatch DecodeKernels::qkv_rope(const gpu::TensorView& w, const gpu::Bindi
                                       const gpu::Binding& v_cache, const ModelConfig& c, uint32_t ctx_len) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
   return matvec("qkv_rope", w, q_rows + 2 * kv_rows, c.hidden_size, true, c.rms_norm_eps, true,
-                {{"Q_ROWS", q_rows}, {"KV_ROWS", kv_rows}, {"HEAD_DIM", c.head_dim}, {"CTX", ctx_len}},
-                {x, norm, bias, rope, state, q_out, k_cache, v_cache});
+                qkv_overrides(c, ctx_len), {x, norm, bias, rope, state, q_out, k_cache, v_cache});
+}
+
+gpu::Dispatch DecodeKernels::qk_norm_rope(const gpu::Binding& norm, const gpu::Binding& rope,
+                                          const gpu::Binding& state, const gpu::Binding& q,
+                                          const gpu::Binding& k_cache, const ModelConfig& c, uint32_t ctx_len,
+                                          uint32_t T) {
+  constexpr uint32_t wg = 64;  // a power of two (the reduction); lanes loop over longer heads
+  check_workgroup_memory("qk_norm_rope", c.head_dim, 4ull * (c.head_dim + wg));
+  auto& k = ctx_->kernel(gpu::embedded_kernel("llm_qk_norm", "qk_norm_rope",
+                                              {{"HEAD_DIM", c.head_dim},
+                                               {"HEADS", c.num_heads},
+                                               {"CTX", ctx_len},
+                                               {"EPS", c.rms_norm_eps},
+                                               {"WG", wg},
+                                               {"POS_WORD", T ? 1 : 0}}));
+  return gpu::Dispatch{&k, {norm, rope, state, q, k_cache}, {c.num_heads + c.num_kv_heads, std::max(1u, T)}};
 }
 
 gpu::Dispatch DecodeKernels::gate_up_silu(const gpu::TensorView& w, const gpu::Binding& x,
@@ -442,8 +453,7 @@ gpu::Dispatch DecodeKernels::qkv_rope_prompt(const gpu::TensorView& w, const gpu
                                              uint32_t ctx_len, uint32_t T) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
   return matmul("qkv_rope_prompt", w, q_rows + 2 * kv_rows, c.hidden_size, T, true, c.rms_norm_eps,
-                {{"Q_ROWS", q_rows}, {"KV_ROWS", kv_rows}, {"HEAD_DIM", c.head_dim}, {"CTX", ctx_len}},
-                {x, norm, bias, rope, state, q_out, k_cache, v_cache});
+                qkv_overrides(c, ctx_len), {x, norm, bias, rope, state, q_out, k_cache, v_cache});
 }
 
 gpu::Dispatch DecodeKernels::gate_up_silu_prompt(const gpu::TensorView& w, const gpu::Binding& x,

@@ -18,6 +18,7 @@
 #include "gpu/arena.h"
 #include "gpu/context.h"
 #include "gpu/plan.h"
+#include "llm/architecture.h"
 #include "llm/config.h"
 
 namespace wgfuse::llm {
@@ -31,14 +32,6 @@ inline uint32_t pad8(uint32_t n) {
 }
 // A vector of floats padded with zeros to a multiple of 8 (the kernels read 8 at a time).
 gpu::Buffer upload_padded(gpu::Context& ctx, std::string_view label, std::span<const float> values);
-
-// Row orders of the fused matrices (packed row -> source row), shared with the tests.
-// Q/K/V: q rows, then k rows, each head's rows as RoPE pairs (i, i + hd/2); then v rows in order.
-// Returns {0 = q, 1 = k, 2 = v; row within that projection}.
-std::pair<uint32_t, uint32_t> qkv_source_row(uint32_t packed, uint32_t head_dim, uint32_t q_rows,
-                                             uint32_t kv_rows);
-// Gate/up: gate 0, up 0, gate 1, ... Returns {0 = gate, 1 = up; row}.
-std::pair<uint32_t, uint32_t> gate_up_source_row(uint32_t packed);
 
 // How decode attention is split (kernels/llm_attention.wgsl attend_chunk): `chunk` cache
 // positions per workgroup, and `heads_per_wg` query heads of one kv group per workgroup (a divisor
@@ -80,6 +73,13 @@ class DecodeKernels {
                          const gpu::Binding& bias, const gpu::Binding& rope, const gpu::Binding& state,
                          const gpu::Binding& q_out, const gpu::Binding& k_cache, const gpu::Binding& v_cache,
                          const ModelConfig& cfg, uint32_t ctx_len);
+  // Architectures with per-head q/k norms (Qwen3): qkv_rope and qkv_rope_prompt store q and k raw
+  // (bias added, not rotated); this step then normalises each head of q and of the k cache row at
+  // pos by `norm` (q_norm then k_norm, [2 * head_dim]) and applies RoPE, a workgroup per head.
+  // T > 0: the T rows of a prompt chunk (q [T][heads * hd], positions state word 1 + t).
+  gpu::Dispatch qk_norm_rope(const gpu::Binding& norm, const gpu::Binding& rope, const gpu::Binding& state,
+                             const gpu::Binding& q, const gpu::Binding& k_cache, const ModelConfig& cfg,
+                             uint32_t ctx_len, uint32_t T = 0);
   // act = silu(W_gate xn) * (W_up xn), xn = rmsnorm(x); w packed by gate_up_source_row.
   gpu::Dispatch gate_up_silu(const gpu::TensorView& w, const gpu::Binding& x, const gpu::Binding& norm,
                              const gpu::Binding& act, uint32_t inter, uint32_t hidden, double eps);

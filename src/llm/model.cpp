@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <deque>
+#include <optional>
 
 #include "gpu/profiler.h"
-#include "llm/generated_tokens.h"
+#include "llm/architecture.h"
+#include "llm/rope.h"
 #include "llm/safetensors.h"
 #include "llm/weight_loader.h"
 #include "util/clock.h"
@@ -26,7 +26,7 @@ Fusion parse_fusion(std::string_view s) {
 }
 
 Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, ModelOptions options)
-    : ctx_(&ctx),
+    : Decoder(ctx),
       cfg_(std::move(cfg)),
       opt_(std::move(options)),
       ctx_len_(opt_.ctx),
@@ -34,17 +34,7 @@ Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, Mo
       argmax_(ctx, "llm.argmax"),
       advance_(ctx, "llm.advance") {
   const auto& c = cfg_;
-  auto need = [](bool ok, const std::string& what) {
-    if (!ok) throw Error("model config: " + what);
-  };
-  need(c.vocab_size && c.hidden_size && c.intermediate_size && c.num_layers && c.num_heads &&
-           c.num_kv_heads && c.head_dim,
-       "vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, "
-       "num_key_value_heads and head_dim must all be positive");
-  need(c.num_heads % c.num_kv_heads == 0, "num_attention_heads (" + std::to_string(c.num_heads) +
-                                              ") must be a multiple of num_key_value_heads (" +
-                                              std::to_string(c.num_kv_heads) + ")");
-  need(c.head_dim % 2 == 0, "head_dim (" + std::to_string(c.head_dim) + ") must be even for RoPE");
+  check_config(c);
   if (ctx_len_ == 0) throw Error("--ctx must be at least 1");
   if (c.max_position_embeddings && ctx_len_ > c.max_position_embeddings)
     throw Error("--ctx " + std::to_string(ctx_len_) + " exceeds the model's max_position_embeddings (" +
@@ -94,88 +84,64 @@ gpu::Buffer Model::keep(gpu::Buffer b, std::string name, BufferContents contents
 }
 
 void Model::upload_weights(const WeightLookup& weights) {
+  using enum TensorRole;
   const auto& c = cfg_;
-  const uint32_t hd = c.head_dim, q_rows = c.num_heads * hd, kv_rows = c.num_kv_heads * hd;
-  // Every tensor is found and shape-checked before anything is uploaded.
-  auto tensor = [&](const std::string& name, std::vector<uint64_t> shape) -> const TensorRef& {
-    return require_tensor(weights, name, shape);
-  };
-  struct LayerRefs {
-    const TensorRef *in_norm, *post_norm, *q, *k, *v, *qb = nullptr, *kb = nullptr, *vb = nullptr, *o, *gate,
-                                                      *up, *down;
-  };
-  std::vector<LayerRefs> refs;
-  for (uint32_t i = 0; i < c.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    LayerRefs r{};
-    r.in_norm = &tensor(p + "input_layernorm.weight", {c.hidden_size});
-    r.post_norm = &tensor(p + "post_attention_layernorm.weight", {c.hidden_size});
-    r.q = &tensor(p + "self_attn.q_proj.weight", {q_rows, c.hidden_size});
-    r.k = &tensor(p + "self_attn.k_proj.weight", {kv_rows, c.hidden_size});
-    r.v = &tensor(p + "self_attn.v_proj.weight", {kv_rows, c.hidden_size});
-    if (c.attention_bias) {
-      r.qb = &tensor(p + "self_attn.q_proj.bias", {q_rows});
-      r.kb = &tensor(p + "self_attn.k_proj.bias", {kv_rows});
-      r.vb = &tensor(p + "self_attn.v_proj.bias", {kv_rows});
-    }
-    r.o = &tensor(p + "self_attn.o_proj.weight", {c.hidden_size, q_rows});
-    r.gate = &tensor(p + "mlp.gate_proj.weight", {c.intermediate_size, c.hidden_size});
-    r.up = &tensor(p + "mlp.up_proj.weight", {c.intermediate_size, c.hidden_size});
-    r.down = &tensor(p + "mlp.down_proj.weight", {c.hidden_size, c.intermediate_size});
-    refs.push_back(r);
-  }
-  const TensorRef& embed = tensor("model.embed_tokens.weight", {c.vocab_size, c.hidden_size});
-  const TensorRef& norm = tensor("model.norm.weight", {c.hidden_size});
-  const TensorRef* head =
-      c.tie_word_embeddings ? nullptr : &tensor("lm_head.weight", {c.vocab_size, c.hidden_size});
+  const uint32_t hd = c.head_dim, q_rows = c.num_heads * hd;
+  const ModelTensors t(c, weights);  // every tensor found and shape-checked before anything is uploaded
+  const TensorRef* head = t.find(LmHead);
 
-  WeightLoader w(*ctx_, storage_format(opt_.dtype, embed.dtype), {.label = "llm.weights"});
+  WeightLoader w(*ctx_, storage_format(opt_.dtype, t(Embedding).dtype), {.label = "llm.weights"});
   stats_.weight_format = w.format();
   // Each tensor's packing and sources, by TensorId, for a plan written down (WeightTensor).
   std::vector<std::pair<std::string, std::vector<std::string>>> packings;
-  auto packed = [&](const char* packing, const std::vector<const TensorRef*>& sources) {
+  auto note = [&](const char* packing, const std::vector<const TensorRef*>& sources) {
     std::vector<std::string> names;
     for (const TensorRef* tr : sources) names.push_back(tr->name);
     packings.emplace_back(packing, std::move(names));
   };
-  auto matrix = [&](std::string name, const char* packing, std::vector<const TensorRef*> sources,
-                    uint32_t rows, uint32_t cols, WeightLoader::RowSource source = {}) {
-    packed(packing, sources);
-    return w.matrix(std::move(name), std::move(sources), rows, cols, std::move(source));
+  auto matrix = [&](std::string name, const TensorRef& tr, uint32_t rows, uint32_t cols) {
+    note("rows", {&tr});
+    return w.matrix(std::move(name), {&tr}, rows, cols);
   };
-  auto vector = [&](std::string name, const TensorRef& tr) {
-    packed("vector", {&tr});
-    return w.vector(std::move(name), to_f32(tr));
+  auto packed = [&](std::string name, const char* packing, const PackedMatrix& m) {
+    note(packing, m.sources);
+    return w.matrix(std::move(name), m.sources, m.rows, c.hidden_size, m.source_row);
   };
-  const auto embed_id = matrix("embedding", "rows", {&embed}, c.vocab_size, c.hidden_size);
-  const auto head_id = head ? matrix("lm_head", "rows", {head}, c.vocab_size, c.hidden_size) : embed_id;
-  const auto norm_id = vector("final_norm", norm);
+  auto vector = [&](std::string name, const char* packing, std::vector<const TensorRef*> sources,
+                    std::vector<float> values) {
+    note(packing, sources);
+    return w.vector(std::move(name), std::move(values));
+  };
+  auto norm = [&](std::string name, const TensorRef& tr) {
+    return vector(std::move(name), "vector", {&tr}, to_f32(tr));
+  };
+  const auto embed_id = matrix("embedding", t(Embedding), c.vocab_size, c.hidden_size);
+  const auto head_id = head ? matrix("lm_head", *head, c.vocab_size, c.hidden_size) : embed_id;
+  const auto norm_id = norm("final_norm", t(FinalNorm));
   struct LayerIds {
     WeightLoader::TensorId qkv, qkv_bias, input_norm, o, post_norm, gate_up, down;
+    std::optional<WeightLoader::TensorId> qk_norm;
   };
   std::vector<LayerIds> ids;
   for (uint32_t i = 0; i < c.num_layers; ++i) {
-    const LayerRefs& r = refs[i];
     const std::string layer = "layers." + std::to_string(i) + ".";
     LayerIds l{};
-    l.qkv = matrix(layer + "qkv", "qkv_rope_pairs", {r.q, r.k, r.v}, q_rows + 2 * kv_rows, c.hidden_size,
-                   [&](uint32_t p) { return qkv_source_row(p, hd, q_rows, kv_rows); });
-    std::vector<float> bias(q_rows + 2 * kv_rows, 0.0f);
-    if (c.attention_bias) {
-      const std::vector<float> b[3] = {to_f32(*r.qb), to_f32(*r.kb), to_f32(*r.vb)};
-      for (uint32_t j = 0; j < bias.size(); ++j) {
-        auto [which, row] = qkv_source_row(j, hd, q_rows, kv_rows);
-        bias[j] = b[which][row];
-      }
+    l.qkv = packed(layer + "qkv", "qkv_rope_pairs", packed_qkv(t, c, i));
+    const TensorRef* qb = t.find(QBias, i);
+    l.qkv_bias = vector(layer + "qkv_bias", "qkv_bias",
+                        qb ? std::vector{qb, &t(KBias, i), &t(VBias, i)} : std::vector<const TensorRef*>{},
+                        packed_qkv_bias(t, c, i));
+    if (t.architecture().qk_norm) {  // q_norm then k_norm, as qk_norm_rope reads them
+      std::vector<float> norms = to_f32(t(QNorm, i));
+      const std::vector<float> k_norm = to_f32(t(KNorm, i));
+      norms.insert(norms.end(), k_norm.begin(), k_norm.end());
+      l.qk_norm = vector(layer + "qk_norm", "vectors", {&t(QNorm, i), &t(KNorm, i)}, std::move(norms));
     }
-    packed("qkv_bias", c.attention_bias ? std::vector{r.qb, r.kb, r.vb} : std::vector<const TensorRef*>{});
-    l.qkv_bias = w.vector(layer + "qkv_bias", std::move(bias));
-    l.input_norm = vector(layer + "input_norm", *r.in_norm);
-    l.post_norm = vector(layer + "post_attention_norm", *r.post_norm);
-    l.o = matrix(layer + "o_proj", "rows", {r.o}, c.hidden_size, q_rows);
-    l.gate_up = matrix(layer + "gate_up", "gate_up_interleaved", {r.gate, r.up}, 2 * c.intermediate_size,
-                       c.hidden_size, gate_up_source_row);
-    l.down = matrix(layer + "down_proj", "rows", {r.down}, c.hidden_size, c.intermediate_size);
+    l.input_norm = norm(layer + "input_norm", t(AttnNorm, i));
+    l.post_norm = norm(layer + "post_attention_norm", t(FfnNorm, i));
+    l.o = matrix(layer + "o_proj", t(O, i), c.hidden_size, q_rows);
+    l.gate_up = packed(layer + "gate_up", "gate_up_interleaved", packed_gate_up(t, c, i));
+    l.down = matrix(layer + "down_proj", t(Down, i), c.hidden_size, c.intermediate_size);
     ids.push_back(l);
   }
   w.load(opt_.progress);
@@ -203,6 +169,7 @@ void Model::upload_weights(const WeightLookup& weights) {
             .post_norm = w.view(t.post_norm),
             .gate_up = w.view(t.gate_up),
             .down = w.view(t.down)};
+    if (t.qk_norm) l.qk_norm = w.view(*t.qk_norm);
     const uint64_t cache = uint64_t(c.num_kv_heads) * ctx_len_ * hd;
     l.k_cache = scratch("llm." + layer + "k_cache", cache);
     l.v_cache = scratch("llm." + layer + "v_cache", cache);
@@ -210,15 +177,7 @@ void Model::upload_weights(const WeightLookup& weights) {
     layers_.push_back(std::move(l));
   }
 
-  // RoPE angles in double, as the reference computes them: (cos, sin) of pos * theta^(-2i/hd).
-  std::vector<float> rope(size_t(ctx_len_) * hd);
-  for (uint32_t pos = 0; pos < ctx_len_; ++pos)
-    for (uint32_t i = 0; i < hd / 2; ++i) {
-      const double angle = double(pos) * std::pow(c.rope_theta, -2.0 * double(i) / double(hd));
-      rope[(size_t(pos) * hd / 2 + i) * 2] = float(std::cos(angle));
-      rope[(size_t(pos) * hd / 2 + i) * 2 + 1] = float(std::sin(angle));
-    }
-  rope_ = keep(ctx_->upload<float>(rope, BufferUsage::Storage, "llm.rope"), "rope",
+  rope_ = keep(ctx_->upload<float>(rope_table(c, ctx_len_), BufferUsage::Storage, "llm.rope"), "rope",
                {.kind = BufferContents::Kind::Rope, .positions = ctx_len_, .head_dim = hd});
 }
 
@@ -229,7 +188,8 @@ void Model::upload_weights(const WeightLookup& weights) {
 namespace {
 
 enum class Stage {
-  QkvRope,        // RMSNorm + Q/K/V + bias + RoPE + KV-cache append
+  QkvRope,        // RMSNorm + Q/K/V + bias + RoPE + KV-cache append (q, k raw with per-head norms)
+  QkNormRope,     // per-head q/k norms then RoPE (architectures with qk_norm)
   AttendChunks,   // attention split along the cache (partials)
   AttendCombine,  // the partials combined per head
   AttendShort,    // attention in one dispatch per head (short caches)
@@ -242,21 +202,24 @@ enum class Stage {
   DownFromNext,   // x = x_next + W_down act
 };
 
-std::span<const Stage> stages(Model::LayerVariant v) {
+// The projection's stages, then the rest of the layer.
+std::vector<Stage> stages(Model::LayerVariant v, bool qk_norm) {
   using enum Stage;
-  static constexpr Stage split[] = {QkvRope, AttendChunks, AttendCombine, OProj, GateUpSilu, Down};
-  static constexpr Stage short_[] = {QkvRope, AttendShort, OProj, GateUpSilu, Down};
-  static constexpr Stage fused[] = {QkvRope, AttendO, GateUpSiluSum, DownFromNext};
-  static constexpr Stage long_[] = {QkvRope, AttendChunks, OProjCombine, GateUpSilu, Down};
+  std::vector<Stage> out{QkvRope};
+  if (qk_norm) out.push_back(QkNormRope);
   switch (v) {
     case Model::LayerVariant::Split:
-      return split;
+      out.insert(out.end(), {AttendChunks, AttendCombine, OProj, GateUpSilu, Down});
+      return out;
     case Model::LayerVariant::Short:
-      return short_;
+      out.insert(out.end(), {AttendShort, OProj, GateUpSilu, Down});
+      return out;
     case Model::LayerVariant::Fused:
-      return fused;
+      out.insert(out.end(), {AttendO, GateUpSiluSum, DownFromNext});
+      return out;
     case Model::LayerVariant::Long:
-      return long_;
+      out.insert(out.end(), {AttendChunks, OProjCombine, GateUpSilu, Down});
+      return out;
   }
   throw Error("unknown layer variant");
 }
@@ -270,8 +233,10 @@ uint64_t vec(uint64_t floats) {
 gpu::Plan Model::layers_plan(LayerVariant v) {
   const auto& c = cfg_;
   DecodeKernels k(*ctx_);
-  const uint32_t q_rows = c.num_heads * c.head_dim, qkv_rows = q_rows + 2 * c.num_kv_heads * c.head_dim;
-  const uint64_t kv_per_position = vec(2 * c.num_kv_heads * c.head_dim);
+  const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim,
+                 qkv_rows = q_rows + 2 * kv_rows;
+  const uint64_t kv_per_position = vec(2 * kv_rows);
+  const std::vector<Stage> layer_stages = stages(v, architecture_of(c).qk_norm);
   gpu::Plan plan(*ctx_, "llm.decode");
   plan.dispatch(k.embed(embedding_, tokens_, state_, x_, c.hidden_size),
                 {"embed", embedding_.row_bytes + vec(c.hidden_size)});
@@ -279,12 +244,16 @@ gpu::Plan Model::layers_plan(LayerVariant v) {
     // Bytes each stage must move: its weights once, its vectors read and written.
     const uint64_t o_proj = l.o.bytes + vec(q_rows + 2 * c.hidden_size), combine = vec(q_rows),
                    parts = vec(DecodeKernels::attend_o_parts_words(c));
-    for (Stage s : stages(v)) {
+    for (Stage s : layer_stages) {
       switch (s) {
         case Stage::QkvRope:
           plan.dispatch(k.qkv_rope(l.qkv, x_, l.input_norm, l.qkv_bias, rope_, state_, q_, l.k_cache,
                                    l.v_cache, c, ctx_len_),
                         {"qkv_rope", l.qkv.bytes + vec(2 * c.hidden_size + 2 * qkv_rows + c.head_dim)});
+          break;
+        case Stage::QkNormRope:
+          plan.dispatch(k.qk_norm_rope(l.qk_norm, rope_, state_, q_, l.k_cache, c, ctx_len_),
+                        {"qk_norm_rope", vec(2 * (q_rows + kv_rows) + 2 * c.head_dim + c.head_dim)});
           break;
         case Stage::AttendChunks:
           plan.dispatch(
@@ -380,12 +349,16 @@ gpu::Plan& Model::prompt_chunk(uint32_t T) {
   const auto& c = cfg_;
   DecodeKernels k(*ctx_);
   const uint32_t q_rows = c.num_heads * c.head_dim;
+  const bool qk_norm = architecture_of(c).qk_norm;
   gpu::Plan plan(*ctx_, "llm.prefill");
   plan.dispatch(k.embed(embedding_, tokens_, state_, x_rows_, c.hidden_size, T), {"embed"});
   for (const Layer& l : layers_) {
     plan.dispatch(k.qkv_rope_prompt(l.qkv, x_rows_, l.input_norm, l.qkv_bias, rope_, state_, q_rows_,
                                     l.k_cache, l.v_cache, c, ctx_len_, T),
                   {"qkv_rope"});
+    if (qk_norm)
+      plan.dispatch(k.qk_norm_rope(l.qk_norm, rope_, state_, q_rows_, l.k_cache, c, ctx_len_, T),
+                    {"qk_norm_rope"});
     plan.dispatch(k.attend_prompt(q_rows_, l.k_cache, l.v_cache, state_, att_rows_, c, ctx_len_, T),
                   {"attention"});
     plan.dispatch(k.residual_prompt(l.o, att_rows_, x_rows_, c.hidden_size, q_rows, T), {"o_proj+residual"});
@@ -400,28 +373,13 @@ gpu::Plan& Model::prompt_chunk(uint32_t T) {
 }
 
 void Model::reset() {
-  seq_.clear();
-  fed_ = written_ = 0;
+  Decoder::reset();
   logits_fresh_ = false;
 }
 
-void Model::push_sequence(std::span<const uint32_t> ids) {
-  for (uint32_t id : ids)
-    if (id >= cfg_.vocab_size)
-      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (vocab_size " +
-                  std::to_string(cfg_.vocab_size) + ")");
-  if (seq_.size() + ids.size() > ctx_len_)
-    throw Error("the sequence (" + std::to_string(seq_.size() + ids.size()) +
-                " tokens) is longer than --ctx " + std::to_string(ctx_len_));
-  seq_.insert(seq_.end(), ids.begin(), ids.end());
-  if (written_ < seq_.size()) {
-    ctx_->write(tokens_, 4ull * written_, std::as_bytes(std::span(seq_).subspan(written_)));
-    written_ = uint32_t(seq_.size());
-  }
-  if (fed_ < seq_.size()) {
-    ctx_->write_value<uint32_t>(state_, 0, fed_);
-    logits_fresh_ = false;
-  }
+void Model::set_position() {
+  ctx_->write_value<uint32_t>(state_, 0, fed_);
+  logits_fresh_ = false;
 }
 
 void Model::record_prompt(gpu::Recorder& rec) {
@@ -512,96 +470,22 @@ std::vector<float> Model::read_logits() {
   return ctx_->read<float>(logits_, 0, cfg_.vocab_size);
 }
 
-std::vector<uint32_t> Model::generate(std::span<const uint32_t> prompt, uint32_t n,
-                                      const std::function<bool(uint32_t)>& on_token,
-                                      const GenerateOptions& opt) {
-  if (n == 0) throw Error("generate: the number of tokens to generate (-n) must be at least 1");
-  const bool continue_from_prefill = prompt.empty() && logits_fresh_ && fed_ == seq_.size();
-  // The last token generated is never fed, so positions up to length + n - 2 are used.
-  const uint64_t length = seq_.size() + prompt.size();
-  if (length + n - 1 > ctx_len_)
-    throw Error("generate: " + std::to_string(length) + " tokens + " + std::to_string(n) +
-                " to generate exceed --ctx " + std::to_string(ctx_len_));
-  if (!continue_from_prefill) {
-    if (fed_ == length) throw Error("generate: empty prompt");
-    push_sequence(prompt);
-  }
-  gpu::Plan& picker = opt.picker ? *opt.picker : argmax_;
-  const uint32_t K = opt.on_logits ? 1 : std::max<uint32_t>(1, opt.steps_per_submit);
-  const uint32_t first = uint32_t(seq_.size());  // index of the first generated token
-  stats_.prompt_tokens = seq_.size() - fed_;
-  stats_.generated_tokens = stats_.decode_dispatches = stats_.decode_submits = stats_.decode_readbacks =
-      stats_.decode_tokens = stats_.decode_steps = 0;
-  stats_.prefill_ms = stats_.decode_ms = 0;
+gpu::Plan& Model::picker(const GenerateOptions& opt) {
+  return opt.picker ? *opt.picker : argmax_;
+}
 
-  GeneratedTokens out(cfg_.vocab_size, n, on_token, opt.eos_ids, seq_);
-  // Reports the next generated tokens, `ids`, as far as they are wanted.
-  auto take = [&](const std::vector<uint32_t>& ids) {
-    if (opt.on_logits) {
-      ++stats_.debug_readbacks;
-      opt.on_logits(ctx_->read<float>(logits_, 0, cfg_.vocab_size));
-    }
-    for (uint32_t id : ids) out.take(id);
-  };
-
-  // The prompt phase: every unfed prompt position, then the first generated token.
-  auto t0 = SteadyClock::now();
-  gpu::Recorder rec(*ctx_);
-  if (!continue_from_prefill) record_prompt(rec);
-  picker.encode(rec);
-  rec.submit();
-  take(ctx_->read<uint32_t>(tokens_, first, 1));
-  stats_.prefill_ms = ms_since(t0);
-
-  // The decode phase: K steps per command buffer, each ending with a copy of its K tokens into a
-  // staging buffer of its own. Up to `depth` command buffers are in flight: the next is recorded
-  // and submitted before the previous one's tokens are read, so that the host's recording,
-  // submission and read-back overlap the GPU's work. A buffer whose tokens are no longer wanted
-  // (EOS, on_token said stop) still runs and is discarded. The logits callback reads the logits
-  // buffer, which the next step overwrites: then one at a time.
-  const uint32_t depth = opt.on_logits ? 1 : 2;
-  for (auto& b : token_staging_)
-    if (b.size() < 4ull * K)
-      b = ctx_->buffer(4ull * K, BufferUsage::MapRead | BufferUsage::CopyDst, "llm.tokens_out");
-  struct Batch {
-    uint32_t count, slot;
-  };
-  std::deque<Batch> in_flight;
-  uint32_t scheduled = uint32_t(out.ids().size()), next_slot = 0;
-  t0 = SteadyClock::now();
-  const uint64_t d0 = rec.dispatches(), s0 = rec.submits();
-  while (!out.stopped()) {
-    while (in_flight.size() < depth && scheduled < n) {
-      const uint32_t k = std::min<uint32_t>(K, n - scheduled);
-      for (uint32_t i = 0; i < k; ++i) {
-        decode_body(first + scheduled + i - 1).encode(rec);  // feeds token first + scheduled + i - 1
-        head_.encode(rec);
-        picker.encode(rec);
-      }
-      rec.copy(tokens_, 4ull * (first + scheduled), token_staging_[next_slot], 0, 4ull * k);
-      rec.submit();
-      in_flight.push_back({k, next_slot});
-      scheduled += k;
-      stats_.decode_steps += k;
-      next_slot = (next_slot + 1) % depth;
-    }
-    const Batch b = in_flight.front();
-    in_flight.pop_front();
-    const auto bytes = ctx_->map_read(token_staging_[b.slot], 4ull * b.count);
-    std::vector<uint32_t> ids(b.count);
-    std::memcpy(ids.data(), bytes.data(), bytes.size());
-    ++stats_.decode_readbacks;
-    take(ids);
-  }
-  stats_.decode_ms = ms_since(t0);
-  stats_.decode_tokens = out.ids().size() - 1;
-  stats_.decode_dispatches = rec.dispatches() - d0;
-  stats_.decode_submits = rec.submits() - s0;
-  stats_.generated_tokens = out.ids().size();
-  fed_ = uint32_t(seq_.size()) - 1;  // the last token is known but not fed
-  written_ = uint32_t(seq_.size());
+void Model::record_prompt_phase(gpu::Recorder& rec, const GenerateOptions& opt) {
+  if (!logits_ready()) record_prompt(rec);
   logits_fresh_ = false;
-  return out.release();
+  picker(opt).encode(rec);
+}
+
+void Model::record_steps(gpu::Recorder& rec, uint32_t pos, uint32_t k, const GenerateOptions& opt) {
+  for (uint32_t i = 0; i < k; ++i) {
+    decode_body(pos + i).encode(rec);
+    head_.encode(rec);
+    picker(opt).encode(rec);
+  }
 }
 
 }  // namespace wgfuse::llm

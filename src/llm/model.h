@@ -1,14 +1,16 @@
-// Model: a Qwen2-architecture decoder on the GPU. Weights are uploaded once into one weight arena
-// in their storage format (f16, bf16 or f32: gpu/weight_format.h; arithmetic is f32 in every
-// one), the KV cache is allocated for `ctx` positions, and the decode step is built once, from a
-// recipe (model.cpp: the stages of each layer variant), into gpu::Plans encoded unchanged for
-// every token:
+// Model: a decoder of llm/architecture.h (Qwen2, Qwen3, Llama) on the GPU. Weights are uploaded
+// once into one weight arena in their storage format (f16, bf16 or f32: gpu/weight_format.h;
+// arithmetic is f32 in every one), the KV cache is allocated for `ctx` positions, and the decode
+// step is built once, from a recipe (model.cpp: the stages of each layer variant), into gpu::Plans
+// encoded unchanged for every token:
 //   embed, the layers (one variant, chosen by position), then the LM head, then the token picker
-//   (greedy argmax, or the sampler). Variants of the layer:
-//   split: qkv_rope, attention (chunks), attention_combine, o_proj + residual, gate_up_silu,
+//   (greedy argmax, or the sampler). Every variant of the layer starts with the projection:
+//   qkv_rope, and for per-head q/k norms (Qwen3) qkv_rope storing the raw heads, then
+//   qk_norm_rope. Then:
+//   split: attention (chunks), attention_combine, o_proj + residual, gate_up_silu,
 //     down + residual; short (below attn_short_max positions): attention in one dispatch;
-//   fused (Fusion::Full below attn_fuse_max positions): qkv_rope, attend_o (attention times W_o,
-//     a partial per kv head), gate_up_silu_sum (residual + partials into x_next), down + residual
+//   fused (Fusion::Full below attn_fuse_max positions): attend_o (attention times W_o, a partial
+//     per kv head), gate_up_silu_sum (residual + partials into x_next), down + residual
 //     (x = x_next + W_down act); long (Fusion::Full from attn_fuse_max on): the split layer with
 //     attention_combine folded into o_proj (o_proj_combine).
 // The step reads and advances a device-side decode state (state word 0 = pos), and the picker
@@ -31,6 +33,7 @@
 #include "gpu/recorder.h"
 #include "llm/config.h"
 #include "llm/decode_kernels.h"
+#include "llm/decoder.h"
 #include "llm/reference.h"
 
 namespace wgfuse::llm {
@@ -75,32 +78,6 @@ struct DecodeBuffers {
   const gpu::Buffer& state;   // u32[4], word 0 = pos
 };
 
-struct GenerateOptions {
-  uint32_t steps_per_submit = 8;  // K decode steps per command buffer
-  std::vector<uint32_t> eos_ids;  // generation stops after the first of these (it is reported)
-  gpu::Plan* picker = nullptr;    // the sampler's plan; nullptr: greedy argmax
-  // Debug path: called after every step with its logits (forces K = 1; each call is a read-back,
-  // counted in the stats).
-  std::function<void(std::span<const float> logits)> on_logits;
-};
-
-struct ModelStats {
-  uint64_t weight_bytes = 0, kv_cache_bytes = 0, gpu_memory_bytes = 0;  // all of the model's buffers
-  gpu::WeightFormat weight_format = gpu::WeightFormat::F16;             // the matrices' storage
-  double upload_ms = 0;
-  uint32_t dispatches_per_step = 0;       // one decode step: embedding .. picker (fused when enabled)
-  uint32_t dispatches_per_step_long = 0;  // the same from attn_fuse_max (attn_short_max) positions on
-  // The last generate(): the prompt phase (prompt positions + the first generated token) and
-  // the decode phase (every later token).
-  uint64_t prompt_tokens = 0, generated_tokens = 0;
-  double prefill_ms = 0, decode_ms = 0;
-  // decode_tokens: generated tokens delivered by the decode phase (the rate's numerator);
-  // decode_steps: steps computed, which may run past an EOS inside the last command buffers.
-  uint64_t decode_dispatches = 0, decode_submits = 0, decode_readbacks = 0, decode_tokens = 0,
-           decode_steps = 0;
-  uint64_t debug_readbacks = 0;  // logits read back (GenerateOptions::on_logits, read_logits)
-};
-
 // `Model::profile_decode`: one decode step's dispatches timed by GPU timestamps.
 struct StepTiming {
   std::string name;                            // the plan step's name (gpu::Plan::step_name)
@@ -136,30 +113,23 @@ struct NamedBuffer {
   BufferContents contents;
 };
 
-class Model {
+// The step decoder (see the top of this file) behind llm::Decoder.
+class Model : public Decoder {
  public:
   Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, ModelOptions options = {});
 
-  const ModelConfig& config() const { return cfg_; }
+  const ModelConfig& config() const override { return cfg_; }
   const ModelOptions& options() const { return opt_; }
   // Every buffer of the model, by name, with what it holds before the first token.
   const std::vector<NamedBuffer>& buffers() const { return named_; }
-  uint32_t capacity() const { return ctx_len_; }
-  // Positions in the KV cache, and the sequence so far (its last token may not be fed yet).
-  uint32_t length() const { return fed_; }
-  const std::vector<uint32_t>& sequence() const { return seq_; }
-  void reset();
+  uint32_t capacity() const override { return ctx_len_; }
+  void reset() override;
 
   // Appends `ids` to the sequence and feeds every unfed token through the model. The logits of
-  // the last are then in the logits buffer (read_logits). Picks no token.
+  // the last are then in the logits buffer (read_logits); a generate() with an empty prompt picks
+  // from them. Picks no token.
   void prefill(std::span<const uint32_t> ids);
-  // Appends `prompt`, then generates up to n tokens: each is passed to on_token (false stops)
-  // and returned. Stops after an EOS id; tokens computed past it in a K batch are discarded.
-  std::vector<uint32_t> generate(std::span<const uint32_t> prompt, uint32_t n,
-                                 const std::function<bool(uint32_t)>& on_token = {},
-                                 const GenerateOptions& options = {});
-
-  std::vector<float> read_logits();  // debug read-back of the last logits (counted)
+  std::vector<float> read_logits() override;
   // Times the decode step (then `picker`, or greedy argmax when empty) at the position after the
   // last generate(), `reps` times; the device is left as it was. Needs timestamp queries.
   DecodeProfile profile_decode(gpu::Plan* picker, uint32_t reps);
@@ -185,11 +155,11 @@ class Model {
   gpu::Plan& prompt_chunk(uint32_t T);
   uint64_t residual_row_bytes() const { return 4ull * pad8(cfg_.hidden_size); }
   uint32_t short_max() const;  // attend_short's positions: 0 = not used
-  const ModelStats& stats() const { return stats_; }
 
  private:
   struct Layer {
     gpu::TensorView qkv, qkv_bias, input_norm, o, post_norm, gate_up, down;  // views of the weight arena
+    gpu::TensorView qk_norm;  // q_norm then k_norm (architectures with qk_norm), else empty
     gpu::Buffer k_cache, v_cache;
   };
   void upload_weights(const WeightLookup& weights);
@@ -198,13 +168,17 @@ class Model {
   gpu::Buffer keep(gpu::Buffer b, std::string name, BufferContents contents = {});
   void build_plans();
   gpu::Plan layers_plan(LayerVariant v);
-  // Appends ids to seq_, writes the unwritten tail of seq_ to the device and sets pos = fed_.
-  void push_sequence(std::span<const uint32_t> ids);
+  // Decoder's hooks: the device position is state word 0; the picker is options.picker or argmax.
+  bool logits_ready() const override { return logits_fresh_ && fed_ == seq_.size(); }
+  const gpu::Buffer& tokens_buffer() const override { return tokens_; }
+  void set_position() override;
+  void record_prompt_phase(gpu::Recorder& rec, const GenerateOptions& opt) override;
+  void record_steps(gpu::Recorder& rec, uint32_t pos, uint32_t k, const GenerateOptions& opt) override;
+  gpu::Plan& picker(const GenerateOptions& opt);
   // Records (and submits, but for the last chunk) every unfed position through the model and
   // the LM head; state word 0 is left on the last position, for the picker.
   void record_prompt(gpu::Recorder& rec);
 
-  gpu::Context* ctx_;
   ModelConfig cfg_;
   ModelOptions opt_;
   uint32_t ctx_len_;
@@ -214,16 +188,11 @@ class Model {
   gpu::Buffer x_, q_, att_, act_, att_partials_, logits_, part_v_, part_i_, tokens_, state_;
   gpu::Buffer x_next_, o_parts_;  // the fused layer: the residual stream after attention, attend_o's partials
   gpu::Buffer x_rows_, q_rows_, att_rows_, act_rows_;  // prefill activations [chunk][width]
-  gpu::Buffer token_staging_[2];                       // decode tokens read back, one per batch in flight
   std::vector<DecodeVariant> variants_;
   gpu::Plan head_, argmax_, advance_;
   std::map<uint32_t, gpu::Plan> prompt_;  // by chunk length
   std::vector<NamedBuffer> named_;
-  std::vector<uint32_t> seq_;
-  uint32_t fed_ = 0;
-  uint32_t written_ = 0;       // tokens of seq_ already in the device tokens buffer
   bool logits_fresh_ = false;  // prefill() left the logits of the last fed token
-  ModelStats stats_;
 };
 
 }  // namespace wgfuse::llm

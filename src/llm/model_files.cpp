@@ -1,23 +1,19 @@
 #include "llm/model_files.h"
 
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "llm/architecture.h"
 #include "util/error.h"
 
 namespace wgfuse::llm {
 namespace {
 
 using nlohmann::json;
-
-std::string shape_text(const std::vector<uint64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 json parse_json_object(std::string_view text, const std::string& file_name) {
   json j;
@@ -89,6 +85,83 @@ std::string read_text_file(const std::filesystem::path& p) {
   return s.str();
 }
 
+// RoPE: transformers 4 writes rope_theta and rope_scaling at the top level; transformers 5
+// writes both into rope_parameters. Types default, llama3 and yarn (llm/rope.h).
+void parse_rope(const json& j, ModelConfig& c, const std::string& file_name) {
+  std::string where = "rope_parameters";
+  const json* rope = nullptr;
+  if (auto rp = j.find("rope_parameters"); rp != j.end() && !rp->is_null()) {
+    if (!rp->is_object()) throw Error(file_name + ": \"rope_parameters\" is not an object");
+    rope = &*rp;
+  }
+  c.rope_theta = number_field(rope ? *rope : j, "rope_theta", file_name).value_or(10000.0);
+  if (auto rs = j.find("rope_scaling"); !rope && rs != j.end() && !rs->is_null()) {
+    if (!rs->is_object())
+      throw Error(file_name + ": \"rope_scaling\" is " + rs->dump() + ", expected an object");
+    rope = &*rs;
+    where = "rope_scaling";
+  }
+  if (!rope) return;
+  std::string type = "default";
+  for (const char* k : {"rope_type", "type"})
+    if (auto t = rope->find(k); t != rope->end() && t->is_string()) {
+      type = t->get<std::string>();
+      break;
+    }
+  if (auto p = number_field(*rope, "partial_rotary_factor", file_name); p && *p != 1.0)
+    throw Error(file_name + ": " + where + ".partial_rotary_factor " +
+                rope->at("partial_rotary_factor").dump() + " is not supported (wgfuse rotates whole heads)");
+  RopeScaling& s = c.rope_scaling;
+  using Type = RopeScaling::Type;
+  auto required = [&](const char* key) {
+    auto v = number_field(*rope, key, file_name);
+    if (!v) throw Error(file_name + ": " + where + "." + key + " is missing (rope_type \"" + type + "\")");
+    return *v;
+  };
+  auto optional = [&](const char* key, double fallback) {
+    return number_field(*rope, key, file_name).value_or(fallback);
+  };
+  auto original = [&](double v) {
+    if (!(v >= 1 && v <= std::numeric_limits<uint32_t>::max()) || v != std::floor(v))
+      throw Error(file_name + ": " + where + ".original_max_position_embeddings must be a positive integer");
+    return uint32_t(v);
+  };
+  if (type == "default") return;
+  if (type == "llama3") {
+    s.type = Type::Llama3;
+    s.factor = required("factor");
+    s.low_freq_factor = required("low_freq_factor");
+    s.high_freq_factor = required("high_freq_factor");
+    s.original_max_position_embeddings = original(required("original_max_position_embeddings"));
+    return;
+  }
+  if (type == "yarn") {
+    s.type = Type::Yarn;
+    s.factor = required("factor");
+    // beta_fast/beta_slow null or 0 mean the defaults in transformers too ("or 32").
+    s.beta_fast = optional("beta_fast", 0) ? optional("beta_fast", 0) : 32.0;
+    s.beta_slow = optional("beta_slow", 0) ? optional("beta_slow", 0) : 1.0;
+    s.attention_factor = optional("attention_factor", 0);
+    s.mscale = optional("mscale", 0);
+    s.mscale_all_dim = optional("mscale_all_dim", 0);
+    s.truncate = bool_field(*rope, "truncate", file_name).value_or(true);
+    if (auto o = number_field(*rope, "original_max_position_embeddings", file_name)) {
+      s.original_max_position_embeddings = original(*o);
+      // transformers 4.4x-4.5x replace factor by this ratio, 5.x keeps factor: refused where they differ.
+      const double implied = double(c.max_position_embeddings) / s.original_max_position_embeddings;
+      if (std::abs(implied - s.factor) > 1e-9 * s.factor)
+        throw Error(file_name + ": " + where + ".factor " + rope->at("factor").dump() +
+                    " differs from max_position_embeddings / original_max_position_embeddings (" +
+                    std::to_string(implied) +
+                    "); transformers versions disagree on which applies, so wgfuse "
+                    "refuses the config: make them agree");
+    }
+    return;
+  }
+  throw Error(file_name + ": " + where + ".rope_type \"" + type +
+              "\" is not supported (wgfuse implements RoPE types default, llama3 and yarn)");
+}
+
 }  // namespace
 
 ModelConfig parse_model_config(std::string_view json_text, const std::string& file_name) {
@@ -100,9 +173,7 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& fi
   if (!arch->is_array() || arch->empty() || !(*arch)[0].is_string())
     throw Error(file_name + ": \"architectures\" is " + arch->dump() + ", expected a list of names");
   c.architecture = (*arch)[0].get<std::string>();
-  if (c.architecture != "Qwen2ForCausalLM")
-    throw Error(file_name + ": unsupported architecture \"" + c.architecture +
-                "\" (wgfuse runs Qwen2ForCausalLM: Qwen2 and Qwen2.5 checkpoints)");
+  const Architecture& a = find_architecture(c.architecture, file_name);
 
   c.vocab_size = required_size(j, "vocab_size", file_name);
   c.hidden_size = required_size(j, "hidden_size", file_name);
@@ -111,9 +182,6 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& fi
   c.num_heads = required_size(j, "num_attention_heads", file_name);
   c.max_position_embeddings = required_size(j, "max_position_embeddings", file_name);
   c.num_kv_heads = size_field(j, "num_key_value_heads", file_name).value_or(c.num_heads);
-  if (c.num_heads % c.num_kv_heads != 0)
-    throw Error(file_name + ": num_attention_heads " + std::to_string(c.num_heads) +
-                " is not a multiple of num_key_value_heads " + std::to_string(c.num_kv_heads));
   if (auto hd = size_field(j, "head_dim", file_name)) {
     c.head_dim = *hd;
   } else {
@@ -123,36 +191,25 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& fi
                   " and there is no \"head_dim\"");
     c.head_dim = c.hidden_size / c.num_heads;
   }
-
   c.rms_norm_eps = number_field(j, "rms_norm_eps", file_name).value_or(1e-6);
-  if (!(c.rms_norm_eps > 0)) throw Error(file_name + ": \"rms_norm_eps\" must be positive");
   c.tie_word_embeddings = bool_field(j, "tie_word_embeddings", file_name).value_or(false);
+  parse_rope(j, c, file_name);
 
-  // RoPE: transformers 4 writes rope_theta and rope_scaling at the top level; transformers 5
-  // writes both into rope_parameters. Only plain RoPE is implemented.
-  const json* rope = &j;
-  if (auto rp = j.find("rope_parameters"); rp != j.end() && !rp->is_null()) {
-    if (!rp->is_object()) throw Error(file_name + ": \"rope_parameters\" is not an object");
-    rope = &*rp;
-  }
-  c.rope_theta = number_field(*rope, "rope_theta", file_name).value_or(10000.0);
-  if (!(c.rope_theta > 0)) throw Error(file_name + ": \"rope_theta\" must be positive");
-  auto rope_type = [&](const json& o) -> std::string {
-    for (const char* k : {"rope_type", "type"})
-      if (auto t = o.find(k); t != o.end() && t->is_string()) return t->get<std::string>();
-    return "default";
-  };
-  if (rope != &j && rope_type(*rope) != "default")
-    throw Error(file_name + ": rope_parameters.rope_type \"" + rope_type(*rope) +
-                "\" is not supported (wgfuse implements plain RoPE)");
-  if (auto rs = j.find("rope_scaling"); rs != j.end() && !rs->is_null()) {
-    if (!rs->is_object() || rope_type(*rs) != "default")
-      throw Error(file_name + ": \"rope_scaling\" " + rs->dump() +
-                  " is not supported (wgfuse implements plain RoPE)");
-  }
-
+  // What the kernels do not implement is refused by name.
+  const std::string runs = " (wgfuse runs " + std::string(a.name) + " ";
   if (auto act = j.find("hidden_act"); act != j.end() && *act != "silu")
-    throw Error(file_name + ": \"hidden_act\" " + act->dump() + " is not supported (Qwen2 uses \"silu\")");
+    throw Error(file_name + ": \"hidden_act\" " + act->dump() + " is not supported" + runs +
+                "with \"silu\")");
+  if (!a.qkv_bias && bool_field(j, "attention_bias", file_name).value_or(false))
+    throw Error(file_name + ": \"attention_bias\": true is not supported" + runs +
+                "without attention biases: o_proj's bias is not implemented)");
+  if (bool_field(j, "mlp_bias", file_name).value_or(false))
+    throw Error(file_name + ": \"mlp_bias\": true is not supported" + runs + "without MLP biases)");
+  for (const char* moe : {"num_experts", "num_local_experts", "n_routed_experts"})
+    if (auto e = j.find(moe); e != j.end() && e->is_number() && e->get<double>() > 0)
+      throw Error(file_name + ": \"" + moe + "\" " + e->dump() +
+                  ": mixture-of-experts models are not supported (wgfuse runs dense models: " +
+                  supported_architectures() + ")");
   if (bool_field(j, "use_sliding_window", file_name).value_or(false))
     throw Error(file_name +
                 ": \"use_sliding_window\": true is not supported (wgfuse implements full attention)");
@@ -161,6 +218,7 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& fi
       if (t != "full_attention")
         throw Error(file_name + ": \"layer_types\" holds " + t.dump() +
                     " (wgfuse implements full_attention only)");
+  check_config(c, file_name);
   return c;
 }
 
@@ -194,33 +252,6 @@ void apply_generation_config(std::string_view json_text, const std::string& file
   if (!(into.repetition_penalty > 0)) throw Error(file_name + ": \"repetition_penalty\" must be positive");
 }
 
-std::vector<ExpectedTensor> qwen2_expected_tensors(const ModelConfig& c) {
-  const uint64_t hidden = c.hidden_size, q = uint64_t(c.num_heads) * c.head_dim,
-                 kv = uint64_t(c.num_kv_heads) * c.head_dim, inter = c.intermediate_size;
-  std::vector<ExpectedTensor> t;
-  t.push_back({"model.embed_tokens.weight", {c.vocab_size, hidden}});
-  for (uint32_t l = 0; l < c.num_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    t.push_back({p + "input_layernorm.weight", {hidden}});
-    t.push_back({p + "self_attn.q_proj.weight", {q, hidden}});
-    t.push_back({p + "self_attn.k_proj.weight", {kv, hidden}});
-    t.push_back({p + "self_attn.v_proj.weight", {kv, hidden}});
-    if (c.attention_bias) {
-      t.push_back({p + "self_attn.q_proj.bias", {q}});
-      t.push_back({p + "self_attn.k_proj.bias", {kv}});
-      t.push_back({p + "self_attn.v_proj.bias", {kv}});
-    }
-    t.push_back({p + "self_attn.o_proj.weight", {hidden, q}});
-    t.push_back({p + "post_attention_layernorm.weight", {hidden}});
-    t.push_back({p + "mlp.gate_proj.weight", {inter, hidden}});
-    t.push_back({p + "mlp.up_proj.weight", {inter, hidden}});
-    t.push_back({p + "mlp.down_proj.weight", {hidden, inter}});
-  }
-  t.push_back({"model.norm.weight", {hidden}});
-  if (!c.tie_word_embeddings) t.push_back({"lm_head.weight", {c.vocab_size, hidden}});
-  return t;
-}
-
 ModelFiles::ModelFiles(const std::filesystem::path& dir) : dir_(dir) {
   if (!is_folder(dir)) throw Error(dir.string() + ": not a model folder (no such directory)");
   const auto config_path = dir / "config.json";
@@ -234,6 +265,7 @@ ModelFiles::ModelFiles(const std::filesystem::path& dir) : dir_(dir) {
   const auto index_path = dir / "model.safetensors.index.json";
   if (path_exists(single)) {
     index_file(SafetensorsFile(single.string()));
+    validate();
     return;
   }
   if (!path_exists(index_path))
@@ -268,6 +300,7 @@ ModelFiles::ModelFiles(const std::filesystem::path& dir) : dir_(dir) {
     if (it == by_name_.end() || std::filesystem::path(files_[it->second.file].path()).filename() != shard)
       throw Error(index_name + ": weight_map puts \"" + name + "\" in " + shard + ", which does not hold it");
   }
+  validate();
 }
 
 void ModelFiles::index_file(SafetensorsFile&& f) {
@@ -301,8 +334,8 @@ const TensorRef& ModelFiles::require(std::string_view name, const std::vector<ui
   return *t;
 }
 
-void ModelFiles::validate_qwen2() const {
-  for (const auto& e : qwen2_expected_tensors(config_)) require(e.name, e.shape);
+void ModelFiles::validate() const {
+  for (const auto& e : expected_tensors(config_)) require(e.name, e.shape);
 }
 
 uint64_t ModelFiles::total_bytes() const {

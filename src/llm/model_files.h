@@ -1,11 +1,11 @@
-// A Hugging Face Qwen2 model folder, opened and checked before anything reaches the GPU:
-//   config.json                      -> ModelConfig (architectures must be Qwen2ForCausalLM)
+// A Hugging Face model folder, opened and checked before anything reaches the GPU:
+//   config.json                      -> ModelConfig (an architecture of llm/architecture.h)
 //   generation_config.json (if any)  -> GenerationConfig (EOS ids, sampling defaults)
 //   model.safetensors, or model.safetensors.index.json + its shards -> TensorRefs, memory-mapped
 // The weights stay mapped while the ModelFiles lives; TensorRefs point into the mappings.
-// validate_qwen2() checks that every tensor the model needs exists with the shape config.json
-// implies, so a loader that calls it first never uploads half a model. Every error is a
-// wgfuse::Error naming the file and the field or tensor.
+// Opening checks that every tensor of the architecture's table exists with the shape config.json
+// implies, so a loader never uploads half a model. Every error is a wgfuse::Error naming the file
+// and the field or tensor.
 #pragma once
 
 #include <filesystem>
@@ -34,12 +34,13 @@ struct GenerationConfig {
   double repetition_penalty = 1.0;
 };
 
-// config.json text -> ModelConfig. Required: architectures, vocab_size, hidden_size,
-// intermediate_size, num_hidden_layers, num_attention_heads, max_position_embeddings. Defaults
-// as in transformers' Qwen2Config: num_key_value_heads = num_attention_heads, head_dim =
-// hidden_size / num_attention_heads, rope_theta 10000 (top level or rope_parameters),
-// rms_norm_eps 1e-6, tie_word_embeddings false. Sliding-window attention and RoPE scaling are
-// refused (not implemented). `file_name` names the file in errors.
+// config.json text -> ModelConfig. Required: architectures (one of llm/architecture.h),
+// vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
+// max_position_embeddings. Defaults as in transformers' configs: num_key_value_heads =
+// num_attention_heads, head_dim = hidden_size / num_attention_heads, rope_theta 10000 (top level or
+// rope_parameters), rms_norm_eps 1e-6, tie_word_embeddings false. RoPE scaling of type llama3 or
+// yarn is read; other types, sliding windows, mixtures of experts, activations other than silu and
+// biases the kernels lack are refused naming the field. `file_name` names the file in errors.
 ModelConfig parse_model_config(std::string_view json_text, const std::string& file_name);
 
 // Reads the generation keys present in `json_text` (generation_config.json, or config.json
@@ -47,17 +48,10 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& fi
 void apply_generation_config(std::string_view json_text, const std::string& file_name,
                              GenerationConfig& into);
 
-// The tensors a Qwen2ForCausalLM needs, with the shapes `c` implies, in the order a loader
-// would upload them (embedding, layers 0..n-1, final norm, lm_head when untied).
-struct ExpectedTensor {
-  std::string name;
-  std::vector<uint64_t> shape;
-};
-std::vector<ExpectedTensor> qwen2_expected_tensors(const ModelConfig& c);
-
 class ModelFiles {
  public:
-  // Reads config.json and generation_config.json, maps and checks every safetensors file.
+  // Reads config.json and generation_config.json, maps and checks every safetensors file, and
+  // requires every tensor of the architecture's table (expected_tensors) with its shape.
   explicit ModelFiles(const std::filesystem::path& dir);
 
   const std::filesystem::path& dir() const { return dir_; }
@@ -69,8 +63,6 @@ class ModelFiles {
   // The tensor, which must exist with exactly `shape`; the error names the tensor, its file,
   // the expected and the actual shape.
   const TensorRef& require(std::string_view name, const std::vector<uint64_t>& shape) const;
-  // require() for every entry of qwen2_expected_tensors(config()).
-  void validate_qwen2() const;
 
   // The safetensors file holding `t` (for messages), and totals for a progress bar.
   const std::string& file_of(const TensorRef& t) const;
@@ -79,6 +71,7 @@ class ModelFiles {
 
  private:
   void index_file(SafetensorsFile&& f);
+  void validate() const;  // require() for every entry of expected_tensors(config())
 
   std::filesystem::path dir_;
   ModelConfig config_;

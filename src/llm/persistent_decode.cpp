@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstring>
 
 #include "gpu/recorder.h"
+#include "llm/architecture.h"
 #include "llm/generated_tokens.h"
+#include "llm/rope.h"
 #include "llm/weight_loader.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -33,22 +34,24 @@ void need(bool ok, const std::string& what) {
 
 }  // namespace
 
+std::string persistent_unsupported(const ModelConfig& c) {
+  if (architecture_of(c).qk_norm)
+    return c.architecture +
+           "'s per-head q/k norms are not implemented in the one-dispatch decoder (use --decode steps)";
+  return "";
+}
+
 PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights,
                                      PersistentOptions options)
-    : ctx_(&ctx), cfg_(std::move(cfg)), opt_(std::move(options)) {
+    : Decoder(ctx), cfg_(std::move(cfg)), opt_(std::move(options)) {
   const auto& c = cfg_;
   const auto& lim = ctx.limits();
-  need(c.vocab_size && c.hidden_size && c.intermediate_size && c.num_layers && c.num_heads &&
-           c.num_kv_heads && c.head_dim,
-       "vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, "
-       "num_key_value_heads and head_dim must all be positive");
-  need(c.num_heads % c.num_kv_heads == 0, "num_attention_heads (" + std::to_string(c.num_heads) +
-                                              ") must be a multiple of num_key_value_heads (" +
-                                              std::to_string(c.num_kv_heads) + ")");
+  check_config(c, "persistent decode");
+  const std::string unsupported = persistent_unsupported(c);
+  need(unsupported.empty(), unsupported);
   need(
       kStagesPerLayer * c.num_layers + 1 < kFailedBase,
       std::to_string(c.num_layers) + " layers: at most " + std::to_string(kFailedBase / kStagesPerLayer - 1));
-  need(c.head_dim % 2 == 0, "head_dim (" + std::to_string(c.head_dim) + ") must be even for RoPE");
   need(opt_.ctx >= 1 && (!c.max_position_embeddings || opt_.ctx <= c.max_position_embeddings),
        "--ctx " + std::to_string(opt_.ctx) + " must be 1 .. max_position_embeddings (" +
            std::to_string(c.max_position_embeddings) + ")");
@@ -127,27 +130,27 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   o["XS_LEN"] = xs_len;
   kernel_ = &ctx.kernel(gpu::embedded_kernel("llm_persistent_decode", "decode_token", layout_));
   group_ = ctx.bind(*kernel_, {weights_, vectors_, live_, kv_, tokens_, control_});
-  reset();
 }
 
 void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   const auto& c = cfg_;
   const uint32_t hd = c.head_dim, q_rows = c.num_heads * hd, kv_rows = c.num_kv_heads * hd;
   const uint32_t qkv_rows = q_rows + 2 * kv_rows, H = c.hidden_size, I = c.intermediate_size;
-  auto tensor = [&](const std::string& name, std::vector<uint64_t> shape) -> const TensorRef& {
-    return require_tensor(weights, name, std::move(shape));
-  };
-  const TensorRef& embed = tensor("model.embed_tokens.weight", {c.vocab_size, H});
+  using enum TensorRole;
+  const ModelTensors t(c, weights);  // every tensor found and shape-checked before anything is uploaded
   // The matrices: one arena that must be one buffer (one binding), layer after layer, then the
   // embedding and the LM head; the kernel finds them by offsets (in vec4s) as pipeline constants.
-  WeightLoader w(*ctx_, storage_format(opt_.dtype, embed.dtype), {.label = "llm.persistent.weights"});
+  WeightLoader w(*ctx_, storage_format(opt_.dtype, t(Embedding).dtype), {.label = "llm.persistent.weights"});
   stats_.weight_format = w.format();
+  auto packed = [&](std::string name, const PackedMatrix& m) {
+    return w.matrix(std::move(name), m.sources, m.rows, H, m.source_row);
+  };
   struct LayerIds {
     WeightLoader::TensorId qkv, o, gu, down;
   };
   std::vector<LayerIds> ids;
   // The vectors: per layer the two norms and the Q/K/V bias (packed order), the final norm, the
-  // RoPE table (as Model's: cos, sin of pos * theta^(-2i/hd) in double).
+  // RoPE table (llm/rope.h, as Model's).
   const uint32_t H8 = pad8(H), B8 = pad8(qkv_rows);
   layout_["IN_NORM_F"] = 0;
   layout_["POST_NORM_F"] = H8;
@@ -161,38 +164,22 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   };
 
   for (uint32_t l = 0; l < c.num_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
     const uint64_t vbase = uint64_t(l) * (2 * H8 + B8);
-    put(vbase, tensor(p + "input_layernorm.weight", {H}));
-    put(vbase + H8, tensor(p + "post_attention_layernorm.weight", {H}));
-    const TensorRef* qkv_w[3] = {&tensor(p + "self_attn.q_proj.weight", {q_rows, H}),
-                                 &tensor(p + "self_attn.k_proj.weight", {kv_rows, H}),
-                                 &tensor(p + "self_attn.v_proj.weight", {kv_rows, H})};
-    if (c.attention_bias) {
-      const std::vector<double> b[3] = {tensor_values(tensor(p + "self_attn.q_proj.bias", {q_rows})),
-                                        tensor_values(tensor(p + "self_attn.k_proj.bias", {kv_rows})),
-                                        tensor_values(tensor(p + "self_attn.v_proj.bias", {kv_rows}))};
-      for (uint32_t r = 0; r < qkv_rows; ++r) {
-        auto [which, row] = qkv_source_row(r, hd, q_rows, kv_rows);
-        vecs[vbase + 2 * H8 + r] = float(b[which][row]);
-      }
-    }
+    put(vbase, t(AttnNorm, l));
+    put(vbase + H8, t(FfnNorm, l));
+    const std::vector<float> bias = packed_qkv_bias(t, c, l);
+    std::copy(bias.begin(), bias.end(), vecs.begin() + ptrdiff_t(vbase + 2 * H8));
     LayerIds m{};
     const std::string name = "layer" + std::to_string(l) + ".";
-    m.qkv = w.matrix(name + "qkv", {qkv_w[0], qkv_w[1], qkv_w[2]}, qkv_rows, H,
-                     [&](uint32_t packed) { return qkv_source_row(packed, hd, q_rows, kv_rows); });
-    m.o = w.matrix(name + "o_proj", {&tensor(p + "self_attn.o_proj.weight", {H, q_rows})}, H, q_rows);
-    m.gu = w.matrix(name + "gate_up",
-                    {&tensor(p + "mlp.gate_proj.weight", {I, H}), &tensor(p + "mlp.up_proj.weight", {I, H})},
-                    2 * I, H, gate_up_source_row);
-    m.down = w.matrix(name + "down_proj", {&tensor(p + "mlp.down_proj.weight", {H, I})}, H, I);
+    m.qkv = packed(name + "qkv", packed_qkv(t, c, l));
+    m.o = w.matrix(name + "o_proj", {&t(O, l)}, H, q_rows);
+    m.gu = packed(name + "gate_up", packed_gate_up(t, c, l));
+    m.down = w.matrix(name + "down_proj", {&t(Down, l)}, H, I);
     ids.push_back(m);
   }
-  const auto embed_id = w.matrix("embedding", {&embed}, c.vocab_size, H);
-  const auto head_id =
-      c.tie_word_embeddings
-          ? embed_id
-          : w.matrix("lm_head", {&tensor("lm_head.weight", {c.vocab_size, H})}, c.vocab_size, H);
+  const auto embed_id = w.matrix("embedding", {&t(Embedding)}, c.vocab_size, H);
+  const TensorRef* head = t.find(LmHead);
+  const auto head_id = head ? w.matrix("lm_head", {head}, c.vocab_size, H) : embed_id;
   need(w.arena().buffers() == 1,
        "the packed weights (" + std::to_string(w.arena().total_bytes()) +
            " bytes planned) must be one binding, but pass the per-buffer cap of " +
@@ -219,14 +206,9 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   weights_ = w.arena().buffer(0);
   stats_.weight_bytes = weights_.size();
   const uint64_t final_at = uint64_t(2 * H8 + B8) * c.num_layers;
-  put(final_at, tensor("model.norm.weight", {H}));
-  for (uint32_t pos = 0; pos < opt_.ctx; ++pos)
-    for (uint32_t i = 0; i < hd / 2; ++i) {
-      const double angle = double(pos) * std::pow(c.rope_theta, -2.0 * double(i) / double(hd));
-      const uint64_t at = final_at + H8 + (uint64_t(pos) * hd / 2 + i) * 2;
-      vecs[at] = float(std::cos(angle));
-      vecs[at + 1] = float(std::sin(angle));
-    }
+  put(final_at, t(FinalNorm));
+  const std::vector<float> rope = rope_table(c, opt_.ctx);
+  std::copy(rope.begin(), rope.end(), vecs.begin() + ptrdiff_t(final_at + H8));
   vectors_ = ctx_->upload<float>(vecs, BufferUsage::Storage, "llm.persistent.vectors");
   stats_.weight_bytes += vectors_.size();
 }
@@ -235,93 +217,43 @@ uint32_t PersistentDecoder::barriers_per_token() const {
   return kStagesPerLayer * cfg_.num_layers + 1;
 }
 
-void PersistentDecoder::reset() {
-  seq_.clear();
-  fed_ = 0;
+void PersistentDecoder::check(const GenerateOptions& opt) const {
+  need(!broken_, "a grid barrier timed out earlier: this decoder's state is undefined");
+  need(opt.picker == nullptr, "greedy decoding only (no --temp, --top-k, --top-p, --repeat-penalty)");
 }
 
-std::vector<uint32_t> PersistentDecoder::run(uint32_t count, uint32_t first, uint32_t picked,
-                                             gpu::Recorder& rec) {
+void PersistentDecoder::set_position() {
+  const uint32_t words[2] = {fed_, uint32_t(seq_.size())};  // pos, tokens known
+  ctx_->write(control_, 8, std::as_bytes(std::span(words)));
+}
+
+void PersistentDecoder::record_dispatches(gpu::Recorder& rec, uint32_t count) {
   for (uint32_t i = 0; i < count; ++i) {
     rec.copy(zero_, 0, control_, 0, 4);  // the barrier arrivals start at zero in every dispatch
     rec.dispatch(*kernel_, group_, opt_.workgroups);
   }
-  const uint64_t bytes = 16 + 4ull * picked;
-  if (staging_.size() < bytes)
-    staging_ = ctx_->buffer(bytes, BufferUsage::MapRead | BufferUsage::CopyDst, "llm.persistent.staging");
-  rec.copy(control_, 0, staging_, 0, 16);
-  rec.copy(tokens_, 4ull * first, staging_, 16, 4ull * picked);
-  rec.submit();
-  const auto raw = ctx_->map_read(staging_, bytes);
-  std::vector<uint32_t> words(bytes / 4);
-  std::memcpy(words.data(), raw.data(), bytes);
-  if (words[1] != 0) {
-    broken_ = true;
-    const uint32_t k = kFailedBase - words[1];
-    throw Error("persistent decode: a grid barrier timed out (barrier " + std::to_string(k) + " of " +
-                std::to_string(barriers_per_token()) + ", after " + barrier_name(k, cfg_.num_layers) +
-                "): the " + std::to_string(opt_.workgroups) + " workgroups were not all resident within " +
-                std::to_string(opt_.spin_limit) + " spins; use fewer workgroups or --decode steps");
-  }
-  return std::vector<uint32_t>(words.begin() + 4, words.end());
 }
 
-std::vector<uint32_t> PersistentDecoder::generate(std::span<const uint32_t> prompt, uint32_t n,
-                                                  const std::function<bool(uint32_t)>& on_token,
-                                                  const GenerateOptions& opt) {
-  need(!broken_, "a grid barrier timed out earlier: this decoder's state is undefined");
-  need(opt.picker == nullptr, "greedy decoding only (no --temp, --top-k, --top-p, --repeat-penalty)");
-  if (n == 0) throw Error("generate: the number of tokens to generate (-n) must be at least 1");
-  for (uint32_t id : prompt)
-    if (id >= cfg_.vocab_size)
-      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (vocab_size " +
-                  std::to_string(cfg_.vocab_size) + ")");
-  const uint64_t length = seq_.size() + prompt.size();
-  if (length == fed_) throw Error("generate: empty prompt");
-  if (length + n - 1 > opt_.ctx)
-    throw Error("generate: " + std::to_string(length) + " tokens + " + std::to_string(n) +
-                " to generate exceed --ctx " + std::to_string(opt_.ctx));
-  const uint32_t written = uint32_t(seq_.size());
-  seq_.insert(seq_.end(), prompt.begin(), prompt.end());
-  if (written < seq_.size())
-    ctx_->write(tokens_, 4ull * written, std::as_bytes(std::span(seq_).subspan(written)));
-  const uint32_t words[2] = {fed_, uint32_t(seq_.size())};  // pos, tokens known
-  ctx_->write(control_, 8, std::as_bytes(std::span(words)));
+void PersistentDecoder::record_prompt_phase(gpu::Recorder& rec, const GenerateOptions&) {
+  record_dispatches(rec, uint32_t(seq_.size()) - fed_);  // the last position picks the first token
+}
 
-  const uint32_t K = opt.on_logits ? 1 : std::max<uint32_t>(1, opt.steps_per_submit);
-  stats_.prompt_tokens = seq_.size() - fed_;
-  stats_.generated_tokens = stats_.decode_tokens = stats_.decode_steps = stats_.decode_dispatches =
-      stats_.decode_submits = stats_.decode_readbacks = stats_.debug_readbacks = 0;
-  GeneratedTokens out(cfg_.vocab_size, n, on_token, opt.eos_ids, seq_);
-  auto take = [&](std::span<const uint32_t> ids) {
-    for (uint32_t id : ids) {
-      if (opt.on_logits && !out.stopped()) opt.on_logits(read_logits());
-      out.take(id);
-    }
-  };
+void PersistentDecoder::record_steps(gpu::Recorder& rec, uint32_t, uint32_t k, const GenerateOptions&) {
+  record_dispatches(rec, k);
+}
 
-  // The prompt phase: every unfed position in one submit; the last picks the first token.
-  auto t0 = SteadyClock::now();
-  gpu::Recorder rec(*ctx_);
-  const uint32_t first = uint32_t(seq_.size());
-  take(run(first - fed_, first, 1, rec));
-  stats_.prefill_ms = ms_since(t0);
-  // The decode phase: K positions per submit, the tokens read back once per submit.
-  t0 = SteadyClock::now();
-  const uint64_t d0 = rec.dispatches(), s0 = rec.submits();
-  while (!out.stopped()) {
-    const uint32_t k = std::min<uint32_t>(K, n - uint32_t(out.ids().size()));
-    take(run(k, uint32_t(seq_.size()), k, rec));
-    ++stats_.decode_readbacks;
-  }
-  stats_.decode_ms = ms_since(t0);
-  stats_.decode_dispatches = rec.dispatches() - d0;
-  stats_.decode_submits = rec.submits() - s0;
-  stats_.decode_tokens = out.ids().size() - 1;
-  stats_.decode_steps = stats_.decode_dispatches;
-  stats_.generated_tokens = out.ids().size();
-  fed_ = uint32_t(seq_.size()) - 1;  // the last token is known but not fed
-  return out.release();
+void PersistentDecoder::record_status(gpu::Recorder& rec, const gpu::Buffer& staging) {
+  rec.copy(control_, 0, staging, 0, 16);
+}
+
+void PersistentDecoder::check_status(std::span<const uint32_t, 4> words) {
+  if (words[1] == 0) return;
+  broken_ = true;
+  const uint32_t k = kFailedBase - words[1];
+  throw Error("persistent decode: a grid barrier timed out (barrier " + std::to_string(k) + " of " +
+              std::to_string(barriers_per_token()) + ", after " + barrier_name(k, cfg_.num_layers) +
+              "): the " + std::to_string(opt_.workgroups) + " workgroups were not all resident within " +
+              std::to_string(opt_.spin_limit) + " spins; use fewer workgroups or --decode steps");
 }
 
 std::vector<float> PersistentDecoder::read_logits() {
@@ -341,13 +273,13 @@ GridChoice choose_grid(gpu::Context& ctx, uint32_t requested, uint32_t workgroup
   return out;
 }
 
-std::string compare_with_steps(Model& steps, PersistentDecoder& persistent, std::span<const uint32_t> prompt,
+std::string compare_with_steps(Decoder& steps, Decoder& persistent, std::span<const uint32_t> prompt,
                                uint32_t n, double tol) {
   struct Run {
     std::vector<uint32_t> tokens;
     std::vector<std::vector<float>> logits;
   };
-  auto run = [&](auto& decoder) {
+  auto run = [&](Decoder& decoder) {
     Run r;
     GenerateOptions opt;
     opt.on_logits = [&](std::span<const float> l) { r.logits.emplace_back(l.begin(), l.end()); };

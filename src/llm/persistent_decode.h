@@ -1,4 +1,4 @@
-// PersistentDecoder (issue 9, experimental): greedy decoding of a Qwen2-architecture model with
+// PersistentDecoder (issue 9, experimental): greedy decoding of a Qwen2 or Llama model with
 // ONE dispatch per position (kernels/llm_persistent_decode.wgsl): its workgroups share every
 // stage's work and meet at grid barriers between stages (5 per layer + 1), reading weights from
 // one packed buffer. Beside llm::Model, which stays the reference: a grid barrier is only
@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -18,7 +19,7 @@
 #include "gpu/context.h"
 #include "llm/config.h"
 #include "llm/decode_kernels.h"
-#include "llm/model.h"
+#include "llm/decoder.h"
 #include "llm/persistent.h"
 #include "llm/reference.h"
 
@@ -35,47 +36,47 @@ struct PersistentOptions {
   std::function<void(uint64_t done, uint64_t total)> progress;  // upload bytes
 };
 
-class PersistentDecoder {
+// Why the persistent decoder cannot run `c`'s architecture (its constructor refuses it with this),
+// or empty: the session falls back to the step decoder instead.
+std::string persistent_unsupported(const ModelConfig& c);
+
+// Behind llm::Decoder: generate() as Model's (on_token, EOS ids, K = steps_per_submit dispatches
+// per submit, on_logits after every step, then K = 1), greedy only (options.picker must be
+// null); throws Error when a grid barrier timed out, and the decoder is then unusable. Its stats
+// count one dispatch per token.
+class PersistentDecoder : public Decoder {
  public:
   PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights,
                     PersistentOptions options = {});
 
-  const ModelConfig& config() const { return cfg_; }
+  const ModelConfig& config() const override { return cfg_; }
+  uint32_t capacity() const override { return opt_.ctx; }
   uint32_t workgroups() const { return opt_.workgroups; }
-  const std::vector<uint32_t>& sequence() const { return seq_; }
-  uint32_t barriers_per_token() const;  // grid barriers inside one dispatch: 5 per layer + 1
-  void reset();
-
-  // Appends `prompt` (at least one token unless the last call left one unfed) and generates up to
-  // n greedy tokens, as Model::generate: on_token (false stops), EOS ids, K = steps_per_submit
-  // dispatches per submit, on_logits after every step (then K = 1). options.picker must be empty
-  // (greedy only). Throws Error when a grid barrier timed out; the decoder is then unusable.
-  std::vector<uint32_t> generate(std::span<const uint32_t> prompt, uint32_t n,
-                                 const std::function<bool(uint32_t)>& on_token = {},
-                                 const GenerateOptions& options = {});
-  std::vector<float> read_logits();  // the logits of the last position computed
-  // As Model's: decode_steps = decode_dispatches (one per token), dispatches_per_step = 1.
-  const ModelStats& stats() const { return stats_; }
+  uint32_t barriers_per_token() const;        // grid barriers inside one dispatch: 5 per layer + 1
+  std::vector<float> read_logits() override;  // the logits of the last position computed
 
  private:
   void upload_weights(const WeightLookup& weights);
-  // Records `count` dispatches (positions) and a copy of the control words and of tokens
-  // [first, first + picked) into the staging buffer; submits; returns those tokens. Throws Error
-  // when a barrier timed out.
-  std::vector<uint32_t> run(uint32_t count, uint32_t first, uint32_t picked, gpu::Recorder& rec);
+  // Decoder's hooks: the device position and the tokens known are control words 2 and 3; every
+  // dispatch decodes the next position, and picks a token where the next is not known yet.
+  void check(const GenerateOptions& opt) const override;
+  const gpu::Buffer& tokens_buffer() const override { return tokens_; }
+  void set_position() override;
+  void record_prompt_phase(gpu::Recorder& rec, const GenerateOptions& opt) override;
+  void record_steps(gpu::Recorder& rec, uint32_t pos, uint32_t k, const GenerateOptions& opt) override;
+  void record_dispatches(gpu::Recorder& rec, uint32_t count);
+  // Control words 0..3: word 1 names the first barrier that timed out (throws Error).
+  void record_status(gpu::Recorder& rec, const gpu::Buffer& staging) override;
+  void check_status(std::span<const uint32_t, 4> words) override;
 
-  gpu::Context* ctx_;
   ModelConfig cfg_;
   PersistentOptions opt_;
   std::map<std::string, double> layout_;  // the kernel's offsets and shapes
-  gpu::Buffer weights_, vectors_, live_, kv_, tokens_, control_, zero_, staging_;
+  gpu::Buffer weights_, vectors_, live_, kv_, tokens_, control_, zero_;
   const gpu::Kernel* kernel_ = nullptr;
   gpu::BindGroup group_;
   uint32_t logits_word_ = 0;
-  std::vector<uint32_t> seq_;
-  uint32_t fed_ = 0;
   bool broken_ = false;
-  ModelStats stats_;
 };
 
 // The grid of a persistent decode: `requested` workgroups if check_grid_sync passes for them, or
@@ -92,7 +93,7 @@ GridChoice choose_grid(gpu::Context& ctx, uint32_t requested, uint32_t workgroup
 // The check before a persistent decode is trusted: n greedy tokens after `prompt` from both
 // decoders (each is reset before and after), every step's logits compared (max |a - b| / max |b|
 // <= tol). Returns what differs, or empty when they agree. Throws what either decoder throws.
-std::string compare_with_steps(Model& steps, PersistentDecoder& persistent, std::span<const uint32_t> prompt,
+std::string compare_with_steps(Decoder& steps, Decoder& persistent, std::span<const uint32_t> prompt,
                                uint32_t n, double tol);
 
 }  // namespace wgfuse::llm

@@ -8,6 +8,7 @@
 
 #include "gpu/plan.h"
 #include "llm/model.h"
+#include "llm/rope.h"
 #include "llm/sampler.h"
 #include "util/error.h"
 
@@ -115,12 +116,19 @@ class Writer {
   std::vector<const gpu::KernelKey*> kernels_;
 };
 
-json contents_json(const BufferContents& c) {
+json contents_json(const BufferContents& c, const ModelConfig& config) {
   switch (c.kind) {
     case BufferContents::Kind::Zeros:
       return {{"kind", "zeros"}};
-    case BufferContents::Kind::Rope:
-      return {{"kind", "rope"}, {"positions", c.positions}, {"head_dim", c.head_dim}};
+    case BufferContents::Kind::Rope: {
+      // The frequencies after RoPE scaling (llm/rope.h), in double: the table is rounded from them.
+      const RopeFrequencies f = rope_frequencies(config);
+      return {{"kind", "rope"},
+              {"positions", c.positions},
+              {"head_dim", c.head_dim},
+              {"inv_freq", f.inv_freq},
+              {"attention_factor", f.attention_factor}};
+    }
     case BufferContents::Kind::Weights: {
       json tensors = json::array();
       for (const WeightTensor& t : c.tensors) {
@@ -170,7 +178,7 @@ json plan_json(Model& model, uint32_t prompt_length, Sampler* sampler) {
     buffers.push_back({{"name", b.name},
                        {"size", b.buffer.size()},
                        {"usage", usage_json(b.buffer.usage())},
-                       {"contents", contents_json(b.contents)}});
+                       {"contents", contents_json(b.contents, c)}});
   }
 
   json plans = json::object();

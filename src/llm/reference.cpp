@@ -1,104 +1,28 @@
 #include "llm/reference.h"
 
 #include <cmath>
-#include <cstring>
 #include <random>
-#include <sstream>
 
+#include "llm/architecture.h"
 #include "util/error.h"
-#include "util/half.h"
 
 namespace wgfuse::llm {
-namespace {
-
-std::string shape_text(std::span<const uint64_t> shape) {
-  std::ostringstream s;
-  s << "[";
-  for (size_t i = 0; i < shape.size(); ++i) s << (i ? ", " : "") << shape[i];
-  s << "]";
-  return s.str();
-}
-
-// One 16-bit float of a tensor (IEEE half, or bfloat16 when t is BF16).
-double half16_value(uint16_t bits, DType t) {
-  return t == DType::BF16 ? half::bf16_to_float(bits) : half::to_float(bits);
-}
-
-double element(const TensorRef& t, uint64_t i) {
-  const std::byte* p = t.bytes.data();
-  if (t.dtype == DType::F32) {
-    float v;
-    std::memcpy(&v, p + 4 * i, 4);
-    return v;
-  }
-  uint16_t bits;
-  std::memcpy(&bits, p + 2 * i, 2);
-  return half16_value(bits, t.dtype);
-}
-
-}  // namespace
-
-const TensorRef& require_tensor(const WeightLookup& lookup, const std::string& name,
-                                const std::vector<uint64_t>& shape) {
-  const TensorRef* t = lookup(name);
-  if (!t)
-    throw Error("model weights: missing tensor '" + name + "' (expected shape " + shape_text(shape) + ")");
-  if (t->shape != shape)
-    throw Error("model weights: tensor '" + name + "' has shape " + shape_text(t->shape) +
-                " but config.json implies " + shape_text(shape));
-  if (t->bytes.size() != t->elements() * dtype_bytes(t->dtype))
-    throw Error("model weights: tensor '" + name + "' holds " + std::to_string(t->bytes.size()) +
-                " bytes, its shape and dtype need " + std::to_string(t->elements() * dtype_bytes(t->dtype)));
-  return *t;
-}
-
-std::vector<double> tensor_values(const TensorRef& t) {
-  std::vector<double> out(t.elements());
-  for (size_t i = 0; i < out.size(); ++i) out[i] = element(t, i);
-  return out;
-}
-
-void tensor_row(const TensorRef& t, uint64_t row, std::span<float> out) {
-  const uint64_t cols = t.shape.empty() ? 1 : t.shape.back();
-  if (out.size() > cols || (row + 1) * cols > t.elements())
-    throw Error("tensor '" + t.name + "': row " + std::to_string(row) + " of " + std::to_string(out.size()) +
-                " values is outside its shape " + shape_text(t.shape));
-  for (size_t c = 0; c < out.size(); ++c) out[c] = float(element(t, row * cols + c));
-}
-
 HostWeights HostWeights::random(const ModelConfig& c, uint32_t seed, double scale) {
   HostWeights h;
   std::mt19937 rng(seed);
-  auto fill = [&](const std::string& name, std::vector<uint64_t> shape, double lo, double hi) {
+  for (const ExpectedTensor& e : expected_tensors(c)) {
+    std::uniform_real_distribution<double> dist(is_norm(e.role)                   ? 0.5
+                                                : e.role == TensorRole::Embedding ? -1.0
+                                                                                  : -scale,
+                                                is_norm(e.role)                   ? 1.5
+                                                : e.role == TensorRole::Embedding ? 1.0
+                                                                                  : scale);
     uint64_t n = 1;
-    for (auto d : shape) n *= d;
-    std::uniform_real_distribution<double> dist(lo, hi);
+    for (auto d : e.shape) n *= d;
     std::vector<float> v(n);
     for (auto& x : v) x = float(dist(rng));
-    h.set(name, std::move(shape), std::move(v));
-  };
-  const uint64_t hd = c.head_dim, q_rows = uint64_t(c.num_heads) * hd,
-                 kv_rows = uint64_t(c.num_kv_heads) * hd;
-  fill("model.embed_tokens.weight", {c.vocab_size, c.hidden_size}, -1.0, 1.0);
-  for (uint32_t i = 0; i < c.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    fill(p + "input_layernorm.weight", {c.hidden_size}, 0.5, 1.5);
-    fill(p + "post_attention_layernorm.weight", {c.hidden_size}, 0.5, 1.5);
-    fill(p + "self_attn.q_proj.weight", {q_rows, c.hidden_size}, -scale, scale);
-    fill(p + "self_attn.k_proj.weight", {kv_rows, c.hidden_size}, -scale, scale);
-    fill(p + "self_attn.v_proj.weight", {kv_rows, c.hidden_size}, -scale, scale);
-    if (c.attention_bias) {
-      fill(p + "self_attn.q_proj.bias", {q_rows}, -scale, scale);
-      fill(p + "self_attn.k_proj.bias", {kv_rows}, -scale, scale);
-      fill(p + "self_attn.v_proj.bias", {kv_rows}, -scale, scale);
-    }
-    fill(p + "self_attn.o_proj.weight", {c.hidden_size, q_rows}, -scale, scale);
-    fill(p + "mlp.gate_proj.weight", {c.intermediate_size, c.hidden_size}, -scale, scale);
-    fill(p + "mlp.up_proj.weight", {c.intermediate_size, c.hidden_size}, -scale, scale);
-    fill(p + "mlp.down_proj.weight", {c.hidden_size, c.intermediate_size}, -scale, scale);
+    h.set(e.name, e.shape, std::move(v));
   }
-  fill("model.norm.weight", {c.hidden_size}, 0.5, 1.5);
-  if (!c.tie_word_embeddings) fill("lm_head.weight", {c.vocab_size, c.hidden_size}, -scale, scale);
   return h;
 }
 
@@ -161,17 +85,6 @@ Vec swiglu(std::span<const double> gate, std::span<const double> up) {
   return y;
 }
 
-void rope(std::span<double> head, uint32_t pos, double theta) {
-  const size_t half = head.size() / 2;
-  for (size_t i = 0; i < half; ++i) {
-    const double angle = double(pos) * std::pow(theta, -2.0 * double(i) / double(head.size()));
-    const double c = std::cos(angle), s = std::sin(angle);
-    const double a = head[i], b = head[i + half];
-    head[i] = a * c - b * s;  // x * cos + rotate_half(x) * sin, rotate_half(x) = (-x2, x1)
-    head[i + half] = b * c + a * s;
-  }
-}
-
 Vec attention(std::span<const double> q, std::span<const double> k_cache, std::span<const double> v_cache,
               uint32_t heads, uint32_t kv_heads, uint32_t hd, uint32_t capacity, uint32_t len) {
   Vec out(size_t(heads) * hd, 0.0);
@@ -204,39 +117,43 @@ uint32_t argmax(std::span<const double> v) {
 }
 
 Weights Weights::load(const ModelConfig& c, const WeightLookup& lookup) {
-  auto values = [&](const std::string& name, std::vector<uint64_t> shape) {
-    return tensor_values(require_tensor(lookup, name, shape));
+  using enum TensorRole;
+  const ModelTensors t(c, lookup);
+  auto values = [&](TensorRole r, uint32_t layer) {
+    const TensorRef* ref = t.find(r, layer);
+    return ref ? tensor_values(*ref) : Vec{};
   };
-  auto linear_of = [&](const std::string& name, uint32_t rows, uint32_t cols, bool bias) {
-    Linear l{values(name + ".weight", {rows, cols}), {}, rows, cols};
-    if (bias) l.b = values(name + ".bias", {rows});
-    return l;
+  auto linear_of = [&](TensorRole w, TensorRole b, uint32_t layer) {
+    const TensorRef& ref = t(w, layer);
+    return Linear{tensor_values(ref), t.architecture().qkv_bias ? values(b, layer) : Vec{},
+                  uint32_t(ref.shape[0]), uint32_t(ref.shape[1])};
   };
-  const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
   Weights w;
-  w.embedding = values("model.embed_tokens.weight", {c.vocab_size, c.hidden_size});
+  w.embedding = values(Embedding, 0);
   for (uint32_t i = 0; i < c.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
     LayerWeights l;
-    l.input_norm = values(p + "input_layernorm.weight", {c.hidden_size});
-    l.post_attention_norm = values(p + "post_attention_layernorm.weight", {c.hidden_size});
-    l.q = linear_of(p + "self_attn.q_proj", q_rows, c.hidden_size, c.attention_bias);
-    l.k = linear_of(p + "self_attn.k_proj", kv_rows, c.hidden_size, c.attention_bias);
-    l.v = linear_of(p + "self_attn.v_proj", kv_rows, c.hidden_size, c.attention_bias);
-    l.o = linear_of(p + "self_attn.o_proj", c.hidden_size, q_rows, false);
-    l.gate = linear_of(p + "mlp.gate_proj", c.intermediate_size, c.hidden_size, false);
-    l.up = linear_of(p + "mlp.up_proj", c.intermediate_size, c.hidden_size, false);
-    l.down = linear_of(p + "mlp.down_proj", c.hidden_size, c.intermediate_size, false);
+    l.input_norm = values(AttnNorm, i);
+    l.post_attention_norm = values(FfnNorm, i);
+    l.q = linear_of(Q, QBias, i);
+    l.k = linear_of(K, KBias, i);
+    l.v = linear_of(V, VBias, i);
+    l.q_norm = values(QNorm, i);
+    l.k_norm = values(KNorm, i);
+    l.o = Linear{values(O, i), {}, c.hidden_size, c.num_heads * c.head_dim};
+    l.gate = Linear{values(Gate, i), {}, c.intermediate_size, c.hidden_size};
+    l.up = Linear{values(Up, i), {}, c.intermediate_size, c.hidden_size};
+    l.down = Linear{values(Down, i), {}, c.hidden_size, c.intermediate_size};
     w.layers.push_back(std::move(l));
   }
-  w.final_norm = values("model.norm.weight", {c.hidden_size});
-  w.lm_head = c.tie_word_embeddings ? Linear{w.embedding, {}, c.vocab_size, c.hidden_size}
-                                    : linear_of("lm_head", c.vocab_size, c.hidden_size, false);
+  w.final_norm = values(FinalNorm, 0);
+  w.lm_head =
+      Linear{c.tie_word_embeddings ? w.embedding : values(LmHead, 0), {}, c.vocab_size, c.hidden_size};
   return w;
 }
 
 Decoder::Decoder(ModelConfig cfg, Weights weights, uint32_t capacity)
-    : cfg_(std::move(cfg)), w_(std::move(weights)), capacity_(capacity) {
+    : cfg_(std::move(cfg)), w_(std::move(weights)), capacity_(capacity), rope_(rope_frequencies(cfg_)) {
+  check_config(cfg_, "reference decoder");
   const size_t per_layer = size_t(cfg_.num_kv_heads) * capacity_ * cfg_.head_dim;
   k_cache_.assign(cfg_.num_layers, Vec(per_layer));
   v_cache_.assign(cfg_.num_layers, Vec(per_layer));
@@ -255,10 +172,20 @@ Vec Decoder::forward(uint32_t token) {
     const LayerWeights& l = w_.layers[i];
     const Vec xn = rmsnorm(x, l.input_norm, c.rms_norm_eps);
     Vec q = linear(l.q, xn), k = linear(l.k, xn), v = linear(l.v, xn);
+    // Qwen3: each head RMS-normalised before RoPE (norm weights empty otherwise).
+    auto head_norm = [&](Vec& x, const Vec& w, uint32_t heads) {
+      for (uint32_t h = 0; h < heads && !w.empty(); ++h) {
+        const auto head = std::span(x).subspan(size_t(h) * hd, hd);
+        const Vec y = rmsnorm(head, w, c.rms_norm_eps);
+        std::copy(y.begin(), y.end(), head.begin());
+      }
+    };
+    head_norm(q, l.q_norm, c.num_heads);
+    head_norm(k, l.k_norm, c.num_kv_heads);
     for (uint32_t h = 0; h < c.num_heads; ++h)
-      rope(std::span(q).subspan(size_t(h) * hd, hd), pos, c.rope_theta);
+      rope_rotate(std::span(q).subspan(size_t(h) * hd, hd), pos, rope_);
     for (uint32_t h = 0; h < c.num_kv_heads; ++h) {
-      rope(std::span(k).subspan(size_t(h) * hd, hd), pos, c.rope_theta);
+      rope_rotate(std::span(k).subspan(size_t(h) * hd, hd), pos, rope_);
       const size_t at = (size_t(h) * capacity_ + pos) * hd;
       std::copy_n(k.begin() + size_t(h) * hd, hd, k_cache_[i].begin() + at);
       std::copy_n(v.begin() + size_t(h) * hd, hd, v_cache_[i].begin() + at);

@@ -1,8 +1,9 @@
-// The CPU reference of the Qwen2-architecture decoder, in double precision: the ground truth for
-// the GPU model (src/llm/model.h) and for the tiny transformer. Written plainly from the
+// The CPU reference of the decoders of llm/architecture.h, in double precision: the ground truth
+// for the GPU model (src/llm/model.h) and for the tiny transformer. Written plainly from the
 // equations, one function per op, no fusion, no cleverness:
 //   RMSNorm   y = x / sqrt(mean(x^2) + eps) * w
-//   RoPE      Hugging Face "rotate_half": pairs (i, i + hd/2), angle pos * theta^(-2i/hd)
+//   q/k norm  (Qwen3) RMSNorm of each head of q and k, weights [head_dim], before RoPE
+//   RoPE      Hugging Face "rotate_half": pairs (i, i + hd/2), angle pos * inv_freq[i] (llm/rope.h)
 //   attention causal softmax(q.k / sqrt(hd)) v over the KV cache; head h reads kv head
 //             h / (heads / kv_heads) (grouped-query attention)
 //   MLP       down(silu(gate x) * up x)
@@ -18,22 +19,10 @@
 #include <vector>
 
 #include "llm/config.h"
+#include "llm/rope.h"
 #include "llm/tensor.h"
 
 namespace wgfuse::llm {
-
-// Weights by Hugging Face name (the safetensors loader provides one; tests build one over host
-// vectors). Returns nullptr for a name the model does not hold.
-using WeightLookup = std::function<const TensorRef*(std::string_view)>;
-
-// The tensor `name` from `lookup`, checked to exist with exactly `shape`; throws Error naming the
-// tensor and both shapes otherwise.
-const TensorRef& require_tensor(const WeightLookup& lookup, const std::string& name,
-                                const std::vector<uint64_t>& shape);
-// The values of a tensor (F32, F16 or BF16) as doubles, in file order.
-std::vector<double> tensor_values(const TensorRef& t);
-// Row `row` of a 2-D tensor (or the whole of a 1-D one when row is 0) as floats.
-void tensor_row(const TensorRef& t, uint64_t row, std::span<float> out);
 
 // Owning host storage of a model's tensors (F32), for tests and the tiny transformer.
 class HostWeights {
@@ -42,7 +31,8 @@ class HostWeights {
   HostWeights(const HostWeights& o);  // the copy's tensors view the copy's values
   HostWeights& operator=(HostWeights o);
   HostWeights(HostWeights&&) = default;
-  // Every tensor `cfg` needs, uniform in [-scale, scale) from `seed`; norm weights in [0.5, 1.5).
+  // Every tensor `cfg` needs (its architecture's table, in table order), uniform in [-scale, scale) from
+  // `seed`; norm weights in [0.5, 1.5).
   static HostWeights random(const ModelConfig& cfg, uint32_t seed, double scale = 0.15);
   void set(const std::string& name, std::vector<uint64_t> shape, std::vector<float> values);
   // Replaces every value v by f(v) (e.g. rounding to the storage dtype).
@@ -68,8 +58,6 @@ Vec rmsnorm(std::span<const double> x, std::span<const double> w, double eps);
 Vec linear(const Linear& l, std::span<const double> x);
 double silu(double v);
 Vec swiglu(std::span<const double> gate, std::span<const double> up);  // silu(gate) * up
-// Rotates one head's vector (head_dim values) in place for position `pos`.
-void rope(std::span<double> head, uint32_t pos, double theta);
 // Attention of every query head over positions 0..len-1 of the cache. q: [heads * hd];
 // k_cache, v_cache: [kv_heads][capacity][hd]. Returns [heads * hd].
 Vec attention(std::span<const double> q, std::span<const double> k_cache, std::span<const double> v_cache,
@@ -80,13 +68,14 @@ uint32_t argmax(std::span<const double> v);
 struct LayerWeights {
   Vec input_norm, post_attention_norm;
   Linear q, k, v, o, gate, up, down;
+  Vec q_norm, k_norm;  // per-head norms of q and k (Qwen3), else empty
 };
 struct Weights {
   Vec embedding;  // [vocab, hidden]
   std::vector<LayerWeights> layers;
   Vec final_norm;
   Linear lm_head;  // a copy of the embedding when tied
-  // Reads and shape-checks every tensor of `cfg` from `lookup`.
+  // Reads and shape-checks every tensor of `cfg`'s architecture from `lookup`.
   static Weights load(const ModelConfig& cfg, const WeightLookup& lookup);
 };
 
@@ -111,6 +100,7 @@ class Decoder {
   Weights w_;
   uint32_t capacity_;
   uint32_t len_ = 0;
+  RopeFrequencies rope_;
   std::vector<Vec> k_cache_, v_cache_;  // per layer: [kv_heads][capacity][hd]
 };
 

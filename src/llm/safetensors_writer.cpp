@@ -6,6 +6,7 @@
 #include <fstream>
 #include <random>
 
+#include "llm/architecture.h"
 #include "llm/model_files.h"
 #include "util/error.h"
 
@@ -130,16 +131,33 @@ void write_safetensors(const std::filesystem::path& file, const std::vector<Tens
   write_file(file, file_bytes + header + data);
 }
 
-std::string qwen2_config_json(const ModelConfig& c) {
-  return std::string("{\n") + "  \"architectures\": [\"Qwen2ForCausalLM\"],\n" +
-         "  \"attention_dropout\": 0.0,\n" + "  \"hidden_act\": \"silu\",\n" +
-         "  \"hidden_size\": " + std::to_string(c.hidden_size) + ",\n" +
+std::string model_config_json(const ModelConfig& c) {
+  const std::string arch = c.architecture;
+  const std::string model_type = arch == "Qwen3ForCausalLM"   ? "qwen3"
+                                 : arch == "LlamaForCausalLM" ? "llama"
+                                                              : "qwen2";
+  const RopeScaling& r = c.rope_scaling;
+  std::string rope = "null";
+  if (r.type == RopeScaling::Type::Llama3)
+    rope = "{\"rope_type\": \"llama3\", \"factor\": " + number(r.factor) +
+           ", \"low_freq_factor\": " + number(r.low_freq_factor) +
+           ", \"high_freq_factor\": " + number(r.high_freq_factor) +
+           ", \"original_max_position_embeddings\": " + std::to_string(r.original_max_position_embeddings) +
+           "}";
+  if (r.type == RopeScaling::Type::Yarn)
+    rope = "{\"rope_type\": \"yarn\", \"factor\": " + number(r.factor) +
+           ", \"beta_fast\": " + number(r.beta_fast) + ", \"beta_slow\": " + number(r.beta_slow) +
+           (r.attention_factor > 0 ? ", \"attention_factor\": " + number(r.attention_factor) : "") + "}";
+  return std::string("{\n") + "  \"architectures\": [\"" + arch + "\"],\n" +
+         "  \"attention_dropout\": 0.0,\n" + "  \"head_dim\": " + std::to_string(c.head_dim) + ",\n" +
+         "  \"hidden_act\": \"silu\",\n" + "  \"hidden_size\": " + std::to_string(c.hidden_size) + ",\n" +
          "  \"intermediate_size\": " + std::to_string(c.intermediate_size) + ",\n" +
          "  \"max_position_embeddings\": " + std::to_string(c.max_position_embeddings) + ",\n" +
-         "  \"model_type\": \"qwen2\",\n" + "  \"num_attention_heads\": " + std::to_string(c.num_heads) +
-         ",\n" + "  \"num_hidden_layers\": " + std::to_string(c.num_layers) + ",\n" +
+         "  \"model_type\": \"" + model_type + "\",\n" +
+         "  \"num_attention_heads\": " + std::to_string(c.num_heads) + ",\n" +
+         "  \"num_hidden_layers\": " + std::to_string(c.num_layers) + ",\n" +
          "  \"num_key_value_heads\": " + std::to_string(c.num_kv_heads) + ",\n" +
-         "  \"rms_norm_eps\": " + number(c.rms_norm_eps) + ",\n" + "  \"rope_scaling\": null,\n" +
+         "  \"rms_norm_eps\": " + number(c.rms_norm_eps) + ",\n" + "  \"rope_scaling\": " + rope + ",\n" +
          "  \"rope_theta\": " + number(c.rope_theta) + ",\n" +
          "  \"tie_word_embeddings\": " + (c.tie_word_embeddings ? "true" : "false") + ",\n" +
          "  \"use_sliding_window\": false,\n" + "  \"vocab_size\": " + std::to_string(c.vocab_size) + "\n}\n";
@@ -176,16 +194,17 @@ void write_model_folder(const std::filesystem::path& dir, const std::string& con
                  weight_map + "\n  }\n}\n");
 }
 
-std::vector<TensorData> write_random_qwen2(const std::filesystem::path& dir, const ModelConfig& c,
+std::vector<TensorData> write_random_model(const std::filesystem::path& dir, const ModelConfig& c,
                                            DType dtype, uint32_t seed, int shards) {
   std::mt19937 rng(seed);
   std::vector<TensorData> tensors;
-  for (const ExpectedTensor& e : qwen2_expected_tensors(c)) {
+  for (const ExpectedTensor& e : expected_tensors(c)) {
     TensorData t{e.name, e.shape, {}};
     uint64_t n = 1;
     for (uint64_t d : e.shape) n *= d;
-    const bool bias = e.name.ends_with(".bias"), norm = e.name.ends_with("norm.weight"),
-               embed = e.name == "model.embed_tokens.weight";
+    const bool bias =
+                   e.role == TensorRole::QBias || e.role == TensorRole::KBias || e.role == TensorRole::VBias,
+               norm = is_norm(e.role), embed = e.role == TensorRole::Embedding;
     const float scale = bias    ? 0.1f
                         : embed ? 1.0f
                         : norm  ? 0.5f
@@ -199,7 +218,7 @@ std::vector<TensorData> write_random_qwen2(const std::filesystem::path& dir, con
     }
     tensors.push_back(std::move(t));
   }
-  write_model_folder(dir, qwen2_config_json(c), tensors, dtype, shards);
+  write_model_folder(dir, model_config_json(c), tensors, dtype, shards);
   return tensors;
 }
 

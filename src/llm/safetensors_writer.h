@@ -28,8 +28,9 @@ float round_to_dtype(float v, DType dtype);
 void write_safetensors(const std::filesystem::path& file, const std::vector<TensorData>& tensors,
                        DType dtype);
 
-// config.json for a Qwen2ForCausalLM of config `c`, in the layout transformers writes.
-std::string qwen2_config_json(const ModelConfig& c);
+// config.json for a model of config `c` (its architecture, RoPE scaling), in the layout
+// transformers writes.
+std::string model_config_json(const ModelConfig& c);
 
 // A model folder: config.json (`config_json` as given), generation_config.json when given, and
 // the tensors as model.safetensors or, for shards > 1, as model-0000i-of-0000n.safetensors with
@@ -38,10 +39,10 @@ void write_model_folder(const std::filesystem::path& dir, const std::string& con
                         const std::vector<TensorData>& tensors, DType dtype, int shards = 1,
                         const std::string& generation_config_json = "");
 
-// A random-weight Qwen2 model of config `c` written to `dir` (created if needed). Weights are
-// uniform in +-1/sqrt(fan_in), biases in +-0.1, norm weights in [0.5, 1.5], embeddings in +-1:
-// never zero, activations of order one. Returns the tensors as stored (rounded to `dtype`).
-std::vector<TensorData> write_random_qwen2(const std::filesystem::path& dir, const ModelConfig& c,
+// A random-weight model of config `c` (every tensor of its architecture's table) written to `dir` (created if
+// needed). Weights are uniform in +-1/sqrt(fan_in), biases in +-0.1, norm weights in [0.5, 1.5], embeddings
+// in +-1: never zero, activations of order one. Returns the tensors as stored (rounded to `dtype`).
+std::vector<TensorData> write_random_model(const std::filesystem::path& dir, const ModelConfig& c,
                                            DType dtype, uint32_t seed, int shards = 1);
 
 }  // namespace wgfuse::llm

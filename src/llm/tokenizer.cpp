@@ -278,6 +278,26 @@ void parse_pre_tokenizer(const json& j, const std::string& where, std::vector<Pr
   }
 }
 
+// The post-processor adds tokens around every encoded text in Hugging Face's encode() (Llama 3's
+// TemplateProcessing puts <|begin_of_text|> first). Not implemented: the special tokens it would
+// add, as text, or empty when it adds none (ByteLevel with trim_offsets only moves offsets).
+std::string post_processor_tokens(const json& j, const std::string& where) {
+  if (j.is_null()) return "";
+  const std::string type = string_of(field(j, "type", where), where + ".type");
+  if (type == "ByteLevel") return "";
+  std::string added;
+  if (type == "Sequence") {
+    const json& list = field(j, "processors", where);
+    for (size_t i = 0; i < list.size(); ++i)
+      added += post_processor_tokens(list[i], where + ".processors[" + std::to_string(i) + "]");
+    return added;
+  }
+  if (type != "TemplateProcessing") return type;
+  for (const json& piece : field(j, "single", where))
+    if (piece.contains("SpecialToken")) added += piece.at("SpecialToken").value("id", "?") + " ";
+  return added;
+}
+
 // Only NFC (or nothing) is implemented; a Sequence of those is accepted.
 bool parse_normalizer(const json& j, const std::string& where) {
   if (j.is_null()) return false;
@@ -326,6 +346,7 @@ struct Tokenizer::Impl {
   std::unordered_map<uint64_t, Merge> merges;
   bool ignore_merges = false;
   bool nfc = false;
+  std::string encode_refused;  // why encode() cannot match the file (decode still can), or empty
   std::vector<PreTokenizer> pre;
   std::vector<AddedToken> added;
   std::array<std::vector<size_t>, 256> added_by_first_byte;  // indices into `added`, longest first
@@ -661,13 +682,24 @@ Tokenizer Tokenizer::from_json_text(std::string_view text, const std::string& na
 
   impl->nfc = parse_normalizer(j.value("normalizer", json()), name + ": normalizer");
   parse_pre_tokenizer(j.value("pre_tokenizer", json()), name + ": pre_tokenizer", impl->pre);
+  if (const std::string added =
+          post_processor_tokens(j.value("post_processor", json()), name + ": post_processor");
+      !added.empty())
+    impl->encode_refused = name + ": post_processor adds special tokens to every encoded text (" + added +
+                           ") as Hugging Face's encode() does, which wgfuse's tokenizer does not implement: "
+                           "give the prompt as token ids (--prompt-ids)";
   const json decoder = j.value("decoder", json());
   if (decoder.is_null() || decoder.value("type", "") != "ByteLevel")
     throw Error(name + ": decoder must be ByteLevel (the only decoder implemented)");
   return Tokenizer(std::move(impl));
 }
 
+void Tokenizer::refuse_encode(std::string why) {
+  impl_->encode_refused = std::move(why);
+}
+
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
+  if (!impl_->encode_refused.empty()) throw Error(impl_->encode_refused);
   if (const auto bad = first_invalid_utf8(text)) {
     char byte[8];
     std::snprintf(byte, sizeof byte, "0x%02X", unsigned(uint8_t(text[*bad])));

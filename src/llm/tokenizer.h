@@ -1,4 +1,5 @@
-// Tokenizer: byte-level BPE as Hugging Face `tokenizers` runs a Qwen2 tokenizer.json.
+// Tokenizer: byte-level BPE as Hugging Face `tokenizers` runs a Qwen2 (or Qwen3, Llama 3, GPT-2)
+// tokenizer.json.
 //
 // encode: added tokens are matched on the raw text first (leftmost, longest; lstrip / rstrip /
 // single_word as the file says); the text between them is NFC-normalized (ICU), split by the
@@ -46,7 +47,11 @@ class Tokenizer {
   Tokenizer& operator=(Tokenizer&&) noexcept;
   ~Tokenizer();
 
+  // Error when the file's post_processor adds special tokens (Llama 3's BOS): not implemented, so
+  // refused rather than encoded differently from Hugging Face; decode() still works.
   std::vector<int32_t> encode(std::string_view utf8) const;
+  // Makes encode() an Error with this message (a tokenizer_config.json asking for a BOS).
+  void refuse_encode(std::string why);
   std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
 
   // Size of the id space: regular vocabulary and added tokens (the largest id + 1).

@@ -29,26 +29,38 @@ WeightLoader::TensorId WeightLoader::matrix(std::string name, std::vector<const 
     throw Error("weight '" + name + "': source tensor '" + sources[0]->name + "' has " +
                 std::to_string(sources[0]->shape[0]) + " rows, the matrix " + std::to_string(rows));
   const TensorId id = arena_.add(std::move(name), rows, cols, format_);
-  entries_.push_back({std::move(sources), std::move(source), {}});
+  // A matrix of several sources is only as direct as its least direct source.
+  Path path = source ? Path::Rows : Path::Direct;
+  for (const TensorRef* t : sources) {
+    const gpu::DType d = gpu_dtype(t->dtype);
+    if (!gpu::stored_as_is(format_, d, gpu::info(format_).block_elements))
+      path = Path::Convert;
+    else if (path == Path::Direct && !gpu::stored_as_is(format_, d, cols))
+      path = Path::Rows;
+  }
+  const uint64_t bytes = arena_.view(id).bytes;
+  (path == Path::Direct ? paths_.direct : path == Path::Rows ? paths_.rows : paths_.convert) += bytes;
+  entries_.push_back({std::move(sources), std::move(source), path, {}});
   return id;
 }
 
 WeightLoader::TensorId WeightLoader::vector(std::string name, std::vector<float> values) {
   const TensorId id = arena_.add(std::move(name), 1, values.size(), gpu::WeightFormat::F32);
   values.resize(arena_.view(id).row_bytes / 4, 0.0f);
-  entries_.push_back({{}, {}, std::move(values)});
+  entries_.push_back({{}, {}, Path::Direct, std::move(values)});
   return id;
 }
 
-std::span<const std::byte> WeightLoader::fill(TensorId id, uint64_t first, uint64_t count,
-                                              std::span<std::byte> staging) {
+void WeightLoader::fill(TensorId id, uint64_t first, uint64_t count, std::span<std::byte> out) const {
   const Entry& e = entries_[id];
-  if (e.sources.empty()) return std::as_bytes(std::span(e.values));
   const gpu::TensorView& v = arena_.view(id);
-  const TensorRef& only = *e.sources[0];
-  if (!e.source && gpu::stored_as_is(format_, gpu_dtype(only.dtype), v.cols)) {
-    paths_.direct += staging.size();
-    return only.bytes.subspan(first * v.row_bytes, count * v.row_bytes);
+  if (e.sources.empty()) {
+    std::memcpy(out.data(), e.values.data(), out.size());  // a vector: one row
+    return;
+  }
+  if (e.path == Path::Direct) {
+    std::memcpy(out.data(), e.sources[0]->bytes.data() + first * v.row_bytes, out.size());
+    return;
   }
   for (uint64_t r = 0; r < count; ++r) {
     const auto [which, row] =
@@ -58,20 +70,17 @@ std::span<const std::byte> WeightLoader::fill(TensorId id, uint64_t first, uint6
       throw Error("weight '" + v.name + "': packed row " + std::to_string(first + r) + " reads row " +
                   std::to_string(row) + " of '" + t.name + "', which has " + std::to_string(t.shape[0]));
     const uint64_t sb = dtype_bytes(t.dtype) * v.cols;
-    const gpu::DType d = gpu_dtype(t.dtype);
-    gpu::pack_row(format_, d, t.bytes.subspan(row * sb, sb), v.cols,
-                  staging.subspan(r * v.row_bytes, v.row_bytes));
-    const bool same_encoding = gpu::stored_as_is(format_, d, gpu::info(format_).block_elements);
-    (same_encoding ? paths_.rows : paths_.convert) += v.row_bytes;
+    gpu::pack_row(format_, gpu_dtype(t.dtype), t.bytes.subspan(row * sb, sb), v.cols,
+                  out.subspan(r * v.row_bytes, v.row_bytes));
   }
-  return staging;
 }
 
-void WeightLoader::load(const std::function<void(uint64_t, uint64_t)>& progress, uint64_t chunk_bytes) {
+void WeightLoader::load(const std::function<void(uint64_t, uint64_t)>& progress,
+                        const gpu::UploadOptions& options) {
   arena_.allocate();
   arena_.upload([this](TensorId id, uint64_t first, uint64_t count,
-                       std::span<std::byte> staging) { return fill(id, first, count, staging); },
-                progress, chunk_bytes);
+                       std::span<std::byte> out) { fill(id, first, count, out); },
+                progress, options);
 }
 
 }  // namespace wgfuse::llm

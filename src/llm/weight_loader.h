@@ -1,10 +1,11 @@
 // WeightLoader: a model's weights into one gpu::WeightArena, straight from the checkpoint's
-// mapped files. Each tensor is declared with where its rows come from; load() places and uploads
-// them in large chunks of whole rows, each tensor by the cheapest path its layout allows:
+// mapped files. Each tensor is declared with where its rows come from; load() places them and
+// uploads them in large chunks of whole rows (gpu::WeightArena::upload: several threads fill
+// mapped staging), each tensor by the cheapest path its layout allows:
 //   direct   stored layout = file layout (same encoding, cols a multiple of 8, rows in file
-//            order): each chunk is queued straight from the mapping, no host copy, no conversion
+//            order): one memcpy per range of rows from the mapping, no conversion
 //   rows     same encoding, rows permuted (Q/K/V in RoPE pairs, gate/up interleaved) or padded:
-//            a memcpy per row into a staging chunk
+//            a memcpy per row
 //   convert  another encoding (f32 -> f16, bf16 -> f16, ...): the format's packer per row
 // Vectors (norms, biases) are f32 tensors from host memory.
 #pragma once
@@ -31,8 +32,9 @@ class WeightLoader {
   using TensorId = gpu::WeightArena::TensorId;
   // Packed row -> {index into the matrix's sources, row of that source}.
   using RowSource = std::function<std::pair<uint32_t, uint32_t>(uint32_t packed)>;
+  enum class Path { Direct, Rows, Convert };
   struct Paths {
-    uint64_t direct = 0, rows = 0, convert = 0;  // stored bytes uploaded by each path
+    uint64_t direct = 0, rows = 0, convert = 0;  // stored bytes of the matrices of each path
   };
 
   WeightLoader(gpu::Context& ctx, gpu::WeightFormat format, gpu::ArenaOptions options = {});
@@ -46,7 +48,7 @@ class WeightLoader {
   TensorId vector(std::string name, std::vector<float> values);
   // Allocates the arena and uploads every tensor; `progress(done, total)` after each write.
   void load(const std::function<void(uint64_t done, uint64_t total)>& progress = {},
-            uint64_t chunk_bytes = gpu::WeightArena::kDefaultChunkBytes);
+            const gpu::UploadOptions& options = {});
 
   gpu::WeightArena& arena() { return arena_; }
   const gpu::TensorView& view(TensorId id) const { return arena_.view(id); }
@@ -56,9 +58,11 @@ class WeightLoader {
   struct Entry {
     std::vector<const TensorRef*> sources;  // empty: a vector
     RowSource source;
+    Path path = Path::Direct;
     std::vector<float> values;
   };
-  std::span<const std::byte> fill(TensorId id, uint64_t first, uint64_t count, std::span<std::byte> staging);
+  // Thread-safe (WeightArena::upload calls it from several threads).
+  void fill(TensorId id, uint64_t first, uint64_t count, std::span<std::byte> out) const;
 
   gpu::WeightFormat format_;
   gpu::WeightArena arena_;

@@ -7,11 +7,11 @@
 
 namespace wgfuse::serve {
 
-RateLimit RateLimit::parse(const std::string& text) {
+RateLimit RateLimit::parse(const std::string& text, const std::string& option) {
   if (text == "off") return {0, std::chrono::minutes(1)};
   const auto slash = text.find('/');
   const std::string usage =
-      "--rate '" + text + "': expected COUNT/UNIT (unit s, min or hour, e.g. 60/min) or off";
+      option + " '" + text + "': expected COUNT/UNIT (unit s, min or hour, e.g. 60/min) or off";
   if (slash == std::string::npos) throw Error(usage);
   char* end = nullptr;
   const std::string count = text.substr(0, slash), unit = text.substr(slash + 1);

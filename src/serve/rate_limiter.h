@@ -13,8 +13,8 @@ namespace wgfuse::serve {
 struct RateLimit {
   double per_window = 60;  // 0: no limit
   std::chrono::duration<double> window = std::chrono::minutes(1);
-  // "60/min", "10/s", "1000/hour", or "off" (no limit); throws Error naming --rate otherwise.
-  static RateLimit parse(const std::string& text);
+  // "60/min", "10/s", "1000/hour", or "off" (no limit); throws Error naming `option` otherwise.
+  static RateLimit parse(const std::string& text, const std::string& option = "--rate");
 };
 
 class RateLimiter {

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "util/error.h"
+#include "util/stats.h"
 
 namespace wgfuse::serve {
 namespace {
@@ -150,12 +151,6 @@ std::string replace_id(std::string sql, const std::string& id_column) {
 void append_listed(std::string& out, std::string_view separator, std::string_view item) {
   if (!out.empty()) out += separator;
   out += item;
-}
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace
@@ -325,13 +320,16 @@ json ResultsStore::summary(const std::string& by, const ResultQuery& filters) {
   json out = json::array();
   for (auto& [key, medians] : groups) {
     auto& [k, s, name, unit, sizes] = key;
-    out.push_back({{"key", k},
-                   {"suite", s},
-                   {"name", name},
-                   {"unit", unit},
-                   {"sizes", json::parse(sizes)},
-                   {"count", medians.size()},
-                   {"median", median_of(medians)}});
+    const auto ci = median_interval(medians);
+    out.push_back(
+        {{"key", k},
+         {"suite", s},
+         {"name", name},
+         {"unit", unit},
+         {"sizes", json::parse(sizes)},
+         {"count", medians.size()},
+         {"median", summarize(medians).median},
+         {"ci", ci.level > 0 ? json{{"low", ci.low}, {"high", ci.high}, {"level", ci.level}} : json()}});
   }
   return {{"by", by}, {"groups", out}};
 }

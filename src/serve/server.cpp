@@ -132,6 +132,7 @@ Server::Server(ServerOptions options, KernelIndex kernels, ResultsStore& store)
       kernels_(std::move(kernels)),
       store_(store),
       limiter_(options_.rate),
+      read_limiter_(options_.read_rate),
       http_(std::make_unique<BoundedHttpServer>(options_.connections)) {
   routes();
 }
@@ -169,9 +170,10 @@ void Server::stop() {
 void Server::routes() {
   auto& http = *http_;
 
-  // Before any body is read: bytes that are not UTF-8, methods no route takes, then the rate limit
-  // (over the API: writes, and the queries that cost database time; the page's static files are
-  // cheap and cached). A refused request's body is never read, so its connection closes.
+  // Before any body is read: bytes that are not UTF-8, methods no route takes, then the rate limits
+  // over the API: one for submissions, a higher one for the queries that cost database time (a
+  // researcher changing filters); the page's static files are cheap and cached. A refused request's body is
+  // never read, so its connection closes.
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     const auto refuse = [&](int status, const std::string& reason) {
       send_error(res, status, reason);
@@ -186,9 +188,11 @@ void Server::routes() {
                              " (GET and HEAD everywhere, POST on /api/results)");
     if (!req.path.starts_with("/api/")) return httplib::Server::HandlerResponse::Unhandled;
     double retry_after = 0;
-    if (limiter_.admit(req.remote_addr, retry_after)) return httplib::Server::HandlerResponse::Unhandled;
+    if ((submit ? limiter_ : read_limiter_).admit(req.remote_addr, retry_after))
+      return httplib::Server::HandlerResponse::Unhandled;
     res.set_header("Retry-After", std::to_string(int64_t(std::ceil(retry_after))));
-    return refuse(429, "rate limit: too many requests from " + req.remote_addr + "; retry after " +
+    return refuse(429, std::string("rate limit: too many ") + (submit ? "submissions" : "queries") +
+                           " from " + req.remote_addr + "; retry after " +
                            std::to_string(int64_t(std::ceil(retry_after))) + " s");
   });
 

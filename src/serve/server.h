@@ -18,7 +18,8 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                               // 0: any free port (bind() says which)
   std::vector<std::filesystem::path> web_roots;  // looked up in order
-  RateLimit rate;                                // per client address, over every /api request
+  RateLimit rate;                                // per client address, over submissions (POST /api/results)
+  RateLimit read_rate{.per_window = 600};        // per client address, over the other /api requests
   ConnectionLimits connections;                  // bodies larger than max_body_bytes get 413
   bool access_log = false;                       // a line per request on stderr
 };
@@ -42,7 +43,8 @@ class Server {
   ServerOptions options_;
   KernelIndex kernels_;
   ResultsStore& store_;
-  RateLimiter limiter_;
+  RateLimiter limiter_;       // submissions
+  RateLimiter read_limiter_;  // queries: a researcher's page navigation, far cheaper than a write
   std::unique_ptr<BoundedHttpServer> http_;
 };
 

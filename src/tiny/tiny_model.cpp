@@ -1,9 +1,10 @@
 #include "tiny/tiny_model.h"
 
-#include <cmath>
 #include <initializer_list>
 
+#include "llm/architecture.h"
 #include "llm/model_files.h"
+#include "llm/rope.h"
 #include "llm/safetensors_writer.h"
 #include "util/error.h"
 
@@ -52,16 +53,15 @@ void validate_config(const llm::ModelConfig& c, const std::string& source) {
   require_range(source, "num_key_value_heads", c.num_kv_heads, 1, c.num_heads);
   require_range(source, "intermediate_size", c.intermediate_size, 1, 4 * kMaxWidth);
   require_range(source, "head_dim", c.head_dim, 2, 256);
-  if (c.num_heads % c.num_kv_heads)
-    throw Error(source + ": num_attention_heads = " + std::to_string(c.num_heads) +
-                " is not a multiple of num_key_value_heads = " + std::to_string(c.num_kv_heads));
-  if (c.head_dim % 2)
-    throw Error(source + ": head_dim = " + std::to_string(c.head_dim) + " must be even (RoPE pairs)");
   // the products read 4 columns at a time
   for (auto [field, v] : {std::pair{"hidden_size", c.hidden_size},
                           {"intermediate_size", c.intermediate_size},
                           {"num_attention_heads x head_dim", c.num_heads * c.head_dim}})
     if (v % 4) throw Error(source + ": " + field + " = " + std::to_string(v) + " must be a multiple of 4");
+  llm::check_config(c, source);
+  if (llm::architecture_of(c).qk_norm)
+    throw Error(source + ": " + c.architecture +
+                "'s per-head q/k norms are not implemented in the tiny transformer's kernels");
 }
 
 llm::ModelConfig tiny_config(const Shape& s) {
@@ -93,7 +93,6 @@ TinyModel random_model(const llm::ModelConfig& c, uint32_t seed) {
 TinyModel load_model(const std::filesystem::path& dir) {
   llm::ModelFiles files(dir);
   validate_config(files.config(), (dir / "config.json").string());
-  files.validate_qwen2();
   auto lookup = [&](std::string_view name) { return files.find(name); };
   return {files.config(), llm::ref::Weights::load(files.config(), lookup), dir.string()};
 }
@@ -102,12 +101,12 @@ void write_model(const std::filesystem::path& dir, const llm::ModelConfig& c, ui
   const auto host = llm::HostWeights::random(c, seed);
   const auto lookup = host.lookup();
   std::vector<llm::TensorData> tensors;
-  for (const auto& e : llm::qwen2_expected_tensors(c)) {
+  for (const auto& e : llm::expected_tensors(c)) {
     const auto values = llm::tensor_values(*lookup(e.name));
     tensors.push_back({e.name, e.shape, std::vector<float>(values.begin(), values.end())});
   }
   std::filesystem::create_directories(dir);
-  llm::write_model_folder(dir, llm::qwen2_config_json(c), tensors, llm::DType::F32);
+  llm::write_model_folder(dir, llm::model_config_json(c), tensors, llm::DType::F32);
 }
 
 uint64_t activation_floats(const llm::ModelConfig& c, uint32_t capacity) {
@@ -124,13 +123,8 @@ std::vector<float> pack_weights(const llm::ModelConfig& c, const llm::ref::Weigh
   std::vector<float> out;
   append(out, w.embedding);
   append_blocked(out, {&w.lm_head}, w.final_norm);
-  const uint32_t half = c.head_dim / 2;
-  for (uint32_t pos = 0; pos < capacity; ++pos)
-    for (uint32_t i = 0; i < half; ++i) {
-      const double angle = pos * std::pow(c.rope_theta, -2.0 * i / c.head_dim);
-      out.push_back(float(std::cos(angle)));
-      out.push_back(float(std::sin(angle)));
-    }
+  const std::vector<float> rope = llm::rope_table(c, capacity);
+  out.insert(out.end(), rope.begin(), rope.end());
   pad4(out);
   for (const auto& l : w.layers) {
     append_blocked(out, {&l.q, &l.k, &l.v}, l.input_norm);

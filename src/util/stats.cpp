@@ -1,6 +1,7 @@
 #include "util/stats.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "util/error.h"
 
@@ -12,6 +13,25 @@ Summary summarize(std::vector<double> s) {
   size_t n = s.size();
   double median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
   return {median, s.front(), s.back()};
+}
+
+MedianInterval median_interval(std::vector<double> s, double want) {
+  const size_t n = s.size();
+  if (n < 2) return {};
+  std::sort(s.begin(), s.end());
+  // level(k) = 1 - 2·P(B <= k - 1), B ~ Binomial(n, 1/2); below_k accumulates P(B <= k - 1).
+  double pmf = std::ldexp(1.0, -int(n));  // P(B = 0)
+  double below_k = pmf, level = 1 - 2 * below_k;
+  size_t k = 1;
+  while (k + 1 <= n / 2) {
+    pmf = pmf * double(n - k + 1) / double(k);  // P(B = k)
+    const double next = 1 - 2 * (below_k + pmf);
+    if (next < want) break;
+    below_k += pmf;
+    level = next;
+    ++k;
+  }
+  return {s[k - 1], s[n - k], level};
 }
 
 LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y) {

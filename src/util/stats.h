@@ -12,6 +12,15 @@ struct Summary {
 // Throws Error on an empty sample.
 Summary summarize(std::vector<double> samples);
 
+// A distribution-free confidence interval for the median of n samples from its order statistics:
+// [x(k), x(n+1-k)] holds the population median with probability 1 - 2·P(Binomial(n, 1/2) < k).
+// k is the largest with that level at least `want`; where even the widest, [min, max], falls
+// short (n < 5 for 90%), it is [min, max] with its own, lower level. No interval for n < 2.
+struct MedianInterval {
+  double low = 0, high = 0, level = 0;  // level 0: no interval
+};
+MedianInterval median_interval(std::vector<double> samples, double want = 0.9);
+
 struct LinearFit {
   double slope = 0, intercept = 0, r2 = 0;
 };

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "llm/architecture.h"
 #include "llm/model_files.h"
 #include "util/error.h"
 
@@ -13,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto c = wgfuse::llm::parse_model_config(text, "fuzz/config.json");
     // What the loader derives from an accepted config must be consistent.
     if (c.head_dim == 0 || c.num_kv_heads == 0 || c.num_heads % c.num_kv_heads != 0) __builtin_trap();
-    (void)wgfuse::llm::qwen2_expected_tensors(c).size();
+    (void)wgfuse::llm::expected_tensors(c).size();
   } catch (const wgfuse::Error&) {
   }
   try {

@@ -14,7 +14,8 @@ flags="-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -f
 # Compile the sources in parallel (nlohmann/json makes each a slow compile), each only
 # when it or a header it may include is newer than its object.
 pids=""
-for f in src/llm/safetensors.cpp src/llm/model_files.cpp src/llm/tokenizer.cpp src/serve/submission.cpp \
+arch="src/llm/architecture.cpp src/llm/arch_qwen2.cpp src/llm/arch_qwen3.cpp src/llm/arch_llama.cpp src/llm/tensor.cpp"
+for f in src/llm/safetensors.cpp src/llm/model_files.cpp src/llm/tokenizer.cpp src/serve/submission.cpp $arch \
          tests/fuzz/fuzz_safetensors.cpp tests/fuzz/fuzz_config.cpp tests/fuzz/fuzz_tokenizer.cpp \
          tests/fuzz/fuzz_submission.cpp; do
   obj="$out/obj/$(basename "$f" .cpp).o"
@@ -30,7 +31,8 @@ status=0
 for target in safetensors config tokenizer submission; do
   case $target in
     safetensors) deps="$out/obj/safetensors.o" ;;
-    config) deps="$out/obj/safetensors.o $out/obj/model_files.o" ;;
+    config) deps="$out/obj/safetensors.o $out/obj/model_files.o"
+            for f in $arch; do deps="$deps $out/obj/$(basename "$f" .cpp).o"; done ;;
     tokenizer) deps="$out/obj/tokenizer.o $(pkg-config --libs libpcre2-8 icu-uc)" ;;
     submission) deps="$out/obj/submission.o" ;;
   esac

@@ -204,7 +204,7 @@ def check_static_and_kernels(server):
 
 def check_rate_limit(wgfuse, db, rng):
     write_page(f"{db.dir}/web")
-    server = Server(wgfuse, db, "--rate", "20/min", "--web", f"{db.dir}/web")
+    server = Server(wgfuse, db, "--rate", "20/min", "--read-rate", "40/min", "--web", f"{db.dir}/web")
     try:
         s = submission(rng, n_results=1)
         answers = [server.post(s)[0] for _ in range(30)]
@@ -216,6 +216,10 @@ def check_rate_limit(wgfuse, db, rng):
         assert status == 201, (status, raw)
         status, _, _ = server.request("GET", "/", source="127.0.0.1")  # the page is not limited
         assert status == 200
+        # Queries draw on their own, larger bucket: the spent submissions do not stop them, and
+        # they stop at --read-rate.
+        reads = [server.request("GET", "/api/results?limit=1")[0] for _ in range(45)]
+        assert reads[:40] == [200] * 40 and set(reads[40:]) == {429}, reads
     finally:
         code, _, err = server.stop()
         assert code == 0, err

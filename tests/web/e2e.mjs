@@ -137,20 +137,43 @@ async function benchmarkPage(browser, base, index) {
   step(`the suites ran in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
   const rows = await page.$$eval(
-      '#results-table tbody tr', (trs) => trs.map((tr) => ({
-                                                    suite: tr.dataset.suite,
-                                                    name: tr.dataset.name,
-                                                    problem: tr.classList.contains('problem'),
-                                                    title: tr.title,
-                                                    median: tr.querySelector('.median').textContent,
-                                                    passed: tr.querySelector('[data-passed]')?.dataset.passed,
-                                                  })));
+      '#results-table tbody tr',
+      (trs) => trs.map((tr) => ({
+                         suite: tr.dataset.suite,
+                         name: tr.dataset.name,
+                         problem: tr.classList.contains('problem'),
+                         title: tr.title,
+                         median: tr.querySelector('.median').textContent,
+                         unit: tr.querySelector('.unit').textContent,
+                         ci: tr.querySelector('.ci').textContent,
+                         equivalence: tr.querySelector('[data-passed]')?.textContent,
+                         passed: tr.querySelector('[data-passed]')?.dataset.passed,
+                       })));
   assert.ok(rows.length > 0, 'the run shows results');
   for (const id of offered) assert.ok(rows.some((r) => r.suite === id), `suite ${id} shows results`);
   for (const r of rows) {
     assert.equal(r.passed, 'true', `${r.suite}/${r.name}: equivalence passed`);
     assert.ok(!r.problem, `${r.suite}/${r.name}: ${r.title}`);
-    assert.match(r.median, /^\d[\d.e+-]* \S+$/, `${r.suite}/${r.name}: a median with its unit`);
+    assert.ok(r.median.endsWith(` ${r.unit}`), `${r.suite}/${r.name}: a median with its unit (${r.median})`);
+    assert.match(
+        r.ci, /^\d[\d.e+-]* – \d[\d.e+-]* \S.* \(\d+%\)$/, `${r.suite}/${r.name}: an interval (${r.ci})`);
+  }
+  // What each unit measures, in words.
+  const unitOf = (suite) => rows.find((r) => r.suite === suite)?.unit;
+  if (offered.includes('dispatch')) assert.equal(unitOf('dispatch'), 'µs per dispatch');
+  if (offered.includes('sim')) {
+    assert.equal(unitOf('sim'), 'generations/s');
+    // The sim check names the test it applied: the relative tolerance and the figure against it.
+    for (const r of rows.filter((r) => r.suite === 'sim'))
+      assert.match(r.equivalence, /^✓ (bitwise|max rel \S+ \(rtol \S+\))/, `${r.name}: ${r.equivalence}`);
+  }
+  const heads = await page.$$eval('#results-table thead th', (ths) => ths.map((th) => th.textContent));
+  for (const h of ['unit', 'speedup (× vs baseline)', 'GB/s vs copy bound (GB/s, %)'])
+    assert.ok(heads.includes(h), `the results table has a column "${h}": ${heads.join(' | ')}`);
+  if (offered.includes('chain')) {
+    const kernels = await page.$eval('#roofline', (d) => Number(d.dataset.kernels ?? 0));
+    assert.ok(
+        kernels > 0 && (await page.$('#roofline canvas')), 'the roofline chart renders the chain kernels');
   }
   const speedups = rows.length && (await page.$$('#charts .chart canvas')).length;
   step(`${rows.length} results, equivalence passed for all; ${speedups} speedup chart(s)`);
@@ -238,6 +261,30 @@ async function resultsPage(browser, base, {id, submission}) {
   const csvHref = await page.getAttribute('#download-csv', 'href');
   assert.match(csvHref, /format=csv/);
   assert.match(csvHref, /source=browser/, 'the download follows the filters');
+  // The permalink: this run beside the medians of its GPU (the only submission: its own medians,
+  // count 1, where the server did not flag the row), and its roofline.
+  assert.ok(await page.isVisible('#run-section'), 'the permalink shows the run section');
+  assert.match(await page.getAttribute('#run-link', 'href'), new RegExp(`submission=${id}$`));
+  const stored = (await (await fetch(`${base}/api/results?submission=${id}&limit=256`)).json()).rows;
+  const run = await page.$$eval('#run-table tbody tr', (trs) => trs.map((tr) => ({
+                                                                          suite: tr.dataset.suite,
+                                                                          name: tr.dataset.name,
+                                                                          mine: tr.cells[4].textContent,
+                                                                          gpu: tr.cells[6].textContent,
+                                                                          count: tr.cells[8].textContent,
+                                                                        })));
+  assert.equal(run.length, submission.results.length, 'the permalink shows every row of the run');
+  for (const r of run) {
+    const row = stored.find((s) => s.suite === r.suite && s.name === r.name);
+    if (row.flags.length) continue;
+    assert.equal(r.gpu, r.mine, `${r.suite}/${r.name}: the GPU's median of one submission is its own`);
+    assert.equal(r.count, '1');
+  }
+  if (submission.results.some((r) => r.bandwidth_gbs != null))
+    assert.ok(await page.$('#run-roofline canvas'), 'the permalink draws the roofline');
+  const summaryHeads = await page.$$eval('#summary-table thead th', (ths) => ths.map((th) => th.textContent));
+  assert.ok(
+      summaryHeads.includes('unit') && summaryHeads.some((h) => h.includes('CI')), summaryHeads.join(' | '));
   await page.screenshot({path: path.join(opts.out, 'results.png'), fullPage: true});
   assert.deepEqual(errors, [], 'no page errors');
   step(`the results page shows ${shown.length} rows and ${groups.length} summary groups`);

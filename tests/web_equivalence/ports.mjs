@@ -48,37 +48,21 @@ const tensor = (name) => {
   return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
 };
 const w = randomWeights(tinyConfig(shape), seed);
-const mine = {
-  'model.embed_tokens.weight': w.embedding,
-  'model.norm.weight': w.finalNorm,
-  'lm_head.weight': w.lmHead.w
-};
-w.layers.forEach((l, i) => {
-  const p = `model.layers.${i}.`;
-  Object.assign(mine, {
-    [`${p}input_layernorm.weight`]: l.inputNorm,
-    [`${p}post_attention_layernorm.weight`]: l.postNorm,
-    [`${p}self_attn.q_proj.weight`]: l.q.w,
-    [`${p}self_attn.k_proj.weight`]: l.k.w,
-    [`${p}self_attn.v_proj.weight`]: l.v.w,
-    [`${p}self_attn.q_proj.bias`]: l.q.b,
-    [`${p}self_attn.k_proj.bias`]: l.k.b,
-    [`${p}self_attn.v_proj.bias`]: l.v.b,
-    [`${p}self_attn.o_proj.weight`]: l.o.w,
-    [`${p}mlp.gate_proj.weight`]: l.gate.w,
-    [`${p}mlp.up_proj.weight`]: l.up.w,
-    [`${p}mlp.down_proj.weight`]: l.down.w,
-  });
-});
-const names = Object.keys(header).filter((k) => k !== '__metadata__');
-report(
-    names.length === Object.keys(mine).length,
-    `tiny weights: ${names.length} native tensors, ${Object.keys(mine).length} in the port`);
-for (const name of names) {
-  const a = tensor(name), b = mine[name];
-  const same = b && a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
-  if (!same) report(false, `tiny weights: ${name} differs from native`);
+// The port's tensors in the order it draws them, which is the order the native writer stores them
+// (the architecture table's, src/llm/architecture.h): compared by position, not by name.
+const mine = [w.embedding];
+for (const l of w.layers) {
+  mine.push(l.inputNorm, l.postNorm, l.q.w, l.k.w, l.v.w, l.q.b, l.k.b, l.v.b, l.o.w, l.gate.w, l.up.w,
+            l.down.w);
 }
+mine.push(w.finalNorm, w.lmHead.w);
+const names = Object.keys(header).filter((k) => k !== '__metadata__');
+report(names.length === mine.length, `tiny weights: ${names.length} native tensors, ${mine.length} in the port`);
+names.forEach((name, at) => {
+  const a = tensor(name), b = mine[at];
+  const same = b && a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
+  if (!same) report(false, `tiny weights: ${name} (tensor ${at}) differs from native`);
+});
 if (!failures) console.log(`ok   tiny weights: every tensor bitwise equal (d=${shape.d}, seed ${seed})`);
 
 // Market records at an odd length and seed.

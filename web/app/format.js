@@ -12,6 +12,46 @@ export function sizesText(sizes) {
   return Object.entries(sizes ?? {}).map(([k, v]) => `${k}=${v}`).join(' ');
 }
 
+// What a result's unit measures (docs/WEB_API.md): a time per what its suite times, or a rate.
+const UNIT_TEXT = {
+  'dispatch us': 'µs per dispatch',
+  'chain us': 'µs per chain of k ops',
+  'tiny ms': 'ms per whole generation',
+  'gen/s': 'generations/s',
+  'tok/s': 'tokens/s',
+  'GB/s': 'GB/s',
+};
+
+export function unitText(suite, unit) {
+  return UNIT_TEXT[`${suite} ${unit}`] ?? UNIT_TEXT[unit] ?? (unit === 'us' ? 'µs' : unit);
+}
+
+// The test an equivalence record applied, in words, with the figure that decided it: an absolute
+// tolerance (|d| <= tol), a relative one (sim: every individual within rtol, or those over it
+// within the reference tolerance max(atol, rtol_ref·|f|)), or a mixed one (native rows).
+export function equivalenceText(eq) {
+  if (!eq) return '✗ missing';
+  const mark = eq.passed ? '✓' : '✗';
+  if (eq.over_rtol != null) {
+    if (eq.rtol === 0) return `${mark} bitwise${eq.bitwise ? '' : ` (max |d| ${fmt(eq.max_abs_diff)})`}`;
+    const head = `${mark} max rel ${fmt(eq.max_rel_diff)} (rtol ${fmt(eq.rtol)})`;
+    if (!eq.over_rtol) return head;
+    const ref = `|d| ≤ max(${fmt(eq.tolerance)}, ${fmt(eq.relative_tolerance)}·|f|)`;
+    return `${head}; ${eq.over_rtol} over rtol, ${eq.over_within_reference_tolerance} of them within ${ref}` +
+        (eq.passed ? '' : ` (worst at ${fmt(eq.worst_over_reference_tolerance)}× it: FAILED)`);
+  }
+  if (eq.relative_tolerance != null)
+    return `${mark} max |d| ${fmt(eq.max_abs_diff)} (|d| ≤ ${fmt(eq.tolerance)} + ${
+        fmt(eq.relative_tolerance)}·|ref|)`;
+  return `${mark} max |d| ${fmt(eq.max_abs_diff)} (≤ ${fmt(eq.tolerance)})`;
+}
+
+// A median with its order-statistic interval (web/app/stats.js medianInterval) where one exists.
+export function intervalText(ci, unit = '') {
+  if (!ci) return '—';
+  return `${fmt(ci.low)} – ${fmt(ci.high)}${unit ? ` ${unit}` : ''} (${Math.round(ci.level * 100)}%)`;
+}
+
 const present = (children) => children.flat(Infinity).filter((c) => c !== null && c !== undefined);
 
 // Replaces node's children; arrays are flattened, null and undefined skipped.

@@ -1,7 +1,7 @@
 // The benchmark page (web/index.html): detects WebGPU, shows the adapter and the kernel version,
 // runs the suites, shows the results as a table and speedup charts, and submits them.
 import {describeAdapter, describeClient, openDevice, WebGPUUnavailable} from './adapter.js';
-import {barChart} from './charts.js';
+import {barChart, rooflineChart} from './charts.js';
 import {el, fill} from './format.js';
 import {loadKernels} from './kernels.js';
 import {runSuites} from './runner.js';
@@ -99,6 +99,7 @@ function showRun(rows, errors) {
                       null,
       rows.length ? resultsTable(rows) : el('p', {}, 'No results.'));
   showCharts(rows);
+  rooflineChart($('roofline'), rows.map((r) => r.result));
   const failed = rows.filter((r) => r.problems.length);
   const passed = rows.length - failed.length;
   $('submit').disabled = !passed;

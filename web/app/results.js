@@ -1,9 +1,12 @@
 // The results page (web/results.html): every submission, filtered through GET /api/results, the
 // medians per vendor / GPU / backend / browser / source from GET /api/summary with a chart, and
-// CSV and JSON downloads of the filtered rows. The filters live in the URL, so a view can be shared.
-import {barChart} from './charts.js';
-import {el, fill, fmt, sizesText} from './format.js';
+// CSV and JSON downloads of the filtered rows. The filters live in the URL, so a view can be shared;
+// ?submission=ID is a submission's permalink: its run beside the medians of its GPU, and its
+// roofline.
+import {barChart, rooflineChart} from './charts.js';
+import {el, equivalenceText, fill, fmt, intervalText, sizesText, unitText} from './format.js';
 import {PAGE_VERSION} from './submit.js';
+import {bandwidthCell, MEASURE_HEAD, measureCells} from './table.js';
 
 const $ = (id) => document.getElementById(id);
 const PAGE_SIZE = 50;
@@ -52,14 +55,9 @@ function clientText(r) {
   return [browser, r.os].filter(Boolean).join(' / ') || '—';
 }
 
-function equivalenceText(eq) {
-  if (!eq) return '—';
-  return `${eq.passed ? '✓' : '✗'} ${fmt(eq.max_abs_diff)}`;
-}
-
 const ROW_HEAD = [
-  'id', 'received (UTC)', 'source', 'GPU', 'backend', 'browser / OS', 'suite', 'variant', 'sizes', 'median',
-  'min – max', 'speedup', 'equivalence', 'kernels'
+  'id', 'received (UTC)', 'source', 'GPU', 'backend', 'browser / OS', 'suite', 'variant', 'sizes',
+  ...MEASURE_HEAD, 'equivalence (the test applied)', 'GB/s vs copy bound (GB/s, %)', 'kernels (version)'
 ];
 
 function rowCells(r) {
@@ -74,10 +72,9 @@ function rowCells(r) {
     el('td', {}, r.suite),
     el('td', {}, r.name),
     el('td', {class: 'sizes'}, sizesText(r.sizes)),
-    el('td', {class: 'num'}, `${fmt(r.median)} ${r.unit}`),
-    el('td', {class: 'num'}, `${fmt(r.min)} – ${fmt(r.max)}`),
-    el('td', {class: 'num'}, r.speedup != null ? `${fmt(r.speedup)}× vs ${r.baseline}` : '—'),
+    measureCells(r),
     el('td', {class: eq?.passed ? 'ok' : 'bad', title: eq?.compared ?? ''}, equivalenceText(eq)),
+    bandwidthCell(r),
     el('td', {}, el('code', {}, r.kernel_version ?? '')),
   ];
 }
@@ -110,7 +107,7 @@ async function loadRows() {
   fillDatalists(rows);
 }
 
-function summaryKey(g) { return `${g.suite} · ${g.name} (${g.unit})`; }
+function summaryKey(g) { return `${g.suite} · ${g.name} (${unitText(g.suite, g.unit)})`; }
 
 function showSummaryChart() {
   const chosen = $('summary-variant').value;
@@ -123,16 +120,15 @@ function showSummaryChart() {
   fill($('summary-chart'), box);
   barChart(box, {
     title: `${chosen}: median per ${$('summary-by').value}`,
-    unit: groups[0].unit,
+    unit: unitText(groups[0].suite, groups[0].unit),
     labels: groups.map((g) => `${g.key || '(none)'} (n=${g.count})`),
     values: groups.map((g) => g.median)
   });
 }
 
 async function loadSummary() {
-  const params = new URLSearchParams({by: $('summary-by').value});
-  const suite = filterParams().get('suite');
-  if (suite) params.set('suite', suite);
+  const params = filterParams();  // the summary honours every filter
+  params.set('by', $('summary-by').value);
   const {groups} = await getJson(`/api/summary?${params}`);
   view.summaryGroups = groups;
   const variants = [...new Set(groups.map(summaryKey))];
@@ -143,16 +139,66 @@ async function loadSummary() {
       groups.length ? el('table', {class: 'summary', id: 'summary-table'},
                          el('thead', {},
                             el('tr', {},
-                               [$('summary-by').value, 'suite', 'variant', 'count', 'median of medians'].map(
-                                   (h) => el('th', {}, h)))),
-                         el('tbody', {},
-                            groups.map(
-                                (g) =>
-                                    el('tr', {}, el('td', {}, g.key || '(none)'), el('td', {}, g.suite),
-                                       el('td', {}, g.name), el('td', {class: 'num'}, String(g.count)),
-                                       el('td', {class: 'num'}, `${fmt(g.median)} ${g.unit}`))))) :
+                               [
+                                 $('summary-by').value, 'suite', 'variant', 'sizes', 'count (submissions)',
+                                 'unit', 'median of medians', 'its 90% CI (order statistics; level if lower)'
+                               ].map((h) => el('th', {}, h)))),
+                         el('tbody', {}, groups.map((g) => {
+                           const unit = unitText(g.suite, g.unit);
+                           return el(
+                               'tr', {}, el('td', {}, g.key || '(none)'), el('td', {}, g.suite),
+                               el('td', {}, g.name), el('td', {class: 'sizes'}, sizesText(g.sizes)),
+                               el('td', {class: 'num'}, String(g.count)), el('td', {class: 'unit'}, unit),
+                               el('td', {class: 'num'}, `${fmt(g.median)} ${unit}`),
+                               el('td', {class: 'num ci'}, intervalText(g.ci, unit)));
+                         }))) :
                       el('p', {}, 'No submissions yet.'));
   showSummaryChart();
+}
+
+// Sizes as the server keys them (nlohmann's sorted keys), so a row finds its summary group.
+const sizesKey = (sizes) => JSON.stringify(Object.fromEntries(Object.entries(sizes ?? {}).sort()));
+const groupKey = (r) => `${r.suite}\u0000${r.name}\u0000${r.unit}\u0000${sizesKey(r.sizes)}`;
+
+// The permalink view: the submission's rows beside the medians of every submission from the same
+// GPU (same vendor, architecture and device), with the interval of those medians, and its roofline.
+async function loadRun(id) {
+  const {rows} =
+      await getJson(`/api/results?${new URLSearchParams({submission: id, limit: DOWNLOAD_LIMIT})}`);
+  $('run-section').hidden = false;
+  $('run-link').href = `/results?submission=${encodeURIComponent(id)}`;
+  if (!rows.length) {
+    fill($('run-body'), el('p', {class: 'bad'}, `Submission ${id} holds no rows.`));
+    return;
+  }
+  const gpu = rows[0];
+  const params = new URLSearchParams({by: 'device'});
+  for (const key of ['vendor', 'architecture', 'device'])
+    if (gpu[key]) params.set(key, gpu[key]);
+  const {groups} = await getJson(`/api/summary?${params}`);
+  const ofGpu = new Map(groups.filter((g) => g.key === (gpu.device ?? '')).map((g) => [groupKey(g), g]));
+  $('run-gpu').textContent = gpuText(gpu);
+  const head = [
+    'suite', 'variant', 'sizes', 'unit', 'this run: median', 'this run: 90% CI',
+    'this GPU: median of medians', 'this GPU: 90% CI', 'submissions from this GPU',
+    'this run / GPU median (×)'
+  ];
+  fill(
+      $('run-body'),
+      el('table', {class: 'rows', id: 'run-table'},
+         el('thead', {}, el('tr', {}, head.map((h) => el('th', {}, h)))), el('tbody', {}, rows.map((r) => {
+           const g = ofGpu.get(groupKey(r));
+           const cells = measureCells(r);
+           const unit = unitText(r.suite, r.unit);
+           return el(
+               'tr', {dataset: {suite: r.suite, name: r.name}}, el('td', {}, r.suite), el('td', {}, r.name),
+               el('td', {class: 'sizes'}, sizesText(r.sizes)), el('td', {class: 'unit'}, unit), cells[1],
+               cells[2], el('td', {class: 'num gpu-median'}, g ? `${fmt(g.median)} ${unit}` : '—'),
+               el('td', {class: 'num ci'}, intervalText(g?.ci, unit)),
+               el('td', {class: 'num'}, g ? String(g.count) : '0'),
+               el('td', {class: 'num'}, g ? `${fmt(r.median / g.median)}×` : '—'));
+         }))));
+  rooflineChart($('run-roofline'), rows);
 }
 
 function updateDownloads() {
@@ -164,7 +210,8 @@ function updateDownloads() {
   }
 }
 
-async function refresh() {
+// withRun: the first load of a permalink also loads its run (filter changes leave it be).
+async function refresh(withRun = false) {
   document.body.dataset.state = 'loading';
   const shown = filterParams();
   const submission = new URLSearchParams(location.search).get('submission');
@@ -172,7 +219,7 @@ async function refresh() {
   history.replaceState(null, '', `${location.pathname}${shown.size ? `?${shown}` : ''}`);
   updateDownloads();
   try {
-    await Promise.all([loadRows(), loadSummary()]);
+    await Promise.all([loadRows(), loadSummary(), withRun && submission ? loadRun(submission) : null]);
     document.body.dataset.state = 'ready';
   } catch (e) {
     fill($('rows-body'), el('p', {class: 'bad'}, `Could not load the results: ${e.message}`));
@@ -203,7 +250,7 @@ function main() {
     view.offset += PAGE_SIZE;
     loadRows();
   });
-  refresh();
+  refresh(true);
 }
 
 main();

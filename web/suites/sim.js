@@ -10,12 +10,14 @@
 //   fused    one dispatch, the step loop in the shader
 //   team     one dispatch, a team of invocations per individual (where the device has subgroups)
 // Equivalence: each strategy's fitness of every individual against per-step's: batched bitwise,
-// fused and team within 1e-5 relative (src/fuse/strategy.cpp's check_rtol).
+// fused and team within 1e-5 relative (src/fuse/strategy.cpp's check_rtol), the individuals over
+// it judged by the workload's reference tolerance (its header's "reference") as native --check
+// judges them (judgeFitness).
 import {bind, Pipelines, read, STORAGE, UNIFORM, upload, wallMs} from './lib/gpu.js';
 import {generateMarket, MARKET_RECORD} from './lib/market.js';
 import {initialGene} from './lib/rng.js';
 import {loadWorkload} from './lib/sim_workload.js';
-import {compareArrays, result, summarize} from './lib/stats.js';
+import {judgeFitness, result, summarize} from './lib/stats.js';
 
 // src/sim/market_data.cpp device_records: the records as kernels/sim_market.wgsl reads them,
 // vec4-aligned (the 6 features and 2 zeros, then the 16 returns).
@@ -44,14 +46,7 @@ export const WORKLOADS = [
   {family: 'sim_cartpole', quick: {pop: 256, steps: 100}, full: {pop: 1024, steps: 500}},
   {family: 'sim_mountaincar', quick: {pop: 256, steps: 100}, full: {pop: 1024, steps: 200}},
   {family: 'sim_rastrigin', quick: {pop: 256, steps: 64}, full: {pop: 1024, steps: 1000}},
-  {
-    family: 'sim_market',
-    quick: {pop: 128, steps: 100},
-    full: {pop: 1024, steps: 500},
-    // The split team adds its partial sums in another order (kernels/sim_market.wgsl; natively
-    // --check judges the individuals over 1e-5 against the double reference): 3.0e-5 at 128 x 100.
-    teamRtol: 1e-4
-  },
+  {family: 'sim_market', quick: {pop: 128, steps: 100}, full: {pop: 1024, steps: 500}},
 ];
 
 // The per-step data generators a header may name ("data"; src/sim/workloads.cpp): the device
@@ -88,7 +83,7 @@ function teamSize(device, w) {
 
 async function runWorkload(device, kernels, suiteEntry, sizes, reps, label, outputs) {
   const {pop, steps} = sizes;
-  const w = {...await loadWorkload(kernels, suiteEntry.family), teamRtol: suiteEntry.teamRtol};
+  const w = await loadWorkload(kernels, suiteEntry.family);
   const len = w.genomeLen || steps;
   const pipes = new Pipelines(device);
   const hasTeam = device.features.has('subgroups');
@@ -184,7 +179,8 @@ async function runWorkload(device, kernels, suiteEntry, sizes, reps, label, outp
       steps,
       seed: SEED,
       team,
-      rtol: {...RTOL, team: w.teamRtol ?? RTOL.team},
+      rtol: RTOL,
+      reference_tol: w.reference,
       fitness: Object.fromEntries(Object.entries(fitnessOf).map(([k, v]) => [k, Array.from(v)]))
     };
 
@@ -195,9 +191,7 @@ async function runWorkload(device, kernels, suiteEntry, sizes, reps, label, outp
   return strategies.map((s, i) => {
     // per-step is compared with fused (the check is symmetric), the others with per-step
     const other = s.name === 'perstep' ? 'fused' : 'perstep';
-    const c = compareArrays(fitnessOf[other], fitnessOf[s.name]);
-    const tol = (name) => (name === 'team' && w.teamRtol) || RTOL[name];
-    const rtol = Math.max(tol(s.name), tol(other));
+    const rtol = Math.max(RTOL[s.name], RTOL[other]);
     return result({
       suite: 'sim',
       name: `${w.name} ${s.name}`,
@@ -209,15 +203,8 @@ async function runWorkload(device, kernels, suiteEntry, sizes, reps, label, outp
       submits: s.submits,
       baseline: i === 0 ? null : `${w.name} perstep`,
       baselineMedian: i === 0 ? null : perstepMedian,
-      equivalence: {
-        passed: rtol === 0 ? c.bitwise : c.maxRel <= rtol,
-        compared: `${s.name} vs ${other} fitness (${pop} individuals)`,
-        max_abs_diff: c.maxAbs,
-        tolerance: rtol * c.maxRef,
-        max_rel_diff: c.maxRel,
-        rtol,
-        bitwise: c.bitwise,
-      },
+      equivalence: judgeFitness(`${s.name} vs ${other} fitness (${pop} individuals)`, fitnessOf[other],
+                                fitnessOf[s.name], rtol, w.reference),
     });
   });
 }

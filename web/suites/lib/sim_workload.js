@@ -57,6 +57,8 @@ export async function workloadFromText(kernels, text, origin) {
     genomeLen: length === 'steps' ? 0 : length,
     scale: h.genome?.init_scale ?? 1,
     data: h.data ?? null,
+    // the tolerance against the CPU double reference (native: reference_atol, reference_rtol)
+    reference: {atol: h.reference?.atol ?? 0, rtol: h.reference?.rtol ?? 0},
     module,
   };
 }

@@ -35,8 +35,8 @@ export function result({
     dispatches,
     submits,
     speedup: !baseline || !baselineMedian ? null :
-        unit.endsWith('/s')                ? s.median / baselineMedian :
-                                             baselineMedian / s.median,
+        unit.endsWith('/s')               ? s.median / baselineMedian :
+                                            baselineMedian / s.median,
     baseline: baseline && baselineMedian ? baseline : null,
     bandwidth_gbs: bandwidthGbs,
     bound_gbs: boundGbs,
@@ -63,6 +63,38 @@ export function compareArrays(a, b) {
     maxRef = Math.max(maxRef, Math.abs(x), Math.abs(y));
   }
   return {maxAbs, maxRel, maxRef, bitwise};
+}
+
+// The sim check, as native `wgfuse sim --check` makes it (src/sim/runner.cpp judge_over): every
+// individual within `rtol` relative, and those over it judged by the workload's tolerance against
+// the CPU double reference, |d| <= max(atol, refRtol·|f|). The browser has no double reference, so
+// the individual's other strategy (per-step) stands in for it. The record says which test decided.
+export function judgeFitness(compared, a, b, rtol, {atol, rtol: refRtol}) {
+  const c = compareArrays(a, b);
+  let over = 0, overWithin = 0, overWorst = 0;
+  for (let i = 0; i < a.length; ++i) {
+    if (Object.is(a[i], b[i])) continue;
+    const d = Math.abs(a[i] - b[i]), scale = Math.max(Math.abs(a[i]), Math.abs(b[i]));
+    if (d <= rtol * scale) continue;  // (false for NaN)
+    ++over;
+    const tol = Math.max(atol, refRtol * scale);
+    if (d <= tol) ++overWithin;
+    overWorst = Math.max(overWorst, Number.isNaN(d) ? Infinity : d / tol);
+  }
+  return {
+    passed: rtol === 0 ? c.bitwise : overWithin === over,
+    compared,
+    max_abs_diff: c.maxAbs,
+    // the mixed test the server knows (docs/WEB_API.md): |d| <= tolerance + relative_tolerance·|f|
+    tolerance: rtol === 0 ? 0 : atol,
+    relative_tolerance: rtol === 0 ? 0 : refRtol,
+    max_rel_diff: c.maxRel,
+    rtol,
+    over_rtol: over,
+    over_within_reference_tolerance: overWithin,
+    worst_over_reference_tolerance: overWorst,
+    bitwise: c.bitwise,
+  };
 }
 
 // The equivalence record of a result: `passed` when max_abs_diff <= tolerance (an absolute

@@ -1,0 +1,166 @@
+#include "llm/report.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "gpu/bandwidth.h"
+#include "llm/plan_file.h"
+#include "util/error.h"
+#include "util/stats.h"
+
+namespace wgfuse::llm {
+namespace {
+
+double rate(uint64_t tokens, double ms) {
+  return ms > 0 ? 1e3 * double(tokens) / ms : 0;
+}
+
+}  // namespace
+
+nlohmann::json timing_json(const DecoderStats& st) {
+  const double per = st.decode_steps ? 1.0 / double(st.decode_steps) : 0;  // per token computed
+  // The prompt phase: every prompt position and the first generated token, in one submit when
+  // the prompt fits one prefill chunk.
+  return {{"prefill_ms", st.prefill_ms},
+          {"prefill_tok_s", rate(st.prompt_tokens, st.prefill_ms)},
+          {"decode_tok_s", rate(st.decode_tokens, st.decode_ms)},
+          {"dispatches_per_token", double(st.decode_dispatches) * per},
+          {"submits_per_token", double(st.decode_submits) * per},
+          {"readbacks_per_token", double(st.decode_readbacks) * per},
+          {"gpu_memory_bytes", st.gpu_memory_bytes}};
+}
+
+std::string timing_line(const DecoderStats& st, double load_ms) {
+  const auto t = timing_json(st);
+  char line[512];
+  std::snprintf(
+      line, sizeof line,
+      "\n[%llu prompt tokens, prefill %.1f tok/s, %llu generated, decode %.1f tok/s, %.1f dispatches/token, "
+      "%.2f submits/token, %.2f read-backs/token, GPU memory %.1f MB, load %.0f ms, weights %s uploaded in "
+      "%.0f ms]\n",
+      (unsigned long long)st.prompt_tokens, t["prefill_tok_s"].get<double>(),
+      (unsigned long long)st.generated_tokens, t["decode_tok_s"].get<double>(),
+      t["dispatches_per_token"].get<double>(), t["submits_per_token"].get<double>(),
+      t["readbacks_per_token"].get<double>(), double(st.gpu_memory_bytes) / 1e6, load_ms,
+      gpu::to_string(st.weight_format), st.upload_ms);
+  return line;
+}
+
+// One decode step after the generation, each dispatch timed in its own pass.
+nlohmann::json report_profile(std::FILE* out, gpu::Context& ctx, const DecodeProfile& p, uint32_t reps) {
+  const double copy_gbs =
+      gpu::copy_kernel_bandwidth_gbs(ctx, ctx.adapter().is_cpu ? 4u << 20 : 256u << 20, 5);
+  struct Row {
+    std::string name;
+    uint32_t calls = 0;
+    double us = 0;  // per token: the sum over calls of each call's median
+    uint64_t bytes = 0;
+  };
+  std::vector<Row> rows;
+  for (const auto& t : p.steps) {
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.name == t.name; });
+    if (it == rows.end()) it = rows.insert(rows.end(), Row{t.name});
+    ++it->calls;
+    it->us += summarize(t.us).median;
+    it->bytes += t.bytes + t.bytes_per_position * (uint64_t(p.position) + 1);
+  }
+  double sum_us = 0;
+  uint64_t sum_bytes = 0;
+  for (const auto& r : rows) sum_us += r.us, sum_bytes += r.bytes;
+  const Summary whole = summarize(p.whole_step_us);
+  std::fprintf(out,
+               "\ndecode step at position %u, %u repetitions, GPU timestamps; copy kernel %.1f GB/s\n"
+               "%-18s %6s %10s %10s %8s %10s %8s %8s\n",
+               p.position, reps, copy_gbs, "kernel", "calls", "us/call", "us/token", "% step", "MB/token",
+               "GB/s", "% copy");
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const auto& r : rows) {
+    const double gbs = r.us > 0 ? double(r.bytes) / (r.us * 1e3) : 0;
+    std::fprintf(out, "%-18s %6u %10.2f %10.1f %7.1f%% %10.2f %8.1f %7.1f%%\n", r.name.c_str(), r.calls,
+                 r.us / r.calls, r.us, 100 * r.us / sum_us, double(r.bytes) / 1e6, gbs, 100 * gbs / copy_gbs);
+    kernels.push_back({{"kernel", r.name},
+                       {"calls_per_token", r.calls},
+                       {"us_per_token", r.us},
+                       {"bytes_per_token", r.bytes},
+                       {"gb_s", gbs}});
+  }
+  const double all_gbs = double(sum_bytes) / (whole.median * 1e3);
+  std::fprintf(out,
+               "%-18s %6zu %10s %10.1f %8s %10.2f %8.0f %7.1f%%  (each dispatch in its own pass)\n"
+               "%-18s %6zu %10s %10.1f %8s %10s %8.0f %7.1f%%  [%.1f-%.1f] = %.0f tok/s of GPU time\n",
+               "sum", p.steps.size(), "", sum_us, "", double(sum_bytes) / 1e6,
+               double(sum_bytes) / (sum_us * 1e3), 100 * double(sum_bytes) / (sum_us * 1e3) / copy_gbs,
+               "one pass", p.steps.size(), "", whole.median, "", "", all_gbs, 100 * all_gbs / copy_gbs,
+               whole.min, whole.max, 1e6 / whole.median);
+  return {{"position", p.position},
+          {"repetitions", reps},
+          {"copy_kernel_gb_s", copy_gbs},
+          {"kernels", kernels},
+          {"sum_of_dispatches_us", sum_us},
+          {"one_pass_us", {{"median", whole.median}, {"min", whole.min}, {"max", whole.max}}},
+          {"bytes_per_token", sum_bytes}};
+}
+
+nlohmann::json decoder_json(const DecoderChoice& c) {
+  if (c.kind == DecoderKind::Steps) {
+    nlohmann::json j = {{"mode", "steps"}};
+    if (!c.fallback_reason.empty()) j["fallback_reason"] = c.fallback_reason;
+    return j;
+  }
+  return {{"mode", "persistent"},
+          {"workgroups", c.workgroups},
+          {"workgroup_size", c.workgroup_size},
+          {"barriers_per_token", c.barriers_per_token},
+          {"checked_tokens", c.checked_tokens}};
+}
+
+nlohmann::json run_json(Session& s, std::span<const uint32_t> prompt, const Reply& reply) {
+  const DecoderStats& st = s.decoder().stats();
+  const SessionOptions& o = s.options();
+  const SamplingParams& p = s.sampling();
+  nlohmann::json j = timing_json(st);
+  j["prompt_ids"] = prompt;
+  j["generated_ids"] = reply.ids;
+  j["stopped_at_eos"] = reply.stopped_at_eos;
+  j["text"] = reply.text;
+  j["load_ms"] = s.load_ms();
+  j["upload_ms"] = st.upload_ms;
+  j["prompt_tokens"] = st.prompt_tokens;
+  j["decode_tokens"] = st.decode_tokens;
+  j["decode_steps"] = st.decode_steps;
+  j["dispatches_per_step"] = st.dispatches_per_step;
+  j["dispatches_per_step_long"] = st.dispatches_per_step_long;
+  j["fusion"] = fusion_name(o.fusion);
+  j["attn_fuse_max"] = o.attn_fuse_max;
+  j["attn_short_max"] = o.attn_short_max;
+  j["decode"] = decoder_json(s.decoder_choice());
+  j["steps_per_submit"] = o.steps_per_submit;
+  j["dtype"] = o.dtype ? gpu::to_string(*o.dtype) : "auto";  // as asked
+  j["weight_format"] = gpu::to_string(st.weight_format);     // as stored
+  j["ctx"] = s.ctx_len();
+  j["attention"] = {{"chunk", o.attention.chunk}, {"heads_per_wg", o.attention.heads_per_wg}};
+  j["model"] = {{"dir", o.model_dir}, {"config", config_json(s.files().config())}};
+  j["sampling"] = {{"temperature", p.temperature},
+                   {"top_k", p.top_k},
+                   {"top_p", p.top_p},
+                   {"repetition_penalty", p.repetition_penalty},
+                   {"seed", p.seed}};
+  return j;
+}
+
+void write_npy(const std::string& path, const std::vector<float>& data, size_t rows, size_t cols) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
+                       std::to_string(cols) + "), }";
+  header.resize(((10 + header.size() + 1 + 63) / 64) * 64 - 10 - 1, ' ');
+  header += '\n';
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw Error("--dump-logits: cannot write " + path);
+  const uint16_t len = uint16_t(header.size());
+  f.write("\x93NUMPY\x01\x00", 8);
+  f.write(reinterpret_cast<const char*>(&len), 2);
+  f << header;
+  f.write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size() * sizeof(float)));
+  if (!f) throw Error("--dump-logits: writing " + path + " failed");
+}
+
+}  // namespace wgfuse::llm

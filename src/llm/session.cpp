@@ -1,0 +1,273 @@
+#include "llm/session.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "llm/plan_file.h"
+#include "util/error.h"
+
+namespace wgfuse::llm {
+namespace {
+
+uint32_t checked_ctx(const ModelFiles& files, const SessionOptions& o) {
+  const auto& cfg = files.config();
+  const uint32_t ctx_len = o.ctx.value_or(std::min(4096u, cfg.max_position_embeddings));
+  if (ctx_len > cfg.max_position_embeddings)
+    throw Error("--ctx " + std::to_string(ctx_len) + " is more than the model's max_position_embeddings (" +
+                std::to_string(cfg.max_position_embeddings) + ", " + o.model_dir + "/config.json)");
+  DecodeKernels::attend_chunks(cfg, ctx_len, o.attention);  // checks --attn-chunk, --attn-heads
+  return ctx_len;
+}
+
+// The sampling settings: overrides over generation_config.json over greedy.
+SamplingParams sampling_params(const SamplingOverrides& o, const GenerationConfig& gen) {
+  SamplingParams p;
+  const bool file_samples = gen.do_sample;
+  p.temperature = o.temperature.value_or(file_samples ? gen.temperature : 0.0);
+  p.top_k = o.top_k.value_or(file_samples ? int64_t(gen.top_k) : 0);
+  p.top_p = o.top_p.value_or(file_samples ? gen.top_p : 1.0);
+  p.repetition_penalty = o.repetition_penalty.value_or(file_samples ? gen.repetition_penalty : 1.0);
+  p.seed = o.seed;
+  validate(p);
+  return p;
+}
+
+// The text of generated ids. A model's vocabulary may be padded past the tokenizer's (Qwen2.5:
+// 151,936 rows, 151,665 tokens): an id with no token is no text, as Hugging Face's decode skips it.
+std::string text_of(const Tokenizer& tok, const std::vector<uint32_t>& ids) {
+  std::vector<int32_t> known;
+  for (uint32_t id : ids)
+    if (id < tok.vocab_size()) known.push_back(int32_t(id));
+  return tok.decode(known, /*skip_special=*/true);
+}
+
+}  // namespace
+
+DecoderKind parse_decoder_kind(std::string_view s) {
+  if (s == "steps") return DecoderKind::Steps;
+  if (s == "persistent") return DecoderKind::Persistent;
+  throw Error("--decode '" + std::string(s) + "': expected steps or persistent");
+}
+
+std::vector<uint32_t> parse_token_ids(const std::string& s, uint32_t vocab) {
+  std::vector<uint32_t> ids;
+  std::string item;
+  std::stringstream ss(s);
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v >= vocab)
+      throw Error("--prompt-ids: '" + item + "' is not a token id below the vocabulary size " +
+                  std::to_string(vocab));
+    ids.push_back(uint32_t(v));
+  }
+  return ids;
+}
+
+std::string_view fusion_name(Fusion f) {
+  return f == Fusion::Full ? "full" : "none";
+}
+
+Session::Session(SessionOptions options)
+    : opt_(std::move(options)),
+      t0_(SteadyClock::now()),
+      files_(opt_.model_dir),  // checks every tensor of the architecture's table
+      tokenizer_(load_tokenizer(opt_.model_dir)),
+      ctx_len_(checked_ctx(files_, opt_)) {
+  for (int32_t id : stop_token_ids(tokenizer_, opt_.model_dir)) stop_ids_.push_back(uint32_t(id));
+  params_ = sampling_params(opt_.sampling, files_.generation());
+  if (opt_.decoder == DecoderKind::Persistent && params_.temperature != 0)
+    throw Error(
+        "--decode persistent decodes greedily only: give --temp 0 (the model's generation_config.json "
+        "asks for sampling)");
+}
+
+void Session::load(gpu::Context& ctx) {
+  ctx_ = &ctx;
+  ModelOptions mo;
+  mo.dtype = opt_.dtype;
+  mo.ctx = ctx_len_;
+  mo.attention = opt_.attention;
+  mo.fusion = opt_.fusion;
+  mo.attn_fuse_max = opt_.attn_fuse_max;
+  mo.attn_short_max = opt_.attn_short_max;
+  mo.progress = opt_.progress;
+  model_ = std::make_unique<Model>(
+      ctx, files_.config(), [this](std::string_view name) { return files_.find(name); }, mo);
+  sampler_ = std::make_unique<Sampler>(ctx, files_.config().vocab_size);
+  sampler_->set_params(params_);
+  if (params_.temperature != 0) {
+    const auto b = model_->decode_buffers();
+    picker_.emplace(sampler_->plan(b.logits, b.tokens, b.state));
+  }
+  load_ms_ = ms_since(t0_);
+}
+
+gpu::Context& Session::context() const {
+  if (!ctx_) throw Error("the session is not loaded (Session::load)");
+  return *ctx_;
+}
+
+Decoder& Session::decoder() {
+  if (persistent_) return *persistent_;
+  if (!model_) throw Error("the session is not loaded (Session::load)");
+  return *model_;
+}
+
+std::vector<uint32_t> Session::encode(std::string_view text) const {
+  const auto ids = tokenizer_.encode(text);
+  return {ids.begin(), ids.end()};
+}
+
+const ChatTemplate& Session::chat_template() {
+  if (!template_) template_ = ChatTemplate::from_file(files_.dir() / "tokenizer_config.json");
+  return *template_;
+}
+
+std::vector<uint32_t> Session::encode_chat(std::string_view user, const std::string& system) {
+  std::vector<ChatMessage> msgs;
+  if (!system.empty()) msgs.push_back({"system", system});
+  msgs.push_back({"user", std::string(user)});
+  return encode(chat_template().render(msgs, /*add_generation_prompt=*/true));
+}
+
+uint32_t Session::room(size_t prompt_tokens) const {
+  if (prompt_tokens >= ctx_len_)
+    throw Error("the prompt is " + std::to_string(prompt_tokens) + " tokens; --ctx " +
+                std::to_string(ctx_len_) + " leaves no room to generate (raise --ctx or shorten the prompt)");
+  return ctx_len_ - uint32_t(prompt_tokens);
+}
+
+void Session::choose_decoder(std::span<const uint32_t> prompt, uint32_t n) {
+  if (chosen_) return;
+  chosen_ = true;
+  if (opt_.decoder != DecoderKind::Persistent) return;
+  gpu::Context& ctx = context();
+  const uint32_t wg = 256;
+  auto notice = [&](const std::string& s) {
+    if (opt_.notice) opt_.notice(s);
+  };
+  auto fall_back = [&](const std::string& why) {
+    notice("--decode persistent cannot run here, using the step decoder: " + why);
+    persistent_.reset();
+    choice_ = {.kind = DecoderKind::Steps, .fallback_reason = why};
+  };
+  if (const std::string why = persistent_unsupported(files_.config()); !why.empty()) return fall_back(why);
+  // Auto: at most 256 workgroups (2 per SM of an H100), since the probe's kernel is lighter than
+  // the decode's and may fit more at once; a decode barrier that then times out falls back.
+  const GridChoice grid = choose_grid(ctx, opt_.persistent.workgroups, wg, opt_.persistent.probe_spin, 256);
+  if (grid.workgroups == 0) return fall_back(grid.reason);
+  persistent_ = std::make_unique<PersistentDecoder>(
+      ctx, files_.config(), [this](std::string_view name) { return files_.find(name); },
+      PersistentOptions{
+          .dtype = opt_.dtype, .ctx = ctx_len_, .workgroups = grid.workgroups, .workgroup_size = wg});
+  const uint32_t checked = std::min(opt_.persistent.check_tokens, n);
+  if (checked) {
+    std::string diff;
+    try {
+      diff = compare_with_steps(*model_, *persistent_, prompt, checked, 1e-3);
+    } catch (const Error& e) {
+      if (std::string(e.what()).find("timed out") == std::string::npos) throw;
+      return fall_back(e.what());
+    }
+    if (!diff.empty())
+      throw Error("--decode persistent: the check against the step decoder failed at " + diff +
+                  " (--decode steps is the trusted path)");
+  }
+  notice("persistent decode: " + std::to_string(grid.workgroups) + " workgroups of " + std::to_string(wg) +
+         ", " + std::to_string(persistent_->barriers_per_token()) + " grid barriers per token, " +
+         std::to_string(checked) + " tokens checked");
+  model_.reset();  // checked: the step decoder's weights and cache are not needed any more
+  choice_ = {.kind = DecoderKind::Persistent,
+             .workgroups = grid.workgroups,
+             .workgroup_size = wg,
+             .barriers_per_token = persistent_->barriers_per_token(),
+             .checked_tokens = checked};
+}
+
+void Session::warm_up(std::span<const uint32_t> prompt, uint32_t n) {
+  choose_decoder(prompt, n);
+  GenerateOptions go;
+  go.steps_per_submit = opt_.steps_per_submit;
+  decoder().generate(prompt, n, {}, go);
+  decoder().reset();
+}
+
+Reply Session::generate(std::span<const uint32_t> prompt, uint32_t n, const Stream& stream) {
+  choose_decoder(prompt, n);
+  GenerateOptions go;
+  go.steps_per_submit = opt_.steps_per_submit;
+  go.eos_ids = stop_ids_;
+  go.picker = picker_ ? &*picker_ : nullptr;
+  if (stream.logits)
+    go.on_logits = [&](std::span<const float> l) {
+      stream.logits->insert(stream.logits->end(), l.begin(), l.end());
+    };
+  StreamDecoder text(tokenizer_, /*skip_special=*/true);
+  Reply r;
+  const auto on_token = [&](uint32_t id) {
+    if (std::find(stop_ids_.begin(), stop_ids_.end(), id) != stop_ids_.end()) {
+      r.stopped_at_eos = true;
+      return false;
+    }
+    if (stream.on_text && id < tokenizer_.vocab_size()) stream.on_text(text.push(int32_t(id)));
+    return !(stream.stop && stream.stop->load());
+  };
+  r.ids = decoder().generate(prompt, n, on_token, go);
+  if (stream.on_text) stream.on_text(text.finish());
+  r.text = text_of(tokenizer_, r.ids);
+  return r;
+}
+
+Reply Session::generate(std::string_view text, uint32_t n, const Stream& stream) {
+  const auto ids = encode(text);
+  return generate(ids, std::min(n, room(ids.size())), stream);
+}
+
+void Session::new_chat(const std::string& system) {
+  history_.clear();
+  if (!system.empty()) history_.push_back({"system", system});
+}
+
+Reply Session::chat(std::string_view user, uint32_t n, const Stream& stream) {
+  history_.push_back({"user", std::string(user)});
+  std::vector<uint32_t> ids;
+  uint32_t dropped = 0;
+  while (true) {
+    ids = encode(chat_template().render(history_, true));
+    if (ids.size() + 16 <= ctx_len_) break;
+    const size_t first = (!history_.empty() && history_[0].role == "system") ? 1 : 0;
+    if (history_.size() - first <= 1) {
+      history_.pop_back();
+      throw Error("this message alone is " + std::to_string(ids.size()) + " tokens, more than --ctx " +
+                  std::to_string(ctx_len_) + " allows");
+    }
+    history_.erase(history_.begin() + long(first), history_.begin() + long(first) + 2);
+    ++dropped;
+  }
+  // The decoder's sequence is the previous render plus the reply; reuse it only as a prefix.
+  Decoder& d = decoder();
+  const auto& seq = d.sequence();
+  const bool prefix = seq.size() <= ids.size() && std::equal(seq.begin(), seq.end(), ids.begin());
+  if (!prefix) d.reset();
+  const size_t reused = prefix ? seq.size() : 0;
+  Reply r = generate(std::span(ids).subspan(reused), std::min(n, room(ids.size())), stream);
+  r.dropped_exchanges = dropped;
+  history_.push_back({"assistant", r.text});
+  return r;
+}
+
+DecodeProfile Session::profile(uint32_t reps) {
+  if (!model_) throw Error("--profile times the step decoder's kernels: not with --decode persistent");
+  return model_->profile_decode(picker_ ? &*picker_ : nullptr, reps);
+}
+
+void Session::write_plan(const std::string& path, uint32_t prompt_length) {
+  if (opt_.decoder == DecoderKind::Persistent)
+    throw Error("--write-plan writes the step decoder's plan: not with --decode persistent");
+  if (!model_) throw Error("the session is not loaded (Session::load)");
+  llm::write_plan(path,
+                  plan_json(*model_, prompt_length, params_.temperature != 0 ? sampler_.get() : nullptr));
+}
+
+}  // namespace wgfuse::llm
