@@ -202,7 +202,8 @@ TEST(GenerateCli, FusionNoneAndFullGiveTheSameTokens) {
 }
 
 // Test that --write-plan writes the plan the run used: version 1, the decode step's dispatches as
-// many as --json counts, every kernel an embedded family; an unwritable path is a clear error.
+// many as --json counts, every kernel an embedded family; an unwritable path and --decode
+// persistent are clear errors.
 TEST(GenerateCli, WritePlanWritesTheDecodeStep) {
   const std::string tag = std::to_string(getpid());
   const fs::path out = fs::temp_directory_path() / ("wgfuse_plan_" + tag + ".json"),
@@ -225,6 +226,14 @@ TEST(GenerateCli, WritePlanWritesTheDecodeStep) {
   r = test::run_wgfuse(generate_cmd(kSmallVocab, "--prompt-ids 5 -n 1 --write-plan /nonexistent/dir/p.json"));
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.out.find("--write-plan: cannot write /nonexistent/dir/p.json"), std::string::npos) << r.out;
+  // The persistent decoder has no plan to write: refused before the upload.
+  r = test::run_wgfuse(generate_cmd(
+      kSmallVocab, "--prompt-ids 5 -n 1 --decode persistent --write-plan '" + plan.string() + "'"));
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("--write-plan concern the step decoder: not with --decode persistent"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(plan));
 }
 
 TEST(GenerateCli, SameSeedSameTokens) {

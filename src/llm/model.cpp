@@ -151,25 +151,25 @@ void Model::upload_weights(const WeightLookup& weights) {
   const gpu::WeightArena& arena = w.arena();
   for (size_t b = 0; b < arena.buffers(); ++b) {
     BufferContents what{.kind = BufferContents::Kind::Weights};
-    for (WeightLoader::TensorId t = 0; t < arena.tensors(); ++t)
-      if (arena.view(t).buffer.id() == arena.buffer(b).id())
-        what.tensors.push_back({arena.view(t), packings.at(t).first, packings.at(t).second});
+    for (WeightLoader::TensorId id = 0; id < arena.tensors(); ++id)
+      if (arena.view(id).buffer.id() == arena.buffer(b).id())
+        what.tensors.push_back({arena.view(id), packings.at(id).first, packings.at(id).second});
     named_.push_back({"weights." + std::to_string(b), arena.buffer(b), std::move(what)});
   }
   embedding_ = w.view(embed_id);
   lm_head_ = w.view(head_id);
   final_norm_ = w.view(norm_id);
   for (uint32_t i = 0; i < c.num_layers; ++i) {
-    const LayerIds& t = ids[i];
+    const LayerIds& id = ids[i];
     const std::string layer = "layers." + std::to_string(i) + ".";
-    Layer l{.qkv = w.view(t.qkv),
-            .qkv_bias = w.view(t.qkv_bias),
-            .input_norm = w.view(t.input_norm),
-            .o = w.view(t.o),
-            .post_norm = w.view(t.post_norm),
-            .gate_up = w.view(t.gate_up),
-            .down = w.view(t.down)};
-    if (t.qk_norm) l.qk_norm = w.view(*t.qk_norm);
+    Layer l{.qkv = w.view(id.qkv),
+            .qkv_bias = w.view(id.qkv_bias),
+            .input_norm = w.view(id.input_norm),
+            .o = w.view(id.o),
+            .post_norm = w.view(id.post_norm),
+            .gate_up = w.view(id.gate_up),
+            .down = w.view(id.down)};
+    if (id.qk_norm) l.qk_norm = w.view(*id.qk_norm);
     const uint64_t cache = uint64_t(c.num_kv_heads) * ctx_len_ * hd;
     l.k_cache = scratch("llm." + layer + "k_cache", cache);
     l.v_cache = scratch("llm." + layer + "v_cache", cache);
