@@ -16,6 +16,10 @@ and compares with transformers on CUDA (fp32 reference by default, TF32 off):
   * logits: transformers runs once over prompt + wgfuse's tokens (teacher forcing), so every row
     wgfuse dumped is compared with the logits at the same position, even after a divergence.
     Error of a row = max|wgfuse - ref| / max|ref|; we report the max over rows.
+  * --ref-dtype float64 runs the reference in float64 including RoPE: transformers computes the
+    rotary angles and their cos/sin in float32 whatever the model's dtype (an error that grows with
+    the position), so the angles are recomputed in float64 from the config (rope types default
+    and llama3), as wgfuse's own table is.
   * greedy tokens: transformers' own greedy decode (KV cache) for 32 steps must equal wgfuse's.
     A divergence where transformers' top-2 gap is within the measured logit error is reported as
     a near tie (f16 storage only); any other divergence fails.
@@ -202,6 +206,41 @@ def hf_teacher_forced(model, ids, gen, device):
     return logits[len(ids) - 1:]
 
 
+def rope_inv_freq_f64(cfg):
+    """The inverse frequencies in float64, from the config (rope types default and llama3)."""
+    hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    # transformers 5 keeps theta and scaling in rope_parameters, 4 in rope_theta and rope_scaling.
+    rs = dict(getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {})
+    theta = rs.get("rope_theta", getattr(cfg, "rope_theta", None))
+    inv = 1.0 / (theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd))
+    kind = rs.get("rope_type", rs.get("type", "default"))
+    if kind == "llama3":
+        factor, low, high = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
+        orig = rs["original_max_position_embeddings"]
+        wavelen = 2 * np.pi / inv
+        smooth = (orig / wavelen - low) / (high - low)
+        scaled = np.where(wavelen > orig / low, inv / factor, inv)
+        mid = (wavelen <= orig / low) & (wavelen >= orig / high)
+        inv = np.where(mid, (1 - smooth) * inv / factor + smooth * inv, scaled)
+    elif kind != "default":
+        raise SystemExit(f"--ref-dtype float64: rope type {kind!r} has no float64 RoPE here")
+    return inv
+
+
+def use_f64_rope(model, device):
+    """Replaces transformers' float32 rotary embedding by one computed in float64."""
+    inv = torch.tensor(rope_inv_freq_f64(model.config), dtype=torch.float64, device=device)
+    for name, module in model.named_modules():
+        if name.endswith("rotary_emb"):
+            scale = float(getattr(module, "attention_scaling", 1.0))
+
+            def forward(x, position_ids, scale=scale):
+                freqs = position_ids[:, :, None].to(torch.float64) * inv[None, None, :]
+                emb = torch.cat((freqs, freqs), dim=-1)
+                return (emb.cos() * scale).to(x.dtype), (emb.sin() * scale).to(x.dtype)
+            module.forward = forward
+
+
 def compare(size, dtype, name, ids, model, eos, wg, device, tol):
     gen, logits, report = wg
     ref = hf_teacher_forced(model, ids, gen, device)
@@ -277,6 +316,8 @@ def main():
         model_dir = build_model(size, args.out, args.tokenizer_dir, args.seed)
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=ref_dtype, attn_implementation="eager")
         model = model.to(device).eval()
+        if ref_dtype == torch.float64:
+            use_f64_rope(model, device)
         # wgfuse stops on Qwen's stop tokens (its tokenizer files) and the config's eos_token_id.
         vocab = vocab_of(size)
         eos = {i for i in QWEN_STOP_IDS | {MODELS[size][2]["eos_token_id"]} if i < vocab}
