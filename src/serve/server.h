@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,8 @@ struct ServerOptions {
   RateLimit read_rate{.per_window = 600};        // per client address, over the other /api requests
   ConnectionLimits connections;                  // bodies larger than max_body_bytes get 413
   bool access_log = false;                       // a line per request on stderr
+  // More routes (`--model`: apps/serve/model_assets.h), registered before the page's files.
+  std::function<void(httplib::Server&)> more_routes;
 };
 
 class Server {

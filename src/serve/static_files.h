@@ -16,7 +16,7 @@ std::string cache_control_for(const std::string& path);
 
 // The file a URL path names under the first root that has it. Empty when the path is not a
 // plain relative path ("..", ".", empty or hidden segments, backslashes, NUL: traversal) or no
-// root has a regular file there. "/" names index.html, "/results" results.html.
+// root has a regular file there. "/" names index.html, "/results" results.html, "/chat" chat.html.
 std::optional<std::filesystem::path> resolve_static(const std::vector<std::filesystem::path>& roots,
                                                     const std::string& url_path);
 

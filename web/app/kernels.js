@@ -3,12 +3,14 @@
 // page; every text fetched is checked against the index's sha256, so a result's kernel_version
 // names exactly the code that ran.
 
-async function sha256Hex(text) {
-  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
+// Of a string (its UTF-8) or bytes.
+export async function sha256Hex(data) {
+  const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
+  const digest = await crypto.subtle.digest('SHA-256', bytes);
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
 }
 
-async function fetchOk(url, what) {
+export async function fetchOk(url, what) {
   let response;
   try {
     response = await fetch(url, {cache: 'no-cache'});

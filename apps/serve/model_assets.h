@@ -1,0 +1,63 @@
+// `wgfuse serve --model DIR`: what the chat page needs to run the model with the native engine's
+// own plan (docs/PLAN.md) — the plan for a prompt length and sampling settings, the packed weight
+// arena as the GPU holds it (read back from the model loaded here, in shards with SHA-256), and
+// the tokenizer files. Routes (docs/WEB_API.md, "Model"):
+//   GET /model/index.json                   config, stop ids, tokenizer files, shards and hashes
+//   GET /model/plan.json?prompt_length=L[&temperature=&top_k=&top_p=&repeat_penalty=&seed=]
+//   GET /model/shards/BUFFER/INDEX          the shard's bytes (X-SHA256 says its hash)
+//   GET /model/files/NAME                   tokenizer.json, tokenizer_config.json, generation_config.json
+#pragma once
+
+#include <httplib.h>
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "gpu/context.h"
+#include "llm/model.h"
+#include "llm/model_files.h"
+
+namespace wgfuse::serve {
+
+struct ModelAssetsOptions {
+  uint64_t shard_bytes = 8u << 20;  // a fetch the page can verify and cache on its own
+  gpu::ContextOptions context;
+};
+
+class ModelAssets {
+ public:
+  // Loads the model from `dir` (a Hugging Face folder) onto a device and hashes its arena shards;
+  // throws Error naming the file and the fix on bad input.
+  ModelAssets(const std::filesystem::path& dir, ModelAssetsOptions options = {});
+  ~ModelAssets();
+  // Registers the routes above; before the server's catch-all file route.
+  void routes(httplib::Server& http);
+  // For the log line: "DIR (N MB in K shards)".
+  std::string describe() const;
+
+ private:
+  struct Shard {
+    std::string buffer;
+    uint32_t index;
+    uint64_t offset, bytes;
+    std::string sha256;
+  };
+  std::string read_shard(const Shard& s);  // the bytes from the GPU, under the device lock
+  nlohmann::json plan(const httplib::Request& req);
+
+  std::filesystem::path dir_;
+  ModelAssetsOptions options_;
+  llm::ModelFiles files_;
+  std::vector<int32_t> stop_ids_;
+  std::unique_ptr<gpu::Context> ctx_;
+  std::unique_ptr<llm::Model> model_;
+  std::vector<Shard> shards_;
+  nlohmann::json index_;
+  std::mutex device_;  // the Context and Model are used by one request at a time
+};
+
+}  // namespace wgfuse::serve

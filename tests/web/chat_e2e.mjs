@@ -1,0 +1,159 @@
+// The chat page end to end in headless chromium (WebGPU on SwiftShader) against
+// `wgfuse serve --model DIR`: the page replays the native plan (web/chat/plan_runner.js) with the
+// served packed weights, and its greedy tokens equal `wgfuse generate`'s with every token's
+// logits within 1e-5 (relative to the largest); its tokenizer (the vendored library) gives the
+// native tokenizer's ids; a chat turn streams a reply with its timing line; Stop ends a reply.
+//
+//   node tests/web/chat_e2e.mjs --wgfuse build/wgfuse --model DIR --out DIR [--chromium PATH]
+import assert from 'node:assert/strict';
+import {execFileSync, spawn} from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import {parseArgs} from 'node:util';
+import {chromium} from 'playwright-core';
+
+const {values: opts} = parseArgs({
+  options: {
+    wgfuse: {type: 'string'},
+    model: {type: 'string'},
+    out: {type: 'string'},
+    chromium: {type: 'string', default: '/usr/bin/chromium'},
+  },
+});
+if (!opts.wgfuse || !opts.model || !opts.out) {
+  console.error('usage: node chat_e2e.mjs --wgfuse BIN --model DIR --out DIR [--chromium PATH]');
+  process.exit(2);
+}
+fs.mkdirSync(opts.out, {recursive: true});
+const step = (what) => console.log(`chat e2e: ${what}`);
+const PROMPT = [5, 17, 301, 44, 9, 230, 7];
+const N = 4;
+const LOGIT_RTOL = 1e-5;
+
+// A float32 .npy's values (`wgfuse generate --dump-logits`).
+function readNpy(file) {
+  const b = fs.readFileSync(file);
+  const headerLength = b.readUInt16LE(8);
+  const header = b.subarray(10, 10 + headerLength).toString('latin1');
+  assert.match(header, /'descr': '<f4'/, `${file}: not float32`);
+  const data = b.subarray(10 + headerLength);
+  return new Float32Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.length));
+}
+
+function native() {
+  const json = path.join(opts.out, 'native.json'), npy = path.join(opts.out, 'native_logits.npy');
+  execFileSync(opts.wgfuse, [
+    'generate', '-m', opts.model, '--prompt-ids', PROMPT.join(','), '-n', String(N), '--temp', '0',
+    '--json', json, '--dump-logits', npy,
+  ], {stdio: ['ignore', 'ignore', 'inherit']});
+  return {tokens: JSON.parse(fs.readFileSync(json, 'utf8')).generated_ids, logits: readNpy(npy)};
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer().once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const {port} = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function startServer() {
+  const port = await freePort();
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wgfuse-chat-e2e-'));
+  const args = ['serve', '--host', '127.0.0.1', '--port', String(port), '--db', path.join(tmp, 'r.sqlite'), '--model', opts.model];
+  step(`starting ${opts.wgfuse} ${args.join(' ')}`);
+  const child = spawn(opts.wgfuse, args, {stdio: ['ignore', 'inherit', 'inherit']});
+  let exited = null;
+  child.on('exit', (code, signal) => (exited = {code, signal}));
+  const base = `http://127.0.0.1:${port}`;
+  for (const deadline = Date.now() + 120_000; Date.now() < deadline;) {
+    if (exited) throw new Error(`wgfuse serve exited before answering (code ${exited.code}, signal ${exited.signal})`);
+    if (await fetch(`${base}/model/index.json`).then((r) => r.ok, () => false)) return {base, child, tmp};
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`wgfuse serve --model did not answer ${base}/model/index.json within 120 s`);
+}
+
+const want = native();
+step(`native greedy tokens ${want.tokens.join(' ')}`);
+const server = await startServer();
+const browser = await chromium.launch({executablePath: opts.chromium, headless: true, args: ['--enable-unsafe-webgpu']});
+const errors = [];
+try {
+  // A shard the server refuses and a plan for a bad length are clear errors.
+  const bad = await fetch(`${server.base}/model/plan.json?prompt_length=0`);
+  assert.equal(bad.status, 400);
+  assert.match((await bad.json()).error, /prompt_length=0: must be a number in \[1/);
+  assert.equal((await fetch(`${server.base}/model/shards/weights.0/999999`)).status, 404);
+  assert.equal((await fetch(`${server.base}/model/files/config.json`)).status, 404, 'only the tokenizer files are served');
+
+  const page = await browser.newPage();
+  page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
+  page.on('console', (m) => m.type() === 'error' && errors.push(`console: ${m.text()}`));
+  await page.goto(`${server.base}/chat`);
+  await page.waitForFunction(() => ['ready', 'unavailable', 'failed'].includes(document.body.dataset.state), null, {timeout: 120_000});
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await page.textContent('#model-body'));
+  step(await page.textContent('#progress-label'));
+
+  const got = await page.evaluate(([ids, n]) => window.wgfuseChat.generateIds(ids, n), [PROMPT, N]);
+  step(`browser greedy tokens ${got.tokens.join(' ')}: ${JSON.stringify(got.timing)}`);
+  assert.deepEqual(got.tokens, want.tokens, 'the browser\'s greedy tokens equal wgfuse generate\'s');
+  const vocab = want.logits.length / N;
+  assert.equal(got.logits.length, N);
+  let worst = 0;
+  for (let t = 0; t < N; ++t) {
+    const row = want.logits.subarray(t * vocab, (t + 1) * vocab);
+    const scale = Math.max(...row.map(Math.abs));
+    for (let i = 0; i < vocab; ++i) worst = Math.max(worst, Math.abs(got.logits[t][i] - row[i]) / scale);
+  }
+  step(`logits: max relative difference ${worst.toExponential(2)} (tolerance ${LOGIT_RTOL})`);
+  assert.ok(worst <= LOGIT_RTOL, `logits within ${LOGIT_RTOL}: ${worst}`);
+
+  // The page's tokenizer gives the native tokenizer's ids.
+  const texts = ['Hello, world!', '  two  spaces\nand a line', 'ünïcödé 123'];
+  const pageIds = await page.evaluate((t) => window.wgfuseChat.encode(t), texts);
+  texts.forEach((text, i) => {
+    const out = execFileSync(opts.wgfuse, ['tokenize', '--model', opts.model, '--json'], {input: text});
+    assert.deepEqual(pageIds[i], JSON.parse(out).ids, `ids of ${JSON.stringify(text)}`);
+  });
+
+  // A chat turn: streamed text, then the timing line; a second turn reuses the cache.
+  await page.fill('#max-tokens', '3');
+  await page.fill('#temperature', '0');
+  for (const [turn, text] of [[1, 'hi'], [2, 'and more']]) {
+    await page.fill('#input', text);
+    await page.press('#input', 'Enter');
+    await page.waitForFunction(() => document.body.dataset.state === 'ready' && document.getElementById('timing').textContent,
+                               null, {timeout: 120_000});
+    const timing = await page.textContent('#timing');
+    step(`turn ${turn}: ${timing}`);
+    assert.match(timing, /^\[\d+ prompt tokens \((\d+) cached\), prefill [\d.]+ tok\/s, 3 generated, decode [\d.]+ tok\/s, [\d.]+ dispatches\/token\]$/);
+    if (turn === 2) assert.ok(Number(/\((\d+) cached\)/.exec(timing)[1]) > 0, 'the second turn reuses the cache');
+    await page.evaluate(() => (document.getElementById('timing').textContent = ''));
+  }
+  assert.equal(await page.locator('#messages .assistant').count(), 2);
+
+  // Stop ends a long reply early.
+  await page.fill('#max-tokens', '200');
+  await page.fill('#input', 'a long one');
+  await page.press('#input', 'Enter');
+  await page.waitForFunction(() => document.body.dataset.state === 'generating');
+  await page.click('#stop');
+  await page.waitForFunction(() => document.body.dataset.state === 'ready', null, {timeout: 60_000});
+  const stopped = await page.textContent('#timing');
+  const count = Number(/, (\d+) generated/.exec(stopped)[1]);
+  step(`stopped after ${count} tokens`);
+  assert.ok(count < 200, stopped);
+  await page.screenshot({path: path.join(opts.out, 'chat.png'), fullPage: true});
+  assert.deepEqual(errors, []);
+  step('passed');
+} finally {
+  await browser.close();
+  server.child.kill('SIGTERM');
+  fs.rmSync(server.tmp, {recursive: true, force: true});
+}

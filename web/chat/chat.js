@@ -1,0 +1,235 @@
+// The chat page: the served model (web/chat/model_client.js) run by the plan interpreter
+// (web/chat/plan_runner.js), tokenized and templated by the vendored library
+// (web/chat/tokenizer.js). The conversation's tokens stay in the KV cache between turns: a turn
+// feeds only what differs from what the cache holds; the oldest turns are dropped when the
+// context would overflow. body[data-state]: loading, ready, generating, unavailable, failed.
+import {openDevice, WebGPUUnavailable} from '../app/adapter.js';
+import {loadKernels} from '../app/kernels.js';
+
+import {clearCache, loadFile, loadIndex, loadPlan, loadShards} from './model_client.js';
+import {LimitError, PlanRunner} from './plan_runner.js';
+import {loadTokenizer} from './tokenizer.js';
+
+const $ = (id) => document.getElementById(id);
+const setState = (s) => {
+  document.body.dataset.state = s;
+  const idle = s === 'ready';
+  $('send').disabled = !idle;
+  $('new-chat').disabled = !idle;
+  $('stop').disabled = s !== 'generating';
+};
+const showError = (message) => {
+  const li = document.createElement('li');
+  li.className = 'bad';
+  li.textContent = message;
+  $('errors').append(li);
+};
+
+let index, runner, tokenizer;
+let fed = [];      // the ids whose keys and values the cache holds, by position
+let history = [];  // [{role, content}] of this conversation
+let aborter = null;
+
+function explain(e) {
+  const body = $('model-body');
+  body.replaceChildren();
+  const p = document.createElement('p');
+  p.className = 'bad';
+  p.textContent = e.message;
+  body.append(p);
+  for (const a of e.advice ?? []) {
+    const q = document.createElement('p');
+    q.textContent = a;
+    body.append(q);
+  }
+}
+
+async function start() {
+  const {adapter, device} = await openDevice();
+  if (!device.features.has('subgroups'))
+    throw new WebGPUUnavailable('The LLM kernels need the WebGPU feature "subgroups", which this adapter does not offer.',
+                                ['Chrome and Edge offer it from version 134; update the browser.']);
+  device.addEventListener('uncapturederror', (e) => showError(`WebGPU: ${e.error.message}`));
+  device.lost.then((info) => info.reason !== 'destroyed' && showError(`the GPU device was lost: ${info.message}`));
+  const kernels = await loadKernels();
+  index = await loadIndex();
+  $('model-name').textContent = index.name;
+  const {TokenizerLoader} = await import('/vendor/tokenizers/main.mjs');
+  const [tokenizerJSON, tokenizerConfig] = await Promise.all([loadFile('tokenizer.json'), loadFile('tokenizer_config.json')]);
+  tokenizer = loadTokenizer(TokenizerLoader, tokenizerJSON, tokenizerConfig);
+
+  runner = new PlanRunner(device, kernels.get);
+  await runner.use(await loadPlan(1));  // the buffers and most kernels
+  const m = index.model;
+  $('model-body').innerHTML = '';
+  const facts = document.createElement('p');
+  facts.textContent = `${m.architecture}, ${m.num_layers} layers, hidden ${m.hidden_size}, vocabulary ${m.vocab_size}, ` +
+      `context ${index.ctx}; GPU ${adapter.info?.vendor ?? ''} ${adapter.info?.architecture ?? ''}, ` +
+      `maxStorageBufferBindingSize ${device.limits.maxStorageBufferBindingSize}`;
+  $('model-body').append(facts);
+  const t0 = performance.now();
+  const {bytes, cached} = await loadShards(index, (s, b) => runner.uploadShard(s, b), (done, total, fromCache) => {
+    $('progress').value = done / total;
+    $('progress-label').textContent = `weights ${(done / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB` +
+        (fromCache ? ` (${(fromCache / 1e6).toFixed(1)} MB from the cache)` : '');
+  });
+  await device.queue.onSubmittedWorkDone();
+  $('progress-label').textContent = `weights ${(bytes / 1e6).toFixed(1)} MB loaded in ${((performance.now() - t0) / 1e3).toFixed(2)} s` +
+      (cached ? `, ${(cached / 1e6).toFixed(1)} MB of them from the cache` : '');
+}
+
+function sampling() {
+  const temperature = Number($('temperature').value);
+  if (temperature === 0) return {temperature: 0};
+  return {
+    temperature,
+    top_k: Number($('top-k').value),
+    top_p: Number($('top-p').value),
+    repeat_penalty: Number($('repeat-penalty').value),
+    seed: Number($('seed').value),
+  };
+}
+
+// Feeds `ids` (the whole conversation so far) reusing the cache's common prefix, then generates;
+// onToken(ids so far). Returns {generated, timing}.
+async function generate(ids, {maxTokens, sample, onToken, logits, signal}) {
+  for (const id of ids)
+    if (id >= index.model.vocab_size)
+      throw new Error(`token id ${id} is past the model's vocabulary (${index.model.vocab_size}): the tokenizer does not belong to this model`);
+  let start = 0;
+  while (start < fed.length && start < ids.length - 1 && fed[start] === ids[start]) ++start;
+  const fresh = ids.slice(start);
+  await runner.use(await loadPlan(fresh.length, sample));
+  const t0 = performance.now();
+  runner.prefill(fresh, start);
+  fed = ids.slice();
+  const generated = [];
+  let tFirst = 0, decodeDispatches = 0, decodeSteps = 0;
+  const stop = new Set(index.stop_ids);
+  for await (const {id} of runner.generate(ids.length - 1, {
+    maxTokens,
+    stop: (id) => stop.has(id),
+    signal,
+    logits,
+    onBatch: (d, n) => {
+      decodeDispatches += d;
+      decodeSteps += n;
+    },
+  })) {
+    if (!tFirst) tFirst = performance.now();
+    generated.push(id);
+    onToken?.(generated);
+  }
+  const tEnd = performance.now();
+  // Every generated token but the last was fed by a decode step.
+  fed = fed.concat(generated.slice(0, -1));
+  const decodeMs = tEnd - tFirst, steps = generated.length - 1;
+  return {
+    generated,
+    timing: {
+      prompt_tokens: fresh.length,
+      cached_tokens: start,
+      prefill_ms: tFirst - t0,
+      prefill_tok_s: (1e3 * fresh.length) / (tFirst - t0),
+      generated: generated.length,
+      decode_tok_s: steps > 0 ? (1e3 * steps) / decodeMs : 0,
+      dispatches_per_token: decodeSteps ? decodeDispatches / decodeSteps : 0,
+    },
+  };
+}
+
+function timingLine(t) {
+  return `[${t.prompt_tokens} prompt tokens (${t.cached_tokens} cached), prefill ${t.prefill_tok_s.toFixed(1)} tok/s, ` +
+      `${t.generated} generated, decode ${t.decode_tok_s.toFixed(1)} tok/s, ${t.dispatches_per_token.toFixed(1)} dispatches/token]`;
+}
+
+function addMessage(role, text) {
+  const div = document.createElement('div');
+  div.className = `message ${role}`;
+  div.textContent = text;
+  $('messages').append(div);
+  return div;
+}
+
+// The conversation's ids, dropping the oldest turns while it and the reply would not fit.
+function conversationIds(maxTokens) {
+  const system = $('system').value.trim();
+  for (;;) {
+    const messages = system ? [{role: 'system', content: system}, ...history] : history;
+    const ids = tokenizer.encode(tokenizer.render(messages, true));
+    if (ids.length + maxTokens <= index.ctx || history.length <= 1) {
+      if (ids.length >= index.ctx)
+        throw new Error(`the message is ${ids.length} tokens; the context holds ${index.ctx}: shorten it`);
+      return ids;
+    }
+    history = history.slice(2);
+    addMessage('note', 'the oldest turn was dropped to fit the context');
+  }
+}
+
+async function send() {
+  const text = $('input').value.trim();
+  if (!text) return;
+  $('input').value = '';
+  setState('generating');
+  addMessage('user', text);
+  history.push({role: 'user', content: text});
+  const out = addMessage('assistant', '…');
+  aborter = new AbortController();
+  try {
+    const maxTokens = Math.max(1, Math.floor(Number($('max-tokens').value)));
+    const ids = conversationIds(maxTokens);
+    const stop = new Set(index.stop_ids);
+    const {generated, timing} = await generate(ids, {
+      maxTokens: Math.min(maxTokens, index.ctx - ids.length),
+      sample: sampling(),
+      signal: aborter.signal,
+      onToken: (g) => {
+        out.textContent = tokenizer.decode(g.filter((id) => !stop.has(id)));
+      },
+    });
+    history.push({role: 'assistant', content: tokenizer.decode(generated.filter((id) => !stop.has(id)))});
+    $('timing').textContent = timingLine(timing);
+  } catch (e) {
+    showError(e.message);
+    history.pop();
+  } finally {
+    aborter = null;
+    setState('ready');
+  }
+}
+
+// For the tests (tests/web/chat_e2e.mjs): a greedy generation from ids, from an empty cache,
+// with the logits of every token.
+window.wgfuseChat = {
+  async generateIds(ids, n) {
+    fed = [];
+    const logits = [];
+    const {generated, timing} = await generate(ids, {maxTokens: n, sample: {temperature: 0}, logits});
+    fed = [];
+    return {tokens: generated, logits: logits.map((l) => Array.from(l)), timing};
+  },
+  encode: (texts) => texts.map((t) => tokenizer.encode(t)),
+};
+
+$('send').addEventListener('click', send);
+$('input').addEventListener('keydown', (e) => {
+  if (e.key === 'Enter' && !e.shiftKey && !$('send').disabled) {
+    e.preventDefault();
+    send();
+  }
+});
+$('stop').addEventListener('click', () => aborter?.abort());
+$('new-chat').addEventListener('click', () => {
+  history = [];
+  $('messages').replaceChildren();
+  $('timing').textContent = '';
+});
+$('clear-cache').addEventListener('click', async () => {
+  $('cache-status').textContent = (await clearCache()) ? 'cleared' : 'nothing cached';
+});
+
+start().then(() => setState('ready'), (e) => {
+  explain(e);
+  setState(e instanceof WebGPUUnavailable || e instanceof LimitError ? 'unavailable' : 'failed');
+});
