@@ -44,12 +44,14 @@ const json& reference() {
   static const json ref = [] {
     const fs::path out =
         fs::temp_directory_path() / ("wgfuse_tokenizer_ref_" + std::to_string(getpid()) + ".json");
-    const std::string cmd =
-        "cd '" + kSource.string() + "' && node tests/tokenizer/reference.mjs '" + kQwenDir.string() +
-        "' tests/tokenizer/corpus.json tests/tokenizer/chat_cases.json '" + out.string() + "' '" +
-        kPageLibrary.string() + "' 2>&1";
+    const std::string cmd = "cd '" + kSource.string() + "' && node tests/tokenizer/reference.mjs '" +
+                            kQwenDir.string() +
+                            "' tests/tokenizer/corpus.json tests/tokenizer/chat_cases.json '" + out.string() +
+                            "' '" + kPageLibrary.string() + "' 2>&1";
     const int rc = std::system(cmd.c_str());
-    if (rc != 0) throw Error("reference failed (is node on PATH, scripts/setup done and the wgfuse target built?): " + cmd);
+    if (rc != 0)
+      throw Error("reference failed (is node on PATH, scripts/setup done and the wgfuse target built?): " +
+                  cmd);
     std::ifstream in(out);
     json j = json::parse(in);
     fs::remove(out);

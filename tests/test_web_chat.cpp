@@ -32,7 +32,8 @@ TEST(WebChat, PageMatchesNativeGenerate) {
       << R"({"chat_template": "{% for m in messages %}{{ '<|im_start|>' + m.role + '\n' + m.content + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"})";
   const fs::path out = fs::path(WGFUSE_BUILD_DIR) / "web-chat-e2e";
   const std::string cmd = "node '" + (kSource / "tests/web/chat_e2e.mjs").string() + "' --wgfuse '" +
-                          WGFUSE_BINARY + "' --model '" + dir.string() + "' --out '" + out.string() + "' 2>&1";
+                          WGFUSE_BINARY + "' --model '" + dir.string() + "' --out '" + out.string() +
+                          "' 2>&1";
   const int rc = std::system(cmd.c_str());
   fs::remove_all(dir);
   EXPECT_EQ(rc, 0) << cmd;

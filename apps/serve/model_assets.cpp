@@ -39,8 +39,8 @@ double number_param(const httplib::Request& req, const char* name, double fallba
     used = 0;
   }
   if (used == 0 || used != text.size() || !(v >= lo && v <= hi))
-    throw Error(std::string(name) + "=" + text.substr(0, 40) + ": must be a number in [" + std::to_string(lo) +
-                ", " + std::to_string(hi) + "]");
+    throw Error(std::string(name) + "=" + text.substr(0, 40) + ": must be a number in [" +
+                std::to_string(lo) + ", " + std::to_string(hi) + "]");
   return v;
 }
 
@@ -48,14 +48,15 @@ double number_param(const httplib::Request& req, const char* name, double fallba
 void send_file(httplib::Response& res, const fs::path& path) {
   const uint64_t size = fs::file_size(path);
   res.set_header("Cache-Control", "no-cache");
-  res.set_content_provider(size, "application/json", [path](size_t offset, size_t length, httplib::DataSink& sink) {
-    std::ifstream in(path, std::ios::binary);
-    in.seekg(std::streamoff(offset));
-    std::vector<char> piece(std::min<size_t>(length, 1 << 20));
-    in.read(piece.data(), std::streamsize(piece.size()));
-    if (in.gcount() <= 0) return false;
-    return sink.write(piece.data(), size_t(in.gcount()));
-  });
+  res.set_content_provider(size, "application/json",
+                           [path](size_t offset, size_t length, httplib::DataSink& sink) {
+                             std::ifstream in(path, std::ios::binary);
+                             in.seekg(std::streamoff(offset));
+                             std::vector<char> piece(std::min<size_t>(length, 1 << 20));
+                             in.read(piece.data(), std::streamsize(piece.size()));
+                             if (in.gcount() <= 0) return false;
+                             return sink.write(piece.data(), size_t(in.gcount()));
+                           });
 }
 
 }  // namespace
@@ -65,7 +66,8 @@ ModelAssets::ModelAssets(const fs::path& dir, ModelAssetsOptions options)
   files_.validate_qwen2();
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
     if (!fs::is_regular_file(dir / f))
-      throw Error("--model " + dir.string() + ": no " + f + " (the page tokenizes with it; copy it from the model's repository)");
+      throw Error("--model " + dir.string() + ": no " + f +
+                  " (the page tokenizes with it; copy it from the model's repository)");
   stop_ids_ = llm::stop_token_ids(llm::load_tokenizer(dir), dir);
 
   const llm::ModelConfig& cfg = files_.config();
@@ -108,7 +110,8 @@ std::string ModelAssets::describe() const {
   uint64_t total = 0;
   for (const Shard& s : shards_) total += s.bytes;
   char text[96];
-  std::snprintf(text, sizeof text, " (%.1f MB of weights in %zu shards)", double(total) / 1e6, shards_.size());
+  std::snprintf(text, sizeof text, " (%.1f MB of weights in %zu shards)", double(total) / 1e6,
+                shards_.size());
   return dir_.string() + text;
 }
 
@@ -153,23 +156,25 @@ void ModelAssets::routes(httplib::Server& http) {
       send_error(res, 400, std::string("GET /model/plan.json: ") + e.what());
     }
   });
-  http.Get(R"(/model/shards/([A-Za-z0-9_.]+)/([0-9]{1,9}))", [this](const httplib::Request& req, httplib::Response& res) {
-    const std::string buffer = req.matches[1].str();
-    const auto index = uint32_t(std::stoul(req.matches[2].str()));
-    auto it = std::find_if(shards_.begin(), shards_.end(),
-                           [&](const Shard& s) { return s.buffer == buffer && s.index == index; });
-    if (it == shards_.end())
-      return send_error(res, 404, "no shard " + buffer + "/" + std::to_string(index) +
-                                      " (GET /model/index.json lists them)");
-    try {
-      std::string bytes = read_shard(*it);
-      res.set_header("X-SHA256", it->sha256);
-      res.set_header("Cache-Control", "no-cache");
-      res.set_content(std::move(bytes), "application/octet-stream");
-    } catch (const Error& e) {
-      send_error(res, 500, std::string("reading the shard from the GPU: ") + e.what());
-    }
-  });
+  http.Get(R"(/model/shards/([A-Za-z0-9_.]+)/([0-9]{1,9}))",
+           [this](const httplib::Request& req, httplib::Response& res) {
+             const std::string buffer = req.matches[1].str();
+             const auto index = uint32_t(std::stoul(req.matches[2].str()));
+             auto it = std::find_if(shards_.begin(), shards_.end(),
+                                    [&](const Shard& s) { return s.buffer == buffer && s.index == index; });
+             if (it == shards_.end())
+               return send_error(res, 404,
+                                 "no shard " + buffer + "/" + std::to_string(index) +
+                                     " (GET /model/index.json lists them)");
+             try {
+               std::string bytes = read_shard(*it);
+               res.set_header("X-SHA256", it->sha256);
+               res.set_header("Cache-Control", "no-cache");
+               res.set_content(std::move(bytes), "application/octet-stream");
+             } catch (const Error& e) {
+               send_error(res, 500, std::string("reading the shard from the GPU: ") + e.what());
+             }
+           });
   http.Get(R"(/model/files/([A-Za-z_.]+))", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string name = req.matches[1].str();
     const bool listed = std::find_if(std::begin(kServedFiles), std::end(kServedFiles),
