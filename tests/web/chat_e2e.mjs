@@ -1,18 +1,20 @@
 // The chat page end to end in headless chromium (WebGPU on SwiftShader) against
 // `wgfuse serve --model DIR`: the page replays the native plan (web/chat/plan_runner.js) with the
 // served packed weights, and its greedy tokens equal `wgfuse generate`'s with every token's
-// logits within 1e-5 (relative to the largest); its tokenizer (the vendored library) gives the
+// logits within 1e-5 (relative to the largest), and so do its sampled tokens (the plan's sampler,
+// same seed); its tokenizer (the vendored library) gives the
 // native tokenizer's ids; a chat turn streams a reply with its timing line; Stop ends a reply.
 //
 //   node tests/web/chat_e2e.mjs --wgfuse build/wgfuse --model DIR --out DIR [--chromium PATH]
 import assert from 'node:assert/strict';
 import {execFileSync, spawn} from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import {parseArgs} from 'node:util';
 import {chromium} from 'playwright-core';
+
+import {freePort} from './free_port.mjs';
 
 const {values: opts} = parseArgs({
   options: {
@@ -42,23 +44,17 @@ function readNpy(file) {
   return new Float32Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.length));
 }
 
-function native() {
-  const json = path.join(opts.out, 'native.json'), npy = path.join(opts.out, 'native_logits.npy');
+// Sampling settings as the page asks the server (query names) and as `wgfuse generate` takes them.
+const SAMPLE = {temperature: 0.9, top_k: 50, top_p: 0.95, repeat_penalty: 1.2, seed: 3};
+const SAMPLE_FLAGS = ['--temp', '0.9', '--top-k', '50', '--top-p', '0.95', '--repeat-penalty', '1.2', '--seed', '3'];
+
+function native(tag, flags) {
+  const json = path.join(opts.out, `native_${tag}.json`), npy = path.join(opts.out, `native_${tag}_logits.npy`);
   execFileSync(opts.wgfuse, [
-    'generate', '-m', opts.model, '--prompt-ids', PROMPT.join(','), '-n', String(N), '--temp', '0',
+    'generate', '-m', opts.model, '--prompt-ids', PROMPT.join(','), '-n', String(N), ...flags,
     '--json', json, '--dump-logits', npy,
   ], {stdio: ['ignore', 'ignore', 'inherit']});
   return {tokens: JSON.parse(fs.readFileSync(json, 'utf8')).generated_ids, logits: readNpy(npy)};
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer().once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const {port} = server.address();
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function startServer() {
@@ -79,8 +75,10 @@ async function startServer() {
   throw new Error(`wgfuse serve --model did not answer ${base}/model/index.json within 120 s`);
 }
 
-const want = native();
+const want = native('greedy', ['--temp', '0']);
 step(`native greedy tokens ${want.tokens.join(' ')}`);
+const wantSampled = native('sampled', SAMPLE_FLAGS);
+step(`native sampled tokens ${wantSampled.tokens.join(' ')}`);
 const server = await startServer();
 const browser = await chromium.launch({executablePath: opts.chromium, headless: true, args: ['--enable-unsafe-webgpu']});
 const errors = [];
@@ -100,19 +98,21 @@ try {
   assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await page.textContent('#model-body'));
   step(await page.textContent('#progress-label'));
 
-  const got = await page.evaluate(([ids, n]) => window.wgfuseChat.generateIds(ids, n), [PROMPT, N]);
-  step(`browser greedy tokens ${got.tokens.join(' ')}: ${JSON.stringify(got.timing)}`);
-  assert.deepEqual(got.tokens, want.tokens, 'the browser\'s greedy tokens equal wgfuse generate\'s');
-  const vocab = want.logits.length / N;
-  assert.equal(got.logits.length, N);
-  let worst = 0;
-  for (let t = 0; t < N; ++t) {
-    const row = want.logits.subarray(t * vocab, (t + 1) * vocab);
-    const scale = Math.max(...row.map(Math.abs));
-    for (let i = 0; i < vocab; ++i) worst = Math.max(worst, Math.abs(got.logits[t][i] - row[i]) / scale);
+  for (const [tag, expected, sample] of [['greedy', want, undefined], ['sampled', wantSampled, SAMPLE]]) {
+    const got = await page.evaluate(([ids, n, s]) => window.wgfuseChat.generateIds(ids, n, s), [PROMPT, N, sample]);
+    step(`browser ${tag} tokens ${got.tokens.join(' ')}: ${JSON.stringify(got.timing)}`);
+    assert.deepEqual(got.tokens, expected.tokens, `the browser's ${tag} tokens equal wgfuse generate's`);
+    const vocab = expected.logits.length / N;
+    assert.equal(got.logits.length, N);
+    let worst = 0;
+    for (let t = 0; t < N; ++t) {
+      const row = expected.logits.subarray(t * vocab, (t + 1) * vocab);
+      const scale = Math.max(...row.map(Math.abs));
+      for (let i = 0; i < vocab; ++i) worst = Math.max(worst, Math.abs(got.logits[t][i] - row[i]) / scale);
+    }
+    step(`${tag} logits: max relative difference ${worst.toExponential(2)} (tolerance ${LOGIT_RTOL})`);
+    assert.ok(worst <= LOGIT_RTOL, `${tag} logits within ${LOGIT_RTOL}: ${worst}`);
   }
-  step(`logits: max relative difference ${worst.toExponential(2)} (tolerance ${LOGIT_RTOL})`);
-  assert.ok(worst <= LOGIT_RTOL, `logits within ${LOGIT_RTOL}: ${worst}`);
 
   // The page's tokenizer gives the native tokenizer's ids.
   const texts = ['Hello, world!', '  two  spaces\nand a line', 'ünïcödé 123'];

@@ -9,12 +9,13 @@
 import assert from 'node:assert/strict';
 import {spawn} from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import {fileURLToPath} from 'node:url';
 import {parseArgs} from 'node:util';
 import {chromium} from 'playwright-core';
+
+import {freePort} from './free_port.mjs';
 
 const {values: opts} = parseArgs({
   options: {
@@ -42,16 +43,6 @@ const RUN_TIMEOUT_MS = 150_000;
 
 fs.mkdirSync(opts.out, {recursive: true});
 const step = (what) => console.log(`e2e: ${what}`);
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer().once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const {port} = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function startServer() {
   const port = await freePort();

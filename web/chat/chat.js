@@ -199,13 +199,13 @@ async function send() {
   }
 }
 
-// For the tests (tests/web/chat_e2e.mjs): a greedy generation from ids, from an empty cache,
-// with the logits of every token.
+// For the tests (tests/web/chat_e2e.mjs): a generation from ids (greedy unless `sample` says),
+// from an empty cache, with the logits of every token.
 window.wgfuseChat = {
-  async generateIds(ids, n) {
+  async generateIds(ids, n, sample = {temperature: 0}) {
     fed = [];
     const logits = [];
-    const {generated, timing} = await generate(ids, {maxTokens: n, sample: {temperature: 0}, logits});
+    const {generated, timing} = await generate(ids, {maxTokens: n, sample, logits});
     fed = [];
     return {tokens: generated, logits: logits.map((l) => Array.from(l)), timing};
   },
