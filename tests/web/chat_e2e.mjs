@@ -150,7 +150,40 @@ try {
   step(`stopped after ${count} tokens`);
   assert.ok(count < 200, stopped);
   await page.screenshot({path: path.join(opts.out, 'chat.png'), fullPage: true});
+
+  // A device whose binding limit is below what the plan binds: the error names the limit.
+  const refused = await page.evaluate(async () => {
+    const {PlanRunner} = await import('/chat/plan_runner.js');
+    const plan = await (await fetch('/model/plan.json?prompt_length=3')).json();
+    const runner = new PlanRunner({limits: {maxBufferSize: 1 << 30, maxStorageBufferBindingSize: 1024}}, null);
+    try {
+      runner.checkLimits(plan);
+      return 'accepted';
+    } catch (e) {
+      return `${e.constructor.name}: ${e.message}`;
+    }
+  });
+  assert.match(refused, /^LimitError: .* binds \d+ bytes of .*maxStorageBufferBindingSize is 1024/);
+
+  // The next visit takes every shard from the cache.
+  await page.reload();
+  await page.waitForFunction(() => document.body.dataset.state === 'ready', null, {timeout: 120_000});
+  const label = await page.textContent('#progress-label');
+  step(`reloaded: ${label}`);
+  assert.match(label, /loaded in [\d.]+ s, ([\d.]+) MB of them from the cache/);
   assert.deepEqual(errors, []);
+
+  // Without WebGPU (no --enable-unsafe-webgpu on this headless chromium) the page explains.
+  const plain = await chromium.launch({executablePath: opts.chromium, headless: true});
+  const bare = await plain.newPage();
+  await bare.goto(`${server.base}/chat`);
+  await bare.waitForFunction(() => ['ready', 'unavailable', 'failed'].includes(document.body.dataset.state));
+  const why = await bare.textContent('#model-body');
+  const bareState = await bare.evaluate(() => document.body.dataset.state);
+  await plain.close();
+  step(`without WebGPU: ${why.slice(0, 100)}`);
+  assert.equal(bareState, 'unavailable');
+  assert.match(why, /WebGPU/);
   step('passed');
 } finally {
   await browser.close();
