@@ -286,10 +286,12 @@ TEST(ServeStaticFiles, RefusesTraversalAndTypesFiles) {
   fs::create_directories(dir / "page");
   fs::create_directories(dir / "generated" / "vendor");
   std::ofstream(dir / "page" / "index.html") << "i";
+  std::ofstream(dir / "page" / "chat.html") << "c";
   std::ofstream(dir / "generated" / "vendor" / "lib.js") << "v";
   std::ofstream(dir / "secret.txt") << "s";
   const std::vector<fs::path> roots{dir / "page", dir / "generated"};
   EXPECT_EQ(resolve_static(roots, "/"), dir / "page" / "index.html");
+  EXPECT_EQ(resolve_static(roots, "/chat"), dir / "page" / "chat.html");
   EXPECT_EQ(resolve_static(roots, "/vendor/lib.js"), dir / "generated" / "vendor" / "lib.js");
   EXPECT_EQ(resolve_static(roots, "/../secret.txt"), std::nullopt);
   EXPECT_EQ(resolve_static(roots, "/vendor"), std::nullopt);  // a directory is not a file
