@@ -63,7 +63,6 @@ void send_file(httplib::Response& res, const fs::path& path) {
 
 ModelAssets::ModelAssets(const fs::path& dir, ModelAssetsOptions options)
     : dir_(dir), options_(std::move(options)), files_(dir) {
-  files_.validate_qwen2();
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
     if (!fs::is_regular_file(dir / f))
       throw Error("--model " + dir.string() + ": no " + f +

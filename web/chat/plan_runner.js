@@ -14,15 +14,18 @@ const USAGE = {
 // A limit of the device that the plan exceeds: names the limit, what needs more, and the fix.
 export class LimitError extends Error {}
 
-// The (cos, sin) table of a "rope" buffer, as docs/PLAN.md defines it (double, then f32).
-function ropeTable(positions, headDim, theta) {
+// The (cos, sin) table of a "rope" buffer, as docs/PLAN.md defines it: the plan's frequencies
+// (after the model's RoPE scaling) and attention factor, in double, then f32.
+function ropeTable({positions, head_dim: headDim, inv_freq: invFreq, attention_factor: factor}) {
   const half = headDim / 2;
+  if (!Array.isArray(invFreq) || invFreq.length !== half || typeof factor !== 'number')
+    throw new Error(`plan: a rope buffer needs ${half} inv_freq values and an attention_factor`);
   const out = new Float32Array(positions * half * 2);
   for (let pos = 0; pos < positions; ++pos)
     for (let i = 0; i < half; ++i) {
-      const angle = pos * Math.pow(theta, (-2 * i) / headDim);
-      out[2 * (pos * half + i)] = Math.cos(angle);
-      out[2 * (pos * half + i) + 1] = Math.sin(angle);
+      const angle = pos * invFreq[i];
+      out[2 * (pos * half + i)] = Math.cos(angle) * factor;
+      out[2 * (pos * half + i) + 1] = Math.sin(angle) * factor;
     }
   return out;
 }
@@ -58,8 +61,7 @@ export class PlanRunner {
         buffer = this.device.createBuffer({label: b.name, size: b.size, usage});
         this.buffers.set(b.name, buffer);
         if (b.contents.kind === 'rope')
-          this.device.queue.writeBuffer(
-              buffer, 0, ropeTable(b.contents.positions, b.contents.head_dim, plan.model.rope_theta));
+          this.device.queue.writeBuffer(buffer, 0, ropeTable(b.contents));
       }
       if (b.contents.kind === 'words') this.device.queue.writeBuffer(buffer, 0, Uint32Array.from(b.contents.words));
       else if (!['zeros', 'rope', 'weights'].includes(b.contents.kind))
