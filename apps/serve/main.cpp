@@ -112,6 +112,12 @@ int main(int argc, char** argv) {
   cmd.add_option("--model", model_dir,
                  "Hugging Face model folder for the chat page (/chat): its plan, packed weights and "
                  "tokenizer under /model/");
+  serve::ModelAssetsOptions model_options;
+  cmd.add_option(
+         "--model-binding-limit", model_options.context.max_storage_buffer_binding_size,
+         "with --model: plan for browsers granting this maxStorageBufferBindingSize (bytes; the weight "
+         "arena is split to fit; 0: this machine's device limit)")
+      ->capture_default_str();
   cmd.add_option("--submit", submit_url,
                  "instead of serving: POST the submission JSON on stdin to URL, print the reply (how "
                  "`wgfuse bench|sim --submit` send theirs)");
@@ -133,7 +139,7 @@ int main(int argc, char** argv) {
 
     std::unique_ptr<serve::ModelAssets> model;
     if (!model_dir.empty()) {
-      model = std::make_unique<serve::ModelAssets>(model_dir);
+      model = std::make_unique<serve::ModelAssets>(model_dir, model_options);
       options.more_routes = [&](httplib::Server& http) { model->routes(http); };
       std::printf("wgfuse serve: model %s at /chat\n", model->describe().c_str());
     }

@@ -6,6 +6,9 @@
 // native tokenizer's ids; a chat turn streams a reply with its timing line; Stop ends a reply.
 //
 //   node tests/web/chat_e2e.mjs --wgfuse build/wgfuse --model DIR --out DIR [--chromium PATH]
+//        [--chromium-arg ARG]... [--tokens N] [--serve-arg ARG]...
+// On a GPU machine (a real model, its timing lines compared with the native run's):
+//   --chromium-arg=--enable-features=Vulkan --chromium-arg=--use-vulkan --tokens 64
 import assert from 'node:assert/strict';
 import {execFileSync, spawn} from 'node:child_process';
 import fs from 'node:fs';
@@ -22,6 +25,9 @@ const {values: opts} = parseArgs({
     model: {type: 'string'},
     out: {type: 'string'},
     chromium: {type: 'string', default: '/usr/bin/chromium'},
+    'chromium-arg': {type: 'string', multiple: true, default: []},
+    'serve-arg': {type: 'string', multiple: true, default: []},
+    tokens: {type: 'string', default: '4'},
   },
 });
 if (!opts.wgfuse || !opts.model || !opts.out) {
@@ -31,7 +37,7 @@ if (!opts.wgfuse || !opts.model || !opts.out) {
 fs.mkdirSync(opts.out, {recursive: true});
 const step = (what) => console.log(`chat e2e: ${what}`);
 const PROMPT = [5, 17, 301, 44, 9, 230, 7];
-const N = 4;
+const N = Number(opts.tokens);
 const LOGIT_RTOL = 1e-5;
 
 // A float32 .npy's values (`wgfuse generate --dump-logits`).
@@ -53,14 +59,14 @@ function native(tag, flags) {
   execFileSync(opts.wgfuse, [
     'generate', '-m', opts.model, '--prompt-ids', PROMPT.join(','), '-n', String(N), ...flags,
     '--json', json, '--dump-logits', npy,
-  ], {stdio: ['ignore', 'ignore', 'inherit']});
+  ], {stdio: ['ignore', 'inherit', 'inherit']});
   return {tokens: JSON.parse(fs.readFileSync(json, 'utf8')).generated_ids, logits: readNpy(npy)};
 }
 
 async function startServer() {
   const port = await freePort();
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wgfuse-chat-e2e-'));
-  const args = ['serve', '--host', '127.0.0.1', '--port', String(port), '--db', path.join(tmp, 'r.sqlite'), '--model', opts.model];
+  const args = ['serve', '--host', '127.0.0.1', '--port', String(port), '--db', path.join(tmp, 'r.sqlite'), '--model', opts.model, ...opts['serve-arg']];
   step(`starting ${opts.wgfuse} ${args.join(' ')}`);
   const child = spawn(opts.wgfuse, args, {stdio: ['ignore', 'inherit', 'inherit']});
   let exited = null;
@@ -80,7 +86,8 @@ step(`native greedy tokens ${want.tokens.join(' ')}`);
 const wantSampled = native('sampled', SAMPLE_FLAGS);
 step(`native sampled tokens ${wantSampled.tokens.join(' ')}`);
 const server = await startServer();
-const browser = await chromium.launch({executablePath: opts.chromium, headless: true, args: ['--enable-unsafe-webgpu']});
+const browser = await chromium.launch(
+    {executablePath: opts.chromium, headless: true, args: ['--enable-unsafe-webgpu', ...opts['chromium-arg']]});
 const errors = [];
 try {
   // A shard the server refuses and a plan for a bad length are clear errors.
@@ -102,10 +109,10 @@ try {
     const got = await page.evaluate(([ids, n, s]) => window.wgfuseChat.generateIds(ids, n, s), [PROMPT, N, sample]);
     step(`browser ${tag} tokens ${got.tokens.join(' ')}: ${JSON.stringify(got.timing)}`);
     assert.deepEqual(got.tokens, expected.tokens, `the browser's ${tag} tokens equal wgfuse generate's`);
-    const vocab = expected.logits.length / N;
-    assert.equal(got.logits.length, N);
+    const rows = expected.tokens.length, vocab = expected.logits.length / rows;  // fewer than N after an EOS
+    assert.equal(got.logits.length, rows);
     let worst = 0;
-    for (let t = 0; t < N; ++t) {
+    for (let t = 0; t < rows; ++t) {
       const row = expected.logits.subarray(t * vocab, (t + 1) * vocab);
       const scale = Math.max(...row.map(Math.abs));
       for (let i = 0; i < vocab; ++i) worst = Math.max(worst, Math.abs(got.logits[t][i] - row[i]) / scale);

@@ -74,7 +74,8 @@ export class PlanRunner {
 
   checkLimits(plan) {
     const limits = this.device.limits;
-    const fix = 'ask the server for a plan within the browser\'s limits, or use a browser or GPU that grants more';
+    const fix = 'start wgfuse serve with --model-binding-limit at most this limit (a plan split to fit), ' +
+        'or use a browser or GPU that grants more';
     for (const b of plan.buffers)
       if (b.size > limits.maxBufferSize)
         throw new LimitError(`buffer ${b.name} needs ${b.size} bytes; maxBufferSize is ${limits.maxBufferSize}: ${fix}`);
