@@ -25,7 +25,7 @@ TEST(WebChat, PageMatchesNativeGenerate) {
   const fs::path dir = fs::temp_directory_path() / ("wgfuse_web_chat_" + std::to_string(getpid()));
   llm::ModelConfig c = test::small_llm_config(true, 1000);
   c.num_layers = 2;
-  c.max_position_embeddings = 256;
+  c.max_position_embeddings = 1024;  // a prompt of two prefill chunks
   llm::write_random_model(dir, c, llm::DType::F32, 11);
   fs::copy_file(kSource / "tests/fuzz/corpus/tokenizer/small_bpe.json", dir / "tokenizer.json");
   std::ofstream(dir / "tokenizer_config.json")

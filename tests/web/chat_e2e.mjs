@@ -54,10 +54,10 @@ function readNpy(file) {
 const SAMPLE = {temperature: 0.9, top_k: 50, top_p: 0.95, repeat_penalty: 1.2, seed: 3};
 const SAMPLE_FLAGS = ['--temp', '0.9', '--top-k', '50', '--top-p', '0.95', '--repeat-penalty', '1.2', '--seed', '3'];
 
-function native(tag, flags) {
+function native(tag, prompt, flags) {
   const json = path.join(opts.out, `native_${tag}.json`), npy = path.join(opts.out, `native_${tag}_logits.npy`);
   execFileSync(opts.wgfuse, [
-    'generate', '-m', opts.model, '--prompt-ids', PROMPT.join(','), '-n', String(N), ...flags,
+    'generate', '-m', opts.model, '--prompt-ids', prompt.join(','), '-n', String(N), ...flags,
     '--json', json, '--dump-logits', npy,
   ], {stdio: ['ignore', 'inherit', 'inherit']});
   return {tokens: JSON.parse(fs.readFileSync(json, 'utf8')).generated_ids, logits: readNpy(npy)};
@@ -81,10 +81,18 @@ async function startServer() {
   throw new Error(`wgfuse serve --model did not answer ${base}/model/index.json within 120 s`);
 }
 
-const want = native('greedy', ['--temp', '0']);
-step(`native greedy tokens ${want.tokens.join(' ')}`);
-const wantSampled = native('sampled', SAMPLE_FLAGS);
-step(`native sampled tokens ${wantSampled.tokens.join(' ')}`);
+// A prompt longer than a prefill chunk (512): two chunks, the decode past attn_short_max (512)
+// in the split variant.
+const LONG_PROMPT = Array.from({length: 520}, (_, i) => (i * 37 + 11) % 997);
+const CASES = [
+  {tag: 'greedy', prompt: PROMPT, flags: ['--temp', '0']},
+  {tag: 'sampled', prompt: PROMPT, flags: SAMPLE_FLAGS, sample: SAMPLE},
+  {tag: 'long prompt', prompt: LONG_PROMPT, flags: ['--temp', '0']},
+];
+for (const c of CASES) {
+  c.want = native(c.tag.replace(' ', '_'), c.prompt, c.flags);
+  step(`native ${c.tag} tokens ${c.want.tokens.join(' ')}`);
+}
 const server = await startServer();
 const browser = await chromium.launch(
     {executablePath: opts.chromium, headless: true, args: ['--enable-unsafe-webgpu', ...opts['chromium-arg']]});
@@ -105,8 +113,8 @@ try {
   assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await page.textContent('#model-body'));
   step(await page.textContent('#progress-label'));
 
-  for (const [tag, expected, sample] of [['greedy', want, undefined], ['sampled', wantSampled, SAMPLE]]) {
-    const got = await page.evaluate(([ids, n, s]) => window.wgfuseChat.generateIds(ids, n, s), [PROMPT, N, sample]);
+  for (const {tag, prompt, want: expected, sample} of CASES) {
+    const got = await page.evaluate(([ids, n, s]) => window.wgfuseChat.generateIds(ids, n, s), [prompt, N, sample]);
     step(`browser ${tag} tokens ${got.tokens.join(' ')}: ${JSON.stringify(got.timing)}`);
     assert.deepEqual(got.tokens, expected.tokens, `the browser's ${tag} tokens equal wgfuse generate's`);
     const rows = expected.tokens.length, vocab = expected.logits.length / rows;  // fewer than N after an EOS
