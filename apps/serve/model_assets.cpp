@@ -95,12 +95,11 @@ ModelAssets::ModelAssets(const fs::path& dir, ModelAssetsOptions options)
   json files = json::array();
   for (const char* f : kServedFiles)
     if (fs::is_regular_file(dir / f)) files.push_back(f);
-  index_ = {{"name", fs::absolute(dir).lexically_normal().filename().string()},
-            {"model", llm::config_json(cfg)},
-            {"ctx", model_->capacity()},
-            {"stop_ids", stop_ids_},
-            {"files", std::move(files)},
-            {"shards", std::move(shards)}};
+  fs::path named = fs::absolute(dir).lexically_normal();
+  if (named.filename().empty()) named = named.parent_path();  // "DIR/"
+  index_ = {{"name", named.filename().string()}, {"model", llm::config_json(cfg)},
+            {"ctx", model_->capacity()},         {"stop_ids", stop_ids_},
+            {"files", std::move(files)},         {"shards", std::move(shards)}};
 }
 
 ModelAssets::~ModelAssets() = default;
