@@ -19,6 +19,7 @@
 #include "model_assets.h"
 #include "serve/client.h"
 #include "serve/server.h"
+#include "sim/workloads.h"
 #include "util/error.h"
 
 namespace wgfuse {
@@ -78,7 +79,8 @@ int main(int argc, char** argv) {
   using namespace wgfuse;
   CLI::App cmd{"wgfuse serve: the browser benchmark and its results API (docs/WEB_API.md)", "wgfuse serve"};
   serve::ServerOptions options;
-  std::string db = "results.sqlite", web, rate = "60/min", read_rate = "600/min", submit_url, model_dir;
+  std::string db = "results.sqlite", web, rate = "60/min", read_rate = "600/min", workload_rate = "60/min",
+              submit_url, model_dir;
   cmd.add_option("--host", options.host, "address to listen on")->capture_default_str();
   cmd.add_option("--port", options.port, "port to listen on (0: any free port, printed)")
       ->check(CLI::Range(0, 65535))
@@ -91,6 +93,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   cmd.add_option("--read-rate", read_rate,
                  "other API requests (queries) per client address: COUNT/s, COUNT/min, COUNT/hour, or off")
+      ->capture_default_str();
+  cmd.add_option("--workload-rate", workload_rate,
+                 "workload files expanded for the playground (POST /api/sim/workload) per client address: "
+                 "COUNT/s, COUNT/min, COUNT/hour, or off")
       ->capture_default_str();
   cmd.add_option("--max-connections", options.connections.max_connections,
                  "connections open at once (a thread each); more are answered 503")
@@ -125,6 +131,11 @@ int main(int argc, char** argv) {
     if (!submit_url.empty()) return submit(submit_url);
     options.rate = serve::RateLimit::parse(rate);
     options.read_rate = serve::RateLimit::parse(read_rate, "--read-rate");
+    options.workload_rate = serve::RateLimit::parse(workload_rate, "--workload-rate");
+    // A visitor's file: its header's CPU reference (a script path) is neither looked up nor run.
+    options.expand_workload = [](const std::string& text, const std::string& origin) {
+      return sim::web_workload(sim::load_workload(text, origin, sim::References::skip));
+    };
     options.connections.head_timeout = std::chrono::milliseconds(int64_t(head_timeout * 1e3));
     options.connections.body_timeout = std::chrono::milliseconds(int64_t(body_timeout * 1e3));
     options.web_roots = web_roots(web);

@@ -29,7 +29,7 @@ struct SimOptions {
   uint32_t pop = 0, steps = 0, generations = 10, seed = 1, samples = 64, episodes = 1, team = 0;
   uint32_t workgroup = 0, in_flight = sim::kDefaultInFlight, per_submit = sim::kDefaultPerSubmit;
   std::string mode = "auto";
-  bool check = false, dump_wgsl = false, quiet = false, no_robustness = false, dump_shaders = false,
+  bool check = false, dump_wgsl = false, dump_web = false, quiet = false, no_robustness = false, dump_shaders = false,
        bandwidth = false, ga_kernels = false;
   std::string json_path, data_path, submit;
   std::vector<std::string> overrides;  // NAME=VALUE
@@ -57,8 +57,13 @@ bool is_workload_file(const std::string& arg) {
 
 void run_sim(const SimOptions& o, const GlobalOptions& g) {
   sim::Workload from_file;
-  if (is_workload_file(o.workload)) from_file = sim::load_workload_file(o.workload);
+  if (is_workload_file(o.workload))
+    from_file = sim::load_workload_file(o.workload, o.dump_web ? sim::References::skip : sim::References::resolve);
   const auto& w = is_workload_file(o.workload) ? from_file : sim::find_workload(o.workload);
+  if (o.dump_web) {
+    std::printf("%s\n", sim::web_workload(w).dump(1).c_str());
+    return;
+  }
   const bool auto_mode = o.mode == "auto";
   if (o.dump_wgsl) {
     const auto s = auto_mode || o.mode == "all" ? fuse::Strategy::Fused : fuse::parse_strategy(o.mode);
@@ -130,7 +135,7 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
     f << j.dump(2) << "\n";
   }
   if (r.check && !j["check"]["pass"].get<bool>()) throw Error("sim --check failed for '" + w.name + "'");
-  if (!o.submit.empty()) submit_native(o.submit, ctx, sim_submission_results(j));
+  if (!o.submit.empty()) submit_native(o.submit, ctx, sim_submission_results(j, is_workload_file(o.workload)));
 }
 
 }  // namespace
@@ -205,6 +210,9 @@ void add_sim(CLI::App& app, GlobalOptions& g) {
                   "post the results (checked: implies --check) to a wgfuse serve at URL (http://host:port)");
   cmd->add_option("--write-data", o.data_path, "market: write the price records (f32, steps x 22) to FILE");
   cmd->add_flag("--dump-wgsl", o.dump_wgsl, "print the generated WGSL of the workload and exit");
+  cmd->add_flag("--dump-web", o.dump_web,
+                "print what `wgfuse serve` answers the playground for the workload (POST /api/sim/workload: "
+                "its modules and layout, as JSON) and exit");
   cmd->add_flag("--quiet", o.quiet, "no progress lines");
   cmd->callback([&g] { run_sim(o, g); });
 }

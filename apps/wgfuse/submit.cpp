@@ -126,7 +126,7 @@ json bench_submission_results(const bench::BenchReport& report) {
   return results;
 }
 
-json sim_submission_results(const json& sim) {
+json sim_submission_results(const json& sim, bool from_file) {
   if (!sim.contains("check"))
     throw Error(
         "--submit: the simulation ran without --check; a result without its equivalence check is not "
@@ -145,7 +145,7 @@ json sim_submission_results(const json& sim) {
     json r = timing(rates, "gen/s");
     const bool versus = has_baseline && mode != baseline && baseline_rate > 0;
     r.update(
-        {{"suite", "sim"},
+        {{"suite", from_file ? "sim-file" : "sim"},
          {"name", workload + " " + mode},
          {"sizes",
           {{"pop", sim.at("pop")},

@@ -18,7 +18,9 @@ std::filesystem::path serve_tool();
 // The chain of `wgfuse bench`: fused and unfused per chain length, fused with its speedup.
 nlohmann::json bench_submission_results(const bench::BenchReport& report);
 // `wgfuse sim --check --json`'s report: each timed mode, with its speedup over perstep.
-nlohmann::json sim_submission_results(const nlohmann::json& sim_report);
+// `from_file`: the workload came from a workload file, not a built-in: its results go to suite
+// "sim-file", apart from the built-ins' figures (a file may reuse a built-in's name).
+nlohmann::json sim_submission_results(const nlohmann::json& sim_report, bool from_file);
 
 // Wraps `results` with the adapter, OS and version and POSTs them through `wgfuse-serve --submit`
 // (which adds each result's kernel_version), prints the id.

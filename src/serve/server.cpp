@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <regex>
 
 #include "serve/static_files.h"
 #include "serve/submission.h"
@@ -113,6 +114,70 @@ bool expects_body(const httplib::Request& req) {
   return req.has_header("Content-Length") || req.has_header("Transfer-Encoding");
 }
 
+// Answers a request whose body was not read (to its end), so its connection closes.
+void refuse_unread(httplib::Response& res, int status, const std::string& reason) {
+  send_error(res, status, reason);
+  BoundedHttpServer::close_after_response(res);
+}
+
+// Reads the body of `req`, of media type `type`, into `text`: at most `limit` bytes, whether
+// chunked or of a fixed length. Otherwise answers why (415, 400, 413, or the connection limit's
+// refusal) and returns false.
+bool read_body_of_type(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read_body,
+                       const std::string& type, size_t limit, std::string& text) {
+  const std::string content_type = req.get_header_value("Content-Type");
+  if (media_type(content_type) != type) {
+    refuse_unread(res, 415, "Content-Type: must be " + type + ", not '" + printable(content_type) + "'");
+    return false;
+  }
+  const std::string too_large = "body: larger than the limit of " + std::to_string(limit) + " bytes";
+  if (req.has_header("Content-Length")) {
+    const std::string length = req.get_header_value("Content-Length");
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long n = std::strtoull(length.c_str(), &end, 10);
+    if (length.empty() || *end || errno == ERANGE || length[0] == '-') {
+      refuse_unread(res, 400, "Content-Length: '" + printable(length) + "' is not a byte count");
+      return false;
+    }
+    if (n > limit) {
+      refuse_unread(res, 413, too_large);
+      return false;
+    }
+  }
+  bool over = false;
+  const bool read = read_body([&](const char* data, size_t n) {
+    over = text.size() + n > limit;
+    if (!over) text.append(data, n);
+    return !over;
+  });
+  if (over) {
+    refuse_unread(res, 413, too_large);
+    return false;
+  }
+  if (!read) {
+    const std::string cut = BoundedHttpServer::refusal();
+    if (cut.empty())
+      refuse_unread(res, 400, "body: could not be read (malformed chunked encoding, or the client left)");
+    else
+      refuse_unread(res, std::stoi(cut.substr(0, 3)), cut.substr(4));
+    return false;
+  }
+  return true;
+}
+
+// The file name a workload's messages give (query parameter `name`): a plain file name ending in
+// .wgsl, never a path.
+bool workload_file_name(const httplib::Request& req, httplib::Response& res, std::string& name) {
+  name = req.has_param("name") ? req.get_param_value("name") : "workload.wgsl";
+  static const std::regex plain(R"([A-Za-z0-9_][A-Za-z0-9_.-]{0,58}\.wgsl)");
+  if (std::regex_match(name, plain)) return true;
+  send_error(res, 400,
+             "name: must be a file name of up to 64 letters, digits, '_', '.' and '-' ending in .wgsl, not '" +
+                 printable(name.substr(0, 80)) + "'");
+  return false;
+}
+
 }  // namespace
 
 std::string utc_now_iso8601() {
@@ -133,6 +198,7 @@ Server::Server(ServerOptions options, KernelIndex kernels, ResultsStore& store)
       store_(store),
       limiter_(options_.rate),
       read_limiter_(options_.read_rate),
+      workload_limiter_(options_.workload_rate),
       http_(std::make_unique<BoundedHttpServer>(options_.connections)) {
   routes();
 }
@@ -183,17 +249,19 @@ void Server::routes() {
     if (const std::string part = not_utf8(req); !part.empty())
       return refuse(400, part + ": not UTF-8 (percent-encode UTF-8 text)");
     const bool submit = req.method == "POST" && req.path == "/api/results";
-    if (req.method != "GET" && req.method != "HEAD" && !submit)
+    const bool expand = req.method == "POST" && req.path == "/api/sim/workload";
+    if (req.method != "GET" && req.method != "HEAD" && !submit && !expand)
       return refuse(405, "method " + printable(req.method) + " is not allowed on " + req.path +
-                             " (GET and HEAD everywhere, POST on /api/results)");
+                             " (GET and HEAD everywhere, POST on /api/results and /api/sim/workload)");
     if (!req.path.starts_with("/api/")) return httplib::Server::HandlerResponse::Unhandled;
     double retry_after = 0;
-    if ((submit ? limiter_ : read_limiter_).admit(req.remote_addr, retry_after))
-      return httplib::Server::HandlerResponse::Unhandled;
+    RateLimiter& limiter = submit ? limiter_ : expand ? workload_limiter_ : read_limiter_;
+    if (limiter.admit(req.remote_addr, retry_after)) return httplib::Server::HandlerResponse::Unhandled;
     res.set_header("Retry-After", std::to_string(int64_t(std::ceil(retry_after))));
-    return refuse(429, std::string("rate limit: too many ") + (submit ? "submissions" : "queries") +
-                           " from " + req.remote_addr + "; retry after " +
-                           std::to_string(int64_t(std::ceil(retry_after))) + " s");
+    return refuse(429, std::string("rate limit: too many ") +
+                           (submit ? "submissions" : expand ? "workload files" : "queries") + " from " +
+                           req.remote_addr + "; retry after " + std::to_string(int64_t(std::ceil(retry_after))) +
+                           " s");
   });
 
   // Errors httplib answers itself (a request cut off by a connection limit or deadline, 413, 404,
@@ -246,37 +314,8 @@ void Server::routes() {
   // The body is read here, through a limit that holds for chunked and fixed-length bodies alike.
   http.Post("/api/results", [this, body_limit](const httplib::Request& req, httplib::Response& res,
                                                const httplib::ContentReader& read_body) {
-    const auto refuse = [&](int status, const std::string& reason) {
-      send_error(res, status, reason);
-      BoundedHttpServer::close_after_response(res);  // the body was not read (to its end)
-    };
-    const std::string type = req.get_header_value("Content-Type");
-    if (media_type(type) != "application/json")
-      return refuse(415, "Content-Type: must be application/json, not '" + printable(type) + "'");
-    const std::string too_large = "body: larger than the limit of " + std::to_string(body_limit) + " bytes";
-    if (req.has_header("Content-Length")) {
-      const std::string length = req.get_header_value("Content-Length");
-      char* end = nullptr;
-      errno = 0;
-      const unsigned long long n = std::strtoull(length.c_str(), &end, 10);
-      if (length.empty() || *end || errno == ERANGE || length[0] == '-')
-        return refuse(400, "Content-Length: '" + printable(length) + "' is not a byte count");
-      if (n > body_limit) return refuse(413, too_large);
-    }
     std::string text;
-    bool over = false;
-    const bool read = read_body([&](const char* data, size_t n) {
-      over = text.size() + n > body_limit;
-      if (!over) text.append(data, n);
-      return !over;
-    });
-    if (over) return refuse(413, too_large);
-    if (!read) {
-      const std::string cut = BoundedHttpServer::refusal();
-      return cut.empty()
-                 ? refuse(400, "body: could not be read (malformed chunked encoding, or the client left)")
-                 : refuse(std::stoi(cut.substr(0, 3)), cut.substr(4));
-    }
+    if (!read_body_of_type(req, res, read_body, "application/json", body_limit, text)) return;
     json body;
     try {
       body = parse_submission_body(text);
@@ -289,6 +328,25 @@ void Server::routes() {
     for (auto& r : body["results"]) flagged += !r["flags"].empty();
     const int64_t id = store_.insert(body, utc_now_iso8601());
     send_json(res, 201, {{"id", id}, {"accepted", body.at("results").size()}, {"flagged", flagged}});
+  });
+
+  // A visitor's workload file to the modules the playground runs: the simulations' own loader, so
+  // that the browser runs what native runs and is told the same errors (sim::web_workload).
+  http.Post("/api/sim/workload", [this](const httplib::Request& req, httplib::Response& res,
+                                        const httplib::ContentReader& read_body) {
+    if (!options_.expand_workload) return refuse_unread(res, 404, "this server does not expand workload files");
+    std::string name, text;
+    if (!only_params(req, res, {"name"}) || !workload_file_name(req, res, name)) {
+      BoundedHttpServer::close_after_response(res);
+      return;
+    }
+    if (!read_body_of_type(req, res, read_body, "text/plain", options_.max_workload_bytes, text)) return;
+    if (!is_utf8(text)) return send_error(res, 400, "body: not UTF-8 (a workload file is UTF-8 text)");
+    try {
+      send_json(res, 200, options_.expand_workload(text, name));
+    } catch (const Error& e) {
+      send_error(res, 422, e.what());
+    }
   });
 
   http.Get("/api/results", [this](const httplib::Request& req, httplib::Response& res) {

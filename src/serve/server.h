@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,12 @@ struct ServerOptions {
   bool access_log = false;                       // a line per request on stderr
   // More routes (`--model`: apps/serve/model_assets.h), registered before the page's files.
   std::function<void(httplib::Server&)> more_routes;
+  // POST /api/sim/workload (the playground): a workload file's text, named `origin` in messages, to
+  // what the page runs (sim::web_workload); throws Error where the file is wrong. Unset: the route
+  // answers 404. Kept a function so that this layer needs nothing of the simulations.
+  std::function<nlohmann::json(const std::string& text, const std::string& origin)> expand_workload;
+  size_t max_workload_bytes = 64 * 1024;  // a workload file's text at most; more gets 413
+  RateLimit workload_rate{.per_window = 60};  // per client address, over POST /api/sim/workload
 };
 
 class Server {
@@ -48,6 +55,7 @@ class Server {
   ResultsStore& store_;
   RateLimiter limiter_;       // submissions
   RateLimiter read_limiter_;  // queries: a researcher's page navigation, far cheaper than a write
+  RateLimiter workload_limiter_;  // workload files expanded: each costs a parse of up to 64 KiB
   std::unique_ptr<BoundedHttpServer> http_;
 };
 

@@ -50,6 +50,7 @@ std::optional<fs::path> resolve_static(const std::vector<fs::path>& roots, const
   if (path == "/") path = "/index.html";
   if (path == "/results") path = "/results.html";
   if (path == "/chat") path = "/chat.html";
+  if (path == "/sim-playground") path = "/sim-playground.html";
   if (!is_safe_relative_path(path)) return std::nullopt;
   for (auto& root : roots) {
     fs::path candidate = root / path.substr(1);

@@ -104,7 +104,7 @@ void check_nullable_number(const json& result, const std::string& path, const ch
 void check_result(json& r, const std::string& path) {
   check_object(r, path);
   check_one_of(check_string(member(r, path, "suite"), join(path, "suite")),
-               {"dispatch", "chain", "sim", "tiny"}, join(path, "suite"));
+               {"dispatch", "chain", "sim", "sim-file", "tiny"}, join(path, "suite"));
   if (check_string(member(r, path, "name"), join(path, "name")).empty())
     reject(join(path, "name"), "must not be empty");
   const std::string version = check_string(member(r, path, "kernel_version"), join(path, "kernel_version"));

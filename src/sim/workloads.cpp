@@ -18,6 +18,7 @@
 #include "sim/reference.h"
 #include "sim/script_reference.h"
 #include "util/error.h"
+#include "util/large_stack.h"
 
 namespace wgfuse::sim {
 
@@ -196,10 +197,13 @@ std::string trimmed(const std::string& s) {
 }
 
 std::optional<Layout> struct_layout(const std::string& code, const std::string& name, int depth = 0);
+// Arrays and structs nest at most this deep in State (each level is a regular expression's pass).
+constexpr int kMaxTypeDepth = 8;
 
 // The layout of `type` in `code` (its structs and u32 consts), where it is made of scalars, vectors,
 // fixed-size arrays and structs without attributes; nothing otherwise.
 std::optional<Layout> type_layout(const std::string& code, std::string type, int depth) {
+  if (depth > kMaxTypeDepth) return std::nullopt;
   type = trimmed(type);
   if (type == "f32" || type == "u32" || type == "i32") return Layout{4, 4};
   std::smatch m;
@@ -218,7 +222,7 @@ std::optional<Layout> type_layout(const std::string& code, std::string type, int
       count = uint32_t(std::stoul(m[2].str()));
     else
       count = u32_const(code, m[2].str());
-    const auto element = type_layout(code, m[1].str(), depth);
+    const auto element = type_layout(code, m[1].str(), depth + 1);
     if (!count || !element) return std::nullopt;
     return Layout{*count * round_up(element->size, element->align), element->align};
   }
@@ -227,10 +231,14 @@ std::optional<Layout> type_layout(const std::string& code, std::string type, int
 }
 
 std::optional<Layout> struct_layout(const std::string& code, const std::string& name, int depth) {
+  // The body up to the first '}' found by hand: a pattern spanning it would rescan the rest of the
+  // file from every unclosed `struct NAME {`.
   std::smatch m;
-  if (depth > 8 || !std::regex_search(code, m, std::regex("\\bstruct\\s+" + name + R"(\s*\{([^}]*)\})")))
+  if (depth > kMaxTypeDepth || !std::regex_search(code, m, std::regex("\\bstruct\\s+" + name + R"(\s*\{)")))
     return std::nullopt;
-  const std::string body = m[1].str();
+  const size_t open = size_t(m.position(0) + m.length(0)), close = code.find('}', open);
+  if (close == std::string::npos) return std::nullopt;
+  const std::string body = code.substr(open, close - open);
   if (body.find('@') != std::string::npos) return std::nullopt;  // @align, @size: not sized here
   uint32_t offset = 0, align = 1;
   int angle = 0;
@@ -282,6 +290,9 @@ bool check_declarations(const std::string& code, const std::string& origin) {
   return m[1].str() == "true";
 }
 
+// The stack load_workload parses on (load_workload says why).
+constexpr size_t kWorkloadStackBytes = size_t(256) << 20;
+
 uint32_t power_of_two(const Fields& f, const std::string& k, uint32_t hi, uint32_t def) {
   const uint32_t v = uint32_t(f.integer(k, 1, hi, def));
   if (v & (v - 1)) f.fail(k, "a power of two from 1 to " + std::to_string(hi));
@@ -290,7 +301,10 @@ uint32_t power_of_two(const Fields& f, const std::string& k, uint32_t hi, uint32
 
 }  // namespace
 
-Workload load_workload(std::string text, std::string origin) {
+namespace {
+
+// load_workload's work, on a stack that fits its regular expressions' recursion (load_workload).
+Workload parse_workload(std::string text, std::string origin, References references) {
   const json header = parse_header(text, origin);
   const Fields h(header, origin, "",
                  {"name", "summary", "state_bytes", "policy", "genome", "defaults", "ga", "workgroup", "team",
@@ -398,6 +412,7 @@ Workload load_workload(std::string text, std::string origin) {
     auto it = data_generators().find(h.string("data"));
     if (it == data_generators().end()) h.fail("data", "one of " + names_of(data_generators()));
     w.data = it->second;
+    w.data_name = it->first;
   }
 
   w.reference_horizon = 1u << 30;
@@ -407,7 +422,9 @@ Workload load_workload(std::string text, std::string origin) {
       h.fail("reference",
              "an object with either \"builtin\" (a built-in workload's name) or \"python\" (a "
              "script's path)");
-    if (r.has("builtin"))
+    if (references == References::skip)
+      r.string(r.has("builtin") ? "builtin" : "python");
+    else if (r.has("builtin"))
       w.reference = builtin_reference(r.string("builtin"), origin + ": header field \"reference.builtin\"");
     else
       w.reference =
@@ -422,12 +439,52 @@ Workload load_workload(std::string text, std::string origin) {
   return w;
 }
 
-Workload load_workload_file(const std::string& path) {
+}  // namespace
+
+Workload load_workload(std::string text, std::string origin, References references) {
+  if (text.size() > kMaxWorkloadBytes)
+    throw Error(origin + ": " + std::to_string(text.size()) + " bytes, over the limit of " +
+                std::to_string(kMaxWorkloadBytes) +
+                " bytes of a workload file (its header, State and functions; generate large tables in "
+                "sim_init or pass them as per-step data)");
+  // libstdc++'s std::regex recurses once per character a repetition consumes, up to 512 bytes of
+  // stack each: a file of kMaxWorkloadBytes needs at most 128 MiB, twice that is reserved.
+  Workload w;
+  util::run_with_stack(kWorkloadStackBytes,
+                       [&] { w = parse_workload(std::move(text), std::move(origin), references); });
+  return w;
+}
+
+Workload load_workload_file(const std::string& path, References references) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot read the workload file '" + path + "'");
   std::ostringstream text;
   text << in.rdbuf();
-  return load_workload(text.str(), path);
+  return load_workload(text.str(), path, references);
+}
+
+nlohmann::json web_workload(const Workload& w) {
+  const auto& d = w.spec;
+  const auto lines = [&](fuse::Strategy s) {
+    return json{{"source", fuse::generated_source(d, s)}, {"first_line", fuse::definition_first_line(d, s)}};
+  };
+  return {{"name", w.name},
+          {"summary", w.summary},
+          {"origin", d.origin},
+          {"state_bytes", d.state_bytes},
+          {"state_align", d.state_align},
+          {"slot_bytes", fuse::slot_bytes(d)},
+          {"genome_len", w.genome_len},
+          {"init_scale", w.init_scale},
+          {"defaults", {{"pop", w.default_pop}, {"steps", w.default_steps}}},
+          {"workgroup", d.workgroup_size},
+          {"team_workgroup", fuse::workgroup_size(d, fuse::Strategy::Team)},
+          {"max_team", d.max_team},
+          {"team_splits_steps", d.team_splits_steps},
+          {"overrides", d.overrides},
+          {"data", w.data_name.empty() ? json(nullptr) : json(w.data_name)},
+          {"reference", {{"atol", w.reference_atol}, {"rtol", w.reference_rtol}}},
+          {"modules", {{"solo", lines(fuse::Strategy::Fused)}, {"team", lines(fuse::Strategy::Team)}}}};
 }
 
 const std::vector<Workload>& workloads() {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <string_view>
@@ -61,6 +62,7 @@ struct Workload {
   GaConfig ga;              // seed filled in at run time
   // The shared data of an episode of `steps` steps with `seed`; unset where there is none.
   std::function<WorkloadData(uint32_t steps, uint32_t seed)> data;
+  std::string data_name;  // the header's "data": the generator's name ("market"), empty where none
   // The CPU double-precision reference of one episode (src/sim/reference.h); unset where the file
   // names none (--check then compares the strategies with each other only).
   std::function<ReferenceRun(const Episode&)> reference;
@@ -82,14 +84,27 @@ struct Workload {
 // The State of a workload is at most this many bytes: the fused and team strategies keep it in
 // each invocation's registers (256 32-bit words; a GPU thread has at most 255 registers).
 inline constexpr uint32_t kMaxStateBytes = 1024;
+// A workload file is at most this many bytes (the built-ins are under 16 KiB).
+inline constexpr size_t kMaxWorkloadBytes = 256 * 1024;
 // The header block of a workload file: its leading `///` lines (docs/SIMULATIONS.md).
 inline constexpr std::string_view kHeaderMark = "///";
 
+// Whether loading a workload sets up the CPU reference its header names (a Python script is looked
+// up beside the file, and run when the reference is first asked). `skip`: the header is still
+// checked and its tolerances read, but nothing is looked up or run (a server loading a visitor's file).
+enum class References { resolve, skip };
+
 // The workload that `text`, the contents of the file `origin`, defines. Throws Error naming the
 // file and what is wrong: the header (a field, its expected type or range), a missing declaration.
-Workload load_workload(std::string text, std::string origin);
+Workload load_workload(std::string text, std::string origin, References references = References::resolve);
 // The same, read from the file at `path`.
-Workload load_workload_file(const std::string& path);
+Workload load_workload_file(const std::string& path, References references = References::resolve);
+
+// What the browser needs to run workload `w` exactly as native does (docs/WEB_API.md, POST
+// /api/sim/workload): the generated module of the one-invocation strategies and of the team
+// strategy (fuse::generated_source), the line of each on which the file's first line lies, the
+// slot layout, the sizes, overrides and tolerances of its header.
+nlohmann::json web_workload(const Workload& w);
 
 // The built-in workloads: every embedded kernel family with a header.
 const std::vector<Workload>& workloads();

@@ -1,10 +1,12 @@
 // Runs the browser suites (web/suites/*.js) in headless Chromium with WebGPU (SwiftShader here)
 // and returns their results: a loopback static server for web/ and the expanded kernels
 // (build/generated/kernels, the text the native binary embeds, with /kernels/index.json as the
-// contract defines it), and the Chrome DevTools Protocol over node's WebSocket to drive the page.
-import {spawn} from 'node:child_process';
+// contract defines it), POST /api/sim/workload answered by the native loader (`wgfuse sim FILE
+// --dump-web`, what `wgfuse serve` answers), and the Chrome DevTools Protocol over node's
+// WebSocket to drive the page.
+import {execFile, spawn} from 'node:child_process';
 import {createHash} from 'node:crypto';
-import {existsSync, mkdtempSync, readdirSync, readFileSync, rmSync} from 'node:fs';
+import {existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs';
 import {createServer} from 'node:http';
 import {tmpdir} from 'node:os';
 import {extname, join, normalize, sep} from 'node:path';
@@ -71,7 +73,24 @@ window.runSuites = async (modules, quick, repeats) => {
 window.runnerReady = true;
 </script>`;
 
-function serve(webRoot, kernelDir) {
+// POST /api/sim/workload?name=FILE.wgsl with the file's text: the native binary's expansion.
+function expandWorkload(wgfuse, req, send) {
+  const name = new URL(req.url, 'http://x').searchParams.get('name') ?? 'workload.wgsl';
+  if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,58}\.wgsl$/.test(name)) return send(400, 'application/json', '{}');
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wgfuse-workload-'));
+    writeFileSync(join(dir, name), Buffer.concat(chunks));
+    execFile(wgfuse, ['sim', name, '--dump-web'], {cwd: dir, maxBuffer: 1 << 24}, (err, stdout, stderr) => {
+      rmSync(dir, {recursive: true, force: true});
+      if (err) send(422, 'application/json', JSON.stringify({error: stderr.trim()}));
+      else send(200, 'application/json', stdout);
+    });
+  });
+}
+
+function serve(webRoot, kernelDir, wgfuse) {
   const index = JSON.stringify(kernelIndex(kernelDir));
   const server = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
@@ -81,6 +100,7 @@ function serve(webRoot, kernelDir) {
     };
     if (path === '/__runner.html') return send(200, 'text/html', RUNNER);
     if (path === '/kernels/index.json') return send(200, 'application/json', index);
+    if (req.method === 'POST' && path === '/api/sim/workload') return expandWorkload(wgfuse, req, send);
     const file =
         path.startsWith('/kernels/') ? join(kernelDir, path.slice(9)) : join(webRoot, normalize(path));
     const root = path.startsWith('/kernels/') ? kernelDir : webRoot;
@@ -138,6 +158,7 @@ async function waitFor(what, poll, timeoutMs) {
 // Runs `modules` (paths under the web root, e.g. '/suites/sim.js') in quick mode; returns
 // { adapter, features, results, errors }.
 export async function runInBrowser({
+  wgfuse,
   webRoot,
   kernelDir,
   modules,
@@ -146,7 +167,7 @@ export async function runInBrowser({
   chromium = '/usr/bin/chromium',
   timeoutMs = 600_000
 }) {
-  const server = await serve(webRoot, kernelDir);
+  const server = await serve(webRoot, kernelDir, wgfuse);
   const profile = mkdtempSync(join(tmpdir(), 'wgfuse-chromium-'));
   const browser = spawn(
       chromium,

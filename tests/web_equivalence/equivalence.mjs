@@ -30,6 +30,7 @@ const fail = (msg) => {
 };
 
 const browser = await runInBrowser({
+  wgfuse,
   webRoot,
   kernelDir,
   modules: ['/suites/dispatch.js', '/suites/sim.js', '/suites/tiny.js'],

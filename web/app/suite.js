@@ -63,7 +63,7 @@
 
 export const SUITE_MODULES = ['dispatch', 'sim', 'tiny'];
 // The suites, the `suite` field of their results (docs/WEB_API.md).
-export const RESULT_SUITES = ['dispatch', 'chain', 'sim', 'tiny'];
+export const RESULT_SUITES = ['dispatch', 'chain', 'sim', 'sim-file', 'tiny'];
 export const UNITS = ['us', 'ms', 'tok/s', 'gen/s', 'GB/s'];
 
 function suiteProblem(s) {

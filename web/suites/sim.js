@@ -33,10 +33,6 @@ function marketDeviceRecords(records) {
   return device;
 }
 
-const WORKGROUP = 64;
-// kernels/sim_entries.wgsl Slot: t, episode, total, then State (the built-ins' States hold f32 and u32
-// only, so it follows at 12; fuse::slot_bytes aligns a State holding vectors)
-const SLOT_HEADER_BYTES = 12;
 const SEED = 1;
 
 // The built-in workloads this suite runs, by their files (kernels/sim_NAME.wgsl, whose headers
@@ -72,32 +68,52 @@ export function initialGenomes(w, pop, steps, seed) {
   return g;
 }
 
-// The team size: the largest power of two within the workload's, the adapter's smallest subgroup
-// (at least 4 by the WebGPU spec) and the workgroup (fuse::max_team).
+// The team size: the largest power of two within the workload's, the team's workgroup and, for a
+// team that shares the state through subgroup shuffles, the adapter's smallest subgroup (at least
+// 4 by the WebGPU spec) (fuse::max_team).
 function teamSize(device, w) {
-  const m = Math.min(w.maxTeam, device.adapterInfo?.subgroupMinSize ?? 4, WORKGROUP);
+  const subgroup = device.adapterInfo?.subgroupMinSize ?? 4;
+  const m = Math.min(w.maxTeam, w.teamSplitsSteps ? Infinity : subgroup, teamWorkgroup(device, w));
   let p = 1;
   while (p * 2 <= m) p *= 2;
   return p;
 }
 
-async function runWorkload(device, kernels, suiteEntry, sizes, reps, label, outputs) {
+// The team's workgroup size halved down to the device's limit, but not below the workgroup size
+// (fuse::fit_team_workgroup).
+function teamWorkgroup(device, w) {
+  const top = Math.min(device.limits.maxComputeInvocationsPerWorkgroup, device.limits.maxComputeWorkgroupSizeX);
+  let size = w.teamWorkgroup;
+  while (size > top && size > w.workgroup) size /= 2;
+  return size;
+}
+
+// Times every strategy of workload `w` (lib/sim_workload.js) at `sizes` ({pop, steps}) and checks
+// each against per-step; its results are named "NAME STRATEGY" in suite `suiteId` ('sim' for the
+// built-ins, 'sim-file' for a visitor's file).
+export async function runWorkload(device, kernelVersion, w, sizes, reps, label, outputs, suiteId = 'sim') {
   const {pop, steps} = sizes;
-  const w = await loadWorkload(kernels, suiteEntry.family);
   const len = w.genomeLen || steps;
   const pipes = new Pipelines(device);
   const hasTeam = device.features.has('subgroups');
   const team = hasTeam ? teamSize(device, w) : 1;
-  const constants = {WORKGROUP_SIZE: WORKGROUP};
-  const solo = w.module(false);
-  const entry = (name) => pipes.get(`sim.${w.name}`, solo, name, constants);
+  const teamGroupSize = teamWorkgroup(device, w);
+  const constants = {...w.overrides, WORKGROUP_SIZE: w.workgroup};
+  const compile = async (label, team, entry, constants) => {
+    try {
+      return await pipes.get(label, w.module(team), entry, constants);
+    } catch (e) {
+      throw new Error(w.locate ? w.locate(team, e.message) : e.message);
+    }
+  };
   const [init, step, fitnessMain, fused] =
-      await Promise.all(['sim_init_main', 'sim_step_main', 'sim_fitness_main', 'sim_fused_main'].map(entry));
-  const teamPipe =
-      hasTeam ? await pipes.get(`sim.${w.name}.team`, w.module(true), 'sim_team_main', {...constants, TEAM: team}) :
-                null;
+      await Promise.all(['sim_init_main', 'sim_step_main', 'sim_fitness_main', 'sim_fused_main'].map(
+          (entry) => compile(`sim.${w.name}`, false, entry, constants)));
+  const teamPipe = hasTeam ? await compile(`sim.${w.name}.team`, true, 'sim_team_main',
+                                           {...w.overrides, WORKGROUP_SIZE: teamGroupSize, TEAM: team}) :
+                             null;
 
-  if (w.data && !DATA[w.data]) throw new Error(`${w.family}: no data generator "${w.data}"`);
+  if (w.data && !DATA[w.data]) throw new Error(`${w.name}: no data generator "${w.data}"`);
   const {records: data, stride} = w.data ? DATA[w.data](steps, SEED) : {records: new Float32Array(4), stride: 0};
   const params = new Uint32Array([pop, steps, len, SEED, stride, 0, 1, 0]);
   const buffers = [
@@ -106,7 +122,7 @@ async function runWorkload(device, kernels, suiteEntry, sizes, reps, label, outp
     upload(device, data, STORAGE, `${w.name}.data`),
     device.createBuffer({size: pop * 4, usage: STORAGE, label: `${w.name}.fitness`}),
     device.createBuffer(
-        {size: pop * (SLOT_HEADER_BYTES + w.stateBytes), usage: STORAGE, label: `${w.name}.slots`}),
+        {size: pop * w.slotBytes, usage: STORAGE, label: `${w.name}.slots`}),
   ];
   const fitness = buffers[3];
   const groupOf = new Map();
@@ -114,8 +130,8 @@ async function runWorkload(device, kernels, suiteEntry, sizes, reps, label, outp
     if (!groupOf.has(p)) groupOf.set(p, bind(device, p, buffers));
     return groupOf.get(p);
   };
-  const groups = Math.ceil(pop / WORKGROUP);
-  const teamGroups = Math.ceil((pop * team) / WORKGROUP);
+  const groups = Math.ceil(pop / w.workgroup);
+  const teamGroups = Math.ceil((pop * team) / teamGroupSize);
   const record = (pass, p, n = groups) => {
     pass.setPipeline(p);
     pass.setBindGroup(0, groupFor(p));
@@ -193,9 +209,9 @@ async function runWorkload(device, kernels, suiteEntry, sizes, reps, label, outp
     const other = s.name === 'perstep' ? 'fused' : 'perstep';
     const rtol = Math.max(RTOL[s.name], RTOL[other]);
     return result({
-      suite: 'sim',
+      suite: suiteId,
       name: `${w.name} ${s.name}`,
-      kernelVersion: kernels.version,
+      kernelVersion,
       sizes: {pop, steps, genome_len: len, episodes: 1, ...(s.name === 'team' ? {team} : {})},
       unit: 'gen/s',
       samples: rates[i],
@@ -216,8 +232,9 @@ async function run({device, kernels, quick, progress, repeats, outputs}) {
     // runWorkload reports labels; the fraction is that of the workloads done
     const label = (text) => progress?.(i / WORKLOADS.length, text);
     label(`sim ${w.family}`);
-    results.push(
-        ...await runWorkload(device, kernels, w, quick ? w.quick : w.full, reps, label, outputs?.sim));
+    const workload = await loadWorkload(kernels, w.family);
+    results.push(...await runWorkload(device, kernels.version, workload, quick ? w.quick : w.full, reps, label,
+                                      outputs?.sim));
   }
   return results;
 }
