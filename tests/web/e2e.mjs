@@ -7,15 +7,13 @@
 //
 //   node tests/web/e2e.mjs --wgfuse build/wgfuse --out build/web-e2e [--serve-arg ARG]...
 import assert from 'node:assert/strict';
-import {spawn} from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import {fileURLToPath} from 'node:url';
 import {parseArgs} from 'node:util';
 import {chromium} from 'playwright-core';
 
-import {freePort} from './free_port.mjs';
+import {newPage, startServer, state, stopServer, waitForState} from './support.mjs';
 
 const {values: opts} = parseArgs({
   options: {
@@ -43,62 +41,6 @@ const RUN_TIMEOUT_MS = 150_000;
 
 fs.mkdirSync(opts.out, {recursive: true});
 const step = (what) => console.log(`e2e: ${what}`);
-
-async function startServer() {
-  const port = await freePort();
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wgfuse-e2e-'));
-  const args = [
-    'serve', '--host', '127.0.0.1', '--port', String(port), '--db', path.join(tmp, 'results.sqlite'),
-    ...opts['serve-arg']
-  ];
-  step(`starting ${opts.wgfuse} ${args.join(' ')}`);
-  const child = spawn(opts.wgfuse, args, {stdio: ['ignore', 'inherit', 'inherit']});
-  let exited = null;
-  child.on('exit', (code, signal) => {
-    exited = {code, signal};
-  });
-  const base = `http://127.0.0.1:${port}`;
-  for (const deadline = Date.now() + 30_000; Date.now() < deadline;) {
-    if (exited)
-      throw new Error(`wgfuse serve exited before answering (code ${exited.code}, signal ${exited.signal})`);
-    const ok = await fetch(`${base}/kernels/index.json`).then((r) => r.ok, () => false);
-    if (ok) return {base, child, tmp, exitStatus: () => exited};
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`wgfuse serve did not answer ${base}/kernels/index.json within 30 s`);
-}
-
-async function stopServer(server) {
-  if (!server.exitStatus()) {
-    const done = new Promise((resolve) => server.child.once('exit', resolve));
-    server.child.kill('SIGTERM');
-    await Promise.race([done, new Promise((r) => setTimeout(r, 10_000))]);
-    if (!server.exitStatus()) server.child.kill('SIGKILL');
-  }
-  fs.rmSync(server.tmp, {recursive: true, force: true});
-}
-
-async function newPage(browser, errors) {
-  const page = await browser.newPage({viewport: {width: 1280, height: 900}});
-  page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
-  page.on(
-      'console',
-      (m) => m.type() === 'error' && !/Failed to load resource/.test(m.text()) &&
-          errors.push(`console: ${m.text()}`));
-  return page;
-}
-
-const state = (page) => page.evaluate(() => document.body.dataset.state);
-
-async function waitForState(page, wanted, timeout) {
-  await page.waitForFunction((w) => w.includes(document.body.dataset.state), wanted, {timeout})
-      .catch(async () => {
-        throw new Error(
-            `page state is "${await state(page)}", not one of ${wanted.join(', ')}, after ${timeout} ms`);
-      });
-  return state(page);
-}
 
 async function benchmarkPage(browser, base, index) {
   const errors = [];
@@ -299,7 +241,7 @@ async function unavailablePage(base) {
   }
 }
 
-const server = await startServer();
+const server = await startServer(opts.wgfuse, opts['serve-arg'], step);
 let browser;
 try {
   const index = await (await fetch(`${server.base}/kernels/index.json`)).json();

@@ -15,6 +15,7 @@ import {mkdirSync, readFileSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 
 import {runInBrowser} from './browser.mjs';
+import {compareSimFitness, nativeSimArgs} from './sim_fitness.mjs';
 
 const [wgfuse, kernelDir, webRoot, outDir] = process.argv.slice(2);
 if (!outDir) {
@@ -22,7 +23,6 @@ if (!outDir) {
   process.exit(2);
 }
 mkdirSync(outDir, {recursive: true});
-const FITNESS_RTOL = 1e-5;
 const failures = [];
 const fail = (msg) => {
   failures.push(msg);
@@ -50,41 +50,8 @@ function native(args, name) {
 }
 
 for (const [workload, b] of Object.entries(browser.outputs.sim)) {
-  const n = native(
-      [
-        'sim', workload, '--pop', `${b.pop}`, '--steps', `${b.steps}`, '--seed', `${b.seed}`, '--mode',
-        'fused', '--generations', '1', '--samples', `${b.pop}`, '--check', '--quiet'
-      ],
-      `native_sim_${workload}`);
-  if (!n.check?.pass) fail(`native sim ${workload}: --check did not pass`);
-  const s = n.sample_fitness;
-  if (s.indices.length !== b.pop || s.indices.some((v, k) => v !== k))
-    fail(`native sim ${workload}: sample_fitness does not cover the population in order`);
-  for (const [strategy, fitness] of Object.entries(b.fitness)) {
-    const rtol = FITNESS_RTOL, {atol, rtol: refRtol} = b.reference_tol;
-    let worst = 0, over = 0, nearReference = 0, first = -1;
-    s.values.forEach((want, i) => {
-      const got = fitness[i];
-      const den = Math.max(Math.abs(want), Math.abs(got));
-      const rel = got === want ? 0 : (den > 0 ? Math.abs(got - want) / den : Infinity);
-      worst = Math.max(worst, Number.isNaN(rel) ? Infinity : rel);
-      if (rel <= rtol) return;
-      ++over;
-      const ref = s.reference[i];
-      if (Math.abs(got - ref) <= Math.max(atol, refRtol * Math.abs(ref)))
-        ++nearReference;
-      else if (first < 0)
-        first = i;
-    });
-    const line = `sim ${workload} browser ${strategy} vs native fused: max rel ${worst.toExponential(2)}, ` +
-        `${over} of ${b.pop} over ${rtol}, ${nearReference} of them within max(${atol}, ${
-                     refRtol}·|ref|) of the CPU double reference`;
-    if (first >= 0)
-      fail(`${line} (first beyond: individual ${first}, browser ${fitness[first]}, native ${
-          s.values[first]}, reference ${s.reference[first]})`);
-    else
-      console.log(`ok   ${line}`);
-  }
+  const n = native(nativeSimArgs(workload, b), `native_sim_${workload}`);
+  for (const {ok, line} of compareSimFitness(workload, b, n)) ok ? console.log(`ok   ${line}`) : fail(line);
 }
 
 for (const t of Object.values(browser.outputs.tiny)) {
