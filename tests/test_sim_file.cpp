@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <regex>
@@ -293,6 +294,68 @@ fn sim_fitness(s: State) -> f32 {
   return -s.cost;
 }
 )";
+
+// Test that what the playground is sent (sim::web_workload) is the native module of each strategy
+// with the file's first line where it says, the slot layout native uses, and the header's sizes;
+// and that a visitor's file (References::skip) names a script that is neither looked up nor run.
+TEST(SimWorkloadFile, WebWorkloadIsTheNativeModule) {
+  const std::string text = std::string(kOscillator);
+  const std::string header_end = "///   \"defaults\": {\"pop\": 64, \"steps\": 40}";
+  const auto w = sim::load_workload(
+      replaced(text, header_end,
+               header_end + ",\n///   \"reference\": {\"python\": \"/no/such/dir/x.py\", \"rtol\": 0.25}"),
+      "osc.wgsl", sim::References::skip);
+  EXPECT_FALSE(w.reference);
+  EXPECT_EQ(w.reference_rtol, 0.25);
+  const auto j = sim::web_workload(w);
+  for (auto [key, s] : {std::pair{"solo", Strategy::Fused}, std::pair{"team", Strategy::Team}}) {
+    const auto& m = j["modules"][key];
+    const std::string source = m["source"];
+    EXPECT_EQ(source, fuse::generated_source(w.spec, s)) << key;
+    const uint32_t first = m["first_line"];
+    EXPECT_EQ(first, fuse::definition_first_line(w.spec, s)) << key;
+    // the file's first line is the module's line `first`
+    size_t at = 0;
+    for (uint32_t line = 1; line < first; ++line) at = source.find('\n', at) + 1;
+    EXPECT_EQ(source.compare(at, w.spec.source.size(), w.spec.source), 0) << key;
+  }
+  EXPECT_EQ(j["slot_bytes"], fuse::slot_bytes(w.spec));
+  EXPECT_EQ(j["origin"], "osc.wgsl");
+  EXPECT_EQ(j["defaults"]["steps"], 40);
+  EXPECT_EQ(j["reference"]["rtol"], 0.25);
+  EXPECT_TRUE(j["data"].is_null());
+  EXPECT_EQ(sim::web_workload(sim::find_workload("market"))["data"], "market");
+  // A State holding a vec4: the slot places it at 16 (native and browser alike).
+  const auto v = sim::load_workload(replaced(replaced(text, "\"state_bytes\": 12,", ""), "struct State {",
+                                             "struct State {\n  q: vec4<f32>,"),
+                                    "vec.wgsl", sim::References::skip);
+  EXPECT_EQ(sim::web_workload(v)["slot_bytes"], 16u + v.spec.state_bytes);
+}
+
+// Test that a file over the size limit is refused with the limit, and that a crafted file whose
+// matching once recursed per character past a thread's stack, or rescanned the file from each
+// unclosed struct, is answered at once.
+TEST(SimWorkloadFile, LargeAndCraftedFilesAreRefused) {
+  const std::string text = std::string(kOscillator);
+  const auto m = load_error(text + std::string(sim::kMaxWorkloadBytes, ' '));
+  EXPECT_NE(m.find("user.wgsl: " + std::to_string(text.size() + sim::kMaxWorkloadBytes) +
+                   " bytes, over the limit of 262144 bytes"),
+            std::string::npos)
+      << m;
+  const auto start = text.find("struct State {");
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const std::string& state : {"struct State { a: array<f32" + std::string(200000, ' ') + ", 4> }",
+                                   "struct State { " + std::string(200000, 'a') + " }", [] {
+                                     std::string s;
+                                     for (int i = 0; i < 10000; ++i) s += "struct State {";
+                                     return s;
+                                   }()}) {
+    std::string crafted = text;
+    crafted.replace(start, text.find('}', start) + 1 - start, state);
+    load_error(crafted);  // loads or is refused: either, without a crash
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+}
 
 // Test that a user's file runs through the CLI with every strategy, the GA, --check (the
 // strategies against each other: the file names no reference) and --json.

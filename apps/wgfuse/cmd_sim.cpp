@@ -29,8 +29,8 @@ struct SimOptions {
   uint32_t pop = 0, steps = 0, generations = 10, seed = 1, samples = 64, episodes = 1, team = 0;
   uint32_t workgroup = 0, in_flight = sim::kDefaultInFlight, per_submit = sim::kDefaultPerSubmit;
   std::string mode = "auto";
-  bool check = false, dump_wgsl = false, dump_web = false, quiet = false, no_robustness = false, dump_shaders = false,
-       bandwidth = false, ga_kernels = false;
+  bool check = false, dump_wgsl = false, dump_web = false, quiet = false, no_robustness = false,
+       dump_shaders = false, bandwidth = false, ga_kernels = false;
   std::string json_path, data_path, submit;
   std::vector<std::string> overrides;  // NAME=VALUE
 };
@@ -58,7 +58,8 @@ bool is_workload_file(const std::string& arg) {
 void run_sim(const SimOptions& o, const GlobalOptions& g) {
   sim::Workload from_file;
   if (is_workload_file(o.workload))
-    from_file = sim::load_workload_file(o.workload, o.dump_web ? sim::References::skip : sim::References::resolve);
+    from_file =
+        sim::load_workload_file(o.workload, o.dump_web ? sim::References::skip : sim::References::resolve);
   const auto& w = is_workload_file(o.workload) ? from_file : sim::find_workload(o.workload);
   if (o.dump_web) {
     std::printf("%s\n", sim::web_workload(w).dump(1).c_str());
@@ -135,7 +136,8 @@ void run_sim(const SimOptions& o, const GlobalOptions& g) {
     f << j.dump(2) << "\n";
   }
   if (r.check && !j["check"]["pass"].get<bool>()) throw Error("sim --check failed for '" + w.name + "'");
-  if (!o.submit.empty()) submit_native(o.submit, ctx, sim_submission_results(j, is_workload_file(o.workload)));
+  if (!o.submit.empty())
+    submit_native(o.submit, ctx, sim_submission_results(j, is_workload_file(o.workload)));
 }
 
 }  // namespace

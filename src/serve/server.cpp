@@ -123,8 +123,9 @@ void refuse_unread(httplib::Response& res, int status, const std::string& reason
 // Reads the body of `req`, of media type `type`, into `text`: at most `limit` bytes, whether
 // chunked or of a fixed length. Otherwise answers why (415, 400, 413, or the connection limit's
 // refusal) and returns false.
-bool read_body_of_type(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read_body,
-                       const std::string& type, size_t limit, std::string& text) {
+bool read_body_of_type(const httplib::Request& req, httplib::Response& res,
+                       const httplib::ContentReader& read_body, const std::string& type, size_t limit,
+                       std::string& text) {
   const std::string content_type = req.get_header_value("Content-Type");
   if (media_type(content_type) != type) {
     refuse_unread(res, 415, "Content-Type: must be " + type + ", not '" + printable(content_type) + "'");
@@ -172,9 +173,10 @@ bool workload_file_name(const httplib::Request& req, httplib::Response& res, std
   name = req.has_param("name") ? req.get_param_value("name") : "workload.wgsl";
   static const std::regex plain(R"([A-Za-z0-9_][A-Za-z0-9_.-]{0,58}\.wgsl)");
   if (std::regex_match(name, plain)) return true;
-  send_error(res, 400,
-             "name: must be a file name of up to 64 letters, digits, '_', '.' and '-' ending in .wgsl, not '" +
-                 printable(name.substr(0, 80)) + "'");
+  send_error(
+      res, 400,
+      "name: must be a file name of up to 64 letters, digits, '_', '.' and '-' ending in .wgsl, not '" +
+          printable(name.substr(0, 80)) + "'");
   return false;
 }
 
@@ -259,9 +261,11 @@ void Server::routes() {
     if (limiter.admit(req.remote_addr, retry_after)) return httplib::Server::HandlerResponse::Unhandled;
     res.set_header("Retry-After", std::to_string(int64_t(std::ceil(retry_after))));
     return refuse(429, std::string("rate limit: too many ") +
-                           (submit ? "submissions" : expand ? "workload files" : "queries") + " from " +
-                           req.remote_addr + "; retry after " + std::to_string(int64_t(std::ceil(retry_after))) +
-                           " s");
+                           (submit   ? "submissions"
+                            : expand ? "workload files"
+                                     : "queries") +
+                           " from " + req.remote_addr + "; retry after " +
+                           std::to_string(int64_t(std::ceil(retry_after))) + " s");
   });
 
   // Errors httplib answers itself (a request cut off by a connection limit or deadline, 413, 404,
@@ -334,7 +338,8 @@ void Server::routes() {
   // that the browser runs what native runs and is told the same errors (sim::web_workload).
   http.Post("/api/sim/workload", [this](const httplib::Request& req, httplib::Response& res,
                                         const httplib::ContentReader& read_body) {
-    if (!options_.expand_workload) return refuse_unread(res, 404, "this server does not expand workload files");
+    if (!options_.expand_workload)
+      return refuse_unread(res, 404, "this server does not expand workload files");
     std::string name, text;
     if (!only_params(req, res, {"name"}) || !workload_file_name(req, res, name)) {
       BoundedHttpServer::close_after_response(res);

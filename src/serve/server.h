@@ -30,7 +30,7 @@ struct ServerOptions {
   // what the page runs (sim::web_workload); throws Error where the file is wrong. Unset: the route
   // answers 404. Kept a function so that this layer needs nothing of the simulations.
   std::function<nlohmann::json(const std::string& text, const std::string& origin)> expand_workload;
-  size_t max_workload_bytes = 64 * 1024;  // a workload file's text at most; more gets 413
+  size_t max_workload_bytes = 64 * 1024;      // a workload file's text at most; more gets 413
   RateLimit workload_rate{.per_window = 60};  // per client address, over POST /api/sim/workload
 };
 
@@ -53,8 +53,8 @@ class Server {
   ServerOptions options_;
   KernelIndex kernels_;
   ResultsStore& store_;
-  RateLimiter limiter_;       // submissions
-  RateLimiter read_limiter_;  // queries: a researcher's page navigation, far cheaper than a write
+  RateLimiter limiter_;           // submissions
+  RateLimiter read_limiter_;      // queries: a researcher's page navigation, far cheaper than a write
   RateLimiter workload_limiter_;  // workload files expanded: each costs a parse of up to 64 KiB
   std::unique_ptr<BoundedHttpServer> http_;
 };

@@ -3,7 +3,8 @@ Each case asserts the answer, then that the server still answers and a valid sub
 bytes that are not UTF-8 anywhere, deep nesting, oversized bodies (chunked and fixed-length) and
 heads, idle and slow connections while a normal client must be answered within 1 s, pipelining,
 SIGTERM with clients hanging on, the small things (media type case, offset and counter ranges, log
-forging, CSV formulas, bidi names) and the plausibility flags.
+forging, CSV formulas, bidi names), the plausibility flags, and workload files crafted against the
+playground's loader.
 Usage: test_attacks.py WGFUSE sqlite|postgres"""
 import copy
 import http.client
@@ -304,6 +305,76 @@ def check_small_things(server, rng):
     assert status == 200 and b"'=HYPERLINK" in body and b",=HYPERLINK" not in body and b',"=HYPERLINK' not in body, body
 
 
+# The declarations every workload file needs, for the crafted files below.
+WORKLOAD_DECLARATIONS = """fn sim_load(ind: u32) {}
+fn sim_init(ind: u32, episode: u32) -> State { return State(); }
+fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {}
+fn sim_fitness(s: State) -> f32 { return 0.0; }
+fn sim_done(s: State) -> bool { return false; }
+const SIM_TEAM_SPLITS_STEPS: bool = false;
+"""
+WORKLOAD_HEADER = '/// {"name": "crafted", "genome": {"length": 3}, "defaults": {"pop": 4, "steps": 3}}\n'
+
+
+def post_workload(server, text, name="crafted.wgsl", content_type="text/plain"):
+    body = text.encode() if isinstance(text, str) else text
+    return server.request("POST", f"/api/sim/workload?name={quote(name)}", body=body,
+                          headers={"Content-Type": content_type})
+
+
+def check_workload_files(server, rng):
+    """POST /api/sim/workload: bounded, its header's script never looked up, and crafted files that
+    once crashed the server (std::regex's recursion overflowing a thread's stack) or held it for 30 s
+    (a pattern rescanning the file from each unclosed struct) answered at once."""
+    examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "sim")
+    with open(os.path.join(examples, "pendulum.wgsl")) as f:
+        pendulum = f.read()
+    status, headers, body = post_workload(server, pendulum, "pendulum.wgsl")
+    assert status == 200, (status, body[:300])
+    w = json.loads(body)
+    assert w["name"] == "pendulum" and w["origin"] == "pendulum.wgsl" and w["slot_bytes"] == 24, w.keys()
+    assert pendulum in w["modules"]["solo"]["source"] and pendulum in w["modules"]["team"]["source"]
+    # The script the header names is neither looked up nor run, wherever it points.
+    for script in ("/etc/passwd", "../../no/such/script.py"):
+        status, _, body = post_workload(server, pendulum.replace("pendulum_reference.py", script), "pendulum.wgsl")
+        assert status == 200, (script, status, body[:300])
+    # Refusals: the loader's reason, the media type, the name, the size.
+    status, _, body = post_workload(server, WORKLOAD_HEADER + "struct State { a: f32 }\n")
+    assert status == 422 and b"crafted.wgsl: no declaration of `fn sim_load(ind: u32)`" in body, (status, body)
+    status, _, body = post_workload(server, pendulum, content_type="application/json")
+    assert status == 415 and b"must be text/plain" in body, (status, body)
+    for name in ("../x.wgsl", "x.txt", "a/b.wgsl", "x" * 80 + ".wgsl"):
+        status, _, body = post_workload(server, pendulum, name)
+        assert status == 400 and b"name: must be a file name" in body, (name, status, body)
+    status, _, body = post_workload(server, "/" * (64 * 1024 + 1))
+    assert status == 413 and b"larger than the limit of 65536 bytes" in body, (status, body[:300])
+    status, _, body = post_workload(server, b"/// {\xff}")
+    assert status == 400 and b"not UTF-8" in body, (status, body)
+    # Crafted files, each under the size limit: answered (expanded or refused) within 2 s, the server unhurt.
+    n = 60000
+    files = WORKLOAD_HEADER + WORKLOAD_DECLARATIONS
+    crafted = {
+        "a long array type": files + "struct State { a: array<f32" + " " * n + ", 4> }\n",
+        "a long member": files + "struct State { " + "a" * n + " }\n",
+        "a long number": files + "struct State { a: f32 }\nconst MLP_IN: u32 = " + "1" * n + ";\n",
+        "unclosed structs": files + "struct State {" * 4000 + "\n",
+        "deeply nested arrays": files + "struct State { a: " + "array<" * 4000 + "f32" + ", 4>" * 4000 + " }\n",
+        "an unclosed JSON header": "/// " + "[" * n + "\n",
+        "a deeply nested JSON header": "/// " + "[" * (n // 2) + "]" * (n // 2) + "\n",
+    }
+    for what, text in crafted.items():
+        assert len(text.encode()) <= 64 * 1024, what
+        t0 = time.perf_counter()
+        status, _, body = post_workload(server, text)
+        took = time.perf_counter() - t0
+        # (some are valid files: `array<f32    , 4>` is an array)
+        assert status == 200 or (status == 422 and body.startswith(b'{"error":"crafted.wgsl')), (what, status,
+                                                                                              body[:300])
+        assert took < 2, f"{what}: answered in {took:.1f} s"
+        assert server.proc.poll() is None, f"{what}: the server died"
+    still_serving(server, rng)
+
+
 def check_access_log(wgfuse, db, rng):
     server = Server(wgfuse, db, "--rate", "off", "--access-log")
     try:
@@ -390,7 +461,8 @@ def run(wgfuse, kind):
         server = Server(wgfuse, db, "--rate", "off", *TIMEOUTS)
         try:
             for check in (check_bad_bytes, check_depth, check_body_limits, check_head_limits, check_connection_caps,
-                          check_pipelining, check_small_things, check_slow_clients, check_plausibility):
+                          check_pipelining, check_small_things, check_slow_clients, check_plausibility,
+                          check_workload_files):
                 t0 = time.perf_counter()
                 check(server, rng)
                 assert server.proc.poll() is None, f"{check.__name__}: the server died"

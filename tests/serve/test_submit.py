@@ -2,9 +2,12 @@
 loopback: the native results arrive with their equivalence checks and the embedded kernel version;
 a rejection prints the server's reason, an unreachable server says so.
 Usage: test_submit.py WGFUSE"""
+import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 from serve_support import Database, Server, free_port
 
@@ -38,6 +41,20 @@ def main(wgfuse):
             assert r["unit"] == "gen/s" and r["n_samples"] == 3 and r["equivalence"]["passed"] is True
             assert r["sizes"]["pop"] == 96 and r["sizes"]["steps"] == 40
             assert (r["speedup"] is None) == (r["name"] == "cartpole perstep"), r
+        # A workload file's results go to suite sim-file, even under a built-in's name: never among the
+        # built-ins' figures.
+        builtin_rows = len(rows)
+        kernels = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernels")
+        with tempfile.TemporaryDirectory(prefix="wgfuse-submit-") as tmp:
+            copy = os.path.join(tmp, "cartpole.wgsl")
+            shutil.copyfile(os.path.join(kernels, "sim_cartpole.wgsl"), copy)
+            sim = run([wgfuse, "--adapter", "cpu", "sim", copy, "--pop", "32", "--steps", "10", "--generations",
+                       "1", "--mode", "fused", "--quiet", "--submit", url])
+        assert sim.returncode == 0, sim.stderr
+        sid = submission_id(sim.stdout)
+        rows = server.get_json(f"/api/results?submission={sid}")["rows"]
+        assert [(r["suite"], r["name"]) for r in rows] == [("sim-file", "cartpole fused")], rows
+        assert len(server.get_json("/api/results?suite=sim")["rows"]) == builtin_rows
         bench = run([wgfuse, "--adapter", "cpu", "bench", "--quick", "--kernels", "empty", "--submit", url])
         assert bench.returncode == 0, bench.stderr
         sid = submission_id(bench.stdout)

@@ -38,8 +38,9 @@ const EXAMPLES = [{name: 'pendulum', pop: 67, steps: 23}, {name: 'option_pricer'
 async function openPlayground(browser, url, errors) {
   const page = await newPage(browser, errors);
   await page.goto(url);
-  assert.equal(await waitForState(page, ['ready', 'unavailable', 'failed'], 30_000), 'ready',
-               `the playground did not get ready: ${await page.textContent('body')}`);
+  assert.equal(
+      await waitForState(page, ['ready', 'unavailable', 'failed'], 30_000), 'ready',
+      `the playground did not get ready: ${await page.textContent('body')}`);
   return page;
 }
 
@@ -51,16 +52,18 @@ async function runFile(page, wanted) {
 
 // Runs example `name` in the page and compares it with native; returns the page, ready to submit.
 async function example(browser, base, {name, pop, steps}, errors) {
-  const page = await openPlayground(browser, `${base}/sim-playground?start=example:${name}&pop=${pop}&steps=${steps}&reps=1`,
-                                    errors);
+  const page = await openPlayground(
+      browser, `${base}/sim-playground?start=example:${name}&pop=${pop}&steps=${steps}&reps=1`, errors);
   const file = path.join(opts.examples, `${name}.wgsl`);
-  assert.equal(await page.inputValue('#source'), fs.readFileSync(file, 'utf8'), `${name}: the example is loaded`);
+  assert.equal(
+      await page.inputValue('#source'), fs.readFileSync(file, 'utf8'), `${name}: the example is loaded`);
   await runFile(page, 'done');
-  const rows = await page.$$eval('#results-table tbody tr', (trs) => trs.map((tr) => ({
-                                                                 suite: tr.dataset.suite,
-                                                                 name: tr.dataset.name,
-                                                                 passed: tr.querySelector('[data-passed]').dataset.passed,
-                                                               })));
+  const rows = await page.$$eval(
+      '#results-table tbody tr', (trs) => trs.map((tr) => ({
+                                                    suite: tr.dataset.suite,
+                                                    name: tr.dataset.name,
+                                                    passed: tr.querySelector('[data-passed]').dataset.passed,
+                                                  })));
   const strategies = rows.map((r) => r.name.split(' ')[1]);
   for (const s of ['perstep', 'batched', 'fused'])
     assert.ok(strategies.includes(s), `${name}: strategy ${s} ran (${strategies.join(', ')})`);
@@ -72,7 +75,8 @@ async function example(browser, base, {name, pop, steps}, errors) {
   const b = outputs[name];
   assert.ok(b, `${name}: the page kept the fitness of its run (${Object.keys(outputs)})`);
   const json = path.join(opts.out, `native_${name}.json`);
-  execFileSync(opts.wgfuse, [...nativeSimArgs(file, b), '--json', json], {stdio: ['ignore', 'ignore', 'inherit']});
+  execFileSync(
+      opts.wgfuse, [...nativeSimArgs(file, b), '--json', json], {stdio: ['ignore', 'ignore', 'inherit']});
   const compared = compareSimFitness(name, b, JSON.parse(fs.readFileSync(json, 'utf8')));
   for (const {ok, line} of compared) {
     step(`${ok ? 'ok  ' : 'FAIL'} ${line}`);
@@ -93,8 +97,9 @@ async function refusals(page) {
   await runFile(page, 'rejected');
   const compileError = await page.textContent('#workload-error');
   const name = await page.inputValue('#file-name');
-  assert.ok(compileError.includes(`${name}:${at + 1}:`) && compileError.includes('no_such_name'),
-            `the compile error is told at line ${at + 1} of ${name}: ${compileError}`);
+  assert.ok(
+      compileError.includes(`${name}:${at + 1}:`) && compileError.includes('no_such_name'),
+      `the compile error is told at line ${at + 1} of ${name}: ${compileError}`);
   step(`a file that does not compile: "${compileError.split('\n')[0].slice(0, 160)}"`);
 
   await page.fill('#source', text.replace(/"name": "[a-z_]+",/, ''));
@@ -109,7 +114,8 @@ async function shareLink(browser, page, errors) {
   const text = await page.inputValue('#source');
   await page.click('#share');
   const url = await page.getAttribute('#share-link', 'href');
-  assert.ok(url.includes('#') && !url.split('#')[0].includes('w='), `the file travels in the fragment: ${url}`);
+  assert.ok(
+      url.includes('#') && !url.split('#')[0].includes('w='), `the file travels in the fragment: ${url}`);
   const other = await openPlayground(browser, url, errors);
   assert.equal(await other.inputValue('#source'), text, 'the shared link brings the file back');
   assert.equal(await other.inputValue('#file-name'), await page.inputValue('#file-name'));
@@ -134,12 +140,16 @@ async function submit(base, page) {
 const server = await startServer(opts.wgfuse, [], step);
 let browser;
 try {
-  browser = await chromium.launch({executablePath: opts.chromium, headless: true, args: ['--enable-unsafe-webgpu']});
+  browser = await chromium.launch(
+      {executablePath: opts.chromium, headless: true, args: ['--enable-unsafe-webgpu']});
   const errors = [];
   let first;
   for (const e of EXAMPLES) {
     const page = await example(browser, server.base, e, errors);
-    if (first) await page.close(); else first = page;
+    if (first)
+      await page.close();
+    else
+      first = page;
   }
   await submit(server.base, first);
   await shareLink(browser, first, errors);

@@ -9,7 +9,7 @@ import {createHash} from 'node:crypto';
 import {existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs';
 import {createServer} from 'node:http';
 import {tmpdir} from 'node:os';
-import {extname, join, normalize, sep} from 'node:path';
+import {extname, join, normalize, resolve as absolutePath, sep} from 'node:path';
 
 const TYPES = {
   '.html': 'text/html',
@@ -82,9 +82,9 @@ function expandWorkload(wgfuse, req, send) {
   req.on('end', () => {
     const dir = mkdtempSync(join(tmpdir(), 'wgfuse-workload-'));
     writeFileSync(join(dir, name), Buffer.concat(chunks));
-    execFile(wgfuse, ['sim', name, '--dump-web'], {cwd: dir, maxBuffer: 1 << 24}, (err, stdout, stderr) => {
+    execFile(absolutePath(wgfuse), ['sim', name, '--dump-web'], {cwd: dir, maxBuffer: 1 << 24}, (err, stdout, stderr) => {
       rmSync(dir, {recursive: true, force: true});
-      if (err) send(422, 'application/json', JSON.stringify({error: stderr.trim()}));
+      if (err) send(422, 'application/json', JSON.stringify({error: stderr.trim() || err.message}));
       else send(200, 'application/json', stdout);
     });
   });

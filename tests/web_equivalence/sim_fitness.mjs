@@ -17,10 +17,14 @@ export function nativeSimArgs(workload, b) {
 
 // [{ok, line}]: the native check, and each browser strategy against native `n` (its --json).
 export function compareSimFitness(workload, b, n) {
-  const out = [{ok: n.check?.pass === true, line: `native sim ${workload}: --check ${n.check?.pass ? 'passed' : 'did not pass'}`}];
+  const out = [{
+    ok: n.check?.pass === true,
+    line: `native sim ${workload}: --check ${n.check?.pass ? 'passed' : 'did not pass'}`
+  }];
   const s = n.sample_fitness;
   if (s.indices.length !== b.pop || s.indices.some((v, k) => v !== k)) {
-    out.push({ok: false, line: `native sim ${workload}: sample_fitness does not cover the population in order`});
+    out.push(
+        {ok: false, line: `native sim ${workload}: sample_fitness does not cover the population in order`});
     return out;
   }
   for (const [strategy, fitness] of Object.entries(b.fitness)) {

@@ -3,8 +3,9 @@
 // (lib/sim_workload.js), run per step, batched, fused and as a team on the visitor's GPU by the
 // sim suite's own runner (suites/sim.js runWorkload), checked, shared by a link that holds the file
 // in its fragment (never sent to the server), and submitted as suite "sim-file".
-import {WORKLOADS, runWorkload} from '../suites/sim.js';
 import {expandWorkload, MAX_WORKLOAD_BYTES, WorkloadError} from '../suites/lib/sim_workload.js';
+import {runWorkload, WORKLOADS} from '../suites/sim.js';
+
 import {describeAdapter, describeClient, openDevice} from './adapter.js';
 import {el, fill} from './format.js';
 import {loadKernels} from './kernels.js';
@@ -13,7 +14,13 @@ import {resultProblems} from './suite.js';
 import {resultsTable} from './table.js';
 
 const $ = (id) => document.getElementById(id);
-const page = {device: null, adapter: null, kernels: null, rows: [], outputs: {}};
+const page = {
+  device: null,
+  adapter: null,
+  kernels: null,
+  rows: [],
+  outputs: {}
+};
 // What the end-to-end test reads: the fitness of every strategy of the last run.
 window.playground = page;
 
@@ -58,13 +65,21 @@ async function unpack(packed) {
 // The starting points: the examples (examples/sim, served at /examples/sim/) and the built-ins.
 function startingPoints() {
   return [
-    ...EXAMPLES.map((name) => ({id: `example:${name}`, label: `example: ${name}`, file: `${name}.wgsl`,
-                                fetch: () => fetch(`/examples/sim/${name}.wgsl`).then((r) => {
-                                  if (!r.ok) throw new Error(`/examples/sim/${name}.wgsl: HTTP ${r.status}`);
-                                  return r.text();
-                                })})),
-    ...WORKLOADS.map(({family}) => ({id: `builtin:${family}`, label: `built-in: ${family.slice(4)}`,
-                                     file: `${family.slice(4)}.wgsl`, fetch: () => page.kernels.get(family)})),
+    ...EXAMPLES.map((name) => ({
+                      id: `example:${name}`,
+                      label: `example: ${name}`,
+                      file: `${name}.wgsl`,
+                      fetch: () => fetch(`/examples/sim/${name}.wgsl`).then((r) => {
+                        if (!r.ok) throw new Error(`/examples/sim/${name}.wgsl: HTTP ${r.status}`);
+                        return r.text();
+                      })
+                    })),
+    ...WORKLOADS.map(({family}) => ({
+                       id: `builtin:${family}`,
+                       label: `built-in: ${family.slice(4)}`,
+                       file: `${family.slice(4)}.wgsl`,
+                       fetch: () => page.kernels.get(family)
+                     })),
   ];
 }
 
@@ -74,9 +89,7 @@ async function pick(point) {
   $('file-name').value = point.file;
 }
 
-function showError(message) {
-  $('workload-error').textContent = message;
-}
+function showError(message) { $('workload-error').textContent = message; }
 
 function onProgress(fraction, label) {
   $('progress').value = fraction;
@@ -118,8 +131,9 @@ async function run() {
   try {
     onProgress(0, 'expanding the file on the server');
     const w = await expandWorkload(text, $('file-name').value.trim() || 'workload.wgsl');
-    const results = await runWorkload(page.device, page.kernels.version, w, {pop: sz.pop, steps: sz.steps},
-                                      sz.reps, (label) => onProgress(0.5, label), page.outputs, 'sim-file');
+    const results = await runWorkload(
+        page.device, page.kernels.version, w, {pop: sz.pop, steps: sz.steps}, sz.reps,
+        (label) => onProgress(0.5, label), page.outputs, 'sim-file');
     rows = results.map((result) => ({result, problems: resultProblems(result)}));
   } catch (e) {
     failure = e instanceof WorkloadError ? e.message : `${e.message}`;
@@ -144,17 +158,15 @@ async function share() {
     $('share-status').textContent = `not shared: the file is over ${MAX_WORKLOAD_BYTES} bytes`;
     return;
   }
-  const params = new URLSearchParams({
-    name: $('file-name').value.trim(),
-    pop: $('pop').value,
-    steps: $('steps').value,
-    w: await pack(text)
-  });
+  const params = new URLSearchParams(
+      {name: $('file-name').value.trim(), pop: $('pop').value, steps: $('steps').value, w: await pack(text)});
   const url = `${location.origin}${location.pathname}#${params}`;
   history.replaceState(null, '', url);
   $('share-status').textContent = '';
-  $('share-status').append('Link (the file travels in the fragment, never to the server): ',
-                           el('a', {href: url, id: 'share-link'}, `${url.length} characters`));
+  $('share-status')
+      .append(
+          'Link (the file travels in the fragment, never to the server): ',
+          el('a', {href: url, id: 'share-link'}, `${url.length} characters`));
   await navigator.clipboard?.writeText(url).catch(() => {});
 }
 
@@ -169,8 +181,9 @@ async function submit() {
   });
   const outcome = await submitResults(submission);
   if (outcome.ok) {
-    fill(status, `Submitted: id ${outcome.id}, ${outcome.accepted} results accepted. `,
-         el('a', {href: `/results?submission=${outcome.id}`}, 'See them on the results page.'));
+    fill(
+        status, `Submitted: id ${outcome.id}, ${outcome.accepted} results accepted. `,
+        el('a', {href: `/results?submission=${outcome.id}`}, 'See them on the results page.'));
     status.dataset.submissionId = outcome.id;
   } else {
     status.textContent = `Not accepted: ${outcome.reason}`;
@@ -202,7 +215,9 @@ async function main() {
   if (kernels.status === 'rejected') throw kernels.reason;
   page.kernels = kernels.value;
   const points = startingPoints();
-  fill($('start'), el('option', {value: ''}, '(choose)'), points.map((p) => el('option', {value: p.id}, p.label)));
+  fill(
+      $('start'), el('option', {value: ''}, '(choose)'),
+      points.map((p) => el('option', {value: p.id}, p.label)));
   $('start').addEventListener('change', () => {
     const point = points.find((p) => p.id === $('start').value);
     if (point) pick(point).catch((e) => showError(e.message));
@@ -218,7 +233,9 @@ async function main() {
   }
   $('share').disabled = false;
   if (gpu.status === 'rejected') {
-    fill($('gpu-body'), el('span', {class: 'bad', id: 'gpu-unavailable'}, `WebGPU is unavailable: ${gpu.reason.message}`));
+    fill(
+        $('gpu-body'),
+        el('span', {class: 'bad', id: 'gpu-unavailable'}, `WebGPU is unavailable: ${gpu.reason.message}`));
     setState('unavailable');
     return;
   }
@@ -227,7 +244,8 @@ async function main() {
   $('gpu-body').textContent = [info.vendor, info.architecture, info.description].filter(Boolean).join(' · ') +
       ` (${info.features.join(', ') || 'no optional features'})`;
   page.device.lost.then((lost) => {
-    $('device-errors').append(el('li', {class: 'bad'}, `device lost (${lost.reason}): ${lost.message}; reload the page`));
+    $('device-errors')
+        .append(el('li', {class: 'bad'}, `device lost (${lost.reason}): ${lost.message}; reload the page`));
     $('run').disabled = true;
   });
   $('run').disabled = false;

@@ -9,7 +9,9 @@ export const MAX_WORKLOAD_BYTES = 64 * 1024;
 
 // Thrown when the server refuses a file: `message` is its reason, which names the file's line or
 // header field where it can.
-export class WorkloadError extends Error {}
+export class WorkloadError extends Error {
+  name = 'WorkloadError';
+}
 
 // The workload of a file's `text`, called `fileName` in messages ('pendulum.wgsl'), as the server
 // expands it: what the suite needs of its header, module(team) the module of the one-invocation
@@ -19,14 +21,16 @@ export class WorkloadError extends Error {}
 export async function expandWorkload(text, fileName, url = '/api/sim/workload') {
   let response;
   try {
-    response = await fetch(`${url}?name=${encodeURIComponent(fileName)}`,
-                           {method: 'POST', headers: {'Content-Type': 'text/plain'}, body: text});
+    response = await fetch(
+        `${url}?name=${encodeURIComponent(fileName)}`,
+        {method: 'POST', headers: {'Content-Type': 'text/plain'}, body: text});
   } catch (e) {
     throw new WorkloadError(`${url} could not be reached (${e.message}); is wgfuse serve running?`);
   }
   const body = await response.json().catch(() => null);
   if (!response.ok) {
-    const retry = response.status === 429 ? ` (retry after ${response.headers.get('Retry-After') ?? '?'} s)` : '';
+    const retry =
+        response.status === 429 ? ` (retry after ${response.headers.get('Retry-After') ?? '?'} s)` : '';
     throw new WorkloadError(`${body?.error ?? `${response.status} ${response.statusText}`}${retry}`);
   }
   return fromExpansion(body, text);
@@ -60,11 +64,13 @@ export function fromExpansion(e, text) {
     reference: e.reference,
     module: (team) => mod(team).source,
     // The WGSL compiler's messages place an error at ":LINE:COLUMN" of the module.
-    locate: (team, message) => message.replace(/(^|\s):(\d+):(\d+)(?=\s)/g, (_, space, l, c) => {
-      const n = Number(l), first = mod(team).first_line;
-      return n >= first && n < first + lines ?
-          `${space}${e.origin}:${n - first + 1}:${c}` :
-          `${space}line ${n}, column ${c} of wgfuse's part of the ${team ? 'team ' : ''}module`;
-    }),
+    locate: (team, message) => message.replace(
+        /(^|\s):(\d+):(\d+)(?=\s)/g,
+        (_, space, l, c) => {
+          const n = Number(l), first = mod(team).first_line;
+          return n >= first && n < first + lines ?
+              `${space}${e.origin}:${n - first + 1}:${c}` :
+              `${space}line ${n}, column ${c} of wgfuse's part of the ${team ? 'team ' : ''}module`;
+        }),
   };
 }
