@@ -1,11 +1,11 @@
 // The benchmark page (web/index.html): detects WebGPU, shows the adapter and the kernel version,
 // runs the suites, shows the results as a table and speedup charts, and submits them.
-import {describeAdapter, describeClient, openDevice, WebGPUUnavailable} from './adapter.js';
+import {describeAdapter, openDevice, WebGPUUnavailable} from './adapter.js';
 import {barChart, rooflineChart} from './charts.js';
 import {el, fill} from './format.js';
 import {loadKernels} from './kernels.js';
 import {runSuites} from './runner.js';
-import {buildSubmission, PAGE_VERSION, submitResults} from './submit.js';
+import {failedNames, PAGE_VERSION, submitPassedRows} from './submit.js';
 import {loadSuites} from './suite.js';
 import {resultsTable} from './table.js';
 
@@ -109,10 +109,6 @@ function showRun(rows, errors) {
                       `${rows.length} results ready to submit.`;
 }
 
-function failedNames(rows) {
-  return rows.map((r) => `${r.result.suite} ${r.result.name}`).join(', ');
-}
-
 async function run() {
   const only = $('suite-select').value;
   const suites = page.suites.filter((s) => !only || s.id === only);
@@ -130,28 +126,7 @@ async function run() {
 }
 
 async function submit() {
-  const status = $('submit-status');
-  $('submit').disabled = true;
-  status.textContent = 'Submitting…';
-  // What passed is submitted; what failed is named (the server accepts only passed checks).
-  const failed = page.rows.filter((r) => r.problems.length);
-  const submission = buildSubmission({
-    adapter: describeAdapter(page.adapter),
-    client: await describeClient(),
-    results: page.rows.filter((r) => !r.problems.length).map((r) => r.result)
-  });
-  const outcome = await submitResults(submission);
-  if (outcome.ok) {
-    const flagged = outcome.flagged ? ` ${outcome.flagged} flagged as implausible by the server.` : '';
-    const left = failed.length ? ` Not submitted (failed their checks): ${failedNames(failed)}.` : '';
-    fill(
-        status, `Submitted: id ${outcome.id}, ${outcome.accepted} results accepted.${flagged}${left} `,
-        el('a', {href: `/results?submission=${outcome.id}`}, 'See them on the results page.'));
-    status.dataset.submissionId = outcome.id;
-  } else {
-    status.textContent = `Not accepted: ${outcome.reason}`;
-    $('submit').disabled = false;
-  }
+  await submitPassedRows({adapter: page.adapter, rows: page.rows, status: $('submit-status'), button: $('submit')});
 }
 
 async function main() {

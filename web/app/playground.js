@@ -6,10 +6,10 @@
 import {expandWorkload, MAX_WORKLOAD_BYTES, WorkloadError} from '../suites/lib/sim_workload.js';
 import {runWorkload, WORKLOADS} from '../suites/sim.js';
 
-import {describeAdapter, describeClient, openDevice} from './adapter.js';
+import {describeAdapter, openDevice} from './adapter.js';
 import {el, fill} from './format.js';
 import {loadKernels} from './kernels.js';
-import {buildSubmission, PAGE_VERSION, submitResults} from './submit.js';
+import {PAGE_VERSION, submitPassedRows} from './submit.js';
 import {resultProblems} from './suite.js';
 import {resultsTable} from './table.js';
 
@@ -171,24 +171,8 @@ async function share() {
 }
 
 async function submit() {
-  const status = $('submit-status');
-  $('submit').disabled = true;
-  status.textContent = 'Submitting…';
-  const submission = buildSubmission({
-    adapter: describeAdapter(page.adapter),
-    client: await describeClient(),
-    results: page.rows.filter((r) => !r.problems.length).map((r) => r.result)
-  });
-  const outcome = await submitResults(submission);
-  if (outcome.ok) {
-    fill(
-        status, `Submitted: id ${outcome.id}, ${outcome.accepted} results accepted. `,
-        el('a', {href: `/results?submission=${outcome.id}`}, 'See them on the results page.'));
-    status.dataset.submissionId = outcome.id;
-  } else {
-    status.textContent = `Not accepted: ${outcome.reason}`;
-    $('submit').disabled = false;
-  }
+  await submitPassedRows(
+      {adapter: page.adapter, rows: page.rows, status: $('submit-status'), button: $('submit')});
 }
 
 // A shared link's file, pop and steps (#name=…&pop=…&steps=…&w=…); false where the URL has none.

@@ -59,11 +59,11 @@ export class Pipelines {
     }
     const created = this.device.createComputePipelineAsync(
         {label: `${label}.${entryPoint}`, layout: 'auto', compute: {module, entryPoint, constants}});
+    // Handled here whichever way the scope goes: where the module's error is told (below), the
+    // pipeline's own rejection says less and must not surface as an unhandled one.
+    created.catch(() => {});
     const scopeError = await this.device.popErrorScope();
-    if (scopeError) {
-      created.catch(() => {});  // the module's error says more than the pipeline's
-      throw new Error(`${name}: ${scopeError.message}`);
-    }
+    if (scopeError) throw new Error(`${name}: ${scopeError.message}`);
     p = await created.catch((e) => {
       throw new Error(`${name}: ${e.message}`);
     });
