@@ -332,6 +332,50 @@ TEST(SimWorkloadFile, WebWorkloadIsTheNativeModule) {
   EXPECT_EQ(sim::web_workload(v)["slot_bytes"], 16u + v.spec.state_bytes);
 }
 
+// Test that a header's own per-step data ("data": {"stride", "records"}) is what data4(t, i)
+// reads at step t, padded to vec4s with zeros, under every strategy (a double-precision sum over the
+// records here is the reference); an episode longer than the records, or a record of the wrong
+// length, is refused naming the field; the playground is sent the padded records.
+TEST(SimWorkloadFile, HeaderDataIsReadPerStep) {
+  const std::string path = std::string(WGFUSE_SOURCE_DIR) + "/tests/data/sim/tracker.wgsl";
+  const auto w = sim::load_workload_file(path);
+  const uint32_t pop = 37, steps = 7, len = 2;
+  sim::SimRunner r(context(), w, pop, steps, 3);
+  const auto& data = w.inline_data->records;  // 5 f32 per step
+  const auto& genomes = r.initial_genomes();
+  for (auto s : {Strategy::PerStep, Strategy::Fused, Strategy::Team}) {
+    const auto fitness = r.evaluate_initial(s);
+    for (uint32_t i = 0; i < pop; ++i) {
+      double x = 0, cost = 0;
+      for (uint32_t t = 0; t < steps; ++t) {
+        const float* rec = &data[t * 5];
+        const double goal = double(rec[0]) + double(rec[1]) * rec[2] - rec[3] + rec[4];
+        x += genomes[i * len] * (goal - x);  // gene 1 multiplies the padding zeros
+        cost += (x - goal) * (x - goal);
+      }
+      EXPECT_NEAR(fitness[i], -cost, 1e-5 * cost + 1e-6) << fuse::to_string(s) << " individual " << i;
+    }
+  }
+  EXPECT_EQ(sim::web_workload(w)["data"]["stride"], 8);
+  EXPECT_EQ(sim::web_workload(w)["data"]["records"].size(), 9u * 8u);
+  try {
+    sim::SimRunner longer(context(), w, pop, 10, 3);
+    FAIL() << "10 steps over 9 records ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("header field \"data.records\" holds 9 records, fewer than the 10 "
+                                         "steps of an episode: --steps 9 at most"),
+              std::string::npos)
+        << e.what();
+  }
+  std::ifstream in(path);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const auto m = load_error(replaced(text, "[0.0, 3.0, -0.25, 0.5, 1.75]", "[0.0, 3.0, -0.25, 0.5]"));
+  EXPECT_NE(m.find("user.wgsl: header field \"data.records\" must be an array of records, each an array of 5 "
+                   "numbers (\"stride\"), one record per step (record 4 is not)"),
+            std::string::npos)
+      << m;
+}
+
 // Test that a file over the size limit is refused with the limit, and that a crafted file whose
 // matching once recursed per character past a thread's stack, or rescanned the file from each
 // unclosed struct, is answered at once.

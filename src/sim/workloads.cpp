@@ -4,6 +4,8 @@
 #include "sim/workloads.h"
 
 #include <algorithm>
+#include <cmath>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -290,6 +292,46 @@ bool check_declarations(const std::string& code, const std::string& origin) {
   return m[1].str() == "true";
 }
 
+// The header's own per-step data, "data": {"stride": S, "records": [[S numbers], ...]}: record t is
+// what data4(t, i) reads at step t, laid out for the kernels in vec4s (S rounded up to 4, zeros after).
+WorkloadData inline_data(const Fields& d) {
+  WorkloadData out;
+  out.stride = uint32_t(d.integer("stride", 1, kMaxInlineStride));
+  out.device_stride = round_up(out.stride, 4);
+  const std::string expected = "an array of records, each an array of " + std::to_string(out.stride) +
+                               " numbers (\"stride\"), one record per step";
+  d.require("records", expected);
+  const json& records = d.at("records");
+  if (!records.is_array() || records.empty()) d.fail("records", expected);
+  for (size_t t = 0; t < records.size(); ++t) {
+    const json& r = records[t];
+    if (!r.is_array() || r.size() != out.stride)
+      d.fail("records", expected + " (record " + std::to_string(t) + " is not)");
+    for (const json& v : r) {
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || std::abs(v.get<double>()) > 3.4e38)
+        d.fail("records", expected + " (record " + std::to_string(t) + " holds " + v.dump() +
+                              ", not a finite f32)");
+      out.records.push_back(v.get<float>());
+    }
+    out.device.insert(out.device.end(), out.records.end() - out.stride, out.records.end());
+    out.device.resize(out.device.size() + out.device_stride - out.stride, 0.0f);
+  }
+  return out;
+}
+
+// The first `steps` records of `data`, which must hold that many.
+WorkloadData first_steps(const WorkloadData& data, uint32_t steps, const std::string& origin) {
+  const size_t have = data.records.size() / data.stride;
+  if (steps > have)
+    throw Error(origin + ": header field \"data.records\" holds " + std::to_string(have) +
+                " records, fewer than the " + std::to_string(steps) + " steps of an episode: --steps " +
+                std::to_string(have) + " at most, or more records");
+  return {.records = {data.records.begin(), data.records.begin() + size_t(steps) * data.stride},
+          .stride = data.stride,
+          .device = {data.device.begin(), data.device.begin() + size_t(steps) * data.device_stride},
+          .device_stride = data.device_stride};
+}
+
 // The stack load_workload parses on (load_workload says why).
 constexpr size_t kWorkloadStackBytes = size_t(256) << 20;
 
@@ -408,7 +450,15 @@ Workload parse_workload(std::string text, std::string origin, References referen
     }
   }
 
-  if (h.has("data")) {
+  if (h.has("data") && h.at("data").is_object()) {
+    w.inline_data = std::make_shared<WorkloadData>(inline_data(h.object("data", {"stride", "records"})));
+    w.data = [data = w.inline_data, origin](uint32_t steps, uint32_t) {
+      return first_steps(*data, steps, origin);
+    };
+  } else if (h.has("data")) {
+    if (!h.at("data").is_string())
+      h.fail("data", "the name of a generator (" + names_of(data_generators()) +
+                         ") or an object {\"stride\": N, \"records\": [[...], ...]}");
     auto it = data_generators().find(h.string("data"));
     if (it == data_generators().end()) h.fail("data", "one of " + names_of(data_generators()));
     w.data = it->second;
@@ -482,7 +532,9 @@ nlohmann::json web_workload(const Workload& w) {
           {"max_team", d.max_team},
           {"team_splits_steps", d.team_splits_steps},
           {"overrides", d.overrides},
-          {"data", w.data_name.empty() ? json(nullptr) : json(w.data_name)},
+          {"data", w.inline_data ? json{{"stride", w.inline_data->device_stride}, {"records", w.inline_data->device}}
+                   : w.data_name.empty() ? json(nullptr)
+                                         : json(w.data_name)},
           {"reference", {{"atol", w.reference_atol}, {"rtol", w.reference_rtol}}},
           {"modules", {{"solo", lines(fuse::Strategy::Fused)}, {"team", lines(fuse::Strategy::Team)}}}};
 }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -63,6 +64,8 @@ struct Workload {
   // The shared data of an episode of `steps` steps with `seed`; unset where there is none.
   std::function<WorkloadData(uint32_t steps, uint32_t seed)> data;
   std::string data_name;  // the header's "data": the generator's name ("market"), empty where none
+  // The header's own records ("data": {"stride", "records"}), all of them; null where none.
+  std::shared_ptr<const WorkloadData> inline_data;
   // The CPU double-precision reference of one episode (src/sim/reference.h); unset where the file
   // names none (--check then compares the strategies with each other only).
   std::function<ReferenceRun(const Episode&)> reference;
@@ -84,6 +87,8 @@ struct Workload {
 // The State of a workload is at most this many bytes: the fused and team strategies keep it in
 // each invocation's registers (256 32-bit words; a GPU thread has at most 255 registers).
 inline constexpr uint32_t kMaxStateBytes = 1024;
+// f32 per record at most in a header's own per-step data ("data": {"stride": S, ...}).
+inline constexpr uint32_t kMaxInlineStride = 64;
 // A workload file is at most this many bytes (the built-ins are under 16 KiB).
 inline constexpr size_t kMaxWorkloadBytes = 256 * 1024;
 // The header block of a workload file: its leading `///` lines (docs/SIMULATIONS.md).

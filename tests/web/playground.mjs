@@ -1,5 +1,6 @@
 // The simulation playground (web/sim-playground.html) end to end in headless chromium (WebGPU on
-// SwiftShader) against `wgfuse serve`: each example workload file runs every strategy with its
+// SwiftShader) against `wgfuse serve`: each example workload file (picked) and a file with per-step
+// data in its header (tests/data/sim/tracker.wgsl, pasted) runs every strategy with its
 // equivalence check passing, and its fitness equals native `wgfuse sim FILE --check` of the same
 // sizes and seed (tests/web_equivalence/sim_fitness.mjs); a file that does not compile is refused
 // with the line of the file shown, a header error with the field; a shared link brings the file
@@ -10,6 +11,7 @@ import assert from 'node:assert/strict';
 import {execFileSync} from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import {fileURLToPath} from 'node:url';
 import {parseArgs} from 'node:util';
 import {chromium} from 'playwright-core';
 
@@ -33,7 +35,15 @@ fs.mkdirSync(opts.out, {recursive: true});
 const step = (what) => console.log(`playground: ${what}`);
 const RUN_TIMEOUT_MS = 120_000;
 // Odd sizes, small enough for SwiftShader.
-const EXAMPLES = [{name: 'pendulum', pop: 67, steps: 23}, {name: 'option_pricer', pop: 129, steps: 17}];
+// The examples, picked as starting points, and a file with per-step data in its header, pasted.
+const FILES = [
+  {name: 'pendulum', pop: 67, steps: 23}, {name: 'option_pricer', pop: 129, steps: 17}, {
+    name: 'tracker',
+    pop: 37,
+    steps: 7,
+    pasted: fileURLToPath(new URL('../data/sim/tracker.wgsl', import.meta.url))
+  }
+];
 
 async function openPlayground(browser, url, errors) {
   const page = await newPage(browser, errors);
@@ -50,13 +60,18 @@ async function runFile(page, wanted) {
   assert.equal(got, wanted, `the run ended "${got}": ${await page.textContent('#workload-error')}`);
 }
 
-// Runs example `name` in the page and compares it with native; returns the page, ready to submit.
-async function example(browser, base, {name, pop, steps}, errors) {
+// Runs `file` in the page, picked (an example) or pasted, and compares it with native; returns the
+// page, ready to submit.
+async function runAndCompare(browser, base, {name, pop, steps, file, pasted}, errors) {
+  const start = pasted ? '' : `start=example:${name}&`;
   const page = await openPlayground(
-      browser, `${base}/sim-playground?start=example:${name}&pop=${pop}&steps=${steps}&reps=1`, errors);
-  const file = path.join(opts.examples, `${name}.wgsl`);
+      browser, `${base}/sim-playground?${start}pop=${pop}&steps=${steps}&reps=1`, errors);
+  if (pasted) {
+    await page.fill('#source', fs.readFileSync(file, 'utf8'));
+    await page.fill('#file-name', path.basename(file));
+  }
   assert.equal(
-      await page.inputValue('#source'), fs.readFileSync(file, 'utf8'), `${name}: the example is loaded`);
+      await page.inputValue('#source'), fs.readFileSync(file, 'utf8'), `${name}: the file is loaded`);
   await runFile(page, 'done');
   const rows = await page.$$eval(
       '#results-table tbody tr', (trs) => trs.map((tr) => ({
@@ -144,8 +159,9 @@ try {
       {executablePath: opts.chromium, headless: true, args: ['--enable-unsafe-webgpu']});
   const errors = [];
   let first;
-  for (const e of EXAMPLES) {
-    const page = await example(browser, server.base, e, errors);
+  for (const f of FILES) {
+    const file = f.pasted ?? path.join(opts.examples, `${f.name}.wgsl`);
+    const page = await runAndCompare(browser, server.base, {...f, file}, errors);
     if (first)
       await page.close();
     else

@@ -37,7 +37,7 @@ export function compareSimFitness(workload, b, n) {
       worst = Math.max(worst, Number.isNaN(rel) ? Infinity : rel);
       if (rel <= rtol) return;
       ++over;
-      const ref = s.reference[i];
+      const ref = s.reference?.[i] ?? NaN;  // none where the file names no reference
       if (Math.abs(got - ref) <= Math.max(atol, refRtol * Math.abs(ref)))
         ++nearReference;
       else if (first < 0)
@@ -49,7 +49,7 @@ export function compareSimFitness(workload, b, n) {
     out.push(first < 0 ? {ok: true, line} : {
       ok: false,
       line: `${line} (first beyond: individual ${first}, browser ${fitness[first]}, native ${
-          s.values[first]}, reference ${s.reference[first]})`
+          s.values[first]}, reference ${s.reference?.[first]})`
     });
   }
   return out;

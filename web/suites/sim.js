@@ -51,6 +51,22 @@ const DATA = {
   market: (steps, seed) => ({records: marketDeviceRecords(generateMarket(steps, seed)), stride: MARKET_DEVICE_RECORD}),
 };
 
+// The device records of `steps` steps of workload `w` and their stride in f32: a named generator's,
+// or the header's own records (their first `steps`, as src/sim/workloads.cpp first_steps), or a
+// placeholder where it has none.
+function stepData(w, steps) {
+  if (!w.data) return {records: new Float32Array(4), stride: 0};
+  if (typeof w.data === 'object') {
+    const {stride, records} = w.data;
+    if (records.length < steps * stride)
+      throw new Error(`${w.origin}: header field "data.records" holds ${records.length / stride} records, ` +
+                      `fewer than the ${steps} steps of an episode`);
+    return {records: Float32Array.from(records.slice(0, steps * stride)), stride};
+  }
+  if (!DATA[w.data]) throw new Error(`${w.name}: no data generator "${w.data}"`);
+  return DATA[w.data](steps, SEED);
+}
+
 // Relative tolerance of each strategy's fitness against per-step's (fuse/strategy.cpp).
 const RTOL = {
   perstep: 0,
@@ -113,8 +129,7 @@ export async function runWorkload(device, kernelVersion, w, sizes, reps, label, 
                                            {...w.overrides, WORKGROUP_SIZE: teamGroupSize, TEAM: team}) :
                              null;
 
-  if (w.data && !DATA[w.data]) throw new Error(`${w.name}: no data generator "${w.data}"`);
-  const {records: data, stride} = w.data ? DATA[w.data](steps, SEED) : {records: new Float32Array(4), stride: 0};
+  const {records: data, stride} = stepData(w, steps);
   const params = new Uint32Array([pop, steps, len, SEED, stride, 0, 1, 0]);
   const buffers = [
     upload(device, params, UNIFORM, `${w.name}.params`),
