@@ -1,7 +1,6 @@
 // Suite `sim`: the simulations of `wgfuse sim` (src/fuse/sim_program.h) in the browser. Each
-// workload's module is composed exactly as the native SimProgram composes it
-// (fuse::generated_source; lib/sim_workload.js) from the workload's file and the families served
-// from the embedded table.
+// workload's modules are the native SimProgram's (fuse::generated_source), composed by the server's
+// native loader from the workload's file (lib/sim_workload.js: POST /api/sim/workload).
 // The initial population comes from the same counter-based RNG (src/sim/rng.h), gene-major; the
 // start states are drawn in the kernels. For each workload one evaluation (generation 0, one
 // episode) is timed per strategy:
