@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
@@ -309,8 +309,8 @@ WorkloadData inline_data(const Fields& d) {
       d.fail("records", expected + " (record " + std::to_string(t) + " is not)");
     for (const json& v : r) {
       if (!v.is_number() || !std::isfinite(v.get<double>()) || std::abs(v.get<double>()) > 3.4e38)
-        d.fail("records", expected + " (record " + std::to_string(t) + " holds " + v.dump() +
-                              ", not a finite f32)");
+        d.fail("records",
+               expected + " (record " + std::to_string(t) + " holds " + v.dump() + ", not a finite f32)");
       out.records.push_back(v.get<float>());
     }
     out.device.insert(out.device.end(), out.records.end() - out.stride, out.records.end());
@@ -532,7 +532,8 @@ nlohmann::json web_workload(const Workload& w) {
           {"max_team", d.max_team},
           {"team_splits_steps", d.team_splits_steps},
           {"overrides", d.overrides},
-          {"data", w.inline_data ? json{{"stride", w.inline_data->device_stride}, {"records", w.inline_data->device}}
+          {"data", w.inline_data
+                       ? json{{"stride", w.inline_data->device_stride}, {"records", w.inline_data->device}}
                    : w.data_name.empty() ? json(nullptr)
                                          : json(w.data_name)},
           {"reference", {{"atol", w.reference_atol}, {"rtol", w.reference_rtol}}},
