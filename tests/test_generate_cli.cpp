@@ -288,7 +288,9 @@ TEST(GenerateCli, ExitStatusScheme) {
   for (const char* seed : {"-1", "1e23", "18446744073709551616"}) {
     auto r = test::run_wgfuse(generate_cmd(kSmallVocab, "--prompt-ids 1 -n 1 --seed " + std::string(seed)));
     EXPECT_EQ(r.rc, 2) << seed << ": " << r.out;
-    EXPECT_NE(r.out.find("expected an integer from 0 to 18446744073709551615"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("--seed: " + std::string(seed) + " is not an integer from 0 to 18446744073709551615"),
+              std::string::npos)
+        << r.out;
   }
   auto ctx0 = test::run_wgfuse(generate_cmd(kSmallVocab, "--prompt-ids 1 -n 1 --ctx 0"));
   EXPECT_EQ(ctx0.rc, 2) << ctx0.out;

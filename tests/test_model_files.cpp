@@ -815,7 +815,7 @@ TEST(Model, BuffersPastTheDeviceLimitNamedBeforeLoading) {
   EXPECT_LE(4 * pad8(2 * suggested), cap) << message;
   EXPECT_GE(suggested + 16, std::min<uint64_t>(cap / 8, UINT32_MAX / 2)) << message;
   // 64 heads, chunks of one position: the partials (heads x positions x (hd + 2)) pass first.
-  const uint32_t partials_ctx = uint32_t(std::min<uint64_t>(cap / (4 * 64 * 4) + 1, kv_fit));
+  const uint32_t partials_ctx = uint32_t(std::min<uint64_t>(cap / (4 * 64 * 4) + 1, UINT32_MAX - 1));
   EXPECT_TRUE(throws_error(
       [&] { Model m(ctx, config(64, 1, 2), none, {.ctx = partials_ctx, .attention = {.chunk = 1}}); },
       {"'llm.attention_partials'", "lower --ctx"}));

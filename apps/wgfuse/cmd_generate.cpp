@@ -65,7 +65,7 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
             // Digits only, at most 2^64 - 1: CLI11 would turn -1, 1e23 and 2^64 into 2^64 - 1.
             const bool digits = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
             if (digits && (v.size() < 20 || (v.size() == 20 && v <= "18446744073709551615"))) return {};
-            return "--seed " + v + ": expected an integer from 0 to 18446744073709551615";
+            return v + " is not an integer from 0 to 18446744073709551615";
           },
           "UINT64"))
       ->capture_default_str();

@@ -80,18 +80,18 @@ void check_constructs(std::string_view jinja, const std::string& name) {
     const std::string_view close = kind == '%' ? "%}" : kind == '{' ? "}}" : "#}";
     // The tag's end, outside string literals.
     size_t i = at + 2, end = std::string_view::npos;
-    std::string code;  // the tag's text with string literals blanked
+    std::string code;  // the tag's text, string literals as '_' (operands, never operators)
     for (char quote = 0; i < jinja.size(); ++i) {
       const char c = jinja[i];
       if (quote) {
         if (c == '\\') ++i;
         else if (c == quote) quote = 0;
-        code += ' ';
+        code += '_';
         continue;
       }
       if (kind != '#' && (c == '\'' || c == '"')) {
         quote = c;
-        code += ' ';
+        code += '_';
         continue;
       }
       if (jinja.substr(i, 2) == close) {

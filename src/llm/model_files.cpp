@@ -243,18 +243,18 @@ ModelFiles::ModelFiles(const std::filesystem::path& dir) : dir_(dir) {
   {
     std::error_code ec;
     const auto st = std::filesystem::status(dir, ec);
-    if (ec || st.type() == std::filesystem::file_type::not_found)
-      throw Error(dir.string() + ": not a model folder (" +
-                  (ec ? ec.message() : std::string("no such directory")) + ")");
+    if (st.type() == std::filesystem::file_type::not_found)
+      throw Error(dir.string() + ": not a model folder (no such directory)");
+    if (ec) throw Error(dir.string() + ": not a model folder (" + ec.message() + ")");
     if (st.type() != std::filesystem::file_type::directory)
       throw Error(dir.string() + ": not a model folder (a file, not a directory: give the folder holding "
                   "config.json)");
   }
   const auto config_path = dir / "config.json";
-  const std::string config_text = read_file(config_path, "config.json", kMaxConfigBytes);
+  const std::string config_text = read_file(config_path, "the model config", kMaxConfigBytes);
   config_ = parse_model_config(config_text, config_path.string());
   apply_generation_config(config_text, config_path.string(), generation_);  // token ids, if any
-  if (const auto gen = read_file_if_exists(dir / "generation_config.json", "generation_config.json", kMaxConfigBytes))
+  if (const auto gen = read_file_if_exists(dir / "generation_config.json", "the generation config", kMaxConfigBytes))
     apply_generation_config(*gen, (dir / "generation_config.json").string(), generation_);
 
   const auto single = dir / "model.safetensors";
