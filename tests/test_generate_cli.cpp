@@ -288,8 +288,9 @@ TEST(GenerateCli, ExitStatusScheme) {
   for (const char* seed : {"-1", "1e23", "18446744073709551616"}) {
     auto r = test::run_wgfuse(generate_cmd(kSmallVocab, "--prompt-ids 1 -n 1 --seed " + std::string(seed)));
     EXPECT_EQ(r.rc, 2) << seed << ": " << r.out;
-    EXPECT_NE(r.out.find("--seed: " + std::string(seed) + " is not an integer from 0 to 18446744073709551615"),
-              std::string::npos)
+    EXPECT_NE(
+        r.out.find("--seed: " + std::string(seed) + " is not an integer from 0 to 18446744073709551615"),
+        std::string::npos)
         << r.out;
   }
   auto ctx0 = test::run_wgfuse(generate_cmd(kSmallVocab, "--prompt-ids 1 -n 1 --ctx 0"));
@@ -305,8 +306,8 @@ TEST(GenerateCli, UntilTheContextIsFullFromTokenizeIds) {
   const fs::path out = fs::temp_directory_path() / ("wgfuse_nfull_" + std::to_string(getpid()) + ".json");
   for (const std::string ids : {"'1 2 3'", "'[1, 2, 3]'"}) {
     auto r = test::run_wgfuse(
-        generate_cmd(kSmallVocab, "--prompt-ids " + ids + " -n -1 --ctx 12 --json '" + out.string() + "'"), "",
-        "/dev/null");
+        generate_cmd(kSmallVocab, "--prompt-ids " + ids + " -n -1 --ctx 12 --json '" + out.string() + "'"),
+        "", "/dev/null");
     ASSERT_EQ(r.rc, 0) << ids;
     const json j = json::parse(std::ifstream(out));
     EXPECT_EQ(j["prompt_ids"], json({1, 2, 3}));
@@ -329,9 +330,9 @@ TEST(GenerateCli, OutputsCheckedFirstAndJsonAlwaysValid) {
   const fs::path link = fs::temp_directory_path() / ("wgfuse_\xff\xfe_" + std::to_string(getpid()));
   const fs::path out = fs::temp_directory_path() / ("wgfuse_utf8_" + std::to_string(getpid()) + ".json");
   fs::create_directory_symlink(model_dir(kSmallVocab), link);
-  r = test::run_wgfuse("generate -m '" + link.string() + "' --dtype f32 --prompt-ids 1,2 -n 2 --json '" +
-                           out.string() + "'",
-                       "", "/dev/null");
+  r = test::run_wgfuse(
+      "generate -m '" + link.string() + "' --dtype f32 --prompt-ids 1,2 -n 2 --json '" + out.string() + "'",
+      "", "/dev/null");
   fs::remove(link);
   EXPECT_EQ(r.rc, 0) << r.out;
   std::ifstream written(out);

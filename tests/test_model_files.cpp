@@ -707,9 +707,10 @@ TEST(ModelFiles, IndexMissingATensor) {
   auto index = nlohmann::json::parse(slurp(dir.path / "model.safetensors.index.json"));
   index["weight_map"].erase("model.layers.1.mlp.down_proj.weight");
   std::ofstream(dir.path / "model.safetensors.index.json") << index.dump();
-  EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path); },
-                           {"model.safetensors.index.json", "does not list \"model.layers.1.mlp.down_proj.weight\"",
-                            "-of-00002.safetensors"}));
+  EXPECT_TRUE(
+      throws_error([&] { ModelFiles f(dir.path); },
+                   {"model.safetensors.index.json", "does not list \"model.layers.1.mlp.down_proj.weight\"",
+                    "-of-00002.safetensors"}));
 }
 
 // Test that the files of a folder are checked with stat() before they are opened: a FIFO (which
@@ -735,7 +736,8 @@ TEST(ModelFiles, FilesCheckedBeforeOpening) {
   EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path); }, {config.string(), "is a directory"}));
   restore();
   fs::resize_file(config, (16u << 20) + 1);  // sparse: no disk used
-  EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path); }, {config.string(), "16777217 bytes", "more than"}));
+  EXPECT_TRUE(
+      throws_error([&] { ModelFiles f(dir.path); }, {config.string(), "16777217 bytes", "more than"}));
   restore();
   fs::rename(weights, dir.path / "moved");
   ASSERT_EQ(::mkfifo(weights.c_str(), 0600), 0);
@@ -743,7 +745,8 @@ TEST(ModelFiles, FilesCheckedBeforeOpening) {
   EXPECT_TRUE(throws_error([&] { ModelFiles f(config); }, {config.string(), "not a directory"}));
   const fs::path loop = dir.path / "loop";
   fs::create_symlink(loop, loop);
-  EXPECT_TRUE(throws_error([&] { ModelFiles f(loop); }, {loop.string(), "not a model folder", "symbolic links"}));
+  EXPECT_TRUE(
+      throws_error([&] { ModelFiles f(loop); }, {loop.string(), "not a model folder", "symbolic links"}));
 }
 
 // Test that weights are counted per tensor as they upload: NaN or infinite values in the file, and
@@ -768,9 +771,9 @@ TEST(WeightLoader, NonFiniteAndF16OverflowNamedPerTensor) {
   };
   const float inf = std::numeric_limits<float>::infinity();
   with("model.layers.1.mlp.down_proj.weight", {{3, 70000.0f}, {40, -65520.0f}, {41, 65519.0f}});
-  EXPECT_TRUE(throws_error([&] { load(std::nullopt); },
-                           {"\"model.layers.1.mlp.down_proj.weight\" (2 values)", "above 65504", "f16",
-                            "--dtype f32", "--dtype bf16"}));
+  EXPECT_TRUE(
+      throws_error([&] { load(std::nullopt); }, {"\"model.layers.1.mlp.down_proj.weight\" (2 values)",
+                                                 "above 65504", "f16", "--dtype f32", "--dtype bf16"}));
   EXPECT_NO_THROW(load(gpu::WeightFormat::F32));
   with("model.layers.0.self_attn.k_proj.weight", {{0, std::nanf("")}, {5, inf}, {6, -inf}});
   EXPECT_TRUE(throws_error([&] { load(gpu::WeightFormat::F32); },
@@ -797,8 +800,9 @@ TEST(Model, BuffersPastTheDeviceLimitNamedBeforeLoading) {
     c.num_heads = heads, c.num_kv_heads = kv, c.head_dim = hd, c.max_position_embeddings = UINT32_MAX;
     return c;
   };
-  EXPECT_TRUE(throws_error([&] { Model m(ctx, config(32, 32, 128), none, {.ctx = 1'048'577}); },
-                           {"'llm.k_cache'", "17179885568 bytes at --ctx 1048577", "lower --ctx to at most"}));
+  EXPECT_TRUE(
+      throws_error([&] { Model m(ctx, config(32, 32, 128), none, {.ctx = 1'048'577}); },
+                   {"'llm.k_cache'", "17179885568 bytes at --ctx 1048577", "lower --ctx to at most"}));
   // One kv head of head_dim 2: 2 words per position. The --ctx the message suggests must fit
   // (with the padding to 8 words) and be within a few positions of the cap.
   const uint32_t over = uint32_t(std::min<uint64_t>(cap / 8 + 1, UINT32_MAX - 1));

@@ -257,9 +257,9 @@ TEST(Sampler, NoFiniteLogitPicksNoToken) {
     std::vector<float> logits = fill;
     logits[17] = -inf;
     auto buf = ctx.upload<float>(logits, BufferUsage::StorageIO, "test.logits");
-    for (const SamplingParams& p : {SamplingParams{.temperature = 0.8, .top_k = 40, .seed = 1},
-                                    SamplingParams{.temperature = 1.0, .top_p = 0.9, .seed = 2},
-                                    SamplingParams{.temperature = 0}}) {
+    for (const SamplingParams& p :
+         {SamplingParams{.temperature = 0.8, .top_k = 40, .seed = 1},
+          SamplingParams{.temperature = 1.0, .top_p = 0.9, .seed = 2}, SamplingParams{.temperature = 0}}) {
       sampler.set_params(p);
       const auto tokens = run_steps(sampler, buf, {4}, 2, 2);
       EXPECT_EQ(tokens[1], llm::kNoFiniteLogit) << "temperature " << p.temperature;

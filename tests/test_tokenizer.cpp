@@ -397,8 +397,9 @@ TEST(ChatTemplate, UnrecognisedTemplateIsAnErrorNamingTheFile) {
 // as plain ChatML; the Qwen2, Qwen2.5 and Qwen3 templates pass (above).
 TEST(ChatTemplate, ConstructsTheRenderingCannotExecuteAreErrors) {
   const std::string head = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + ";
-  const std::string tail = " + '<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>"
-                           "assistant\\n' }}{% endif %}";
+  const std::string tail =
+      " + '<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>"
+      "assistant\\n' }}{% endif %}";
   const std::pair<std::string, std::string> cases[] = {
       {head + "message['content'] | upper" + tail, "the Jinja filter \"| upper\""},
       {head + "message['content'].title()" + tail, "the method \".title()\""},

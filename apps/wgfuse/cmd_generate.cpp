@@ -233,8 +233,7 @@ void chat(const LlmOptions& lo, const std::string& system, int64_t n, const Glob
   auto s = open_session(lo, "steps");
   s->new_chat(system);  // checks the template and that --system leaves room, before the upload
   s->load(ctx.emplace(g.context_options()));
-  std::fprintf(stderr,
-               "wgfuse chat: %s on %s. Empty line or Ctrl-D to quit; Ctrl-C stops a reply.\n",
+  std::fprintf(stderr, "wgfuse chat: %s on %s. Empty line or Ctrl-D to quit; Ctrl-C stops a reply.\n",
                lo.s.model_dir.c_str(), ctx->adapter().device.c_str());
   const uint32_t per_reply = n == -1 ? UINT32_MAX : uint32_t(std::min<int64_t>(n, UINT32_MAX));
   while (true) {

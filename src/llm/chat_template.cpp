@@ -66,7 +66,7 @@ void check_constructs(std::string_view jinja, const std::string& name) {
                 "); wgfuse renders Qwen's ChatML layout without executing Jinja, so it refuses templates "
                 "that do more: give the prompt without --chat, formatted yourself");
   };
-  static const std::set<std::string, std::less<>> statements = {"if", "elif", "else", "endif",
+  static const std::set<std::string, std::less<>> statements = {"if",  "elif",   "else", "endif",
                                                                 "for", "endfor", "set"};
   static const std::set<std::string, std::less<>> filters = {"length", "tojson"};
   static const std::set<std::string, std::less<>> methods = {"split",  "strip",      "lstrip",
@@ -84,8 +84,10 @@ void check_constructs(std::string_view jinja, const std::string& name) {
     for (char quote = 0; i < jinja.size(); ++i) {
       const char c = jinja[i];
       if (quote) {
-        if (c == '\\') ++i;
-        else if (c == quote) quote = 0;
+        if (c == '\\')
+          ++i;
+        else if (c == quote)
+          quote = 0;
         code += '_';
         continue;
       }
@@ -100,12 +102,14 @@ void check_constructs(std::string_view jinja, const std::string& name) {
       }
       code += c;
     }
-    if (end == std::string_view::npos) refuse(at, "opens \"{" + std::string(1, kind) + "\" and never closes it");
+    if (end == std::string_view::npos)
+      refuse(at, "opens \"{" + std::string(1, kind) + "\" and never closes it");
     at = end + 1;
     if (kind == '#') continue;
     // Whitespace control marks, then the statement's keyword and its expression.
     std::string_view body = code;
-    while (!body.empty() && (body.front() == '-' || body.front() == '+' || std::isspace(uint8_t(body.front()))))
+    while (!body.empty() &&
+           (body.front() == '-' || body.front() == '+' || std::isspace(uint8_t(body.front()))))
       body.remove_prefix(1);
     while (!body.empty() && (body.back() == '-' || body.back() == '+' || std::isspace(uint8_t(body.back()))))
       body.remove_suffix(1);
@@ -189,7 +193,8 @@ ChatTemplate ChatTemplate::from_file(const std::filesystem::path& config_path) {
     throw Error(config_path.string() + ": chat_template must be a string");
   }
   const auto jinja_path = config_path.parent_path() / "chat_template.jinja";
-  if (const auto text = read_file_if_exists(jinja_path, "the chat template", kMaxConfigBytes)) return from_text(*text, jinja_path.string());
+  if (const auto text = read_file_if_exists(jinja_path, "the chat template", kMaxConfigBytes))
+    return from_text(*text, jinja_path.string());
   throw Error(config_path.string() + ": no chat_template, and no " + jinja_path.string() +
               " beside it (a base model has none: use the prompt without --chat)");
 }

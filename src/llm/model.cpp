@@ -40,12 +40,11 @@ void check_buffer_size(const gpu::Limits& lim, const BufferSize& b, uint32_t ctx
     const uint64_t fits = room > fixed ? (room - fixed) / per_position : 0;
     fix = fits ? "lower --ctx to at most " + std::to_string(fits) : "no --ctx fits: " + fix;
   }
-  throw Error("buffer '" + std::string(b.label) + "' (" + std::string(b.what) + ") needs " + std::to_string(bytes) +
-              " bytes at --ctx " + std::to_string(ctx_len) +
+  throw Error("buffer '" + std::string(b.label) + "' (" + std::string(b.what) + ") needs " +
+              std::to_string(bytes) + " bytes at --ctx " + std::to_string(ctx_len) +
               ", above what one binding may hold on this device (min of maxBufferSize = " +
-              std::to_string(lim.max_buffer_size) +
-              " and maxStorageBufferBindingSize = " + std::to_string(lim.max_storage_buffer_binding_size) +
-              "): " + fix);
+              std::to_string(lim.max_buffer_size) + " and maxStorageBufferBindingSize = " +
+              std::to_string(lim.max_storage_buffer_binding_size) + "): " + fix);
 }
 
 std::vector<BufferSize> model_buffers(const ModelConfig& c, const ModelOptions& o, uint32_t ctx_len) {
@@ -62,8 +61,9 @@ std::vector<BufferSize> model_buffers(const ModelConfig& c, const ModelOptions& 
       {"llm.act", "intermediate_size", c.intermediate_size, 0},
       {"llm.q", "num_attention_heads x head_dim", q_rows, 0}};
   if (o.prefill_chunk) {
-    const uint64_t rows = uint64_t(ceil_div(std::min(o.prefill_chunk, ctx_len), DecodeKernels::kPromptTokenTile)) *
-                          DecodeKernels::kPromptTokenTile;
+    const uint64_t rows =
+        uint64_t(ceil_div(std::min(o.prefill_chunk, ctx_len), DecodeKernels::kPromptTokenTile)) *
+        DecodeKernels::kPromptTokenTile;
     b.push_back({"llm.prefill.act", "prefill rows x intermediate_size", rows * pad8(c.intermediate_size), 0});
     b.push_back({"llm.prefill.attention", "prefill rows x heads x head_dim", rows * pad8(q_rows), 0});
   }

@@ -1,12 +1,12 @@
 #include "llm/model_files.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
-#include <algorithm>
 #include <map>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "llm/architecture.h"
@@ -247,14 +247,16 @@ ModelFiles::ModelFiles(const std::filesystem::path& dir) : dir_(dir) {
       throw Error(dir.string() + ": not a model folder (no such directory)");
     if (ec) throw Error(dir.string() + ": not a model folder (" + ec.message() + ")");
     if (st.type() != std::filesystem::file_type::directory)
-      throw Error(dir.string() + ": not a model folder (a file, not a directory: give the folder holding "
+      throw Error(dir.string() +
+                  ": not a model folder (a file, not a directory: give the folder holding "
                   "config.json)");
   }
   const auto config_path = dir / "config.json";
   const std::string config_text = read_file(config_path, "the model config", kMaxConfigBytes);
   config_ = parse_model_config(config_text, config_path.string());
   apply_generation_config(config_text, config_path.string(), generation_);  // token ids, if any
-  if (const auto gen = read_file_if_exists(dir / "generation_config.json", "the generation config", kMaxConfigBytes))
+  if (const auto gen =
+          read_file_if_exists(dir / "generation_config.json", "the generation config", kMaxConfigBytes))
     apply_generation_config(*gen, (dir / "generation_config.json").string(), generation_);
 
   const auto single = dir / "model.safetensors";
@@ -269,7 +271,8 @@ ModelFiles::ModelFiles(const std::filesystem::path& dir) : dir_(dir) {
 
   // Sharded: the index maps each tensor name to the shard that holds it.
   const std::string index_name = index_path.string();
-  const json index = parse_json_object(read_file(index_path, "the shard index", kMaxTokenizerBytes), index_name);
+  const json index =
+      parse_json_object(read_file(index_path, "the shard index", kMaxTokenizerBytes), index_name);
   auto map = index.find("weight_map");
   if (map == index.end() || !map->is_object())
     throw Error(index_name + ": required field \"weight_map\" is missing or not an object");

@@ -55,12 +55,13 @@ void validate(const SamplingParams& p, const std::string& file) {
     throw Error(name("--temp", "temperature") + " must be 0 (greedy) or between 1e-6 and 1e6, got " +
                 str(p.temperature));
   if (p.top_k < 0)
-    throw Error(name("--top-k", "top_k") + " must be 0 (off) or a positive count, got " + std::to_string(p.top_k));
+    throw Error(name("--top-k", "top_k") + " must be 0 (off) or a positive count, got " +
+                std::to_string(p.top_k));
   if (!(p.top_p > 0 && p.top_p <= 1))
     throw Error(name("--top-p", "top_p") + " must be in (0, 1] (1 = off), got " + str(p.top_p));
   if (!std::isfinite(p.repetition_penalty) || !(p.repetition_penalty > 0))
-    throw Error(name("--repeat-penalty", "repetition_penalty") + " must be a positive number (1 = off), got " +
-                str(p.repetition_penalty));
+    throw Error(name("--repeat-penalty", "repetition_penalty") +
+                " must be a positive number (1 = off), got " + str(p.repetition_penalty));
 }
 
 uint32_t sample_draw(uint64_t seed, uint32_t pos) {

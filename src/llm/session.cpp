@@ -22,7 +22,8 @@ uint32_t checked_ctx(const ModelFiles& files, const SessionOptions& o) {
 }
 
 // The sampling settings: overrides over generation_config.json over greedy.
-SamplingParams sampling_params(const SamplingOverrides& o, const GenerationConfig& gen, const std::string& dir) {
+SamplingParams sampling_params(const SamplingOverrides& o, const GenerationConfig& gen,
+                               const std::string& dir) {
   SamplingParams p;
   const bool file_samples = gen.do_sample;
   if (file_samples) {  // the values taken from the file, named as the file's
@@ -257,9 +258,9 @@ void Session::new_chat(const std::string& system) {
   const std::vector<ChatMessage> alone = {{"system", system}, {"user", ""}};
   const size_t tokens = encode(chat_template().render(alone, true)).size();
   if (tokens + kChatReserve > ctx_len_)
-    throw Error("--system is " + std::to_string(tokens) + " tokens in the chat template, which leaves fewer than " +
-                std::to_string(kChatReserve) + " of --ctx " + std::to_string(ctx_len_) +
-                " for a message and its reply: " + ctx_fix());
+    throw Error("--system is " + std::to_string(tokens) +
+                " tokens in the chat template, which leaves fewer than " + std::to_string(kChatReserve) +
+                " of --ctx " + std::to_string(ctx_len_) + " for a message and its reply: " + ctx_fix());
   history_.push_back({"system", system});
 }
 
@@ -276,9 +277,9 @@ Reply Session::chat(std::string_view user, uint32_t n, const Stream& stream) {
       if (ids.size() + kChatReserve <= ctx_len_) break;
       const size_t first = (!history_.empty() && history_[0].role == "system") ? 1 : 0;
       if (history_.size() - first <= 1)
-        throw Error("this message is " + std::to_string(ids.size()) + " tokens in the chat template, which leaves fewer than " +
-                    std::to_string(kChatReserve) + " of --ctx " + std::to_string(ctx_len_) +
-                    " for the reply: " + ctx_fix());
+        throw Error("this message is " + std::to_string(ids.size()) +
+                    " tokens in the chat template, which leaves fewer than " + std::to_string(kChatReserve) +
+                    " of --ctx " + std::to_string(ctx_len_) + " for the reply: " + ctx_fix());
       history_.erase(history_.begin() + long(first), history_.begin() + long(first) + 2);
       ++dropped;
     }

@@ -510,8 +510,9 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::from_file(const std::filesystem::path& path) {
-  return from_json_text(read_file(path, "the tokenizer (a Hugging Face tokenizer.json is needed)", kMaxTokenizerBytes),
-                        path.string());
+  return from_json_text(
+      read_file(path, "the tokenizer (a Hugging Face tokenizer.json is needed)", kMaxTokenizerBytes),
+      path.string());
 }
 
 namespace {
@@ -627,7 +628,8 @@ Tokenizer Tokenizer::from_json_text(std::string_view text, const std::string& na
   const uint64_t entries = big.vocab.size() + impl->added.size();
   if (uint64_t(max_id) >= 2 * entries + 1024)
     throw Error(name + ": " + max_at + " has id " + std::to_string(max_id) + ", far above the " +
-                std::to_string(entries) + " tokens the file defines (ids must stay below 2 x tokens + 1024): a "
+                std::to_string(entries) +
+                " tokens the file defines (ids must stay below 2 x tokens + 1024): a "
                 "damaged tokenizer.json");
   const size_t n = size_t(max_id + 1);
   impl->id_text.resize(n);

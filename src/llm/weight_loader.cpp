@@ -149,15 +149,19 @@ void WeightLoader::load(const std::function<void(uint64_t, uint64_t)>& progress,
   for (const Entry& e : entries_)
     for (size_t i = 0; i < e.sources.size(); ++i) {
       const ValueCounts& c = counts_[e.first_count + i];
-      auto name = [&](uint64_t n) { return "\"" + e.sources[i]->name + "\" (" + std::to_string(n) + " values)"; };
+      auto name = [&](uint64_t n) {
+        return "\"" + e.sources[i]->name + "\" (" + std::to_string(n) + " values)";
+      };
       if (c.non_finite && named++ < 8) non_finite += (non_finite.empty() ? "" : ", ") + name(c.non_finite);
       if (c.overflow && named++ < 8) overflow += (overflow.empty() ? "" : ", ") + name(c.overflow);
     }
   if (!non_finite.empty())
     throw Error("the checkpoint holds NaN or infinite weights in " + non_finite +
-                (named > 8 ? " and more" : "") + ": the model would compute NaN logits; the files are damaged");
+                (named > 8 ? " and more" : "") +
+                ": the model would compute NaN logits; the files are damaged");
   if (!overflow.empty())
-    throw Error("weights above " + std::string(format_ == gpu::WeightFormat::F16 ? "65504" : "the format's range") +
+    throw Error("weights above " +
+                std::string(format_ == gpu::WeightFormat::F16 ? "65504" : "the format's range") +
                 " would become infinite stored as " + gpu::to_string(format_) + " in " + overflow +
                 (named > 8 ? " and more" : "") + ": use --dtype f32" +
                 (format_ == gpu::WeightFormat::F16 ? " or --dtype bf16" : ""));

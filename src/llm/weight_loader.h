@@ -78,8 +78,8 @@ class WeightLoader {
   gpu::WeightArena arena_;
   std::vector<Entry> entries_;
   Paths paths_;
-  size_t sources_ = 0;                      // source tensors of all matrices
-  std::unique_ptr<ValueCounts[]> counts_;   // [sources_], from load()
+  size_t sources_ = 0;                     // source tensors of all matrices
+  std::unique_ptr<ValueCounts[]> counts_;  // [sources_], from load()
 };
 
 }  // namespace wgfuse::llm

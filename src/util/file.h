@@ -21,7 +21,7 @@ namespace wgfuse {
 // stat() of `path` (following links): its size when it is a regular file; an Error naming the
 // file and what it is otherwise (no such file: nullopt when `missing_ok`).
 inline std::optional<uint64_t> regular_file_size(const std::filesystem::path& path, std::string_view what,
-                                                  bool missing_ok = false) {
+                                                 bool missing_ok = false) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     const int err = errno;
@@ -31,14 +31,16 @@ inline std::optional<uint64_t> regular_file_size(const std::filesystem::path& pa
   if (S_ISDIR(st.st_mode))
     throw Error(path.string() + ": " + std::string(what) + " is a directory, expected a file");
   if (!S_ISREG(st.st_mode))
-    throw Error(path.string() + ": " + std::string(what) + " is not a regular file (a FIFO, socket or device)");
+    throw Error(path.string() + ": " + std::string(what) +
+                " is not a regular file (a FIFO, socket or device)");
   return uint64_t(st.st_size);
 }
 
 // The whole file, at most `max_bytes` (else an Error naming the cap). nullopt when it does not
 // exist and `missing_ok`.
-inline std::optional<std::string> read_file_if_exists(const std::filesystem::path& path, std::string_view what,
-                                                      uint64_t max_bytes, bool missing_ok = true) {
+inline std::optional<std::string> read_file_if_exists(const std::filesystem::path& path,
+                                                      std::string_view what, uint64_t max_bytes,
+                                                      bool missing_ok = true) {
   const auto size = regular_file_size(path, what, missing_ok);
   if (!size) return std::nullopt;
   if (*size > max_bytes)
