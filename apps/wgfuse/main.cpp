@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   add_tiny(app, g);
   add_serve(app);
   app.footer(kExitCodes);
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) sub->footer(kExitCodes);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
