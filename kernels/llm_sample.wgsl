@@ -95,6 +95,8 @@ fn scale64(a: vec2<u32>, f: u32) -> vec2<u32> {  // floor(a * f / 2^32)
 
 // ---- keys and weights ----
 
+const NAN_KEY: u32 = 0x007fffffu;  // key_of(-inf)
+
 // f32 -> u32 with the same order (-inf lowest, +inf highest).
 fn key_of(x: f32) -> u32 {
   let b = bitcast<u32>(x);
@@ -264,8 +266,9 @@ fn finish_p(r: u32, t: u32, first_workgroup: bool) -> vec3<u32> {
   let strictly_above = add64(above, sub64(sh[WG - 1u - t].yz, m));
   var tau: vec2<u32>;
   if (r == 0u) {
-    // top_p < 1 here, so top_p * 2^32 is below 2^32 (and exact for top_p >= 2^-9).
-    tau = scale64(sh[WG - 1u].yz, u32(params.top_p * 4294967296.0));
+    // top_p < 1 here, so top_p * 2^32 is below 2^32 (and exact for top_p >= 2^-9); at least 1,
+    // so that a top_p below 2^-32 keeps the top tokens instead of switching top-p off.
+    tau = scale64(sh[WG - 1u].yz, max(1u, u32(params.top_p * 4294967296.0)));
     if (first_workgroup && t == 0u) {
       store64(TAU, tau);
     }
@@ -320,7 +323,7 @@ fn transform(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg:
     x = x / params.temperature;
     var key = key_of(x);
     if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) {
-      key = 0x007fffffu;  // NaN counts as -inf (key_of(-inf))
+      key = NAN_KEY;  // NaN counts as -inf
     }
     keys[i] = key;
     atomicMax(&local_max, key);
@@ -468,8 +471,14 @@ fn pick(@builtin(local_invocation_index) t: u32) {
   }
   workgroupBarrier();
   if (t == 0u) {
+    // No logit above -inf (all NaN or -inf): an id outside the vocabulary, as argmax_final
+    // leaves, so that the host stops and names the position instead of printing a draw.
+    var id = atomicLoad(&chosen);
+    if (atomicLoad(&scratch[MAX_KEY]) <= NAN_KEY) {
+      id = 0xffffffffu;
+    }
     if (pos + 1u < arrayLength(&tokens)) {
-      tokens[pos + 1u] = atomicLoad(&chosen);
+      tokens[pos + 1u] = id;
     }
     state[0] = pos + 1u;
   }

@@ -276,6 +276,97 @@ TEST(GenerateCli, BadInputIsAClearError) {
   EXPECT_NE(r.out.find("/nonexistent/model"), std::string::npos) << r.out;
 }
 
+// Test the exit status scheme: 2 for a command line that does not parse (CLI11's own codes are
+// mapped), 1 for an error the message explains, 0 for --help, which lists the scheme; --seed takes
+// only integers in range (CLI11 turned -1, 1e23 and 2^64 into 2^64 - 1); --ctx 0 is a short message.
+TEST(GenerateCli, ExitStatusScheme) {
+  auto help = test::run_wgfuse("generate --help");
+  EXPECT_EQ(help.rc, 0);
+  EXPECT_NE(help.out.find("Exit status: 0 success; 1 error"), std::string::npos) << help.out;
+  EXPECT_EQ(test::run_wgfuse("generate --no-such-option").rc, 2);
+  EXPECT_EQ(test::run_wgfuse("no-such-command").rc, 2);
+  for (const char* seed : {"-1", "1e23", "18446744073709551616"}) {
+    auto r = test::run_wgfuse(generate_cmd(kSmallVocab, "--prompt-ids 1 -n 1 --seed " + std::string(seed)));
+    EXPECT_EQ(r.rc, 2) << seed << ": " << r.out;
+    EXPECT_NE(
+        r.out.find("--seed: " + std::string(seed) + " is not an integer from 0 to 18446744073709551615"),
+        std::string::npos)
+        << r.out;
+  }
+  auto ctx0 = test::run_wgfuse(generate_cmd(kSmallVocab, "--prompt-ids 1 -n 1 --ctx 0"));
+  EXPECT_EQ(ctx0.rc, 2) << ctx0.out;
+  EXPECT_NE(ctx0.out.find("--ctx"), std::string::npos) << ctx0.out;
+  EXPECT_LT(ctx0.out.size(), 200u) << ctx0.out;
+  EXPECT_EQ(test::run_wgfuse(generate_cmd(kSmallVocab, "--prompt-ids 1 -n 0")).rc, 1);
+}
+
+// Test -n -1 (until EOS or the context is full, as in llama.cpp) and --prompt-ids as `tokenize`
+// prints ids (spaces) or as JSON: the random model meets no EOS, so it fills --ctx 12 after 3 ids.
+TEST(GenerateCli, UntilTheContextIsFullFromTokenizeIds) {
+  const fs::path out = fs::temp_directory_path() / ("wgfuse_nfull_" + std::to_string(getpid()) + ".json");
+  for (const std::string ids : {"'1 2 3'", "'[1, 2, 3]'"}) {
+    auto r = test::run_wgfuse(
+        generate_cmd(kSmallVocab, "--prompt-ids " + ids + " -n -1 --ctx 12 --json '" + out.string() + "'"),
+        "", "/dev/null");
+    ASSERT_EQ(r.rc, 0) << ids;
+    const json j = json::parse(std::ifstream(out));
+    EXPECT_EQ(j["prompt_ids"], json({1, 2, 3}));
+    EXPECT_EQ(j["generated_ids"].size(), 9u) << j.dump();
+  }
+  fs::remove(out);
+}
+
+// Test that the outputs are checked before the run (a missing folder, a directory), and that a
+// model folder whose name is not UTF-8 still gives valid JSON (the name with U+FFFD).
+TEST(GenerateCli, OutputsCheckedFirstAndJsonAlwaysValid) {
+  auto r = test::run_wgfuse(generate_cmd(kSmallVocab, "--prompt-ids 1 -n 2 --json /no/such/dir/run.json"));
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("--json /no/such/dir/run.json: cannot write there"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("generated"), std::string::npos) << "the run should not start: " << r.out;
+  r = test::run_wgfuse(generate_cmd(kSmallVocab, "--prompt-ids 1 -n 2 --dump-logits /tmp"));
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("--dump-logits /tmp: a directory"), std::string::npos) << r.out;
+
+  const fs::path link = fs::temp_directory_path() / ("wgfuse_\xff\xfe_" + std::to_string(getpid()));
+  const fs::path out = fs::temp_directory_path() / ("wgfuse_utf8_" + std::to_string(getpid()) + ".json");
+  fs::create_directory_symlink(model_dir(kSmallVocab), link);
+  r = test::run_wgfuse(
+      "generate -m '" + link.string() + "' --dtype f32 --prompt-ids 1,2 -n 2 --json '" + out.string() + "'",
+      "", "/dev/null");
+  fs::remove(link);
+  EXPECT_EQ(r.rc, 0) << r.out;
+  std::ifstream written(out);
+  const std::string text{std::istreambuf_iterator<char>(written), std::istreambuf_iterator<char>()};
+  EXPECT_TRUE(json::accept(text)) << text;
+  EXPECT_NE(text.find("wgfuse_\uFFFD\uFFFD_"), std::string::npos) << text;
+  fs::remove(out);
+}
+
+// Test that a chat survives a message longer than --ctx allows: the message is refused, the
+// next one gets its reply, and the exit status is 0; a --system that leaves no room and -n 0 are
+// refused at start, before the model loads.
+TEST(ChatCli, OverlongMessageRefusedAndTheChatGoesOn) {
+  const fs::path in = fs::temp_directory_path() / ("wgfuse_chat_long_" + std::to_string(getpid()));
+  std::ofstream(in) << "a message far too long for a context of forty positions, with many more words "
+                       "than fit, and then some more words after those\nhi\n\n";
+  const std::string chat = "chat -m '" + model_dir(kQwenVocab).string() + "' --ctx 40 ";
+  auto r = test::run_wgfuse(chat + "-n 2 < '" + in.string() + "'");
+  fs::remove(in);
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("this message is"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the chat goes on"), std::string::npos) << r.out;
+  EXPECT_EQ(test::occurrences(r.out, "generated, decode"), 1u) << r.out;
+  std::string system;
+  for (int i = 0; i < 30; ++i) system += "lorem ipsum ";
+  r = test::run_wgfuse(chat + "-n 2 --system '" + system + "' < /dev/null");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("--system is"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("wgfuse chat:"), std::string::npos) << "refused before loading: " << r.out;
+  r = test::run_wgfuse(chat + "-n 0 < /dev/null");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("-n 0"), std::string::npos) << r.out;
+}
+
 // Test that chat keeps a conversation going when it no longer fits: with a KV cache of 40
 // positions the second turn's history does not fit, the oldest exchange is dropped with a
 // message, and the reply still comes.

@@ -2,6 +2,7 @@
 // bad input the loader must refuse with a message naming the file and the problem. Folders are
 // written by src/llm/safetensors_writer (which shares no code with the reader) or byte by byte.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "llm/model.h"
@@ -646,6 +648,185 @@ TEST(WeightLoader, Bf16FolderDecodesLikeTheReference) {
   ASSERT_EQ(logits.size(), want.size());
   for (size_t i = 0; i < n; ++i)
     EXPECT_LE(test::normalised_error<double>(logits[i], want[i]), 1e-4) << "step " << i;
+}
+
+// Test that num_hidden_layers is checked against the layers the files hold before anything is
+// sized: 2 over a 3-layer file (a truncated model), 4 (a missing layer) and 50,000,000 (whose
+// expected-tensor list alone would take gigabytes) are each refused naming the field and the count.
+TEST(ModelFiles, LayerCountAgainstTheFiles) {
+  TempDir dir;
+  const ModelConfig c = small_config(false);
+  write_random_model(dir.path, c, DType::F16, 9);
+  for (uint32_t layers : {2u, 4u, 50'000'000u}) {
+    ModelConfig wrong = c;
+    wrong.num_layers = layers;
+    std::ofstream(dir.path / "config.json") << model_config_json(wrong);
+    EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path); },
+                             {"config.json", "\"num_hidden_layers\" is " + std::to_string(layers),
+                              "hold 3 layers", "model.layers.2."}));
+  }
+}
+
+// Test what a folder holds beyond the table: an unknown tensor is named in a warning (transformers
+// warns and runs too); a tied model's lm_head is named only when it differs from the embedding;
+// nothing is warned of for a clean folder.
+TEST(ModelFiles, UnusedTensorsAreNamed) {
+  TempDir dir;
+  const ModelConfig tied = small_config(true);
+  auto tensors = write_random_model(dir.path, tied, DType::F32, 5);
+  EXPECT_TRUE(ModelFiles(dir.path).warnings().empty());
+  const TensorData embedding = *std::find_if(tensors.begin(), tensors.end(), [](const TensorData& t) {
+    return t.name == "model.embed_tokens.weight";
+  });
+  auto with = [&](std::vector<TensorData> extra) {
+    auto all = tensors;
+    all.insert(all.end(), extra.begin(), extra.end());
+    write_model_folder(dir.path, model_config_json(tied), all, DType::F32);
+    return ModelFiles(dir.path).warnings();
+  };
+  EXPECT_TRUE(with({{"lm_head.weight", embedding.shape, embedding.values}}).empty());
+  TensorData head = embedding;
+  head.name = "lm_head.weight";
+  head.values[7] += 0.25f;
+  auto w = with({head});
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("\"lm_head.weight\" differs from the embedding"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("tie_word_embeddings"), std::string::npos) << w[0];
+  w = with({{"model.layers.0.mlp.extra.weight", {3}, {1, 2, 3}}, {"rotary.inv_freq", {2}, {1, 2}}});
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("2 tensors are not part of Qwen2ForCausalLM"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("\"model.layers.0.mlp.extra.weight\""), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("\"rotary.inv_freq\""), std::string::npos) << w[0];
+}
+
+// Test that a shard index that does not list a tensor a shard holds is refused, naming both
+// (transformers would leave that tensor uninitialised).
+TEST(ModelFiles, IndexMissingATensor) {
+  TempDir dir;
+  write_random_model(dir.path, small_config(false), DType::BF16, 7, 2);
+  auto index = nlohmann::json::parse(slurp(dir.path / "model.safetensors.index.json"));
+  index["weight_map"].erase("model.layers.1.mlp.down_proj.weight");
+  std::ofstream(dir.path / "model.safetensors.index.json") << index.dump();
+  EXPECT_TRUE(
+      throws_error([&] { ModelFiles f(dir.path); },
+                   {"model.safetensors.index.json", "does not list \"model.layers.1.mlp.down_proj.weight\"",
+                    "-of-00002.safetensors"}));
+}
+
+// Test that the files of a folder are checked with stat() before they are opened: a FIFO (which
+// open() would wait on forever), /dev/zero (endless), a directory, an oversized config and a
+// folder that is a file or a symlink loop are each refused at once, naming the path.
+TEST(ModelFiles, FilesCheckedBeforeOpening) {
+  TempDir dir;
+  write_random_model(dir.path, small_config(true), DType::F16, 3);
+  const fs::path config = dir.path / "config.json", weights = dir.path / "model.safetensors";
+  const std::string config_text = slurp(config);
+  auto restore = [&] {
+    fs::remove_all(config);
+    std::ofstream(config) << config_text;
+  };
+  fs::remove(config);
+  ASSERT_EQ(::mkfifo(config.c_str(), 0600), 0);
+  EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path); }, {config.string(), "not a regular file"}));
+  fs::remove(config);
+  fs::create_symlink("/dev/zero", config);
+  EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path); }, {config.string(), "not a regular file"}));
+  fs::remove(config);
+  fs::create_directory(config);
+  EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path); }, {config.string(), "is a directory"}));
+  restore();
+  fs::resize_file(config, (16u << 20) + 1);  // sparse: no disk used
+  EXPECT_TRUE(
+      throws_error([&] { ModelFiles f(dir.path); }, {config.string(), "16777217 bytes", "more than"}));
+  restore();
+  fs::rename(weights, dir.path / "moved");
+  ASSERT_EQ(::mkfifo(weights.c_str(), 0600), 0);
+  EXPECT_TRUE(throws_error([&] { ModelFiles f(dir.path); }, {weights.string(), "not a regular file"}));
+  EXPECT_TRUE(throws_error([&] { ModelFiles f(config); }, {config.string(), "not a directory"}));
+  const fs::path loop = dir.path / "loop";
+  fs::create_symlink(loop, loop);
+  EXPECT_TRUE(
+      throws_error([&] { ModelFiles f(loop); }, {loop.string(), "not a model folder", "symbolic links"}));
+}
+
+// Test that weights are counted per tensor as they upload: NaN or infinite values in the file, and
+// finite f32 values above 65504 that would become infinite stored as f16 (the default for f32
+// checkpoints), are errors naming the tensor and the count (and --dtype f32 / bf16 for the
+// overflow); with --dtype f32 the large values load.
+TEST(WeightLoader, NonFiniteAndF16OverflowNamedPerTensor) {
+  TempDir dir;
+  const ModelConfig c = test::small_llm_config(false);
+  const auto clean = write_random_model(dir.path, c, DType::F32, 11);
+  auto load = [&](std::optional<gpu::WeightFormat> dtype) {
+    const ModelFiles files(dir.path);
+    Model m(test::context(), files.config(), [&](std::string_view n) { return files.find(n); },
+            {.dtype = dtype, .ctx = 8, .prefill_chunk = 0});
+  };
+  auto with = [&](const std::string& name, std::vector<std::pair<size_t, float>> values) {
+    auto tensors = clean;
+    for (auto& t : tensors)
+      if (t.name == name)
+        for (auto [i, v] : values) t.values[i] = v;
+    write_model_folder(dir.path, model_config_json(c), tensors, DType::F32);
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  with("model.layers.1.mlp.down_proj.weight", {{3, 70000.0f}, {40, -65520.0f}, {41, 65519.0f}});
+  EXPECT_TRUE(
+      throws_error([&] { load(std::nullopt); }, {"\"model.layers.1.mlp.down_proj.weight\" (2 values)",
+                                                 "above 65504", "f16", "--dtype f32", "--dtype bf16"}));
+  EXPECT_NO_THROW(load(gpu::WeightFormat::F32));
+  with("model.layers.0.self_attn.k_proj.weight", {{0, std::nanf("")}, {5, inf}, {6, -inf}});
+  EXPECT_TRUE(throws_error([&] { load(gpu::WeightFormat::F32); },
+                           {"NaN or infinite", "\"model.layers.0.self_attn.k_proj.weight\" (3 values)"}));
+  with("lm_head.weight", {{9, std::nanf("")}});
+  EXPECT_TRUE(throws_error([&] { load(std::nullopt); }, {"\"lm_head.weight\" (1 values)"}));
+  with("model.layers.2.post_attention_layernorm.weight", {{1, inf}});
+  EXPECT_TRUE(throws_error([&] { load(std::nullopt); }, {"NaN or infinite", "2.post_attention_norm"}));
+}
+
+// Test that every buffer the model binds is sized in 64 bits and checked against the device
+// before any weight is read: the KV cache of head_dim 128 x 32 KV heads x --ctx 1,048,577
+// (2^32 + 4,096 words, which 32-bit arithmetic made a 16 KB cache), and one case per buffer kind,
+// each named with the fix. No weights are needed: the lookup is never called.
+TEST(Model, BuffersPastTheDeviceLimitNamedBeforeLoading) {
+  auto& ctx = test::context();
+  const uint64_t cap = std::min(ctx.limits().max_buffer_size, ctx.limits().max_storage_buffer_binding_size);
+  const WeightLookup none = [](std::string_view) -> const TensorRef* {
+    ADD_FAILURE() << "weights were read before the sizes were checked";
+    return nullptr;
+  };
+  auto config = [](uint32_t heads, uint32_t kv, uint32_t hd) {
+    ModelConfig c = test::small_llm_config(true);
+    c.num_heads = heads, c.num_kv_heads = kv, c.head_dim = hd, c.max_position_embeddings = UINT32_MAX;
+    return c;
+  };
+  EXPECT_TRUE(
+      throws_error([&] { Model m(ctx, config(32, 32, 128), none, {.ctx = 1'048'577}); },
+                   {"'llm.k_cache'", "17179885568 bytes at --ctx 1048577", "lower --ctx to at most"}));
+  // One kv head of head_dim 2: 2 words per position. The --ctx the message suggests must fit
+  // (with the padding to 8 words) and be within a few positions of the cap.
+  const uint32_t over = uint32_t(std::min<uint64_t>(cap / 8 + 1, UINT32_MAX - 1));
+  std::string message;
+  try {
+    Model m(ctx, config(1, 1, 2), none, {.ctx = over});
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  const size_t at = message.find("lower --ctx to at most ");
+  ASSERT_NE(at, std::string::npos) << message;
+  EXPECT_NE(message.find("'llm.k_cache'"), std::string::npos) << message;
+  const uint64_t suggested = std::stoull(message.substr(at + 23));
+  EXPECT_LE(4 * pad8(2 * suggested), cap) << message;
+  EXPECT_GE(suggested + 16, std::min<uint64_t>(cap / 8, UINT32_MAX / 2)) << message;
+  // 64 heads, chunks of one position: the partials (heads x positions x (hd + 2)) pass first.
+  const uint32_t partials_ctx = uint32_t(std::min<uint64_t>(cap / (4 * 64 * 4) + 1, UINT32_MAX - 1));
+  EXPECT_TRUE(throws_error(
+      [&] { Model m(ctx, config(64, 1, 2), none, {.ctx = partials_ctx, .attention = {.chunk = 1}}); },
+      {"'llm.attention_partials'", "lower --ctx"}));
+  ModelConfig wide = config(4, 2, 12);
+  wide.vocab_size = (1u << 31) - 1;
+  EXPECT_TRUE(throws_error([&] { Model m(ctx, wide, none, {.ctx = 8}); },
+                           {"'llm.logits'", "does not fit this device"}));
 }
 
 }  // namespace

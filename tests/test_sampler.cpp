@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
 
 #include "gpu/recorder.h"
+#include "llm/generated_tokens.h"
 #include "llm/sampler.h"
 #include "support.h"
 #include "util/error.h"
@@ -223,6 +226,63 @@ TEST(Sampler, TopPKeepsTheSmallestSetReachingP) {
     EXPECT_EQ(seen, ids) << "top_p " << top_p;
     compare_with_reference(logits, tokens, 0, steps, p, "top_p " + std::to_string(top_p));
   }
+}
+
+// Test that a top-p below 2^-32 keeps the most likely token instead of switching top-p off (its
+// threshold in 2^-32 units would round to 0), on the GPU and in the reference.
+TEST(Sampler, TinyTopPKeepsTheTopToken) {
+  auto& ctx = context();
+  const std::vector<float> logits = {0.1f, 0.4f, 0.2f, 0.45f, 0.3f, -0.2f, 0.0f};
+  Sampler sampler(ctx, uint32_t(logits.size()));
+  auto buf = ctx.upload<float>(logits, BufferUsage::StorageIO, "test.logits");
+  for (double top_p : {1e-10, 1e-50}) {
+    const SamplingParams p{.temperature = 0.8, .top_k = 40, .top_p = top_p, .seed = 5};
+    sampler.set_params(p);
+    const uint32_t steps = 12;
+    const auto tokens = run_steps(sampler, buf, {0}, steps, steps);
+    for (uint32_t i = 1; i <= steps; ++i) EXPECT_EQ(tokens[i], 3u) << "top_p " << top_p << " step " << i;
+    EXPECT_EQ(llm::sample_reference(logits, tokens, 0, p).id, 3u);
+  }
+}
+
+// Test that logits with no value above -inf (NaN weights make every logit NaN) stop sampling as
+// they stop greedy: the pick is kNoFiniteLogit, outside the vocabulary, on the GPU and in the
+// reference; one finite logit among NaNs is chosen by both.
+TEST(Sampler, NoFiniteLogitPicksNoToken) {
+  auto& ctx = context();
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const uint32_t vocab = 301;
+  Sampler sampler(ctx, vocab);
+  for (const auto& fill : {std::vector<float>(vocab, nan), std::vector<float>(vocab, -inf)}) {
+    std::vector<float> logits = fill;
+    logits[17] = -inf;
+    auto buf = ctx.upload<float>(logits, BufferUsage::StorageIO, "test.logits");
+    for (const SamplingParams& p :
+         {SamplingParams{.temperature = 0.8, .top_k = 40, .seed = 1},
+          SamplingParams{.temperature = 1.0, .top_p = 0.9, .seed = 2}, SamplingParams{.temperature = 0}}) {
+      sampler.set_params(p);
+      const auto tokens = run_steps(sampler, buf, {4}, 2, 2);
+      EXPECT_EQ(tokens[1], llm::kNoFiniteLogit) << "temperature " << p.temperature;
+      EXPECT_EQ(tokens[2], llm::kNoFiniteLogit);
+      EXPECT_EQ(llm::sample_reference(logits, tokens, 0, p).id, llm::kNoFiniteLogit);
+    }
+    logits[250] = 1.5f;
+    buf = ctx.upload<float>(logits, BufferUsage::StorageIO, "test.logits");
+    sampler.set_params({.temperature = 0.8, .top_k = 40, .seed = 1});
+    EXPECT_EQ(run_steps(sampler, buf, {4}, 1, 1)[1], 250u);
+  }
+}
+
+// Test that the host stops on the pickers' no-token id and names the step, rather than printing.
+TEST(GeneratedTokens, NoFiniteLogitNamesTheStep) {
+  std::vector<uint32_t> seq = {5, 6, 7};
+  const std::function<bool(uint32_t)> on_token;
+  const std::vector<uint32_t> eos;
+  llm::GeneratedTokens out(100, 8, on_token, eos, seq);
+  EXPECT_TRUE(out.take(9));
+  EXPECT_TRUE(test::throws_error([&] { out.take(llm::kNoFiniteLogit); },
+                                 {"generated token 2 (after position 3)", "NaN or -inf", "--dtype f32"}));
+  EXPECT_TRUE(test::throws_error([&] { out.take(100); }, {"token id 100 outside the vocabulary"}));
 }
 
 // Pearson's chi-square of `counts` against `probs` (cells with probability 0 must be empty).

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "llm/chat_template.h"
+#include "llm/session.h"
 #include "llm/tokenizer.h"
 #include "support.h"
 #include "util/error.h"
@@ -389,6 +390,70 @@ TEST(ChatTemplate, UnrecognisedTemplateIsAnErrorNamingTheFile) {
   std::ofstream(dir / "tokenizer_config.json") << "{}";
   EXPECT_THROW(ChatTemplate::from_file(dir / "tokenizer_config.json"), Error);
   fs::remove_all(dir);
+}
+
+// Test that a chat template doing what the ChatML rendering does not (a filter, a method, a
+// statement it lacks) or that is not well formed is refused naming the construct, never rendered
+// as plain ChatML; the Qwen2, Qwen2.5 and Qwen3 templates pass (above).
+TEST(ChatTemplate, ConstructsTheRenderingCannotExecuteAreErrors) {
+  const std::string head = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + ";
+  const std::string tail =
+      " + '<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>"
+      "assistant\\n' }}{% endif %}";
+  const std::pair<std::string, std::string> cases[] = {
+      {head + "message['content'] | upper" + tail, "the Jinja filter \"| upper\""},
+      {head + "message['content'].title()" + tail, "the method \".title()\""},
+      {"{% if %}" + head + "message['content']" + tail, "\"{% if %}\" without an expression"},
+      {head + "message['content']" + tail + "{% endif %}", "\"{% endif %}\" that closes no"},
+      {"{% if x %}" + head + "message['content']" + tail, "never closes its \"{% if %}\""},
+      {"{% macro m() %}{% endmacro %}" + head + "message['content']" + tail, "statement \"{% macro %}\""},
+      {head + "message['content']" + tail + "{{ '<|im_end|>' ", "never closes it"},
+  };
+  for (const auto& [jinja, construct] : cases) {
+    try {
+      ChatTemplate::from_text(jinja, "tokenizer_config.json");
+      ADD_FAILURE() << "accepted: " << jinja;
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(construct), std::string::npos) << m;
+      EXPECT_NE(m.find("tokenizer_config.json: the chat template"), std::string::npos) << m;
+    }
+  }
+  // The Jinja quoting does not hide a construct, nor make one: a '|' inside a string is text.
+  EXPECT_NO_THROW(ChatTemplate::from_text(head + "message['content'] + ' | upper .title()'" + tail, "t"));
+}
+
+// Test that the tokenizer's id tables are sized by the entries the file holds: one id of
+// 2,147,483,647 (which overflowed an int32 size) or 60,000,000 (4.7 GB of tables) is an error
+// naming where it is given; a few reserved ids past the entries (real vocabularies) load.
+TEST(Tokenizer, OneLargeIdCannotSizeTheTables) {
+  for (int64_t id : {int64_t(2'147'483'647), int64_t(60'000'000)}) {
+    const fs::path vocab_dir = edited_qwen("bigid", [&](json& j) { j["model"]["vocab"]["zzz"] = id; });
+    EXPECT_TRUE(test::throws_error([&] { load_tokenizer(vocab_dir); },
+                                   {"model.vocab[\"zzz\"] has id " + std::to_string(id), "far above"}));
+    const fs::path added_dir = edited_qwen("bigadded", [&](json& j) { j["added_tokens"][3]["id"] = id; });
+    EXPECT_TRUE(test::throws_error([&] { load_tokenizer(added_dir); },
+                                   {"added_tokens[3] has id " + std::to_string(id)}));
+    fs::remove_all(vocab_dir);
+    fs::remove_all(added_dir);
+  }
+  const fs::path dir = edited_qwen("reserved", [](json& j) { j["added_tokens"][3]["id"] = 152000; });
+  EXPECT_NO_THROW(load_tokenizer(dir));
+  fs::remove_all(dir);
+}
+
+// Test token-id lists as `tokenize` prints them and as users write them: spaces, commas,
+// newlines, JSON brackets; a word that is not an id, or an id past the limit, named with its offset.
+TEST(TokenIds, ParsedAsTokenizePrintsThem) {
+  using V = std::vector<uint32_t>;
+  EXPECT_EQ(parse_token_ids("1 2 3\n", 10, "x"), (V{1, 2, 3}));
+  EXPECT_EQ(parse_token_ids("[4, 5,6]", 10, "x"), (V{4, 5, 6}));
+  EXPECT_EQ(parse_token_ids("7,8", 10, "x"), (V{7, 8}));
+  EXPECT_EQ(parse_token_ids(" \n", 10, "x"), V{});
+  EXPECT_TRUE(test::throws_error([] { parse_token_ids("1 2 10", 10, "--prompt-ids"); },
+                                 {"--prompt-ids", "\"10\" at byte offset 4", "below 10"}));
+  EXPECT_TRUE(test::throws_error([] { parse_token_ids("1 -2", 10, "--prompt-ids"); }, {"\"-2\""}));
+  EXPECT_TRUE(test::throws_error([] { parse_token_ids("99999999999", UINT64_MAX, "x"); }, {"99999999999"}));
 }
 
 // Test the stop ids: eos_token from tokenizer_config.json, generation_config.json's list, <|im_end|>.

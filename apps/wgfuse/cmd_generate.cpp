@@ -6,7 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -46,7 +51,7 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
       ->capture_default_str();
   c->add_option("--ctx", o.s.ctx,
                 "KV-cache length in tokens (default 4096, or the model's max_position_embeddings if smaller)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1u, UINT32_MAX));
   c->add_option("--temp", o.s.sampling.temperature,
                 "temperature; 0 = greedy (default: generation_config.json, else greedy)");
   c->add_option("--top-k", o.s.sampling.top_k, "keep the k most likely tokens; 0 = off");
@@ -55,6 +60,14 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
   c->add_option("--repeat-penalty", o.s.sampling.repetition_penalty,
                 "repetition penalty over the whole sequence; 1 = off");
   c->add_option("--seed", o.s.sampling.seed, "random seed: the same seed gives the same text")
+      ->check(CLI::Validator(
+          [](const std::string& v) -> std::string {
+            // Digits only, at most 2^64 - 1: CLI11 would turn -1, 1e23 and 2^64 into 2^64 - 1.
+            const bool digits = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+            if (digits && (v.size() < 20 || (v.size() == 20 && v <= "18446744073709551615"))) return {};
+            return v + " is not an integer from 0 to 18446744073709551615";
+          },
+          "UINT64"))
       ->capture_default_str();
   c->add_option("--steps-per-submit", o.s.steps_per_submit, "decode steps recorded into one command buffer")
       ->check(CLI::Range(1u, 256u))
@@ -119,23 +132,46 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+// -n: a count of tokens, or -1 for "until EOS or the context is full" (llama.cpp's meaning).
+void check_n(int64_t n) {
+  if (n == 0 || n < -1)
+    throw Error("-n " + std::to_string(n) +
+                ": the number of tokens to generate must be at least 1, or -1 (until EOS or --ctx is full)");
+}
+
+// An output file is checked before the run, not after it: its folder must exist and be writable.
+void check_writable(const std::string& path, const std::string& flag) {
+  if (path.empty()) return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(path);
+  if (fs::is_directory(p, ec)) throw Error(flag + " " + path + ": a directory, expected a file name");
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  const bool exists = fs::exists(p, ec);
+  if (::access((exists ? p : dir).c_str(), W_OK) != 0)
+    throw Error(flag + " " + path + ": cannot write there (" + std::strerror(errno) + ")");
+}
+
 void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOptions& g) {
-  if (o.n <= 0)
-    throw Error("-n " + std::to_string(o.n) + ": the number of tokens to generate must be at least 1");
+  check_n(o.n);
   const int given = !o.prompt.empty() + !o.prompt_file.empty() + !o.prompt_ids.empty();
   if (given != 1)
     throw Error("give exactly one of -p PROMPT, -f FILE or --prompt-ids IDS (a non-empty prompt)");
+  check_writable(o.json_path, "--json");
+  check_writable(o.logits_path, "--dump-logits");
   std::optional<gpu::Context> ctx;  // declared first: the session's buffers go before the device
   auto s = open_session(lo, o.decode);
   std::vector<uint32_t> prompt;
   if (!o.prompt_ids.empty()) {
-    prompt = llm::parse_token_ids(o.prompt_ids, s->files().config().vocab_size);
+    prompt = llm::parse_token_ids(o.prompt_ids, s->files().config().vocab_size, "--prompt-ids");
+    if (prompt.empty()) throw Error("--prompt-ids: no token ids given");
   } else {
     const std::string text = o.prompt.empty() ? read_file(o.prompt_file) : o.prompt;
     if (text.empty()) throw Error("the prompt is empty");
     prompt = o.chat ? s->encode_chat(text, o.system) : s->encode(text);
   }
-  const int64_t n = std::min<int64_t>(o.n, s->room(prompt.size()));
+  const int64_t room = s->room(prompt.size());
+  const int64_t n = o.n == -1 ? room : std::min<int64_t>(o.n, room);
   if (n < o.n)
     std::fprintf(stderr, "wgfuse: -n %lld: only %lld tokens fit in --ctx %u after the prompt\n",
                  (long long)o.n, (long long)n, s->ctx_len());
@@ -159,18 +195,47 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     if (!prof.is_null()) j["profile"] = prof;
     std::ofstream f(o.json_path);
     if (!f) throw Error("--json: cannot write " + o.json_path);
-    f << j.dump(2) << "\n";
+    // Paths and texts that are not UTF-8 (a folder's name) get U+FFFD rather than failing the dump.
+    f << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   }
 }
 
 // Interactive chat: each line a user turn, the reply streamed (llm::Session::chat).
+// Ctrl-C during a reply ends the reply, not the chat: SIGINT sets this flag while a reply streams.
+std::atomic<bool> g_reply_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free);  // set from a signal handler
+
+// SIGINT's handler for the lifetime of one reply; the previous one (the default: quit) after.
+class InterruptReply {
+ public:
+  InterruptReply() {
+    g_reply_interrupted = false;
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { g_reply_interrupted = true; };
+    sa.sa_flags = SA_RESTART;  // the GPU waits carry on; the flag is read after each token
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &previous_);
+  }
+  ~InterruptReply() { sigaction(SIGINT, &previous_, nullptr); }
+  InterruptReply(const InterruptReply&) = delete;
+  InterruptReply& operator=(const InterruptReply&) = delete;
+
+ private:
+  struct sigaction previous_ {};
+};
+
+// Interactive chat: each line a user turn, the reply streamed (llm::Session::chat). A turn that
+// fails (a message longer than --ctx allows, a GPU error) is reported and the chat goes on with
+// its history as before the turn.
 void chat(const LlmOptions& lo, const std::string& system, int64_t n, const GlobalOptions& g) {
+  check_n(n);
   std::optional<gpu::Context> ctx;  // declared first: the session's buffers go before the device
   auto s = open_session(lo, "steps");
+  s->new_chat(system);  // checks the template and that --system leaves room, before the upload
   s->load(ctx.emplace(g.context_options()));
-  s->new_chat(system);
-  std::fprintf(stderr, "wgfuse chat: %s on %s. Empty line or Ctrl-D to quit.\n", lo.s.model_dir.c_str(),
-               ctx->adapter().device.c_str());
+  std::fprintf(stderr, "wgfuse chat: %s on %s. Empty line or Ctrl-D to quit; Ctrl-C stops a reply.\n",
+               lo.s.model_dir.c_str(), ctx->adapter().device.c_str());
+  const uint32_t per_reply = n == -1 ? UINT32_MAX : uint32_t(std::min<int64_t>(n, UINT32_MAX));
   while (true) {
     char* line = readline("> ");
     if (!line) break;
@@ -178,11 +243,19 @@ void chat(const LlmOptions& lo, const std::string& system, int64_t n, const Glob
     std::free(line);
     if (text.empty()) break;
     add_history(text.c_str());
-    const llm::Reply r = s->chat(text, uint32_t(std::min<int64_t>(n, UINT32_MAX)), to_stdout());
-    for (uint32_t i = 0; i < r.dropped_exchanges; ++i)
-      std::fprintf(stderr, "[context full: dropped the oldest exchange]\n");
-    std::fputc('\n', stdout);
-    std::fputs(llm::timing_line(s->decoder().stats(), s->load_ms()).c_str(), stderr);
+    try {
+      InterruptReply interrupt;
+      llm::Stream stream = to_stdout();
+      stream.stop = &g_reply_interrupted;
+      const llm::Reply r = s->chat(text, per_reply, stream);
+      for (uint32_t i = 0; i < r.dropped_exchanges; ++i)
+        std::fprintf(stderr, "[context full: dropped the oldest exchange]\n");
+      std::fputc('\n', stdout);
+      if (g_reply_interrupted) std::fprintf(stderr, "[interrupted]\n");
+      std::fputs(llm::timing_line(s->decoder().stats(), s->load_ms()).c_str(), stderr);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "wgfuse: error: %s\n[the chat goes on: the message was not added]\n", e.what());
+    }
   }
 }
 
@@ -196,8 +269,11 @@ void add_generate(CLI::App& app, GlobalOptions& g) {
   add_llm_options(c, *lo);
   c->add_option("-p,--prompt", o->prompt, "the prompt text");
   c->add_option("-f,--file", o->prompt_file, "read the prompt from this file");
-  c->add_option("--prompt-ids", o->prompt_ids, "the prompt as token ids, comma-separated (no tokenizer)");
-  c->add_option("-n,--n-predict", o->n, "tokens to generate")->capture_default_str();
+  c->add_option("--prompt-ids", o->prompt_ids,
+                "the prompt as token ids, separated by spaces or commas, as `wgfuse tokenize` prints them "
+                "(no tokenizer)");
+  c->add_option("-n,--n-predict", o->n, "tokens to generate; -1 = until EOS or --ctx is full")
+      ->capture_default_str();
   c->add_flag("--chat", o->chat, "wrap the prompt in the model's chat template");
   c->add_option("--system", o->system, "system prompt for --chat (default: the template's own)");
   c->add_option("--json", o->json_path, "write prompt/generated ids, timings and counts as JSON");
@@ -243,7 +319,8 @@ void add_chat(CLI::App& app, GlobalOptions& g) {
   auto n = std::make_shared<int64_t>(512);
   add_llm_options(c, *lo);
   c->add_option("--system", *system, "system prompt (default: the template's own)");
-  c->add_option("-n,--n-predict", *n, "at most this many tokens per reply")->capture_default_str();
+  c->add_option("-n,--n-predict", *n, "at most this many tokens per reply; -1 = until EOS or --ctx is full")
+      ->capture_default_str();
   c->callback([lo, system, n, &g] { chat(*lo, *system, *n, g); });
 }
 

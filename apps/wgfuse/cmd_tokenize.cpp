@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "llm/chat_template.h"
+#include "llm/session.h"
 #include "util/error.h"
 
 namespace wgfuse::cli {
@@ -19,30 +20,6 @@ std::string read_stdin() {
   std::string in((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   if (std::cin.bad()) throw Error("stdin: read failed");
   return in;
-}
-
-// Ids separated by whitespace, commas or JSON brackets ("1 2 3", "1,2,3", "[1, 2, 3]").
-std::vector<int32_t> parse_ids(const std::string& text) {
-  const auto separator = [](char c) { return std::isspace(uint8_t(c)) || c == ',' || c == '[' || c == ']'; };
-  std::vector<int32_t> ids;
-  size_t i = 0;
-  while (i < text.size()) {
-    if (separator(text[i])) {
-      ++i;
-      continue;
-    }
-    size_t end = i;
-    while (end < text.size() && !separator(text[end])) ++end;
-    const std::string word = text.substr(i, end - i);
-    if (word.size() > 10 || word.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoll(word) > INT32_MAX)
-      throw Error("stdin: \"" + llm::utf8_lossy(word.substr(0, 40)) + "\" at byte offset " +
-                  std::to_string(i) +
-                  " is not a token id (non-negative integers separated by spaces or commas)");
-    ids.push_back(int32_t(std::stoll(word)));
-    i = end;
-  }
-  return ids;
 }
 
 }  // namespace
@@ -63,7 +40,8 @@ void add_tokenize(CLI::App& app) {
     const llm::Tokenizer tokenizer = llm::load_tokenizer(model_dir);
     const std::string input = read_stdin();
     if (decode) {
-      const std::vector<int32_t> ids = parse_ids(input);
+      const std::vector<uint32_t> read = llm::parse_token_ids(input, uint64_t(INT32_MAX) + 1, "stdin");
+      const std::vector<int32_t> ids(read.begin(), read.end());
       const std::string text = tokenizer.decode(ids);
       if (as_json)
         std::printf("%s\n", nlohmann::json{{"ids", ids}, {"text", text}}.dump().c_str());

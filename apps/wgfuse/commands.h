@@ -8,6 +8,16 @@
 
 namespace wgfuse::cli {
 
+// The exit status of every command (listed under --help and in README.md).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;          // an error the message explains: input, options, files, GPU
+inline constexpr int kExitUsage = 2;          // the command line does not parse (unknown option, bad value)
+inline constexpr int kExitInternal = 3;       // a bug in wgfuse
+inline constexpr int kExitInterrupted = 130;  // Ctrl-C (SIGINT) ended `generate`
+inline constexpr const char* kExitCodes =
+    "Exit status: 0 success; 1 error (the message names the input, option, file or GPU limit); 2 the "
+    "command line does not parse; 3 internal error (a bug); 130 interrupted by Ctrl-C.";
+
 // Options every command that touches the GPU takes.
 struct GlobalOptions {
   std::string adapter = "auto";

@@ -1,5 +1,7 @@
 // wgfuse: WebGPU compute with fusion, measured. See README.md.
 #include <cstdio>
+#include <new>
+#include <stdexcept>
 #include <string_view>
 
 #include "commands.h"
@@ -24,7 +26,7 @@ int main(int argc, char** argv) {
       run_serve(argc - 2, argv + 2);
     } catch (const wgfuse::Error& e) {
       std::fprintf(stderr, "wgfuse: error: %s\n", e.what());
-      return 1;
+      return kExitError;
     }
   CLI::App app{"wgfuse " WGFUSE_VERSION
                ": GPU compute through WebGPU (Dawn), with kernel fusion measured against "
@@ -54,16 +56,28 @@ int main(int argc, char** argv) {
   add_chat(app, g);
   add_tiny(app, g);
   add_serve(app);
+  app.footer(kExitCodes);
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) sub->footer(kExitCodes);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version print and succeed; every other parse error is a usage error.
+    const int cli = app.exit(e);
+    return cli == 0 ? kExitOk : kExitUsage;
   } catch (const wgfuse::Error& e) {
     std::fprintf(stderr, "wgfuse: error: %s\n", e.what());
-    return 1;
+    return kExitError;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "wgfuse: error: out of host memory (the model, --ctx or an input file needs more memory "
+                 "than this machine gave)\n");
+    return kExitError;
+  } catch (const std::length_error& e) {
+    std::fprintf(stderr, "wgfuse: error: a size too large for host memory (%s)\n", e.what());
+    return kExitError;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "wgfuse: internal error: %s\n", e.what());
-    return 2;
+    std::fprintf(stderr, "wgfuse: internal error (a bug: please report it): %s\n", e.what());
+    return kExitInternal;
   }
-  return 0;
+  return kExitOk;
 }

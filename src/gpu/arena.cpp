@@ -18,7 +18,9 @@ uint64_t round_up(uint64_t x, uint64_t to) {
 
 WeightArena::WeightArena(Context& ctx, ArenaOptions options) : ctx_(&ctx), opts_(std::move(options)) {
   const auto& lim = ctx.limits();
-  const uint64_t device_cap = std::min(lim.max_buffer_size, lim.max_storage_buffer_binding_size);
+  // The kernels index a buffer's u32 words in 32 bits: at most 2^32 words, whatever the device allows.
+  const uint64_t device_cap =
+      std::min({lim.max_buffer_size, lim.max_storage_buffer_binding_size, uint64_t(4) << 32});
   cap_ = opts_.max_buffer_bytes ? std::min(opts_.max_buffer_bytes, device_cap) : device_cap;
   align_ = std::max<uint64_t>(16, lim.min_storage_buffer_offset_alignment);
   cap_ = cap_ / 16 * 16;  // a padded tensor must fit

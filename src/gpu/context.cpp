@@ -489,7 +489,8 @@ void Context::wait_future(WGPUFuture f, std::string_view what) {
   if (st == WGPUWaitStatus_TimedOut) {
     check();  // a lost device explains a time-out better than the time-out does
     throw Error("timed out after " + std::to_string(s_->timeout.count() / 1000.0) + " s waiting for " +
-                std::string(what) + " on " + s_->info.device);
+                std::string(what) + " on " + s_->info.device +
+                " (a slow adapter, such as the CPU one, may need more: raise --timeout)");
   }
   if (st != WGPUWaitStatus_Success) throw Error("waiting for " + std::string(what) + " failed");
 }

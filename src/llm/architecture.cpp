@@ -144,6 +144,13 @@ void check_config(const ModelConfig& c, const std::string& source) {
   need(c.num_heads % c.num_kv_heads == 0, "num_attention_heads (" + std::to_string(c.num_heads) +
                                               ") must be a multiple of num_key_value_heads (" +
                                               std::to_string(c.num_kv_heads) + ")");
+  // Rows and vector lengths are 32-bit in the kernels, the packed q/k/v and gate/up rows included.
+  const uint64_t qkv_rows = (uint64_t(c.num_heads) + 2ull * c.num_kv_heads) * c.head_dim;
+  need(qkv_rows < (1ull << 31) && 2ull * c.intermediate_size < (1ull << 31) && c.hidden_size < (1u << 31) &&
+           c.vocab_size < (1u << 31),
+       "(num_attention_heads + 2 x num_key_value_heads) x head_dim (" + std::to_string(qkv_rows) +
+           "), 2 x intermediate_size, hidden_size and vocab_size must each be below 2^31 (the kernels "
+           "count rows in 32 bits)");
   need(c.head_dim % 2 == 0, "head_dim (" + std::to_string(c.head_dim) + ") must be even for RoPE");
   need(c.rope_theta > 0, "rope_theta (" + number(c.rope_theta) + ") must be positive");
   need(c.rms_norm_eps > 0, "rms_norm_eps (" + number(c.rms_norm_eps) + ") must be positive");

@@ -1,11 +1,16 @@
 #include "llm/chat_template.h"
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "util/error.h"
+#include "util/file.h"
 
 namespace wgfuse::llm {
 
@@ -16,19 +21,10 @@ using nlohmann::json;
 constexpr std::string_view kStart = "<|im_start|>";
 constexpr std::string_view kEnd = "<|im_end|>";
 
-std::optional<std::string> read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
-
 json read_json(const std::filesystem::path& path, const char* what) {
-  const auto text = read_text(path);
-  if (!text) throw Error(path.string() + ": cannot open (" + what + ")");
+  const std::string text = read_file(path, what, kMaxTokenizerBytes);
   try {
-    json j = json::parse(*text);
+    json j = json::parse(text);
     if (!j.is_object()) throw Error(path.string() + ": expected a JSON object at the top level");
     return j;
   } catch (const json::exception& e) {
@@ -60,6 +56,101 @@ void append_turn(std::string& out, std::string_view role, std::string_view body)
   out.append(kStart).append(role).append("\n").append(body).append(kEnd).append("\n");
 }
 
+// wgfuse renders ChatML's layout instead of executing the template, which is exact only while
+// the template does nothing else: the Jinja statements, filters and methods Qwen's templates use
+// (their tool branches included) pass; anything else, or a template that is not well formed, is an
+// Error naming the construct, never a silent ChatML.
+void check_constructs(std::string_view jinja, const std::string& name) {
+  auto refuse = [&](size_t at, const std::string& what) {
+    throw Error(name + ": the chat template " + what + " (at character " + std::to_string(at) +
+                "); wgfuse renders Qwen's ChatML layout without executing Jinja, so it refuses templates "
+                "that do more: give the prompt without --chat, formatted yourself");
+  };
+  static const std::set<std::string, std::less<>> statements = {"if",  "elif",   "else", "endif",
+                                                                "for", "endfor", "set"};
+  static const std::set<std::string, std::less<>> filters = {"length", "tojson"};
+  static const std::set<std::string, std::less<>> methods = {"split",  "strip",      "lstrip",
+                                                             "rstrip", "startswith", "endswith"};
+  auto is_ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::vector<std::pair<std::string, size_t>> open;  // if / for blocks
+  for (size_t at = jinja.find('{'); at != std::string_view::npos; at = jinja.find('{', at + 1)) {
+    if (at + 1 >= jinja.size()) break;
+    const char kind = jinja[at + 1];
+    if (kind != '%' && kind != '{' && kind != '#') continue;
+    const std::string_view close = kind == '%' ? "%}" : kind == '{' ? "}}" : "#}";
+    // The tag's end, outside string literals.
+    size_t i = at + 2, end = std::string_view::npos;
+    std::string code;  // the tag's text, string literals as '_' (operands, never operators)
+    for (char quote = 0; i < jinja.size(); ++i) {
+      const char c = jinja[i];
+      if (quote) {
+        if (c == '\\')
+          ++i;
+        else if (c == quote)
+          quote = 0;
+        code += '_';
+        continue;
+      }
+      if (kind != '#' && (c == '\'' || c == '"')) {
+        quote = c;
+        code += '_';
+        continue;
+      }
+      if (jinja.substr(i, 2) == close) {
+        end = i;
+        break;
+      }
+      code += c;
+    }
+    if (end == std::string_view::npos)
+      refuse(at, "opens \"{" + std::string(1, kind) + "\" and never closes it");
+    at = end + 1;
+    if (kind == '#') continue;
+    // Whitespace control marks, then the statement's keyword and its expression.
+    std::string_view body = code;
+    while (!body.empty() &&
+           (body.front() == '-' || body.front() == '+' || std::isspace(uint8_t(body.front()))))
+      body.remove_prefix(1);
+    while (!body.empty() && (body.back() == '-' || body.back() == '+' || std::isspace(uint8_t(body.back()))))
+      body.remove_suffix(1);
+    std::string_view expr = body;
+    if (kind == '%') {
+      size_t k = 0;
+      while (k < body.size() && is_ident(body[k])) ++k;
+      const std::string keyword(body.substr(0, k));
+      expr = body.substr(k);
+      if (!statements.contains(keyword)) refuse(at, "uses the Jinja statement \"{% " + keyword + " %}\"");
+      const bool needs_expr = keyword == "if" || keyword == "elif" || keyword == "for" || keyword == "set";
+      if (needs_expr && expr.find_first_not_of(" \t\n") == std::string_view::npos)
+        refuse(at, "has a \"{% " + keyword + " %}\" without an expression");
+      if (keyword == "if" || keyword == "for") open.emplace_back(keyword, at);
+      if (keyword == "endif" || keyword == "endfor") {
+        const std::string opener = keyword.substr(3);
+        if (open.empty() || open.back().first != opener)
+          refuse(at, "has a \"{% " + keyword + " %}\" that closes no \"{% " + opener + " %}\"");
+        open.pop_back();
+      }
+      if ((keyword == "elif" || keyword == "else") && open.empty())
+        refuse(at, "has a \"{% " + keyword + " %}\" outside any block");
+    } else if (expr.find_first_not_of(" \t\n") == std::string_view::npos) {
+      refuse(at, "has an empty \"{{ }}\"");
+    }
+    for (size_t j = 0; j < expr.size(); ++j) {
+      if (expr[j] != '|' && expr[j] != '.') continue;
+      size_t b = j + 1;
+      while (b < expr.size() && expr[b] == ' ') ++b;
+      size_t e = b;
+      while (e < expr.size() && is_ident(expr[e])) ++e;
+      const std::string word(expr.substr(b, e - b));
+      if (expr[j] == '|' && !filters.contains(word))
+        refuse(at, "applies the Jinja filter \"| " + word + "\"");
+      if (expr[j] == '.' && e < expr.size() && expr[e] == '(' && !methods.contains(word))
+        refuse(at, "calls the method \"." + word + "()\"");
+    }
+  }
+  if (!open.empty()) refuse(open.back().second, "never closes its \"{% " + open.back().first + " %}\"");
+}
+
 }  // namespace
 
 ChatTemplate ChatTemplate::from_text(const std::string& jinja, const std::string& name) {
@@ -67,6 +158,7 @@ ChatTemplate ChatTemplate::from_text(const std::string& jinja, const std::string
     throw Error(name +
                 ": the chat template is not ChatML (no <|im_start|> / <|im_end|>); wgfuse recognises "
                 "Qwen's ChatML templates only and does not execute Jinja");
+  check_constructs(jinja, name);
   ChatTemplate t;
   // A default system prompt is a literal right after "<|im_start|>system\n" up to "<|im_end|>";
   // where the template concatenates a variable there instead, a quote comes first.
@@ -101,7 +193,8 @@ ChatTemplate ChatTemplate::from_file(const std::filesystem::path& config_path) {
     throw Error(config_path.string() + ": chat_template must be a string");
   }
   const auto jinja_path = config_path.parent_path() / "chat_template.jinja";
-  if (const auto text = read_text(jinja_path)) return from_text(*text, jinja_path.string());
+  if (const auto text = read_file_if_exists(jinja_path, "the chat template", kMaxConfigBytes))
+    return from_text(*text, jinja_path.string());
   throw Error(config_path.string() + ": no chat_template, and no " + jinja_path.string() +
               " beside it (a base model has none: use the prompt without --chat)");
 }

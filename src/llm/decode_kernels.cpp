@@ -37,7 +37,7 @@ std::map<std::string, double> qkv_overrides(const ModelConfig& c, uint32_t ctx_l
 }  // namespace
 
 gpu::Buffer upload_padded(gpu::Context& ctx, std::string_view label, std::span<const float> values) {
-  std::vector<float> padded(pad8(uint32_t(values.size())), 0.0f);
+  std::vector<float> padded(pad8(values.size()), 0.0f);
   std::copy(values.begin(), values.end(), padded.begin());
   return ctx.upload<float>(padded, BufferUsage::StorageIO, label);
 }

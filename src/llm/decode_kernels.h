@@ -26,8 +26,9 @@ namespace wgfuse::llm {
 inline uint32_t ceil_div(uint64_t a, uint64_t b) {
   return uint32_t((a + b - 1) / b);
 }
-// Weight rows and the vectors the matrix-vector kernels read are padded to 8 elements.
-inline uint32_t pad8(uint32_t n) {
+// Weight rows and the vectors the matrix-vector kernels read are padded to 8 elements. In 64 bits:
+// a buffer's words may pass 2^32 before the device limit refuses it.
+inline uint64_t pad8(uint64_t n) {
   return (n + 7) / 8 * 8;
 }
 // A vector of floats padded with zeros to a multiple of 8 (the kernels read 8 at a time).

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "llm/sampler.h"
 #include "util/error.h"
 
 namespace wgfuse::llm {
@@ -23,9 +24,15 @@ class GeneratedTokens {
   // or when on_token returns false; ids computed past that in the same batch are dropped (false).
   bool take(uint32_t id) {
     if (stopped_) return false;
+    if (id == kNoFiniteLogit)
+      throw Error("generated token " + std::to_string(ids_.size() + 1) + " (after position " +
+                  std::to_string(seq_.size() - 1) +
+                  "): every logit is NaN or -inf, so no token can be chosen; the weights hold "
+                  "non-finite values or the arithmetic overflowed (the load names such tensors; "
+                  "--dtype f32 keeps values above f16's 65504)");
     if (id >= vocab_size_)
-      throw Error("the GPU picked token id " + std::to_string(id) +
-                  " outside the vocabulary (non-finite logits?)");
+      throw Error("the GPU picked token id " + std::to_string(id) + " outside the vocabulary (vocab_size " +
+                  std::to_string(vocab_size_) + ")");
     ids_.push_back(id);
     seq_.push_back(id);
     const bool eos = std::find(eos_ids_.begin(), eos_ids_.end(), id) != eos_ids_.end();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "gpu/profiler.h"
@@ -16,6 +17,58 @@ namespace wgfuse::llm {
 namespace {
 
 using gpu::BufferUsage;
+
+// Every buffer the model binds whole, sized in 64 bits and checked against the device before
+// anything is allocated or uploaded: a size wrapped to 32 bits would make a smaller cache that
+// runs and prints other tokens. `ctx_words` is the part that grows with --ctx (for the fix).
+struct BufferSize {
+  std::string_view label, what;
+  uint64_t words, ctx_words;
+};
+
+uint64_t binding_cap(const gpu::Limits& lim) {
+  return std::min(lim.max_buffer_size, lim.max_storage_buffer_binding_size);
+}
+
+void check_buffer_size(const gpu::Limits& lim, const BufferSize& b, uint32_t ctx_len) {
+  const uint64_t cap = binding_cap(lim), bytes = 4 * pad8(b.words);
+  if (bytes <= cap && b.words < (uint64_t(1) << 32)) return;  // the kernels index words in 32 bits
+  std::string fix = "a model this size does not fit this device";
+  if (b.ctx_words) {
+    const uint64_t per_position = b.ctx_words / ctx_len, fixed = b.words - b.ctx_words + 8;
+    const uint64_t room = std::min<uint64_t>(cap / 4, std::numeric_limits<uint32_t>::max());
+    const uint64_t fits = room > fixed ? (room - fixed) / per_position : 0;
+    fix = fits ? "lower --ctx to at most " + std::to_string(fits) : "no --ctx fits: " + fix;
+  }
+  throw Error("buffer '" + std::string(b.label) + "' (" + std::string(b.what) + ") needs " +
+              std::to_string(bytes) + " bytes at --ctx " + std::to_string(ctx_len) +
+              ", above what one binding may hold on this device (min of maxBufferSize = " +
+              std::to_string(lim.max_buffer_size) + " and maxStorageBufferBindingSize = " +
+              std::to_string(lim.max_storage_buffer_binding_size) + "): " + fix);
+}
+
+std::vector<BufferSize> model_buffers(const ModelConfig& c, const ModelOptions& o, uint32_t ctx_len) {
+  const uint64_t q_rows = uint64_t(c.num_heads) * c.head_dim, ctx = ctx_len;
+  const uint64_t kv = uint64_t(c.num_kv_heads) * c.head_dim * ctx;
+  const uint64_t partials = DecodeKernels::attend_partials_words(c, ctx_len, o.attention);
+  std::vector<BufferSize> b = {
+      {"llm.k_cache", "one layer's keys: kv heads x head_dim x --ctx", kv, kv},
+      {"llm.v_cache", "one layer's values: kv heads x head_dim x --ctx", kv, kv},
+      {"llm.rope", "cos and sin per position: head_dim x --ctx", c.head_dim * ctx, c.head_dim * ctx},
+      {"llm.attention_partials", "decode attention's partials per cache chunk", partials, partials},
+      {"llm.tokens", "the sequence: --ctx + 1 ids", ctx + 1, ctx},
+      {"llm.logits", "vocab_size", c.vocab_size, 0},
+      {"llm.act", "intermediate_size", c.intermediate_size, 0},
+      {"llm.q", "num_attention_heads x head_dim", q_rows, 0}};
+  if (o.prefill_chunk) {
+    const uint64_t rows =
+        uint64_t(ceil_div(std::min(o.prefill_chunk, ctx_len), DecodeKernels::kPromptTokenTile)) *
+        DecodeKernels::kPromptTokenTile;
+    b.push_back({"llm.prefill.act", "prefill rows x intermediate_size", rows * pad8(c.intermediate_size), 0});
+    b.push_back({"llm.prefill.attention", "prefill rows x heads x head_dim", rows * pad8(q_rows), 0});
+  }
+  return b;
+}
 
 }  // namespace
 
@@ -39,6 +92,8 @@ Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, Mo
   if (c.max_position_embeddings && ctx_len_ > c.max_position_embeddings)
     throw Error("--ctx " + std::to_string(ctx_len_) + " exceeds the model's max_position_embeddings (" +
                 std::to_string(c.max_position_embeddings) + ")");
+
+  for (const BufferSize& b : model_buffers(c, opt_, ctx_len_)) check_buffer_size(ctx.limits(), b, ctx_len_);
 
   const auto t0 = SteadyClock::now();
   upload_weights(weights);
@@ -73,8 +128,9 @@ Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, Mo
 }
 
 gpu::Buffer Model::scratch(std::string_view label, uint64_t words) {
+  check_buffer_size(ctx_->limits(), {label, "a scratch buffer", words, 0}, ctx_len_);
   const std::string name(label.substr(label.starts_with("llm.") ? 4 : 0));
-  return keep(ctx_->buffer(4 * uint64_t(pad8(uint32_t(words))), BufferUsage::StorageIO, label), name);
+  return keep(ctx_->buffer(4 * pad8(words), BufferUsage::StorageIO, label), name);
 }
 
 gpu::Buffer Model::keep(gpu::Buffer b, std::string name, BufferContents contents) {

@@ -1,14 +1,17 @@
 #include "llm/model_files.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "llm/architecture.h"
 #include "util/error.h"
+#include "util/file.h"
 
 namespace wgfuse::llm {
 namespace {
@@ -65,24 +68,8 @@ std::optional<bool> bool_field(const json& j, const char* key, const std::string
   return it->get<bool>();
 }
 
-// Without throwing std::filesystem_error: an unreadable path counts as absent, and opening it
-// then gives our own error.
 bool path_exists(const std::filesystem::path& p) {
-  std::error_code ec;
-  return std::filesystem::exists(p, ec);
-}
-bool is_folder(const std::filesystem::path& p) {
-  std::error_code ec;
-  return std::filesystem::is_directory(p, ec);
-}
-
-std::string read_text_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw Error(p.string() + ": cannot open");
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (in.bad()) throw Error(p.string() + ": read error");
-  return s.str();
+  return regular_file_size(p, "a model file", /*missing_ok=*/true).has_value();
 }
 
 // RoPE: transformers 4 writes rope_theta and rope_scaling at the top level; transformers 5
@@ -253,13 +240,24 @@ void apply_generation_config(std::string_view json_text, const std::string& file
 }
 
 ModelFiles::ModelFiles(const std::filesystem::path& dir) : dir_(dir) {
-  if (!is_folder(dir)) throw Error(dir.string() + ": not a model folder (no such directory)");
+  {
+    std::error_code ec;
+    const auto st = std::filesystem::status(dir, ec);
+    if (st.type() == std::filesystem::file_type::not_found)
+      throw Error(dir.string() + ": not a model folder (no such directory)");
+    if (ec) throw Error(dir.string() + ": not a model folder (" + ec.message() + ")");
+    if (st.type() != std::filesystem::file_type::directory)
+      throw Error(dir.string() +
+                  ": not a model folder (a file, not a directory: give the folder holding "
+                  "config.json)");
+  }
   const auto config_path = dir / "config.json";
-  const std::string config_text = read_text_file(config_path);
+  const std::string config_text = read_file(config_path, "the model config", kMaxConfigBytes);
   config_ = parse_model_config(config_text, config_path.string());
   apply_generation_config(config_text, config_path.string(), generation_);  // token ids, if any
-  if (const auto gen = dir / "generation_config.json"; path_exists(gen))
-    apply_generation_config(read_text_file(gen), gen.string(), generation_);
+  if (const auto gen =
+          read_file_if_exists(dir / "generation_config.json", "the generation config", kMaxConfigBytes))
+    apply_generation_config(*gen, (dir / "generation_config.json").string(), generation_);
 
   const auto single = dir / "model.safetensors";
   const auto index_path = dir / "model.safetensors.index.json";
@@ -273,7 +271,8 @@ ModelFiles::ModelFiles(const std::filesystem::path& dir) : dir_(dir) {
 
   // Sharded: the index maps each tensor name to the shard that holds it.
   const std::string index_name = index_path.string();
-  const json index = parse_json_object(read_text_file(index_path), index_name);
+  const json index =
+      parse_json_object(read_file(index_path, "the shard index", kMaxTokenizerBytes), index_name);
   auto map = index.find("weight_map");
   if (map == index.end() || !map->is_object())
     throw Error(index_name + ": required field \"weight_map\" is missing or not an object");
@@ -300,6 +299,11 @@ ModelFiles::ModelFiles(const std::filesystem::path& dir) : dir_(dir) {
     if (it == by_name_.end() || std::filesystem::path(files_[it->second.file].path()).filename() != shard)
       throw Error(index_name + ": weight_map puts \"" + name + "\" in " + shard + ", which does not hold it");
   }
+  // transformers loads what the index lists: a tensor it misses would be left uninitialised.
+  for (const auto& [name, located] : by_name_)
+    if (!shard_of.contains(name))
+      throw Error(index_name + ": weight_map does not list \"" + name + "\", which " +
+                  files_[located.file].path() + " holds: the index and the shards disagree");
   validate();
 }
 
@@ -334,8 +338,71 @@ const TensorRef& ModelFiles::require(std::string_view name, const std::vector<ui
   return *t;
 }
 
-void ModelFiles::validate() const {
-  for (const auto& e : expected_tensors(config_)) require(e.name, e.shape);
+namespace {
+
+// N of a tensor named "model.layers.N. ..." (Hugging Face's per-layer names), else nullopt.
+std::optional<uint64_t> layer_of(std::string_view name) {
+  constexpr std::string_view prefix = "model.layers.";
+  if (!name.starts_with(prefix)) return std::nullopt;
+  name.remove_prefix(prefix.size());
+  uint64_t n = 0;
+  size_t digits = 0;
+  while (digits < name.size() && digits < 12 && name[digits] >= '0' && name[digits] <= '9')
+    n = n * 10 + uint64_t(name[digits++] - '0');
+  if (digits == 0 || digits == name.size() || name[digits] != '.') return std::nullopt;
+  return n;
+}
+
+}  // namespace
+
+void ModelFiles::validate() {
+  // The layers first, from the names present: the expected list is as long as num_hidden_layers,
+  // which must not size anything before the files back it.
+  const std::string config_name = (dir_ / "config.json").string();
+  std::optional<uint64_t> last;
+  const TensorRef* last_ref = nullptr;
+  for (const auto& [name, located] : by_name_)
+    if (const auto l = layer_of(name); l && (!last || *l > *last)) last = l, last_ref = located.ref;
+  const uint64_t held = last ? *last + 1 : 0;
+  if (held != config_.num_layers)
+    throw Error(config_name + ": \"num_hidden_layers\" is " + std::to_string(config_.num_layers) +
+                ", but the safetensors files hold " + std::to_string(held) + " layers" +
+                (last_ref ? " (the last: \"" + last_ref->name + "\" in " + file_of(*last_ref) + ")" : "") +
+                ": the config and the weights disagree");
+  const std::vector<ExpectedTensor> table = expected_tensors(config_);
+  std::unordered_map<std::string_view, bool> expected;
+  for (const auto& e : table) {
+    require(e.name, e.shape);
+    expected.emplace(e.name, true);
+  }
+  // What the table does not read. transformers warns of unused weights and runs; so does wgfuse,
+  // naming them. A tied model's lm_head is ignored as transformers ignores it (the embedding is
+  // the head), named only when it differs from the embedding.
+  std::vector<std::string> unused;
+  for (const auto& [name, located] : by_name_) {
+    if (expected.contains(name)) continue;
+    if (config_.tie_word_embeddings && name == hf_name(TensorRole::LmHead)) {
+      const TensorRef* embed = find(hf_name(TensorRole::Embedding));
+      if (embed && embed->dtype == located.ref->dtype && embed->shape == located.ref->shape &&
+          std::equal(embed->bytes.begin(), embed->bytes.end(), located.ref->bytes.begin()))
+        continue;
+      warnings_.push_back(file_of(*located.ref) + ": \"" + name +
+                          "\" differs from the embedding but is not used: config.json ties the LM head to "
+                          "the embedding (\"tie_word_embeddings\": true), as transformers does; set it to "
+                          "false to use this head");
+      continue;
+    }
+    unused.push_back(name);
+  }
+  if (!unused.empty()) {
+    std::sort(unused.begin(), unused.end());
+    std::string list;
+    for (size_t i = 0; i < unused.size() && i < 5; ++i) list += (i ? ", \"" : "\"") + unused[i] + "\"";
+    if (unused.size() > 5) list += " and " + std::to_string(unused.size() - 5) + " more";
+    warnings_.push_back(dir_.string() + ": " + std::to_string(unused.size()) + " tensor" +
+                        (unused.size() == 1 ? " is" : "s are") + " not part of " + config_.architecture +
+                        " and not used: " + list);
+  }
 }
 
 uint64_t ModelFiles::total_bytes() const {

@@ -4,7 +4,8 @@
 //   model.safetensors, or model.safetensors.index.json + its shards -> TensorRefs, memory-mapped
 // The weights stay mapped while the ModelFiles lives; TensorRefs point into the mappings.
 // Opening checks that every tensor of the architecture's table exists with the shape config.json
-// implies, so a loader never uploads half a model. Every error is a wgfuse::Error naming the file
+// implies (and num_hidden_layers against the layers the files hold), so a loader never uploads
+// half a model. Every error is a wgfuse::Error naming the file
 // and the field or tensor.
 #pragma once
 
@@ -66,12 +67,17 @@ class ModelFiles {
 
   // The safetensors file holding `t` (for messages), and totals for a progress bar.
   const std::string& file_of(const TensorRef& t) const;
+  // What the folder holds that wgfuse does not use (transformers warns of the same and runs):
+  // tensors outside the architecture's table, a tied model's differing lm_head.
+  const std::vector<std::string>& warnings() const { return warnings_; }
   size_t tensor_count() const { return by_name_.size(); }
   uint64_t total_bytes() const;
 
  private:
   void index_file(SafetensorsFile&& f);
-  void validate() const;  // require() for every entry of expected_tensors(config())
+  // num_hidden_layers against the layers the files hold, then require() for every entry of
+  // expected_tensors(config()); what is left over goes to warnings_.
+  void validate();
 
   std::filesystem::path dir_;
   ModelConfig config_;
@@ -82,6 +88,7 @@ class ModelFiles {
     size_t file;  // index into files_
   };
   std::unordered_map<std::string, Located> by_name_;
+  std::vector<std::string> warnings_;
 };
 
 }  // namespace wgfuse::llm

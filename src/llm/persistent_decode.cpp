@@ -88,7 +88,7 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   uint64_t words = 0;
   auto region = [&](const char* name, uint64_t n) {
     layout_[name] = double(words);
-    words += pad8(uint32_t(n));
+    words += pad8(n);
   };
   region("X_W", c.hidden_size);
   region("Q_W", q_rows);
@@ -104,7 +104,7 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
            std::to_string(lim.max_storage_buffer_binding_size) + ")");
   live_ = ctx.buffer(4 * words, BufferUsage::StorageIO, "llm.persistent.live");
   kv_ = ctx.buffer(4 * kv_words, BufferUsage::StorageIO, "llm.persistent.kv");
-  tokens_ = ctx.buffer(4ull * pad8(opt_.ctx + 1), BufferUsage::StorageIO, "llm.persistent.tokens");
+  tokens_ = ctx.buffer(4ull * pad8(uint64_t(opt_.ctx) + 1), BufferUsage::StorageIO, "llm.persistent.tokens");
   control_ = ctx.buffer(16, BufferUsage::StorageIO, "llm.persistent.control");
   const uint32_t zeros[4] = {0, 0, 0, 0};
   zero_ = ctx.upload<uint32_t>(zeros, BufferUsage::CopySrc, "llm.persistent.zero");

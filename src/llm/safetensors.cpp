@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "util/error.h"
+#include "util/file.h"
 
 namespace wgfuse::llm {
 
@@ -202,6 +203,7 @@ std::vector<TensorRef> parse_safetensors(std::span<const std::byte> file, const 
 }
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
+  regular_file_size(path, "the file");  // before open(): a FIFO would block it
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
   struct stat st {};

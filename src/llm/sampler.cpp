@@ -45,14 +45,23 @@ float transformed(float logit, bool seen, float penalty, float temperature) {
 
 }  // namespace
 
-void validate(const SamplingParams& p) {
+void validate(const SamplingParams& p, const std::string& file) {
+  // The flag, or the file's key when the value came from it.
+  auto name = [&](const char* flag, const char* key) {
+    return file.empty() ? std::string(flag) : file + ": \"" + key + "\"";
+  };
   if (!std::isfinite(p.temperature) || p.temperature < 0 || (p.temperature > 0 && p.temperature < 1e-6) ||
       p.temperature > 1e6)
-    throw Error("--temp must be 0 (greedy) or between 1e-6 and 1e6, got " + str(p.temperature));
-  if (p.top_k < 0) throw Error("--top-k must be 0 (off) or a positive count, got " + std::to_string(p.top_k));
-  if (!(p.top_p > 0 && p.top_p <= 1)) throw Error("--top-p must be in (0, 1] (1 = off), got " + str(p.top_p));
+    throw Error(name("--temp", "temperature") + " must be 0 (greedy) or between 1e-6 and 1e6, got " +
+                str(p.temperature));
+  if (p.top_k < 0)
+    throw Error(name("--top-k", "top_k") + " must be 0 (off) or a positive count, got " +
+                std::to_string(p.top_k));
+  if (!(p.top_p > 0 && p.top_p <= 1))
+    throw Error(name("--top-p", "top_p") + " must be in (0, 1] (1 = off), got " + str(p.top_p));
   if (!std::isfinite(p.repetition_penalty) || !(p.repetition_penalty > 0))
-    throw Error("--repeat-penalty must be a positive number (1 = off), got " + str(p.repetition_penalty));
+    throw Error(name("--repeat-penalty", "repetition_penalty") +
+                " must be a positive number (1 = off), got " + str(p.repetition_penalty));
 }
 
 uint32_t sample_draw(uint64_t seed, uint32_t pos) {
@@ -71,7 +80,8 @@ ReferenceSample sample_reference(std::span<const float> logits, std::span<const 
   const float temperature = greedy ? 1.0f : float(params.temperature);
   const float penalty = float(params.repetition_penalty);
   const uint64_t top_k = greedy ? 1 : uint64_t(params.top_k);
-  const double top_p = greedy ? 1.0 : double(float(params.top_p));
+  // The kernel's threshold is top_p in 2^-32 units, at least 1.
+  const double top_p = greedy ? 1.0 : std::max(double(float(params.top_p)), 0x1p-32);
 
   std::vector<bool> seen(n, false);
   if (penalty != 1.0f)
@@ -88,11 +98,15 @@ ReferenceSample sample_reference(std::span<const float> logits, std::span<const 
     for (size_t i = 0; i < n; ++i) kept[i] = x[i] >= kth;
   }
   const float max = *std::max_element(x.begin(), x.end());
+  ReferenceSample out;
+  if (max == -std::numeric_limits<float>::infinity()) {  // every logit NaN or -inf: none to draw
+    out.id = kNoFiniteLogit;
+    return out;
+  }
   std::vector<double> w(n);
   for (size_t i = 0; i < n; ++i)
     w[i] = !kept[i] ? 0.0 : x[i] == max ? 1.0 : std::exp(double(x[i]) - double(max));
 
-  ReferenceSample out;
   if (top_p < 1) {
     double total = 0;
     for (double v : w) total += v;

@@ -14,6 +14,7 @@
 //     cumulative kept mass exceeds u * (kept mass). The same seed gives the same tokens however many
 //     steps a submit holds.
 //   - temperature 0 is greedy: the penalty, then the first id at the maximum (as argmax).
+//   - NaN counts as -inf; when no logit is above -inf the pick is kNoFiniteLogit (as argmax's).
 // On the GPU masses are exact integer sums of f32 exp(x - max) in 2^-44 units; the reference adds
 // exp in double. They choose the same token unless a decision lies within a rounding error of a
 // boundary; the reference says when it does (ReferenceSample::near_boundary).
@@ -22,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "gpu/buffer.h"
@@ -43,14 +45,19 @@ struct SamplingParams {
   uint64_t seed = 0;                // --seed
 };
 
-// Throws wgfuse::Error naming the flag, the value and the allowed range.
-void validate(const SamplingParams& params);
+// Throws wgfuse::Error naming the flag (or, with `file`, that file's key), the value and the
+// allowed range.
+void validate(const SamplingParams& params, const std::string& file = {});
 
 // The 32-bit uniform draw for position `pos`, exactly as the kernel computes it.
 uint32_t sample_draw(uint64_t seed, uint32_t pos);
 
+// The id the pickers (argmax and the sampler) write when no logit is above -inf (all NaN or
+// -inf): outside every vocabulary, so the host stops (GeneratedTokens) instead of printing a draw.
+inline constexpr uint32_t kNoFiniteLogit = 0xffffffffu;
+
 struct ReferenceSample {
-  uint32_t id = 0;
+  uint32_t id = 0;  // kNoFiniteLogit when no logit is above -inf
   // A decision (the top-p cut or the draw) lies within boundary_eps (relative to the mass) of a
   // boundary, so an f32 exp could tip it: the GPU may then choose differently.
   bool near_boundary = false;

@@ -1,6 +1,8 @@
 #include "llm/session.h"
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <sstream>
 
 #include "llm/plan_file.h"
@@ -20,9 +22,18 @@ uint32_t checked_ctx(const ModelFiles& files, const SessionOptions& o) {
 }
 
 // The sampling settings: overrides over generation_config.json over greedy.
-SamplingParams sampling_params(const SamplingOverrides& o, const GenerationConfig& gen) {
+SamplingParams sampling_params(const SamplingOverrides& o, const GenerationConfig& gen,
+                               const std::string& dir) {
   SamplingParams p;
   const bool file_samples = gen.do_sample;
+  if (file_samples) {  // the values taken from the file, named as the file's
+    SamplingParams f;
+    if (!o.temperature) f.temperature = gen.temperature;
+    if (!o.top_k) f.top_k = int64_t(gen.top_k);
+    if (!o.top_p) f.top_p = gen.top_p;
+    if (!o.repetition_penalty) f.repetition_penalty = gen.repetition_penalty;
+    validate(f, (std::filesystem::path(dir) / "generation_config.json").string());
+  }
   p.temperature = o.temperature.value_or(file_samples ? gen.temperature : 0.0);
   p.top_k = o.top_k.value_or(file_samples ? int64_t(gen.top_k) : 0);
   p.top_p = o.top_p.value_or(file_samples ? gen.top_p : 1.0);
@@ -49,17 +60,26 @@ DecoderKind parse_decoder_kind(std::string_view s) {
   throw Error("--decode '" + std::string(s) + "': expected steps or persistent");
 }
 
-std::vector<uint32_t> parse_token_ids(const std::string& s, uint32_t vocab) {
+std::vector<uint32_t> parse_token_ids(std::string_view text, uint64_t limit, const std::string& what) {
+  const auto separator = [](char c) { return std::isspace(uint8_t(c)) || c == ',' || c == '[' || c == ']'; };
   std::vector<uint32_t> ids;
-  std::string item;
-  std::stringstream ss(s);
-  while (std::getline(ss, item, ',')) {
-    char* end = nullptr;
-    const unsigned long v = std::strtoul(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v >= vocab)
-      throw Error("--prompt-ids: '" + item + "' is not a token id below the vocabulary size " +
-                  std::to_string(vocab));
+  for (size_t i = 0; i < text.size();) {
+    if (separator(text[i])) {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < text.size() && !separator(text[end])) ++end;
+    const std::string_view word = text.substr(i, end - i);
+    uint64_t v = 0;
+    const bool digits = word.size() <= 10 && word.find_first_not_of("0123456789") == std::string_view::npos;
+    for (char c : word) v = digits ? v * 10 + uint64_t(c - '0') : v;
+    if (!digits || v >= limit)
+      throw Error(what + ": \"" + utf8_lossy(std::string(word.substr(0, 40))) + "\" at byte offset " +
+                  std::to_string(i) + " is not a token id below " + std::to_string(limit) +
+                  " (non-negative integers separated by spaces or commas, as `wgfuse tokenize` prints them)");
     ids.push_back(uint32_t(v));
+    i = end;
   }
   return ids;
 }
@@ -74,8 +94,10 @@ Session::Session(SessionOptions options)
       files_(opt_.model_dir),  // checks every tensor of the architecture's table
       tokenizer_(load_tokenizer(opt_.model_dir)),
       ctx_len_(checked_ctx(files_, opt_)) {
+  if (opt_.notice)
+    for (const std::string& w : files_.warnings()) opt_.notice("warning: " + w);
   for (int32_t id : stop_token_ids(tokenizer_, opt_.model_dir)) stop_ids_.push_back(uint32_t(id));
-  params_ = sampling_params(opt_.sampling, files_.generation());
+  params_ = sampling_params(opt_.sampling, files_.generation(), opt_.model_dir);
   if (opt_.decoder == DecoderKind::Persistent && params_.temperature != 0)
     throw Error(
         "--decode persistent decodes greedily only: give --temp 0 (the model's generation_config.json "
@@ -131,10 +153,16 @@ std::vector<uint32_t> Session::encode_chat(std::string_view user, const std::str
   return encode(chat_template().render(msgs, /*add_generation_prompt=*/true));
 }
 
+std::string Session::ctx_fix() const {
+  const uint32_t max = files_.config().max_position_embeddings;
+  return ctx_len_ < max ? "raise --ctx (the model allows " + std::to_string(max) + ") or shorten it"
+                        : "shorten it (--ctx is at the model's max_position_embeddings)";
+}
+
 uint32_t Session::room(size_t prompt_tokens) const {
   if (prompt_tokens >= ctx_len_)
     throw Error("the prompt is " + std::to_string(prompt_tokens) + " tokens; --ctx " +
-                std::to_string(ctx_len_) + " leaves no room to generate (raise --ctx or shorten the prompt)");
+                std::to_string(ctx_len_) + " leaves no room to generate: " + ctx_fix());
   return ctx_len_ - uint32_t(prompt_tokens);
 }
 
@@ -226,35 +254,50 @@ Reply Session::generate(std::string_view text, uint32_t n, const Stream& stream)
 
 void Session::new_chat(const std::string& system) {
   history_.clear();
-  if (!system.empty()) history_.push_back({"system", system});
+  if (system.empty()) return;
+  const std::vector<ChatMessage> alone = {{"system", system}, {"user", ""}};
+  const size_t tokens = encode(chat_template().render(alone, true)).size();
+  if (tokens + kChatReserve > ctx_len_)
+    throw Error("--system is " + std::to_string(tokens) +
+                " tokens in the chat template, which leaves fewer than " + std::to_string(kChatReserve) +
+                " of --ctx " + std::to_string(ctx_len_) + " for a message and its reply: " + ctx_fix());
+  history_.push_back({"system", system});
 }
 
 Reply Session::chat(std::string_view user, uint32_t n, const Stream& stream) {
-  history_.push_back({"user", std::string(user)});
-  std::vector<uint32_t> ids;
-  uint32_t dropped = 0;
-  while (true) {
-    ids = encode(chat_template().render(history_, true));
-    if (ids.size() + 16 <= ctx_len_) break;
-    const size_t first = (!history_.empty() && history_[0].role == "system") ? 1 : 0;
-    if (history_.size() - first <= 1) {
-      history_.pop_back();
-      throw Error("this message alone is " + std::to_string(ids.size()) + " tokens, more than --ctx " +
-                  std::to_string(ctx_len_) + " allows");
+  // A turn that fails leaves the history as it was (the chat goes on); the decoder starts over,
+  // its sequence may hold part of the failed turn.
+  const std::vector<ChatMessage> before = history_;
+  try {
+    history_.push_back({"user", std::string(user)});
+    std::vector<uint32_t> ids;
+    uint32_t dropped = 0;
+    while (true) {
+      ids = encode(chat_template().render(history_, true));
+      if (ids.size() + kChatReserve <= ctx_len_) break;
+      const size_t first = (!history_.empty() && history_[0].role == "system") ? 1 : 0;
+      if (history_.size() - first <= 1)
+        throw Error("this message is " + std::to_string(ids.size()) +
+                    " tokens in the chat template, which leaves fewer than " + std::to_string(kChatReserve) +
+                    " of --ctx " + std::to_string(ctx_len_) + " for the reply: " + ctx_fix());
+      history_.erase(history_.begin() + long(first), history_.begin() + long(first) + 2);
+      ++dropped;
     }
-    history_.erase(history_.begin() + long(first), history_.begin() + long(first) + 2);
-    ++dropped;
+    // The decoder's sequence is the previous render plus the reply; reuse it only as a prefix.
+    Decoder& d = decoder();
+    const auto& seq = d.sequence();
+    const bool prefix = seq.size() <= ids.size() && std::equal(seq.begin(), seq.end(), ids.begin());
+    if (!prefix) d.reset();
+    const size_t reused = prefix ? seq.size() : 0;
+    Reply r = generate(std::span(ids).subspan(reused), std::min(n, room(ids.size())), stream);
+    r.dropped_exchanges = dropped;
+    history_.push_back({"assistant", r.text});
+    return r;
+  } catch (...) {
+    history_ = before;
+    if (model_ || persistent_) decoder().reset();
+    throw;
   }
-  // The decoder's sequence is the previous render plus the reply; reuse it only as a prefix.
-  Decoder& d = decoder();
-  const auto& seq = d.sequence();
-  const bool prefix = seq.size() <= ids.size() && std::equal(seq.begin(), seq.end(), ids.begin());
-  if (!prefix) d.reset();
-  const size_t reused = prefix ? seq.size() : 0;
-  Reply r = generate(std::span(ids).subspan(reused), std::min(n, room(ids.size())), stream);
-  r.dropped_exchanges = dropped;
-  history_.push_back({"assistant", r.text});
-  return r;
 }
 
 DecodeProfile Session::profile(uint32_t reps) {

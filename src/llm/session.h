@@ -32,8 +32,10 @@ namespace wgfuse::llm {
 enum class DecoderKind { Steps, Persistent };
 DecoderKind parse_decoder_kind(std::string_view s);  // "steps" | "persistent"; throws Error otherwise
 std::string_view fusion_name(Fusion f);              // "none" | "full"
-// Token ids given as text, comma-separated (--prompt-ids), each below `vocab`.
-std::vector<uint32_t> parse_token_ids(const std::string& s, uint32_t vocab);
+// Token ids given as text (--prompt-ids, tokenize --decode): separated by whitespace, commas or
+// JSON brackets ("1 2 3", "1,2,3", "[1, 2, 3]"), as `wgfuse tokenize` prints them; each below
+// `limit`. Errors start with `what`.
+std::vector<uint32_t> parse_token_ids(std::string_view text, uint64_t limit, const std::string& what);
 
 // Unset values take generation_config.json's (when it samples), else greedy.
 struct SamplingOverrides {
@@ -122,7 +124,10 @@ class Session {
 
   // Chat: the history is rendered through the chat template every turn and fed whole; the
   // decoder keeps the KV cache of the common prefix. When a turn does not fit in --ctx, the
-  // oldest user/assistant pairs are dropped (the system prompt stays).
+  // oldest user/assistant pairs are dropped (the system prompt stays). A turn needs room for
+  // kChatReserve tokens of reply: new_chat refuses a system prompt that leaves less, chat a
+  // message that alone leaves less (an Error, the history kept as before the turn).
+  static constexpr uint32_t kChatReserve = 16;
   void new_chat(const std::string& system = {});
   Reply chat(std::string_view user, uint32_t n, const Stream& stream = {});
   const std::vector<ChatMessage>& history() const { return history_; }
@@ -135,6 +140,7 @@ class Session {
 
  private:
   const ChatTemplate& chat_template();
+  std::string ctx_fix() const;  // how to make room: raise --ctx, or shorten where it is at the maximum
   // DecoderKind::Persistent, on the first generation: probes, builds and checks it on `prompt`.
   void choose_decoder(std::span<const uint32_t> prompt, uint32_t n);
 

@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "util/error.h"
+#include "util/file.h"
 
 namespace wgfuse::llm {
 
@@ -509,11 +510,9 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::from_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string() + ": cannot open (a Hugging Face tokenizer.json is needed)");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return from_json_text(buf.str(), path.string());
+  return from_json_text(
+      read_file(path, "the tokenizer (a Hugging Face tokenizer.json is needed)", kMaxTokenizerBytes),
+      path.string());
 }
 
 namespace {
@@ -600,8 +599,10 @@ Tokenizer Tokenizer::from_json_text(std::string_view text, const std::string& na
   if (!field(model, "vocab", where).is_object()) throw Error(where + ".vocab must be an object of token: id");
   if (!field(model, "merges", where).is_array()) throw Error(where + ".merges must be a list");
 
-  int32_t max_id = -1;
-  for (const auto& [tok, id] : big.vocab) max_id = std::max(max_id, int32_t(id));
+  int64_t max_id = -1;
+  std::string max_at;  // where the largest id is given, for the message
+  for (const auto& [tok, id] : big.vocab)
+    if (id > max_id) max_id = id, max_at = "model.vocab[\"" + tok + "\"]";
   const json& added = j.contains("added_tokens") ? j.at("added_tokens") : json::array();
   if (!added.is_array()) throw Error(name + ": added_tokens must be a list");
   for (size_t k = 0; k < added.size(); ++k) {
@@ -619,9 +620,17 @@ Tokenizer Tokenizer::from_json_text(std::string_view text, const std::string& na
     t.rstrip = bool_or(added[k], "rstrip", false, w);
     t.normalized = bool_or(added[k], "normalized", !t.special, w);
     t.single_word = bool_or(added[k], "single_word", false, w);
-    max_id = std::max(max_id, t.id);
+    if (t.id > max_id) max_id = t.id, max_at = "added_tokens[" + std::to_string(k) + "]";
     impl->added.push_back(std::move(t));
   }
+  // The id tables are as long as the largest id: bounded by the entries the file holds, so one
+  // large id cannot size them (real vocabularies are dense, padded by a few reserved ids).
+  const uint64_t entries = big.vocab.size() + impl->added.size();
+  if (uint64_t(max_id) >= 2 * entries + 1024)
+    throw Error(name + ": " + max_at + " has id " + std::to_string(max_id) + ", far above the " +
+                std::to_string(entries) +
+                " tokens the file defines (ids must stay below 2 x tokens + 1024): a "
+                "damaged tokenizer.json");
   const size_t n = size_t(max_id + 1);
   impl->id_text.resize(n);
   impl->id_bytes.resize(n);

@@ -1,10 +1,52 @@
 #include "llm/weight_loader.h"
 
+#include <bit>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "util/error.h"
 
 namespace wgfuse::llm {
+namespace {
+
+// The smallest magnitude that rounds to infinity when stored in `f` (ties to even at the
+// halfway point above the largest finite value); infinity where every float fits.
+float overflow_limit(gpu::WeightFormat f) {
+  if (f == gpu::WeightFormat::F16) return 65520.0f;
+  if (f == gpu::WeightFormat::BF16) return std::bit_cast<float>(0x7f7f8000u);
+  return std::numeric_limits<float>::infinity();
+}
+
+struct Counted {
+  uint64_t non_finite = 0, overflow = 0;
+};
+
+// The non-finite values among `n` checkpoint elements of type t, and the finite ones of at
+// least `limit` in magnitude.
+void count_values(DType t, const std::byte* p, uint64_t n, float limit, Counted& c) {
+  for (uint64_t i = 0; i < n; ++i) {
+    uint32_t bits;  // as f32
+    if (t == DType::F32) {
+      std::memcpy(&bits, p + 4 * i, 4);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      if (t == DType::F16) {
+        c.non_finite += (h & 0x7c00u) == 0x7c00u;  // f16 holds every f16: no overflow
+        continue;
+      }
+      bits = uint32_t(h) << 16;
+    }
+    const uint32_t abs = bits & 0x7fffffffu;
+    if (abs >= 0x7f800000u)
+      ++c.non_finite;
+    else if (std::bit_cast<float>(abs) >= limit)
+      ++c.overflow;
+  }
+}
+
+}  // namespace
 
 gpu::DType gpu_dtype(DType t) {
   return t == DType::F32 ? gpu::DType::F32 : t == DType::F16 ? gpu::DType::F16 : gpu::DType::BF16;
@@ -40,7 +82,9 @@ WeightLoader::TensorId WeightLoader::matrix(std::string name, std::vector<const 
   }
   const uint64_t bytes = arena_.view(id).bytes;
   (path == Path::Direct ? paths_.direct : path == Path::Rows ? paths_.rows : paths_.convert) += bytes;
-  entries_.push_back({std::move(sources), std::move(source), path, {}});
+  const size_t n = sources.size();
+  entries_.push_back({std::move(sources), std::move(source), path, {}, sources_});
+  sources_ += n;
   return id;
 }
 
@@ -58,9 +102,19 @@ void WeightLoader::fill(TensorId id, uint64_t first, uint64_t count, std::span<s
     std::memcpy(out.data(), e.values.data(), out.size());  // a vector: one row
     return;
   }
+  const float limit = overflow_limit(format_);
+  std::vector<Counted> counted(e.sources.size());
+  auto add_counts = [&] {
+    for (size_t i = 0; i < counted.size(); ++i) {
+      if (counted[i].non_finite) counts_[e.first_count + i].non_finite += counted[i].non_finite;
+      if (counted[i].overflow) counts_[e.first_count + i].overflow += counted[i].overflow;
+    }
+  };
   if (e.path == Path::Direct) {
-    std::memcpy(out.data(), e.sources[0]->bytes.data() + first * v.row_bytes, out.size());
-    return;
+    const std::byte* src = e.sources[0]->bytes.data() + first * v.row_bytes;
+    std::memcpy(out.data(), src, out.size());
+    count_values(e.sources[0]->dtype, src, out.size() / dtype_bytes(e.sources[0]->dtype), limit, counted[0]);
+    return add_counts();
   }
   for (uint64_t r = 0; r < count; ++r) {
     const auto [which, row] =
@@ -72,15 +126,45 @@ void WeightLoader::fill(TensorId id, uint64_t first, uint64_t count, std::span<s
     const uint64_t sb = dtype_bytes(t.dtype) * v.cols;
     gpu::pack_row(format_, gpu_dtype(t.dtype), t.bytes.subspan(row * sb, sb), v.cols,
                   out.subspan(r * v.row_bytes, v.row_bytes));
+    count_values(t.dtype, t.bytes.data() + row * sb, v.cols, limit, counted[which]);
   }
+  add_counts();
 }
 
 void WeightLoader::load(const std::function<void(uint64_t, uint64_t)>& progress,
                         const gpu::UploadOptions& options) {
+  for (TensorId id = 0; id < entries_.size(); ++id)
+    for (float x : entries_[id].values)
+      if (!std::isfinite(x))
+        throw Error("the checkpoint holds NaN or infinite weights in the vector '" + arena_.view(id).name +
+                    "': the model would compute NaN logits; the files are damaged");
+  counts_ = std::make_unique<ValueCounts[]>(sources_);
   arena_.allocate();
   arena_.upload([this](TensorId id, uint64_t first, uint64_t count,
                        std::span<std::byte> out) { fill(id, first, count, out); },
                 progress, options);
+  // Each source tensor once (a tied LM head is the embedding's entry), in load order.
+  std::string non_finite, overflow;
+  size_t named = 0;
+  for (const Entry& e : entries_)
+    for (size_t i = 0; i < e.sources.size(); ++i) {
+      const ValueCounts& c = counts_[e.first_count + i];
+      auto name = [&](uint64_t n) {
+        return "\"" + e.sources[i]->name + "\" (" + std::to_string(n) + " values)";
+      };
+      if (c.non_finite && named++ < 8) non_finite += (non_finite.empty() ? "" : ", ") + name(c.non_finite);
+      if (c.overflow && named++ < 8) overflow += (overflow.empty() ? "" : ", ") + name(c.overflow);
+    }
+  if (!non_finite.empty())
+    throw Error("the checkpoint holds NaN or infinite weights in " + non_finite +
+                (named > 8 ? " and more" : "") +
+                ": the model would compute NaN logits; the files are damaged");
+  if (!overflow.empty())
+    throw Error("weights above " +
+                std::string(format_ == gpu::WeightFormat::F16 ? "65504" : "the format's range") +
+                " would become infinite stored as " + gpu::to_string(format_) + " in " + overflow +
+                (named > 8 ? " and more" : "") + ": use --dtype f32" +
+                (format_ == gpu::WeightFormat::F16 ? " or --dtype bf16" : ""));
 }
 
 }  // namespace wgfuse::llm

@@ -10,8 +10,10 @@
 // Vectors (norms, biases) are f32 tensors from host memory.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -47,6 +49,9 @@ class WeightLoader {
   // An f32 vector (padded with zeros to 8 floats).
   TensorId vector(std::string name, std::vector<float> values);
   // Allocates the arena and uploads every tensor; `progress(done, total)` after each write.
+  // Counts, per source tensor, the values that are not finite in the checkpoint and the finite
+  // ones that the storage format cannot hold (above 65504 as f16); throws an Error naming the
+  // tensors (and the --dtype that holds them) when there are any.
   void load(const std::function<void(uint64_t done, uint64_t total)>& progress = {},
             const gpu::UploadOptions& options = {});
 
@@ -60,6 +65,11 @@ class WeightLoader {
     RowSource source;
     Path path = Path::Direct;
     std::vector<float> values;
+    size_t first_count = 0;  // the counters of its sources: [first_count, + sources.size())
+  };
+  // Per source tensor, added to by the upload threads.
+  struct ValueCounts {
+    std::atomic<uint64_t> non_finite{0}, overflow{0};
   };
   // Thread-safe (WeightArena::upload calls it from several threads).
   void fill(TensorId id, uint64_t first, uint64_t count, std::span<std::byte> out) const;
@@ -68,6 +78,8 @@ class WeightLoader {
   gpu::WeightArena arena_;
   std::vector<Entry> entries_;
   Paths paths_;
+  size_t sources_ = 0;                     // source tensors of all matrices
+  std::unique_ptr<ValueCounts[]> counts_;  // [sources_], from load()
 };
 
 }  // namespace wgfuse::llm
