@@ -249,137 +249,114 @@ fn attend_short(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
 }
 
 // ==== Prefill: every query of a prompt chunk ====
-// Flash attention: one workgroup per (head, block of BQ queries); keys go through workgroup
-// memory BK at a time with an online softmax (running max m and sum l per query, the output
-// rescaled when the max grows), so no scratch is needed. Register-blocked like the products:
-// thread (tq, lane) of a 16-lane group scores queries 4 tq .. + 3 against keys lane + 16 j
-// (j < KPT) from Q^T and K^T (per head dimension one vec4 load of 4 queries, KPT of keys: 4 KPT
-// FMAs), then accumulates p v for the same 4 queries and output vec4s lane, lane + 16 (per key
-// one vec4 of P^T, one of V each: 16 FMAs). Row maxima and sums over the 16 lanes go through
-// workgroup memory; every lane of a group then holds the same m and l.
+// One workgroup per (head, block of PQ queries), a team of TEAM threads per query. Keys go
+// through workgroup memory in blocks of PK with an online softmax (running max and sum, the
+// accumulator rescaled when the max grows), so no scratch is needed. In a block each thread
+// scores PK / TEAM keys (whole dot products, its query's row and the keys' rows read as vec4s),
+// then accumulates p v for its vec4s of the output (slot, slot + TEAM, ...; up to 4: HEAD_DIM
+// <= 128). Per key and head dimension that is 2 FMAs for about 3/4 of a vec4 load.
 // The chunk's first position is state word 1 and its length T word 2; query t sits at position
 // state[1] + t and attends to positions 0 ..= state[1] + t (causal). Cache slots past the
 // block's last query are never read: they may hold anything.
-override PROMPT_WG: u32 = 128u;  // 16 lanes x BQ / 4 groups
-override KPT: u32 = 2u;          // keys per thread and tile: 1 or 2
-override BQ: u32 = PROMPT_WG / 4u;
-override BK: u32 = 16u * KPT;
-override HD4: u32 = HEAD_DIM / 4u;  // the host requires HEAD_DIM % 4 == 0 and HEAD_DIM <= 128
+const PQ: u32 = 16u;
+const PK: u32 = 16u;
+const TEAM: u32 = 8u;
+const PROMPT_WG: u32 = PQ * TEAM;
+override HD4: u32 = HEAD_DIM / 4u;  // the host requires HEAD_DIM % 4 == 0
+override QK_STRIDE: u32 = HD4 + 1u;  // vec4s per staged q or k row: one more against bank conflicts
 
 @group(0) @binding(4) var<storage, read_write> out_rows: array<vec4<f32>>;  // [T][OUT_STRIDE / 4]
 
-var<workgroup> q_t: array<vec4<f32>, HEAD_DIM * BQ / 4u>;  // [d][query / 4], scaled by SCALE
-var<workgroup> k_t: array<f32, HEAD_DIM * BK>;       // [d][key]
-var<workgroup> p_t: array<vec4<f32>, BK * BQ / 4u>;  // [key][query / 4]: exp(s - m)
-var<workgroup> v_tile: array<vec4<f32>, BK * HD4>;  // [key][d / 4]
-var<workgroup> red_m: array<vec4<f32>, 4u * BQ>;    // [lane][query / 4]: partial maxima
-var<workgroup> red_l: array<vec4<f32>, 4u * BQ>;    // partial sums
+var<workgroup> q_tile: array<vec4<f32>, PQ * QK_STRIDE>;  // scaled by SCALE
+var<workgroup> k_tile: array<vec4<f32>, PK * QK_STRIDE>;
+var<workgroup> v_tile: array<vec4<f32>, PK * HD4>;
+var<workgroup> score_tile: array<array<f32, PK>, PQ>;
+var<workgroup> prob_tile: array<array<f32, PK>, PQ>;
+
+fn cache_vec4(at: u32, values: bool) -> vec4<f32> {
+  if (values) {
+    return vec4<f32>(v_cache[at], v_cache[at + 1u], v_cache[at + 2u], v_cache[at + 3u]);
+  }
+  return vec4<f32>(k_cache[at], k_cache[at + 1u], k_cache[at + 2u], k_cache[at + 3u]);
+}
 
 @compute @workgroup_size(PROMPT_WG)
 fn attend_prompt(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
                  @builtin(num_workgroups) groups: vec3<u32>) {
   let h = wid.x;
   let heads = groups.x;
-  let q_first = wid.y * BQ;  // the block's first query (token of the chunk)
+  let q_first = wid.y * PQ;  // the block's first query (token of the chunk)
   let T = state[2];
-  let keys = state[1] + min(q_first + BQ, T);  // positions the block's queries attend to, at most
-  let kv = (h / GROUP) * CTX * HD4;            // in vec4s
-  let tq = lid / 16u;
-  let lane = lid % 16u;
-  let q4_per_d = BQ / 4u;
-  for (var e = lid; e < BQ * HD4; e += PROMPT_WG) {
+  let keys = state[1] + min(q_first + PQ, T);  // positions the block's queries attend to, at most
+  let kv = (h / GROUP) * CTX * HEAD_DIM;
+  for (var e = lid; e < PQ * HD4; e += PROMPT_WG) {
     let i = e / HD4;
-    let d4 = e % HD4;
+    let at = ((q_first + i) * heads + h) * HEAD_DIM + 4u * (e % HD4);
     var v = vec4<f32>(0.0);
     if (q_first + i < T) {
-      v = q4[((q_first + i) * heads + h) * HD4 + d4] * SCALE;
+      v = vec4<f32>(q[at], q[at + 1u], q[at + 2u], q[at + 3u]) * SCALE;
     }
-    for (var c = 0u; c < 4u; c++) {
-      q_t[(4u * d4 + c) * q4_per_d + i / 4u][i % 4u] = v[c];
-    }
+    q_tile[i * QK_STRIDE + e % HD4] = v;
   }
-  let pos0 = state[1] + q_first + 4u * tq;  // this thread's first query's position
-  var m = vec4<f32>(-3.4e38);
-  var l = vec4<f32>(0.0);
-  var acc: array<vec4<f32>, 8>;  // acc[2 i + n]: query 4 tq + i, output vec4 lane + 16 n
-  for (var k0 = 0u; k0 < keys; k0 += BK) {
-    workgroupBarrier();  // the previous tile is read (and q_t is written)
-    for (var e = lid; e < BK * HD4; e += PROMPT_WG) {
+  let qi = lid / TEAM;
+  let slot = lid % TEAM;
+  let pos = state[1] + q_first + qi;  // this team's query
+  var m = -3.4e38;
+  var l = 0.0;
+  var acc: array<vec4<f32>, 4>;  // output vec4s slot + n TEAM
+  for (var k0 = 0u; k0 < keys; k0 += PK) {
+    workgroupBarrier();  // the previous block's tiles are read (and q_tile is written)
+    for (var e = lid; e < PK * HD4; e += PROMPT_WG) {
       let j = e / HD4;
-      let d4 = e % HD4;
+      let at = kv + (k0 + j) * HEAD_DIM + 4u * (e % HD4);
       var kr = vec4<f32>(0.0);
       var vr = vec4<f32>(0.0);
       if (k0 + j < keys) {
-        kr = k4_cache[kv + (k0 + j) * HD4 + d4];
-        vr = v4_cache[kv + (k0 + j) * HD4 + d4];
+        kr = cache_vec4(at, false);
+        vr = cache_vec4(at, true);
       }
-      for (var c = 0u; c < 4u; c++) {
-        k_t[(4u * d4 + c) * BK + j] = kr[c];
-      }
-      v_tile[j * HD4 + d4] = vr;
+      k_tile[j * QK_STRIDE + e % HD4] = kr;
+      v_tile[j * HD4 + e % HD4] = vr;
     }
     workgroupBarrier();
-    // Scores s[j][i] of query 4 tq + i and key lane + 16 j, masked past each query's position.
-    var s = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));  // explicit: zeroed every tile
-    for (var d = 0u; d < HEAD_DIM; d++) {
-      let qv = q_t[d * q4_per_d + tq];
-      for (var j = 0u; j < KPT; j++) {
-        s[j] += qv * k_t[d * BK + lane + 16u * j];
+    for (var j = slot; j < PK; j += TEAM) {
+      var s = 0.0;
+      for (var d = 0u; d < HD4; d++) {
+        s += dot(q_tile[qi * QK_STRIDE + d], k_tile[j * QK_STRIDE + d]);
       }
+      score_tile[qi][j] = select(-3.4e38, s, k0 + j <= pos);
     }
-    var mx = vec4<f32>(-3.4e38);
-    for (var j = 0u; j < KPT; j++) {
-      let key = k0 + lane + 16u * j;
-      let valid = vec4<u32>(key) <= vec4<u32>(pos0) + vec4<u32>(0u, 1u, 2u, 3u);
-      s[j] = select(vec4<f32>(-3.4e38), s[j], valid);
-      mx = max(mx, s[j]);
-    }
-    red_m[lane * q4_per_d + tq] = mx;
     workgroupBarrier();
     var m_new = m;
-    for (var t = 0u; t < 16u; t++) {
-      m_new = max(m_new, red_m[t * q4_per_d + tq]);
+    for (var j = 0u; j < PK; j++) {
+      m_new = max(m_new, score_tile[qi][j]);
     }
-    var part = vec4<f32>(0.0);
-    for (var j = 0u; j < KPT; j++) {
-      let key = k0 + lane + 16u * j;
-      let valid = vec4<u32>(key) <= vec4<u32>(pos0) + vec4<u32>(0u, 1u, 2u, 3u);
-      let p = select(vec4<f32>(0.0), exp(s[j] - m_new), valid);
-      part += p;
-      p_t[(lane + 16u * j) * q4_per_d + tq] = p;
+    for (var j = slot; j < PK; j += TEAM) {
+      prob_tile[qi][j] = select(0.0, exp(score_tile[qi][j] - m_new), k0 + j <= pos);
     }
-    red_l[lane * q4_per_d + tq] = part;
-    workgroupBarrier();
     let correction = exp(m - m_new);
     m = m_new;
-    var sum = vec4<f32>(0.0);
-    for (var t = 0u; t < 16u; t++) {
-      sum += red_l[t * q4_per_d + tq];
+    l *= correction;
+    for (var n = 0u; n < 4u; n++) {
+      acc[n] *= correction;
     }
-    l = l * correction + sum;
-    for (var n = 0u; n < 2u; n++) {
-      if (lane + 16u * n < HD4) {
-        for (var i = 0u; i < 4u; i++) {
-          acc[2u * i + n] *= correction[i];
-        }
-        for (var j = 0u; j < BK; j++) {
-          let p = p_t[j * q4_per_d + tq];
-          let v = v_tile[j * HD4 + lane + 16u * n];
-          for (var i = 0u; i < 4u; i++) {
-            acc[2u * i + n] += p[i] * v;
-          }
+    workgroupBarrier();
+    for (var j = 0u; j < PK; j++) {
+      let p = prob_tile[qi][j];
+      l += p;
+      for (var n = 0u; n < 4u; n++) {
+        let d = slot + n * TEAM;
+        if (d < HD4) {
+          acc[n] += p * v_tile[j * HD4 + d];
         }
       }
     }
   }
-  for (var i = 0u; i < 4u; i++) {
-    let t = q_first + 4u * tq + i;
-    if (t < T) {
-      for (var n = 0u; n < 2u; n++) {
-        let d4 = lane + 16u * n;
-        if (d4 < HD4) {
-          out_rows[t * (OUT_STRIDE / 4u) + h * HD4 + d4] = acc[2u * i + n] / l[i];
-        }
+  if (q_first + qi < T) {
+    for (var n = 0u; n < 4u; n++) {
+      let d = slot + n * TEAM;
+      if (d < HD4) {
+        out_rows[(q_first + qi) * (OUT_STRIDE / 4u) + h * HD4 + d] = acc[n] / l;
       }
     }
   }

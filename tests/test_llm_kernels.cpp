@@ -829,16 +829,15 @@ TEST_P(LlmPromptKernel, GateUpSilu) {
 }
 
 // Every tile at T = 100 (several token tiles, the last partial); the smallest at 1 and 31 (one
-// partial tile), the middle one at 33 (a whole tile and one token). The smallest splits K 4 ways
-// by default (its 4 or 5 steps of 16 columns: slices with no step, or one more than the others),
-// and also runs unsplit and split 2 ways.
+// partial tile), the middle one at 33 (a whole tile and one token). The smallest also splits K 4
+// ways (its 4 or 5 steps of 16 columns: slices with no step, or one more than the others) and 2.
 std::vector<PromptCase> prompt_cases() {
-  const llm::PromptTile small{32, 64}, middle{64, 64}, large{64, 128}, unsplit{32, 64, 1}, halves{32, 64, 2};
+  const llm::PromptTile small{32, 64}, middle{64, 64}, large{64, 128}, quarters{32, 64, 4}, halves{32, 64, 2};
   std::vector<PromptCase> cases;
   for (WeightFormat t : {WeightFormat::F32, WeightFormat::F16, WeightFormat::BF16})
-    for (auto [tile, T] :
-         {std::pair{small, 1u}, std::pair{small, 31u}, std::pair{middle, 33u}, std::pair{small, 100u},
-          std::pair{middle, 100u}, std::pair{large, 100u}, std::pair{unsplit, 100u}, std::pair{halves, 33u}})
+    for (auto [tile, T] : {std::pair{small, 1u}, std::pair{small, 31u}, std::pair{middle, 33u},
+                           std::pair{small, 100u}, std::pair{middle, 100u}, std::pair{large, 100u},
+                           std::pair{quarters, 100u}, std::pair{quarters, 31u}, std::pair{halves, 33u}})
       cases.push_back({t, tile, T});
   return cases;
 }
@@ -856,7 +855,7 @@ TEST(LlmKernels, PromptTileChoiceAndLimits) {
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(2048, 512), 64, 64));   // 16 x 8 at 64 x 128: too few
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 512), 32, 64));
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 5), 32, 64));
-  EXPECT_EQ(DecodeKernels::prompt_k_split({32, 64}), 4u);
+  EXPECT_EQ(DecodeKernels::prompt_k_split({32, 64}), 1u);
   EXPECT_EQ(DecodeKernels::prompt_k_split({64, 128}), 1u);
   EXPECT_EQ(DecodeKernels::prompt_k_split({32, 64, 2}), 2u);
   DecodeKernels k(context());

@@ -306,8 +306,7 @@ gpu::Dispatch DecodeKernels::gate_up_silu_sum(const gpu::TensorView& w, const gp
 }
 
 const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const ModelConfig& c, uint32_t ctx_len,
-                                            AttentionSplit split, uint32_t short_max,
-                                            std::map<std::string, double> extra) {
+                                            AttentionSplit split, uint32_t short_max) {
   // attend_chunk: a power of two >= head_dim. attend_combine and attend_short: 256 threads, several
   // per output vec4, that share the chunks or positions (or one per vec4 of a larger head).
   const bool wide = entry == "attend_combine" || entry == "attend_short";
@@ -330,16 +329,16 @@ const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const Mode
   // attend_chunk's workgroup memory: its heads' queries, their chunk of scores, the reductions.
   check_workgroup_memory(entry, c.head_dim,
                          4ull * split.heads_per_wg * (c.head_dim + uint64_t(split.chunk)) + 20ull * wg);
-  extra.insert({{"HEAD_DIM", c.head_dim},
-                {"GROUP", group},
-                {"CTX", ctx_len},
-                {"WG", wg},
-                {"SCALE", 1.0 / std::sqrt(double(c.head_dim))},
-                {"OUT_STRIDE", pad8(c.num_heads * c.head_dim)},
-                {"CHUNK", split.chunk},
-                {"CHUNKS", chunks},
-                {"HEADS_PER_WG", split.heads_per_wg}});
-  return ctx_->kernel(gpu::embedded_kernel("llm_attention", entry, std::move(extra)));
+  return ctx_->kernel(gpu::embedded_kernel("llm_attention", entry,
+                                           {{"HEAD_DIM", c.head_dim},
+                                            {"GROUP", group},
+                                            {"CTX", ctx_len},
+                                            {"WG", wg},
+                                            {"SCALE", 1.0 / std::sqrt(double(c.head_dim))},
+                                            {"OUT_STRIDE", pad8(c.num_heads * c.head_dim)},
+                                            {"CHUNK", split.chunk},
+                                            {"CHUNKS", chunks},
+                                            {"HEADS_PER_WG", split.heads_per_wg}}));
 }
 
 uint32_t DecodeKernels::attend_chunks(const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
@@ -399,25 +398,12 @@ gpu::Dispatch DecodeKernels::attend_prompt(const gpu::Binding& q, const gpu::Bin
     throw Error("prefill attention needs head_dim a multiple of 4 and at most 128 (head_dim " +
                 std::to_string(c.head_dim) +
                 "); feed the prompt through decode steps instead (prefill chunk 0)");
-  // The largest tile that fits workgroup memory (llm_attention.wgsl attend_prompt): workgroups of
-  // 4 x BQ threads, BK = 16 x KPT keys per tile.
-  struct Tile {
-    uint32_t wg, kpt;
-  };
-  const uint64_t hd = c.head_dim, limit = ctx_->limits().max_compute_workgroup_storage_size;
-  auto bytes = [&](Tile t) {
-    const uint64_t bq = t.wg / 4, bk = 16 * t.kpt;
-    return 4 * (hd * bq + 2 * hd * bk + bk * bq + 2 * 16 * bq);  // Q^T; K^T and V; P^T; maxima and sums
-  };
-  Tile tile{64, 1};
-  for (Tile t : {Tile{128, 2}, Tile{64, 2}})
-    if (bytes(t) <= limit && t.wg <= ctx_->limits().max_compute_invocations_per_workgroup) {
-      tile = t;
-      break;
-    }
-  check_workgroup_memory("attend_prompt", c.head_dim, bytes(tile));
-  auto& k = attention("attend_prompt", c, ctx_len, {}, 0, {{"PROMPT_WG", tile.wg}, {"KPT", tile.kpt}});
-  return gpu::Dispatch{&k, {q, k_cache, v_cache, state, out}, {c.num_heads, ceil_div(T, tile.wg / 4)}};
+  // Blocks of 16 queries x 16 keys (llm_attention.wgsl PQ, PK), q and k rows padded by a vec4.
+  constexpr uint32_t block = 16;
+  const uint64_t hd4 = c.head_dim / 4;
+  check_workgroup_memory("attend_prompt", c.head_dim, 16 * block * (3 * hd4 + 2) + 2 * 4 * block * block);
+  auto& k = attention("attend_prompt", c, ctx_len);
+  return gpu::Dispatch{&k, {q, k_cache, v_cache, state, out}, {c.num_heads, ceil_div(T, block)}};
 }
 
 PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t T) {
@@ -428,7 +414,7 @@ PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t T) {
 
 uint32_t DecodeKernels::prompt_k_split(PromptTile tile) {
   if (tile.k_split) return tile.k_split;
-  return tile.tokens == 32 && tile.rows == 64 ? 4 : 1;
+  return 1;
 }
 
 namespace {

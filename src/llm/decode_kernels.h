@@ -174,7 +174,9 @@ class DecodeKernels {
   // still makes kPromptMinWorkgroups workgroups (work for every core of a large GPU), else the
   // smallest.
   static PromptTile prompt_tile(uint32_t rows, uint32_t T);
-  // The K split of a tile whose k_split is 0: workgroups of 256 threads where the tile allows.
+  // The K split of a tile whose k_split is 0 (the rule): 1, none; measured on the H100 with flash
+  // attention at once (docs/RESULTS.md session 7), its own gain is unknown: --prefill-tile
+  // 32x64x4 forces it.
   static uint32_t prompt_k_split(PromptTile tile);
   static constexpr uint32_t kPromptMinWorkgroups = 256;
   // Every later prompt product uses `tile` instead of prompt_tile() (tests: each tile shape).
@@ -212,10 +214,8 @@ class DecodeKernels {
   static void weight_constants(const std::string& entry, const gpu::TensorView& w, uint32_t rows,
                                uint32_t cols, std::map<std::string, double>& o);
   // short_max > 0: attend_short's kernel for that many positions (its CHUNK).
-  // `extra`: the entry's own constants.
   const gpu::Kernel& attention(const std::string& entry, const ModelConfig& cfg, uint32_t ctx_len,
-                               AttentionSplit split = {}, uint32_t short_max = 0,
-                               std::map<std::string, double> extra = {});
+                               AttentionSplit split = {}, uint32_t short_max = 0);
   void check_workgroup_memory(const std::string& entry, uint32_t cols, uint64_t bytes) const;
   gpu::Context* ctx_;
   PromptTile forced_tile_{};  // tokens == 0: prompt_tile() decides
