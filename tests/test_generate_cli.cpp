@@ -173,6 +173,52 @@ TEST(GenerateCli, ProfileTimesEveryKernelOfTheStep) {
   fs::remove(out);
 }
 
+// --prefill-chunk and --prefill-tile change how the prompt is fed, not the tokens (against one
+// decode step per prompt token); --profile-prefill times each dispatch of the last chunk (10
+// prompt tokens in chunks of 7: positions 7..9) with its FLOPs; an unsupported tile is refused
+// naming the supported ones.
+TEST(GenerateCli, PrefillOptionsKeepTheTokensAndProfileTheLastChunk) {
+  const fs::path out = fs::temp_directory_path() / ("wgfuse_prefill_" + std::to_string(getpid()) + ".json");
+  auto run = [&](const std::string& opts) {
+    auto r = test::run_wgfuse(
+        generate_cmd(kSmallVocab, "--prompt-ids 5,17,301,2,999,40,41,7,8,600 -n 4 --temp 0 " + opts +
+                                      " --json '" + out.string() + "'"));
+    return std::pair{r, r.rc == 0 ? json::parse(std::ifstream(out)) : json{}};
+  };
+  const auto [bad, unused] = run("--prefill-tile 48x64");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.out.find("32 x 64, 64 x 64 and 64 x 128"), std::string::npos) << bad.out;
+  const auto [steps, want] = run("--prefill-chunk 0");
+  ASSERT_EQ(steps.rc, 0) << steps.out;
+  const auto [tiled, j64] = run("--prefill-tile 64x128");
+  ASSERT_EQ(tiled.rc, 0) << tiled.out;
+  EXPECT_EQ(j64["generated_ids"], want["generated_ids"]);
+  const bool timestamps = test::context().features().timestamp_query;
+  const auto [r, j] = run(std::string("--prefill-chunk 7") + (timestamps ? " --profile-prefill=2" : ""));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(j["generated_ids"], want["generated_ids"]);
+  if (!timestamps) return;
+  const json& p = j.at("prefill_profile");
+  EXPECT_EQ(p["first"], 7);
+  EXPECT_EQ(p["tokens"], 3);
+  const auto c = tiny_config(kSmallVocab);
+  std::map<std::string, std::pair<uint32_t, uint64_t>> seen;  // calls, FLOPs
+  for (const auto& k : p["kernels"]) {
+    seen[k["kernel"]] = {k["calls"], k["flops"]};
+    EXPECT_GT(k["us"].get<double>(), 0) << k;
+  }
+  const uint64_t q_rows = c.num_heads * c.head_dim, layers = c.num_layers;
+  EXPECT_EQ(seen["embed"].first, 1u);
+  EXPECT_EQ(seen["down+residual"],
+            std::pair(uint32_t(layers), layers * 2 * 3 * c.hidden_size * c.intermediate_size));
+  EXPECT_EQ(seen["o_proj+residual"], std::pair(uint32_t(layers), layers * 2 * 3 * c.hidden_size * q_rows));
+  // Queries at 7, 8, 9 attend to 8 + 9 + 10 keys: q.k and p.v.
+  EXPECT_EQ(seen["attention"], std::pair(uint32_t(layers), layers * 2 * 2 * 27 * q_rows));
+  for (const char* k : {"qkv_rope", "gate_up_silu"}) EXPECT_EQ(seen[k].first, layers) << k;
+  EXPECT_NE(r.out.find("TFLOP/s"), std::string::npos) << r.out;
+  fs::remove(out);
+}
+
 // Test that --fusion none (split layers, attention in one pass), none switching to attention in
 // chunks of 3 positions at position 6 (--attn-short-max 6), full (fused) and full switching to split
 // attention with o_proj_combine at position 6 generate the same greedy tokens, with the dispatch

@@ -739,7 +739,8 @@ struct PromptCase {
 };
 std::string prompt_case_name(const PromptCase& p) {
   return std::string(gpu::to_string(p.dtype)) + "_tile" + std::to_string(p.tile.tokens) + "x" +
-         std::to_string(p.tile.rows) + "_T" + std::to_string(p.T);
+         std::to_string(p.tile.rows) + "_split" + std::to_string(llm::DecodeKernels::prompt_k_split(p.tile)) +
+         "_T" + std::to_string(p.T);
 }
 void PrintTo(const PromptCase& p, std::ostream* os) {
   *os << prompt_case_name(p);
@@ -828,13 +829,15 @@ TEST_P(LlmPromptKernel, GateUpSilu) {
 }
 
 // Every tile at T = 100 (several token tiles, the last partial); the smallest at 1 and 31 (one
-// partial tile), the middle one at 33 (a whole tile and one token).
+// partial tile), the middle one at 33 (a whole tile and one token). The smallest also splits K 4
+// ways (its 4 or 5 steps of 16 columns: slices with no step, or one more than the others) and 2.
 std::vector<PromptCase> prompt_cases() {
-  const llm::PromptTile small{32, 64}, middle{64, 64}, large{64, 128};
+  const llm::PromptTile small{32, 64}, middle{64, 64}, large{64, 128}, quarters{32, 64, 4}, halves{32, 64, 2};
   std::vector<PromptCase> cases;
   for (WeightFormat t : {WeightFormat::F32, WeightFormat::F16, WeightFormat::BF16})
     for (auto [tile, T] : {std::pair{small, 1u}, std::pair{small, 31u}, std::pair{middle, 33u},
-                           std::pair{small, 100u}, std::pair{middle, 100u}, std::pair{large, 100u}})
+                           std::pair{small, 100u}, std::pair{middle, 100u}, std::pair{large, 100u},
+                           std::pair{quarters, 100u}, std::pair{quarters, 31u}, std::pair{halves, 33u}})
       cases.push_back({t, tile, T});
   return cases;
 }
@@ -852,7 +855,11 @@ TEST(LlmKernels, PromptTileChoiceAndLimits) {
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(2048, 512), 64, 64));   // 16 x 8 at 64 x 128: too few
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 512), 32, 64));
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 5), 32, 64));
+  EXPECT_EQ(DecodeKernels::prompt_k_split({32, 64}), 1u);
+  EXPECT_EQ(DecodeKernels::prompt_k_split({64, 128}), 1u);
+  EXPECT_EQ(DecodeKernels::prompt_k_split({32, 64, 2}), 2u);
   DecodeKernels k(context());
+  EXPECT_THROW(k.force_prompt_tile({64, 64, 2}), Error);  // 64 tokens > 16 x 2: its sums do not fit
   try {
     k.force_prompt_tile({32, 128});
     FAIL() << "a 32 x 128 tile was accepted";
@@ -863,12 +870,14 @@ TEST(LlmKernels, PromptTileChoiceAndLimits) {
 
 // Test prefill attention: T queries at positions 5 .. 5 + T - 1 (state word 1 = 5), each over
 // positions 0 .. its own: cache slots from 5 + T on hold NaN, and each query must ignore its
-// successors' keys (causal). Heads 4 on kv heads 2 at head_dim 12, or 14 on 2 at 64 (Qwen2.5-0.5B).
+// successors' keys (causal). Heads 4 on kv heads 2 at head_dim 12 or 128, or 14 on 2 at 64
+// (Qwen2.5-0.5B). Blocks of 32 queries and 32 keys (16 at head_dim 128): several of each.
 class LlmPromptAttention : public ::testing::TestWithParam<std::pair<uint32_t, uint32_t>> {};
 TEST_P(LlmPromptAttention, IsCausalOverTheCache) {
   const auto [T, hd] = GetParam();
   auto c = attention_config();
   if (hd == 64) c.num_heads = 14, c.head_dim = 64;
+  if (hd == 128) c.head_dim = 128;  // workgroups of 64 threads (workgroup memory), 2 output vec4s a thread
   const uint32_t q_rows = c.num_heads * hd, p0 = 5, ctx_len = p0 + T + 3;
   auto q = test::random_floats(T * q_rows, 23, -1, 1);
   auto kc = test::random_floats(c.num_kv_heads * ctx_len * hd, 24, -1, 1);
@@ -896,7 +905,7 @@ TEST_P(LlmPromptAttention, IsCausalOverTheCache) {
 }
 INSTANTIATE_TEST_SUITE_P(Queries, LlmPromptAttention,
                          ::testing::Values(std::pair{1u, 12u}, std::pair{31u, 12u}, std::pair{33u, 12u},
-                                           std::pair{100u, 12u}, std::pair{33u, 64u}),
+                                           std::pair{100u, 12u}, std::pair{33u, 64u}, std::pair{40u, 128u}),
                          [](const auto& info) {
                            return std::to_string(info.param.first) + "tokens_hd" +
                                   std::to_string(info.param.second);

@@ -28,15 +28,16 @@ namespace {
 // The session's options, with the flags that name an enum kept as given.
 struct LlmOptions {
   llm::SessionOptions s;
-  std::string dtype = "auto", fusion = "none";
+  std::string dtype = "auto", fusion = "none", prefill_tile = "auto";
 };
 
 struct GenerateOptions {
   std::string prompt, prompt_file, prompt_ids, system, json_path, logits_path, plan_path, decode = "steps";
   int64_t n = 128;
   bool chat = false;
-  uint32_t profile_reps = 0;  // --profile: repetitions of the timed decode step; 0 = off
-  uint32_t warmup = 0;        // --warmup: tokens generated (greedy, not shown) before the timed run
+  uint32_t profile_reps = 0;          // --profile: repetitions of the timed decode step; 0 = off
+  uint32_t profile_prefill_reps = 0;  // --profile-prefill: repetitions of the timed prompt chunk
+  uint32_t warmup = 0;                // --warmup: tokens generated (greedy, not shown) before the timed run
 };
 
 void add_llm_options(CLI::App* c, LlmOptions& o) {
@@ -92,6 +93,14 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
   c->add_option("--attn-fuse-max", o.s.attn_fuse_max,
                 "with --fusion full: positions from which decode attention is split along the cache again")
       ->capture_default_str();
+  c->add_option("--prefill-chunk", o.s.prefill_chunk,
+                "prompt tokens per prefill submit (tiled matrix-matrix kernels); 0 = one decode step per "
+                "prompt token")
+      ->capture_default_str();
+  c->add_option("--prefill-tile", o.prefill_tile,
+                "tokens x rows of output per workgroup of every prefill product: auto (by the product's "
+                "size) or one of 32x64, 64x64, 64x128")
+      ->capture_default_str();
 }
 
 // A progress bar on stderr while weights upload, when stderr is a terminal.
@@ -112,6 +121,7 @@ std::function<void(uint64_t, uint64_t)> progress_bar(std::string what) {
 std::unique_ptr<llm::Session> open_session(LlmOptions lo, const std::string& decode) {
   if (lo.dtype != "auto") lo.s.dtype = gpu::parse_weight_format(lo.dtype, "--dtype");
   lo.s.fusion = llm::parse_fusion(lo.fusion);
+  lo.s.prefill_tile = llm::parse_prompt_tile(lo.prefill_tile, "--prefill-tile");
   lo.s.decoder = llm::parse_decoder_kind(decode);
   lo.s.progress = progress_bar("loading " + lo.s.model_dir);
   lo.s.notice = [](const std::string& s) { std::fprintf(stderr, "wgfuse: %s\n", s.c_str()); };
@@ -185,6 +195,10 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
   std::fputs(llm::timing_line(s->decoder().stats(), s->load_ms()).c_str(), stderr);
   nlohmann::json prof;
   if (o.profile_reps) prof = llm::report_profile(stderr, *ctx, s->profile(o.profile_reps), o.profile_reps);
+  nlohmann::json prefill_prof;
+  if (o.profile_prefill_reps)
+    prefill_prof = llm::report_prefill_profile(stderr, s->profile_prefill(o.profile_prefill_reps),
+                                               o.profile_prefill_reps);
   if (!o.logits_path.empty()) {
     const size_t vocab = s->files().config().vocab_size;
     llm::write_npy(o.logits_path, logits, logits.size() / vocab, vocab);
@@ -193,6 +207,7 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     nlohmann::json j = llm::run_json(*s, prompt, r);
     j["adapter"] = adapter_json(*ctx);
     if (!prof.is_null()) j["profile"] = prof;
+    if (!prefill_prof.is_null()) j["prefill_profile"] = prefill_prof;
     std::ofstream f(o.json_path);
     if (!f) throw Error("--json: cannot write " + o.json_path);
     // Paths and texts that are not UTF-8 (a folder's name) get U+FFFD rather than failing the dump.
@@ -285,6 +300,10 @@ void add_generate(CLI::App& app, GlobalOptions& g) {
               "times, default 5) and print a table: calls, µs, bytes, GB/s, % of copy bandwidth")
       ->check(CLI::Range(1u, 1000u));
   c->add_option("--write-plan", o->plan_path, "write the prefill and decode plans as JSON (docs/PLAN.md)");
+  c->add_flag("--profile-prefill{5}", o->profile_prefill_reps,
+              "after generating, time the prompt's last prefill chunk per kernel with GPU timestamps "
+              "(--profile-prefill=N: N times, default 5) and print a table: calls, µs, GFLOP, TFLOP/s")
+      ->check(CLI::Range(1u, 1000u));
   c->add_option(
       "--dump-logits", o->logits_path,
       "write the logits that chose each generated token as float32 .npy [n, vocab] (slow: one read-back "

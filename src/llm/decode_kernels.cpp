@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 
@@ -393,12 +394,12 @@ gpu::Dispatch DecodeKernels::attend_prompt(const gpu::Binding& q, const gpu::Bin
                                            const gpu::Binding& v_cache, const gpu::Binding& state,
                                            const gpu::Binding& out, const ModelConfig& c, uint32_t ctx_len,
                                            uint32_t T) {
-  // Blocks of 16 queries x 16 keys (llm_attention.wgsl PQ, PK), q and k rows padded by a vec4.
-  constexpr uint32_t block = 16;
   if (c.head_dim % 4 != 0 || c.head_dim > 128)
     throw Error("prefill attention needs head_dim a multiple of 4 and at most 128 (head_dim " +
                 std::to_string(c.head_dim) +
                 "); feed the prompt through decode steps instead (prefill chunk 0)");
+  // Blocks of 16 queries x 16 keys (llm_attention.wgsl PQ, PK), q and k rows padded by a vec4.
+  constexpr uint32_t block = 16;
   const uint64_t hd4 = c.head_dim / 4;
   check_workgroup_memory("attend_prompt", c.head_dim, 16 * block * (3 * hd4 + 2) + 2 * 4 * block * block);
   auto& k = attention("attend_prompt", c, ctx_len);
@@ -411,12 +412,47 @@ PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t T) {
   return {32, 64};
 }
 
+uint32_t DecodeKernels::prompt_k_split(PromptTile tile) {
+  if (tile.k_split) return tile.k_split;
+  return 1;
+}
+
+namespace {
+constexpr PromptTile kPromptTiles[] = {{32, 64}, {64, 64}, {64, 128}};
+const char* const kPromptTileNames =
+    "32 x 64, 64 x 64 and 64 x 128, each with K split 1, 2 or 4 where tokens <= 16 x split";
+bool supported(PromptTile t) {
+  const bool shape = std::ranges::any_of(
+      kPromptTiles, [&](PromptTile s) { return s.tokens == t.tokens && s.rows == t.rows; });
+  const bool split =
+      t.k_split == 0 || t.k_split == 1 || ((t.k_split == 2 || t.k_split == 4) && t.tokens <= 16 * t.k_split);
+  return shape && split;
+}
+}  // namespace
+
+PromptTile parse_prompt_tile(std::string_view s, std::string_view what) {
+  if (s == "auto") return {};
+  uint32_t v[3] = {0, 0, 0};
+  size_t n = 0;
+  bool ok = true;
+  for (size_t at = 0; ok && at <= s.size(); ++n) {
+    const size_t x = std::min(s.find('x', at), s.size());
+    const std::string_view d = s.substr(at, x - at);
+    ok = n < 3 && !d.empty() &&
+         std::from_chars(d.data(), d.data() + d.size(), v[n]).ptr == d.data() + d.size();
+    at = x + 1;
+  }
+  const PromptTile t{v[0], v[1], v[2]};
+  if (!ok || n < 2 || !supported(t) || (n == 3 && t.k_split == 0))
+    throw Error(std::string(what) + " '" + std::string(s) +
+                "': expected auto, TOKENSxROWS or TOKENSxROWSxSPLIT: " + kPromptTileNames);
+  return t;
+}
+
 void DecodeKernels::force_prompt_tile(PromptTile tile) {
-  const bool known = (tile.tokens == 32 && tile.rows == 64) || (tile.tokens == 64 && tile.rows == 64) ||
-                     (tile.tokens == 64 && tile.rows == 128);
-  if (!known)
+  if (!supported(tile))
     throw Error("prompt tile " + std::to_string(tile.tokens) + " tokens x " + std::to_string(tile.rows) +
-                " rows: supported are 32 x 64, 64 x 64 and 64 x 128");
+                " rows, K split " + std::to_string(tile.k_split) + ": supported are " + kPromptTileNames);
   forced_tile_ = tile;
 }
 
@@ -424,15 +460,17 @@ gpu::Dispatch DecodeKernels::matmul(const std::string& entry, const gpu::TensorV
                                     uint32_t cols, uint32_t T, bool norm, double eps,
                                     std::map<std::string, double> o, std::initializer_list<gpu::Binding> b) {
   const PromptTile tile = forced_tile_.tokens ? forced_tile_ : prompt_tile(rows, T);
-  const uint32_t cols8 = ceil_div(cols, 8), threads = tile.tokens * tile.rows / 32;
+  const uint32_t cols8 = ceil_div(cols, 8), split = prompt_k_split(tile);
+  const uint32_t threads = tile.tokens * tile.rows / 32 * split;
   if (threads > ctx_->limits().max_compute_invocations_per_workgroup)
     throw Error("kernel " + entry + ": a tile of " + std::to_string(tile.tokens) + " x " +
-                std::to_string(tile.rows) + " needs " + std::to_string(threads) +
-                " invocations, over maxComputeInvocationsPerWorkgroup = " +
+                std::to_string(tile.rows) + " split " + std::to_string(split) + " ways along K needs " +
+                std::to_string(threads) + " invocations, over maxComputeInvocationsPerWorkgroup = " +
                 std::to_string(ctx_->limits().max_compute_invocations_per_workgroup));
-  // Tiles of A and W for 16 columns, the sums of squares of A's rows, the norm weight.
+  // Per slice: tiles of A and W for 16 columns, the sums of squares of A's rows; the norm weight.
   check_workgroup_memory(
-      entry, cols, 64ull * (tile.tokens + tile.rows) + 16ull * tile.tokens + (norm ? 32ull * cols8 : 32));
+      entry, cols,
+      split * (64ull * (tile.tokens + tile.rows) + 16ull * tile.tokens) + (norm ? 32ull * cols8 : 32));
   weight_constants(entry, w, rows, cols, o);
   o.insert({{"ROWS", rows},
             {"COLS", cols},
@@ -440,6 +478,7 @@ gpu::Dispatch DecodeKernels::matmul(const std::string& entry, const gpu::TensorV
             {"XS_V4", norm ? 2 * cols8 : 2},
             {"EPS", eps},
             {"WG", threads},
+            {"KSPLIT", split},
             {"THREADS_R", tile.rows / 8}});
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matmul", entry, std::move(o)));
   return gpu::Dispatch{&k, with_weights(w, b), {ceil_div(rows, tile.rows), ceil_div(T, tile.tokens)}};

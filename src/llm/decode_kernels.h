@@ -43,11 +43,17 @@ struct AttentionSplit {
 };
 
 // A tile of the prefill products (kernels/llm_matmul.wgsl): tokens x rows of the output per
-// workgroup of tokens * rows / 32 threads, each thread 4 tokens x 8 rows. Supported: 32 x 64,
-// 64 x 64 and 64 x 128 (the kernel also needs 1 or 2 loads of A and of W per thread and step).
+// workgroup of tokens * rows / 32 threads, each thread 4 tokens x 8 rows, times k_split: the
+// threads of a workgroup split K into k_split slices whose sums it adds. Supported: 32 x 64,
+// 64 x 64 and 64 x 128 (the kernel also needs 1 or 2 loads of A and of W per thread and step);
+// k_split 1, 2 or 4 with tokens <= 16 k_split (its sums are added through the W staging) or 0:
+// the rule (DecodeKernels::prompt_k_split).
 struct PromptTile {
-  uint32_t tokens = 0, rows = 0;
+  uint32_t tokens = 0, rows = 0, k_split = 0;
 };
+// "auto" (tokens 0: the size rule) or "TOKENSxROWS" or "TOKENSxROWSxSPLIT", a supported tile;
+// `what` (an option's name) goes into the error.
+PromptTile parse_prompt_tile(std::string_view s, std::string_view what);
 
 // How a decode matrix-vector kernel spreads a matrix over threads (kernels/llm_matvec.wgsl): a
 // team of `team` threads per row (a power of two, at least the adapter's largest subgroup), each
@@ -169,6 +175,10 @@ class DecodeKernels {
   // still makes kPromptMinWorkgroups workgroups (work for every core of a large GPU), else the
   // smallest.
   static PromptTile prompt_tile(uint32_t rows, uint32_t T);
+  // The K split of a tile whose k_split is 0 (the rule): 1, none; measured on the H100 with flash
+  // attention at once (docs/RESULTS.md session 7), its own gain is unknown: --prefill-tile
+  // 32x64x4 forces it.
+  static uint32_t prompt_k_split(PromptTile tile);
   static constexpr uint32_t kPromptMinWorkgroups = 256;
   // Every later prompt product uses `tile` instead of prompt_tile() (tests: each tile shape).
   // Throws Error for an unsupported tile.

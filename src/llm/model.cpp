@@ -406,6 +406,7 @@ gpu::Plan& Model::prompt_chunk(uint32_t T) {
   DecodeKernels k(*ctx_);
   const uint32_t q_rows = c.num_heads * c.head_dim;
   const bool qk_norm = architecture_of(c).qk_norm;
+  if (opt_.prefill_tile.tokens) k.force_prompt_tile(opt_.prefill_tile);
   gpu::Plan plan(*ctx_, "llm.prefill");
   plan.dispatch(k.embed(embedding_, tokens_, state_, x_rows_, c.hidden_size, T), {"embed"});
   for (const Layer& l : layers_) {
@@ -515,6 +516,61 @@ DecodeProfile Model::profile_decode(gpu::Plan* picker, uint32_t reps) {
     prof.resolve(whole);
     whole.submit();
     out.whole_step_us.push_back(prof.read_ns().at(0) / 1e3);
+  }
+  ctx_->write_value<uint32_t>(state_, 0, fed_);
+  ctx_->wait();
+  return out;
+}
+
+PrefillProfile Model::profile_prefill(uint32_t reps) {
+  const auto& c = cfg_;
+  const uint32_t prompt = uint32_t(stats_.prompt_tokens);
+  if (opt_.prefill_chunk == 0 || prompt == 0 || prompt > seq_.size())
+    throw Error(
+        "prefill profile: generate from a prompt first, with a prefill chunk (not --prefill-chunk 0)");
+  PrefillProfile out;
+  out.first = (prompt - 1) / opt_.prefill_chunk * opt_.prefill_chunk;
+  out.tokens = prompt - out.first;
+  gpu::Plan& plan = prompt_chunk(out.tokens);
+  gpu::Profiler prof(*ctx_, uint32_t(plan.steps()) + 1);
+  if (!prof.enabled())
+    throw Error("prefill profile needs GPU timestamps (the 'timestamp-query' feature), which adapter '" +
+                ctx_->adapter().description + "' does not offer");
+  // Multiply-adds of each dispatch: products T x rows x cols; attention q.k and p.v over each
+  // query's keys 0 ..= its position.
+  const uint64_t T = out.tokens, q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
+  const uint64_t keys = T * out.first + T * (T + 1) / 2;
+  const std::map<std::string_view, uint64_t> macs{
+      {"qkv_rope", T * (q_rows + 2 * kv_rows) * c.hidden_size},
+      {"attention", 2 * keys * q_rows},
+      {"o_proj+residual", T * c.hidden_size * q_rows},
+      {"gate_up_silu", T * 2 * c.intermediate_size * c.hidden_size},
+      {"down+residual", T * c.hidden_size * c.intermediate_size}};
+  for (size_t i = 0; i < plan.steps(); ++i) {
+    const std::string_view name = plan.step_name(i);
+    const auto it = macs.find(name);
+    out.steps.push_back({std::string(name), it == macs.end() ? 0 : 2 * it->second, {}});
+  }
+  const uint32_t words[3] = {fed_, out.first, out.tokens};
+  for (uint32_t r = 0; r < reps; ++r) {
+    ctx_->write(state_, 0, std::as_bytes(std::span(words)));
+    gpu::Recorder rec(*ctx_);
+    for (size_t i = 0; i < plan.steps(); ++i) {
+      rec.time_next_pass(prof);
+      plan.encode(rec, i, 1);
+      rec.end_pass();
+    }
+    prof.resolve(rec);
+    rec.submit();
+    const auto ns = prof.read_ns();
+    for (size_t i = 0; i < plan.steps(); ++i) out.steps[i].us.push_back(ns.at(i) / 1e3);
+    gpu::Recorder whole(*ctx_);
+    whole.time_next_pass(prof);
+    plan.encode(whole);
+    whole.end_pass();
+    prof.resolve(whole);
+    whole.submit();
+    out.whole_chunk_us.push_back(prof.read_ns().at(0) / 1e3);
   }
   ctx_->write_value<uint32_t>(state_, 0, fed_);
   ctx_->wait();

@@ -65,6 +65,7 @@ struct ModelOptions {
   // Prompt tokens per prefill submit (tiled matrix-matrix kernels); 0 feeds prompts through
   // decode steps instead, one position at a time.
   uint32_t prefill_chunk = 512;
+  PromptTile prefill_tile;   // forced on every prompt product; tokens == 0: DecodeKernels::prompt_tile
   AttentionSplit attention;  // how decode attention is split along the cache
   // Called while uploading: bytes uploaded so far, bytes in all.
   std::function<void(uint64_t done, uint64_t total)> progress;
@@ -113,6 +114,18 @@ struct NamedBuffer {
   BufferContents contents;
 };
 
+// `Model::profile_prefill`: the last prompt chunk's dispatches timed by GPU timestamps.
+struct PrefillProfile {
+  uint32_t first = 0, tokens = 0;  // the chunk: its first position and length
+  struct Kernel {
+    std::string name;
+    uint64_t flops = 0;      // multiply-adds count 2
+    std::vector<double> us;  // one per repetition
+  };
+  std::vector<Kernel> steps;           // each dispatch in its own timed pass
+  std::vector<double> whole_chunk_us;  // all of them in one timed pass, one per repetition
+};
+
 // The step decoder (see the top of this file) behind llm::Decoder.
 class Model : public Decoder {
  public:
@@ -133,6 +146,9 @@ class Model : public Decoder {
   // Times the decode step (then `picker`, or greedy argmax when empty) at the position after the
   // last generate(), `reps` times; the device is left as it was. Needs timestamp queries.
   DecodeProfile profile_decode(gpu::Plan* picker, uint32_t reps);
+  // Times the last prompt chunk of the last generate() again, `reps` times (it rewrites the same
+  // cache rows). Needs timestamp queries.
+  PrefillProfile profile_prefill(uint32_t reps);
   DecodeBuffers decode_buffers() const { return {logits_, tokens_, state_}; }
   // The layer variants of the decode step, each from a position on (the first from 0): what
   // decodes position pos is the last whose `from` <= pos.

@@ -101,6 +101,53 @@ nlohmann::json report_profile(std::FILE* out, gpu::Context& ctx, const DecodePro
           {"bytes_per_token", sum_bytes}};
 }
 
+nlohmann::json report_prefill_profile(std::FILE* out, const PrefillProfile& p, uint32_t reps) {
+  struct Row {
+    std::string name;
+    uint32_t calls = 0;
+    double us = 0;  // the sum over calls of each call's median
+    uint64_t flops = 0;
+  };
+  std::vector<Row> rows;
+  for (const auto& k : p.steps) {
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.name == k.name; });
+    if (it == rows.end()) it = rows.insert(rows.end(), Row{k.name});
+    ++it->calls;
+    it->us += summarize(k.us).median;
+    it->flops += k.flops;
+  }
+  double sum_us = 0;
+  uint64_t sum_flops = 0;
+  for (const auto& r : rows) sum_us += r.us, sum_flops += r.flops;
+  const Summary whole = summarize(p.whole_chunk_us);
+  std::fprintf(out,
+               "\nprefill chunk of %u tokens from position %u, %u repetitions, GPU timestamps\n"
+               "%-20s %6s %10s %10s %8s %10s %8s\n",
+               p.tokens, p.first, reps, "kernel", "calls", "us/call", "us/chunk", "% chunk", "GFLOP",
+               "TFLOP/s");
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const auto& r : rows) {
+    const double tflops = r.us > 0 ? double(r.flops) / (r.us * 1e6) : 0;
+    std::fprintf(out, "%-20s %6u %10.2f %10.1f %7.1f%% %10.3f %8.2f\n", r.name.c_str(), r.calls,
+                 r.us / r.calls, r.us, 100 * r.us / sum_us, double(r.flops) / 1e9, tflops);
+    kernels.push_back(
+        {{"kernel", r.name}, {"calls", r.calls}, {"us", r.us}, {"flops", r.flops}, {"tflop_s", tflops}});
+  }
+  std::fprintf(out,
+               "%-20s %6zu %10s %10.1f %8s %10.3f %8.2f  (each dispatch in its own pass)\n"
+               "%-20s %6zu %10s %10.1f %8s %10s %8.2f  [%.1f-%.1f] = %.0f tok/s of GPU time\n",
+               "sum", p.steps.size(), "", sum_us, "", double(sum_flops) / 1e9,
+               double(sum_flops) / (sum_us * 1e6), "one pass", p.steps.size(), "", whole.median, "", "",
+               double(sum_flops) / (whole.median * 1e6), whole.min, whole.max, 1e6 * p.tokens / whole.median);
+  return {{"first", p.first},
+          {"tokens", p.tokens},
+          {"repetitions", reps},
+          {"kernels", kernels},
+          {"sum_of_dispatches_us", sum_us},
+          {"one_pass_us", {{"median", whole.median}, {"min", whole.min}, {"max", whole.max}}},
+          {"flops", sum_flops}};
+}
+
 nlohmann::json decoder_json(const DecoderChoice& c) {
   if (c.kind == DecoderKind::Steps) {
     nlohmann::json j = {{"mode", "steps"}};

@@ -21,6 +21,9 @@ std::string timing_line(const DecoderStats& st, double load_ms);
 // the copy kernel's bandwidth, measured now on ctx); returns the same as JSON.
 nlohmann::json report_profile(std::FILE* out, gpu::Context& ctx, const DecodeProfile& p, uint32_t reps);
 
+// The same for the prompt chunk: per kernel µs and achieved TFLOP/s (FMA counted as 2).
+nlohmann::json report_prefill_profile(std::FILE* out, const PrefillProfile& p, uint32_t reps);
+
 nlohmann::json decoder_json(const DecoderChoice& c);
 // The run: timings and counts, the prompt and generated ids, the text, the model, the options and
 // the decoder (without "adapter" and "profile", which the caller adds).

@@ -113,6 +113,8 @@ void Session::load(gpu::Context& ctx) {
   mo.fusion = opt_.fusion;
   mo.attn_fuse_max = opt_.attn_fuse_max;
   mo.attn_short_max = opt_.attn_short_max;
+  mo.prefill_chunk = opt_.prefill_chunk;
+  mo.prefill_tile = opt_.prefill_tile;
   mo.progress = opt_.progress;
   model_ = std::make_unique<Model>(
       ctx, files_.config(), [this](std::string_view name) { return files_.find(name); }, mo);
@@ -298,6 +300,12 @@ Reply Session::chat(std::string_view user, uint32_t n, const Stream& stream) {
     if (model_ || persistent_) decoder().reset();
     throw;
   }
+}
+
+PrefillProfile Session::profile_prefill(uint32_t reps) {
+  if (!model_)
+    throw Error("--profile-prefill times the step decoder's kernels: not with --decode persistent");
+  return model_->profile_prefill(reps);
 }
 
 DecodeProfile Session::profile(uint32_t reps) {

@@ -65,6 +65,8 @@ struct SessionOptions {
   Fusion fusion = Fusion::None;
   uint32_t attn_fuse_max = ModelOptions{}.attn_fuse_max;
   uint32_t attn_short_max = ModelOptions{}.attn_short_max;
+  uint32_t prefill_chunk = ModelOptions{}.prefill_chunk;
+  PromptTile prefill_tile;  // tokens == 0: the rule (DecodeKernels::prompt_tile)
   SamplingOverrides sampling;
   DecoderKind decoder = DecoderKind::Steps;
   PersistentChoice persistent;
@@ -137,6 +139,8 @@ class Session {
   // The step decoder's plans, for a prompt of prompt_length tokens, written to `path` as JSON
   // (llm/plan_file.h); the token picker is the session's (the sampler, or greedy argmax).
   void write_plan(const std::string& path, uint32_t prompt_length);
+  // The last generation's last prompt chunk, each dispatch timed (Model::profile_prefill).
+  PrefillProfile profile_prefill(uint32_t reps);
 
  private:
   const ChatTemplate& chat_template();
