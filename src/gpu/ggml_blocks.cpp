@@ -323,10 +323,12 @@ QuantBlock quantize_block(DType t, std::span<const float> x) {
 void quantize_row(DType t, std::span<const float> x, std::span<std::byte> out) {
   const uint64_t bytes = source_row_bytes(t, x.size());
   if (!is_quantized(t) || out.size() != bytes)
-    throw Error(std::string("quantize_row: a row of ") + std::to_string(x.size()) + " values as " + to_string(t) +
-                " takes " + std::to_string(bytes) + " bytes, given " + std::to_string(out.size()));
+    throw Error(std::string("quantize_row: a row of ") + std::to_string(x.size()) + " values as " +
+                to_string(t) + " takes " + std::to_string(bytes) + " bytes, given " +
+                std::to_string(out.size()));
   const uint32_t n = info(t).block_elements, bb = info(t).block_bytes;
-  for (uint64_t k = 0; k < x.size() / n; ++k) encode_block(t, quantize_block(t, x.subspan(k * n, n)), &out[k * bb]);
+  for (uint64_t k = 0; k < x.size() / n; ++k)
+    encode_block(t, quantize_block(t, x.subspan(k * n, n)), &out[k * bb]);
 }
 
 std::vector<double> dequantize_row(DType t, std::span<const std::byte> row, uint64_t cols) {

@@ -14,8 +14,8 @@ namespace wgfuse::gpu {
 
 const DTypeInfo& info(DType t) {
   static constexpr DTypeInfo kInfo[] = {
-      {"f32", 1, 4},     {"f16", 1, 2},      {"bf16", 1, 2},     {"q8_0", 32, 34},
-      {"q4_0", 32, 18},  {"q4_1", 32, 20},   {"q5_0", 32, 22},   {"q5_1", 32, 24},
+      {"f32", 1, 4},      {"f16", 1, 2},      {"bf16", 1, 2},     {"q8_0", 32, 34},
+      {"q4_0", 32, 18},   {"q4_1", 32, 20},   {"q5_0", 32, 22},   {"q5_1", 32, 24},
       {"q4_K", 256, 144}, {"q5_K", 256, 176}, {"q6_K", 256, 210},
   };
   return kInfo[size_t(t)];
@@ -32,18 +32,19 @@ uint64_t source_row_bytes(DType t, uint64_t cols) {
   const DTypeInfo& i = info(t);
   if (cols % i.block_elements != 0)
     throw Error("a row of " + std::to_string(cols) + " " + i.name + " elements: " + i.name +
-                " stores blocks of " + std::to_string(i.block_elements) + " elements, so a row's length must be " +
-                "a multiple of " + std::to_string(i.block_elements));
+                " stores blocks of " + std::to_string(i.block_elements) +
+                " elements, so a row's length must be " + "a multiple of " +
+                std::to_string(i.block_elements));
   return cols / i.block_elements * i.block_bytes;
 }
 
 const WeightFormatInfo& info(WeightFormat f) {
   static constexpr WeightFormatInfo kInfo[] = {
-      {"f32", 8, 32, 4, DType::F32},        {"f16", 8, 16, 8, DType::F16},
-      {"bf16", 8, 16, 8, DType::BF16},      {"q8_0", 32, 34, 8, DType::Q8_0},
-      {"q4_0", 32, 18, 8, DType::Q4_0},     {"q4_1", 32, 20, 8, DType::Q4_1},
-      {"q5_0", 32, 22, 8, DType::Q5_0},     {"q5_1", 32, 24, 8, DType::Q5_1},
-      {"q4_k", 256, 148, 8, DType::Q4_K},   {"q5_k", 256, 180, 8, DType::Q5_K},
+      {"f32", 8, 32, 4, DType::F32},      {"f16", 8, 16, 8, DType::F16},
+      {"bf16", 8, 16, 8, DType::BF16},    {"q8_0", 32, 34, 8, DType::Q8_0},
+      {"q4_0", 32, 18, 8, DType::Q4_0},   {"q4_1", 32, 20, 8, DType::Q4_1},
+      {"q5_0", 32, 22, 8, DType::Q5_0},   {"q5_1", 32, 24, 8, DType::Q5_1},
+      {"q4_k", 256, 148, 8, DType::Q4_K}, {"q5_k", 256, 180, 8, DType::Q5_K},
       {"q6_k", 256, 210, 8, DType::Q6_K},
   };
   return kInfo[size_t(f)];
@@ -51,7 +52,8 @@ const WeightFormatInfo& info(WeightFormat f) {
 
 WeightFormat parse_weight_format(std::string_view s, std::string_view what) {
   std::string lower(s);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
   std::string names;
   for (WeightFormat f : kWeightFormats) {
     if (lower == info(f).name) return f;
@@ -65,7 +67,7 @@ namespace {
 // A quantized row's planes (weight_format.h), in u32 words, for `blocks` blocks.
 struct Planes {
   uint64_t low = 0, high = 0, sub = 0, scale = 0;  // word offsets
-  uint64_t words = 0;                               // the row, padded to a whole word
+  uint64_t words = 0;                              // the row, padded to a whole word
 };
 Planes planes(WeightFormat f, uint64_t blocks) {
   const uint64_t n = blocks * info(f).block_elements;
@@ -119,7 +121,6 @@ void pack_block(WeightFormat f, const QuantBlock& b, uint64_t k, const Planes& p
       break;
   }
 }
-
 
 // An unquantized source element as f32 (exact).
 float source_value(DType t, const std::byte* p) {
@@ -193,7 +194,8 @@ void pack_row(WeightFormat f, DType src_dtype, std::span<const std::byte> src, u
   if (is_quantized(src_dtype)) dequantized = source_values(src_dtype, src, cols);
   std::byte* dst = out.data();
   for (uint64_t c = 0; c < cols; ++c) {
-    const float v = is_quantized(src_dtype) ? dequantized[c] : source_value(src_dtype, &src[c * dtype_bytes(src_dtype)]);
+    const float v =
+        is_quantized(src_dtype) ? dequantized[c] : source_value(src_dtype, &src[c * dtype_bytes(src_dtype)]);
     if (f == WeightFormat::F32) {
       std::memcpy(dst + 4 * c, &v, 4);
     } else {

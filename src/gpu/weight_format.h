@@ -70,10 +70,10 @@ enum class WeightFormat : uint8_t {
   Q5_K = 9,
   Q6_K = 10,
 };
-inline constexpr WeightFormat kWeightFormats[] = {
-    WeightFormat::F32,  WeightFormat::F16,  WeightFormat::BF16, WeightFormat::Q8_0,
-    WeightFormat::Q4_0, WeightFormat::Q4_1, WeightFormat::Q5_0, WeightFormat::Q5_1,
-    WeightFormat::Q4_K, WeightFormat::Q5_K, WeightFormat::Q6_K};
+inline constexpr WeightFormat kWeightFormats[] = {WeightFormat::F32,  WeightFormat::F16,  WeightFormat::BF16,
+                                                  WeightFormat::Q8_0, WeightFormat::Q4_0, WeightFormat::Q4_1,
+                                                  WeightFormat::Q5_0, WeightFormat::Q5_1, WeightFormat::Q4_K,
+                                                  WeightFormat::Q5_K, WeightFormat::Q6_K};
 
 struct WeightFormatInfo {
   const char* name;            // "f32", "f16", "bf16", "q8_0", ... "q6_k" (the --dtype values)
