@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "gpu/ggml_blocks.h"
+#include "gpu/plan.h"
+#include "gpu/recorder.h"
 #include "gpu/weight_format.h"
 #include "llm/decode_kernels.h"
 #include "llm_support.h"
@@ -218,11 +220,12 @@ TEST(WeightFormats, GpuDecodeEqualsTheDequantizerBitForBit) {
     const std::vector<float> nan(size_t(rows) * cols, std::numeric_limits<float>::quiet_NaN());
     auto x = context().upload<float>(nan, gpu::BufferUsage::StorageIO, "x");
     llm::DecodeKernels k(context());
-    llm::Step s =
+    gpu::Plan plan(context(), "test.decode");
+    plan.dispatch(
         k.embed(arena.view(id), context().upload<uint32_t>(ids, gpu::BufferUsage::Storage, "tokens"),
-                context().upload<uint32_t>(state, gpu::BufferUsage::Storage, "state"), x, cols, rows);
+                context().upload<uint32_t>(state, gpu::BufferUsage::Storage, "state"), x, cols, rows));
     gpu::Recorder rec(context());
-    llm::record(rec, std::span(&s, 1));
+    plan.encode(rec);
     rec.submit();
     const auto got = context().read_all<float>(x);
     uint32_t wrong = 0;
