@@ -1,9 +1,9 @@
 // What the decode (llm_matvec.wgsl) and prefill (llm_matmul.wgsl) products share: the weight
 // layout, the bindings of their fused epilogues, and the epilogues themselves.
-// Weights are laid out on load (src/llm/decode_kernels.cpp): each row padded with zeros to a
-// multiple of 8 elements, so one vec4<u32> holds 8 halves (or two hold 8 floats); fused matrices
-// interleave the rows an epilogue needs together (RoPE pairs i, i + hd/2; gate j beside up j).
-// The weights' encoding is llm_weights.wgsl's (WEIGHT_FORMAT).
+// Weights are laid out on load (src/llm/decode_kernels.cpp): rows read in groups of 8 elements
+// (w8: llm_weights.wgsl's weight_group, whatever the encoding WEIGHT_FORMAT), each row padded
+// with zeros to whole blocks; fused matrices interleave the rows an epilogue needs together (RoPE
+// pairs i, i + hd/2; gate j beside up j).
 enable subgroups;
 // #include "llm_weights.wgsl"
 

@@ -1,11 +1,15 @@
 // The one decode of stored weights (src/gpu/weight_format.h), included by every kernel that reads
-// them. A weight tensor is row-major, each row padded with zeros to whole groups of 8 elements,
-// bound at binding 0 as `weights` (a whole arena view, or a buffer of several matrices with their
-// offsets in vec4s). WEIGHT_FORMAT (gpu::WeightFormat's number) picks the encoding:
+// them: weight_group() gives the 8 weights of a column group, whatever the format. A weight tensor
+// is row-major, each row padded with zeros to whole blocks, bound at binding 0 as `weights` (a
+// whole arena view, or a buffer of several matrices with their offsets in vec4s). WEIGHT_FORMAT
+// (gpu::WeightFormat's number) picks the encoding:
 //   0 f32:  8 elements in 2 vec4<u32> (bitcast)
 //   1 f16:  8 elements in 1 vec4<u32>, two per word, element 0 in the low half (unpack2x16float)
 //   2 bf16: the same packing; a bf16 is the high half of an f32, so the decode is a shift or mask
 //           (exact)
+//   3..10 q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K, q6_K: ggml's formats repacked into planes of
+//           u32 words per row (weight_format.h), a group's quants in one or two words; each
+//           element decoded as ggml's dequantize_row_* computes it (bit for bit)
 // Arithmetic is f32 in every format.
 
 override WEIGHT_FORMAT: u32 = 1u;
@@ -17,9 +21,100 @@ fn weight_v4_per_group() -> u32 {
   return select(1u, 2u, WEIGHT_FORMAT == 0u);
 }
 
+// Word w of `weights`.
+fn weight_word(w: u32) -> u32 {
+  return weights[w / 4u][w % 4u];
+}
+
+// A quantized format's block: 32 elements, 256 for the K formats (8, 9, 10).
+fn quant_block() -> u32 {
+  return select(32u, 256u, WEIGHT_FORMAT >= 8u);
+}
+
+// Word offsets of a quantized row's planes from its start, and its length (weight_format.h).
+struct QuantPlanes {
+  high: u32,
+  sub: u32,
+  scale: u32,
+  words: u32,
+}
+
+fn quant_planes(c8n: u32) -> QuantPlanes {
+  let f = WEIGHT_FORMAT;
+  let blocks = (8u * c8n + quant_block() - 1u) / quant_block();
+  let n = blocks * quant_block();
+  let five = f == 6u || f == 7u || f == 9u;
+  let k_pairs = f == 8u || f == 9u;
+  var p: QuantPlanes;
+  p.high = select(n / 8u, n / 4u, f == 3u);  // the low plane: 4 bits an element, q8_0 8
+  p.sub = p.high + select(select(0u, n / 16u, f == 10u), n / 32u, five);
+  p.scale = p.sub + select(0u, 4u * blocks, k_pairs || f == 10u);
+  p.words = p.scale + select((blocks + 1u) / 2u, blocks, f == 5u || f == 7u || k_pairs);
+  return p;
+}
+
+// The f16 d of block b (formats with one f16 per block, two per word).
+fn quant_half(at: u32, b: u32) -> f32 {
+  return unpack2x16float(weight_word(at + b / 2u))[b % 2u];
+}
+
+// The 8 weights of group c8 of the quantized row starting at word `row`.
+fn quant_group(row: u32, c8n: u32, c8: u32) -> array<vec4<f32>, 2> {
+  let f = WEIGHT_FORMAT;
+  let p = quant_planes(c8n);
+  let b = 8u * c8 / quant_block();
+  if (f == 3u) {  // q8_0: int8 quants, sign-extended
+    let up = vec4<u32>(24u, 16u, 8u, 0u);
+    let qa = bitcast<vec4<i32>>(vec4<u32>(weight_word(row + 2u * c8)) << up) >> vec4<u32>(24u);
+    let qb = bitcast<vec4<i32>>(vec4<u32>(weight_word(row + 2u * c8 + 1u)) << up) >> vec4<u32>(24u);
+    let d = quant_half(row + p.scale, b);
+    return array<vec4<f32>, 2>(vec4<f32>(qa) * d, vec4<f32>(qb) * d);
+  }
+  let w = vec4<u32>(weight_word(row + c8));
+  var qa = (w >> vec4<u32>(0u, 4u, 8u, 12u)) & vec4<u32>(15u);
+  var qb = (w >> vec4<u32>(16u, 20u, 24u, 28u)) & vec4<u32>(15u);
+  if (f == 6u || f == 7u || f == 9u) {  // the 5th bits: byte c8 of the high plane
+    let h = vec4<u32>(weight_word(row + p.high + c8 / 4u) >> (8u * (c8 % 4u)));
+    qa |= ((h >> vec4<u32>(0u, 1u, 2u, 3u)) & vec4<u32>(1u)) << vec4<u32>(4u);
+    qb |= ((h >> vec4<u32>(4u, 5u, 6u, 7u)) & vec4<u32>(1u)) << vec4<u32>(4u);
+  }
+  if (f == 10u) {  // q6_K's 2 high bits: half-word c8 of the high plane
+    let h = vec4<u32>(weight_word(row + p.high + c8 / 2u) >> (16u * (c8 % 2u)));
+    qa |= ((h >> vec4<u32>(0u, 2u, 4u, 6u)) & vec4<u32>(3u)) << vec4<u32>(4u);
+    qb |= ((h >> vec4<u32>(8u, 10u, 12u, 14u)) & vec4<u32>(3u)) << vec4<u32>(4u);
+  }
+  let xa = vec4<f32>(qa);
+  let xb = vec4<f32>(qb);
+  if (f == 4u || f == 6u) {  // q4_0, q5_0: d (q - 8 or 16)
+    let d = quant_half(row + p.scale, b);
+    let bias = select(8.0, 16.0, f == 6u);
+    return array<vec4<f32>, 2>((xa - bias) * d, (xb - bias) * d);
+  }
+  if (f == 5u || f == 7u) {  // q4_1, q5_1: d q + m
+    let dm = unpack2x16float(weight_word(row + p.scale + b));
+    return array<vec4<f32>, 2>(xa * dm.x + dm.y, xb * dm.x + dm.y);
+  }
+  if (f == 10u) {  // q6_K: (d sc) (q - 32), sc the int8 of sub-block c8 / 2
+    let s = c8 / 2u;
+    let sc = bitcast<i32>(weight_word(row + p.sub + s / 4u) << (24u - 8u * (s % 4u))) >> 24u;
+    let ds = quant_half(row + p.scale, b) * f32(sc);
+    return array<vec4<f32>, 2>((xa - 32.0) * ds, (xb - 32.0) * ds);
+  }
+  // q4_K, q5_K: (d sc) q - (dmin m), sc and m those of sub-block c8 / 4
+  let s = c8 / 4u;
+  let scm = weight_word(row + p.sub + s / 2u) >> (16u * (s % 2u));
+  let dm = unpack2x16float(weight_word(row + p.scale + b));
+  let ds = dm.x * f32(scm & 0xffu);
+  let mn = dm.y * f32((scm >> 8u) & 0xffu);
+  return array<vec4<f32>, 2>(xa * ds - mn, xb * ds - mn);
+}
+
 // The 8 weights of column group c8 of row `row` in the matrix starting at vec4 `base` whose rows
 // are c8n groups long.
 fn weight_group(base: u32, row: u32, c8n: u32, c8: u32) -> array<vec4<f32>, 2> {
+  if (WEIGHT_FORMAT >= 3u) {
+    return quant_group(4u * base + row * quant_planes(c8n).words, c8n, c8);
+  }
   let at = base + (row * c8n + c8) * weight_v4_per_group();
   let q = weights[at];
   if (WEIGHT_FORMAT == 0u) {

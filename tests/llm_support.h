@@ -71,11 +71,25 @@ inline llm::ModelConfig llama_config() {
   return c;
 }
 
-// The weights as the GPU holds them in storage format t.
+// gpu::kWeightFormats' quantized formats.
+inline std::vector<gpu::WeightFormat> quantized_formats() {
+  std::vector<gpu::WeightFormat> q;
+  for (gpu::WeightFormat f : gpu::kWeightFormats)
+    if (gpu::is_quantized(f)) q.push_back(f);
+  return q;
+}
+
+// The weights as the GPU holds them in storage format t (quantized formats: the matrices only;
+// vectors stay f32).
 inline llm::HostWeights as_stored(llm::HostWeights w, gpu::WeightFormat t) {
-  if (t == gpu::WeightFormat::F16) w.transform([](float v) { return half::to_float(half::from_float(v)); });
-  if (t == gpu::WeightFormat::BF16)
-    w.transform([](float v) { return half::bf16_to_float(half::bf16_from_float(v)); });
+  if (gpu::is_quantized(t)) {
+    w.transform_matrix_rows([t](std::span<float> row) { gpu::stored_values(t, row); });
+    return w;
+  }
+  w.transform([t](float v) {
+    gpu::stored_values(t, std::span(&v, 1));
+    return v;
+  });
   return w;
 }
 

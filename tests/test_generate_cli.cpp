@@ -219,6 +219,28 @@ TEST(GenerateCli, PrefillOptionsKeepTheTokensAndProfileTheLastChunk) {
   fs::remove(out);
 }
 
+// Test --dtype q8_0 on a safetensors folder: the weights quantized at load, named in --json, and
+// the profile's bytes per token (each matrix's stored bytes) and the GPU memory below f16's (q8_0
+// stores 34 bytes per 32 weights, f16 64; the rows of 48 here are padded to 64).
+TEST(GenerateCli, QuantizedAtLoadMovesFewerBytes) {
+  if (!test::context().features().timestamp_query) GTEST_SKIP() << "--profile needs timestamp-query";
+  const fs::path out = fs::temp_directory_path() / ("wgfuse_q8_" + std::to_string(getpid()) + ".json");
+  auto profile = [&](const std::string& dtype) {
+    auto r =
+        test::run_wgfuse("generate -m '" + model_dir(kSmallVocab).string() + "' --dtype " + dtype +
+                         " --prompt-ids 5,17,301 -n 3 --temp 0 --profile=1 --json '" + out.string() + "'");
+    EXPECT_EQ(r.rc, 0) << r.out;
+    return json::parse(std::ifstream(out));
+  };
+  const json q = profile("q8_0"), h = profile("f16");
+  EXPECT_EQ(q["weight_format"], "q8_0");
+  EXPECT_EQ(q["generated_ids"].size(), 3u);
+  EXPECT_LT(q["profile"]["bytes_per_token"].get<double>(),
+            0.8 * h["profile"]["bytes_per_token"].get<double>());
+  EXPECT_LT(q["gpu_memory_bytes"].get<double>(), h["gpu_memory_bytes"].get<double>());
+  fs::remove(out);
+}
+
 // Test that --fusion none (split layers, attention in one pass), none switching to attention in
 // chunks of 3 positions at position 6 (--attn-short-max 6), full (fused) and full switching to split
 // attention with o_proj_combine at position 6 generate the same greedy tokens, with the dispatch

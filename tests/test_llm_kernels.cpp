@@ -14,9 +14,9 @@
 #include <utility>
 
 #include "llm/model.h"
+#include "llm_support.h"
 #include "support.h"
 #include "util/error.h"
-#include "util/half.h"
 
 namespace wgfuse {
 namespace {
@@ -46,27 +46,23 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
          << ") > " << tol << " * max |want| " << scale;
 }
 
-// What the kernels compute with: the value rounded to the storage format.
-float stored(float v, WeightFormat t) {
-  if (t == WeightFormat::F16) return half::to_float(half::from_float(v));
-  if (t == WeightFormat::BF16) return half::bf16_to_float(half::bf16_from_float(v));
-  return v;
-}
-
 std::vector<double> as_double(const std::vector<float>& v) {
   return {v.begin(), v.end()};
 }
 
-// A row-major matrix of random values, as stored (rounded) and uploaded in the kernels' layout:
-// a view of an arena of its own, packed from f32 rows (row r of the view = row source_row(r)).
+// A row-major matrix of random values, as stored (rounded or quantized) and uploaded in the
+// kernels' layout: a view of an arena of its own, packed from f32 rows (row r of the view = row
+// source_row(r)).
 struct Matrix {
-  std::vector<float> values;  // [rows, cols], rounded to the storage format
+  std::vector<float> values;  // [rows, cols], as the storage format holds them
   gpu::TensorView view;
 };
 Matrix random_matrix(WeightFormat t, uint32_t rows, uint32_t cols, uint32_t seed,
                      const std::function<uint32_t(uint32_t)>& source_row = {}) {
-  Matrix m{test::random_floats(size_t(rows) * cols, seed, -1.0f, 1.0f), {}};
-  for (auto& v : m.values) v = stored(v, t);
+  const std::vector<float> source = test::random_floats(size_t(rows) * cols, seed, -1.0f, 1.0f);
+  Matrix m{source, {}};
+  for (uint32_t r = 0; r < rows; ++r)
+    gpu::stored_values(t, std::span(m.values).subspan(size_t(r) * cols, cols));
   gpu::WeightArena arena(context(), {.label = "test.matrix"});
   const auto id = arena.add("w", rows, cols, t);
   arena.allocate();
@@ -74,7 +70,7 @@ Matrix random_matrix(WeightFormat t, uint32_t rows, uint32_t cols, uint32_t seed
     const uint64_t rb = arena.view(id).row_bytes;
     for (uint64_t r = first; r < first + count; ++r) {
       const uint32_t src = source_row ? source_row(uint32_t(r)) : uint32_t(r);
-      gpu::pack_row(t, gpu::DType::F32, std::as_bytes(std::span(m.values).subspan(size_t(src) * cols, cols)),
+      gpu::pack_row(t, gpu::DType::F32, std::as_bytes(std::span(source).subspan(size_t(src) * cols, cols)),
                     cols, out.subspan((r - first) * rb, rb));
     }
   });
@@ -319,6 +315,9 @@ TEST_P(LlmKernel, QkvRope) {
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, LlmKernel,
                          ::testing::Values(WeightFormat::F32, WeightFormat::F16, WeightFormat::BF16),
+                         [](const auto& info) { return gpu::to_string(info.param); });
+// The quantized formats (rows of 50 columns: one partial block; the K formats' a partial 256).
+INSTANTIATE_TEST_SUITE_P(Quantized, LlmKernel, ::testing::ValuesIn(test::quantized_formats()),
                          [](const auto& info) { return gpu::to_string(info.param); });
 
 // Every matrix-vector kernel under tunings that cover its cases: a row in several passes of its
@@ -632,6 +631,11 @@ void check_fused_layer(WeightFormat t, const FusedLayerCase& f) {
 }
 
 class LlmFusedLayer : public ::testing::TestWithParam<std::tuple<WeightFormat, FusedLayerCase>> {};
+std::string fused_layer_name(const ::testing::TestParamInfo<LlmFusedLayer::ParamType>& info) {
+  const auto& f = std::get<1>(info.param);
+  return std::string(gpu::to_string(std::get<0>(info.param))) + "_heads" + std::to_string(f.heads) + "_kv" +
+         std::to_string(f.kv_heads) + "_hd" + std::to_string(f.hd);
+}
 
 // Test the fused layer at contexts 1, 37 and across attend_o's tiles of 32 positions, for GQA
 // groups of 2, 3 (a group's W_o columns start inside a group of 8), 6 with head_dim 64, and 7
@@ -647,11 +651,13 @@ INSTANTIATE_TEST_SUITE_P(
                                          FusedLayerCase{6, 2, 12, 50, 37, 70, {0, 40, 69}},
                                          FusedLayerCase{6, 1, 64, 41, 29, 40, {36}},
                                          FusedLayerCase{14, 2, 64, 72, 45, 40, {0, 36}})),
-    [](const auto& info) {
-      const auto& f = std::get<1>(info.param);
-      return std::string(gpu::to_string(std::get<0>(info.param))) + "_heads" + std::to_string(f.heads) +
-             "_kv" + std::to_string(f.kv_heads) + "_hd" + std::to_string(f.hd);
-    });
+    fused_layer_name);
+// Quantized W_o whose head groups' columns start inside a group of 8 and a block of 32.
+INSTANTIATE_TEST_SUITE_P(
+    Quantized, LlmFusedLayer,
+    ::testing::Combine(::testing::Values(WeightFormat::Q4_1, WeightFormat::Q5_K, WeightFormat::Q6_K),
+                       ::testing::Values(FusedLayerCase{6, 2, 12, 50, 37, 70, {0, 40, 69}})),
+    fused_layer_name);
 
 // Test that attend_o refuses a tuning whose workgroup has fewer threads than the kv group's
 // output vec4s, naming both.
@@ -839,6 +845,8 @@ std::vector<PromptCase> prompt_cases() {
                            std::pair{small, 100u}, std::pair{middle, 100u}, std::pair{large, 100u},
                            std::pair{quarters, 100u}, std::pair{quarters, 31u}, std::pair{halves, 33u}})
       cases.push_back({t, tile, T});
+  for (WeightFormat t : {WeightFormat::Q4_1, WeightFormat::Q5_K, WeightFormat::Q6_K})
+    cases.push_back({t, small, 31});
   return cases;
 }
 INSTANTIATE_TEST_SUITE_P(Tiles, LlmPromptKernel, ::testing::ValuesIn(prompt_cases()),

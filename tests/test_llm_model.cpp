@@ -174,6 +174,38 @@ INSTANTIATE_TEST_SUITE_P(Storage, LlmModel,
                                   (info.param.tied ? "_tied" : "_untied");
                          });
 
+class LlmModelQuantized : public ::testing::TestWithParam<WeightFormat> {};
+
+// Test each quantized format end to end, quantized at load from the f32 weights (as --dtype q8_0
+// does): 8 greedy tokens equal to the reference's on the dequantized weights, and every step's
+// logits within f32 rounding of that reference (the prompt through the prefill products, then
+// decode steps).
+TEST_P(LlmModelQuantized, LogitsAndGreedyTokensMatchTheDequantizedReference) {
+  const WeightFormat dtype = GetParam();
+  const auto cfg = small_llm_config(false);
+  const auto weights = llm::HostWeights::random(cfg, 13);
+  const uint32_t n = 8;
+  llm::Model model(context(), cfg, weights.lookup(), {.dtype = dtype, .ctx = 32});
+  EXPECT_EQ(model.stats().weight_format, dtype);
+  std::vector<std::vector<float>> logits;
+  llm::GenerateOptions opt;
+  opt.on_logits = [&](std::span<const float> l) { logits.emplace_back(l.begin(), l.end()); };
+  const auto tokens = model.generate(kPrompt, n, {}, opt);
+  ASSERT_EQ(logits.size(), n);
+
+  const auto stored = as_stored(weights, dtype);
+  EXPECT_EQ(tokens, reference(cfg, stored, 32).greedy(kPrompt, n));
+  auto along = reference(cfg, stored, 32);
+  auto want = along.prefill(kPrompt);
+  for (uint32_t i = 0; i < n; ++i) {
+    EXPECT_LE(normalised_error(logits[i], want), 1e-4) << "step " << i;
+    if (i + 1 < n) want = along.forward(tokens[i]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, LlmModelQuantized, ::testing::ValuesIn(test::quantized_formats()),
+                         [](const auto& info) { return gpu::to_string(info.param); });
+
 // Test that generation stops at an EOS id inside a K batch: the tokens after it, already computed
 // on the GPU (in the same command buffer or the next one in flight), are never reported.
 TEST(LlmModelRun, EosInsideABatchDiscardsTheRest) {

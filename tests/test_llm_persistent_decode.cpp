@@ -15,7 +15,6 @@
 #include "llm_support.h"
 #include "support.h"
 #include "util/error.h"
-#include "util/half.h"
 
 namespace wgfuse {
 namespace {
@@ -65,8 +64,8 @@ class LlmPersistentDecode : public ::testing::TestWithParam<Case> {};
 // Test 24 greedy tokens and every step's logits of one-workgroup persistent dispatches against
 // the step decoder (same stored weights: tokens equal, logits within f32 rounding) and the
 // reference (tokens equal on the stored weights; logits within the storage dtype's tolerance of
-// the unrounded weights). A workgroup of 32 threads takes the 30-position cache in tiles of 32
-// and 64 in one.
+// the unrounded weights, a quantized format's within f32 rounding of the dequantized weights). A
+// workgroup of 32 threads takes the 30-position cache in tiles of 32 and 64 in one.
 TEST_P(LlmPersistentDecode, MatchesStepDecoderAndReference) {
   const auto [dtype, tied, wg] = GetParam();
   const auto cfg = small_llm_config(tied, kVocab);
@@ -83,16 +82,16 @@ TEST_P(LlmPersistentDecode, MatchesStepDecoderAndReference) {
   for (uint32_t i = 0; i < n; ++i)
     EXPECT_LE(normalised_error<float>(got.logits[i], steps.logits[i]), 1e-5) << "step " << i;
 
-  llm::HostWeights stored = weights;
-  if (dtype == WeightFormat::F16)
-    stored.transform([](float v) { return half::to_float(half::from_float(v)); });
-  if (dtype == WeightFormat::BF16)
-    stored.transform([](float v) { return half::bf16_to_float(half::bf16_from_float(v)); });
+  const llm::HostWeights stored = test::as_stored(weights, dtype);
   llm::ref::Decoder on_stored(cfg, llm::ref::Weights::load(cfg, stored.lookup()), 64);
   EXPECT_EQ(got.tokens, on_stored.greedy(kPrompt, n)) << "tokens differ from the reference";
-  llm::ref::Decoder exact(cfg, llm::ref::Weights::load(cfg, weights.lookup()), 64);
+  // Quantized formats: against the dequantized weights, within f32 rounding.
+  const bool quantized = gpu::is_quantized(dtype);
+  llm::ref::Decoder exact(cfg, llm::ref::Weights::load(cfg, (quantized ? stored : weights).lookup()), 64);
   auto want = exact.prefill(kPrompt);
-  const double tol = dtype == WeightFormat::F32 ? 1e-4 : dtype == WeightFormat::F16 ? 1e-2 : 4e-2;
+  const double tol = dtype == WeightFormat::F32 || quantized ? 1e-4
+                     : dtype == WeightFormat::F16            ? 1e-2
+                                                             : 4e-2;
   for (uint32_t i = 0; i < n; ++i) {
     EXPECT_LE(normalised_error<double>(got.logits[i], want), tol) << "step " << i;
     if (i + 1 < n) want = exact.forward(got.tokens[i]);
@@ -103,17 +102,16 @@ TEST_P(LlmPersistentDecode, MatchesStepDecoderAndReference) {
   EXPECT_EQ(s.decode_dispatches, n - 1);  // one dispatch per decoded token
 }
 
-INSTANTIATE_TEST_SUITE_P(Storage, LlmPersistentDecode,
-                         ::testing::Values(Case{WeightFormat::F32, false, 32},
-                                           Case{WeightFormat::F32, true, 64},
-                                           Case{WeightFormat::F16, false, 64},
-                                           Case{WeightFormat::F16, true, 32},
-                                           Case{WeightFormat::BF16, false, 32}),
-                         [](const auto& info) {
-                           return std::string(gpu::to_string(info.param.dtype)) +
-                                  (info.param.tied ? "_tied" : "_untied") + "_wg" +
-                                  std::to_string(info.param.workgroup_size);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Storage, LlmPersistentDecode,
+    ::testing::Values(Case{WeightFormat::F32, false, 32}, Case{WeightFormat::F32, true, 64},
+                      Case{WeightFormat::F16, false, 64}, Case{WeightFormat::F16, true, 32},
+                      Case{WeightFormat::BF16, false, 32}, Case{WeightFormat::Q4_K, false, 32},
+                      Case{WeightFormat::Q5_0, true, 64}),
+    [](const auto& info) {
+      return std::string(gpu::to_string(info.param.dtype)) + (info.param.tied ? "_tied" : "_untied") + "_wg" +
+             std::to_string(info.param.workgroup_size);
+    });
 
 // Test K positions per submit, a sequence continued by a second generate() (a chat turn), and
 // an EOS id that stops generation with the tokens computed past it discarded.

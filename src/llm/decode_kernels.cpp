@@ -61,8 +61,8 @@ std::string MatvecTuning::name() const {
 // The rule, in napkin maths for an H100 (132 SMs, subgroups of 32); the kernel benchmark
 // (wgfuse_kernel_bench) measures the alternatives.
 // - team: the smallest power of two >= max(32, the adapter's subgroup) whose lanes cover a row in
-//   at most kLoadsPerRow 16-byte loads each (the format's elements per load: f16 and bf16 8, f32
-//   4), at most 256: loads
+//   at most kLoadsPerRow loads each (the format's elements per load: a 16-byte load of f16 and
+//   bf16 8, of f32 4; quantized formats a group of 8 in one or two words), at most 256: loads
 //   in flight without idle lanes on short rows.
 // - Starting from 256-thread workgroups whose teams do 4 rows each (x read once for 4 rows),
 //   halve the rows per team, then the workgroup, while the grid has fewer than kMinWorkgroups

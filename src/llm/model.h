@@ -1,8 +1,8 @@
 // Model: a decoder of llm/architecture.h (Qwen2, Qwen3, Llama) on the GPU. Weights are uploaded
-// once into one weight arena in their storage format (f16, bf16 or f32: gpu/weight_format.h;
-// arithmetic is f32 in every one), the KV cache is allocated for `ctx` positions, and the decode
-// step is built once, from a recipe (model.cpp: the stages of each layer variant), into gpu::Plans
-// encoded unchanged for every token:
+// once into one weight arena in their storage format (f16, bf16, f32 or quantized:
+// gpu/weight_format.h; arithmetic is f32 in every one), the KV cache is allocated for `ctx`
+// positions, and the decode step is built once, from a recipe (model.cpp: the stages of each layer
+// variant), into gpu::Plans encoded unchanged for every token:
 //   embed, the layers (one variant, chosen by position), then the LM head, then the token picker
 //   (greedy argmax, or the sampler). Every variant of the layer starts with the projection:
 //   qkv_rope, and for per-head q/k norms (Qwen3) qkv_rope storing the raw heads, then

@@ -47,6 +47,14 @@ void HostWeights::transform(const std::function<float(float)>& f) {
     for (auto& x : v) x = f(x);
 }
 
+void HostWeights::transform_matrix_rows(const std::function<void(std::span<float>)>& f) {
+  for (auto& [name, v] : values_) {
+    const auto& shape = refs_.at(name).shape;
+    if (shape.size() != 2) continue;
+    for (uint64_t r = 0; r < shape[0]; ++r) f(std::span(v).subspan(r * shape[1], shape[1]));
+  }
+}
+
 WeightLookup HostWeights::lookup() const {
   return [this](std::string_view name) -> const TensorRef* {
     auto it = refs_.find(name);

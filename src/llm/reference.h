@@ -37,6 +37,8 @@ class HostWeights {
   void set(const std::string& name, std::vector<uint64_t> shape, std::vector<float> values);
   // Replaces every value v by f(v) (e.g. rounding to the storage dtype).
   void transform(const std::function<float(float)>& f);
+  // Replaces each row of every matrix (2-D tensor) by f(row) (e.g. quantizing it as stored).
+  void transform_matrix_rows(const std::function<void(std::span<float>)>& f);
   WeightLookup lookup() const;
 
  private:
