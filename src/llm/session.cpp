@@ -119,11 +119,7 @@ void Session::load(gpu::Context& ctx) {
   model_ = std::make_unique<Model>(
       ctx, files_.config(), [this](std::string_view name) { return files_.find(name); }, mo);
   sampler_ = std::make_unique<Sampler>(ctx, files_.config().vocab_size);
-  sampler_->set_params(params_);
-  if (params_.temperature != 0) {
-    const auto b = model_->decode_buffers();
-    picker_.emplace(sampler_->plan(b.logits, b.tokens, b.state));
-  }
+  apply_sampling();
   load_ms_ = ms_since(t0_);
 }
 
@@ -152,7 +148,33 @@ std::vector<uint32_t> Session::encode_chat(std::string_view user, const std::str
   std::vector<ChatMessage> msgs;
   if (!system.empty()) msgs.push_back({"system", system});
   msgs.push_back({"user", std::string(user)});
-  return encode(chat_template().render(msgs, /*add_generation_prompt=*/true));
+  return encode_messages(msgs);
+}
+
+std::vector<uint32_t> Session::encode_messages(std::span<const ChatMessage> messages, bool enable_thinking) {
+  return encode(chat_template().render(messages, /*add_generation_prompt=*/true, enable_thinking));
+}
+
+SamplingParams Session::resolve_sampling(const SamplingOverrides& o) const {
+  return sampling_params(o, files_.generation());
+}
+
+void Session::set_sampling(const SamplingOverrides& o) {
+  const SamplingParams p = resolve_sampling(o);
+  if (opt_.decoder == DecoderKind::Persistent && p.temperature != 0)
+    throw Error("--decode persistent decodes greedily only: temperature must be 0");
+  params_ = p;
+  if (sampler_) apply_sampling();  // else load() does
+}
+
+void Session::apply_sampling() {
+  sampler_->set_params(params_);
+  picker_.reset();
+  if (params_.temperature != 0) {
+    if (!model_) throw Error("sampling needs the step decoder (--decode persistent is greedy only)");
+    const auto b = model_->decode_buffers();
+    picker_.emplace(sampler_->plan(b.logits, b.tokens, b.state));
+  }
 }
 
 std::string Session::ctx_fix() const {

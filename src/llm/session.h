@@ -105,6 +105,11 @@ class Session {
   const ModelFiles& files() const { return files_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
   const SamplingParams& sampling() const { return params_; }
+  // The sampling settings of the next generations: `o` over generation_config.json over greedy
+  // (the options' own overrides are not consulted). Throws Error naming a value out of range.
+  void set_sampling(const SamplingOverrides& o);
+  // What set_sampling(o) would choose, checked, without touching the session (any thread).
+  SamplingParams resolve_sampling(const SamplingOverrides& o) const;
   uint32_t ctx_len() const { return ctx_len_; }  // KV-cache positions
   double load_ms() const { return load_ms_; }    // from the constructor to the end of load()
   gpu::Context& context() const;
@@ -114,6 +119,9 @@ class Session {
   // Prompts: text as it stands, or wrapped in the chat template (a system prompt when not empty).
   std::vector<uint32_t> encode(std::string_view text) const;
   std::vector<uint32_t> encode_chat(std::string_view user, const std::string& system);
+  // A whole conversation through the chat template, ending with the assistant's turn to speak.
+  // The template is read on first use (not thread-safe); encode() is.
+  std::vector<uint32_t> encode_messages(std::span<const ChatMessage> messages, bool enable_thinking = true);
   // Tokens that fit after a prompt of this length; an Error when none does.
   uint32_t room(size_t prompt_tokens) const;
 
@@ -145,6 +153,8 @@ class Session {
  private:
   const ChatTemplate& chat_template();
   std::string ctx_fix() const;  // how to make room: raise --ctx, or shorten where it is at the maximum
+  // params_ into the sampler and its steps (the picker; none when greedy).
+  void apply_sampling();
   // DecoderKind::Persistent, on the first generation: probes, builds and checks it on `prompt`.
   void choose_decoder(std::span<const uint32_t> prompt, uint32_t n);
 

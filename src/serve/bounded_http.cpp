@@ -10,6 +10,7 @@
 #include <cstring>
 #include <list>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "util/error.h"
@@ -21,7 +22,9 @@ using Clock = std::chrono::steady_clock;
 
 // What a handler or the error handler needs to know about the request on this thread's connection.
 struct RequestState {
+  int sock = -1;
   bool close_after = false;
+  bool restart_write_deadline = false;
   std::string refusal;
 };
 thread_local RequestState* current_request = nullptr;
@@ -94,7 +97,9 @@ class ConnectionStream final : public httplib::Stream {
   }
 
   ssize_t write(const char* ptr, size_t size) override {
-    if (write_deadline_ == Clock::time_point{}) write_deadline_ = Clock::now() + limits_.write_timeout;
+    if (write_deadline_ == Clock::time_point{} ||
+        (state_ && std::exchange(state_->restart_write_deadline, false)))
+      write_deadline_ = Clock::now() + limits_.write_timeout;
     if (!wait(POLLOUT, write_deadline_, false)) return -1;
     const ssize_t n = send(sock_, ptr, size, MSG_NOSIGNAL);
     if (n > 0) written_ += size_t(n);
@@ -321,6 +326,16 @@ std::string BoundedHttpServer::refusal() {
   return current_request ? current_request->refusal : "";
 }
 
+void BoundedHttpServer::restart_write_deadline() {
+  if (current_request) current_request->restart_write_deadline = true;
+}
+
+bool BoundedHttpServer::client_left() {
+  if (!current_request) return false;
+  pollfd p{current_request->sock, POLLRDHUP, 0};
+  return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 bool BoundedHttpServer::admit(const std::string& address, std::string& why) {
   std::lock_guard lock(mutex_);
   if (open_ >= limits_.max_connections) {
@@ -359,7 +374,7 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
   bool ok = true;
   for (size_t n = 0; n < limits_.max_requests_per_connection && !stopping_; ++n) {
     if (!stream.wait_for_request()) break;
-    RequestState state;
+    RequestState state{.sock = sock};
     current_request = &state;
     stream.begin_request(state);
     bool closed = false;

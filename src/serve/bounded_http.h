@@ -44,6 +44,11 @@ class BoundedHttpServer : public httplib::Server {
   static void close_after_response(httplib::Response& res);
   // Why the current request was cut off (a limit or a deadline), "" if it was not.
   static std::string refusal();
+  // From a streamed response's content provider: the next write starts a fresh write_timeout, so
+  // that a long stream is bounded per piece rather than as a whole.
+  static void restart_write_deadline();
+  // From a handler or content provider: the client has closed or reset the connection.
+  static bool client_left();
 
   // Open connections at the moment (for the tests' and the log's view of the caps).
   size_t open_connections() const { return open_; }

@@ -232,7 +232,20 @@ bool Server::listening() const {
 }
 
 void Server::stop() {
+  for (auto& set : options_.route_sets) set->stop();
   http_->stop_bounded();
+}
+
+RouteSet* Server::owner(const std::string& path) const {
+  for (auto& set : options_.route_sets)
+    if (set->owns(path)) return set.get();
+  return nullptr;
+}
+
+void Server::answer_error(const httplib::Request& req, httplib::Response& res, int status,
+                          const std::string& reason) const {
+  if (RouteSet* set = owner(req.path)) return set->send_error(res, status, reason);
+  send_error(res, status, reason);
 }
 
 void Server::routes() {
@@ -244,12 +257,13 @@ void Server::routes() {
   // never read, so its connection closes.
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     const auto refuse = [&](int status, const std::string& reason) {
-      send_error(res, status, reason);
+      answer_error(req, res, status, reason);
       if (expects_body(req)) BoundedHttpServer::close_after_response(res);
       return httplib::Server::HandlerResponse::Handled;
     };
     if (const std::string part = not_utf8(req); !part.empty())
       return refuse(400, part + ": not UTF-8 (percent-encode UTF-8 text)");
+    if (RouteSet* set = owner(req.path)) return set->pre_route(req, res);
     const bool submit = req.method == "POST" && req.path == "/api/results";
     const bool expand = req.method == "POST" && req.path == "/api/sim/workload";
     if (req.method != "GET" && req.method != "HEAD" && !submit && !expand)
@@ -272,8 +286,8 @@ void Server::routes() {
   // 400 on a bad request line) get a body that says why. Runs outside httplib's exception
   // handling: nothing may escape it.
   const size_t body_limit = options_.connections.max_body_bytes;
-  http.set_error_handler(
-      httplib::Server::HandlerWithResponse([body_limit](const httplib::Request& req, httplib::Response& res) {
+  http.set_error_handler(httplib::Server::HandlerWithResponse(
+      [this, body_limit](const httplib::Request& req, httplib::Response& res) {
         try {
           if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
           std::string reason = "HTTP " + std::to_string(res.status);
@@ -287,7 +301,7 @@ void Server::routes() {
           } else if (res.status == 400) {
             reason = "bad request: " + req.method + " " + req.path;
           }
-          send_error(res, res.status, reason);
+          answer_error(req, res, res.status, reason);
           return httplib::Server::HandlerResponse::Handled;
         } catch (const std::exception& e) {
           std::fprintf(stderr, "wgfuse serve: answering HTTP %d failed: %s\n", res.status,
@@ -296,18 +310,19 @@ void Server::routes() {
         }
       }));
 
-  http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown exception";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    std::fprintf(stderr, "wgfuse serve: %s %s failed: %s\n", printable(req.method).c_str(),
-                 printable(req.path).c_str(), printable(what).c_str());
-    send_error(res, 500, "server error (logged on the server)");
-  });
+  http.set_exception_handler(
+      [this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown exception";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        std::fprintf(stderr, "wgfuse serve: %s %s failed: %s\n", printable(req.method).c_str(),
+                     printable(req.path).c_str(), printable(what).c_str());
+        answer_error(req, res, 500, "server error (logged on the server)");
+      });
 
   if (options_.access_log)
     http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
@@ -405,6 +420,7 @@ void Server::routes() {
   });
 
   if (options_.more_routes) options_.more_routes(http);
+  for (auto& set : options_.route_sets) set->mount(http);
 
   http.Get(R"(/.*)", [this](const httplib::Request& req, httplib::Response& res) {
     if (!is_safe_relative_path(req.path == "/" ? "/index.html" : req.path)) {

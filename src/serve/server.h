@@ -16,6 +16,24 @@
 
 namespace wgfuse::serve {
 
+// Routes served beside the benchmark's (the OpenAI API of `serve --model`), with their own
+// methods, keys, rate limits and error shape for the paths they own; mounted before the static
+// files' catch-all.
+class RouteSet {
+ public:
+  virtual ~RouteSet() = default;
+  virtual bool owns(const std::string& path) const = 0;
+  // Before routing, for an owned path (the server has checked its bytes are UTF-8): Handled when
+  // it answered (a method, key or rate refused).
+  virtual httplib::Server::HandlerResponse pre_route(const httplib::Request& req, httplib::Response& res) = 0;
+  // An error the server answers on an owned path (404, 413, a deadline, an exception), in this
+  // set's shape.
+  virtual void send_error(httplib::Response& res, int status, const std::string& message) const = 0;
+  virtual void mount(httplib::Server& http) = 0;
+  // The server is stopping: end every wait of a handler now.
+  virtual void stop() = 0;
+};
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                               // 0: any free port (bind() says which)
@@ -32,6 +50,7 @@ struct ServerOptions {
   std::function<nlohmann::json(const std::string& text, const std::string& origin)> expand_workload;
   size_t max_workload_bytes = 64 * 1024;      // a workload file's text at most; more gets 413
   RateLimit workload_rate{.per_window = 60};  // per client address, over POST /api/sim/workload
+  std::vector<std::shared_ptr<RouteSet>> route_sets;
 };
 
 class Server {
@@ -50,6 +69,9 @@ class Server {
 
  private:
   void routes();
+  RouteSet* owner(const std::string& path) const;  // the route set owning path, or nullptr
+  void answer_error(const httplib::Request& req, httplib::Response& res, int status,
+                    const std::string& reason) const;
   ServerOptions options_;
   KernelIndex kernels_;
   ResultsStore& store_;

@@ -289,7 +289,7 @@ size_t utf8_length(std::string_view text) {
                               [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
 }
 
-json parse_submission_body(std::string_view body) {
+json parse_json_body(std::string_view body, int max_depth, const std::string& needed) {
   // Depth first, on the bytes: nothing below (parsing, storing, dumping) then meets deep nesting.
   int depth = 0;
   bool in_string = false, escaped = false;
@@ -304,9 +304,9 @@ json parse_submission_body(std::string_view body) {
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
-      if (++depth > L::max_depth)
-        reject("body", "nested deeper than " + std::to_string(L::max_depth) +
-                           " levels of arrays and objects (the submission needs 4)");
+      if (++depth > max_depth)
+        reject("body", "nested deeper than " + std::to_string(max_depth) + " levels of arrays and objects" +
+                           (needed.empty() ? "" : " (" + needed + ")"));
     } else if (c == ']' || c == '}') {
       --depth;
     }
@@ -317,6 +317,10 @@ json parse_submission_body(std::string_view body) {
       const json::exception& e) {  // a syntax error, bytes that are not UTF-8, a number beyond double range
     reject("body", std::string("malformed JSON: ") + e.what());
   }
+}
+
+json parse_submission_body(std::string_view body) {
+  return parse_json_body(body, L::max_depth, "the submission needs 4");
 }
 
 void flag_implausible(json& submission, const std::string& kernel_version) {

@@ -36,8 +36,9 @@ struct PlausibilityLimits {
 };
 
 // A POST body as JSON: UTF-8, at most max_depth levels deep (checked before the parser recurses or
-// anything stores it). Throws ValidationError naming "body" and the limit.
-nlohmann::json parse_submission_body(std::string_view body);
+// anything stores it). Throws ValidationError naming "body", the limit and what needs how much.
+nlohmann::json parse_json_body(std::string_view body, int max_depth, const std::string& needed = "");
+nlohmann::json parse_submission_body(std::string_view body);  // SubmissionLimits::max_depth
 
 // Throws ValidationError naming the first offending field. Sanitises strings in place: bidi and
 // other control characters are removed, then the length is checked in characters; an empty
