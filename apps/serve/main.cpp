@@ -180,7 +180,7 @@ int main(int argc, char** argv) {
   cmd.add_flag("--access-log", options.access_log, "print a line per request on stderr");
   cmd.add_option("--model", model_dir,
                  "Hugging Face model folder for the chat page (/chat): its plan, packed weights and "
-                 "tokenizer under /model/");
+                 "tokenizer under /model/; and OpenAI's API for it at /v1/ (docs/WEB_API.md)");
   serve::ModelAssetsOptions model_options;
   cmd.add_option(
          "--model-binding-limit", model_options.context.max_storage_buffer_binding_size,
