@@ -156,7 +156,7 @@ std::vector<uint32_t> Session::encode_messages(std::span<const ChatMessage> mess
 }
 
 SamplingParams Session::resolve_sampling(const SamplingOverrides& o) const {
-  return sampling_params(o, files_.generation());
+  return sampling_params(o, files_.generation(), opt_.model_dir);
 }
 
 void Session::set_sampling(const SamplingOverrides& o) {
