@@ -142,7 +142,7 @@ std::vector<uint32_t> Session::encode(std::string_view text) const {
 }
 
 const ChatTemplate& Session::chat_template() {
-  if (!template_) template_ = ChatTemplate::from_file(files_.dir() / "tokenizer_config.json");
+  if (!template_) template_ = load_chat_template(files_.dir());
   return *template_;
 }
 
