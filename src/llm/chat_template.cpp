@@ -299,9 +299,7 @@ std::vector<int32_t> stop_token_ids(const Tokenizer& tokenizer, const std::files
 }
 
 ChatTemplate load_chat_template(const std::filesystem::path& model) {
-  if (is_gguf_file(model.string()))
-    return ChatTemplate::from_text(gguf_chat_template(GgufFile(model.string())),
-                                   model.string() + ": tokenizer.chat_template");
+  if (is_gguf_file(model.string())) return gguf_chat_template(GgufFile(model.string()));
   return ChatTemplate::from_file(model / "tokenizer_config.json");
 }
 

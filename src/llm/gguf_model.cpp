@@ -268,10 +268,10 @@ Tokenizer gguf_tokenizer(const GgufFile& f) {
   return Tokenizer::from_spec(gguf_tokenizer_spec(f), f.path() + " (tokenizer.ggml)");
 }
 
-std::string gguf_chat_template(const GgufFile& f) {
+ChatTemplate gguf_chat_template(const GgufFile& f) {
   const auto t = f.string("tokenizer.chat_template");
   if (!t) fail(f, "no tokenizer.chat_template in the file (needed to chat; generate takes a plain prompt)");
-  return std::string(*t);
+  return ChatTemplate::from_text(std::string(*t), f.path() + ": tokenizer.chat_template");
 }
 
 std::vector<int32_t> gguf_stop_token_ids(const Tokenizer& tokenizer, const GgufFile& f) {

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "llm/chat_template.h"
 #include "llm/config.h"
 #include "llm/gguf.h"
 #include "llm/model_files.h"
@@ -32,7 +33,7 @@ GenerationConfig gguf_generation_config(const GgufFile& f);
 BpeSpec gguf_tokenizer_spec(const GgufFile& f);
 Tokenizer gguf_tokenizer(const GgufFile& f);
 // tokenizer.chat_template; an Error naming the file when absent.
-std::string gguf_chat_template(const GgufFile& f);
+ChatTemplate gguf_chat_template(const GgufFile& f);
 // eos, eot and eom ids, and the end-of-turn tokens llama.cpp recognises by text (<|im_end|>,
 // <|endoftext|>, <|eot_id|>, <|end_of_text|>) where the vocabulary has them as special tokens.
 std::vector<int32_t> gguf_stop_token_ids(const Tokenizer& tokenizer, const GgufFile& f);
