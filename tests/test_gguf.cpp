@@ -686,5 +686,38 @@ TEST(GgufTokenizer, TokenizeCliTakesTheFile) {
   EXPECT_NE(a.out.find("\"ids\""), std::string::npos);
 }
 
+// Test `wgfuse generate -m FILE.gguf` end to end against the folder: the same generated ids and
+// byte-identical dumped logits, and --json naming the file's format and tensor types.
+TEST(GgufModel, GenerateCliEqualsTheFolder) {
+  const ModelConfig c = gguf_test_config("Qwen2ForCausalLM", true);
+  TempDir dir;
+  const fs::path folder = dir.path / "folder", gguf = dir.path / "m.gguf";
+  const auto tensors = write_random_model(folder, c, DType::F32, 17);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) fs::copy_file(kQwenDir / f, folder / f);
+  GgufWriter w = gguf_model_writer(c, tensors, DType::F32);
+  add_converted_tokenizer(w, 151936);  // the session needs a tokenizer; the prompt is ids
+  w.write(gguf);
+  json report[2];
+  std::string logits[2];
+  for (int i = 0; i < 2; ++i) {
+    const fs::path out = dir.path / std::to_string(i);
+    const auto r = test::run_wgfuse("generate -m '" + (i ? gguf : folder).string() +
+                                    "' --prompt-ids 5,77,298,1 -n 4 --temp 0 --dtype f32 --json '" + out.string() +
+                                    ".json' --dump-logits '" + out.string() + ".npy'");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    report[i] = json::parse(std::ifstream(out.string() + ".json"));
+    std::ifstream npy(out.string() + ".npy", std::ios::binary);
+    logits[i].assign(std::istreambuf_iterator<char>(npy), std::istreambuf_iterator<char>());
+    if (i) EXPECT_NE(r.out.find("GGUF tensors F32 x 38"), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(report[1]["generated_ids"], report[0]["generated_ids"]);
+  EXPECT_EQ(report[0]["generated_ids"].size(), 4u);
+  EXPECT_EQ(logits[1], logits[0]);
+  EXPECT_EQ(report[0]["model"]["format"], "safetensors");
+  EXPECT_EQ(report[1]["model"]["format"], "gguf");
+  EXPECT_EQ(report[1]["model"]["tensor_types"], "F32 x 38");
+  EXPECT_EQ(report[0]["model"]["tensor_types"], "F32 x 38");
+}
+
 }  // namespace
 }  // namespace wgfuse::llm

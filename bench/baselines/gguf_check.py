@@ -15,7 +15,8 @@ expected to be 0). Llama models exercise the converter's q/k row permutation and
 llama3.2-1b, llama3 RoPE scaling as rope_freqs.weight. Qwen's tokenizer (151,669 ids) does not
 fit Llama's vocabularies, and the converter refuses a tokenizer larger than the model: the Llama
 models are built here with Qwen2.5's vocabulary size (151,936) instead, the rest of their config
-unchanged. `wgfuse tokenize` must also give the same ids from the GGUF file as from the folder.
+unchanged. `wgfuse tokenize` must also give the same ids from the GGUF file as from the folder, and
+`wgfuse generate --chat -p TEXT` the same prompt ids (tokenizer + chat template) and tokens.
 
 Usage (on the GPU machine, llama.cpp from ../shared/tools/llamacpp-fetch carried as DIR):
   python3 bench/baselines/gguf_check.py --wgfuse build/wgfuse --llamacpp DIR \
@@ -97,6 +98,20 @@ def main():
             ok &= same
             results.append({"model": model, "check": "tokenize", "text": text, "pass": same})
             qwen_check.log(f"[{model}] tokenize {text[:24]!r}: {'pass' if same else 'FAIL'}")
+        # A text prompt through each tokenizer and chat template: the same prompt ids, the same tokens.
+        chats = []
+        for label, src in (("folder", folder), ("gguf", gguf)):
+            js = a.out / f"{model}-chat-{label}.json"
+            cmd = [str(a.wgfuse), "generate", "-m", str(src), "--chat", "-p", qwen_check.TEXT_PROMPTS[0], "-n", "16",
+                   "--temp", "0", "--dtype", "f16", "--json", str(js)]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"wgfuse failed: {' '.join(cmd)}\n{r.stderr[-3000:]}")
+            chats.append(json.loads(js.read_text()))
+        same = all(chats[0][k] == chats[1][k] for k in ("prompt_ids", "generated_ids"))
+        ok &= same
+        results.append({"model": model, "check": "chat", "pass": same})
+        qwen_check.log(f"[{model}] --chat prompt and tokens: {'equal' if same else 'DIFFER'}")
         for pname, ids in qwen_check.prompts_for(prompt_ids, vocab).items():
             work = a.out / f"{model}-{pname}"
             runs = []

@@ -376,7 +376,7 @@ const TensorRef& ModelFiles::require(std::string_view name, const std::vector<ui
                 ") is in none of the model's safetensors files");
   if (t->shape != shape)
     throw Error(file_of(*t) + ": tensor \"" + t->name + "\" has shape " + shape_text(t->shape) +
-                ", expected " + shape_text(shape) + " from config.json");
+                ", expected " + shape_text(shape) + (gguf_ ? " from its metadata" : " from config.json"));
   return *t;
 }
 
