@@ -708,7 +708,9 @@ TEST(GgufModel, GenerateCliEqualsTheFolder) {
     report[i] = json::parse(std::ifstream(out.string() + ".json"));
     std::ifstream npy(out.string() + ".npy", std::ios::binary);
     logits[i].assign(std::istreambuf_iterator<char>(npy), std::istreambuf_iterator<char>());
-    if (i) EXPECT_NE(r.out.find("GGUF tensors F32 x 38"), std::string::npos) << r.out;
+    if (i) {
+      EXPECT_NE(r.out.find("GGUF tensors F32 x 38"), std::string::npos) << r.out;
+    }
   }
   EXPECT_EQ(report[1]["generated_ids"], report[0]["generated_ids"]);
   EXPECT_EQ(report[0]["generated_ids"].size(), 4u);
