@@ -702,8 +702,8 @@ TEST(GgufModel, GenerateCliEqualsTheFolder) {
   for (int i = 0; i < 2; ++i) {
     const fs::path out = dir.path / std::to_string(i);
     const auto r = test::run_wgfuse("generate -m '" + (i ? gguf : folder).string() +
-                                    "' --prompt-ids 5,77,298,1 -n 4 --temp 0 --dtype f32 --json '" + out.string() +
-                                    ".json' --dump-logits '" + out.string() + ".npy'");
+                                    "' --prompt-ids 5,77,298,1 -n 4 --temp 0 --dtype f32 --json '" +
+                                    out.string() + ".json' --dump-logits '" + out.string() + ".npy'");
     ASSERT_EQ(r.rc, 0) << r.out;
     report[i] = json::parse(std::ifstream(out.string() + ".json"));
     std::ifstream npy(out.string() + ".npy", std::ios::binary);
