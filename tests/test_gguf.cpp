@@ -537,7 +537,7 @@ TEST(GgufModel, Llama3RopeFactors) {
 // GGUF file (get_vocab_base, SpecialVocab): ids up to the model's vocabulary (padding rows as
 // unused [PAD<id>] tokens), added tokens as control (special, or looking like <|...|>) or
 // user-defined, merges as "left right", the special ids, the chat template.
-void add_converted_tokenizer(GgufWriter& w, uint32_t model_vocab) {
+void add_converted_tokenizer(GgufWriter& w, uint32_t model_vocab, const std::string& pre = "qwen2") {
   const json tok = json::parse(std::ifstream(kQwenDir / "tokenizer.json"));
   const json cfg = json::parse(std::ifstream(kQwenDir / "tokenizer_config.json"));
   std::vector<std::string> tokens(model_vocab);
@@ -560,7 +560,7 @@ void add_converted_tokenizer(GgufWriter& w, uint32_t model_vocab) {
   for (const json& m : tok["model"]["merges"])
     merges.push_back(m[0].get<std::string>() + " " + m[1].get<std::string>());
   w.add_string("tokenizer.ggml.model", "gpt2");
-  w.add_string("tokenizer.ggml.pre", "qwen2");
+  w.add_string("tokenizer.ggml.pre", pre);
   w.add_strings("tokenizer.ggml.tokens", tokens);
   w.add_i32s("tokenizer.ggml.token_type", types);
   w.add_strings("tokenizer.ggml.merges", merges);
@@ -585,21 +585,29 @@ const ConvertedTokenizer& converted() {
   return c;
 }
 
-// Test that the tokenizer read from GGUF metadata encodes the whole tokenizer corpus exactly as
-// the tokenizer.json it came from (itself checked against Hugging Face's in test_tokenizer), and
-// decodes every id alike.
-TEST(GgufTokenizer, EqualsTheTokenizerJsonOnTheCorpus) {
-  const Tokenizer folder = load_tokenizer(kQwenDir), gguf = load_tokenizer(converted().path);
-  EXPECT_EQ(gguf.vocab_size(), folder.vocab_size());  // the [PAD] rows are no tokens
-  const json corpus = json::parse(std::ifstream(kSource / "tests/tokenizer/corpus.json"));
-  size_t texts = 0;
-  for (const json& entry : corpus) {
+// The corpus texts (a {"repeat", "times"} entry expanded).
+std::vector<std::string> corpus_texts() {
+  std::vector<std::string> out;
+  for (const json& entry : json::parse(std::ifstream(kSource / "tests/tokenizer/corpus.json"))) {
     std::string text;
     if (entry.is_string()) {
       text = entry.get<std::string>();
     } else {
       for (int i = 0; i < entry["times"].get<int>(); ++i) text += entry["repeat"].get<std::string>();
     }
+    out.push_back(std::move(text));
+  }
+  return out;
+}
+
+// Test that the tokenizer read from GGUF metadata encodes the whole tokenizer corpus exactly as
+// the tokenizer.json it came from (itself checked against Hugging Face's in test_tokenizer), and
+// decodes every id alike.
+TEST(GgufTokenizer, EqualsTheTokenizerJsonOnTheCorpus) {
+  const Tokenizer folder = load_tokenizer(kQwenDir), gguf = load_tokenizer(converted().path);
+  EXPECT_EQ(gguf.vocab_size(), folder.vocab_size());  // the [PAD] rows are no tokens
+  size_t texts = 0;
+  for (const std::string& text : corpus_texts()) {
     const auto want = folder.encode(text);
     ASSERT_EQ(gguf.encode(text), want) << json(text.substr(0, 80)).dump();
     EXPECT_EQ(gguf.decode(want), folder.decode(want));
@@ -611,6 +619,38 @@ TEST(GgufTokenizer, EqualsTheTokenizerJsonOnTheCorpus) {
   EXPECT_EQ(gguf.decode(all), folder.decode(all));
   for (int32_t id : {0, 151643, 151645, 151659, 151668})
     EXPECT_EQ(gguf.token_text(id), folder.token_text(id)) << id;
+}
+
+// Test the other tokenizer.ggml.pre names against the tokenizer.json pre-tokenizers they stand
+// for (Llama 3's Split regex with ignore_merges, SmolLM2's Digits + ByteLevel), on Qwen's
+// vocabulary: both paths give the same ids on the corpus.
+TEST(GgufTokenizer, PreTokenizerNamesEqualTheirTokenizerJson) {
+  json tok = json::parse(std::ifstream(kQwenDir / "tokenizer.json"));
+  const json llama3 = json::parse(R"({"type": "Sequence", "pretokenizers": [
+      {"type": "Split", "pattern": {"Regex": "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+       "behavior": "Isolated", "invert": false},
+      {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}]})");
+  const json smollm = json::parse(R"({"type": "Sequence", "pretokenizers": [
+      {"type": "Digits", "individual_digits": true},
+      {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}]})");
+  const auto texts = corpus_texts();
+  for (const auto& [pre, pre_tokenizer] : {std::pair{"llama-bpe", llama3}, {"smollm", smollm}}) {
+    SCOPED_TRACE(pre);
+    json edited = tok;
+    edited["pre_tokenizer"] = pre_tokenizer;
+    edited["normalizer"] = nullptr;
+    edited["model"]["ignore_merges"] = std::string(pre) == "llama-bpe";
+    const Tokenizer from_json = Tokenizer::from_json_text(edited.dump(), pre);
+    TempDir dir;
+    GgufWriter w;
+    add_converted_tokenizer(w, 151936, pre);
+    w.write(dir.path / "t.gguf");
+    const Tokenizer from_gguf = load_tokenizer(dir.path / "t.gguf");
+    for (const std::string& text : texts)
+      ASSERT_EQ(from_gguf.encode(text), from_json.encode(text)) << json(text.substr(0, 80)).dump();
+    // The pre-tokenizer matters: digits one by one (SmolLM2), or in threes (Llama 3).
+    EXPECT_EQ(from_gguf.encode("2026").size(), std::string(pre) == "smollm" ? 4u : 2u);
+  }
 }
 
 // Test the special ids and the chat template from GGUF metadata: the template renders as the
