@@ -42,7 +42,7 @@ struct GenerateOptions {
 
 void add_llm_options(CLI::App* c, LlmOptions& o) {
   c->add_option("-m,--model", o.s.model_dir,
-                "Hugging Face model folder (config.json, *.safetensors, tokenizer.json)")
+                "Hugging Face model folder (config.json, *.safetensors, tokenizer.json), or a GGUF file")
       ->required();
   c->add_option(
        "--dtype", o.dtype,
@@ -189,6 +189,9 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
                  (long long)o.n, (long long)n, s->ctx_len());
   if (o.decode == "persistent" && (o.profile_reps || !o.plan_path.empty()))
     throw Error("--profile and --write-plan concern the step decoder: not with --decode persistent");
+  if (s->files().gguf())
+    std::fprintf(stderr, "wgfuse: %s: GGUF tensors %s\n", lo.s.model_dir.c_str(),
+                 s->files().tensor_types().c_str());
   s->load(ctx.emplace(g.context_options()));
   if (!o.plan_path.empty()) s->write_plan(o.plan_path, uint32_t(prompt.size()));
   if (o.warmup) s->warm_up(prompt, std::min<uint32_t>(o.warmup, uint32_t(n)));

@@ -31,7 +31,7 @@ void add_tokenize(CLI::App& app) {
   static std::string model_dir;
   static bool as_json = false, decode = false;
   cmd->add_option("-m,--model", model_dir,
-                  "Hugging Face model folder (tokenizer.json, tokenizer_config.json)")
+                  "Hugging Face model folder (tokenizer.json, tokenizer_config.json), or a GGUF file")
       ->required();
   cmd->add_flag("--json", as_json,
                 "print {\"ids\": [...], \"tokens\": [...]} (with --decode: {\"text\": ...})");

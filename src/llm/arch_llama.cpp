@@ -9,6 +9,8 @@ const Architecture& llama_architecture() {
   static const Architecture a{
       .name = "LlamaForCausalLM",
       .checkpoints = "Llama 3.x, SmolLM2",
+      .gguf_name = "llama",
+      .gguf_rope_pairs_adjacent = true,
       .tensors = {{Embedding},
                   {AttnNorm},
                   {FfnNorm},

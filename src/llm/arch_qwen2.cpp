@@ -8,6 +8,7 @@ const Architecture& qwen2_architecture() {
   static const Architecture a{
       .name = "Qwen2ForCausalLM",
       .checkpoints = "Qwen2 and Qwen2.5",
+      .gguf_name = "qwen2",
       .qkv_bias = true,
       .tensors = {{Embedding},
                   {AttnNorm},

@@ -10,6 +10,7 @@ const Architecture& qwen3_architecture() {
   static const Architecture a{
       .name = "Qwen3ForCausalLM",
       .checkpoints = "Qwen3 dense",
+      .gguf_name = "qwen3",
       .qk_norm = true,
       .tensors = {{Embedding},
                   {AttnNorm},

@@ -1,5 +1,6 @@
 #include "llm/architecture.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "util/error.h"
@@ -18,9 +19,8 @@ struct RoleNames {
   const char* gguf;  // llama.cpp's LLM_TENSOR_NAMES
 };
 
-// The one place a tensor's name is spelled. GGUF note for the loader to come: llama.cpp's
-// converter permutes the q and k rows of LlamaForCausalLM (RoPE pairs adjacent), not those of
-// Qwen2 and Qwen3.
+// The one place a tensor's name is spelled (GGUF: the converter's row order is
+// Architecture::gguf_rope_pairs_adjacent).
 constexpr RoleNames kNames[kTensorRoles] = {
     {"model.embed_tokens.weight", "token_embd.weight"},
     {"model.layers.%u.input_layernorm.weight", "blk.%u.attn_norm.weight"},
@@ -128,6 +128,16 @@ const Architecture& find_architecture(std::string_view name, const std::string& 
               supported_architectures());
 }
 
+const Architecture& find_gguf_architecture(std::string_view gguf_name, const std::string& source) {
+  std::string known;
+  for (const Architecture* a : architectures()) {
+    if (a->gguf_name == gguf_name) return *a;
+    known += (known.empty() ? "" : ", ") + std::string(a->gguf_name);
+  }
+  throw Error(source + ": general.architecture \"" + std::string(gguf_name) +
+              "\" is not supported; wgfuse runs " + known + " (" + supported_architectures() + ")");
+}
+
 const Architecture& architecture_of(const ModelConfig& c) {
   return find_architecture(c.architecture);
 }
@@ -157,6 +167,14 @@ void check_config(const ModelConfig& c, const std::string& source) {
   const RopeScaling& s = c.rope_scaling;
   using Type = RopeScaling::Type;
   if (s.type == Type::Default) return;
+  if (s.type == Type::Factors) {
+    need(s.freq_factors.size() == c.head_dim / 2,
+         "RoPE frequency factors: " + std::to_string(s.freq_factors.size()) +
+             " of them, expected head_dim / 2 = " + std::to_string(c.head_dim / 2));
+    for (double f : s.freq_factors)
+      need(f > 0 && std::isfinite(f), "RoPE frequency factor " + number(f) + " must be positive and finite");
+    return;
+  }
   need(s.factor >= 1, "rope_scaling.factor (" + number(s.factor) + ") must be at least 1");
   if (s.type == Type::Llama3) {
     need(s.original_max_position_embeddings > 0,

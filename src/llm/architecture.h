@@ -62,6 +62,11 @@ struct TensorSpec {
 struct Architecture {
   std::string_view name;         // config.json "architectures"[0]
   std::string_view checkpoints;  // what it runs, for messages: "Qwen2 and Qwen2.5"
+  std::string_view gguf_name;    // a GGUF file's general.architecture (llama.cpp's LLM_ARCH_NAMES)
+  // llama.cpp's converter stores this architecture's q and k rows (weights and biases) permuted so
+  // that each head's RoPE pairs are adjacent: GGUF row 2j + t of a head is Hugging Face row
+  // t * head_dim / 2 + j (convert_hf_to_gguf's LlamaModel.permute).
+  bool gguf_rope_pairs_adjacent = false;
   // Biases on q, k and v (Qwen2, always). Without: config.json "attention_bias" must not be true.
   bool qkv_bias = false;
   // q and k each normalised per head (QNorm, KNorm) between the projection and RoPE (Qwen3).
@@ -75,6 +80,8 @@ std::span<const Architecture* const> architectures();
 // The architecture named `name` (config.json "architectures"[0]); throws Error naming it and
 // listing the supported ones. `source` names the file in the message.
 const Architecture& find_architecture(std::string_view name, const std::string& source = "model config");
+// The same by GGUF general.architecture ("qwen2", "qwen3", "llama").
+const Architecture& find_gguf_architecture(std::string_view gguf_name, const std::string& source);
 const Architecture& architecture_of(const ModelConfig& c);
 std::string supported_architectures();  // "Qwen2ForCausalLM (Qwen2 and Qwen2.5), ..."
 

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "llm/gguf.h"
+#include "llm/gguf_model.h"
 #include "util/error.h"
 #include "util/file.h"
 
@@ -249,6 +251,7 @@ std::string ChatTemplate::render(std::span<const ChatMessage> messages, bool add
 }
 
 Tokenizer load_tokenizer(const std::filesystem::path& dir) {
+  if (is_gguf_file(dir.string())) return gguf_tokenizer(GgufFile(dir.string()));
   const auto config_path = dir / "tokenizer_config.json";
   const json config = read_json(config_path, "tokenizer_config.json of a Hugging Face model folder");
   Tokenizer tok = Tokenizer::from_file(dir / "tokenizer.json");
@@ -262,6 +265,7 @@ Tokenizer load_tokenizer(const std::filesystem::path& dir) {
 }
 
 std::vector<int32_t> stop_token_ids(const Tokenizer& tokenizer, const std::filesystem::path& dir) {
+  if (is_gguf_file(dir.string())) return gguf_stop_token_ids(tokenizer, GgufFile(dir.string()));
   std::vector<int32_t> ids;
   const auto config_path = dir / "tokenizer_config.json";
   const json config = read_json(config_path, "tokenizer_config.json of a Hugging Face model folder");
@@ -292,6 +296,11 @@ std::vector<int32_t> stop_token_ids(const Tokenizer& tokenizer, const std::files
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;
+}
+
+ChatTemplate load_chat_template(const std::filesystem::path& model) {
+  if (is_gguf_file(model.string())) return gguf_chat_template(GgufFile(model.string()));
+  return ChatTemplate::from_file(model / "tokenizer_config.json");
 }
 
 }  // namespace wgfuse::llm

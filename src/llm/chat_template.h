@@ -46,14 +46,19 @@ class ChatTemplate {
   bool thinking_ = false;
 };
 
-// Reads tokenizer.json (and checks tokenizer_config.json) from a Hugging Face model folder.
+// The chat template of a model folder (tokenizer_config.json, as from_file) or of a GGUF file
+// (tokenizer.chat_template).
+ChatTemplate load_chat_template(const std::filesystem::path& model);
+
+// Reads tokenizer.json (and checks tokenizer_config.json) from a Hugging Face model folder, or
+// the tokenizer of a GGUF file (llm/gguf_model.h).
 // tokenizer_config.json asking for a BOS/EOS to be added makes encode() an Error (not
 // implemented); decode and --prompt-ids still work.
 Tokenizer load_tokenizer(const std::filesystem::path& model_dir);
 
-// The ids that end generation: tokenizer_config.json's eos_token, generation_config.json's
-// eos_token_id (a number or a list) when the file exists, and <|im_end|> when the vocabulary
-// has it. Sorted, without repeats.
+// The ids that end generation (a GGUF file: gguf_stop_token_ids): tokenizer_config.json's eos_token,
+// generation_config.json's eos_token_id (a number or a list) when the file exists, and <|im_end|> when the
+// vocabulary has it. Sorted, without repeats.
 std::vector<int32_t> stop_token_ids(const Tokenizer& tokenizer, const std::filesystem::path& model_dir);
 
 }  // namespace wgfuse::llm

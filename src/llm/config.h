@@ -4,13 +4,16 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace wgfuse::llm {
 
 // config.json "rope_scaling" (transformers 4) or "rope_parameters" (transformers 5); the
 // frequencies they give are computed in llm/rope.h.
 struct RopeScaling {
-  enum class Type { Default, Llama3, Yarn };
+  // Factors: each inverse frequency divided by its own factor, as a GGUF file's rope_freqs.weight
+  // gives them (llama.cpp's converter writes llama3 scaling so).
+  enum class Type { Default, Llama3, Yarn, Factors };
   Type type = Type::Default;
   double factor = 1.0;
   uint32_t original_max_position_embeddings = 0;         // 0: max_position_embeddings (yarn)
@@ -19,6 +22,7 @@ struct RopeScaling {
   double attention_factor = 0.0;  // yarn: scales cos and sin; 0 = derived from factor (and mscale)
   double mscale = 0.0, mscale_all_dim = 0.0;  // yarn, 0 = absent
   bool truncate = true;                       // yarn: round the correction range to whole dims
+  std::vector<double> freq_factors;           // Factors: head_dim / 2 of them
 };
 
 struct ModelConfig {

@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "llm/architecture.h"
+#include "llm/gguf.h"
+#include "llm/gguf_model.h"
 #include "util/error.h"
 #include "util/file.h"
 
@@ -240,6 +242,10 @@ void apply_generation_config(std::string_view json_text, const std::string& file
 }
 
 ModelFiles::ModelFiles(const std::filesystem::path& dir) : dir_(dir) {
+  if (is_gguf_file(dir.string())) {
+    open_gguf();
+    return;
+  }
   {
     std::error_code ec;
     const auto st = std::filesystem::status(dir, ec);
@@ -249,7 +255,7 @@ ModelFiles::ModelFiles(const std::filesystem::path& dir) : dir_(dir) {
     if (st.type() != std::filesystem::file_type::directory)
       throw Error(dir.string() +
                   ": not a model folder (a file, not a directory: give the folder holding "
-                  "config.json)");
+                  "config.json, or a GGUF file)");
   }
   const auto config_path = dir / "config.json";
   const std::string config_text = read_file(config_path, "the model config", kMaxConfigBytes);
@@ -307,6 +313,41 @@ ModelFiles::ModelFiles(const std::filesystem::path& dir) : dir_(dir) {
   validate();
 }
 
+ModelFiles::~ModelFiles() = default;
+ModelFiles::ModelFiles(ModelFiles&&) noexcept = default;
+
+void ModelFiles::open_gguf() {
+  gguf_ = std::make_unique<GgufFile>(dir_.string());
+  config_ = gguf_model_config(*gguf_);
+  generation_ = gguf_generation_config(*gguf_);
+  const Architecture& a = architecture_of(config_);
+  using enum TensorRole;
+  for (const ExpectedTensor& e : expected_tensors(config_)) {
+    const std::string name = gguf_name(e.role, e.layer);
+    const GgufTensor* t = gguf_->find_tensor(name);
+    if (!t)
+      throw Error(dir_.string() + ": tensor \"" + name + "\" (" + e.name + ", shape " + shape_text(e.shape) +
+                  ") is missing");
+    TensorRef& ref = gguf_refs_.emplace_back(gguf_->tensor_ref(*t, e.name));
+    const bool rope_rows = e.role == Q || e.role == K || e.role == QBias || e.role == KBias;
+    if (a.gguf_rope_pairs_adjacent && rope_rows && ref.shape == e.shape) {
+      ref.bytes = reordered_.emplace_back(rope_rows_to_hf(ref, config_.head_dim));
+    }
+    by_name_.emplace(e.name, Located{&ref, 0});
+  }
+  validate();
+}
+
+std::string ModelFiles::tensor_types() const {
+  if (gguf_) return gguf_->type_summary();
+  std::map<std::string, size_t> count;
+  for (const auto& f : files_)
+    for (const auto& t : f.tensors()) ++count[dtype_name(t.dtype)];
+  std::string s;
+  for (const auto& [name, n] : count) s += (s.empty() ? "" : ", ") + name + " x " + std::to_string(n);
+  return s;
+}
+
 void ModelFiles::index_file(SafetensorsFile&& f) {
   files_.push_back(std::move(f));
   const size_t i = files_.size() - 1;
@@ -324,6 +365,7 @@ const TensorRef* ModelFiles::find(std::string_view name) const {
 }
 
 const std::string& ModelFiles::file_of(const TensorRef& t) const {
+  if (gguf_) return gguf_->path();
   return files_.at(by_name_.at(t.name).file).path();
 }
 
@@ -334,7 +376,7 @@ const TensorRef& ModelFiles::require(std::string_view name, const std::vector<ui
                 ") is in none of the model's safetensors files");
   if (t->shape != shape)
     throw Error(file_of(*t) + ": tensor \"" + t->name + "\" has shape " + shape_text(t->shape) +
-                ", expected " + shape_text(shape) + " from config.json");
+                ", expected " + shape_text(shape) + (gguf_ ? " from its metadata" : " from config.json"));
   return *t;
 }
 
@@ -407,6 +449,8 @@ void ModelFiles::validate() {
 
 uint64_t ModelFiles::total_bytes() const {
   uint64_t n = 0;
+  if (gguf_)
+    for (const auto& t : gguf_->tensors()) n += t.bytes.size();
   for (const auto& f : files_)
     for (const auto& t : f.tensors()) n += t.bytes.size();
   return n;

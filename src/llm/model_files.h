@@ -2,6 +2,8 @@
 //   config.json                      -> ModelConfig (an architecture of llm/architecture.h)
 //   generation_config.json (if any)  -> GenerationConfig (EOS ids, sampling defaults)
 //   model.safetensors, or model.safetensors.index.json + its shards -> TensorRefs, memory-mapped
+// or a GGUF file (llm/gguf_model.h) in place of the folder: config, generation ids and tensors
+// from it, the tensors named as in a Hugging Face checkpoint.
 // The weights stay mapped while the ModelFiles lives; TensorRefs point into the mappings.
 // Opening checks that every tensor of the architecture's table exists with the shape config.json
 // implies (and num_hidden_layers against the layers the files hold), so a loader never uploads
@@ -9,7 +11,9 @@
 // and the field or tensor.
 #pragma once
 
+#include <deque>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +25,8 @@
 #include "llm/tensor.h"
 
 namespace wgfuse::llm {
+
+class GgufFile;
 
 // Token ids and sampling defaults from generation_config.json (and, for the ids, config.json).
 // Defaults are those of Hugging Face's GenerationConfig.
@@ -53,9 +59,18 @@ class ModelFiles {
  public:
   // Reads config.json and generation_config.json, maps and checks every safetensors file, and
   // requires every tensor of the architecture's table (expected_tensors) with its shape.
+  // A GGUF file instead of a folder: the file is mapped and checked, its tensors required under
+  // their llama.cpp names (q and k rows put back in Hugging Face's order where the converter
+  // permuted them: a host copy of those tensors).
   explicit ModelFiles(const std::filesystem::path& dir);
+  ~ModelFiles();
+  ModelFiles(ModelFiles&&) noexcept;
 
+  // The folder, or the GGUF file.
   const std::filesystem::path& dir() const { return dir_; }
+  const GgufFile* gguf() const { return gguf_.get(); }
+  // The file's tensor types and how many tensors have each: "BF16 x 290" (for reports).
+  std::string tensor_types() const;
   const ModelConfig& config() const { return config_; }
   const GenerationConfig& generation() const { return generation_; }
 
@@ -75,6 +90,7 @@ class ModelFiles {
 
  private:
   void index_file(SafetensorsFile&& f);
+  void open_gguf();
   // num_hidden_layers against the layers the files hold, then require() for every entry of
   // expected_tensors(config()); what is left over goes to warnings_.
   void validate();
@@ -83,9 +99,12 @@ class ModelFiles {
   ModelConfig config_;
   GenerationConfig generation_;
   std::vector<SafetensorsFile> files_;
+  std::unique_ptr<GgufFile> gguf_;
+  std::deque<TensorRef> gguf_refs_;               // the GGUF tensors under Hugging Face names
+  std::deque<std::vector<std::byte>> reordered_;  // q and k rows in Hugging Face's order
   struct Located {
     const TensorRef* ref;
-    size_t file;  // index into files_
+    size_t file;  // index into files_ (0 for a GGUF file)
   };
   std::unordered_map<std::string, Located> by_name_;
   std::vector<std::string> warnings_;

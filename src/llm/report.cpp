@@ -186,7 +186,10 @@ nlohmann::json run_json(Session& s, std::span<const uint32_t> prompt, const Repl
   j["weight_format"] = gpu::to_string(st.weight_format);     // as stored
   j["ctx"] = s.ctx_len();
   j["attention"] = {{"chunk", o.attention.chunk}, {"heads_per_wg", o.attention.heads_per_wg}};
-  j["model"] = {{"dir", o.model_dir}, {"config", config_json(s.files().config())}};
+  j["model"] = {{"dir", o.model_dir},
+                {"format", s.files().gguf() ? "gguf" : "safetensors"},
+                {"tensor_types", s.files().tensor_types()},
+                {"config", config_json(s.files().config())}};
   j["sampling"] = {{"temperature", p.temperature},
                    {"top_k", p.top_k},
                    {"top_p", p.top_p},

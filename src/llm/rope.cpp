@@ -41,6 +41,8 @@ RopeFrequencies rope_frequencies(const ModelConfig& c) {
         v = (1 - smooth) * v / s.factor + smooth * v;
       }
     }
+  } else if (s.type == Type::Factors) {
+    for (uint32_t i = 0; i < half; ++i) f.inv_freq[i] /= s.freq_factors.at(i);
   } else if (s.type == Type::Yarn) {
     const double original =
         s.original_max_position_embeddings ? s.original_max_position_embeddings : c.max_position_embeddings;

@@ -6,6 +6,7 @@
 //   llama3   wavelengths 2 pi / inv_freq above original / low_freq_factor divided by factor, below
 //            original / high_freq_factor kept, between them interpolated by
 //            s = (original / wavelength - low) / (high - low): (1 - s) inv_freq / factor + s inv_freq
+//   factors  inv_freq[i] / freq_factors[i] (a GGUF file's rope_freqs.weight)
 //   yarn     inv_freq / factor blended with inv_freq by a ramp over dims [low, high] from the
 //            correction range of beta_fast, beta_slow; cos and sin scaled by the attention factor
 //            (given, or 0.1 ln(factor) + 1, or the mscale / mscale_all_dim ratio)

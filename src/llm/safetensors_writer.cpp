@@ -91,6 +91,24 @@ float round_to_dtype(float v, DType dtype) {
   return v;
 }
 
+std::string encode_values(const std::vector<float>& values, DType dtype) {
+  std::string data;
+  data.reserve(values.size() * dtype_bytes(dtype));
+  for (float v : values) {
+    char bytes[4];
+    if (dtype == DType::F32) {
+      std::memcpy(bytes, &v, 4);
+      data.append(bytes, 4);
+    } else {
+      const uint16_t h = dtype == DType::F16 ? float_to_f16(v) : float_to_bf16(v);
+      bytes[0] = char(h & 0xff);
+      bytes[1] = char(h >> 8);
+      data.append(bytes, 2);
+    }
+  }
+  return data;
+}
+
 void write_safetensors(const std::filesystem::path& file, const std::vector<TensorData>& tensors,
                        DType dtype) {
   const char* dtype_text = dtype == DType::F32 ? "F32" : dtype == DType::F16 ? "F16" : "BF16";
@@ -108,18 +126,7 @@ void write_safetensors(const std::filesystem::path& file, const std::vector<Tens
       throw Error("write_safetensors: " + t.name + " has " + std::to_string(t.values.size()) +
                   " values for " + std::to_string(n) + " elements");
     const size_t begin = data.size();
-    for (float v : t.values) {
-      char bytes[4];
-      if (dtype == DType::F32) {
-        std::memcpy(bytes, &v, 4);
-        data.append(bytes, 4);
-      } else {
-        const uint16_t h = dtype == DType::F16 ? float_to_f16(v) : float_to_bf16(v);
-        bytes[0] = char(h & 0xff);
-        bytes[1] = char(h >> 8);
-        data.append(bytes, 2);
-      }
-    }
+    data += encode_values(t.values, dtype);
     header += ',';
     header += json_string(t.name) + ":{\"dtype\":\"" + dtype_text + "\",\"shape\":[" + shape +
               "],\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(data.size()) + "]}";

@@ -23,6 +23,9 @@ struct TensorData {
 // The value `v` reads back as once stored as `dtype` (round to nearest, ties to even).
 float round_to_dtype(float v, DType dtype);
 
+// The values stored as `dtype`, little-endian (rounded as round_to_dtype).
+std::string encode_values(const std::vector<float>& values, DType dtype);
+
 // One safetensors file with the tensors in the given order, contiguous, the header padded with
 // spaces so that the data starts 8-byte aligned (as Hugging Face's writer does).
 void write_safetensors(const std::filesystem::path& file, const std::vector<TensorData>& tensors,

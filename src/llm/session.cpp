@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "llm/gguf_model.h"
 #include "llm/plan_file.h"
 #include "util/error.h"
 
@@ -16,7 +17,8 @@ uint32_t checked_ctx(const ModelFiles& files, const SessionOptions& o) {
   const uint32_t ctx_len = o.ctx.value_or(std::min(4096u, cfg.max_position_embeddings));
   if (ctx_len > cfg.max_position_embeddings)
     throw Error("--ctx " + std::to_string(ctx_len) + " is more than the model's max_position_embeddings (" +
-                std::to_string(cfg.max_position_embeddings) + ", " + o.model_dir + "/config.json)");
+                std::to_string(cfg.max_position_embeddings) + ", " +
+                (files.gguf() ? o.model_dir + ": context_length" : o.model_dir + "/config.json") + ")");
   DecodeKernels::attend_chunks(cfg, ctx_len, o.attention);  // checks --attn-chunk, --attn-heads
   return ctx_len;
 }
@@ -92,11 +94,13 @@ Session::Session(SessionOptions options)
     : opt_(std::move(options)),
       t0_(SteadyClock::now()),
       files_(opt_.model_dir),  // checks every tensor of the architecture's table
-      tokenizer_(load_tokenizer(opt_.model_dir)),
+      tokenizer_(files_.gguf() ? gguf_tokenizer(*files_.gguf()) : load_tokenizer(opt_.model_dir)),
       ctx_len_(checked_ctx(files_, opt_)) {
   if (opt_.notice)
     for (const std::string& w : files_.warnings()) opt_.notice("warning: " + w);
-  for (int32_t id : stop_token_ids(tokenizer_, opt_.model_dir)) stop_ids_.push_back(uint32_t(id));
+  for (int32_t id : files_.gguf() ? gguf_stop_token_ids(tokenizer_, *files_.gguf())
+                                  : stop_token_ids(tokenizer_, opt_.model_dir))
+    stop_ids_.push_back(uint32_t(id));
   params_ = sampling_params(opt_.sampling, files_.generation(), opt_.model_dir);
   if (opt_.decoder == DecoderKind::Persistent && params_.temperature != 0)
     throw Error(
@@ -140,7 +144,9 @@ std::vector<uint32_t> Session::encode(std::string_view text) const {
 }
 
 const ChatTemplate& Session::chat_template() {
-  if (!template_) template_ = ChatTemplate::from_file(files_.dir() / "tokenizer_config.json");
+  if (!template_)
+    template_ = files_.gguf() ? gguf_chat_template(*files_.gguf())
+                              : ChatTemplate::from_file(files_.dir() / "tokenizer_config.json");
   return *template_;
 }
 

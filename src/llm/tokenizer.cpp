@@ -220,11 +220,11 @@ constexpr const char* kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 struct PreTokenizer {
-  enum class Kind { Split, ByteLevel } kind;
+  PreTokenizerSpec::Kind kind;
   std::optional<Regex> regex;
   bool invert = false;
-  bool remove_matches = false;    // Split behaviour "Removed" (else "Isolated")
-  bool add_prefix_space = false;  // ByteLevel
+  bool remove_matches = false;
+  bool add_prefix_space = false;
 };
 
 const json& field(const json& obj, const char* key, const std::string& where) {
@@ -243,8 +243,9 @@ std::string string_of(const json& j, const std::string& where) {
   return j.get<std::string>();
 }
 
-void parse_pre_tokenizer(const json& j, const std::string& where, std::vector<PreTokenizer>& out) {
+void parse_pre_tokenizer(const json& j, const std::string& where, std::vector<PreTokenizerSpec>& out) {
   if (j.is_null()) return;
+  using Kind = PreTokenizerSpec::Kind;
   const std::string type = string_of(field(j, "type", where), where + ".type");
   if (type == "Sequence") {
     const json& list = field(j, "pretokenizers", where);
@@ -253,13 +254,14 @@ void parse_pre_tokenizer(const json& j, const std::string& where, std::vector<Pr
       parse_pre_tokenizer(list[i], where + ".pretokenizers[" + std::to_string(i) + "]", out);
   } else if (type == "Split") {
     const json& pattern = field(j, "pattern", where);
-    PreTokenizer p{PreTokenizer::Kind::Split};
+    PreTokenizerSpec p{.kind = Kind::Split};
     if (pattern.contains("Regex")) {
-      p.regex.emplace(string_of(pattern.at("Regex"), where + ".pattern.Regex"), false,
-                      where + ".pattern.Regex");
+      p.pattern = string_of(pattern.at("Regex"), where + ".pattern.Regex");
+      p.where = where + ".pattern.Regex";
     } else if (pattern.contains("String")) {
-      p.regex.emplace(string_of(pattern.at("String"), where + ".pattern.String"), true,
-                      where + ".pattern.String");
+      p.pattern = string_of(pattern.at("String"), where + ".pattern.String");
+      p.literal = true;
+      p.where = where + ".pattern.String";
     } else {
       throw Error(where + ".pattern: expected {\"Regex\": …} or {\"String\": …}");
     }
@@ -269,13 +271,17 @@ void parse_pre_tokenizer(const json& j, const std::string& where, std::vector<Pr
     p.remove_matches = behavior == "Removed";
     p.invert = bool_or(j, "invert", false, where);
     out.push_back(std::move(p));
+  } else if (type == "Digits") {
+    // Rust's char::is_numeric is \p{N}: each digit alone, or runs of them.
+    const bool individual = bool_or(j, "individual_digits", false, where);
+    out.push_back({.kind = Kind::Split, .pattern = individual ? "\\p{N}" : "\\p{N}+", .where = where});
   } else if (type == "ByteLevel") {
-    PreTokenizer p{PreTokenizer::Kind::ByteLevel};
-    p.add_prefix_space = bool_or(j, "add_prefix_space", true, where);
-    if (bool_or(j, "use_regex", true, where)) p.regex.emplace(kGpt2Pattern, false, where + " (GPT-2 regex)");
-    out.push_back(std::move(p));
+    out.push_back({.kind = Kind::ByteLevel,
+                   .add_prefix_space = bool_or(j, "add_prefix_space", true, where),
+                   .use_regex = bool_or(j, "use_regex", true, where),
+                   .where = where});
   } else {
-    throw Error(where + ".type \"" + type + "\" is not supported (Sequence, Split, ByteLevel)");
+    throw Error(where + ".type \"" + type + "\" is not supported (Sequence, Split, Digits, ByteLevel)");
   }
 }
 
@@ -436,7 +442,7 @@ void Tokenizer::Impl::encode_plain(std::string_view text, std::vector<int32_t>& 
   for (const PreTokenizer& p : pre) {
     std::vector<std::string> next;
     for (std::string& piece : pieces) {
-      if (p.kind == PreTokenizer::Kind::ByteLevel && p.add_prefix_space && !piece.starts_with(' '))
+      if (p.kind == PreTokenizerSpec::Kind::ByteLevel && p.add_prefix_space && !piece.starts_with(' '))
         piece = " " + piece;
       if (!p.regex) {
         next.push_back(std::move(piece));
@@ -581,8 +587,6 @@ Tokenizer Tokenizer::from_json_text(std::string_view text, const std::string& na
   VocabAndMerges big;
   const json j = parse_tokenizer_json(text, name, big);
   if (!j.is_object()) throw Error(name + ": expected a JSON object at the top level");
-  auto impl = std::make_unique<Impl>();
-  impl->name = name;
 
   const json& model = field(j, "model", name);
   const std::string where = name + ": model";
@@ -595,14 +599,13 @@ Tokenizer Tokenizer::from_json_text(std::string_view text, const std::string& na
     if (model.contains(key) && !model.at(key).is_null() &&
         !string_of(model.at(key), where + "." + key).empty())
       throw Error(where + "." + key + " is not supported (byte-level BPE has none)");
-  impl->ignore_merges = bool_or(model, "ignore_merges", false, where);
   if (!field(model, "vocab", where).is_object()) throw Error(where + ".vocab must be an object of token: id");
   if (!field(model, "merges", where).is_array()) throw Error(where + ".merges must be a list");
+  BpeSpec spec;
+  spec.ignore_merges = bool_or(model, "ignore_merges", false, where);
+  spec.vocab = std::move(big.vocab);
+  spec.merges = std::move(big.merges);
 
-  int64_t max_id = -1;
-  std::string max_at;  // where the largest id is given, for the message
-  for (const auto& [tok, id] : big.vocab)
-    if (id > max_id) max_id = id, max_at = "model.vocab[\"" + tok + "\"]";
   const json& added = j.contains("added_tokens") ? j.at("added_tokens") : json::array();
   if (!added.is_array()) throw Error(name + ": added_tokens must be a list");
   for (size_t k = 0; k < added.size(); ++k) {
@@ -613,19 +616,53 @@ Tokenizer Tokenizer::from_json_text(std::string_view text, const std::string& na
     if (!idj.is_number_integer() || idj.get<int64_t>() < 0 || idj.get<int64_t>() > INT32_MAX)
       throw Error(w + ".id must be a non-negative integer");
     t.id = int32_t(idj.get<int64_t>());
-    if (t.content.empty()) throw Error(w + ".content is empty");
-    if (first_invalid_utf8(t.content)) throw Error(w + ".content is not valid UTF-8");
     t.special = bool_or(added[k], "special", false, w);
     t.lstrip = bool_or(added[k], "lstrip", false, w);
     t.rstrip = bool_or(added[k], "rstrip", false, w);
     t.normalized = bool_or(added[k], "normalized", !t.special, w);
     t.single_word = bool_or(added[k], "single_word", false, w);
-    if (t.id > max_id) max_id = t.id, max_at = "added_tokens[" + std::to_string(k) + "]";
-    impl->added.push_back(std::move(t));
+    spec.added.push_back(std::move(t));
   }
+
+  spec.nfc = parse_normalizer(j.value("normalizer", json()), name + ": normalizer");
+  parse_pre_tokenizer(j.value("pre_tokenizer", json()), name + ": pre_tokenizer", spec.pre);
+  if (const std::string adds =
+          post_processor_tokens(j.value("post_processor", json()), name + ": post_processor");
+      !adds.empty())
+    spec.encode_refused = name + ": post_processor adds special tokens to every encoded text (" + adds +
+                          ") as Hugging Face's encode() does, which wgfuse's tokenizer does not implement: "
+                          "give the prompt as token ids (--prompt-ids)";
+  const json decoder = j.value("decoder", json());
+  if (decoder.is_null() || decoder.value("type", "") != "ByteLevel")
+    throw Error(name + ": decoder must be ByteLevel (the only decoder implemented)");
+  return from_spec(std::move(spec), name);
+}
+
+Tokenizer Tokenizer::from_spec(BpeSpec spec, const std::string& name) {
+  auto impl = std::make_unique<Impl>();
+  impl->name = name;
+  impl->ignore_merges = spec.ignore_merges;
+  const std::string where = name + ": model";
+
+  int32_t max_id = -1;
+  std::string max_at;  // where the largest id is given, for the message
+  for (const auto& [tok, id] : spec.vocab) {
+    if (id < 0 || id > INT32_MAX)
+      throw Error(where + ".vocab: \"" + tok + "\" has id " + std::to_string(id) + ", not in 0..2^31-1");
+    if (id > max_id) max_id = int32_t(id), max_at = "model.vocab[\"" + tok + "\"]";
+  }
+  for (size_t k = 0; k < spec.added.size(); ++k) {
+    const AddedToken& t = spec.added[k];
+    const std::string w = name + ": added_tokens[" + std::to_string(k) + "]";
+    if (t.id < 0) throw Error(w + ".id must be a non-negative integer");
+    if (t.content.empty()) throw Error(w + ".content is empty");
+    if (first_invalid_utf8(t.content)) throw Error(w + ".content is not valid UTF-8");
+    if (t.id > max_id) max_id = t.id, max_at = "added_tokens[" + std::to_string(k) + "]";
+  }
+  impl->added = std::move(spec.added);
   // The id tables are as long as the largest id: bounded by the entries the file holds, so one
   // large id cannot size them (real vocabularies are dense, padded by a few reserved ids).
-  const uint64_t entries = big.vocab.size() + impl->added.size();
+  const uint64_t entries = spec.vocab.size() + impl->added.size();
   if (uint64_t(max_id) >= 2 * entries + 1024)
     throw Error(name + ": " + max_at + " has id " + std::to_string(max_id) + ", far above the " +
                 std::to_string(entries) +
@@ -638,7 +675,7 @@ Tokenizer Tokenizer::from_json_text(std::string_view text, const std::string& na
   impl->id_special.assign(n, 0);
   impl->id_added.assign(n, 0);
   impl->text_to_id.reserve(n);
-  for (auto& [tok, id64] : big.vocab) {
+  for (auto& [tok, id64] : spec.vocab) {
     const auto id = int32_t(id64);
     if (impl->id_known[id]) throw Error(where + ".vocab: id " + std::to_string(id) + " is given twice");
     impl->id_known[id] = 1;
@@ -661,10 +698,10 @@ Tokenizer Tokenizer::from_json_text(std::string_view text, const std::string& na
     impl->byte_id[b] = it->second;
   }
 
-  impl->merges.reserve(big.merges.size());
+  impl->merges.reserve(spec.merges.size());
   std::string joined;
-  for (size_t r = 0; r < big.merges.size(); ++r) {
-    const auto& [a, b] = big.merges[r];
+  for (size_t r = 0; r < spec.merges.size(); ++r) {
+    const auto& [a, b] = spec.merges[r];
     joined.assign(a).append(b);
     const auto ia = impl->text_to_id.find(a), ib = impl->text_to_id.find(b),
                im = impl->text_to_id.find(joined);
@@ -689,17 +726,18 @@ Tokenizer Tokenizer::from_json_text(std::string_view text, const std::string& na
       return impl->added[x].content.size() > impl->added[y].content.size();
     });
 
-  impl->nfc = parse_normalizer(j.value("normalizer", json()), name + ": normalizer");
-  parse_pre_tokenizer(j.value("pre_tokenizer", json()), name + ": pre_tokenizer", impl->pre);
-  if (const std::string added =
-          post_processor_tokens(j.value("post_processor", json()), name + ": post_processor");
-      !added.empty())
-    impl->encode_refused = name + ": post_processor adds special tokens to every encoded text (" + added +
-                           ") as Hugging Face's encode() does, which wgfuse's tokenizer does not implement: "
-                           "give the prompt as token ids (--prompt-ids)";
-  const json decoder = j.value("decoder", json());
-  if (decoder.is_null() || decoder.value("type", "") != "ByteLevel")
-    throw Error(name + ": decoder must be ByteLevel (the only decoder implemented)");
+  impl->nfc = spec.nfc;
+  for (const PreTokenizerSpec& p : spec.pre) {
+    PreTokenizer& out = impl->pre.emplace_back(PreTokenizer{p.kind});
+    out.invert = p.invert;
+    out.remove_matches = p.remove_matches;
+    out.add_prefix_space = p.add_prefix_space;
+    if (p.kind == PreTokenizerSpec::Kind::Split)
+      out.regex.emplace(p.pattern, p.literal, p.where);
+    else if (p.use_regex)
+      out.regex.emplace(kGpt2Pattern, false, p.where + " (GPT-2 regex)");
+  }
+  impl->encode_refused = std::move(spec.encode_refused);
   return Tokenizer(std::move(impl));
 }
 

@@ -35,8 +35,35 @@ struct AddedToken {
   bool single_word = false;  // only when not inside a word
 };
 
+// One step of the pre-tokenizer chain (tokenizer.json's "pre_tokenizer", a Sequence flattened).
+struct PreTokenizerSpec {
+  enum class Kind { Split, ByteLevel } kind = Kind::Split;
+  std::string pattern;            // Split: a regex (PCRE2, Unicode properties), or a literal string
+  bool literal = false;           // Split: `pattern` is a plain string
+  bool invert = false;            // Split: the gaps are the pieces
+  bool remove_matches = false;    // Split: behaviour "Removed" (else "Isolated")
+  bool add_prefix_space = false;  // ByteLevel
+  bool use_regex = false;         // ByteLevel: split by GPT-2's pattern first
+  std::string where;              // names the step in errors
+};
+
+// A byte-level BPE tokenizer as data: what a tokenizer.json holds, or a GGUF file's tokenizer
+// metadata (llm/gguf_model.h) says.
+struct BpeSpec {
+  std::vector<std::pair<std::string, int64_t>> vocab;       // token text (byte-level characters), id
+  std::vector<std::pair<std::string, std::string>> merges;  // by rank
+  std::vector<AddedToken> added;
+  bool ignore_merges = false;  // a piece that is a whole token is that token
+  bool nfc = false;            // text between added tokens is NFC-normalized
+  std::vector<PreTokenizerSpec> pre;
+  std::string encode_refused;  // why encode() cannot match the source (decode still can), or empty
+};
+
 class Tokenizer {
  public:
+  // From its parts; `name` is what errors call it (the file). Checks the vocabulary is byte-level
+  // (every byte has a token), ids are given once, every merge's tokens exist.
+  static Tokenizer from_spec(BpeSpec spec, const std::string& name);
   // tokenizer.json: the "model" (BPE), "normalizer", "pre_tokenizer", "decoder", "added_tokens".
   // Anything it does not implement exactly is an Error naming the file and the field.
   static Tokenizer from_file(const std::filesystem::path& tokenizer_json);

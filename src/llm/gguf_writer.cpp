@@ -1,0 +1,163 @@
+#include "llm/gguf_writer.h"
+
+#include <cstring>
+#include <fstream>
+
+#include "llm/architecture.h"
+#include "util/error.h"
+
+namespace wgfuse::llm {
+namespace {
+
+// GGUF value types and ggml tensor types used here (ggml's gguf.h, ggml.h).
+constexpr uint32_t kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7, kString = 8, kArray = 9;
+constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlBF16 = 30;
+
+template <typename T>
+void put(std::string& out, T v) {
+  char b[sizeof(T)];
+  std::memcpy(b, &v, sizeof(T));  // little-endian host (the reader asserts the same)
+  out.append(b, sizeof(T));
+}
+
+void put_string(std::string& out, const std::string& s) {
+  put<uint64_t>(out, s.size());
+  out += s;
+}
+
+std::string pad_to(std::string s, uint32_t alignment) {
+  s.append((alignment - s.size() % alignment) % alignment, '\0');
+  return s;
+}
+
+}  // namespace
+
+void GgufWriter::key(const std::string& k, uint32_t type) {
+  put_string(kv_, k);
+  put<uint32_t>(kv_, type);
+  ++kv_count_;
+}
+
+void GgufWriter::add_u32(const std::string& k, uint32_t v) {
+  key(k, kU32);
+  put(kv_, v);
+}
+
+void GgufWriter::add_f32(const std::string& k, float v) {
+  key(k, kF32);
+  put(kv_, v);
+}
+
+void GgufWriter::add_bool(const std::string& k, bool v) {
+  key(k, kBool);
+  put<uint8_t>(kv_, v ? 1 : 0);
+}
+
+void GgufWriter::add_string(const std::string& k, const std::string& v) {
+  key(k, kString);
+  put_string(kv_, v);
+}
+
+void GgufWriter::add_strings(const std::string& k, const std::vector<std::string>& v) {
+  key(k, kArray);
+  put<uint32_t>(kv_, kString);
+  put<uint64_t>(kv_, v.size());
+  for (const std::string& s : v) put_string(kv_, s);
+}
+
+void GgufWriter::add_i32s(const std::string& k, const std::vector<int32_t>& v) {
+  key(k, kArray);
+  put<uint32_t>(kv_, kI32);
+  put<uint64_t>(kv_, v.size());
+  for (int32_t x : v) put(kv_, x);
+}
+
+void GgufWriter::add_tensor(const std::string& name, const std::vector<uint64_t>& shape, uint32_t ggml_type,
+                            std::string data) {
+  tensors_.push_back({name, shape, ggml_type, std::move(data)});
+}
+
+std::string GgufWriter::bytes(uint32_t alignment) const {
+  std::string out = "GGUF";
+  put<uint32_t>(out, 3);
+  put<uint64_t>(out, tensors_.size());
+  put<uint64_t>(out, kv_count_ + (alignment != 32 ? 1 : 0));
+  out += kv_;
+  if (alignment != 32) {
+    put_string(out, "general.alignment");
+    put<uint32_t>(out, kU32);
+    put<uint32_t>(out, alignment);
+  }
+  uint64_t offset = 0;
+  for (const Tensor& t : tensors_) {
+    put_string(out, t.name);
+    put<uint32_t>(out, uint32_t(t.shape.size()));
+    for (auto d = t.shape.rbegin(); d != t.shape.rend(); ++d) put<uint64_t>(out, *d);
+    put<uint32_t>(out, t.type);
+    put<uint64_t>(out, offset);
+    offset += (t.data.size() + alignment - 1) / alignment * alignment;
+  }
+  out = pad_to(std::move(out), alignment);
+  for (const Tensor& t : tensors_) out += pad_to(t.data, alignment);
+  return out;
+}
+
+void GgufWriter::write(const std::filesystem::path& file, uint32_t alignment) const {
+  const std::string b = bytes(alignment);
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out.write(b.data(), std::streamsize(b.size()));
+  if (!out) throw Error(file.string() + ": cannot write");
+}
+
+GgufWriter gguf_model_writer(const ModelConfig& c, const std::vector<TensorData>& tensors, DType dtype) {
+  const Architecture& a = architecture_of(c);
+  const std::string p = std::string(a.gguf_name) + ".";
+  GgufWriter w;
+  w.add_string("general.architecture", std::string(a.gguf_name));
+  w.add_u32(p + "context_length", c.max_position_embeddings);
+  w.add_u32(p + "embedding_length", c.hidden_size);
+  w.add_u32(p + "block_count", c.num_layers);
+  w.add_u32(p + "feed_forward_length", c.intermediate_size);
+  w.add_u32(p + "attention.head_count", c.num_heads);
+  w.add_u32(p + "attention.head_count_kv", c.num_kv_heads);
+  w.add_u32(p + "attention.key_length", c.head_dim);
+  w.add_u32(p + "attention.value_length", c.head_dim);
+  w.add_f32(p + "rope.freq_base", float(c.rope_theta));
+  w.add_f32(p + "attention.layer_norm_rms_epsilon", float(c.rms_norm_eps));
+  if (c.rope_scaling.type == RopeScaling::Type::Yarn) {
+    const RopeScaling& s = c.rope_scaling;
+    w.add_string(p + "rope.scaling.type", "yarn");
+    w.add_f32(p + "rope.scaling.factor", float(s.factor));
+    if (s.original_max_position_embeddings)
+      w.add_u32(p + "rope.scaling.original_context_length", s.original_max_position_embeddings);
+    w.add_f32(p + "rope.scaling.yarn_beta_fast", float(s.beta_fast));
+    w.add_f32(p + "rope.scaling.yarn_beta_slow", float(s.beta_slow));
+  }
+  const uint32_t ggml = dtype == DType::F32 ? kGgmlF32 : dtype == DType::F16 ? kGgmlF16 : kGgmlBF16;
+  const auto expected = expected_tensors(c);
+  for (const TensorData& t : tensors) {
+    const ExpectedTensor* e = nullptr;
+    for (const ExpectedTensor& x : expected)
+      if (x.name == t.name) e = &x;
+    if (!e) throw Error("gguf_model_writer: " + t.name + " is not a tensor of " + std::string(a.name));
+    const bool matrix = t.shape.size() == 2;
+    const DType stored = matrix ? dtype : DType::F32;
+    std::string data = encode_values(t.values, stored);
+    using enum TensorRole;
+    if (a.gguf_rope_pairs_adjacent &&
+        (e->role == Q || e->role == K || e->role == QBias || e->role == KBias)) {
+      // convert_hf_to_gguf's LlamaModel.permute: within each head, row t * hd/2 + j goes to 2j + t.
+      const uint64_t rows = t.shape[0], row_bytes = data.size() / rows, half = c.head_dim / 2;
+      std::string permuted(data.size(), '\0');
+      for (uint64_t h = 0; h < rows; ++h) {
+        const uint64_t in_head = h % c.head_dim, g = h - in_head + 2 * (in_head % half) + in_head / half;
+        std::memcpy(permuted.data() + g * row_bytes, data.data() + h * row_bytes, row_bytes);
+      }
+      data = std::move(permuted);
+    }
+    w.add_tensor(gguf_name(e->role, e->layer), t.shape, matrix ? ggml : kGgmlF32, std::move(data));
+  }
+  return w;
+}
+
+}  // namespace wgfuse::llm

@@ -1,0 +1,54 @@
+// Writes GGUF files for tests, from the format description (ggml's docs/gguf.md), sharing no code
+// with the reader (llm/gguf.h): metadata of the common types, tensors of any ggml type given as
+// their stored bytes, version 3, little-endian, data aligned to `alignment`. And a model file as
+// llama.cpp's converter writes one (gguf_model_writer).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "llm/config.h"
+#include "llm/safetensors_writer.h"
+#include "llm/tensor.h"
+
+namespace wgfuse::llm {
+
+class GgufWriter {
+ public:
+  void add_u32(const std::string& key, uint32_t v);
+  void add_f32(const std::string& key, float v);
+  void add_bool(const std::string& key, bool v);
+  void add_string(const std::string& key, const std::string& v);
+  void add_strings(const std::string& key, const std::vector<std::string>& v);
+  void add_i32s(const std::string& key, const std::vector<int32_t>& v);
+  // A tensor of row-major `shape` (written as ggml's reversed dims) and ggml type id `ggml_type`,
+  // `data` as stored.
+  void add_tensor(const std::string& name, const std::vector<uint64_t>& shape, uint32_t ggml_type,
+                  std::string data);
+
+  std::string bytes(uint32_t alignment = 32) const;
+  void write(const std::filesystem::path& file, uint32_t alignment = 32) const;
+
+ private:
+  void key(const std::string& k, uint32_t type);
+  std::string kv_;
+  uint64_t kv_count_ = 0;
+  struct Tensor {
+    std::string name;
+    std::vector<uint64_t> shape;
+    uint32_t type;
+    std::string data;
+  };
+  std::vector<Tensor> tensors_;
+};
+
+// A model of config `c` as llama.cpp's convert_hf_to_gguf.py writes it: general.architecture and
+// the <arch>.* keys, the tensors (Hugging Face names, as write_random_model returns them) under
+// llama.cpp's names, q and k rows permuted for the architectures the converter permutes, 2-D
+// tensors as `dtype` (F32, F16 or BF16), 1-D ones (norms, biases) as F32. No tokenizer keys.
+GgufWriter gguf_model_writer(const ModelConfig& c, const std::vector<TensorData>& tensors, DType dtype);
+
+}  // namespace wgfuse::llm
