@@ -115,7 +115,7 @@ TEST(ServeSubmission, AcceptsValidAndNamesTheFieldOfEachRejection) {
             }),
             "results: more than 256 results (257)");
   EXPECT_EQ(rejection([](json& s) { s["results"][2]["suite"] = "mining"; }),
-            "results[2].suite: 'mining' is not one of dispatch, chain, sim, tiny");
+            "results[2].suite: 'mining' is not one of dispatch, chain, sim, sim-file, tiny");
   EXPECT_EQ(rejection([](json& s) { s["results"][0]["sizes"]["elements"] = "many"; }),
             "results[0].sizes.elements: must be a number, not string");
   EXPECT_EQ(rejection([](json& s) { s["results"][1]["baseline"] = nullptr; }),
