@@ -15,6 +15,27 @@ double rate(uint64_t tokens, double ms) {
   return ms > 0 ? 1e3 * double(tokens) / ms : 0;
 }
 
+// A profile's timed dispatches grouped by kernel name, in first-seen order: calls, the sum of each
+// call's median µs, and the sum of `amount` over the calls (bytes moved, or FLOPs).
+struct KernelRow {
+  std::string name;
+  uint32_t calls = 0;
+  double us = 0;
+  uint64_t amount = 0;
+};
+template <class Steps, class Amount>
+std::vector<KernelRow> rows_by_kernel(const Steps& steps, Amount amount) {
+  std::vector<KernelRow> rows;
+  for (const auto& t : steps) {
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const KernelRow& r) { return r.name == t.name; });
+    if (it == rows.end()) it = rows.insert(rows.end(), KernelRow{t.name});
+    ++it->calls;
+    it->us += summarize(t.us).median;
+    it->amount += amount(t);
+  }
+  return rows;
+}
+
 }  // namespace
 
 nlohmann::json timing_json(const DecoderStats& st) {
@@ -50,23 +71,11 @@ std::string timing_line(const DecoderStats& st, double load_ms) {
 nlohmann::json report_profile(std::FILE* out, gpu::Context& ctx, const DecodeProfile& p, uint32_t reps) {
   const double copy_gbs =
       gpu::copy_kernel_bandwidth_gbs(ctx, ctx.adapter().is_cpu ? 4u << 20 : 256u << 20, 5);
-  struct Row {
-    std::string name;
-    uint32_t calls = 0;
-    double us = 0;  // per token: the sum over calls of each call's median
-    uint64_t bytes = 0;
-  };
-  std::vector<Row> rows;
-  for (const auto& t : p.steps) {
-    auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.name == t.name; });
-    if (it == rows.end()) it = rows.insert(rows.end(), Row{t.name});
-    ++it->calls;
-    it->us += summarize(t.us).median;
-    it->bytes += t.bytes + t.bytes_per_position * (uint64_t(p.position) + 1);
-  }
+  const auto rows = rows_by_kernel(
+      p.steps, [&](const auto& t) { return t.bytes + t.bytes_per_position * (uint64_t(p.position) + 1); });
   double sum_us = 0;
   uint64_t sum_bytes = 0;
-  for (const auto& r : rows) sum_us += r.us, sum_bytes += r.bytes;
+  for (const auto& r : rows) sum_us += r.us, sum_bytes += r.amount;
   const Summary whole = summarize(p.whole_step_us);
   std::fprintf(out,
                "\ndecode step at position %u, %u repetitions, GPU timestamps; copy kernel %.1f GB/s\n"
@@ -75,13 +84,14 @@ nlohmann::json report_profile(std::FILE* out, gpu::Context& ctx, const DecodePro
                "GB/s", "% copy");
   nlohmann::json kernels = nlohmann::json::array();
   for (const auto& r : rows) {
-    const double gbs = r.us > 0 ? double(r.bytes) / (r.us * 1e3) : 0;
+    const double gbs = r.us > 0 ? double(r.amount) / (r.us * 1e3) : 0;
     std::fprintf(out, "%-18s %6u %10.2f %10.1f %7.1f%% %10.2f %8.1f %7.1f%%\n", r.name.c_str(), r.calls,
-                 r.us / r.calls, r.us, 100 * r.us / sum_us, double(r.bytes) / 1e6, gbs, 100 * gbs / copy_gbs);
+                 r.us / r.calls, r.us, 100 * r.us / sum_us, double(r.amount) / 1e6, gbs,
+                 100 * gbs / copy_gbs);
     kernels.push_back({{"kernel", r.name},
                        {"calls_per_token", r.calls},
                        {"us_per_token", r.us},
-                       {"bytes_per_token", r.bytes},
+                       {"bytes_per_token", r.amount},
                        {"gb_s", gbs}});
   }
   const double all_gbs = double(sum_bytes) / (whole.median * 1e3);
@@ -102,23 +112,10 @@ nlohmann::json report_profile(std::FILE* out, gpu::Context& ctx, const DecodePro
 }
 
 nlohmann::json report_prefill_profile(std::FILE* out, const PrefillProfile& p, uint32_t reps) {
-  struct Row {
-    std::string name;
-    uint32_t calls = 0;
-    double us = 0;  // the sum over calls of each call's median
-    uint64_t flops = 0;
-  };
-  std::vector<Row> rows;
-  for (const auto& k : p.steps) {
-    auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.name == k.name; });
-    if (it == rows.end()) it = rows.insert(rows.end(), Row{k.name});
-    ++it->calls;
-    it->us += summarize(k.us).median;
-    it->flops += k.flops;
-  }
+  const auto rows = rows_by_kernel(p.steps, [](const auto& k) { return k.flops; });
   double sum_us = 0;
   uint64_t sum_flops = 0;
-  for (const auto& r : rows) sum_us += r.us, sum_flops += r.flops;
+  for (const auto& r : rows) sum_us += r.us, sum_flops += r.amount;
   const Summary whole = summarize(p.whole_chunk_us);
   std::fprintf(out,
                "\nprefill chunk of %u tokens from position %u, %u repetitions, GPU timestamps\n"
@@ -127,11 +124,11 @@ nlohmann::json report_prefill_profile(std::FILE* out, const PrefillProfile& p, u
                "TFLOP/s");
   nlohmann::json kernels = nlohmann::json::array();
   for (const auto& r : rows) {
-    const double tflops = r.us > 0 ? double(r.flops) / (r.us * 1e6) : 0;
+    const double tflops = r.us > 0 ? double(r.amount) / (r.us * 1e6) : 0;
     std::fprintf(out, "%-20s %6u %10.2f %10.1f %7.1f%% %10.3f %8.2f\n", r.name.c_str(), r.calls,
-                 r.us / r.calls, r.us, 100 * r.us / sum_us, double(r.flops) / 1e9, tflops);
+                 r.us / r.calls, r.us, 100 * r.us / sum_us, double(r.amount) / 1e9, tflops);
     kernels.push_back(
-        {{"kernel", r.name}, {"calls", r.calls}, {"us", r.us}, {"flops", r.flops}, {"tflop_s", tflops}});
+        {{"kernel", r.name}, {"calls", r.calls}, {"us", r.us}, {"flops", r.amount}, {"tflop_s", tflops}});
   }
   std::fprintf(out,
                "%-20s %6zu %10s %10.1f %8s %10.3f %8.2f  (each dispatch in its own pass)\n"
