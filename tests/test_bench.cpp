@@ -2,6 +2,7 @@
 // and the copy bandwidths it is held against.
 #include <algorithm>
 
+#include "bench/barrier_bench.h"
 #include "bench/dispatch_bench.h"
 #include "gpu/recorder.h"
 #include "support.h"
@@ -100,6 +101,25 @@ TEST(BenchRead, SameSizeBoundTimesEveryCase) {
     EXPECT_GT(c.written_us, 0);
     EXPECT_GT(c.cold_us, 0);
   }
+}
+
+// Test that the barrier suite runs every design at CI scale, checks what it reads across each
+// barrier (the exchange's sums, the dispatch chain's words) and reports a per-barrier time; and
+// that a grid the probe cannot keep co-resident is reported, not timed.
+TEST(BenchBarrier, EveryDesignRunsAndChecksItsReads) {
+  auto cfg = bench::BarrierConfig::quick_config();
+  cfg.reads = 3;
+  const auto r = bench::run_barrier_bench(test::context(), cfg, [](const std::string&) {});
+  ASSERT_EQ(r.results.size(), 5u);
+  for (const auto& x : r.results) {
+    SCOPED_TRACE(x.design);
+    EXPECT_TRUE(x.passed) << x.failure;
+    EXPECT_EQ(x.workgroups, 1u);
+    EXPECT_GT(x.with_us.median, 0.0);
+  }
+  const auto json = bench::to_json(r, nlohmann::json::object());
+  EXPECT_EQ(json["results"].size(), 5u);
+  EXPECT_NE(bench::to_table(r, test::context().adapter()).find("exchange_atomic"), std::string::npos);
 }
 
 }  // namespace

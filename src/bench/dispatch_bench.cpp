@@ -5,13 +5,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <ctime>
 #include <random>
 
 #include "gpu/bandwidth.h"
 #include "gpu/plan.h"
 #include "gpu/profiler.h"
 #include "gpu/recorder.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "webgpu/api.h"
 
@@ -61,13 +61,6 @@ std::vector<float> random_data(uint64_t n, uint32_t seed) {
   std::vector<float> v(n);
   for (auto& x : v) x = d(rng);
   return v;
-}
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
 }
 
 // What one benchmarked kernel needs: two pipelines (A, and B: the same kernel with another
