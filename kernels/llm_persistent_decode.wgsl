@@ -244,6 +244,11 @@ fn unit_iters(grid: Grid, units: u32) -> u32 {
   let per_iter = grid.groups * (WG / TEAM);
   return (units + per_iter - 1u) / per_iter;
 }
+// True when no team of this workgroup has a unit in iteration `it` (uniform over the workgroup): it
+// leaves the loop instead of recomputing the last unit for nothing.
+fn workgroup_idle(grid: Grid, it: u32, units: u32) -> bool {
+  return (it * grid.groups + grid.wid) * (WG / TEAM) >= units;
+}
 fn unit_of(ids: Ids, grid: Grid, it: u32) -> u32 {
   return (it * grid.groups + grid.wid) * (WG / TEAM) + ids.lid / TEAM;
 }
@@ -284,51 +289,84 @@ fn store_qkv(layer: u32, ra: u32, a_dot: f32, b_dot: f32, pos: u32) {
   }
 }
 
+// A word of the KV cache as f32.
+fn kvf(at: u32) -> f32 {
+  return bitcast<f32>(atomicLoad(&kv[at]));
+}
+
 // Attention of the query heads at pos over cache positions 0..pos: a head per workgroup and
-// iteration (workgroups past the heads wait at the next barrier), positions in tiles of WG
-// threads with a running maximum (one pass over K and V). Not split along the cache: long
-// contexts make this stage long.
+// iteration (workgroups past the heads wait at the next barrier), positions in tiles of WG threads
+// with a running maximum (one pass over K and V). Atomic loads are one L2 round trip each and a
+// chain of them waits for each in turn, so the loops keep several independent ones in flight: the
+// K dot in four partial sums, the V sum split over WG / HEAD_DIM parts of the tile's positions with
+// four partial sums each, the parts added at the end. Not split along the cache: long contexts make
+// this stage long.
 fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32) {
   let lid = ids.lid;
   let len = pos + 1u;
+  let parts = WG / HEAD_DIM;
+  let d = lid % HEAD_DIM;
+  let part = lid / HEAD_DIM;
   for (var h = grid.wid; h < HEADS; h += grid.groups) {  // uniform: the workgroup's own heads
     let kvh = h / (HEADS / KV_HEADS);
-    for (var d = lid; d < HEAD_DIM; d += WG) {
-      qh[d] = load_f(Q_W + h * HEAD_DIM + d);
+    for (var e = lid; e < HEAD_DIM; e += WG) {
+      qh[e] = load_f(Q_W + h * HEAD_DIM + e);
     }
     workgroupBarrier();
     var m = STALL;
     var l = 0.0;
-    var acc = 0.0;  // output dimension lid (lid < HEAD_DIM)
+    var acc = 0.0;
     for (var t0 = 0u; t0 < len; t0 += WG) {
       let p = t0 + lid;
       var s = STALL;
       if (p < len) {
         let k = kv_at(layer, 0u, kvh, p);
-        var dsum = 0.0;
-        for (var d = 0u; d < HEAD_DIM; d++) {
-          dsum += qh[d] * bitcast<f32>(atomicLoad(&kv[k + d]));
+        var s4 = vec4<f32>(0.0);
+        for (var e = 0u; e + 3u < HEAD_DIM; e += 4u) {
+          s4 += vec4<f32>(qh[e], qh[e + 1u], qh[e + 2u], qh[e + 3u]) *
+                vec4<f32>(kvf(k + e), kvf(k + e + 1u), kvf(k + e + 2u), kvf(k + e + 3u));
+        }
+        var dsum = s4.x + s4.y + s4.z + s4.w;
+        for (var e = HEAD_DIM / 4u * 4u; e < HEAD_DIM; e++) {
+          dsum += qh[e] * kvf(k + e);
         }
         s = dsum * SCALE;
       }
       let m_new = max(m, reduce(s, lid, true));
-      let e = select(0.0, exp(s - m_new), p < len);
-      probs[lid] = e;
+      let ex = select(0.0, exp(s - m_new), p < len);
+      probs[lid] = ex;
       let corr = exp(m - m_new);
-      l = l * corr + reduce(e, lid, false);  // its barriers also publish probs
-      if (lid < HEAD_DIM) {
-        acc *= corr;
-        let v = kv_at(layer, 1u, kvh, t0) + lid;
-        for (var j = 0u; j < min(WG, len - t0); j++) {
-          acc += probs[j] * bitcast<f32>(atomicLoad(&kv[v + j * HEAD_DIM]));
+      l = l * corr + reduce(ex, lid, false);
+      acc *= corr;
+      if (part < parts) {
+        let n = min(WG, len - t0);
+        let v = kv_at(layer, 1u, kvh, t0) + d;
+        var a4 = vec4<f32>(0.0);
+        var j = part;
+        for (; j + 3u * parts < n; j += 4u * parts) {
+          a4 += vec4<f32>(probs[j], probs[j + parts], probs[j + 2u * parts], probs[j + 3u * parts]) *
+                vec4<f32>(kvf(v + j * HEAD_DIM), kvf(v + (j + parts) * HEAD_DIM), kvf(v + (j + 2u * parts) * HEAD_DIM),
+                          kvf(v + (j + 3u * parts) * HEAD_DIM));
         }
+        for (; j < n; j += parts) {
+          a4.x += probs[j] * kvf(v + j * HEAD_DIM);
+        }
+        acc += a4.x + a4.y + a4.z + a4.w;
       }
       m = m_new;
-      workgroupBarrier();  // probs is rewritten by the next tile
+      workgroupBarrier();
     }
+    // The parts' sums of output dimension d, through red.
+    red[lid] = acc;
+    workgroupBarrier();
     if (lid < HEAD_DIM) {
-      store_f(ATT_W + h * HEAD_DIM + lid, acc / l);
+      var o = 0.0;
+      for (var q = 0u; q < parts; q++) {
+        o += red[q * HEAD_DIM + lid];
+      }
+      store_f(ATT_W + h * HEAD_DIM + lid, o / l);
     }
+    workgroupBarrier();
   }
 }
 
@@ -339,6 +377,9 @@ fn add_product(ids: Ids, grid: Grid, mat: u32, cols: u32) {
   for (var it = 0u; it < unit_iters(grid, units); it++) {
     let u = unit_of(ids, grid, it);
     let r0 = 2u * min(u, units - 1u);
+    if (workgroup_idle(grid, it, units)) {
+      break;
+    }
     team_dots(ids, mat, r0, HIDDEN, cols);
     if (ids.lid % TEAM == 0u && u < units) {
       store_f(X_W + r0, load_f(X_W + r0) + team_total(ids, 0u));
@@ -384,6 +425,9 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     // 1: Q/K/V. Layer 0 stages the embedding row, and workgroup 0 stores it as the residual.
     let inv = stage(ids, grid, X_W, HIDDEN, vs + IN_NORM_F, select(VOCAB, token, layer == 0u));
     for (var it = 0u; it < unit_iters(grid, qkv_rows / 2u); it++) {
+      if (workgroup_idle(grid, it, qkv_rows / 2u)) {
+        break;
+      }
       let u = unit_of(ids, grid, it);
       let ra = 2u * min(u, qkv_rows / 2u - 1u);
       team_dots(ids, mats + QKV_V4, ra, qkv_rows, HIDDEN);
@@ -406,6 +450,9 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     // 4: gate/up + SiLU.
     let inv2 = stage(ids, grid, X_W, HIDDEN, vs + POST_NORM_F, VOCAB);
     for (var it = 0u; it < unit_iters(grid, INTER); it++) {
+      if (workgroup_idle(grid, it, INTER)) {
+        break;
+      }
       let u = unit_of(ids, grid, it);
       team_dots(ids, mats + GU_V4, 2u * min(u, INTER - 1u), 2u * INTER, HIDDEN);
       if (lane == 0u && u < INTER) {
@@ -428,6 +475,9 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
   var bi = 0xffffffffu;
   let units = (VOCAB + 1u) / 2u;
   for (var it = 0u; it < unit_iters(grid, units); it++) {
+    if (workgroup_idle(grid, it, units)) {
+      break;
+    }
     let u = unit_of(ids, grid, it);
     let r0 = 2u * min(u, units - 1u);
     team_dots(ids, HEAD_V4, r0, VOCAB, HIDDEN);
