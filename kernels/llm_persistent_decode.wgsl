@@ -370,10 +370,15 @@ fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32) {
   }
 }
 
-// x += W xs (o_proj, down_proj), rows in pairs over the grid's teams; a row's residual word is
-// only touched by its team.
-fn add_product(ids: Ids, grid: Grid, mat: u32, cols: u32) {
+// x += W v (o_proj, down_proj; v = live[at..], staged), rows in pairs over the grid's teams; a row's
+// residual word is only touched by its team. Workgroups without a unit skip it, the staging too:
+// every staging workgroup reads all of v from L2.
+fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32) {
   let units = (HIDDEN + 1u) / 2u;
+  if (workgroup_idle(grid, 0u, units)) {
+    return;
+  }
+  stage(ids, grid, at, cols, NO_NORM, VOCAB);
   for (var it = 0u; it < unit_iters(grid, units); it++) {
     let u = unit_of(ids, grid, it);
     let r0 = 2u * min(u, units - 1u);
@@ -423,18 +428,21 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     let mats = layer * LAYER_V4;
     let vs = layer * LAYER_F;
     // 1: Q/K/V. Layer 0 stages the embedding row, and workgroup 0 stores it as the residual.
-    let inv = stage(ids, grid, X_W, HIDDEN, vs + IN_NORM_F, select(VOCAB, token, layer == 0u));
-    for (var it = 0u; it < unit_iters(grid, qkv_rows / 2u); it++) {
-      if (workgroup_idle(grid, it, qkv_rows / 2u)) {
-        break;
+    // Workgroups without a Q/K/V unit skip the stage (workgroup 0 never does: it stores the embedding).
+    if (!workgroup_idle(grid, 0u, qkv_rows / 2u)) {
+      let inv = stage(ids, grid, X_W, HIDDEN, vs + IN_NORM_F, select(VOCAB, token, layer == 0u));
+      for (var it = 0u; it < unit_iters(grid, qkv_rows / 2u); it++) {
+        if (workgroup_idle(grid, it, qkv_rows / 2u)) {
+          break;
+        }
+        let u = unit_of(ids, grid, it);
+        let ra = 2u * min(u, qkv_rows / 2u - 1u);
+        team_dots(ids, mats + QKV_V4, ra, qkv_rows, HIDDEN);
+        if (lane == 0u && u < qkv_rows / 2u) {
+          store_qkv(layer, ra, team_total(ids, 0u) * inv, team_total(ids, 1u) * inv, pos);
+        }
+        workgroupBarrier();
       }
-      let u = unit_of(ids, grid, it);
-      let ra = 2u * min(u, qkv_rows / 2u - 1u);
-      team_dots(ids, mats + QKV_V4, ra, qkv_rows, HIDDEN);
-      if (lane == 0u && u < qkv_rows / 2u) {
-        store_qkv(layer, ra, team_total(ids, 0u) * inv, team_total(ids, 1u) * inv, pos);
-      }
-      workgroupBarrier();
     }
     grid_barrier(ids, grid, k);
     k++;
@@ -443,8 +451,7 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     grid_barrier(ids, grid, k);
     k++;
     // 3: o_proj + residual.
-    stage(ids, grid, ATT_W, q_rows, NO_NORM, VOCAB);
-    add_product(ids, grid, mats + O_V4, q_rows);
+    add_product(ids, grid, mats + O_V4, ATT_W, q_rows);
     grid_barrier(ids, grid, k);
     k++;
     // 4: gate/up + SiLU.
@@ -464,8 +471,7 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     grid_barrier(ids, grid, k);
     k++;
     // 5: down_proj + residual.
-    stage(ids, grid, ACT_W, INTER, NO_NORM, VOCAB);
-    add_product(ids, grid, mats + DOWN_V4, INTER);
+    add_product(ids, grid, mats + DOWN_V4, ACT_W, INTER);
     grid_barrier(ids, grid, k);
     k++;
   }
