@@ -142,17 +142,23 @@ fn uniform_ctl(ids: Ids, word: u32) -> u32 {
   return workgroupUniformLoad(&shared_word);
 }
 
-// Tree reduction over the workgroup (max when take_max, else sum), returned to every thread.
-fn reduce(v: f32, lid: u32, take_max: bool) -> f32 {
-  red[lid] = v;
-  workgroupBarrier();
-  for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
-    if (lid < stride) {
-      red[lid] = select(red[lid] + red[lid + stride], max(red[lid], red[lid + stride]), take_max);
-    }
-    workgroupBarrier();
+// The workgroup's sum (max when take_max) of v, returned to every thread: subgroup sums, then a
+// barrier and each thread folding the subgroups' (two barriers, not a tree's eight).
+fn reduce(ids: Ids, v: f32, take_max: bool) -> f32 {
+  var s: f32;
+  if (take_max) {
+    s = subgroupMax(v);
+  } else {
+    s = subgroupAdd(v);
   }
-  let r = red[0];
+  if (ids.sg_lane == 0u) {
+    red[ids.lid / ids.sg_size] = s;
+  }
+  workgroupBarrier();
+  var r = red[0];
+  for (var j = 1u; j < WG / ids.sg_size; j++) {
+    r = select(r + red[j], max(r, red[j]), take_max);
+  }
   workgroupBarrier();
   return r;
 }
@@ -194,8 +200,19 @@ fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u3
     xs[i + 2u] = v.z;
     xs[i + 3u] = v.w;
   }
-  let total = reduce(ss, ids.lid, false);  // its barriers also publish xs
+  let total = reduce(ids, ss, false);  // its barriers also publish xs
   return select(1.0, inverseSqrt(total / f32(cols) + EPS), norm_at != NO_NORM);
+}
+
+// Column group c of rows r0 and r1 dotted with xs; zero past c8n (the clamped group re-read).
+fn group_dots(mat: u32, r0: u32, r1: u32, c8n: u32, c: u32) -> vec2<f32> {
+  let c8 = min(c, c8n - 1u);
+  let z = vec4<f32>(0.0);
+  let xa = select(z, vec4<f32>(xs[8u * c8], xs[8u * c8 + 1u], xs[8u * c8 + 2u], xs[8u * c8 + 3u]), c < c8n);
+  let xb = select(z, vec4<f32>(xs[8u * c8 + 4u], xs[8u * c8 + 5u], xs[8u * c8 + 6u], xs[8u * c8 + 7u]), c < c8n);
+  let a = weight_group(mat, r0, c8n, c8);
+  let b = weight_group(mat, r1, c8n, c8);
+  return vec2<f32>(dot(a[0], xa) + dot(a[1], xb), dot(b[0], xa) + dot(b[1], xb));
 }
 
 // Dots of rows r0 and r0 + 1 (clamped to the matrix's `rows`) of the matrix at `mat` with xs, by
@@ -205,20 +222,18 @@ fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u3
 fn team_dots(ids: Ids, mat: u32, r0: u32, rows: u32, cols: u32) {
   let c8n = (cols + 7u) / 8u;
   let lane = ids.lid % TEAM;
-  var acc = vec2<f32>(0.0);
-  for (var c0 = 0u; c0 < c8n; c0 += TEAM) {
-    let c = c0 + lane;
-    let c8 = min(c, c8n - 1u);
-    let z = vec4<f32>(0.0);
-    let xa = select(z, vec4<f32>(xs[8u * c8], xs[8u * c8 + 1u], xs[8u * c8 + 2u], xs[8u * c8 + 3u]), c < c8n);
-    let xb = select(z, vec4<f32>(xs[8u * c8 + 4u], xs[8u * c8 + 5u], xs[8u * c8 + 6u], xs[8u * c8 + 7u]),
-                    c < c8n);
-    let a = weight_group(mat, r0, c8n, c8);
-    let b = weight_group(mat, min(r0 + 1u, rows - 1u), c8n, c8);
-    acc.x += dot(a[0], xa) + dot(a[1], xb);
-    acc.y += dot(b[0], xa) + dot(b[1], xb);
+  let r1 = min(r0 + 1u, rows - 1u);
+  // Four column groups per lane and trip, in four sums: their eight weight loads are independent,
+  // so they are in flight together (the trip count is not a constant the compiler could unroll).
+  var acc = array<vec2<f32>, 4>();
+  for (var c0 = 0u; c0 < c8n; c0 += 4u * TEAM) {
+    acc[0] += group_dots(mat, r0, r1, c8n, c0 + lane);
+    acc[1] += group_dots(mat, r0, r1, c8n, c0 + TEAM + lane);
+    acc[2] += group_dots(mat, r0, r1, c8n, c0 + 2u * TEAM + lane);
+    acc[3] += group_dots(mat, r0, r1, c8n, c0 + 3u * TEAM + lane);
   }
-  let s = vec2<f32>(subgroupAdd(acc.x), subgroupAdd(acc.y));
+  let t = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  let s = vec2<f32>(subgroupAdd(t.x), subgroupAdd(t.y));
   if (ids.sg_lane == 0u) {
     let sg = ids.lid / ids.sg_size;
     red[2u * sg] = s.x;
@@ -332,11 +347,11 @@ fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32) {
         }
         s = dsum * SCALE;
       }
-      let m_new = max(m, reduce(s, lid, true));
+      let m_new = max(m, reduce(ids, s, true));
       let ex = select(0.0, exp(s - m_new), p < len);
       probs[lid] = ex;
       let corr = exp(m - m_new);
-      l = l * corr + reduce(ex, lid, false);
+      l = l * corr + reduce(ids, ex, false);
       acc *= corr;
       if (part < parts) {
         let n = min(WG, len - t0);
