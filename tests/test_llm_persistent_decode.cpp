@@ -113,6 +113,25 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(info.param.workgroup_size);
     });
 
+// Test the long-row and long-cache paths of the dispatch against the step decoder: a down_proj row
+// of 1,101 columns (138 column groups: two trips of four groups per lane of a 32-thread team, the
+// second partial) and 48 cache positions in one tile of 64 (the V sum's trips of four loads over
+// five parts of 12 dimensions, and its tail).
+TEST(LlmPersistentDecodeRun, LongRowsAndLongCacheMatchTheStepDecoder) {
+  auto cfg = small_llm_config(false, kVocab);
+  cfg.intermediate_size = 1101;
+  const auto weights = llm::HostWeights::random(cfg, 34);
+  const uint32_t n = 42;
+  llm::PersistentDecoder d(context(), cfg, weights.lookup(),
+                           {.dtype = WeightFormat::F32, .ctx = 64, .workgroup_size = 64});
+  const Decoded got = run_persistent(d, n);
+  const Decoded steps = run_steps(cfg, weights, WeightFormat::F32, n);
+  EXPECT_EQ(got.tokens, steps.tokens);
+  ASSERT_EQ(got.logits.size(), steps.logits.size());
+  for (uint32_t i = 0; i < n; ++i)
+    EXPECT_LE(normalised_error<float>(got.logits[i], steps.logits[i]), 1e-5) << "step " << i;
+}
+
 // Test K positions per submit, a sequence continued by a second generate() (a chat turn), and
 // an EOS id that stops generation with the tokens computed past it discarded.
 TEST(LlmPersistentDecodeRun, BatchesContinuationAndEos) {
