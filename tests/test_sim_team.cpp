@@ -37,66 +37,85 @@ void pump_energy(std::vector<float>& genomes, uint32_t pop) {
   }
 }
 
-// Test, for every workload and every team size from 2 to the largest the adapter allows, that
-// team equals per-step (and fused) within 1e-5 relative for every individual of odd populations
+// Expects, for every team size from 2 to the largest the adapter allows, that team equals per-step
+// (and fused) within 1e-5 relative for every individual of odd populations
 // (Market's split team: as --check judges it, sim::judge_over)
 // (37: a partial last workgroup; 3: less than one), on random genomes of two scales (the GA's
 // initial U(-1, 1), and U(-3, 3), where the tanh units saturate), with two episodes, and agrees
 // with the CPU double reference like the other strategies.
-TEST(SimTeam, EqualsPerStepForEveryWorkload) {
-  ASSERT_TRUE(fuse::offered(context(), Strategy::Team)) << "the test adapter has no subgroups";
-  for (auto& w : sim::workloads()) {
-    const uint32_t top = fuse::max_team(context(), w.spec);
-    ASSERT_GE(top, 2u) << w.name;
-    for (uint32_t team = 2; team <= top; team *= 2) {
-      for (uint32_t pop : {37u, 3u}) {
-        // Long enough for random Acrobot policies to differ (few swing up within 100 steps).
-        const uint32_t steps = w.name == "acrobot" ? 300 : w.name == "mountaincar" ? 200 : 45;
-        sim::SimRunner r(context(), w, pop, steps, 13, 2, team);
-        auto& prog = r.program(steps);
-        const uint32_t len = r.genome_len();
-        for (float scale : {1.0f, 3.0f}) {
-          auto genomes = test::random_floats(size_t(pop) * len, 100 + pop, -scale, scale);
-          if (w.name == "mountaincar") pump_energy(genomes, pop);
-          auto gm = sim::gene_major(genomes, pop, len);
-          auto fp = evaluate(prog, Strategy::PerStep, gm);
-          auto ff = evaluate(prog, Strategy::Fused, gm);
-          auto ft = evaluate(prog, Strategy::Team, gm);
-          const std::string at = w.name + " team " + std::to_string(team) + " pop " + std::to_string(pop) +
-                                 " scale " + std::to_string(scale);
-          for (uint32_t i = 0; i < pop; ++i) ASSERT_TRUE(std::isfinite(fp[i])) << at << ", individual " << i;
-          auto pt = sim::compare_fitness(fp, ft, 1e-5);
-          if (w.name == "market") {
-            // Its split team adds partial sums in another order (kernels/sim_market.wgsl): as
-            // --check, an individual over 1e-5 must be near the double reference or sensitive
-            // to rounding.
-            auto j = sim::judge_over(w, genomes, steps, r.starts(), r.data().records, fp, ft, 1e-5);
-            EXPECT_TRUE(j.pass()) << at << ": " << j.over << " over 1e-5, " << j.wrong << " wrong (max rel "
-                                  << pt.max_rel << ")";
-            EXPECT_LE(j.over, pop / 4) << at;
-          } else {
-            EXPECT_EQ(pt.over, 0u) << at << ": team vs per-step max rel " << pt.max_rel << ", first at "
-                                   << pt.first_over << ": " << (pt.first_over >= 0 ? ft[pt.first_over] : 0)
-                                   << " vs " << (pt.first_over >= 0 ? fp[pt.first_over] : 0);
-            EXPECT_EQ(sim::compare_fitness(ff, ft, 1e-5).over, 0u) << at << ": team vs fused";
-          }
-          // Not a constant: the policies matter (a wrong broadcast changes the actions).
-          if (pop > 3) {
-            EXPECT_NE(*std::min_element(ft.begin(), ft.end()), *std::max_element(ft.begin(), ft.end()))
-                << at << ": every individual has the same fitness";
-          }
-          for (uint32_t i = 0; i < pop; i += 5) {
-            std::span<const float> genome(genomes.data() + size_t(i) * len, len);
-            auto ref = sim::reference_run(w, genome, steps, r.starts(), r.data().records);
-            const double err = std::abs(ft[i] - ref.fitness);
-            if (err > std::max(w.reference_atol, w.reference_rtol * std::abs(ref.fitness))) {
-              EXPECT_LT(ref.min_margin, w.boundary_margin)
-                  << at << ", individual " << i << ": GPU " << ft[i] << ", reference " << ref.fitness;
-            }
+void expect_team_equals_per_step(const sim::Workload& w) {
+  const uint32_t top = fuse::max_team(context(), w.spec);
+  ASSERT_GE(top, 2u) << w.name;
+  for (uint32_t team = 2; team <= top; team *= 2) {
+    for (uint32_t pop : {37u, 3u}) {
+      // Long enough for random Acrobot policies to differ (few swing up within 100 steps).
+      const uint32_t steps = w.name == "acrobot" ? 300 : w.name == "mountaincar" ? 200 : 45;
+      sim::SimRunner r(context(), w, pop, steps, 13, 2, team);
+      auto& prog = r.program(steps);
+      const uint32_t len = r.genome_len();
+      for (float scale : {1.0f, 3.0f}) {
+        auto genomes = test::random_floats(size_t(pop) * len, 100 + pop, -scale, scale);
+        if (w.name == "mountaincar") pump_energy(genomes, pop);
+        auto gm = sim::gene_major(genomes, pop, len);
+        auto fp = evaluate(prog, Strategy::PerStep, gm);
+        auto ff = evaluate(prog, Strategy::Fused, gm);
+        auto ft = evaluate(prog, Strategy::Team, gm);
+        const std::string at = w.name + " team " + std::to_string(team) + " pop " + std::to_string(pop) +
+                               " scale " + std::to_string(scale);
+        for (uint32_t i = 0; i < pop; ++i) ASSERT_TRUE(std::isfinite(fp[i])) << at << ", individual " << i;
+        auto pt = sim::compare_fitness(fp, ft, 1e-5);
+        if (w.name == "market") {
+          // Its split team adds partial sums in another order (kernels/sim_market.wgsl): as
+          // --check, an individual over 1e-5 must be near the double reference or sensitive
+          // to rounding.
+          auto j = sim::judge_over(w, genomes, steps, r.starts(), r.data().records, fp, ft, 1e-5);
+          EXPECT_TRUE(j.pass()) << at << ": " << j.over << " over 1e-5, " << j.wrong << " wrong (max rel "
+                                << pt.max_rel << ")";
+          EXPECT_LE(j.over, pop / 4) << at;
+        } else {
+          EXPECT_EQ(pt.over, 0u) << at << ": team vs per-step max rel " << pt.max_rel << ", first at "
+                                 << pt.first_over << ": " << (pt.first_over >= 0 ? ft[pt.first_over] : 0)
+                                 << " vs " << (pt.first_over >= 0 ? fp[pt.first_over] : 0);
+          EXPECT_EQ(sim::compare_fitness(ff, ft, 1e-5).over, 0u) << at << ": team vs fused";
+        }
+        // Not a constant: the policies matter (a wrong broadcast changes the actions).
+        if (pop > 3) {
+          EXPECT_NE(*std::min_element(ft.begin(), ft.end()), *std::max_element(ft.begin(), ft.end()))
+              << at << ": every individual has the same fitness";
+        }
+        for (uint32_t i = 0; i < pop; i += 5) {
+          std::span<const float> genome(genomes.data() + size_t(i) * len, len);
+          auto ref = sim::reference_run(w, genome, steps, r.starts(), r.data().records);
+          const double err = std::abs(ft[i] - ref.fitness);
+          if (err > std::max(w.reference_atol, w.reference_rtol * std::abs(ref.fitness))) {
+            EXPECT_LT(ref.min_margin, w.boundary_margin)
+                << at << ", individual " << i << ": GPU " << ft[i] << ", reference " << ref.fitness;
           }
         }
       }
     }
+  }
+}
+
+TEST(SimTeam, EqualsPerStepForEveryWorkload) {
+  ASSERT_TRUE(fuse::offered(context(), Strategy::Team)) << "the test adapter has no subgroups";
+  for (auto& w : sim::workloads()) expect_team_equals_per_step(w);
+}
+
+// Test the same of the MLP workloads with "policy": "mlp_tree" (kernels/sim_mlp_tree.wgsl: the
+// logits as a tree, each lane over its own units), loaded from the built-in's file with only that
+// field changed: its team sizes agree bitwise with per-step and fused, and with the reference.
+TEST(SimTeam, TreePolicyEqualsPerStep) {
+  ASSERT_TRUE(fuse::offered(context(), Strategy::Team)) << "the test adapter has no subgroups";
+  for (auto& name : {"acrobot", "cartpole", "mountaincar"}) {
+    std::string text = sim::find_workload(name).spec.source;
+    const std::string from = "\"policy\": \"mlp\"";
+    ASSERT_NE(text.find(from), std::string::npos) << name;
+    text.replace(text.find(from), from.size(), "\"policy\": \"mlp_tree\"");
+    const auto w = sim::load_workload(text, std::string(name) + "_tree.wgsl");
+    ASSERT_EQ(w.spec.policy, "sim_mlp_tree") << name;
+    EXPECT_NE(fuse::generated_source(w.spec, Strategy::Team).find("\nfn mlp_tree4("), std::string::npos);
+    expect_team_equals_per_step(w);
   }
 }
 

@@ -92,7 +92,53 @@ WORKLOADS = {
     "cartpole": dict(pop=4096, steps=500, genome=114, scale=1.0, ga=(3, 0.1, 0.1, -10.0, 10.0), horizon=None),
     "mountaincar": dict(pop=4096, steps=200, genome=99, scale=1.0, ga=(3, 0.1, 0.1, -10.0, 10.0), horizon=None),
     "market": dict(pop=10000, steps=1500, genome=502, scale=1.0, ga=(3, 0.1, 0.05, -10.0, 10.0), horizon=None),
+    # The workload files of examples/sim/ (their headers; tol: the header's reference rtol and atol,
+    # the agreement asked of a baseline's sample with wgfuse's).
+    "pendulum": dict(pop=4096, steps=200, genome=41, scale=1.0, ga=(3, 0.1, 0.1, -10.0, 10.0), horizon=40,
+                     tol=(1e-3, 1e-2)),
+    "option_pricer": dict(pop=65536, steps=64, genome=1, scale=1.0, ga=(3, 0.1, 0.1, -10.0, 10.0), horizon=None,
+                          tol=(2e-3, 0.25)),
 }
+
+# examples/sim/option_pricer.wgsl: a European call under geometric Brownian motion, one path per
+# individual, its normals from the counter-based hash keyed by (seed, STREAM_PATH + episode,
+# generation, individual, step).
+OPTION = dict(s0=100.0, strike=105.0, rate=0.05, vol=0.2, maturity=1.0, stream=16)
+
+
+def option_path_keys(pop, seed, generation, episode):
+    """[pop] uint64: hash4(seed, STREAM_PATH + episode, generation, individual), the part of each
+    step's key hash5(..., step) = pcg_hash(key + step) that is the same over a path."""
+    ind = np.arange(pop, dtype=np.uint64)
+    return hash4(np.uint64(seed), np.uint64(OPTION["stream"] + episode), np.uint64(generation), ind)
+
+
+def pendulum_start(pop, seed, generation, episode):
+    """[pop, 2] float32: examples/sim/pendulum.wgsl's start (theta ~ U(-pi, pi), its rate ~ U(-1, 1)),
+    the same for every individual."""
+    th = initial_state(pop, 1, seed, np.float32(math.pi), generation, episode)[:, 0]
+    thdot = initial_state(pop, 2, seed, 1.0, generation, episode)[:, 1]
+    return np.stack([th, thdot], 1).astype(np.float32)
+
+
+def black_scholes_call():
+    """The closed form (Black and Scholes 1973) of the price the option pricer's mean estimates."""
+    o = OPTION
+    vt = o["vol"] * math.sqrt(o["maturity"])
+    d1 = (math.log(o["s0"] / o["strike"]) + (o["rate"] + 0.5 * o["vol"] ** 2) * o["maturity"]) / vt
+    d2 = d1 - vt
+    n = lambda x: 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))  # noqa: E731
+    return o["s0"] * n(d1) - o["strike"] * math.exp(-o["rate"] * o["maturity"]) * n(d2)
+
+
+def black_scholes_check(payoffs):
+    """Generation 0's Monte Carlo price (the mean discounted payoff over the paths) against the
+    closed form: passes within 4 standard errors (RNG-independent)."""
+    x = np.asarray(payoffs, dtype=np.float64)
+    mean, se = float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
+    bs = black_scholes_call()
+    return {"monte_carlo": mean, "standard_error": se, "black_scholes": bs, "paths": int(x.size),
+            "pass": abs(mean - bs) <= 4 * se}
 
 
 def genome_length(name, steps):
@@ -123,10 +169,12 @@ def summarize(seconds):
     return {"median": statistics.median(gps), "min": min(gps), "max": max(gps)}
 
 
-def compare_with_wgfuse(sample_values, sample_at_horizon, wgfuse_json):
-    """Agreement of this baseline's generation-0 sample with wgfuse's (same indices)."""
+def compare_with_wgfuse(sample_values, sample_at_horizon, wgfuse_json, tol=(1e-4, 1e-3)):
+    """Agreement of this baseline's generation-0 sample with wgfuse's (same indices), each within
+    max(atol, rtol |wgfuse's|) for tol = (rtol, atol)."""
     if not wgfuse_json or not os.path.exists(wgfuse_json):
         return None
+    rtol, atol = tol
     with open(wgfuse_json) as f:
         w = json.load(f)["sample_fitness"]
     out = {"wgfuse_json": os.path.basename(wgfuse_json)}
@@ -136,9 +184,9 @@ def compare_with_wgfuse(sample_values, sample_at_horizon, wgfuse_json):
         if len(mine) != n:
             return {key: "size mismatch"}
         diffs = [abs(a - b) for a, b in zip(mine, theirs)]
-        tol = [max(1e-3, 1e-4 * abs(b)) for b in theirs]
+        tol = [max(atol, rtol * abs(b)) for b in theirs]
         ok = sum(1 for d, t in zip(diffs, tol) if d <= t)
-        return {"samples": n, "agree": ok, "max_abs_diff": max(diffs)}
+        return {"samples": n, "agree": ok, "max_abs_diff": max(diffs), "rtol": rtol, "atol": atol}
 
     out["vs_wgfuse"] = agree(sample_values, w["values"], "vs_wgfuse")
     out["vs_reference"] = agree(sample_values, w["reference"], "vs_reference")

@@ -6,6 +6,7 @@ generation function, and one read-back of best and mean fitness per generation.
 f32 matmuls at "highest" precision (no TF32), as wgfuse computes in f32.
 
 Run: python3 sim_jax.py acrobot --json out.json [--compare wgfuse.json]
+     python3 sim_jax.py pendulum --compare pendulum.json  (examples/sim/: pendulum, option_pricer)
      python3 sim_jax.py market --data market.f32 --sizes 512x1500,10000x1500
 """
 
@@ -148,14 +149,65 @@ def market_episode(g, s0, data, steps):
     return mean / jnp.sqrt(var + 1e-12) * (8760.0 ** 0.5) - 5.0 * mdd
 
 
+# examples/sim/pendulum.wgsl: Pendulum-v1, the file's own MLP 3-8-1, u = 2 tanh(out).
+def pendulum_episode(g, s0, data, steps):
+    w1, b1, w2, b2 = g[:24].reshape(8, 3), g[24:32], g[32:40], g[40]
+
+    def body(c, _):
+        th, thd, ret = c
+        obs = jnp.stack([jnp.cos(th), jnp.sin(th), thd])
+        u = jnp.clip(2.0 * jnp.tanh(w2 @ jnp.tanh(w1 @ obs + b1) + b2), -2.0, 2.0)
+        an = jnp.mod(th + PI, 2 * PI) - PI
+        cost = an * an + 0.1 * thd * thd + 0.001 * u * u
+        nthd = jnp.clip(thd + (3.0 * 10.0 / 2.0 * jnp.sin(th) + 3.0 * u) * 0.05, -8.0, 8.0)
+        return (th + nthd * 0.05, nthd, ret - cost), None
+
+    (_, _, ret), _ = lax.scan(body, (s0[0], s0[1], jnp.float32(0)), None, length=steps)
+    return ret
+
+
+def pcg_hash_u32(v):
+    """kernels/sim_rng.wgsl's pcg_hash on uint32 (wrapping)."""
+    state = v * np.uint32(747796405) + np.uint32(2891336453)
+    word = ((state >> ((state >> np.uint32(28)) + np.uint32(4))) ^ state) * np.uint32(277803737)
+    return (word >> np.uint32(22)) ^ word
+
+
+def unit_open_u32(h):
+    return ((h >> np.uint32(8)).astype(jnp.float32) + 0.5) * (1.0 / 16777216.0)
+
+
+# examples/sim/option_pricer.wgsl: one GBM path per individual; `key` = its hash4 prefix
+# (sim_common.option_path_keys), each step's uniforms from pcg_hash(key + step) as wgfuse draws them.
+def option_episode(g, key, data, steps):
+    o = C.OPTION
+    dt = o["maturity"] / steps
+    drift, vol_sqrt_dt = (o["rate"] - 0.5 * o["vol"] ** 2) * dt, o["vol"] * dt ** 0.5
+
+    def body(log_s, t):
+        h = pcg_hash_u32(key + t)
+        u1, u2 = unit_open_u32(h), unit_open_u32(pcg_hash_u32(h ^ np.uint32(0x9E3779B9)))
+        z = jnp.sqrt(-2.0 * jnp.log(u1)) * jnp.cos(2 * PI * u2)
+        return log_s + drift + vol_sqrt_dt * z, None
+
+    log_s, _ = lax.scan(body, jnp.log(jnp.float32(o["s0"])), jnp.arange(steps, dtype=jnp.uint32))
+    return jnp.exp(-o["rate"] * o["maturity"]) * jnp.maximum(jnp.exp(log_s) - o["strike"], 0.0)
+
+
 EPISODES = {"acrobot": (acrobot_episode, 4, 0.1), "cartpole": (cartpole_episode, 4, 0.05),
             "mountaincar": (mountaincar_episode, 1, 0.1), "rastrigin": (rastrigin_episode, 1, 0.0),
-            "market": (market_episode, 1, 0.0)}
+            "market": (market_episode, 1, 0.0), "pendulum": (pendulum_episode, 2, None),
+            "option_pricer": (option_episode, 1, None)}
 
 
 def initial_states(name, pop, seed, generation, episodes):
     """[episodes, pop, nvars]: the start states of a generation's episodes (the same for every
-    individual, as wgfuse)."""
+    individual, as wgfuse; the option pricer: [episodes, pop], each path's key)."""
+    if name == "pendulum":
+        return jnp.asarray(np.stack([C.pendulum_start(pop, seed, generation, e) for e in range(episodes)]))
+    if name == "option_pricer":
+        return jnp.asarray(np.stack([C.option_path_keys(pop, seed, generation, e).astype(np.uint32)
+                                     for e in range(episodes)]))
     _, nvars, scale = EPISODES[name]
     s = np.stack([C.initial_state(pop, nvars, seed, scale if scale else 1.0, generation, e) for e in range(episodes)])
     if name == "mountaincar":
@@ -262,7 +314,12 @@ def main():
                 H = C.horizon(a.workload, steps)
                 vh = vals if H == steps else [float(v) for v in np.asarray(make_eval(a.workload, H)(G0, S0, data))[idx]]
                 r["sample_fitness"] = {"indices": idx.tolist(), "values": vals, "horizon": H, "values_at_horizon": vh}
-                r["comparison"] = C.compare_with_wgfuse(vals, vh, a.compare)
+                r["comparison"] = C.compare_with_wgfuse(vals, vh, a.compare, spec.get("tol", (1e-4, 1e-3)))
+                if a.workload == "option_pricer":
+                    r["black_scholes"] = C.black_scholes_check(f)
+                    C.log(f"  Monte Carlo price {r['black_scholes']['monte_carlo']:.4f} +- "
+                          f"{r['black_scholes']['standard_error']:.4f}, Black-Scholes "
+                          f"{r['black_scholes']['black_scholes']:.4f}: {'ok' if r['black_scholes']['pass'] else 'FAIL'}")
             C.log(f"  {r['gen_per_s']['median']:.4g} gen/s (compile + first generation {warm:.1f} s)")
             out["points"].append(r)
         except Exception as e:

@@ -18,6 +18,7 @@ as wgfuse, so generation-0 fitness can be compared individual by individual
 (--compare WGFUSE_JSON).
 
 Run: python3 sim_torch.py acrobot --mode eager --json out.json
+     python3 sim_torch.py option_pricer --compare option_pricer.json  (examples/sim/: pendulum, option_pricer)
      python3 sim_torch.py market --data market.f32 --sizes 512x1500,10000x1500
 """
 
@@ -262,7 +263,87 @@ class Market:
         return mean / torch.sqrt(var + 1e-12) * (8760.0 ** 0.5) - 5.0 * mdd
 
 
-WORKLOADS = {c.name: c for c in (Rastrigin, Acrobot, CartPole, MountainCar, Market)}
+class Pendulum:
+    """examples/sim/pendulum.wgsl: Pendulum-v1, the file's own MLP 3-8-1, u = 2 tanh(out)."""
+    name = "pendulum"
+
+    @staticmethod
+    def weights(G):
+        B = G.shape[0]
+        return (G[:, :24].reshape(B, 8, 3), G[:, 24:32], G[:, 32:40], G[:, 40])
+
+    @staticmethod
+    def inputs(G, data, steps):
+        return [None] * steps
+
+    @staticmethod
+    def init(pop, seed, dev, generation=0, episode=0):
+        s = torch.from_numpy(C.pendulum_start(pop, seed, generation, episode)).to(dev)
+        return (s[:, 0].contiguous(), s[:, 1].contiguous(), torch.zeros(pop, device=dev))
+
+    @staticmethod
+    def step(s, w, x):
+        th, thd, ret = s
+        W1, b1, w2, b2 = w
+        obs = torch.stack([torch.cos(th), torch.sin(th), thd], 1)
+        h = torch.tanh(torch.bmm(W1, obs.unsqueeze(2)).squeeze(2) + b1)
+        u = (2.0 * torch.tanh((w2 * h).sum(1) + b2)).clamp(-2.0, 2.0)
+        an = torch.remainder(th + PI, 2 * PI) - PI
+        cost = an * an + 0.1 * thd * thd + 0.001 * u * u
+        nthd = (thd + (3.0 * 10.0 / 2.0 * torch.sin(th) + 3.0 * u) * 0.05).clamp(-8.0, 8.0)
+        return (th + nthd * 0.05, nthd, ret - cost)
+
+    @staticmethod
+    def fitness(s, steps):
+        return s[2]
+
+
+M32 = 0xFFFFFFFF
+
+
+def pcg_hash(v):
+    """kernels/sim_rng.wgsl's pcg_hash on uint32 values held in int64 tensors (no product overflows)."""
+    state = (v * 747796405 + 2891336453) & M32
+    word = (((state >> ((state >> 28) + 4)) ^ state) * 277803737) & M32
+    return ((word >> 22) ^ word) & M32
+
+
+class OptionPricer:
+    """examples/sim/option_pricer.wgsl: one GBM path per individual, each step's uniforms from
+    pcg_hash(key + step) as wgfuse draws them (key: sim_common.option_path_keys)."""
+    name = "option_pricer"
+
+    @staticmethod
+    def weights(G):
+        return ()
+
+    @staticmethod
+    def inputs(G, data, steps):
+        return [(t, C.OPTION["maturity"] / steps) for t in range(steps)]
+
+    @staticmethod
+    def init(pop, seed, dev, generation=0, episode=0):
+        key = torch.from_numpy(C.option_path_keys(pop, seed, generation, episode).astype(np.int64)).to(dev)
+        return (torch.full((pop,), float(np.log(np.float32(C.OPTION["s0"]))), device=dev), key)
+
+    @staticmethod
+    def step(s, w, x):
+        log_s, key = s
+        t, dt = x
+        o = C.OPTION
+        h = pcg_hash(key + t)
+        u1 = ((h >> 8).to(torch.float32) + 0.5) * (1.0 / 16777216.0)
+        u2 = ((pcg_hash(h ^ 0x9E3779B9) >> 8).to(torch.float32) + 0.5) * (1.0 / 16777216.0)
+        z = torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2 * PI * u2)
+        return (log_s + (o["rate"] - 0.5 * o["vol"] ** 2) * dt + o["vol"] * dt ** 0.5 * z, key)
+
+    @staticmethod
+    def fitness(s, steps):
+        o = C.OPTION
+        return float(np.exp(-o["rate"] * o["maturity"])) * (torch.exp(s[0]) - o["strike"]).clamp(min=0.0)
+
+
+WORKLOADS = {c.name: c for c in (Rastrigin, Acrobot, CartPole, MountainCar, Market, Pendulum, OptionPricer)}
 
 
 def episode(W, G, s0, data, steps, step_fn):
@@ -387,7 +468,12 @@ def main():
                 eager = lambda G, s0, L: episode(W, G, s0, data, L, W.step)  # noqa: E731
                 vh = vals if H == steps else [float(v) for v in evaluate(G0, starts, H, eager)[idx].cpu()]
                 r["sample_fitness"] = {"indices": idx, "values": vals, "horizon": H, "values_at_horizon": vh}
-                r["comparison"] = C.compare_with_wgfuse(vals, vh, a.compare)
+                r["comparison"] = C.compare_with_wgfuse(vals, vh, a.compare, spec.get("tol", (1e-4, 1e-3)))
+                if a.workload == "option_pricer":
+                    r["black_scholes"] = C.black_scholes_check(f.cpu().numpy())
+                    C.log(f"  Monte Carlo price {r['black_scholes']['monte_carlo']:.4f} +- "
+                          f"{r['black_scholes']['standard_error']:.4f}, Black-Scholes "
+                          f"{r['black_scholes']['black_scholes']:.4f}: {'ok' if r['black_scholes']['pass'] else 'FAIL'}")
             C.log(f"  {r['gen_per_s']['median']:.4g} gen/s (warm-up {r['warmup_seconds']:.1f} s)")
             out["points"].append(r)
         except Exception as e:  # report failures as they are (torch.compile on long episodes)

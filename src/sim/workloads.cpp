@@ -43,12 +43,14 @@ const std::map<std::string, std::function<WorkloadData(uint32_t, uint32_t)>>& da
   return all;
 }
 
-// The policy libraries a header may name ("policy": NAME): the embedded family it adds.
+// The policy libraries a header may name ("policy": NAME): the embedded family it adds. Both
+// are the same MLP (genome layout, arithmetic up to the order of the logits' sums, reference):
+// sim_mlp_tree sums the logits as a tree, a team's lanes each over their own units.
 const std::map<std::string, std::string>& policies() {
-  static const std::map<std::string, std::string> all = {{"mlp", "sim_mlp"}};
+  static const std::map<std::string, std::string> all = {{"mlp", "sim_mlp"}, {"mlp_tree", "sim_mlp_tree"}};
   return all;
 }
-// The hidden units of kernels/sim_mlp.wgsl (MLP_HIDDEN).
+// The hidden units of kernels/sim_mlp.wgsl and sim_mlp_tree.wgsl (MLP_HIDDEN).
 constexpr uint32_t kMlpHidden = 16;
 
 template <class Map>
@@ -390,8 +392,8 @@ Workload parse_workload(std::string text, std::string origin, References referen
     d.policy = it->second;
     const auto in = u32_const(code, "MLP_IN"), out = u32_const(code, "MLP_OUT");
     if (!in || !out)
-      throw Error(origin +
-                  ": \"policy\": \"mlp\" needs `const MLP_IN: u32 = N;` and `const MLP_OUT: u32 = N;` "
+      throw Error(origin + ": \"policy\": \"" + p +
+                  "\" needs `const MLP_IN: u32 = N;` and `const MLP_OUT: u32 = N;` "
                   "(the observations and the actions) declared in the file");
     if (*in < 1 || *in > 64 || *out < 2 || *out > uint32_t(kMaxMlpOutputs))
       throw Error(origin + ": the MLP policy takes 1 to 64 inputs (MLP_IN) and 2 to " +
