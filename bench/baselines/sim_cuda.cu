@@ -18,6 +18,8 @@
 //           each reading their gene t as one float4 (a warp's load is whole 128-byte lines) for
 //           t = s, s + S, ..., in batches of 8 loads in flight; the slices' sums added in
 //           shared memory.
+//   The workload files of examples/sim/ (pendulum, option_pricer): thread only, as their headers'
+//           "team": {"max": 1}; the pendulum's 41 weights in registers, one option path per thread.
 // Arithmetic (--math): fast = the intrinsics __sinf, __cosf, __expf, __fdividef (what WGSL's
 // builtins are allowed to be); accurate = libm sinf/cosf/expf and IEEE division. Both print in
 // the JSON ("math") and run_sim.sh reports each figure with its arithmetic.
@@ -134,6 +136,10 @@ __host__ __device__ inline float m_exp(float x) {
 template <bool Fast>
 __host__ __device__ inline float m_div(float a, float b) {
   FAST_OR_LIBM(__fdividef(a, b), a / b);
+}
+template <bool Fast>
+__host__ __device__ inline float m_log(float x) {
+  FAST_OR_LIBM(__logf(x), logf(x));
 }
 // tanh without overflow for large |x|, as kernels/sim_common.wgsl.
 template <bool Fast>
@@ -686,6 +692,89 @@ __global__ void __launch_bounds__(kMarketTeamMaxBlock, 3)  // 65,536 / (3 x 128)
   if (lane == 0) fitness[ind] = repeated_mean(st.fitness(steps), episodes);
 }
 
+// ---- the workload files of examples/sim/: one thread per individual, as their "team": {"max": 1} ----
+
+// examples/sim/pendulum.wgsl: Pendulum-v1 (dt 0.05), the file's own MLP 3-8-1, torque
+// 2 tanh(out). Genome: W1[8][3] row-major, b1[8], w2[8], b2; all 41 in registers.
+template <bool Fast>
+__host__ __device__ float pendulum_fitness(const float* genomes, uint32_t ind, uint32_t pop, uint32_t steps,
+                                           uint32_t seed, uint32_t gen, uint32_t episodes) {
+  float w1[8][3], b1[8], w2[8];
+  auto gene = [&](int k) { return load_gene(genomes + size_t(k) * pop + ind); };
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+#pragma unroll
+    for (int k = 0; k < 3; ++k) w1[j][k] = gene(j * 3 + k);
+    b1[j] = gene(24 + j);
+    w2[j] = gene(32 + j);
+  }
+  const float b2 = gene(40);
+  float sum = 0.0f;
+  for (uint32_t e = 0; e < episodes; ++e) {
+    float th = start_state(seed, gen, e, 0, PI_F), thdot = start_state(seed, gen, e, 1, 1.0f), ret = 0.0f;
+    for (uint32_t t = 0; t < steps; ++t) {
+      const float c = m_cos<Fast>(th), s = m_sin<Fast>(th), obs[3] = {c, s, thdot};
+      float out = b2;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        float a = b1[j];
+#pragma unroll
+        for (int k = 0; k < 3; ++k) a += w1[j][k] * obs[k];
+        out += w2[j] * tanh_safe<Fast>(a);
+      }
+      const float u = fminf(fmaxf(2.0f * tanh_safe<Fast>(out), -2.0f), 2.0f);
+      const float y = th + PI_F, an = y - 2.0f * PI_F * floorf(m_div<Fast>(y, 2.0f * PI_F)) - PI_F;
+      const float cost = an * an + 0.1f * thdot * thdot + 0.001f * u * u;
+      const float newthdot = fminf(fmaxf(thdot + (3.0f * 10.0f / 2.0f * s + 3.0f * u) * 0.05f, -8.0f), 8.0f);
+      th = th + newthdot * 0.05f;
+      thdot = newthdot;
+      ret -= cost;
+    }
+    sum += ret;
+  }
+  return sum / float(episodes);
+}
+
+// examples/sim/option_pricer.wgsl: a European call under GBM, individual i's path stepped in log
+// space with normals by Box-Muller from pcg_hash(hash4(seed, 16 + episode, gen, i) + step).
+constexpr uint32_t kOptionStream = 16;
+__host__ __device__ inline float option_uniform(uint32_t h) {  // in (0, 1), exact in f32
+  return (float(h >> 8u) + 0.5f) * (1.0f / 16777216.0f);
+}
+template <bool Fast>
+__host__ __device__ float option_fitness(uint32_t ind, uint32_t steps, uint32_t seed, uint32_t gen,
+                                         uint32_t episodes) {
+  const float rate = 0.05f, vol = 0.2f, dt = m_div<Fast>(1.0f, float(steps));
+  float sum = 0.0f;
+  for (uint32_t e = 0; e < episodes; ++e) {
+    const uint32_t key = hash4(seed, kOptionStream + e, gen, ind);
+    float log_s = logf(100.0f);
+    for (uint32_t t = 0; t < steps; ++t) {
+      const uint32_t h = pcg_hash(key + t);
+      const float u1 = option_uniform(h), u2 = option_uniform(pcg_hash(h ^ 0x9e3779b9u));
+      const float z = sqrtf(-2.0f * m_log<Fast>(u1)) * m_cos<Fast>(2.0f * PI_F * u2);
+      log_s = log_s + (rate - 0.5f * vol * vol) * dt + vol * sqrtf(dt) * z;
+    }
+    sum += m_exp<Fast>(-rate) * fmaxf(m_exp<Fast>(log_s) - 105.0f, 0.0f);
+  }
+  return sum / float(episodes);
+}
+
+template <bool Fast>
+__global__ void __launch_bounds__(kMaxBlock)
+    pendulum_kernel(const float* __restrict__ genomes, float* __restrict__ fitness, uint32_t pop, uint32_t steps,
+                    uint32_t seed, uint32_t gen, uint32_t episodes) {
+  const uint32_t ind = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ind < pop) fitness[ind] = pendulum_fitness<Fast>(genomes, ind, pop, steps, seed, gen, episodes);
+}
+template <bool Fast>
+__global__ void __launch_bounds__(kMaxBlock)
+    option_kernel(float* __restrict__ fitness, uint32_t pop, uint32_t steps, uint32_t seed, uint32_t gen,
+                  uint32_t episodes) {
+  const uint32_t ind = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ind < pop) fitness[ind] = option_fitness<Fast>(ind, steps, seed, gen, episodes);
+}
+
 // ---- GA: as kernels/sim_evolve.wgsl ----
 __device__ inline bool beats(float a, uint32_t ia, float b, uint32_t ib) {
   if (!isfinite(a)) return false;
@@ -834,6 +923,9 @@ static const WorkloadInfo kWorkloads[] = {
     {"cartpole", 4096, 500, 114, 1.0f, 3, 0.1f, 0.1f, -10.0f, 10.0f, 500, 0, 0.5},
     {"mountaincar", 4096, 200, 99, 1.0f, 3, 0.1f, 0.1f, -10.0f, 10.0f, 200, 0, 0.5},
     {"market", 10000, 1500, 502, 1.0f, 3, 0.1f, 0.05f, -10.0f, 10.0f, 1u << 30, 2e-3, 2e-3},
+    // examples/sim/: their headers' sizes and reference tolerances
+    {"pendulum", 4096, 200, 41, 1.0f, 3, 0.1f, 0.1f, -10.0f, 10.0f, 40, 1e-3, 1e-2},
+    {"option_pricer", 65536, 64, 1, 1.0f, 3, 0.1f, 0.1f, -10.0f, 10.0f, 1u << 30, 2e-3, 0.25},
 };
 constexpr uint32_t kElites = 2;
 
@@ -937,8 +1029,22 @@ Evaluate market_evaluator(const Options& o, const float* data) {
 }
 
 template <bool Fast>
+Evaluate example_evaluator(const Options& o) {
+  if (o.variant != "thread")
+    fail(2, o.workload + ": --variant thread only (one thread per individual, as the file's \"team\": {\"max\": 1})");
+  if (o.workload == "pendulum")
+    return [o](const float* g, float* f, uint32_t pop, uint32_t steps, uint32_t gen) {
+      pendulum_kernel<Fast><<<(pop + o.block - 1) / o.block, o.block>>>(g, f, pop, steps, o.seed, gen, o.episodes);
+    };
+  return [o](const float*, float* f, uint32_t pop, uint32_t steps, uint32_t gen) {
+    option_kernel<Fast><<<(pop + o.block - 1) / o.block, o.block>>>(f, pop, steps, o.seed, gen, o.episodes);
+  };
+}
+
+template <bool Fast>
 Evaluate make_evaluator(const Options& o, const float* data) {
   const std::string& w = o.workload;
+  if (w == "pendulum" || w == "option_pricer") return example_evaluator<Fast>(o);
   if (w == "acrobot") return mlp_lanes<Acrobot, Fast>(o);
   if (w == "cartpole") return mlp_lanes<CartPole, Fast>(o);
   if (w == "mountaincar") return mlp_lanes<MountainCar, Fast>(o);
@@ -959,6 +1065,8 @@ static float host_fitness(const Options& o, const std::vector<float>& genomes, u
     return mlp_fitness<MountainCar<false>, 1, false>(g, ind, 0, pop, steps, o.seed, 0, o.episodes, 0);
   if (w == "market")
     return repeated_mean(market_episode<false>({g + ind, pop}, data.data(), steps, kFileRecords), o.episodes);
+  if (w == "pendulum") return pendulum_fitness<false>(g, ind, pop, steps, o.seed, 0, o.episodes);
+  if (w == "option_pricer") return option_fitness<false>(ind, steps, o.seed, 0, o.episodes);
   return repeated_mean(-rastrigin_sum<false>(g, ind, pop, steps), o.episodes);
 }
 
@@ -1097,7 +1205,8 @@ static std::string list_json(const std::vector<float>& v) {
 static Options parse(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-')
     fail(2,
-         "usage: sim_cuda rastrigin|acrobot|cartpole|mountaincar|market [--variant thread|team] [--lanes N] "
+         "usage: sim_cuda rastrigin|acrobot|cartpole|mountaincar|market|pendulum|option_pricer "
+         "[--variant thread|team] [--lanes N] "
          "[--math fast|accurate] [--block B] [--sizes PxL,...] [--generations G] [--seed S] [--episodes N] "
          "[--in-flight N] [--per-submit N] "
          "[--data FILE] [--check WGFUSE_JSON] [--host-check WGFUSE_JSON] [--json FILE] [--prefetch "
@@ -1171,7 +1280,8 @@ int main(int argc, char** argv) {
   const WorkloadInfo* wp = nullptr;
   for (const auto& w : kWorkloads)
     if (w.name == o.workload) wp = &w;
-  if (!wp) fail(2, "workload " + o.workload + ": rastrigin, acrobot, cartpole, mountaincar or market");
+  if (!wp)
+    fail(2, "workload " + o.workload + ": rastrigin, acrobot, cartpole, mountaincar, market, pendulum or option_pricer");
   const WorkloadInfo& W = *wp;
   const bool market = o.workload == "market";
 

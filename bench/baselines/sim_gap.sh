@@ -9,8 +9,8 @@
 #   2. diagnostics of CartPole's step: its three divisions by constants as products, Dawn's
 #      robustness off, 16 generations per submit, and the SPIR-V of both team modules;
 #   3. the CUDA baseline (sim_cuda.cu) in the same call, checked against wgfuse's reference sample;
-#   4. the JAX and PyTorch baselines of examples/sim/pendulum.wgsl and option_pricer.wgsl (checked
-#      against wgfuse's sample, the option pricer against Black-Scholes);
+#   4. the JAX, PyTorch and CUDA baselines of examples/sim/pendulum.wgsl and option_pricer.wgsl
+#      (checked against wgfuse's sample, the option pricer also against Black-Scholes);
 #   5. Rastrigin batched, file against built-in, 5 alternating rounds (session 7: 0.872).
 # Then $OUT/summary.md: medians per workload and policy, against CUDA.
 #
@@ -107,6 +107,12 @@ for w in pendulum option_pricer; do
     --json "$OUT/jax_$w.json"
   run "torch_eager_$w" 120 "$PY" bench/baselines/sim_torch.py "$w" --mode eager --generations 3 \
     --compare "$OUT/wg_$w.json" --json "$OUT/torch_eager_$w.json"
+  if [[ -x $OUT/sim_cuda ]]; then
+    for m in fast accurate; do
+      run "cuda_${w}_thread_$m" 60 "$OUT/sim_cuda" "$w" --variant thread --math "$m" --generations 32 \
+        --check "$OUT/wg_$w.json" --json "$OUT/cuda_${w}_thread_$m.json"
+    done
+  fi
 done
 
 log "=== 5. Rastrigin batched, file against built-in"
@@ -172,8 +178,8 @@ print("CUDA thread (gen/s, eval ms):", ", ".join(
     f"{w} {f(j['points'][0]['gen_per_s']['median'])} / {f(j['points'][0]['eval_ms']['median'])}"
     for w in ["cartpole", "mountaincar", "acrobot"] if (j := load(f"cuda_{w}_thread.json"))))
 print()
-print("| example | wgfuse fused gen/s | wgfuse eval ms | wgfuse check | JAX gen/s | JAX sample | PyTorch eager gen/s | PyTorch sample | Black-Scholes (JAX / PyTorch) |")
-print("|---|---:|---:|---|---:|---|---:|---|---|")
+print("| example | wgfuse fused gen/s | wgfuse eval ms | wgfuse check | JAX gen/s | JAX sample | PyTorch eager gen/s | PyTorch sample | Black-Scholes (JAX / PyTorch) | CUDA thread fast gen/s / eval ms / check |")
+print("|---|---:|---:|---|---:|---|---:|---|---|---|")
 for w in ["pendulum", "option_pricer"]:
     wg = load(f"wg_{w}.json")
     row = [w]
@@ -195,6 +201,10 @@ for w in ["pendulum", "option_pricer"]:
         b = p.get("black_scholes")
         bs.append(f"{b['monte_carlo']:.4f}±{b['standard_error']:.4f} vs {b['black_scholes']:.4f} {'ok' if b['pass'] else 'FAIL'}" if b else "-")
     row.append(" / ".join(bs))
+    cu = load(f"cuda_{w}_thread_fast.json")
+    cp = cu["points"][0] if cu and cu.get("points") else None
+    row.append(f"{f(cp['gen_per_s']['median'])} / {f(cp['eval_ms']['median'])} / "
+               f"{'pass' if (cu.get('check') or {}).get('pass') else 'FAIL'}" if cp else "no run")
     print("| " + " | ".join(row) + " |")
 print()
 r = load("rastrigin_file_vs_builtin.json")
