@@ -762,8 +762,8 @@ __host__ __device__ float option_fitness(uint32_t ind, uint32_t steps, uint32_t 
 
 template <bool Fast>
 __global__ void __launch_bounds__(kMaxBlock)
-    pendulum_kernel(const float* __restrict__ genomes, float* __restrict__ fitness, uint32_t pop, uint32_t steps,
-                    uint32_t seed, uint32_t gen, uint32_t episodes) {
+    pendulum_kernel(const float* __restrict__ genomes, float* __restrict__ fitness, uint32_t pop,
+                    uint32_t steps, uint32_t seed, uint32_t gen, uint32_t episodes) {
   const uint32_t ind = blockIdx.x * blockDim.x + threadIdx.x;
   if (ind < pop) fitness[ind] = pendulum_fitness<Fast>(genomes, ind, pop, steps, seed, gen, episodes);
 }
@@ -1031,10 +1031,12 @@ Evaluate market_evaluator(const Options& o, const float* data) {
 template <bool Fast>
 Evaluate example_evaluator(const Options& o) {
   if (o.variant != "thread")
-    fail(2, o.workload + ": --variant thread only (one thread per individual, as the file's \"team\": {\"max\": 1})");
+    fail(2, o.workload +
+                ": --variant thread only (one thread per individual, as the file's \"team\": {\"max\": 1})");
   if (o.workload == "pendulum")
     return [o](const float* g, float* f, uint32_t pop, uint32_t steps, uint32_t gen) {
-      pendulum_kernel<Fast><<<(pop + o.block - 1) / o.block, o.block>>>(g, f, pop, steps, o.seed, gen, o.episodes);
+      pendulum_kernel<Fast>
+          <<<(pop + o.block - 1) / o.block, o.block>>>(g, f, pop, steps, o.seed, gen, o.episodes);
     };
   return [o](const float*, float* f, uint32_t pop, uint32_t steps, uint32_t gen) {
     option_kernel<Fast><<<(pop + o.block - 1) / o.block, o.block>>>(f, pop, steps, o.seed, gen, o.episodes);
@@ -1281,7 +1283,8 @@ int main(int argc, char** argv) {
   for (const auto& w : kWorkloads)
     if (w.name == o.workload) wp = &w;
   if (!wp)
-    fail(2, "workload " + o.workload + ": rastrigin, acrobot, cartpole, mountaincar, market, pendulum or option_pricer");
+    fail(2, "workload " + o.workload +
+                ": rastrigin, acrobot, cartpole, mountaincar, market, pendulum or option_pricer");
   const WorkloadInfo& W = *wp;
   const bool market = o.workload == "market";
 
