@@ -22,6 +22,9 @@ cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the output directory}"
 mkdir -p "$OUT/files"
 ROUNDS=${ROUNDS:-3}
+# Generations a timed run: 32 (run_sim.sh's) are 4 command buffers of 8, too few for a stable
+# median at ~0.1 ms a generation.
+GENS=${GENS:-128}
 PY=${PY:-python3}
 NVCC=${NVCC:-nvcc}
 command -v "$NVCC" >/dev/null || NVCC=/usr/local/cuda/bin/nvcc
@@ -45,7 +48,10 @@ run() {
   timeout "$limit" "$@" >"$OUT/$name.txt" 2>&1
   log "$name: exit $?"
 }
-sim() { "$WGFUSE" --adapter gpu sim "$@"; }
+# ADAPTER=cpu SIM_SIZES="--pop 64 --steps 40" GENS=4 ROUNDS=1: a dry run of the script on SwiftShader.
+ADAPTER=${ADAPTER:-gpu}
+read -ra SIZES <<<"${SIM_SIZES:-}"
+SIM=("$WGFUSE" --adapter "$ADAPTER" sim "${SIZES[@]}")  # `timeout` runs commands, not shell functions
 log "wgfuse $WGFUSE, git $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1 || true
 
@@ -56,45 +62,50 @@ done
 sed 's#/ total_mass#* (1.0 / total_mass)#g' "$OUT/files/cartpole_tree.wgsl" >"$OUT/files/cartpole_tree_recip.wgsl"
 sed 's#/ total_mass#* (1.0 / total_mass)#g' kernels/sim_cartpole.wgsl >"$OUT/files/cartpole_recip.wgsl"
 
-log "=== 1. broadcast (built-in) against tree (file), $ROUNDS rounds, every strategy checked"
+log "=== 1. broadcast (built-in) against tree (file), $ROUNDS rounds of team (checked) and fused"
 for r in $(seq 1 "$ROUNDS"); do
   for w in $MLP; do
-    run "wg_${w}_mlp_r$r" 120 sim "$w" --mode all --check --generations 32 --quiet --json "$OUT/wg_${w}_mlp_r$r.json"
-    run "wg_${w}_tree_r$r" 120 sim "$OUT/files/${w}_tree.wgsl" --mode all --check --generations 32 --quiet \
-      --json "$OUT/wg_${w}_tree_r$r.json"
+    for pol in mlp tree; do
+      target=$w
+      [[ $pol == tree ]] && target=$OUT/files/${w}_tree.wgsl
+      run "wg_${w}_${pol}_r$r" 120 "${SIM[@]}" "$target" --mode team --check --generations "$GENS" --quiet \
+        --json "$OUT/wg_${w}_${pol}_r$r.json"
+      run "wg_${w}_${pol}_fused_r$r" 60 "${SIM[@]}" "$target" --mode fused --generations "$GENS" --quiet \
+        --json "$OUT/wg_${w}_${pol}_fused_r$r.json"
+    done
   done
 done
 for team in 2 8 16; do
   for w in $MLP; do
-    run "wg_${w}_mlp_team$team" 60 sim "$w" --mode team --team "$team" --check --generations 32 --quiet \
+    run "wg_${w}_mlp_team$team" 60 "${SIM[@]}" "$w" --mode team --team "$team" --check --generations "$GENS" --quiet \
       --json "$OUT/wg_${w}_mlp_team$team.json"
-    run "wg_${w}_tree_team$team" 60 sim "$OUT/files/${w}_tree.wgsl" --mode team --team "$team" --check \
-      --generations 32 --quiet --json "$OUT/wg_${w}_tree_team$team.json"
+    run "wg_${w}_tree_team$team" 60 "${SIM[@]}" "$OUT/files/${w}_tree.wgsl" --mode team --team "$team" --check \
+      --generations "$GENS" --quiet --json "$OUT/wg_${w}_tree_team$team.json"
   done
 done
 
 log "=== 2. CartPole diagnostics"
 for v in recip tree_recip; do
-  run "wg_cartpole_$v" 60 sim "$OUT/files/cartpole_$v.wgsl" --mode all --check --generations 32 --quiet \
+  run "wg_cartpole_$v" 60 "${SIM[@]}" "$OUT/files/cartpole_$v.wgsl" --mode all --check --generations "$GENS" --quiet \
     --json "$OUT/wg_cartpole_$v.json"
 done
-run wg_cartpole_mlp_norobust 60 sim cartpole --mode team --unsafe-no-robustness --generations 32 --quiet \
+run wg_cartpole_mlp_norobust 60 "${SIM[@]}" cartpole --mode team --unsafe-no-robustness --generations "$GENS" --quiet \
   --json "$OUT/wg_cartpole_mlp_norobust.json"
-run wg_cartpole_tree_norobust 60 sim "$OUT/files/cartpole_tree.wgsl" --mode team --unsafe-no-robustness \
-  --generations 32 --quiet --json "$OUT/wg_cartpole_tree_norobust.json"
+run wg_cartpole_tree_norobust 60 "${SIM[@]}" "$OUT/files/cartpole_tree.wgsl" --mode team --unsafe-no-robustness \
+  --generations "$GENS" --quiet --json "$OUT/wg_cartpole_tree_norobust.json"
 for w in cartpole mountaincar; do
-  run "wg_${w}_mlp_submit16" 60 sim "$w" --mode team --per-submit 16 --generations 64 --quiet \
+  run "wg_${w}_mlp_submit16" 60 "${SIM[@]}" "$w" --mode team --per-submit 16 --generations "$GENS" --quiet \
     --json "$OUT/wg_${w}_mlp_submit16.json"
 done
-run spirv_cartpole_mlp 60 sim cartpole --mode team --generations 1 --dump-shaders --quiet
-run spirv_cartpole_tree 60 sim "$OUT/files/cartpole_tree.wgsl" --mode team --generations 1 --dump-shaders --quiet
+run spirv_cartpole_mlp 60 "${SIM[@]}" cartpole --mode team --generations 1 --dump-shaders --quiet
+run spirv_cartpole_tree 60 "${SIM[@]}" "$OUT/files/cartpole_tree.wgsl" --mode team --generations 1 --dump-shaders --quiet
 
 log "=== 3. CUDA"
 run cuda_build 120 "$NVCC" -O3 -arch=sm_90 -Xptxas -v -o "$OUT/sim_cuda" bench/baselines/sim_cuda.cu
 if [[ -x $OUT/sim_cuda ]]; then
   for w in $MLP; do
     for v in team thread; do
-      run "cuda_${w}_$v" 60 "$OUT/sim_cuda" "$w" --variant "$v" --math fast --generations 32 \
+      run "cuda_${w}_$v" 60 "$OUT/sim_cuda" "$w" --variant "$v" --math fast --generations "$GENS" \
         --check "$OUT/wg_${w}_mlp_r1.json" --json "$OUT/cuda_${w}_$v.json"
     done
   done
@@ -102,7 +113,7 @@ fi
 
 log "=== 4. examples/sim: wgfuse, JAX, PyTorch"
 for w in pendulum option_pricer; do
-  run "wg_$w" 120 sim "examples/sim/$w.wgsl" --mode all --check --generations 32 --quiet --json "$OUT/wg_$w.json"
+  run "wg_$w" 120 "${SIM[@]}" "examples/sim/$w.wgsl" --mode all --check --generations 32 --quiet --json "$OUT/wg_$w.json"
   run "jax_$w" 120 "$PY" bench/baselines/sim_jax.py "$w" --generations 5 --compare "$OUT/wg_$w.json" \
     --json "$OUT/jax_$w.json"
   run "torch_eager_$w" 120 "$PY" bench/baselines/sim_torch.py "$w" --mode eager --generations 3 \
@@ -116,7 +127,7 @@ for w in pendulum option_pricer; do
 done
 
 log "=== 5. Rastrigin batched, file against built-in"
-run rastrigin_file_vs_builtin 150 "$PY" bench/baselines/sim_file_vs_builtin.py --wgfuse "$WGFUSE" \
+run rastrigin_file_vs_builtin 150 "$PY" bench/baselines/sim_file_vs_builtin.py --wgfuse "$WGFUSE" --adapter "$ADAPTER" \
   --workloads rastrigin --mode batched --rounds 5 --json "$OUT/rastrigin_file_vs_builtin.json"
 
 log "=== summary"
@@ -130,6 +141,8 @@ def med(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
 def f(x, d=4):
+    if isinstance(x, dict):  # {"median", "min", "max"}
+        x = x.get("median")
     return "-" if x is None else f"{x:.{d}g}"
 print("| workload | policy | fused gen/s | team gen/s | team eval ms | team GA ms | between ms | checks | CUDA team gen/s / eval ms | CUDA / wgfuse best |")
 print("|---|---|---:|---:|---:|---:|---:|---|---|---:|")
@@ -138,13 +151,14 @@ for w in ["cartpole", "mountaincar", "acrobot"]:
     cp = cuda["points"][0] if cuda else None
     for pol in ["mlp", "tree"]:
         runs = [load(f"wg_{w}_{pol}_r{r}.json") for r in range(1, rounds + 1)]
-        runs = [j for j in runs if j]
+        runs = [j for j in runs if j] + [j for r in range(1, rounds + 1) if (j := load(f"wg_{w}_{pol}_fused_r{r}.json"))]
         if not runs:
             print(f"| {w} | {pol} | no run |"); continue
-        m = lambda mode, k: med([j["modes"][mode][k]["median"] if isinstance(j["modes"][mode][k], dict) else j["modes"][mode][k] for j in runs if mode in j["modes"]])
+        m = lambda mode, k: med([j["modes"][mode][k]["median"] if isinstance(j["modes"][mode][k], dict) else j["modes"][mode][k] for j in runs if mode in j["modes"] and k in j["modes"][mode]])
         fused, team = m("fused", "gen_per_s"), m("team", "gen_per_s")
-        checks = "pass" if all(j.get("check", {}).get("pass") for j in runs) else "FAIL"
-        bitwise = all(j["check"]["team_vs_perstep"].get("bitwise") and j["check"]["fused_vs_perstep"].get("bitwise") for j in runs if "check" in j)
+        checked = [j for j in runs if "check" in j]
+        checks = "pass" if checked and all(j["check"].get("pass") for j in checked) else "FAIL"
+        bitwise = bool(checked) and all(j["check"]["team_vs_perstep"].get("bitwise") and j["check"]["fused_vs_perstep"].get("bitwise") for j in checked)
         ratio = cp["gen_per_s"]["median"] / max(fused, team) if cp else None
         print(f"| {w} | {pol} | {f(fused)} | {f(team)} | {f(m('team', 'gpu_evaluation_ms'))} | {f(m('team', 'gpu_ga_ms'))} | "
               f"{f(m('team', 'gpu_between_generations_ms'))} | {checks}{', bitwise' if bitwise else ''} | "
