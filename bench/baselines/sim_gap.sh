@@ -6,8 +6,9 @@
 #      adds the lanes' sums by butterfly shuffles, as bench/baselines/sim_cuda.cu's teams do), in
 #      alternating rounds, every strategy checked (--check); then teams of 2, 8 and 16 of both
 #      (the tree's branches for 8 and 16 lanes run only where subgroups are 32 wide);
-#   2. diagnostics of CartPole's step: its three divisions by constants as products, Dawn's
-#      robustness off, 16 generations per submit, and the SPIR-V of both team modules;
+#   2. diagnostics of CartPole's step: its three divisions by constants as products, its step
+#      without branches, Dawn's robustness off, 16 generations per submit, the SPIR-V of both team
+#      modules;
 #   3. the CUDA baseline (sim_cuda.cu) in the same call, checked against wgfuse's reference sample;
 #   4. the JAX, PyTorch and CUDA baselines of examples/sim/pendulum.wgsl and option_pricer.wgsl
 #      (checked against wgfuse's sample, the option pricer also against Black-Scholes);
@@ -60,6 +61,24 @@ for w in $MLP; do
   sed 's/"policy": "mlp"/"policy": "mlp_tree"/' "kernels/sim_$w.wgsl" >"$OUT/files/${w}_tree.wgsl"
 done
 sed 's#/ total_mass#* (1.0 / total_mass)#g' "$OUT/files/cartpole_tree.wgsl" >"$OUT/files/cartpole_tree_recip.wgsl"
+# CartPole without branches in its step: the dynamics computed for a finished episode too and
+# kept only while it runs (select), the termination test with | in place of || (the same results).
+"$PY" - "$OUT/files/cartpole_tree.wgsl" "$OUT/files/cartpole_tree_branchless.wgsl" <<'EOF_PY'
+import re, sys
+s = open(sys.argv[1]).read()
+def sub(old, new):
+    global s
+    assert old in s, old
+    s = s.replace(old, new)
+sub("  if ((*s).done != 0u) {\n    return;\n  }\n", "  let live = (*s).done == 0u;\n")
+for v, e in [("x", "(*s).x + tau * (*s).x_dot"), ("x_dot", "(*s).x_dot + tau * xacc"),
+             ("theta", "(*s).theta + tau * (*s).theta_dot"), ("theta_dot", "(*s).theta_dot + tau * thetaacc"),
+             ("ret", "(*s).ret + 1.0")]:
+    sub(f"  (*s).{v} = {e};\n", f"  (*s).{v} = select((*s).{v}, {e}, live);\n")
+sub("if ((*s).x < -2.4 || (*s).x > 2.4 || (*s).theta < -theta_limit || (*s).theta > theta_limit) {",
+    "if (((*s).x < -2.4) | ((*s).x > 2.4) | ((*s).theta < -theta_limit) | ((*s).theta > theta_limit)) {")
+open(sys.argv[2], "w").write(s)
+EOF_PY
 sed 's#/ total_mass#* (1.0 / total_mass)#g' kernels/sim_cartpole.wgsl >"$OUT/files/cartpole_recip.wgsl"
 
 log "=== 1. broadcast (built-in) against tree (file), $ROUNDS rounds of team (checked) and fused"
@@ -85,7 +104,7 @@ for team in 2 8 16; do
 done
 
 log "=== 2. CartPole diagnostics"
-for v in recip tree_recip; do
+for v in recip tree_recip tree_branchless; do
   run "wg_cartpole_$v" 60 "${SIM[@]}" "$OUT/files/cartpole_$v.wgsl" --mode all --check --generations "$GENS" --quiet \
     --json "$OUT/wg_cartpole_$v.json"
 done
@@ -179,7 +198,7 @@ for w in ["cartpole", "mountaincar", "acrobot"]:
         print(f"- {w} {pol}: " + "; ".join(cells))
 print()
 print("CartPole diagnostics (gen/s, eval ms):")
-for name in ["cartpole_recip", "cartpole_tree_recip", "cartpole_mlp_norobust", "cartpole_tree_norobust",
+for name in ["cartpole_recip", "cartpole_tree_recip", "cartpole_tree_branchless", "cartpole_mlp_norobust", "cartpole_tree_norobust",
              "cartpole_mlp_submit16", "mountaincar_mlp_submit16"]:
     j = load(f"wg_{name}.json")
     if not j:
