@@ -116,6 +116,8 @@ for w in cartpole mountaincar; do
   run "wg_${w}_mlp_submit16" 60 "${SIM[@]}" "$w" --mode team --per-submit 16 --generations "$GENS" --quiet \
     --json "$OUT/wg_${w}_mlp_submit16.json"
 done
+run wg_mountaincar_mlp_gakernels 60 "${SIM[@]}" mountaincar --mode team --time-ga-kernels --generations "$GENS" --quiet \
+  --json "$OUT/wg_mountaincar_mlp_gakernels.json"
 run spirv_cartpole_mlp 60 "${SIM[@]}" cartpole --mode team --generations 1 --dump-shaders --quiet
 run spirv_cartpole_tree 60 "${SIM[@]}" "$OUT/files/cartpole_tree.wgsl" --mode team --generations 1 --dump-shaders --quiet
 
