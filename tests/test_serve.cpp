@@ -115,7 +115,7 @@ TEST(ServeSubmission, AcceptsValidAndNamesTheFieldOfEachRejection) {
             }),
             "results: more than 256 results (257)");
   EXPECT_EQ(rejection([](json& s) { s["results"][2]["suite"] = "mining"; }),
-            "results[2].suite: 'mining' is not one of dispatch, chain, sim, sim-file, tiny");
+            "results[2].suite: 'mining' is not one of dispatch, chain, sim, sim-file, tiny, llm");
   EXPECT_EQ(rejection([](json& s) { s["results"][0]["sizes"]["elements"] = "many"; }),
             "results[0].sizes.elements: must be a number, not string");
   EXPECT_EQ(rejection([](json& s) { s["results"][1]["baseline"] = nullptr; }),
@@ -141,7 +141,7 @@ TEST(ServeSubmission, BodyDepthIsBoundedBeforeParsing) {
     FAIL() << "75,000 levels accepted";
   } catch (const ValidationError& e) {
     EXPECT_STREQ(e.what(),
-                 "body: nested deeper than 8 levels of arrays and objects (the submission needs 4)");
+                 "body: nested deeper than 8 levels of arrays and objects (the submission needs 5)");
   }
   EXPECT_THROW(parse_submission_body(nested(8)), ValidationError);
   // Brackets inside strings (escaped quotes too) are text, not nesting.
@@ -243,6 +243,79 @@ TEST(ServeSubmission, FlagsEveryImplausibleResultAndNoPlausibleOne) {
   // An even count's median may be either middle sample or between them.
   EXPECT_EQ(flags([&](json& r) { set_samples(r, {4.0, 1.0, 3.0, 2.0}), r["median"] = 2.0; }), "[]");
   EXPECT_EQ(flags([&](json& r) { set_samples(r, {4.0, 1.0, 3.0, 2.0}), r["median"] = 2.5; }), "[]");
+}
+
+// llm results are checked by the server against its own native run (LlmCheck): a lie about the
+// tokens is refused, an honest failure is stored flagged, and a server serving no model refuses them.
+TEST(ServeSubmission, LlmResultsAreCheckedAgainstTheServersNativeRun) {
+  const LlmCheck check{"tiny-qwen", {5, 17, 301}, {44, 9, 230, 7, 7}};
+  const auto llm_submission = [&](const std::function<void(json&)>& mutate) {
+    json s = valid_submission(3);
+    json& r = s["results"][1];
+    r["suite"] = "llm";
+    r["name"] = "tiny-qwen decode";
+    r["unit"] = "tok/s";
+    r["speedup"] = nullptr;
+    r["baseline"] = nullptr;
+    r["equivalence"] = {{"passed", true},
+                        {"compared", "greedy tokens vs the server's native run"},
+                        {"max_abs_diff", 0},
+                        {"tolerance", 0},
+                        {"tokens", check.expected_ids}};
+    mutate(r);
+    return s;
+  };
+  const auto reason = [&](const std::function<void(json&)>& mutate, const LlmCheck* with = nullptr) {
+    json s = llm_submission(mutate);
+    try {
+      validate_submission(s, with);
+      return std::string();
+    } catch (const ValidationError& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_EQ(reason([](json&) {}, &check), "");
+  EXPECT_EQ(reason([](json&) {}),
+            "results[1].suite: llm results are checked against the model this server serves, and it serves "
+            "none (start wgfuse serve with --model)");
+  EXPECT_EQ(reason([](json& r) { r["name"] = "other decode"; }, &check),
+            "results[1].name: 'other decode' is not a variant of the served model (tiny-qwen prefill, "
+            "tiny-qwen decode)");
+  EXPECT_EQ(
+      reason([](json& r) { r["equivalence"]["tokens"][3] = 8; }, &check),
+      "results[1].equivalence.passed: true, but the tokens differ from the server's native run (1 of 5, "
+      "from position 3)");
+  EXPECT_EQ(reason([](json& r) { r["equivalence"]["passed"] = false; }, &check),
+            "results[1].equivalence.passed: false, but the tokens equal the server's native run");
+  EXPECT_EQ(reason([](json& r) { r["equivalence"]["tokens"].erase(4); }, &check),
+            "results[1].equivalence.tokens: 4 tokens; the check generates 5 (GET /model/check.json)");
+  EXPECT_EQ(reason([](json& r) { r["equivalence"].erase("tokens"); }, &check),
+            "results[1].equivalence.tokens: missing");
+  EXPECT_EQ(reason([](json& r) { r["equivalence"]["tolerance"] = 2; }, &check),
+            "results[1].equivalence.tolerance: must be 0 (every token must equal the native run's)");
+  const auto failed = [](json& r) {
+    r["equivalence"]["tokens"][1] = 10, r["equivalence"]["tokens"][2] = 11;
+    r["equivalence"]["passed"] = false;
+    r["equivalence"]["max_abs_diff"] = 2;
+  };
+  EXPECT_EQ(reason(
+                [&](json& r) {
+                  failed(r);
+                  r["equivalence"]["max_abs_diff"] = 1;
+                },
+                &check),
+            "results[1].equivalence.max_abs_diff: must count the tokens that differ from the server's native "
+            "run (2 of 5)");
+  // An honest failure is accepted, and flagged: kept as evidence, out of the medians.
+  json s = llm_submission(failed);
+  validate_submission(s, &check);
+  flag_implausible(s, "00ff00ff00ff00ff");
+  EXPECT_EQ(s["results"][0]["flags"], json::array());
+  EXPECT_NE(s["results"][1]["flags"].dump().find("equivalence.passed: the check failed"), std::string::npos)
+      << s["results"][1]["flags"];
+  // Other suites' failed checks are still refused (the server cannot redo them).
+  EXPECT_EQ(reason([](json& r) { r["suite"] = "sim", r["equivalence"]["passed"] = false; }, &check),
+            "results[1].equivalence.passed: the equivalence check failed; the result is not accepted");
 }
 
 TEST(ServeRateLimit, BucketEmptiesRefillsAndKeepsClientsApart) {

@@ -1,7 +1,8 @@
-// The chat page against the native engine: a random Qwen2 model folder (a byte-level tokenizer of
-// 262 ids with a chat template, so that typed text fits the small vocabulary) served by
-// `wgfuse serve --model`, driven in headless chromium by tests/web/chat_e2e.mjs, which checks
-// greedy tokens and logits against `wgfuse generate` and the page's chat controls.
+// The pages that run the served model against the native engine: a random Qwen2 model folder (a
+// byte-level tokenizer of 262 ids with a chat template, so that typed text fits the small
+// vocabulary) served by `wgfuse serve --model`, driven in headless chromium by tests/web/chat_e2e.mjs
+// (greedy tokens and logits against `wgfuse generate`, the chat controls) and
+// tests/web/llm_suite_e2e.mjs (the benchmark page's llm suite: its check, rates and submission).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -19,10 +20,9 @@ namespace fs = std::filesystem;
 
 const fs::path kSource = WGFUSE_SOURCE_DIR;
 
-// Test that the chat page replays the native plan: the same greedy tokens, logits within 1e-5.
-TEST(WebChat, PageMatchesNativeGenerate) {
-  if (!fs::exists("/usr/bin/chromium")) GTEST_SKIP() << "no /usr/bin/chromium (scripts/setup installs it)";
-  const fs::path dir = fs::temp_directory_path() / ("wgfuse_web_chat_" + std::to_string(getpid()));
+// A random Qwen2 model folder for the page: a byte-level tokenizer of 262 ids with a chat template.
+fs::path write_page_model(const std::string& tag) {
+  const fs::path dir = fs::temp_directory_path() / ("wgfuse_" + tag + "_" + std::to_string(getpid()));
   llm::ModelConfig c = test::small_llm_config(true, 1000);
   c.num_layers = 2;
   c.max_position_embeddings = 1024;  // a prompt of two prefill chunks
@@ -30,13 +30,34 @@ TEST(WebChat, PageMatchesNativeGenerate) {
   fs::copy_file(kSource / "tests/fuzz/corpus/tokenizer/small_bpe.json", dir / "tokenizer.json");
   std::ofstream(dir / "tokenizer_config.json")
       << R"({"chat_template": "{% for m in messages %}{{ '<|im_start|>' + m.role + '\n' + m.content + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"})";
-  const fs::path out = fs::path(WGFUSE_BUILD_DIR) / "web-chat-e2e";
-  const std::string cmd = "node '" + (kSource / "tests/web/chat_e2e.mjs").string() + "' --wgfuse '" +
-                          WGFUSE_BINARY + "' --model '" + dir.string() + "' --out '" + out.string() +
-                          "' 2>&1";
+  return dir;
+}
+
+// Runs tests/web/SCRIPT against `wgfuse serve --model` on a fresh random model; its exit status.
+int run_page_script(const std::string& script, const std::string& tag, const std::string& args = "") {
+  const fs::path dir = write_page_model(tag);
+  const fs::path out = fs::path(WGFUSE_BUILD_DIR) / tag;
+  const std::string cmd = "node '" + (kSource / "tests/web" / script).string() + "' --wgfuse '" +
+                          WGFUSE_BINARY + "' --model '" + dir.string() + "' --out '" + out.string() + "' " +
+                          args + " 2>&1";
   const int rc = std::system(cmd.c_str());
   fs::remove_all(dir);
-  EXPECT_EQ(rc, 0) << cmd;
+  return rc;
+}
+
+// Test that the chat page replays the native plan: the same greedy tokens, logits within 1e-5.
+TEST(WebChat, PageMatchesNativeGenerate) {
+  if (!fs::exists("/usr/bin/chromium")) GTEST_SKIP() << "no /usr/bin/chromium (scripts/setup installs it)";
+  EXPECT_EQ(run_page_script("chat_e2e.mjs", "web-chat-e2e"), 0);
+}
+
+// Test that the benchmark page's llm suite reproduces the server's native check generation,
+// measures the served model and submits, and that the server checks llm results itself; the model
+// served for a 256 KiB limit per buffer and binding (its weights split over several buffers), and
+// refused below what a buffer needs whole.
+TEST(WebChat, LlmSuiteChecksMeasuresAndSubmits) {
+  if (!fs::exists("/usr/bin/chromium")) GTEST_SKIP() << "no /usr/bin/chromium (scripts/setup installs it)";
+  EXPECT_EQ(run_page_script("llm_suite_e2e.mjs", "web-llm-suite-e2e", "--limits 262144"), 0);
 }
 
 }  // namespace

@@ -182,10 +182,11 @@ int main(int argc, char** argv) {
                  "Hugging Face model folder for the chat page (/chat): its plan, packed weights and "
                  "tokenizer under /model/; and OpenAI's API for it at /v1/ (docs/WEB_API.md)");
   serve::ModelAssetsOptions model_options;
-  cmd.add_option(
-         "--model-binding-limit", model_options.context.max_storage_buffer_binding_size,
-         "with --model: plan for browsers granting this maxStorageBufferBindingSize (bytes; the weight "
-         "arena is split to fit; 0: this machine's device limit)")
+  std::string limits = "device";
+  cmd.add_option("--limits", limits,
+                 "with --model: the limits the page's plans are made for: device (this machine's), browser "
+                 "(WebGPU's defaults: 128 MiB per buffer and binding), or BYTES per buffer and binding (what "
+                 "a browser grants); the weight arena is split to fit, another buffer over it is refused")
       ->capture_default_str();
   add_model_options(cmd, serving);
   cmd.add_option("--submit", submit_url,
@@ -217,9 +218,11 @@ int main(int argc, char** argv) {
     if (!model_dir.empty()) options.route_sets.push_back(serving.load(options.host));
 
     std::unique_ptr<serve::ModelAssets> model;
+    model_options.binding_limit = serve::parse_limits(limits);
     if (!model_dir.empty()) {
       model = std::make_unique<serve::ModelAssets>(model_dir, model_options);
       options.more_routes = [&](httplib::Server& http) { model->routes(http); };
+      options.llm_check = model->llm_check();
       std::printf("wgfuse serve: model %s at /chat\n", model->describe().c_str());
     }
     serve::ResultsStore store(serve::open_database(db));

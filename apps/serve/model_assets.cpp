@@ -61,20 +61,45 @@ void send_file(httplib::Response& res, const fs::path& path) {
 
 }  // namespace
 
+uint64_t parse_limits(const std::string& text) {
+  if (text == "device") return 0;
+  if (text == "browser") return 128ull << 20;
+  size_t used = 0;
+  uint64_t bytes = 0;
+  try {
+    bytes = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || bytes < 4096)
+    throw Error("--limits " + text + ": must be device, browser, or a number of bytes (at least 4096)");
+  return bytes;
+}
+
 ModelAssets::ModelAssets(const fs::path& dir, ModelAssetsOptions options)
     : dir_(dir), options_(std::move(options)), files_(dir) {
-  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
-    if (!fs::is_regular_file(dir / f))
-      throw Error("--model " + dir.string() + ": no " + f +
-                  " (the page tokenizes with it; copy it from the model's repository)");
-  stop_ids_ = llm::stop_token_ids(llm::load_tokenizer(dir), dir);
+  // A GGUF file carries its tokenizer as metadata, which the native side reads (the check
+  // generation) but the page's tokenizer does not: /chat says so; the llm suite needs none.
+  if (!files_.gguf())
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+      if (!fs::is_regular_file(dir / f))
+        throw Error("--model " + dir.string() + ": no " + f +
+                    " (the page tokenizes with it; copy it from the model's repository)");
+  const llm::Tokenizer tokenizer = llm::load_tokenizer(dir);
+  stop_ids_ = llm::stop_token_ids(tokenizer, dir);
 
   const llm::ModelConfig& cfg = files_.config();
   llm::ModelOptions mo;
   mo.ctx = std::min(4096u, cfg.max_position_embeddings);
+  mo.binding_limit = options_.binding_limit;
   ctx_ = std::make_unique<gpu::Context>(options_.context);
-  model_ = std::make_unique<llm::Model>(
-      *ctx_, cfg, [this](std::string_view name) { return files_.find(name); }, mo);
+  try {
+    model_ = std::make_unique<llm::Model>(
+        *ctx_, cfg, [this](std::string_view name) { return files_.find(name); }, mo);
+  } catch (const Error& e) {
+    if (!mo.binding_limit) throw;
+    throw Error("--limits " + std::to_string(mo.binding_limit) + ": " + e.what());
+  }
 
   // The weight buffers in shards of whole words, each hashed once from the GPU's own bytes.
   json shards = json::array();
@@ -94,12 +119,13 @@ ModelAssets::ModelAssets(const fs::path& dir, ModelAssetsOptions options)
   }
   json files = json::array();
   for (const char* f : kServedFiles)
-    if (fs::is_regular_file(dir / f)) files.push_back(f);
+    if (!files_.gguf() && fs::is_regular_file(dir / f)) files.push_back(f);
   fs::path named = fs::absolute(dir).lexically_normal();
   if (named.filename().empty()) named = named.parent_path();  // "DIR/"
   index_ = {{"name", named.filename().string()}, {"model", llm::config_json(cfg)},
             {"ctx", model_->capacity()},         {"stop_ids", stop_ids_},
             {"files", std::move(files)},         {"shards", std::move(shards)}};
+  check_ = native_check_generation(*model_, tokenizer, index_["name"].get<std::string>());
 }
 
 ModelAssets::~ModelAssets() = default;
@@ -146,6 +172,10 @@ void ModelAssets::routes(httplib::Server& http) {
     res.set_header("Cache-Control", "no-cache");
     res.set_content(index_.dump(), "application/json");
   });
+  http.Get("/model/check.json", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_content(check_json(check_).dump(), "application/json");
+  });
   http.Get("/model/plan.json", [this](const httplib::Request& req, httplib::Response& res) {
     try {
       res.set_header("Cache-Control", "no-cache");
@@ -177,7 +207,7 @@ void ModelAssets::routes(httplib::Server& http) {
     const std::string name = req.matches[1].str();
     const bool listed = std::find_if(std::begin(kServedFiles), std::end(kServedFiles),
                                      [&](const char* f) { return name == f; }) != std::end(kServedFiles);
-    if (!listed || !fs::is_regular_file(dir_ / name))
+    if (!listed || files_.gguf() || !fs::is_regular_file(dir_ / name))
       return send_error(res, 404, "no model file " + name + " (GET /model/index.json lists them)");
     send_file(res, dir_ / name);
   });

@@ -6,6 +6,8 @@
 //   GET /model/plan.json?prompt_length=L[&temperature=&top_k=&top_p=&repeat_penalty=&seed=]
 //   GET /model/shards/BUFFER/INDEX          the shard's bytes (X-SHA256 says its hash)
 //   GET /model/files/NAME                   tokenizer.json, tokenizer_config.json, generation_config.json
+//   GET /model/check.json                   the llm suite's check generation and benchmark prompt
+//                                           (apps/serve/model_check.h)
 #pragma once
 
 #include <httplib.h>
@@ -20,13 +22,19 @@
 #include "gpu/context.h"
 #include "llm/model.h"
 #include "llm/model_files.h"
+#include "model_check.h"
 
 namespace wgfuse::serve {
 
 struct ModelAssetsOptions {
   uint64_t shard_bytes = 8u << 20;  // a fetch the page can verify and cache on its own
   gpu::ContextOptions context;
+  uint64_t binding_limit = 0;  // llm::ModelOptions::binding_limit: the browser's limits (--limits)
 };
+
+// --limits: "device" (0: this machine's limits), "browser" (WebGPU's default
+// maxStorageBufferBindingSize, 128 MiB, below its default maxBufferSize) or bytes. Throws Error.
+uint64_t parse_limits(const std::string& text);
 
 class ModelAssets {
  public:
@@ -38,6 +46,8 @@ class ModelAssets {
   void routes(httplib::Server& http);
   // For the log line: "DIR (N MB in K shards)".
   std::string describe() const;
+  // What llm results submitted to this server are checked against.
+  const LlmCheck& llm_check() const { return check_.check; }
 
  private:
   struct Shard {
@@ -57,6 +67,7 @@ class ModelAssets {
   std::unique_ptr<llm::Model> model_;
   std::vector<Shard> shards_;
   nlohmann::json index_;
+  CheckGeneration check_;
   std::mutex device_;  // the Context and Model are used by one request at a time
 };
 

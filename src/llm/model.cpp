@@ -26,12 +26,14 @@ struct BufferSize {
   uint64_t words, ctx_words;
 };
 
-uint64_t binding_cap(const gpu::Limits& lim) {
-  return std::min(lim.max_buffer_size, lim.max_storage_buffer_binding_size);
+uint64_t binding_cap(const gpu::Limits& lim, uint64_t binding_limit) {
+  const uint64_t device = std::min(lim.max_buffer_size, lim.max_storage_buffer_binding_size);
+  return binding_limit ? std::min(device, binding_limit) : device;
 }
 
-void check_buffer_size(const gpu::Limits& lim, const BufferSize& b, uint32_t ctx_len) {
-  const uint64_t cap = binding_cap(lim), bytes = 4 * pad8(b.words);
+void check_buffer_size(const gpu::Limits& lim, uint64_t binding_limit, const BufferSize& b,
+                       uint32_t ctx_len) {
+  const uint64_t cap = binding_cap(lim, binding_limit), bytes = 4 * pad8(b.words);
   if (bytes <= cap && b.words < (uint64_t(1) << 32)) return;  // the kernels index words in 32 bits
   std::string fix = "a model this size does not fit this device";
   if (b.ctx_words) {
@@ -40,6 +42,13 @@ void check_buffer_size(const gpu::Limits& lim, const BufferSize& b, uint32_t ctx
     const uint64_t fits = room > fixed ? (room - fixed) / per_position : 0;
     fix = fits ? "lower --ctx to at most " + std::to_string(fits) : "no --ctx fits: " + fix;
   }
+  if (binding_limit && binding_limit < std::min(lim.max_buffer_size, lim.max_storage_buffer_binding_size))
+    throw Error("buffer '" + std::string(b.label) + "' (" + std::string(b.what) + ") needs " +
+                std::to_string(bytes) + " bytes at --ctx " + std::to_string(ctx_len) +
+                ", above the planned limit of " + std::to_string(binding_limit) +
+                " bytes per buffer and binding (maxStorageBufferBindingSize and maxBufferSize of the "
+                "device planned for): " +
+                fix + ", or plan for a device granting more");
   throw Error("buffer '" + std::string(b.label) + "' (" + std::string(b.what) + ") needs " +
               std::to_string(bytes) + " bytes at --ctx " + std::to_string(ctx_len) +
               ", above what one binding may hold on this device (min of maxBufferSize = " +
@@ -93,7 +102,8 @@ Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, Mo
     throw Error("--ctx " + std::to_string(ctx_len_) + " exceeds the model's max_position_embeddings (" +
                 std::to_string(c.max_position_embeddings) + ")");
 
-  for (const BufferSize& b : model_buffers(c, opt_, ctx_len_)) check_buffer_size(ctx.limits(), b, ctx_len_);
+  for (const BufferSize& b : model_buffers(c, opt_, ctx_len_))
+    check_buffer_size(ctx.limits(), opt_.binding_limit, b, ctx_len_);
 
   const auto t0 = SteadyClock::now();
   upload_weights(weights);
@@ -128,7 +138,7 @@ Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, Mo
 }
 
 gpu::Buffer Model::scratch(std::string_view label, uint64_t words) {
-  check_buffer_size(ctx_->limits(), {label, "a scratch buffer", words, 0}, ctx_len_);
+  check_buffer_size(ctx_->limits(), opt_.binding_limit, {label, "a scratch buffer", words, 0}, ctx_len_);
   const std::string name(label.substr(label.starts_with("llm.") ? 4 : 0));
   return keep(ctx_->buffer(4 * pad8(words), BufferUsage::StorageIO, label), name);
 }
@@ -146,7 +156,8 @@ void Model::upload_weights(const WeightLookup& weights) {
   const ModelTensors t(c, weights);  // every tensor found and shape-checked before anything is uploaded
   const TensorRef* head = t.find(LmHead);
 
-  WeightLoader w(*ctx_, storage_format(opt_.dtype, t(Embedding).dtype), {.label = "llm.weights"});
+  WeightLoader w(*ctx_, storage_format(opt_.dtype, t(Embedding).dtype),
+                 {.label = "llm.weights", .max_buffer_bytes = opt_.binding_limit});
   stats_.weight_format = w.format();
   // Each tensor's packing and sources, by TensorId, for a plan written down (WeightTensor).
   std::vector<std::pair<std::string, std::vector<std::string>>> packings;

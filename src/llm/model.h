@@ -67,6 +67,10 @@ struct ModelOptions {
   uint32_t prefill_chunk = 512;
   PromptTile prefill_tile;   // forced on every prompt product; tokens == 0: DecodeKernels::prompt_tile
   AttentionSplit attention;  // how decode attention is split along the cache
+  // Plans for a device granting at most this many bytes per buffer and per binding (a browser's
+  // limits: `serve --limits`); 0: this device's. The weight arena is split into buffers within it;
+  // any other buffer over it is an Error naming the buffer and the limit.
+  uint64_t binding_limit = 0;
   // Called while uploading: bytes uploaded so far, bytes in all.
   std::function<void(uint64_t done, uint64_t total)> progress;
 };

@@ -3,9 +3,12 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <set>
 #include <vector>
 
+#include "gpu/kernel.h"
 #include "gpu/plan.h"
 #include "llm/model.h"
 #include "llm/rope.h"
@@ -163,6 +166,41 @@ json formats_json(const Model& model) {
   return out;
 }
 
+// What a device must offer to run the plan: the WebGPU features its kernels enable, the largest
+// subgroup its matvec teams cover (TEAM, a power of two: a subgroup must not span two teams), and
+// the largest buffer and binding it creates and binds, and the alignment of its binding offsets.
+json device_json(const json& buffers, const json& kernels, const json& plans) {
+  std::set<std::string> families, features;
+  std::optional<double> team;
+  for (const json& k : kernels) {
+    families.insert(k["family"].get<std::string>());
+    if (auto it = k["overrides"].find("TEAM"); it != k["overrides"].end())
+      team = std::min(team.value_or(it->get<double>()), it->get<double>());
+  }
+  for (const std::string& f : families) {
+    const std::string_view source = gpu::kernel_source(f);
+    if (source.find("enable subgroups;") != std::string_view::npos) features.insert("subgroups");
+    if (source.find("enable f16;") != std::string_view::npos) features.insert("shader-f16");
+  }
+  uint64_t buffer = 0, binding = 0, alignment = 0;
+  for (const json& b : buffers) buffer = std::max(buffer, b["size"].get<uint64_t>());
+  for (const auto& [name, steps] : plans.items())
+    for (const json& s : steps)
+      if (s.contains("bindings"))
+        for (const json& g : s["bindings"]) {
+          binding = std::max(binding, g["size"].get<uint64_t>());
+          alignment = std::gcd(alignment, g["offset"].get<uint64_t>());
+        }
+  json out{{"features", features},
+           {"limits",
+            {{"maxBufferSize", buffer},
+             {"maxStorageBufferBindingSize", binding},
+             // the largest power of two dividing every binding offset
+             {"minStorageBufferOffsetAlignment", alignment ? alignment & -alignment : 0}}}};
+  out["subgroup_max_size"] = team ? json(uint64_t(*team)) : json(nullptr);
+  return out;
+}
+
 }  // namespace
 
 json plan_json(Model& model, uint32_t prompt_length, Sampler* sampler) {
@@ -203,8 +241,12 @@ json plan_json(Model& model, uint32_t prompt_length, Sampler* sampler) {
                            {&sampler->keys(), "sampler.keys"},
                            {&sampler->scratch(), "sampler.scratch"}}) {
       w.name(*b, name);
+      json fields = json::array();
+      for (auto [field, type] : kSamplerParamsFields) fields.push_back({{"name", field}, {"type", type}});
       json contents =
-          b == &sampler->uniform() ? json{{"kind", "words"}, {"words", words}} : json{{"kind", "zeros"}};
+          b == &sampler->uniform()
+              ? json{{"kind", "words"}, {"words", words}, {"record", "SamplerParams"}, {"fields", fields}}
+              : json{{"kind", "zeros"}};
       buffers.push_back(
           {{"name", name}, {"size", b->size()}, {"usage", usage_json(b->usage())}, {"contents", contents}});
     }
@@ -239,8 +281,11 @@ json plan_json(Model& model, uint32_t prompt_length, Sampler* sampler) {
     prefill["last_position"] = {{{"plan", "decode"}}, {{"plan", "lm_head"}}};
   }
 
+  json kernels = w.kernels();
+  json device = device_json(buffers, kernels, plans);
   return {{"format", "wgfuse-plan"},
           {"version", kPlanFormatVersion},
+          {"device", std::move(device)},
           {"model", config_json(c)},
           {"weight_formats", formats_json(model)},
           {"ctx", model.capacity()},
@@ -269,7 +314,7 @@ json plan_json(Model& model, uint32_t prompt_length, Sampler* sampler) {
           {"tokens",
            {{"buffer", "tokens"}, {"meaning", "u32 token ids by position; the host writes the prompt's"}}},
           {"logits", "logits"},
-          {"kernels", w.kernels()},
+          {"kernels", std::move(kernels)},
           {"plans", std::move(plans)},
           {"prefill", std::move(prefill)},
           {"decode", {{"variants", std::move(decode)}, {"token", {"decode", "lm_head", picker}}}},

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu/buffer.h"
@@ -76,6 +77,13 @@ struct SamplerParams {
 static_assert(sizeof(SamplerParams) == 48);
 static_assert(offsetof(SamplerParams, top_p) == 16 && offsetof(SamplerParams, greedy) == 28 &&
               offsetof(SamplerParams, seed_lo) == 32);
+// SamplerParams' fields in order, a 32-bit word each: {name, "u32" | "f32"}, as a written plan
+// names the words of its params record (docs/PLAN.md).
+inline constexpr std::pair<const char*, const char*> kSamplerParamsFields[] = {
+    {"vocab", "u32"},   {"chunk", "u32"},       {"groups", "u32"},  {"top_k", "u32"},
+    {"top_p", "f32"},   {"temperature", "f32"}, {"penalty", "f32"}, {"greedy", "u32"},
+    {"seed_lo", "u32"}, {"seed_hi", "u32"},     {"pad0", "u32"},    {"pad1", "u32"}};
+static_assert(std::size(kSamplerParamsFields) * 4 == sizeof(SamplerParams));
 
 // Created once per vocabulary size; set_params then plan() once per set of buffers. The plan reads
 // logits f32[vocab] and tokens u32[..] with state u32[0] = pos, writes tokens[pos + 1] (when it

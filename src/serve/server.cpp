@@ -338,7 +338,7 @@ void Server::routes() {
     json body;
     try {
       body = parse_submission_body(text);
-      validate_submission(body);
+      validate_submission(body, options_.llm_check ? &*options_.llm_check : nullptr);
     } catch (const ValidationError& e) {
       return send_error(res, 400, e.what());
     }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "serve/kernel_index.h"
 #include "serve/rate_limiter.h"
 #include "serve/results_store.h"
+#include "serve/submission.h"
 
 namespace wgfuse::serve {
 
@@ -51,6 +53,9 @@ struct ServerOptions {
   size_t max_workload_bytes = 64 * 1024;      // a workload file's text at most; more gets 413
   RateLimit workload_rate{.per_window = 60};  // per client address, over POST /api/sim/workload
   std::vector<std::shared_ptr<RouteSet>> route_sets;
+  // `--model`: the native run llm results are checked against (serve/submission.h); unset: the
+  // server refuses llm results.
+  std::optional<LlmCheck> llm_check;
 };
 
 class Server {

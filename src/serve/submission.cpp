@@ -101,10 +101,50 @@ void check_nullable_number(const json& result, const std::string& path, const ch
   if (check_number(v, join(path, key)) < 0) reject(join(path, key), "must be >= 0");
 }
 
-void check_result(json& r, const std::string& path) {
+// An llm result against the server's own native run: the browser's tokens are compared here, and
+// `passed` and `max_abs_diff` (the count of positions that differ) must say what that comparison
+// says. Called after the generic checks of the equivalence record.
+void check_llm_result(json& r, const std::string& path, const LlmCheck* llm) {
+  if (!llm)
+    reject(join(path, "suite"),
+           "llm results are checked against the model this server serves, and it serves none (start "
+           "wgfuse serve with --model)");
+  const std::string name = r["name"];
+  if (name != llm->model + " prefill" && name != llm->model + " decode")
+    reject(join(path, "name"), "'" + name + "' is not a variant of the served model (" + llm->model +
+                                   " prefill, " + llm->model + " decode)");
+  const std::string eq_at = join(path, "equivalence");
+  json& eq = r["equivalence"];
+  const std::string at = join(eq_at, "tokens");
+  const json& tokens = member(eq, eq_at, "tokens");
+  const std::vector<int64_t>& expected = llm->expected_ids;
+  if (!tokens.is_array()) reject(at, std::string("must be an array, not ") + type_name(tokens));
+  if (tokens.size() != expected.size())
+    reject(at, std::to_string(tokens.size()) + " tokens; the check generates " +
+                   std::to_string(expected.size()) + " (GET /model/check.json)");
+  size_t differ = 0, first = 0;
+  for (size_t k = 0; k < tokens.size(); ++k) {
+    if (!tokens[k].is_number_integer())
+      reject(at + "[" + std::to_string(k) + "]",
+             std::string("must be an integer, not ") + type_name(tokens[k]));
+    if (tokens[k].get<int64_t>() != expected[k] && differ++ == 0) first = k;
+  }
+  const std::string counted = std::to_string(differ) + " of " + std::to_string(expected.size());
+  if (eq["passed"].get<bool>() != (differ == 0))
+    reject(join(eq_at, "passed"), differ ? "true, but the tokens differ from the server's native run (" +
+                                               counted + ", from position " + std::to_string(first) + ")"
+                                         : "false, but the tokens equal the server's native run");
+  if (eq["max_abs_diff"].get<double>() != double(differ))
+    reject(join(eq_at, "max_abs_diff"),
+           "must count the tokens that differ from the server's native run (" + counted + ")");
+  if (eq["tolerance"].get<double>() != 0)
+    reject(join(eq_at, "tolerance"), "must be 0 (every token must equal the native run's)");
+}
+
+void check_result(json& r, const std::string& path, const LlmCheck* llm) {
   check_object(r, path);
-  check_one_of(check_string(member(r, path, "suite"), join(path, "suite")),
-               {"dispatch", "chain", "sim", "sim-file", "tiny"}, join(path, "suite"));
+  const std::string suite = check_string(member(r, path, "suite"), join(path, "suite"));
+  check_one_of(suite, {"dispatch", "chain", "sim", "sim-file", "tiny", "llm"}, join(path, "suite"));
   if (check_string(member(r, path, "name"), join(path, "name")).empty())
     reject(join(path, "name"), "must not be empty");
   const std::string version = check_string(member(r, path, "kernel_version"), join(path, "kernel_version"));
@@ -159,7 +199,8 @@ void check_result(json& r, const std::string& path) {
   const json& passed = member(eq, eq_at, "passed");
   if (!passed.is_boolean())
     reject(join(eq_at, "passed"), std::string("must be a boolean, not ") + type_name(passed));
-  if (!passed.get<bool>())
+  // The llm check is one the server redoes (check_llm_result): a failed one is kept, flagged.
+  if (!passed.get<bool>() && suite != "llm")
     reject(join(eq_at, "passed"), "the equivalence check failed; the result is not accepted");
   check_string(member(eq, eq_at, "compared"), join(eq_at, "compared"));
   for (const char* key : {"max_abs_diff", "tolerance"})
@@ -167,6 +208,7 @@ void check_result(json& r, const std::string& path) {
   if (auto it = eq.find("relative_tolerance");
       it != eq.end() && check_number(*it, join(eq_at, "relative_tolerance")) < 0)
     reject(join(eq_at, "relative_tolerance"), "must be >= 0");
+  if (suite == "llm") check_llm_result(r, path, llm);
 }
 
 bool is_control(char32_t c) {
@@ -232,6 +274,9 @@ std::vector<std::string> implausibilities(const json& r, const std::string& kern
                   format_number(bound) + " GB/s) x " + format_number(P::bandwidth_margin));
 
   const json& eq = r["equivalence"];
+  if (!eq["passed"].get<bool>())
+    why.push_back("equivalence.passed: the check failed (" + eq["compared"].get<std::string>() +
+                  ", max_abs_diff " + format_number(eq["max_abs_diff"]) + ")");
   const double diff = eq["max_abs_diff"], tolerance = eq["tolerance"];
   if (!eq.contains("relative_tolerance") && diff > tolerance)
     why.push_back("equivalence: passed with max_abs_diff " + format_number(diff) + " above its tolerance " +
@@ -320,14 +365,14 @@ json parse_json_body(std::string_view body, int max_depth, const std::string& ne
 }
 
 json parse_submission_body(std::string_view body) {
-  return parse_json_body(body, L::max_depth, "the submission needs 4");
+  return parse_json_body(body, L::max_depth, "the submission needs 5");
 }
 
 void flag_implausible(json& submission, const std::string& kernel_version) {
   for (json& r : submission["results"]) r["flags"] = implausibilities(r, kernel_version);
 }
 
-void validate_submission(json& s) {
+void validate_submission(json& s, const LlmCheck* llm) {
   if (!s.is_object()) reject("body", std::string("must be a JSON object, not ") + type_name(s));
   const json& version = member(s, "", "schema_version");
   if (!version.is_number_integer() || version.get<int64_t>() != 1) reject("schema_version", "must be 1");
@@ -358,7 +403,8 @@ void validate_submission(json& s) {
   if (results.size() > L::max_results)
     reject("results", "more than " + std::to_string(L::max_results) + " results (" +
                           std::to_string(results.size()) + ")");
-  for (size_t k = 0; k < results.size(); ++k) check_result(results[k], "results[" + std::to_string(k) + "]");
+  for (size_t k = 0; k < results.size(); ++k)
+    check_result(results[k], "results[" + std::to_string(k) + "]", llm);
 }
 
 }  // namespace wgfuse::serve

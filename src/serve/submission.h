@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "util/error.h"
 
@@ -20,7 +21,7 @@ struct SubmissionLimits {
   static constexpr size_t max_results = 256;
   static constexpr size_t max_samples = 10000;
   static constexpr size_t max_string = 256;  // characters (code points), after sanitising
-  static constexpr int max_depth = 8;        // nesting of arrays and objects; the schema needs 4
+  static constexpr int max_depth = 8;        // nesting of arrays and objects; the schema needs 5
   static constexpr size_t max_list = 256;    // adapter features, sizes, limits entries
   static constexpr double min_speedup = 0.01, max_speedup = 10000;
 };
@@ -35,6 +36,16 @@ struct PlausibilityLimits {
   static constexpr double max_size = 9007199254740992.0;  // 2^53: a size must be an exact count
 };
 
+// What the llm suite's results are checked against: the greedy generation the model this server
+// serves (`serve --model`) made with the native engine at start (GET /model/check.json). An llm
+// result names the model ("<model> prefill", "<model> decode") and carries the browser's tokens in
+// equivalence.tokens; the server compares them itself, so a false "passed" is refused and a
+// failed check is stored (flagged) as the evidence it is.
+struct LlmCheck {
+  std::string model;  // the served model's name (GET /model/index.json "name")
+  std::vector<int64_t> prompt_ids, expected_ids;
+};
+
 // A POST body as JSON: UTF-8, at most max_depth levels deep (checked before the parser recurses or
 // anything stores it). Throws ValidationError naming "body", the limit and what needs how much.
 nlohmann::json parse_json_body(std::string_view body, int max_depth, const std::string& needed = "");
@@ -42,8 +53,9 @@ nlohmann::json parse_submission_body(std::string_view body);  // SubmissionLimit
 
 // Throws ValidationError naming the first offending field. Sanitises strings in place: bidi and
 // other control characters are removed, then the length is checked in characters; an empty
-// adapter.device becomes "<vendor> <architecture>" (else the description).
-void validate_submission(nlohmann::json& submission);
+// adapter.device becomes "<vendor> <architecture>" (else the description). llm results are refused
+// without `llm` (a server serving no model cannot check them).
+void validate_submission(nlohmann::json& submission, const LlmCheck* llm = nullptr);
 
 // Sets each result's "flags" to the reasons it is implausible (an empty array when it is not),
 // `kernel_version` being the version this server serves. For a validated submission.

@@ -9,8 +9,9 @@ import path from 'node:path';
 import {freePort} from './free_port.mjs';
 
 // Starts `WGFUSE serve` with `serveArgs` on a free loopback port and a temporary database; resolves
-// once it answers /kernels/index.json. `step` logs what happens.
-export async function startServer(wgfuse, serveArgs = [], step = () => {}) {
+// once it answers /kernels/index.json (within `timeoutMs`: a --model loads first). `step` logs what
+// happens.
+export async function startServer(wgfuse, serveArgs = [], step = () => {}, timeoutMs = 30_000) {
   const port = await freePort();
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wgfuse-e2e-'));
   const args = [
@@ -24,7 +25,7 @@ export async function startServer(wgfuse, serveArgs = [], step = () => {}) {
     exited = {code, signal};
   });
   const base = `http://127.0.0.1:${port}`;
-  for (const deadline = Date.now() + 30_000; Date.now() < deadline;) {
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline;) {
     if (exited)
       throw new Error(`wgfuse serve exited before answering (code ${exited.code}, signal ${exited.signal})`);
     const ok = await fetch(`${base}/kernels/index.json`).then((r) => r.ok, () => false);
@@ -32,7 +33,7 @@ export async function startServer(wgfuse, serveArgs = [], step = () => {}) {
     await new Promise((r) => setTimeout(r, 200));
   }
   child.kill('SIGKILL');
-  throw new Error(`wgfuse serve did not answer ${base}/kernels/index.json within 30 s`);
+  throw new Error(`wgfuse serve did not answer ${base}/kernels/index.json within ${timeoutMs / 1000} s`);
 }
 
 export async function stopServer(server) {

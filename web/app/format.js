@@ -32,6 +32,8 @@ export function unitText(suite, unit) {
 export function equivalenceText(eq) {
   if (!eq) return '✗ missing';
   const mark = eq.passed ? '✓' : '✗';
+  if (Array.isArray(eq.tokens))  // the llm check: tokens against the native run's
+    return `${mark} ${eq.tokens.length - eq.max_abs_diff} of ${eq.tokens.length} tokens equal the native run's`;
   if (eq.over_rtol != null) {
     if (eq.rtol === 0) return `${mark} bitwise${eq.bitwise ? '' : ` (max |d| ${fmt(eq.max_abs_diff)})`}`;
     const head = `${mark} max rel ${fmt(eq.max_rel_diff)} (rtol ${fmt(eq.rtol)})`;

@@ -107,6 +107,9 @@ function showRun(rows, errors) {
       failed.length ? `${passed} of ${rows.length} results passed their checks and are ready to submit; ` +
           `not submitted, as they failed (hover the red rows): ${failedNames(failed)}.` :
                       `${rows.length} results ready to submit.`;
+  const kept = rows.filter((r) => !r.problems.length && r.result.equivalence?.passed === false);
+  if (kept.length)
+    $('submit-status').textContent += ` Submitted with a failed check (the server keeps them, flagged): ${failedNames(kept)}.`;
 }
 
 async function run() {

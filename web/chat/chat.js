@@ -54,6 +54,11 @@ async function start() {
   const kernels = await loadKernels();
   index = await loadIndex();
   $('model-name').textContent = index.name;
+  if (!index.files.includes('tokenizer.json'))
+    throw new WebGPUUnavailable(`The served model ${index.name} comes without tokenizer.json (a GGUF file carries its ` +
+                                'tokenizer as metadata, which this page cannot read).',
+                                ['Start wgfuse serve --model with the model\'s Hugging Face folder to chat here; ' +
+                                 'the benchmark page\'s llm suite and the OpenAI API at /v1/ run the GGUF file as it is.']);
   const {TokenizerLoader} = await import('/vendor/tokenizers/main.mjs');
   const [tokenizerJSON, tokenizerConfig] = await Promise.all([loadFile('tokenizer.json'), loadFile('tokenizer_config.json')]);
   tokenizer = loadTokenizer(TokenizerLoader, tokenizerJSON, tokenizerConfig);

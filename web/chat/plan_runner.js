@@ -39,6 +39,19 @@ export class PlanRunner {
     this.modules = new Map();  // family -> Promise<GPUShaderModule>
     this.pipelines = new Map();  // kernel key -> Promise<GPUComputePipeline>
     this.plan = null;
+    this.submits = 0;  // command buffers submitted so far
+  }
+
+  // Frees the buffers (the device outlives the runner: the benchmark page's llm suite).
+  destroy() {
+    for (const b of this.buffers.values()) b.destroy();
+    this.buffers.clear();
+    this.groups = new Map();
+  }
+
+  submit(encoder) {
+    this.device.queue.submit([encoder.finish()]);
+    ++this.submits;
   }
 
   // Takes `plan` as the one to run: checks it against the device's limits, creates the buffers
@@ -72,19 +85,33 @@ export class PlanRunner {
     this.groups = new Map();  // plan name -> bind group per step
   }
 
+  // The plan's `device` needs (docs/PLAN.md) against this device; then each buffer and binding, so
+  // that a refusal names the one over the limit.
   checkLimits(plan) {
-    const limits = this.device.limits;
-    const fix = 'start wgfuse serve with --model-binding-limit at most this limit (a plan split to fit), ' +
+    const limits = this.device.limits, need = plan.device ?? {};
+    const fix = 'start wgfuse serve with --limits BYTES at most this limit (the plan split to fit), ' +
         'or use a browser or GPU that grants more';
+    for (const f of need.features ?? [])
+      if (this.device.features && !this.device.features.has(f))
+        throw new LimitError(`the plan's kernels need the WebGPU feature "${f}", which this device lacks`);
+    const subgroup = this.device.adapterInfo?.subgroupMaxSize;
+    if (need.subgroup_max_size && subgroup > need.subgroup_max_size)
+      throw new LimitError(`this GPU's subgroups have up to ${subgroup} invocations; the plan's kernels were tuned ` +
+                           `for at most ${need.subgroup_max_size} (a subgroup must not span two rows' teams): ` +
+                           'serve the model from a machine whose GPU has subgroups at least this large');
     for (const b of plan.buffers)
       if (b.size > limits.maxBufferSize)
         throw new LimitError(`buffer ${b.name} needs ${b.size} bytes; maxBufferSize is ${limits.maxBufferSize}: ${fix}`);
     for (const [name, steps] of Object.entries(plan.plans))
       for (const s of steps)
-        for (const g of s.bindings ?? [])
+        for (const g of s.bindings ?? []) {
           if (g.size > limits.maxStorageBufferBindingSize)
             throw new LimitError(`${name}/${s.name} binds ${g.size} bytes of ${g.buffer}; ` +
                                  `maxStorageBufferBindingSize is ${limits.maxStorageBufferBindingSize}: ${fix}`);
+          if (g.offset % (limits.minStorageBufferOffsetAlignment ?? 1))
+            throw new LimitError(`${name}/${s.name} binds ${g.buffer} at offset ${g.offset}, not a multiple of ` +
+                                 `this device's minStorageBufferOffsetAlignment ${limits.minStorageBufferOffsetAlignment}`);
+        }
   }
 
   async pipeline(k) {
@@ -205,7 +232,7 @@ export class PlanRunner {
         }));
         dispatches += this.encode(encoder, name);
         if (p0 + T <= last) {  // the next chunk's state write must follow this chunk
-          this.device.queue.submit([encoder.finish()]);
+          this.submit(encoder);
           encoder = this.device.createCommandEncoder();
         }
       }
@@ -217,7 +244,7 @@ export class PlanRunner {
       for (const e of p.last_position) dispatches += this.run(encoder, e, last);
     }
     dispatches += this.encode(encoder, plan.picker);
-    this.device.queue.submit([encoder.finish()]);
+    this.submit(encoder);
     return dispatches;
   }
 
@@ -234,7 +261,7 @@ export class PlanRunner {
     const staging = this.device.createBuffer({size: 4 * count, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST});
     const encoder = this.device.createCommandEncoder();
     encoder.copyBufferToBuffer(this.buffer(name), 4 * first, staging, 0, 4 * count);
-    this.device.queue.submit([encoder.finish()]);
+    this.submit(encoder);
     await staging.mapAsync(GPUMapMode.READ);
     const out = new Uint32Array(staging.getMappedRange().slice(0));
     staging.destroy();
@@ -262,7 +289,7 @@ export class PlanRunner {
       const encoder = this.device.createCommandEncoder();
       let dispatches = 0;
       for (let i = 0; i < count; ++i) dispatches += this.encodeToken(encoder, pos + i);
-      this.device.queue.submit([encoder.finish()]);
+      this.submit(encoder);
       onBatch?.(dispatches, count);
       const ids = await this.readWords(tokens, pos + 1, count);
       if (logits) logits.push(await this.readLogits());
