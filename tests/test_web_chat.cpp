@@ -53,11 +53,11 @@ TEST(WebChat, PageMatchesNativeGenerate) {
 
 // Test that the benchmark page's llm suite reproduces the server's native check generation,
 // measures the served model and submits, and that the server checks llm results itself; the model
-// served for a 256 KiB limit per buffer and binding (its weights split over several buffers), and
+// served for a limit of 150,000 bytes per buffer and binding (its weights split over several buffers), and
 // refused below what a buffer needs whole.
 TEST(WebChat, LlmSuiteChecksMeasuresAndSubmits) {
   if (!fs::exists("/usr/bin/chromium")) GTEST_SKIP() << "no /usr/bin/chromium (scripts/setup installs it)";
-  EXPECT_EQ(run_page_script("llm_suite_e2e.mjs", "web-llm-suite-e2e", "--limits 262144"), 0);
+  EXPECT_EQ(run_page_script("llm_suite_e2e.mjs", "web-llm-suite-e2e", "--limits 150000"), 0);
 }
 
 }  // namespace

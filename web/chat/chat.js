@@ -29,6 +29,7 @@ let index, runner, tokenizer;
 let fed = [];      // the ids whose keys and values the cache holds, by position
 let history = [];  // [{role, content}] of this conversation
 let aborter = null;
+let readyMs = 0;   // when the page became ready, in ms since it started loading
 
 function explain(e) {
   const body = $('model-body');
@@ -79,8 +80,10 @@ async function start() {
         (fromCache ? ` (${(fromCache / 1e6).toFixed(1)} MB from the cache)` : '');
   });
   await device.queue.onSubmittedWorkDone();
-  $('progress-label').textContent = `weights ${(bytes / 1e6).toFixed(1)} MB loaded in ${((performance.now() - t0) / 1e3).toFixed(2)} s` +
-      (cached ? `, ${(cached / 1e6).toFixed(1)} MB of them from the cache` : '');
+  readyMs = performance.now();  // since the page started loading
+  $('progress-label').textContent = `weights ${(bytes / 1e6).toFixed(1)} MB loaded in ${((readyMs - t0) / 1e3).toFixed(2)} s` +
+      (cached ? `, ${(cached / 1e6).toFixed(1)} MB of them from the cache` : '') +
+      `; ready ${(readyMs / 1e3).toFixed(2)} s after the page started loading`;
 }
 
 function sampling() {
@@ -144,7 +147,8 @@ async function generate(ids, {maxTokens, sample, onToken, logits, signal}) {
 }
 
 function timingLine(t) {
-  return `[${t.prompt_tokens} prompt tokens (${t.cached_tokens} cached), prefill ${t.prefill_tok_s.toFixed(1)} tok/s, ` +
+  return `[${t.prompt_tokens} prompt tokens (${t.cached_tokens} cached), first token in ${t.prefill_ms.toFixed(0)} ms, ` +
+      `prefill ${t.prefill_tok_s.toFixed(1)} tok/s, ` +
       `${t.generated} generated, decode ${t.decode_tok_s.toFixed(1)} tok/s, ${t.dispatches_per_token.toFixed(1)} dispatches/token]`;
 }
 
@@ -215,6 +219,7 @@ window.wgfuseChat = {
     return {tokens: generated, logits: logits.map((l) => Array.from(l)), timing};
   },
   encode: (texts) => texts.map((t) => tokenizer.encode(t)),
+  readyMs: () => readyMs,
 };
 
 $('send').addEventListener('click', send);
