@@ -9,7 +9,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
+#include "llm/gguf_writer.h"
 #include "llm/safetensors_writer.h"
 #include "llm_support.h"
 
@@ -19,23 +21,61 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kSource = WGFUSE_SOURCE_DIR;
+const char* const kTokenizer = "tests/fuzz/corpus/tokenizer/small_bpe.json";
 
-// A random Qwen2 model folder for the page: a byte-level tokenizer of 262 ids with a chat template.
-fs::path write_page_model(const std::string& tag) {
-  const fs::path dir = fs::temp_directory_path() / ("wgfuse_" + tag + "_" + std::to_string(getpid()));
+// The pages' random Qwen2 model: 2 layers, a vocabulary of 1000, a context of 1024.
+llm::ModelConfig page_model_config() {
   llm::ModelConfig c = test::small_llm_config(true, 1000);
   c.num_layers = 2;
   c.max_position_embeddings = 1024;  // a prompt of two prefill chunks
-  llm::write_random_model(dir, c, llm::DType::F32, 11);
-  fs::copy_file(kSource / "tests/fuzz/corpus/tokenizer/small_bpe.json", dir / "tokenizer.json");
+  return c;
+}
+
+// As a folder, with a byte-level tokenizer of 262 ids and a chat template.
+fs::path write_page_model(const std::string& tag) {
+  const fs::path dir = fs::temp_directory_path() / ("wgfuse_" + tag + "_" + std::to_string(getpid()));
+  llm::write_random_model(dir, page_model_config(), llm::DType::F32, 11);
+  fs::copy_file(kSource / kTokenizer, dir / "tokenizer.json");
   std::ofstream(dir / "tokenizer_config.json")
       << R"({"chat_template": "{% for m in messages %}{{ '<|im_start|>' + m.role + '\n' + m.content + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"})";
   return dir;
 }
 
+// The same model as one F16 GGUF file, its tokenizer as metadata (the folder's tokenizer.json, as
+// llama.cpp's converter writes a Qwen2 one; ids past it unused padding) and no tokenizer.json.
+fs::path write_page_gguf(const std::string& tag) {
+  const fs::path folder = fs::temp_directory_path() / ("wgfuse_" + tag + "_" + std::to_string(getpid()));
+  const fs::path file = folder.string() + ".gguf";
+  const nlohmann::json tok = nlohmann::json::parse(std::ifstream(kSource / kTokenizer));
+  const llm::ModelConfig c = page_model_config();
+  std::vector<std::string> tokens(c.vocab_size), merges;
+  std::vector<int32_t> types(c.vocab_size, 5);  // unused
+  for (uint32_t i = 0; i < c.vocab_size; ++i) tokens[i] = "[PAD" + std::to_string(i) + "]";
+  for (const auto& [text, id] : tok["model"]["vocab"].items()) {
+    tokens[id.get<size_t>()] = text;
+    types[id.get<size_t>()] = 1;  // normal
+  }
+  for (const auto& a : tok["added_tokens"]) {
+    tokens[a["id"].get<size_t>()] = a["content"].get<std::string>();
+    types[a["id"].get<size_t>()] = 3;  // control
+  }
+  for (const auto& m : tok["model"]["merges"]) merges.push_back(m.get<std::string>());
+  llm::GgufWriter w =
+      llm::gguf_model_writer(c, llm::write_random_model(folder, c, llm::DType::F32, 11), llm::DType::F16);
+  w.add_string("tokenizer.ggml.model", "gpt2");
+  w.add_string("tokenizer.ggml.pre", "qwen2");
+  w.add_strings("tokenizer.ggml.tokens", tokens);
+  w.add_i32s("tokenizer.ggml.token_type", types);
+  w.add_strings("tokenizer.ggml.merges", merges);
+  w.write(file);
+  fs::remove_all(folder);
+  return file;
+}
+
 // Runs tests/web/SCRIPT against `wgfuse serve --model` on a fresh random model; its exit status.
-int run_page_script(const std::string& script, const std::string& tag, const std::string& args = "") {
-  const fs::path dir = write_page_model(tag);
+int run_page_script(const std::string& script, const std::string& tag, const std::string& args = "",
+                    bool gguf = false) {
+  const fs::path dir = gguf ? write_page_gguf(tag) : write_page_model(tag);
   const fs::path out = fs::path(WGFUSE_BUILD_DIR) / tag;
   const std::string cmd = "node '" + (kSource / "tests/web" / script).string() + "' --wgfuse '" +
                           WGFUSE_BINARY + "' --model '" + dir.string() + "' --out '" + out.string() + "' " +
@@ -53,11 +93,12 @@ TEST(WebChat, PageMatchesNativeGenerate) {
 
 // Test that the benchmark page's llm suite reproduces the server's native check generation,
 // measures the served model and submits, and that the server checks llm results itself; the model
-// served for a limit of 150,000 bytes per buffer and binding (its weights split over several buffers), and
-// refused below what a buffer needs whole.
+// a GGUF file (which /chat declines: no tokenizer.json), served for a limit of 150,000 bytes per
+// buffer and binding (its weights split over several buffers), and refused below what a buffer
+// needs whole.
 TEST(WebChat, LlmSuiteChecksMeasuresAndSubmits) {
   if (!fs::exists("/usr/bin/chromium")) GTEST_SKIP() << "no /usr/bin/chromium (scripts/setup installs it)";
-  EXPECT_EQ(run_page_script("llm_suite_e2e.mjs", "web-llm-suite-e2e", "--limits 150000"), 0);
+  EXPECT_EQ(run_page_script("llm_suite_e2e.mjs", "web-llm-suite-e2e", "--limits 150000", true), 0);
 }
 
 }  // namespace
