@@ -5,6 +5,7 @@
 // and format names (gpu::pack_row, the formats' row packer), builds the plans and follows the prefill and
 // decode sequences. It never calls llm::DecodeKernels or llm::Model, so what it needs is what another host
 // (the browser page) needs to mirror.
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -374,6 +375,90 @@ INSTANTIATE_TEST_SUITE_P(Cases, PlanReplay,
                                                 kChunkedShortThenSplit,
                                                 {}}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// Test that the plan names what a device must offer (docs/PLAN.md, "Device"), read off its own
+// buffers, bindings and kernels, and the sampler's params record word by word.
+TEST(PlanFile, NamesTheDeviceNeedsAndTheSamplerFields) {
+  const llm::ModelConfig cfg = qwen2_tied();
+  const auto weights = llm::HostWeights::random(cfg, 31);
+  llm::Model model(context(), cfg, weights.lookup(), kChunkedShortThenSplit);
+  llm::Sampler sampler(context(), cfg.vocab_size);
+  const llm::SamplingParams params{.temperature = 0.7, .top_k = 17, .top_p = 0.85, .seed = (7ull << 32) | 9};
+  sampler.set_params(params);
+  const json plan = json::parse(llm::plan_json(model, 5, &sampler).dump());
+  const json& device = plan.at("device");
+  EXPECT_EQ(device.at("features"), json::array({"subgroups"}));
+  const uint64_t team = device.at("subgroup_max_size");
+  EXPECT_TRUE(std::has_single_bit(team) && team >= context().adapter().subgroup_max_size) << team;
+  uint64_t buffer = 0, binding = 0;
+  for (const json& b : plan.at("buffers")) buffer = std::max(buffer, b.at("size").get<uint64_t>());
+  const uint64_t alignment = device.at("limits").at("minStorageBufferOffsetAlignment");
+  for (const auto& [name, steps] : plan.at("plans").items())
+    for (const json& s : steps)
+      for (const json& g : s.value("bindings", json::array())) {
+        binding = std::max(binding, g.at("size").get<uint64_t>());
+        EXPECT_EQ(g.at("offset").get<uint64_t>() % alignment, 0u) << name;
+      }
+  EXPECT_EQ(device.at("limits").at("maxBufferSize"), buffer);
+  EXPECT_EQ(device.at("limits").at("maxStorageBufferBindingSize"), binding);
+  EXPECT_TRUE(std::has_single_bit(alignment) &&
+              alignment % context().limits().min_storage_buffer_offset_alignment == 0);
+
+  // The params record by its field names, each word as its type says.
+  for (const json& b : plan.at("buffers"))
+    if (b.at("name") == "sampler.params") {
+      const json& c = b.at("contents");
+      EXPECT_EQ(c.at("record"), "SamplerParams");
+      std::map<std::string, uint32_t> word;
+      std::map<std::string, float> real;
+      for (size_t i = 0; i < c.at("fields").size(); ++i) {
+        const json& f = c.at("fields")[i];
+        const uint32_t w = c.at("words")[i];
+        word[f.at("name")] = w;
+        if (f.at("type") == "f32") real[f.at("name")] = std::bit_cast<float>(w);
+      }
+      EXPECT_EQ(word.at("vocab"), cfg.vocab_size);
+      EXPECT_EQ(word.at("top_k"), 17u);
+      EXPECT_EQ(real.at("top_p"), 0.85f);
+      EXPECT_EQ(real.at("temperature"), 0.7f);
+      EXPECT_EQ(word.at("greedy"), 0u);
+      EXPECT_EQ(word.at("seed_lo"), 9u);
+      EXPECT_EQ(word.at("seed_hi"), 7u);
+      return;
+    }
+  FAIL() << "no sampler.params buffer";
+}
+
+// Test that a binding limit (a browser's: `serve --limits`) splits the weight arena into buffers
+// within it, and that a buffer that must be one binding over it is refused, naming it.
+TEST(PlanFile, BindingLimitSplitsTheArenaOrNamesTheBuffer) {
+  const llm::ModelConfig cfg = qwen2_tied();
+  const auto weights = llm::HostWeights::random(cfg, 31);
+  llm::ModelOptions o = kChunkedShortThenSplit;
+  const llm::Model whole(context(), cfg, weights.lookup(), o);
+  uint64_t arena = 0, largest = 0;
+  for (const llm::NamedBuffer& b : whole.buffers())
+    if (b.contents.kind == llm::BufferContents::Kind::Weights) arena += b.buffer.size();
+  for (const llm::NamedBuffer& b : whole.buffers()) largest = std::max(largest, b.buffer.size());
+  o.binding_limit = std::max(largest - largest / 3, arena / 2 + 4096) / 256 * 256;
+  llm::Model split(context(), cfg, weights.lookup(), o);
+  const json plan = llm::plan_json(split, 5);
+  int weight_buffers = 0;
+  for (const json& b : plan.at("buffers")) weight_buffers += b.at("contents").at("kind") == "weights";
+  EXPECT_GE(weight_buffers, 2);
+  EXPECT_LE(plan.at("device").at("limits").at("maxBufferSize").get<uint64_t>(), o.binding_limit);
+  EXPECT_LE(plan.at("device").at("limits").at("maxStorageBufferBindingSize").get<uint64_t>(),
+            o.binding_limit);
+  o.binding_limit = 1024;
+  try {
+    llm::Model refused(context(), cfg, weights.lookup(), o);
+    FAIL() << "a 1024-byte limit accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("above the planned limit of 1024 bytes per buffer and binding"),
+              std::string::npos)
+        << e.what();
+  }
+}
 
 }  // namespace
 }  // namespace wgfuse
