@@ -502,7 +502,7 @@ std::vector<QuantMix> quant_mixes() {
                          return DType::F32;
                      }
                    },
-                   {{"q8_0", 4}, {"q4_0", 3}, {"q5_1", 3}, {"q4_K", 1}, {"q6_K", 2}, {"q4_1", 1}}});
+                   {{"q8_0", 4}, {"q4_0", 3}, {"q5_1", 3}, {"q4_k", 1}, {"q6_k", 2}, {"q4_1", 1}}});
   // Llama (q and k rows permuted by the converter, put back per quantized row), rows of 256:
   // q/k q4_K with v q6_K (no quantized format holds both: the fused matrix becomes f32), o q5_K,
   // gate/up q4_K, down (rows of 160) q5_0, a q6_K embedding and head.
@@ -528,7 +528,7 @@ std::vector<QuantMix> quant_mixes() {
                          return DType::F32;
                      }
                    },
-                   {{"f32", 3}, {"q5_K", 3}, {"q4_K", 3}, {"q5_0", 3}, {"q6_K", 2}}});
+                   {{"f32", 3}, {"q5_k", 3}, {"q4_k", 3}, {"q5_0", 3}, {"q6_k", 2}}});
   return mixes;
 }
 
