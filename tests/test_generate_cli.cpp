@@ -241,7 +241,8 @@ TEST(GenerateCli, QuantizedAtLoadMovesFewerBytes) {
   // The formats the GPU holds, and the weight bytes one token reads (part of the profile's bytes).
   ASSERT_EQ(q["weight_formats"].size(), 1u);
   EXPECT_EQ(q["weight_formats"][0]["format"], "q8_0");
-  EXPECT_EQ(q["weight_formats"][0]["matrices"], 2 * 4 + 1);  // per layer qkv, o, gate_up, down; the (tied) embedding
+  EXPECT_EQ(q["weight_formats"][0]["matrices"],
+            2 * 4 + 1);  // per layer qkv, o, gate_up, down; the (tied) embedding
   for (const json* j : {&q, &h}) {
     const auto per_token = (*j)["weight_bytes_per_token"].get<uint64_t>();
     EXPECT_EQ((*j)["profile"]["weight_bytes_per_token"], per_token);

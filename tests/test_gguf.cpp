@@ -8,8 +8,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numbers>
@@ -21,9 +21,9 @@
 #include "llm/gguf.h"
 #include "llm/gguf_model.h"
 #include "llm/gguf_writer.h"
-#include "llm/reference.h"
 #include "llm/model.h"
 #include "llm/model_files.h"
+#include "llm/reference.h"
 #include "llm/rope.h"
 #include "llm/safetensors_writer.h"
 #include "llm/tokenizer.h"
@@ -480,7 +480,8 @@ std::vector<QuantMix> quant_mixes() {
   // embedding q8_0 and an untied head q4_1.
   ModelConfig a = gguf_test_config("Qwen2ForCausalLM", false);
   a.hidden_size = 96, a.head_dim = 24, a.intermediate_size = 256;
-  mixes.push_back({"Qwen2ForCausalLM", a,
+  mixes.push_back({"Qwen2ForCausalLM",
+                   a,
                    [](const ExpectedTensor& e) {
                      switch (e.role) {
                        case Q:
@@ -508,7 +509,8 @@ std::vector<QuantMix> quant_mixes() {
   // gate/up q4_K, down (rows of 160) q5_0, a q6_K embedding and head.
   ModelConfig b = gguf_test_config("LlamaForCausalLM", false);
   b.hidden_size = 256, b.head_dim = 64, b.intermediate_size = 160;
-  mixes.push_back({"LlamaForCausalLM", b,
+  mixes.push_back({"LlamaForCausalLM",
+                   b,
                    [](const ExpectedTensor& e) {
                      switch (e.role) {
                        case Q:
@@ -545,7 +547,8 @@ TEST(GgufQuantized, MixedTypesDecodeLikeTheDequantizedReference) {
     gguf_model_writer(mix.config, tensors, mix.type_of).write(path);
     const ModelFiles files(path);
     const WeightLookup lookup = [&](std::string_view name) { return files.find(name); };
-    EXPECT_EQ(files.find("model.layers.1.self_attn.v_proj.weight")->dtype, mix.type_of({.role = TensorRole::V}));
+    EXPECT_EQ(files.find("model.layers.1.self_attn.v_proj.weight")->dtype,
+              mix.type_of({.role = TensorRole::V}));
 
     Model model(test::context(), files.config(), lookup, {.ctx = 32, .prefill_chunk = 8});
     std::map<std::string, uint32_t> stored;
@@ -587,7 +590,8 @@ TEST(GgufQuantized, TensorValuesAreTheDequantizedBlocks) {
     const std::vector<double> got = tensor_values(ref);
     double scale = 0, err = 0;
     for (size_t i = 0; i < got.size(); ++i)
-      scale = std::max(scale, double(std::abs(t.values[i]))), err = std::max(err, std::abs(got[i] - t.values[i]));
+      scale = std::max(scale, double(std::abs(t.values[i]))),
+      err = std::max(err, std::abs(got[i] - t.values[i]));
     // 4 bits or more per value: a step of at most range / 15, plus the 6-bit sub-block scales'
     // rounding; a wrong decode (or row order) errs by the values' own size.
     EXPECT_LE(err, scale / 6);
@@ -617,11 +621,13 @@ TEST(GgufModel, BadModelFilesNamed) {
   GgufWriter quant = gguf_model_writer(c, without("model.layers.1.mlp.up_proj.weight"), DType::F16);
   quant.add_tensor("blk.1.ffn_up.weight", {c.intermediate_size, c.hidden_size}, 16,
                    std::string(c.intermediate_size * 66, '\x21'));
-  EXPECT_TRUE(refused(quant, {"tensor \"blk.1.ffn_up.weight\" has type IQ2_XXS, which wgfuse does not decode"}));
+  EXPECT_TRUE(
+      refused(quant, {"tensor \"blk.1.ffn_up.weight\" has type IQ2_XXS, which wgfuse does not decode"}));
   GgufWriter q2 = gguf_model_writer(c, without("model.layers.0.self_attn.o_proj.weight"), DType::F16);
   q2.add_tensor("blk.0.attn_output.weight", {c.hidden_size, c.hidden_size}, 10,
                 std::string(c.hidden_size * 84, '\x21'));
-  EXPECT_TRUE(refused(q2, {"tensor \"blk.0.attn_output.weight\" has type Q2_K, which wgfuse does not decode"}));
+  EXPECT_TRUE(
+      refused(q2, {"tensor \"blk.0.attn_output.weight\" has type Q2_K, which wgfuse does not decode"}));
   EXPECT_TRUE(
       refused(gguf_model_writer(c, without("model.layers.2.mlp.down_proj.weight"), DType::F16),
               {"tensor \"blk.2.ffn_down.weight\" (model.layers.2.mlp.down_proj.weight, shape [256, 72]) "

@@ -275,7 +275,8 @@ TEST(WeightFormats, Q4_0AndQ5_0WidenToQ8_0Exactly) {
   for (DType src : {DType::Q4_0, DType::Q5_0}) {
     SCOPED_TRACE(gpu::to_string(src));
     const auto x = test::random_floats(cols, 11, -1, 1);
-    std::vector<std::byte> row(gpu::source_row_bytes(src, cols)), q8(gpu::source_row_bytes(DType::Q8_0, cols));
+    std::vector<std::byte> row(gpu::source_row_bytes(src, cols)),
+        q8(gpu::source_row_bytes(DType::Q8_0, cols));
     gpu::quantize_row(src, x, row);
     const int bias = src == DType::Q4_0 ? 8 : 16;
     for (uint32_t k = 0; k < cols / 32; ++k) {

@@ -15,7 +15,8 @@
 namespace wgfuse::cli {
 
 void add_dequantize(CLI::App& app) {
-  auto* cmd = app.add_subcommand("dequantize", "Write a GGUF file's tensors as f32 .npy files (a check tool)");
+  auto* cmd =
+      app.add_subcommand("dequantize", "Write a GGUF file's tensors as f32 .npy files (a check tool)");
   cmd->group("");  // hidden from --help: a tool for bench/baselines/gguf_check.py
   static std::string model, out;
   static std::vector<std::string> names;

@@ -16,8 +16,17 @@ constexpr uint32_t kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7, kString = 8, kArray 
 // ggml's type id of each source encoding (gpu::DType order), written here from ggml.h rather than
 // taken from the reader's table, so that a test of one checks the other.
 uint32_t ggml_id(DType t) {
-  constexpr uint32_t kIds[] = {0 /* F32 */, 1 /* F16 */, 30 /* BF16 */, 8 /* Q8_0 */, 2 /* Q4_0 */, 3 /* Q4_1 */,
-                               6 /* Q5_0 */, 7 /* Q5_1 */, 12 /* Q4_K */, 13 /* Q5_K */, 14 /* Q6_K */};
+  constexpr uint32_t kIds[] = {0 /* F32 */,
+                               1 /* F16 */,
+                               30 /* BF16 */,
+                               8 /* Q8_0 */,
+                               2 /* Q4_0 */,
+                               3 /* Q4_1 */,
+                               6 /* Q5_0 */,
+                               7 /* Q5_1 */,
+                               12 /* Q4_K */,
+                               13 /* Q5_K */,
+                               14 /* Q6_K */};
   return kIds[size_t(t)];
 }
 
@@ -130,7 +139,8 @@ void GgufWriter::write(const std::filesystem::path& file, uint32_t alignment) co
 }
 
 GgufWriter gguf_model_writer(const ModelConfig& c, const std::vector<TensorData>& tensors, DType dtype) {
-  return gguf_model_writer(c, tensors, [dtype](const ExpectedTensor& e) { return e.shape.size() == 2 ? dtype : DType::F32; });
+  return gguf_model_writer(
+      c, tensors, [dtype](const ExpectedTensor& e) { return e.shape.size() == 2 ? dtype : DType::F32; });
 }
 
 GgufWriter gguf_model_writer(const ModelConfig& c, const std::vector<TensorData>& tensors,

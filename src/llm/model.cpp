@@ -228,7 +228,8 @@ void Model::upload_weights(const WeightLookup& weights) {
             .gate_up = w.view(id.gate_up),
             .down = w.view(id.down)};
     if (id.qk_norm) l.qk_norm = w.view(*id.qk_norm);
-    for (const gpu::TensorView* m : {&l.qkv, &l.o, &l.gate_up, &l.down}) stats_.weight_bytes_per_token += m->bytes;
+    for (const gpu::TensorView* m : {&l.qkv, &l.o, &l.gate_up, &l.down})
+      stats_.weight_bytes_per_token += m->bytes;
     const uint64_t cache = uint64_t(c.num_kv_heads) * ctx_len_ * hd;
     l.k_cache = scratch("llm." + layer + "k_cache", cache);
     l.v_cache = scratch("llm." + layer + "v_cache", cache);

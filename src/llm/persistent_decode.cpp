@@ -181,9 +181,10 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   const auto head_id = head ? w.matrix("lm_head", {head}, c.vocab_size, H) : embed_id;
   stats_.weight_formats = w.formats();
   stats_.weight_format = stats_.weight_formats.at(0).format;
-  need(stats_.weight_formats.size() == 1,
-       "the matrices are stored in " + std::to_string(stats_.weight_formats.size()) +
-           " formats (a GGUF file of mixed tensor types): the one-dispatch decoder decodes one; use --decode steps");
+  need(stats_.weight_formats.size() == 1, "the matrices are stored in " +
+                                              std::to_string(stats_.weight_formats.size()) +
+                                              " formats (a GGUF file of mixed tensor types): the "
+                                              "one-dispatch decoder decodes one; use --decode steps");
   need(w.arena().buffers() == 1,
        "the packed weights (" + std::to_string(w.arena().total_bytes()) +
            " bytes planned) must be one binding, but pass the per-buffer cap of " +

@@ -73,9 +73,9 @@ std::string timing_line(const DecoderStats& st, double load_ms) {
       (unsigned long long)st.prompt_tokens, t["prefill_tok_s"].get<double>(),
       (unsigned long long)st.generated_tokens, t["decode_tok_s"].get<double>(),
       t["dispatches_per_token"].get<double>(), t["submits_per_token"].get<double>(),
-      t["readbacks_per_token"].get<double>(), double(st.gpu_memory_bytes) / 1e6, double(st.weight_bytes) / 1e6,
-      double(st.kv_cache_bytes) / 1e6, load_ms, formats_text(st).c_str(), st.upload_ms,
-      double(st.weight_bytes_per_token) / 1e6);
+      t["readbacks_per_token"].get<double>(), double(st.gpu_memory_bytes) / 1e6,
+      double(st.weight_bytes) / 1e6, double(st.kv_cache_bytes) / 1e6, load_ms, formats_text(st).c_str(),
+      st.upload_ms, double(st.weight_bytes_per_token) / 1e6);
   return line;
 }
 
@@ -94,8 +94,8 @@ nlohmann::json report_profile(std::FILE* out, gpu::Context& ctx, const DecodePro
                "\ndecode step at position %u, %u repetitions, GPU timestamps; copy kernel %.1f GB/s; weights "
                "%s, %.2f MB of them per token\n"
                "%-18s %6s %10s %10s %8s %10s %8s %8s\n",
-               p.position, reps, copy_gbs, formats_text(st).c_str(), double(st.weight_bytes_per_token) / 1e6, "kernel", "calls", "us/call", "us/token", "% step", "MB/token",
-               "GB/s", "% copy");
+               p.position, reps, copy_gbs, formats_text(st).c_str(), double(st.weight_bytes_per_token) / 1e6,
+               "kernel", "calls", "us/call", "us/token", "% step", "MB/token", "GB/s", "% copy");
   nlohmann::json kernels = nlohmann::json::array();
   for (const auto& r : rows) {
     const double gbs = r.us > 0 ? double(r.amount) / (r.us * 1e3) : 0;

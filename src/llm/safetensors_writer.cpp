@@ -88,7 +88,8 @@ float round_to_dtype(float v, DType dtype) {
       return r;
     }
     default:
-      throw Error(std::string("round_to_dtype: ") + gpu::to_string(dtype) + " is quantized: its values round by block");
+      throw Error(std::string("round_to_dtype: ") + gpu::to_string(dtype) +
+                  " is quantized: its values round by block");
   }
 }
 

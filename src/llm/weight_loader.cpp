@@ -96,7 +96,8 @@ gpu::WeightFormat storage_format(std::optional<gpu::WeightFormat> asked, std::sp
   return same ? first : d_times_int ? gpu::WeightFormat::Q8_0 : gpu::WeightFormat::F32;
 }
 
-WeightLoader::WeightLoader(gpu::Context& ctx, std::optional<gpu::WeightFormat> asked, gpu::ArenaOptions options)
+WeightLoader::WeightLoader(gpu::Context& ctx, std::optional<gpu::WeightFormat> asked,
+                           gpu::ArenaOptions options)
     : asked_(asked), arena_(ctx, std::move(options)) {}
 
 WeightLoader::TensorId WeightLoader::matrix(std::string name, std::vector<const TensorRef*> sources,
