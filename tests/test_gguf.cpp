@@ -151,6 +151,23 @@ std::string cat(std::initializer_list<std::string> parts) {
   return out;
 }
 
+// Test that the reader's ggml type table agrees with the decoders it hands tensors to: each type
+// that loads has the block of its gpu::DType, and every gpu::DType is loaded from one ggml type.
+TEST(GgufReader, GgmlTypesAgreeWithTheDecoders) {
+  std::map<gpu::DType, int> loaded;
+  for (uint32_t id = 0; id < 64; ++id) {
+    const GgmlType* t = find_ggml_type(id);
+    if (!t || !t->dtype) continue;
+    SCOPED_TRACE(t->name);
+    EXPECT_EQ(t->block_elements, gpu::info(*t->dtype).block_elements);
+    EXPECT_EQ(t->block_bytes, gpu::info(*t->dtype).block_bytes);
+    ++loaded[*t->dtype];
+  }
+  EXPECT_EQ(loaded.size(), 11u);  // f32, f16, bf16 and the 8 quantized types
+  for (const auto& [d, n] : loaded) EXPECT_EQ(n, 1) << gpu::to_string(d);
+  EXPECT_EQ(supported_ggml_types(), "F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, BF16");
+}
+
 // Test that the default raw file is valid: every field read as written.
 TEST(GgufReader, RawFileReadsBack) {
   const std::string b = RawGguf{}.bytes();
