@@ -238,6 +238,21 @@ TEST(GenerateCli, QuantizedAtLoadMovesFewerBytes) {
   EXPECT_LT(q["profile"]["bytes_per_token"].get<double>(),
             0.8 * h["profile"]["bytes_per_token"].get<double>());
   EXPECT_LT(q["gpu_memory_bytes"].get<double>(), h["gpu_memory_bytes"].get<double>());
+  // The formats the GPU holds, and the weight bytes one token reads (part of the profile's bytes).
+  ASSERT_EQ(q["weight_formats"].size(), 1u);
+  EXPECT_EQ(q["weight_formats"][0]["format"], "q8_0");
+  EXPECT_EQ(q["weight_formats"][0]["matrices"],
+            2 * 4 + 1);  // per layer qkv, o, gate_up, down; the (tied) embedding
+  for (const json* j : {&q, &h}) {
+    const auto per_token = (*j)["weight_bytes_per_token"].get<uint64_t>();
+    EXPECT_EQ((*j)["profile"]["weight_bytes_per_token"], per_token);
+    EXPECT_GT(per_token, 0u);
+    EXPECT_LE(per_token, (*j)["profile"]["bytes_per_token"].get<uint64_t>());
+    EXPECT_LE(per_token, (*j)["weight_bytes"].get<uint64_t>());
+    EXPECT_GE((*j)["gpu_memory_bytes"].get<uint64_t>(),
+              (*j)["weight_bytes"].get<uint64_t>() + (*j)["kv_cache_bytes"].get<uint64_t>());
+  }
+  EXPECT_LT(q["weight_bytes_per_token"].get<double>(), 0.8 * h["weight_bytes_per_token"].get<double>());
   fs::remove(out);
 }
 

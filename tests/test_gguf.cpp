@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numbers>
@@ -22,6 +23,7 @@
 #include "llm/gguf_writer.h"
 #include "llm/model.h"
 #include "llm/model_files.h"
+#include "llm/reference.h"
 #include "llm/rope.h"
 #include "llm/safetensors_writer.h"
 #include "llm/tokenizer.h"
@@ -147,6 +149,23 @@ std::string cat(std::initializer_list<std::string> parts) {
   std::string out;
   for (const std::string& p : parts) out.append(p);
   return out;
+}
+
+// Test that the reader's ggml type table agrees with the decoders it hands tensors to: each type
+// that loads has the block of its gpu::DType, and every gpu::DType is loaded from one ggml type.
+TEST(GgufReader, GgmlTypesAgreeWithTheDecoders) {
+  std::map<gpu::DType, int> loaded;
+  for (uint32_t id = 0; id < 64; ++id) {
+    const GgmlType* t = find_ggml_type(id);
+    if (!t || !t->dtype) continue;
+    SCOPED_TRACE(t->name);
+    EXPECT_EQ(t->block_elements, gpu::info(*t->dtype).block_elements);
+    EXPECT_EQ(t->block_bytes, gpu::info(*t->dtype).block_bytes);
+    ++loaded[*t->dtype];
+  }
+  EXPECT_EQ(loaded.size(), 11u);  // f32, f16, bf16 and the 8 quantized types
+  for (const auto& [d, n] : loaded) EXPECT_EQ(n, 1) << gpu::to_string(d);
+  EXPECT_EQ(supported_ggml_types(), "F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, BF16");
 }
 
 // Test that the default raw file is valid: every field read as written.
@@ -330,6 +349,7 @@ TEST(GgufWriter, ReadsBack) {
                encode_values(std::vector<float>(values.begin(), values.begin() + 13), DType::BF16));
   std::string q(5 * 34, '\x11');  // Q8_0 [5][32]: bytes only, its decode is another test's
   w.add_tensor("t.q8", {5, 32}, 8, q);
+  w.add_tensor("t.q2k", {2, 256}, 10, std::string(2 * 84, '\x11'));  // Q2_K: parsed, not decoded
   const fs::path p = dir.path / "w.gguf";
   w.write(p, 64);
 
@@ -357,9 +377,14 @@ TEST(GgufWriter, ReadsBack) {
   for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(back[i], round_to_dtype(values[i], DType::F16)) << i;
   EXPECT_EQ(to_f32(f.tensor_ref(*f.find_tensor("t.bf16"), "b"))[12], round_to_dtype(values[12], DType::BF16));
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(f.find_tensor("t.q8")->bytes.data()), 170), q);
-  EXPECT_TRUE(throws_error([&] { f.tensor_ref(*f.find_tensor("t.q8"), "q"); },
-                           {"tensor \"t.q8\" has type Q8_0, not supported yet"}));
-  EXPECT_EQ(f.type_summary(), "BF16 x 1, F16 x 1, Q8_0 x 1");
+  const TensorRef q8 = f.tensor_ref(*f.find_tensor("t.q8"), "q");
+  EXPECT_EQ(q8.dtype, DType::Q8_0);
+  EXPECT_EQ(q8.row_bytes(), 34u);
+  EXPECT_EQ(q8.bytes.size(), q8.expected_bytes());
+  EXPECT_TRUE(throws_error([&] { f.tensor_ref(*f.find_tensor("t.q2k"), "q"); },
+                           {p.string(), "tensor \"t.q2k\" has type Q2_K, which wgfuse does not decode",
+                            "Q8_0, Q4_K, Q5_K, Q6_K, BF16", "llama-quantize"}));
+  EXPECT_EQ(f.type_summary(), "BF16 x 1, F16 x 1, Q2_K x 1, Q8_0 x 1");
 }
 
 // ---- A model from a GGUF file against the same weights as a folder ----
@@ -451,6 +476,146 @@ TEST(GgufModel, TokensAndLogitsEqualTheFolders) {
   }
 }
 
+// ---- Quantized GGUF files: every tensor in its own ggml type ----
+
+// A mix as llama-quantize writes one (Qwen2.5-0.5B's Q4_K_M: rows of 896 are not whole 256-element
+// super-blocks, so most tensors fall back to 32-element types; v and some down_proj get more bits):
+// each matrix in its own type, rows of whole blocks.
+struct QuantMix {
+  const char* arch;
+  ModelConfig config;
+  std::function<DType(const ExpectedTensor&)> type_of;
+  // The formats the GPU stores the matrices in: by format, the matrices.
+  std::map<std::string, uint32_t> stored;
+};
+
+std::vector<QuantMix> quant_mixes() {
+  using enum TensorRole;
+  std::vector<QuantMix> mixes;
+  // Qwen2, rows of 96 (32-element blocks only) but down_proj's 256: q/k q5_0 with v q8_0 (the
+  // fused Q/K/V matrix becomes q8_0, exactly), o q4_0, gate/up q5_1, down q4_K then q6_K, the
+  // embedding q8_0 and an untied head q4_1.
+  ModelConfig a = gguf_test_config("Qwen2ForCausalLM", false);
+  a.hidden_size = 96, a.head_dim = 24, a.intermediate_size = 256;
+  mixes.push_back({"Qwen2ForCausalLM",
+                   a,
+                   [](const ExpectedTensor& e) {
+                     switch (e.role) {
+                       case Q:
+                       case K:
+                         return DType::Q5_0;
+                       case V:
+                       case Embedding:
+                         return DType::Q8_0;
+                       case O:
+                         return DType::Q4_0;
+                       case Gate:
+                       case Up:
+                         return DType::Q5_1;
+                       case Down:
+                         return e.layer == 0 ? DType::Q4_K : DType::Q6_K;
+                       case LmHead:
+                         return DType::Q4_1;
+                       default:
+                         return DType::F32;
+                     }
+                   },
+                   {{"q8_0", 4}, {"q4_0", 3}, {"q5_1", 3}, {"q4_k", 1}, {"q6_k", 2}, {"q4_1", 1}}});
+  // Llama (q and k rows permuted by the converter, put back per quantized row), rows of 256:
+  // q/k q4_K with v q6_K (no quantized format holds both: the fused matrix becomes f32), o q5_K,
+  // gate/up q4_K, down (rows of 160) q5_0, a q6_K embedding and head.
+  ModelConfig b = gguf_test_config("LlamaForCausalLM", false);
+  b.hidden_size = 256, b.head_dim = 64, b.intermediate_size = 160;
+  mixes.push_back({"LlamaForCausalLM",
+                   b,
+                   [](const ExpectedTensor& e) {
+                     switch (e.role) {
+                       case Q:
+                       case K:
+                       case Gate:
+                       case Up:
+                         return DType::Q4_K;
+                       case V:
+                       case Embedding:
+                       case LmHead:
+                         return DType::Q6_K;
+                       case O:
+                         return DType::Q5_K;
+                       case Down:
+                         return DType::Q5_0;
+                       default:
+                         return DType::F32;
+                     }
+                   },
+                   {{"f32", 3}, {"q5_k", 3}, {"q4_k", 3}, {"q5_0", 3}, {"q6_k", 2}}});
+  return mixes;
+}
+
+// Test quantized GGUF files of mixed tensor types end to end: every matrix reaches the GPU in its
+// own type's planes (no f16 or f32 copy, except a fused matrix whose sources no one quantized
+// format holds), and the greedy tokens and every step's logits (prompt through the prefill
+// products, then decode steps) equal a double-precision reference on the CPU-dequantized weights.
+TEST(GgufQuantized, MixedTypesDecodeLikeTheDequantizedReference) {
+  for (const QuantMix& mix : quant_mixes()) {
+    SCOPED_TRACE(mix.arch);
+    TempDir dir;
+    const auto tensors = write_random_model(dir.path / "folder", mix.config, DType::F32, 17);
+    const fs::path path = dir.path / "mixed.gguf";
+    gguf_model_writer(mix.config, tensors, mix.type_of).write(path);
+    const ModelFiles files(path);
+    const WeightLookup lookup = [&](std::string_view name) { return files.find(name); };
+    EXPECT_EQ(files.find("model.layers.1.self_attn.v_proj.weight")->dtype,
+              mix.type_of({.role = TensorRole::V}));
+
+    Model model(test::context(), files.config(), lookup, {.ctx = 32, .prefill_chunk = 8});
+    std::map<std::string, uint32_t> stored;
+    for (const auto& u : model.stats().weight_formats) stored[gpu::to_string(u.format)] = u.matrices;
+    EXPECT_EQ(stored, mix.stored);
+    const std::vector<uint32_t> prompt = {5, 77, 298, 1, 300, 42, 9, 150, 3, 261};  // two prefill chunks
+    const uint32_t n = 6;
+    std::vector<std::vector<float>> logits;
+    GenerateOptions opt;
+    opt.on_logits = [&](std::span<const float> l) { logits.emplace_back(l.begin(), l.end()); };
+    const auto tokens = model.generate(prompt, n, {}, opt);
+    ASSERT_EQ(logits.size(), n);
+
+    ref::Decoder want_tokens(files.config(), ref::Weights::load(files.config(), lookup), 32);
+    EXPECT_EQ(tokens, want_tokens.greedy(prompt, n));
+    ref::Decoder along(files.config(), ref::Weights::load(files.config(), lookup), 32);
+    auto want = along.prefill(prompt);
+    for (uint32_t i = 0; i < n; ++i) {
+      EXPECT_LE(test::normalised_error(logits[i], want), 1e-4) << "step " << i;
+      if (i + 1 < n) want = along.forward(tokens[i]);
+    }
+  }
+}
+
+// Test that a quantized tensor's decode is the format's, not a plausible neighbour's: the
+// reference reads the file's blocks through gpu/ggml_blocks.h, whose values the quantizer's
+// input approaches within the format's step.
+TEST(GgufQuantized, TensorValuesAreTheDequantizedBlocks) {
+  const QuantMix mix = quant_mixes()[1];
+  TempDir dir;
+  const auto tensors = write_random_model(dir.path / "folder", mix.config, DType::F32, 3);
+  const fs::path path = dir.path / "mixed.gguf";
+  gguf_model_writer(mix.config, tensors, mix.type_of).write(path);
+  const ModelFiles files(path);
+  for (const TensorData& t : tensors) {
+    if (t.shape.size() != 2) continue;
+    SCOPED_TRACE(t.name);
+    const TensorRef& ref = *files.find(t.name);
+    const std::vector<double> got = tensor_values(ref);
+    double scale = 0, err = 0;
+    for (size_t i = 0; i < got.size(); ++i)
+      scale = std::max(scale, double(std::abs(t.values[i]))),
+      err = std::max(err, std::abs(got[i] - t.values[i]));
+    // 4 bits or more per value: a step of at most range / 15, plus the 6-bit sub-block scales'
+    // rounding; a wrong decode (or row order) errs by the values' own size.
+    EXPECT_LE(err, scale / 6);
+    EXPECT_GT(err, 0.0);  // really quantized
+  }
+}
+
 // Test what a GGUF model file must have: each missing or unsupported part named.
 TEST(GgufModel, BadModelFilesNamed) {
   ModelConfig c = gguf_test_config("Qwen2ForCausalLM", true);
@@ -471,9 +636,15 @@ TEST(GgufModel, BadModelFilesNamed) {
     return rest;
   };
   GgufWriter quant = gguf_model_writer(c, without("model.layers.1.mlp.up_proj.weight"), DType::F16);
-  quant.add_tensor("blk.1.ffn_up.weight", {c.intermediate_size, c.hidden_size}, 12,
-                   std::string(c.intermediate_size * 144, '\x21'));
-  EXPECT_TRUE(refused(quant, {"tensor \"blk.1.ffn_up.weight\" has type Q4_K, not supported yet"}));
+  quant.add_tensor("blk.1.ffn_up.weight", {c.intermediate_size, c.hidden_size}, 16,
+                   std::string(c.intermediate_size * 66, '\x21'));
+  EXPECT_TRUE(
+      refused(quant, {"tensor \"blk.1.ffn_up.weight\" has type IQ2_XXS, which wgfuse does not decode"}));
+  GgufWriter q2 = gguf_model_writer(c, without("model.layers.0.self_attn.o_proj.weight"), DType::F16);
+  q2.add_tensor("blk.0.attn_output.weight", {c.hidden_size, c.hidden_size}, 10,
+                std::string(c.hidden_size * 84, '\x21'));
+  EXPECT_TRUE(
+      refused(q2, {"tensor \"blk.0.attn_output.weight\" has type Q2_K, which wgfuse does not decode"}));
   EXPECT_TRUE(
       refused(gguf_model_writer(c, without("model.layers.2.mlp.down_proj.weight"), DType::F16),
               {"tensor \"blk.2.ffn_down.weight\" (model.layers.2.mlp.down_proj.weight, shape [256, 72]) "

@@ -572,12 +572,26 @@ TEST(ModelFiles, GenerationConfig) {
 
 // ---- Weights from the files onto the GPU (llm::WeightLoader) ----
 
-// Test that `--dtype auto` keeps a checkpoint's 16-bit type and stores f32 checkpoints as f16.
+// Test that `--dtype auto` keeps a checkpoint's 16-bit type (and a GGUF tensor's ggml type) and
+// stores f32 checkpoints as f16.
 TEST(WeightLoader, AutoStorageIsTheCheckpointsSixteenBitType) {
   EXPECT_EQ(storage_format(std::nullopt, DType::BF16), gpu::WeightFormat::BF16);
   EXPECT_EQ(storage_format(std::nullopt, DType::F16), gpu::WeightFormat::F16);
   EXPECT_EQ(storage_format(std::nullopt, DType::F32), gpu::WeightFormat::F16);
   EXPECT_EQ(storage_format(gpu::WeightFormat::F32, DType::BF16), gpu::WeightFormat::F32);
+  EXPECT_EQ(storage_format(std::nullopt, DType::Q6_K), gpu::WeightFormat::Q6_K);
+  // A fused matrix: its sources' own format where they agree, else one that holds each exactly.
+  auto fused = [](std::vector<DType> types, std::optional<gpu::WeightFormat> asked = std::nullopt) {
+    return storage_format(asked, std::span<const DType>(types));
+  };
+  EXPECT_EQ(fused({DType::Q4_K, DType::Q4_K}), gpu::WeightFormat::Q4_K);
+  EXPECT_EQ(fused({DType::F32, DType::F16}), gpu::WeightFormat::F16);
+  EXPECT_EQ(fused({DType::Q5_0, DType::Q5_0, DType::Q8_0}), gpu::WeightFormat::Q8_0);
+  EXPECT_EQ(fused({DType::Q4_0, DType::Q8_0}), gpu::WeightFormat::Q8_0);
+  EXPECT_EQ(fused({DType::Q4_K, DType::Q4_K, DType::Q6_K}), gpu::WeightFormat::F32);
+  EXPECT_EQ(fused({DType::Q5_1, DType::Q8_0}), gpu::WeightFormat::F32);
+  EXPECT_EQ(fused({DType::F16, DType::BF16}), gpu::WeightFormat::F32);
+  EXPECT_EQ(fused({DType::Q4_K, DType::Q6_K}, gpu::WeightFormat::Q8_0), gpu::WeightFormat::Q8_0);
 }
 
 // Test that each tensor takes its path — straight from the mapping (stored layout = file layout),

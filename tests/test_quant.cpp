@@ -267,5 +267,30 @@ TEST(WeightFormats, PackerConvertsAndPads) {
   EXPECT_THROW(gpu::pack_row(WeightFormat::Q4_K, DType::Q4_K, q, 896, out), Error);
 }
 
+// Test that q4_0 and q5_0 rows stored as q8_0 (a fused matrix of q5_0 and q8_0 sources, as
+// llama-quantize's Qwen2.5-0.5B Q4_K_M has) keep their values exactly: the same scale, the quants
+// unbiased, bytes equal to packing the equivalent q8_0 blocks.
+TEST(WeightFormats, Q4_0AndQ5_0WidenToQ8_0Exactly) {
+  const uint32_t cols = 96;
+  for (DType src : {DType::Q4_0, DType::Q5_0}) {
+    SCOPED_TRACE(gpu::to_string(src));
+    const auto x = test::random_floats(cols, 11, -1, 1);
+    std::vector<std::byte> row(gpu::source_row_bytes(src, cols)),
+        q8(gpu::source_row_bytes(DType::Q8_0, cols));
+    gpu::quantize_row(src, x, row);
+    const int bias = src == DType::Q4_0 ? 8 : 16;
+    for (uint32_t k = 0; k < cols / 32; ++k) {
+      gpu::QuantBlock b = gpu::decode_block(src, &row[k * gpu::info(src).block_bytes]);
+      for (uint32_t j = 0; j < 32; ++j) b.q[j] = uint8_t(int8_t(int(b.q[j]) - bias));
+      gpu::encode_block(DType::Q8_0, b, &q8[k * 34]);
+    }
+    EXPECT_EQ(gpu::dequantize_row(DType::Q8_0, q8, cols), gpu::dequantize_row(src, row, cols));
+    std::vector<std::byte> widened(gpu::stored_row_bytes(WeightFormat::Q8_0, cols)), want(widened.size());
+    gpu::pack_row(WeightFormat::Q8_0, src, row, cols, widened);
+    gpu::pack_row(WeightFormat::Q8_0, DType::Q8_0, q8, cols, want);
+    EXPECT_EQ(widened, want);
+  }
+}
+
 }  // namespace
 }  // namespace wgfuse

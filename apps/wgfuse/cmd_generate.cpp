@@ -84,7 +84,9 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
   const llm::Reply r = s->generate(prompt, uint32_t(n), to_stdout(o.logits_path.empty() ? nullptr : &logits));
   std::fputs(llm::timing_line(s->decoder().stats(), s->load_ms()).c_str(), stderr);
   nlohmann::json prof;
-  if (o.profile_reps) prof = llm::report_profile(stderr, *ctx, s->profile(o.profile_reps), o.profile_reps);
+  if (o.profile_reps)
+    prof =
+        llm::report_profile(stderr, *ctx, s->profile(o.profile_reps), o.profile_reps, s->decoder().stats());
   nlohmann::json prefill_prof;
   if (o.profile_prefill_reps)
     prefill_prof = llm::report_prefill_profile(stderr, s->profile_prefill(o.profile_prefill_reps),

@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   add_bench(app, g);
   add_sim(app, g);
   add_tokenize(app);
+  add_dequantize(app);
   add_generate(app, g);
   add_chat(app, g);
   add_tiny(app, g);

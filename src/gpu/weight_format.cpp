@@ -146,6 +146,17 @@ std::vector<float> source_values(DType t, std::span<const std::byte> src, uint64
   return v;
 }
 
+// q4_0 and q5_0 blocks are d (q - 8) and d (q - 16): q8_0 blocks d q' with the same d and q'
+// = q - 8 (- 16) hold them exactly.
+bool widens_to_q8_0(DType src, DType enc) {
+  return enc == DType::Q8_0 && (src == DType::Q4_0 || src == DType::Q5_0);
+}
+QuantBlock as_q8_0(DType src, QuantBlock b) {
+  const int bias = src == DType::Q4_0 ? 8 : 16;
+  for (uint32_t j = 0; j < 32; ++j) b.q[j] = uint8_t(int8_t(int(b.q[j]) - bias));
+  return b;
+}
+
 }  // namespace
 
 uint64_t stored_row_bytes(WeightFormat f, uint64_t cols) {
@@ -171,14 +182,20 @@ void pack_row(WeightFormat f, DType src_dtype, std::span<const std::byte> src, u
     const uint64_t blocks = blocks_of(f, cols);
     const Planes p = planes(f, blocks);
     std::vector<uint32_t> words(p.words, 0);
+    const bool blockwise = src_dtype == enc || widens_to_q8_0(src_dtype, enc);
     std::vector<float> values;  // a source of another encoding, padded to whole blocks with zeros
-    if (src_dtype != enc) {
+    if (!blockwise) {
       values = source_values(src_dtype, src, cols);
       values.resize(blocks * n, 0.0f);
     }
     for (uint64_t k = 0; k < blocks; ++k) {
-      const QuantBlock b = src_dtype == enc ? decode_block(enc, &src[k * bb])
-                                            : quantize_block(enc, std::span(values).subspan(k * n, n));
+      QuantBlock b;
+      if (src_dtype == enc)
+        b = decode_block(enc, &src[k * bb]);
+      else if (blockwise)
+        b = as_q8_0(src_dtype, decode_block(src_dtype, &src[k * info(src_dtype).block_bytes]));
+      else
+        b = quantize_block(enc, std::span(values).subspan(k * n, n));
       pack_block(f, b, k, p, words);
     }
     std::memcpy(out.data(), words.data(), out_bytes);  // little-endian words

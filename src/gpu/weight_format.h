@@ -104,7 +104,8 @@ bool stored_as_is(WeightFormat f, DType src, uint64_t cols);
 // into its stored form `out` (stored_row_bytes(f, cols) bytes): a byte copy where the encodings
 // agree, a lossless repack into planes where the quantized encodings agree, else each value
 // converted through f32 (rounding to nearest even; quantized formats: gpu/ggml_blocks.h's
-// quantizer, a quantized source dequantized first), zeros past cols.
+// quantizer, a quantized source dequantized first), zeros past cols. q4_0 and q5_0 blocks become
+// q8_0 blocks exactly (same scale, the quants unbiased).
 void pack_row(WeightFormat f, DType src_dtype, std::span<const std::byte> src, uint64_t cols,
               std::span<std::byte> out);
 

@@ -36,7 +36,18 @@ struct GenerateOptions {
 // rest describe the last generate().
 struct DecoderStats {
   uint64_t weight_bytes = 0, kv_cache_bytes = 0, gpu_memory_bytes = 0;  // all of the decoder's buffers
-  gpu::WeightFormat weight_format = gpu::WeightFormat::F16;             // the matrices' storage
+  gpu::WeightFormat weight_format = gpu::WeightFormat::F16;             // the format of most matrix bytes
+  // Every format the matrices are stored in, with its matrices and their bytes, most bytes first
+  // (a GGUF file mixes types tensor by tensor).
+  struct FormatUse {
+    gpu::WeightFormat format;
+    uint32_t matrices = 0;
+    uint64_t bytes = 0;
+  };
+  std::vector<FormatUse> weight_formats;
+  // The matrix bytes one decode step reads: every layer's matrices, the LM head and one embedding
+  // row (the KV cache read grows with the position: --profile).
+  uint64_t weight_bytes_per_token = 0;
   double upload_ms = 0;
   // Dispatches that decode one token (embedding .. picker): the step decoder's list, 1 for the
   // persistent decoder; _long: the same from attn_fuse_max (attn_short_max) positions on.

@@ -21,23 +21,23 @@ constexpr uint64_t kMaxTensorName = 63;
 constexpr uint64_t kMaxKey = 65535;
 constexpr uint32_t kMaxDims = 4;  // GGML_MAX_DIMS
 
-// ggml's types (ggml.h, gguf-py's GGML_QUANT_SIZES). Quantized types gain their gpu::DType as
-// wgfuse learns to decode them.
+// ggml's types (ggml.h, gguf-py's GGML_QUANT_SIZES), with the gpu::DType of those wgfuse decodes
+// (gpu/ggml_blocks.h); a tensor of another type is refused by name when a model needs it.
 constexpr uint32_t kQK = 256;  // elements of a K-quant super-block
 const GgmlType kGgmlTypes[] = {
     {0, "F32", 1, 4, gpu::DType::F32},
     {1, "F16", 1, 2, gpu::DType::F16},
-    {2, "Q4_0", 32, 18, {}},
-    {3, "Q4_1", 32, 20, {}},
-    {6, "Q5_0", 32, 22, {}},
-    {7, "Q5_1", 32, 24, {}},
-    {8, "Q8_0", 32, 34, {}},
+    {2, "Q4_0", 32, 18, gpu::DType::Q4_0},
+    {3, "Q4_1", 32, 20, gpu::DType::Q4_1},
+    {6, "Q5_0", 32, 22, gpu::DType::Q5_0},
+    {7, "Q5_1", 32, 24, gpu::DType::Q5_1},
+    {8, "Q8_0", 32, 34, gpu::DType::Q8_0},
     {9, "Q8_1", 32, 36, {}},
     {10, "Q2_K", kQK, 84, {}},
     {11, "Q3_K", kQK, 110, {}},
-    {12, "Q4_K", kQK, 144, {}},
-    {13, "Q5_K", kQK, 176, {}},
-    {14, "Q6_K", kQK, 210, {}},
+    {12, "Q4_K", kQK, 144, gpu::DType::Q4_K},
+    {13, "Q5_K", kQK, 176, gpu::DType::Q5_K},
+    {14, "Q6_K", kQK, 210, gpu::DType::Q6_K},
     {15, "Q8_K", kQK, 292, {}},
     {16, "IQ2_XXS", kQK, 66, {}},
     {17, "IQ2_XS", kQK, 74, {}},
@@ -245,6 +245,13 @@ const GgmlType* find_ggml_type(uint32_t id) {
   return nullptr;
 }
 
+std::string supported_ggml_types() {
+  std::string s;
+  for (const GgmlType& t : kGgmlTypes)
+    if (t.dtype) s += (s.empty() ? "" : ", ") + std::string(t.name);
+  return s;
+}
+
 GgufContents parse_gguf(std::span<const std::byte> file, const std::string& file_name) {
   Cursor in(file, file_name);
   GgufContents c;
@@ -443,16 +450,9 @@ std::optional<std::vector<int64_t>> GgufFile::integers(std::string_view key) con
 TensorRef GgufFile::tensor_ref(const GgufTensor& t, std::string name) const {
   if (!t.type->dtype)
     throw Error(path() + ": tensor \"" + t.name + "\" has type " + t.type->name +
-                ", not supported yet (wgfuse loads F32, F16 and BF16 GGUF tensors)");
-  const gpu::DType d = *t.type->dtype;
-  if (d != gpu::DType::F32 && d != gpu::DType::F16 && d != gpu::DType::BF16)
-    throw Error(path() + ": tensor \"" + t.name + "\" has type " + t.type->name +
-                ", which the model loader does not take yet");
-  return {std::move(name),
-          d == gpu::DType::F32   ? DType::F32
-          : d == gpu::DType::F16 ? DType::F16
-                                 : DType::BF16,
-          t.shape, t.bytes};
+                ", which wgfuse does not decode (it loads " + supported_ggml_types() +
+                "): requantize the model to one of those with llama.cpp's llama-quantize");
+  return {std::move(name), *t.type->dtype, t.shape, t.bytes};
 }
 
 std::string GgufFile::type_summary() const {

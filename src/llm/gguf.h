@@ -59,6 +59,8 @@ struct GgmlType {
 };
 // nullptr for an id ggml does not define (or no longer does).
 const GgmlType* find_ggml_type(uint32_t id);
+// "F32, F16, Q4_0, ...": the ggml types wgfuse loads.
+std::string supported_ggml_types();
 
 struct GgufValue {
   GgufType type = GgufType::U8;
@@ -110,8 +112,8 @@ class GgufFile {
   std::optional<std::span<const std::string_view>> strings(std::string_view key) const;
   std::optional<std::vector<int64_t>> integers(std::string_view key) const;
 
-  // `t` as a TensorRef named `name` (F32, F16, BF16); an Error naming the tensor and its type
-  // for the types wgfuse does not load yet.
+  // `t` as a TensorRef named `name` (the types of supported_ggml_types()); an Error naming the
+  // tensor, its type and the types wgfuse loads for another.
   TensorRef tensor_ref(const GgufTensor& t, std::string name) const;
   // "F16 x 170, Q4_K x 2": the tensor types and how many tensors have each, most first.
   std::string type_summary() const;

@@ -3,15 +3,44 @@
 #include <cstring>
 #include <fstream>
 
+#include "gpu/ggml_blocks.h"
 #include "llm/architecture.h"
 #include "util/error.h"
 
 namespace wgfuse::llm {
 namespace {
 
-// GGUF value types and ggml tensor types used here (ggml's gguf.h, ggml.h).
+// GGUF value types (ggml's gguf.h).
 constexpr uint32_t kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7, kString = 8, kArray = 9;
-constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlBF16 = 30;
+
+// ggml's type id of each source encoding (gpu::DType order), written here from ggml.h rather than
+// taken from the reader's table, so that a test of one checks the other.
+uint32_t ggml_id(DType t) {
+  constexpr uint32_t kIds[] = {0 /* F32 */,
+                               1 /* F16 */,
+                               30 /* BF16 */,
+                               8 /* Q8_0 */,
+                               2 /* Q4_0 */,
+                               3 /* Q4_1 */,
+                               6 /* Q5_0 */,
+                               7 /* Q5_1 */,
+                               12 /* Q4_K */,
+                               13 /* Q5_K */,
+                               14 /* Q6_K */};
+  return kIds[size_t(t)];
+}
+
+// Row-major values as stored in `t`: converted, or quantized row by row (the test quantizer).
+std::string encode_tensor(const TensorData& tensor, DType t) {
+  if (!gpu::is_quantized(t)) return encode_values(tensor.values, t);
+  const uint64_t cols = tensor.shape.back(), rows = tensor.values.size() / cols;
+  const uint64_t row_bytes = gpu::source_row_bytes(t, cols);
+  std::string out(rows * row_bytes, '\0');
+  for (uint64_t r = 0; r < rows; ++r)
+    gpu::quantize_row(t, std::span(tensor.values).subspan(r * cols, cols),
+                      std::as_writable_bytes(std::span(out.data() + r * row_bytes, row_bytes)));
+  return out;
+}
 
 template <typename T>
 void put(std::string& out, T v) {
@@ -110,6 +139,12 @@ void GgufWriter::write(const std::filesystem::path& file, uint32_t alignment) co
 }
 
 GgufWriter gguf_model_writer(const ModelConfig& c, const std::vector<TensorData>& tensors, DType dtype) {
+  return gguf_model_writer(
+      c, tensors, [dtype](const ExpectedTensor& e) { return e.shape.size() == 2 ? dtype : DType::F32; });
+}
+
+GgufWriter gguf_model_writer(const ModelConfig& c, const std::vector<TensorData>& tensors,
+                             const std::function<DType(const ExpectedTensor&)>& type_of) {
   const Architecture& a = architecture_of(c);
   const std::string p = std::string(a.gguf_name) + ".";
   GgufWriter w;
@@ -133,16 +168,14 @@ GgufWriter gguf_model_writer(const ModelConfig& c, const std::vector<TensorData>
     w.add_f32(p + "rope.scaling.yarn_beta_fast", float(s.beta_fast));
     w.add_f32(p + "rope.scaling.yarn_beta_slow", float(s.beta_slow));
   }
-  const uint32_t ggml = dtype == DType::F32 ? kGgmlF32 : dtype == DType::F16 ? kGgmlF16 : kGgmlBF16;
   const auto expected = expected_tensors(c);
   for (const TensorData& t : tensors) {
     const ExpectedTensor* e = nullptr;
     for (const ExpectedTensor& x : expected)
       if (x.name == t.name) e = &x;
     if (!e) throw Error("gguf_model_writer: " + t.name + " is not a tensor of " + std::string(a.name));
-    const bool matrix = t.shape.size() == 2;
-    const DType stored = matrix ? dtype : DType::F32;
-    std::string data = encode_values(t.values, stored);
+    const DType stored = type_of(*e);
+    std::string data = encode_tensor(t, stored);
     using enum TensorRole;
     if (a.gguf_rope_pairs_adjacent &&
         (e->role == Q || e->role == K || e->role == QBias || e->role == KBias)) {
@@ -155,7 +188,7 @@ GgufWriter gguf_model_writer(const ModelConfig& c, const std::vector<TensorData>
       }
       data = std::move(permuted);
     }
-    w.add_tensor(gguf_name(e->role, e->layer), t.shape, matrix ? ggml : kGgmlF32, std::move(data));
+    w.add_tensor(gguf_name(e->role, e->layer), t.shape, ggml_id(stored), std::move(data));
   }
   return w;
 }

@@ -7,9 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "llm/architecture.h"
 #include "llm/config.h"
 #include "llm/safetensors_writer.h"
 #include "llm/tensor.h"
@@ -48,7 +50,11 @@ class GgufWriter {
 // A model of config `c` as llama.cpp's convert_hf_to_gguf.py writes it: general.architecture and
 // the <arch>.* keys, the tensors (Hugging Face names, as write_random_model returns them) under
 // llama.cpp's names, q and k rows permuted for the architectures the converter permutes, 2-D
-// tensors as `dtype` (F32, F16 or BF16), 1-D ones (norms, biases) as F32. No tokenizer keys.
+// tensors as `dtype`, 1-D ones (norms, biases) as F32. No tokenizer keys.
 GgufWriter gguf_model_writer(const ModelConfig& c, const std::vector<TensorData>& tensors, DType dtype);
+// The same with each tensor's type chosen by `type_of` (a mix, as llama-quantize writes one);
+// quantized types through gpu/ggml_blocks.h's test quantizer, row by row.
+GgufWriter gguf_model_writer(const ModelConfig& c, const std::vector<TensorData>& tensors,
+                             const std::function<DType(const ExpectedTensor&)>& type_of);
 
 }  // namespace wgfuse::llm

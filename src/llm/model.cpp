@@ -156,9 +156,7 @@ void Model::upload_weights(const WeightLookup& weights) {
   const ModelTensors t(c, weights);  // every tensor found and shape-checked before anything is uploaded
   const TensorRef* head = t.find(LmHead);
 
-  WeightLoader w(*ctx_, storage_format(opt_.dtype, t(Embedding).dtype),
-                 {.label = "llm.weights", .max_buffer_bytes = opt_.binding_limit});
-  stats_.weight_format = w.format();
+  WeightLoader w(*ctx_, opt_.dtype, {.label = "llm.weights", .max_buffer_bytes = opt_.binding_limit});
   // Each tensor's packing and sources, by TensorId, for a plan written down (WeightTensor).
   std::vector<std::pair<std::string, std::vector<std::string>>> packings;
   auto note = [&](const char* packing, const std::vector<const TensorRef*>& sources) {
@@ -212,6 +210,8 @@ void Model::upload_weights(const WeightLookup& weights) {
     ids.push_back(l);
   }
   w.load(opt_.progress);
+  stats_.weight_formats = w.formats();
+  stats_.weight_format = stats_.weight_formats.at(0).format;
   stats_.weight_bytes = w.arena().total_bytes();
   stats_.gpu_memory_bytes += stats_.weight_bytes;
   // The arena's buffers, named, each with the tensors placed in it (counted above).
@@ -226,6 +226,7 @@ void Model::upload_weights(const WeightLookup& weights) {
   embedding_ = w.view(embed_id);
   lm_head_ = w.view(head_id);
   final_norm_ = w.view(norm_id);
+  stats_.weight_bytes_per_token = lm_head_.bytes + embedding_.row_bytes;
   for (uint32_t i = 0; i < c.num_layers; ++i) {
     const LayerIds& id = ids[i];
     const std::string layer = "layers." + std::to_string(i) + ".";
@@ -237,6 +238,8 @@ void Model::upload_weights(const WeightLookup& weights) {
             .gate_up = w.view(id.gate_up),
             .down = w.view(id.down)};
     if (id.qk_norm) l.qk_norm = w.view(*id.qk_norm);
+    for (const gpu::TensorView* m : {&l.qkv, &l.o, &l.gate_up, &l.down})
+      stats_.weight_bytes_per_token += m->bytes;
     const uint64_t cache = uint64_t(c.num_kv_heads) * ctx_len_ * hd;
     l.k_cache = scratch("llm." + layer + "k_cache", cache);
     l.v_cache = scratch("llm." + layer + "v_cache", cache);

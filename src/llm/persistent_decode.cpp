@@ -140,8 +140,7 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   const ModelTensors t(c, weights);  // every tensor found and shape-checked before anything is uploaded
   // The matrices: one arena that must be one buffer (one binding), layer after layer, then the
   // embedding and the LM head; the kernel finds them by offsets (in vec4s) as pipeline constants.
-  WeightLoader w(*ctx_, storage_format(opt_.dtype, t(Embedding).dtype), {.label = "llm.persistent.weights"});
-  stats_.weight_format = w.format();
+  WeightLoader w(*ctx_, opt_.dtype, {.label = "llm.persistent.weights"});
   auto packed = [&](std::string name, const PackedMatrix& m) {
     return w.matrix(std::move(name), m.sources, m.rows, H, m.source_row);
   };
@@ -180,6 +179,12 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   const auto embed_id = w.matrix("embedding", {&t(Embedding)}, c.vocab_size, H);
   const TensorRef* head = t.find(LmHead);
   const auto head_id = head ? w.matrix("lm_head", {head}, c.vocab_size, H) : embed_id;
+  stats_.weight_formats = w.formats();
+  stats_.weight_format = stats_.weight_formats.at(0).format;
+  need(stats_.weight_formats.size() == 1, "the matrices are stored in " +
+                                              std::to_string(stats_.weight_formats.size()) +
+                                              " formats (a GGUF file of mixed tensor types): the "
+                                              "one-dispatch decoder decodes one; use --decode steps");
   need(w.arena().buffers() == 1,
        "the packed weights (" + std::to_string(w.arena().total_bytes()) +
            " bytes planned) must be one binding, but pass the per-buffer cap of " +
@@ -203,6 +208,9 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   layout_["EMBED_V4"] = double(v4(embed_id));
   layout_["HEAD_V4"] = double(v4(head_id));
   w.load(opt_.progress);
+  for (const LayerIds& m : ids)
+    for (auto id : {m.qkv, m.o, m.gu, m.down}) stats_.weight_bytes_per_token += w.view(id).bytes;
+  stats_.weight_bytes_per_token += w.view(head_id).bytes + w.view(embed_id).row_bytes;
   weights_ = w.arena().buffer(0);
   stats_.weight_bytes = weights_.size();
   const uint64_t final_at = uint64_t(2 * H8 + B8) * c.num_layers;

@@ -36,6 +36,14 @@ std::vector<KernelRow> rows_by_kernel(const Steps& steps, Amount amount) {
   return rows;
 }
 
+// "q5_0 x 72, q8_0 x 26": the matrices' formats, most bytes first.
+std::string formats_text(const DecoderStats& st) {
+  std::string s;
+  for (const auto& u : st.weight_formats)
+    s += (s.empty() ? "" : ", ") + std::string(gpu::to_string(u.format)) + " x " + std::to_string(u.matrices);
+  return s.empty() ? gpu::to_string(st.weight_format) : s;
+}
+
 }  // namespace
 
 nlohmann::json timing_json(const DecoderStats& st) {
@@ -48,27 +56,32 @@ nlohmann::json timing_json(const DecoderStats& st) {
           {"dispatches_per_token", double(st.decode_dispatches) * per},
           {"submits_per_token", double(st.decode_submits) * per},
           {"readbacks_per_token", double(st.decode_readbacks) * per},
-          {"gpu_memory_bytes", st.gpu_memory_bytes}};
+          {"gpu_memory_bytes", st.gpu_memory_bytes},
+          {"weight_bytes", st.weight_bytes},
+          {"kv_cache_bytes", st.kv_cache_bytes},
+          {"weight_bytes_per_token", st.weight_bytes_per_token}};
 }
 
 std::string timing_line(const DecoderStats& st, double load_ms) {
   const auto t = timing_json(st);
-  char line[512];
+  char line[1024];
   std::snprintf(
       line, sizeof line,
       "\n[%llu prompt tokens, prefill %.1f tok/s, %llu generated, decode %.1f tok/s, %.1f dispatches/token, "
-      "%.2f submits/token, %.2f read-backs/token, GPU memory %.1f MB, load %.0f ms, weights %s uploaded in "
-      "%.0f ms]\n",
+      "%.2f submits/token, %.2f read-backs/token, GPU memory %.1f MB (weights %.1f + KV cache %.1f), load "
+      "%.0f ms, weights %s uploaded in %.0f ms, %.1f MB of them read per token]\n",
       (unsigned long long)st.prompt_tokens, t["prefill_tok_s"].get<double>(),
       (unsigned long long)st.generated_tokens, t["decode_tok_s"].get<double>(),
       t["dispatches_per_token"].get<double>(), t["submits_per_token"].get<double>(),
-      t["readbacks_per_token"].get<double>(), double(st.gpu_memory_bytes) / 1e6, load_ms,
-      gpu::to_string(st.weight_format), st.upload_ms);
+      t["readbacks_per_token"].get<double>(), double(st.gpu_memory_bytes) / 1e6,
+      double(st.weight_bytes) / 1e6, double(st.kv_cache_bytes) / 1e6, load_ms, formats_text(st).c_str(),
+      st.upload_ms, double(st.weight_bytes_per_token) / 1e6);
   return line;
 }
 
 // One decode step after the generation, each dispatch timed in its own pass.
-nlohmann::json report_profile(std::FILE* out, gpu::Context& ctx, const DecodeProfile& p, uint32_t reps) {
+nlohmann::json report_profile(std::FILE* out, gpu::Context& ctx, const DecodeProfile& p, uint32_t reps,
+                              const DecoderStats& st) {
   const double copy_gbs =
       gpu::copy_kernel_bandwidth_gbs(ctx, ctx.adapter().is_cpu ? 4u << 20 : 256u << 20, 5);
   const auto rows = rows_by_kernel(
@@ -78,10 +91,11 @@ nlohmann::json report_profile(std::FILE* out, gpu::Context& ctx, const DecodePro
   for (const auto& r : rows) sum_us += r.us, sum_bytes += r.amount;
   const Summary whole = summarize(p.whole_step_us);
   std::fprintf(out,
-               "\ndecode step at position %u, %u repetitions, GPU timestamps; copy kernel %.1f GB/s\n"
+               "\ndecode step at position %u, %u repetitions, GPU timestamps; copy kernel %.1f GB/s; weights "
+               "%s, %.2f MB of them per token\n"
                "%-18s %6s %10s %10s %8s %10s %8s %8s\n",
-               p.position, reps, copy_gbs, "kernel", "calls", "us/call", "us/token", "% step", "MB/token",
-               "GB/s", "% copy");
+               p.position, reps, copy_gbs, formats_text(st).c_str(), double(st.weight_bytes_per_token) / 1e6,
+               "kernel", "calls", "us/call", "us/token", "% step", "MB/token", "GB/s", "% copy");
   nlohmann::json kernels = nlohmann::json::array();
   for (const auto& r : rows) {
     const double gbs = r.us > 0 ? double(r.amount) / (r.us * 1e3) : 0;
@@ -108,7 +122,8 @@ nlohmann::json report_profile(std::FILE* out, gpu::Context& ctx, const DecodePro
           {"kernels", kernels},
           {"sum_of_dispatches_us", sum_us},
           {"one_pass_us", {{"median", whole.median}, {"min", whole.min}, {"max", whole.max}}},
-          {"bytes_per_token", sum_bytes}};
+          {"bytes_per_token", sum_bytes},
+          {"weight_bytes_per_token", st.weight_bytes_per_token}};
 }
 
 nlohmann::json report_prefill_profile(std::FILE* out, const PrefillProfile& p, uint32_t reps) {
@@ -180,7 +195,11 @@ nlohmann::json run_json(Session& s, std::span<const uint32_t> prompt, const Repl
   j["decode"] = decoder_json(s.decoder_choice());
   j["steps_per_submit"] = o.steps_per_submit;
   j["dtype"] = o.dtype ? gpu::to_string(*o.dtype) : "auto";  // as asked
-  j["weight_format"] = gpu::to_string(st.weight_format);     // as stored
+  j["weight_format"] = gpu::to_string(st.weight_format);     // as stored (most of the bytes)
+  j["weight_formats"] = nlohmann::json::array();
+  for (const auto& u : st.weight_formats)
+    j["weight_formats"].push_back(
+        {{"format", gpu::to_string(u.format)}, {"matrices", u.matrices}, {"bytes", u.bytes}});
   j["ctx"] = s.ctx_len();
   j["attention"] = {{"chunk", o.attention.chunk}, {"heads_per_wg", o.attention.heads_per_wg}};
   j["model"] = {{"dir", o.model_dir},

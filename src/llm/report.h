@@ -18,8 +18,10 @@ nlohmann::json timing_json(const DecoderStats& st);
 std::string timing_line(const DecoderStats& st, double load_ms);
 
 // Prints a table per kernel of the profiled step to `out` (calls per token, µs, bytes, GB/s, % of
-// the copy kernel's bandwidth, measured now on ctx); returns the same as JSON.
-nlohmann::json report_profile(std::FILE* out, gpu::Context& ctx, const DecodeProfile& p, uint32_t reps);
+// the copy kernel's bandwidth, measured now on ctx) under a line naming the weights' formats and
+// bytes per token (`st`); returns the same as JSON.
+nlohmann::json report_profile(std::FILE* out, gpu::Context& ctx, const DecodeProfile& p, uint32_t reps,
+                              const DecoderStats& st);
 
 // The same for the prompt chunk: per kernel µs and achieved TFLOP/s (FMA counted as 2).
 nlohmann::json report_prefill_profile(std::FILE* out, const PrefillProfile& p, uint32_t reps);

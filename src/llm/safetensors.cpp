@@ -122,8 +122,9 @@ const char* dtype_name(DType t) {
       return "F16";
     case DType::BF16:
       return "BF16";
+    default:
+      return gpu::to_string(t);
   }
-  return "?";
 }
 
 std::vector<TensorRef> parse_safetensors(std::span<const std::byte> file, const std::string& file_name) {
@@ -294,12 +295,19 @@ void to_f32(DType dtype, std::span<const std::byte> in, std::span<float> out) {
         }
       }
       break;
+    default:
+      break;  // quantized: dtype_bytes threw above
   }
 }
 
 std::vector<float> to_f32(const TensorRef& t) {
   std::vector<float> v(t.elements());
-  to_f32(t.dtype, t.bytes, v);
+  if (gpu::is_quantized(t.dtype)) {
+    const std::vector<double> d = tensor_values(t);  // dequantized, each exact in f32
+    std::copy(d.begin(), d.end(), v.begin());
+  } else {
+    to_f32(t.dtype, t.bytes, v);
+  }
   return v;
 }
 

@@ -59,12 +59,13 @@ class SafetensorsFile {
 };
 
 // Tensor data as f32 on the host (for the CPU reference and for conversions before upload):
-// F32 copied, F16 and BF16 widened exactly. `in` holds out.size() elements of `dtype`, so a
-// loader can convert a tensor chunk by chunk.
+// F32 copied, F16 and BF16 widened exactly (a quantized tensor: dequantized, tensor_values). `in`
+// holds out.size() elements of an unquantized `dtype`, so a loader can convert a tensor chunk by
+// chunk.
 void to_f32(DType dtype, std::span<const std::byte> in, std::span<float> out);
 std::vector<float> to_f32(const TensorRef& t);
 
-// The name used in files ("F32", "F16", "BF16").
+// The name used in safetensors files ("F32", "F16", "BF16"; ggml's for the quantized types).
 const char* dtype_name(DType t);
 
 }  // namespace wgfuse::llm

@@ -87,8 +87,10 @@ float round_to_dtype(float v, DType dtype) {
       std::memcpy(&r, &b, 4);
       return r;
     }
+    default:
+      throw Error(std::string("round_to_dtype: ") + gpu::to_string(dtype) +
+                  " is quantized: its values round by block");
   }
-  return v;
 }
 
 std::string encode_values(const std::vector<float>& values, DType dtype) {

@@ -1,5 +1,7 @@
-// TensorRef: a named tensor as stored in a model file (safetensors), viewed in place: bytes point
-// into a memory-mapped file that its owner (the loader) keeps open.
+// TensorRef: a named tensor as stored in a model file (safetensors or GGUF), viewed in place: bytes
+// point into a memory-mapped file that its owner (the loader) keeps open. Its dtype is a source
+// encoding of gpu/weight_format.h: f32, f16, bf16, or a ggml block type (a GGUF file's q8_0, q4_K,
+// ...: each row a whole number of blocks).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -9,13 +11,11 @@
 #include <string_view>
 #include <vector>
 
+#include "gpu/weight_format.h"
+
 namespace wgfuse::llm {
 
-enum class DType { F32, F16, BF16 };
-
-constexpr uint64_t dtype_bytes(DType t) {
-  return t == DType::F32 ? 4 : 2;
-}
+using DType = gpu::DType;
 
 struct TensorRef {
   std::string name;  // e.g. "model.layers.0.mlp.up_proj.weight"
@@ -28,6 +28,11 @@ struct TensorRef {
     for (uint64_t d : shape) n *= d;
     return n;
   }
+  uint64_t cols() const { return shape.empty() ? 1 : shape.back(); }
+  // Bytes of one row (`cols` elements; quantized: whole blocks, else an Error), and of the whole
+  // tensor as its shape and dtype say.
+  uint64_t row_bytes() const { return gpu::source_row_bytes(dtype, cols()); }
+  uint64_t expected_bytes() const { return cols() ? row_bytes() * (elements() / cols()) : 0; }
 };
 
 // Weights by Hugging Face name (the safetensors loader provides one; tests build one over host
@@ -38,7 +43,8 @@ using WeightLookup = std::function<const TensorRef*(std::string_view)>;
 // tensor and both shapes otherwise.
 const TensorRef& require_tensor(const WeightLookup& lookup, const std::string& name,
                                 const std::vector<uint64_t>& shape);
-// The values of a tensor (F32, F16 or BF16) as doubles, in file order.
+// The values of a tensor as doubles, in file order (quantized: dequantized as ggml defines it,
+// gpu/ggml_blocks.h, and rounded to f32 as the GPU decode computes them).
 std::vector<double> tensor_values(const TensorRef& t);
 // Row `row` of a 2-D tensor (or the whole of a 1-D one when row is 0) as floats.
 void tensor_row(const TensorRef& t, uint64_t row, std::span<float> out);

@@ -6,8 +6,11 @@
 //            order): one memcpy per range of rows from the mapping, no conversion
 //   rows     same encoding, rows permuted (Q/K/V in RoPE pairs, gate/up interleaved) or padded:
 //            a memcpy per row
-//   convert  another encoding (f32 -> f16, bf16 -> f16, ...): the format's packer per row
-// Vectors (norms, biases) are f32 tensors from host memory.
+//   convert  another encoding (f32 -> f16, bf16 -> f16, a quantized block into the GPU's planes,
+//            ...): the format's packer per row
+// Each matrix has its own storage format (a GGUF file mixes ggml types tensor by tensor); the
+// kernels take the format from each view. Vectors (norms, biases) are f32 tensors from host
+// memory.
 #pragma once
 
 #include <atomic>
@@ -15,19 +18,25 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "gpu/arena.h"
+#include "llm/decoder.h"
 #include "llm/tensor.h"
 
 namespace wgfuse::llm {
 
-// The storage a model gets: `asked`, or with nullopt ("--dtype auto") the checkpoint's own 16-bit
-// type (bf16 stays bf16, f16 stays f16; f32 becomes f16).
+// The storage a tensor gets: `asked`, or with nullopt ("--dtype auto") its own type (bf16 stays
+// bf16, f16 stays f16, a ggml block type stays itself; f32 becomes f16).
 gpu::WeightFormat storage_format(std::optional<gpu::WeightFormat> asked, DType checkpoint);
-gpu::DType gpu_dtype(DType t);
+// The storage of a matrix whose rows come from tensors of types `sources` (a fused Q/K/V or
+// gate/up matrix): `asked`, or with nullopt each source's own (above) where they agree, else one
+// that holds every source's values exactly: q8_0 for q4_0, q5_0 and q8_0 sources (each value d
+// times a small integer), f32 for any other mix.
+gpu::WeightFormat storage_format(std::optional<gpu::WeightFormat> asked, std::span<const DType> sources);
 
 class WeightLoader {
  public:
@@ -39,11 +48,12 @@ class WeightLoader {
     uint64_t direct = 0, rows = 0, convert = 0;  // stored bytes of the matrices of each path
   };
 
-  WeightLoader(gpu::Context& ctx, gpu::WeightFormat format, gpu::ArenaOptions options = {});
+  // `asked`: every matrix's storage (--dtype), or nullopt for each its own (storage_format).
+  WeightLoader(gpu::Context& ctx, std::optional<gpu::WeightFormat> asked, gpu::ArenaOptions options = {});
 
-  gpu::WeightFormat format() const { return format_; }
-  // A matrix of `rows` rows of `cols` elements in the loader's format: row r is row source(r)
-  // of the sources (each [rows', cols]); without a RowSource, sources[0]'s rows in order.
+  // A matrix of `rows` rows of `cols` elements, stored in storage_format(asked, its sources'
+  // types): row r is row source(r) of the sources (each [rows', cols]); without a RowSource,
+  // sources[0]'s rows in order.
   TensorId matrix(std::string name, std::vector<const TensorRef*> sources, uint32_t rows, uint32_t cols,
                   RowSource source = {});
   // An f32 vector (padded with zeros to 8 floats).
@@ -58,6 +68,8 @@ class WeightLoader {
   gpu::WeightArena& arena() { return arena_; }
   const gpu::TensorView& view(TensorId id) const { return arena_.view(id); }
   const Paths& paths() const { return paths_; }
+  // The matrices' formats: how many matrices and stored bytes each has, most bytes first.
+  std::vector<DecoderStats::FormatUse> formats() const;
 
  private:
   struct Entry {
@@ -74,7 +86,7 @@ class WeightLoader {
   // Thread-safe (WeightArena::upload calls it from several threads).
   void fill(TensorId id, uint64_t first, uint64_t count, std::span<std::byte> out) const;
 
-  gpu::WeightFormat format_;
+  std::optional<gpu::WeightFormat> asked_;
   gpu::WeightArena arena_;
   std::vector<Entry> entries_;
   Paths paths_;

@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const auto* begin = reinterpret_cast<const std::byte*>(data);
       if (t.bytes.size() && (t.bytes.data() < begin || t.bytes.data() + t.bytes.size() > begin + size))
         __builtin_trap();
-      if (t.bytes.size() != t.elements() * wgfuse::llm::dtype_bytes(t.dtype)) __builtin_trap();
+      if (t.bytes.size() != t.expected_bytes()) __builtin_trap();
     }
   } catch (const wgfuse::Error&) {
   }
