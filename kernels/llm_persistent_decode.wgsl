@@ -369,7 +369,7 @@ fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32) {
         acc += a4.x + a4.y + a4.z + a4.w;
       }
       m = m_new;
-      workgroupBarrier();
+      workgroupBarrier();  // probs is rewritten by the next tile
     }
     // The parts' sums of output dimension d, through red.
     red[lid] = acc;
