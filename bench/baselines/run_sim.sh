@@ -33,20 +33,7 @@ BUDGET=${BUDGET:-400}  # seconds: no stage starts after this
 HARD=${HARD:-500}      # seconds: no command runs past this
 PY=${PY:-python3}
 EPISODES=${EPISODES:-1}
-NVCC=${NVCC:-nvcc}
-command -v "$NVCC" >/dev/null || NVCC=/usr/local/cuda/bin/nvcc
-
-# The newer of the package (scripts/package) and the build, unless WGFUSE names one.
-if [[ -z ${WGFUSE:-} ]]; then
-  WGFUSE=build/wgfuse
-  if [[ -x dist/wgfuse-linux-x64/wgfuse && ( ! -x build/wgfuse || dist/wgfuse-linux-x64/wgfuse -nt build/wgfuse ) ]]; then
-    WGFUSE=dist/wgfuse-linux-x64/wgfuse
-  fi
-fi
-if [[ -z ${WGFUSE_WEBGPU_LIB:-} && ! -f $(dirname "$WGFUSE")/libwebgpu_wrapper.so &&
-      -f node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so ]]; then
-  export WGFUSE_WEBGPU_LIB=$PWD/node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so
-fi
+. bench/baselines/tools.sh
 ADAPTER=${ADAPTER:-gpu}
 
 LOG=$OUT/run_sim.log

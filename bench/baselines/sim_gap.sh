@@ -27,18 +27,7 @@ ROUNDS=${ROUNDS:-3}
 # median at ~0.1 ms a generation.
 GENS=${GENS:-128}
 PY=${PY:-python3}
-NVCC=${NVCC:-nvcc}
-command -v "$NVCC" >/dev/null || NVCC=/usr/local/cuda/bin/nvcc
-if [[ -z ${WGFUSE:-} ]]; then
-  WGFUSE=build/wgfuse
-  if [[ -x dist/wgfuse-linux-x64/wgfuse && ( ! -x build/wgfuse || dist/wgfuse-linux-x64/wgfuse -nt build/wgfuse ) ]]; then
-    WGFUSE=dist/wgfuse-linux-x64/wgfuse
-  fi
-fi
-if [[ -z ${WGFUSE_WEBGPU_LIB:-} && ! -f $(dirname "$WGFUSE")/libwebgpu_wrapper.so &&
-      -f node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so ]]; then
-  export WGFUSE_WEBGPU_LIB=$PWD/node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so
-fi
+. bench/baselines/tools.sh
 LOG=$OUT/sim_gap.log
 : >"$LOG"
 log() { echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$LOG"; }
