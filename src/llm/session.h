@@ -66,6 +66,7 @@ struct SessionOptions {
   uint32_t attn_fuse_max = ModelOptions{}.attn_fuse_max;
   uint32_t attn_short_max = ModelOptions{}.attn_short_max;
   uint32_t prefill_chunk = ModelOptions{}.prefill_chunk;
+  uint64_t binding_limit = 0;  // ModelOptions::binding_limit: plan for a browser's limits (serve --limits)
   PromptTile prefill_tile;  // tokens == 0: the rule (DecodeKernels::prompt_tile)
   SamplingOverrides sampling;
   DecoderKind decoder = DecoderKind::Steps;
@@ -114,6 +115,9 @@ class Session {
   double load_ms() const { return load_ms_; }    // from the constructor to the end of load()
   gpu::Context& context() const;
   Decoder& decoder();  // after load()
+  // The step decoder (its weights, buffers and plans: a server's batched decoder and the chat
+  // page's assets share them); an Error once the persistent decoder replaced it.
+  Model& step_decoder();
   const DecoderChoice& decoder_choice() const { return choice_; }
 
   // Prompts: text as it stands, or wrapped in the chat template (a system prompt when not empty).

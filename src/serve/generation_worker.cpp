@@ -25,8 +25,8 @@ void Generation::update(const std::function<void(News&)>& change) {
   changed_.notify_all();
 }
 
-GenerationWorker::GenerationWorker(llm::Session& session, size_t max_queue)
-    : session_(session), max_queue_(max_queue), thread_([this] { run(); }) {}
+GenerationWorker::GenerationWorker(llm::Session& session, size_t max_queue, std::mutex& device)
+    : session_(session), device_(device), max_queue_(max_queue), thread_([this] { run(); }) {}
 
 GenerationWorker::~GenerationWorker() {
   stop();
@@ -128,6 +128,7 @@ void GenerationWorker::serve(Generation& g) {
   StopStrings stops(r.stop);
   bool first = true;
   try {
+    std::lock_guard gpu(device_);
     session_.set_sampling(r.sampling);
     session_.decoder().reset();
     llm::Stream stream;

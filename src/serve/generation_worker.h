@@ -83,8 +83,9 @@ struct WorkerStatus {
 
 class GenerationWorker {
  public:
-  // `session` is loaded; from now on only the worker's thread uses it for generation.
-  GenerationWorker(llm::Session& session, size_t max_queue);
+  // `session` is loaded; from now on only the worker's thread uses it for generation, holding
+  // `device` while it uses the GPU.
+  GenerationWorker(llm::Session& session, size_t max_queue, std::mutex& device);
   ~GenerationWorker();
   GenerationWorker(const GenerationWorker&) = delete;
   GenerationWorker& operator=(const GenerationWorker&) = delete;
@@ -102,6 +103,7 @@ class GenerationWorker {
   void announce_positions();  // under mutex_
 
   llm::Session& session_;
+  std::mutex& device_;
   const size_t max_queue_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;

@@ -37,8 +37,9 @@ struct OpenAiOptions {
 
 class OpenAiApi final : public RouteSet {
  public:
-  // `session` is loaded; the API's worker owns its generation from here on.
-  OpenAiApi(llm::Session& session, OpenAiOptions options);
+  // `session` is loaded; the API's worker owns its generation from here on, holding `device`
+  // while it uses the GPU (others that read the session's GPU buffers hold it too).
+  OpenAiApi(llm::Session& session, OpenAiOptions options, std::mutex& device);
   ~OpenAiApi() override;
 
   bool owns(const std::string& path) const override;
