@@ -1,0 +1,410 @@
+// The batched decode step (src/llm/batch_decoder.h): up to SLOTS sequences share each step, one
+// row per slot in every activation buffer. Slot b's record slots[b * SLOT_WORDS ..] holds its
+// position (word 0: the position this step computes; the token picker, run per slot on the
+// record's first 4 words, advances it) and whether it decodes (word SLOT_ACTIVE); rows of idle
+// slots are skipped. The matrix products read each weight row once for all rows: a team of TEAM
+// threads per row, each lane SLOTS dot products over its column groups, summed per team.
+//   embed_rows     x[b] = embedding[tokens[b][pos_b]]
+//   qkv_rows       raw[b] = W_qkv rmsnorm(x[b]) + bias (rows packed as llm_common.wgsl says)
+//   rope_rows      per (head, b): q heads rotated into q[b], k and v heads into slot b's caches at
+//                  pos_b (QK_NORM: q and k heads normalised first)
+//   attend_rows    per (head, b): softmax(q k^T / sqrt(hd)) v over positions 0..pos_b of slot b
+//   gate_up_rows   act[b] = silu(W_gate xn) * (W_up xn), xn = rmsnorm(x[b]), rows interleaved
+//   residual_rows  resid[b] += W x[b]
+//   logits_rows    logits[b] = W rmsnorm(x[b])
+enable subgroups;
+// #include "llm_weights.wgsl"
+
+const MAX_SLOTS: u32 = 16u;
+const SLOT_WORDS: u32 = 64u;  // a slot's record: 256 bytes, so that a picker binds it as a range
+const SLOT_ACTIVE: u32 = 8u;
+
+override SLOTS: u32 = 1u;
+override ROWS: u32 = 1u;         // rows of W
+override COLS: u32 = 8u;         // logical length of x
+override COLS8: u32 = 1u;        // ceil(COLS / 8)
+override X_STRIDE: u32 = 8u;     // floats per row of x (COLS padded to 8)
+override OUT_STRIDE: u32 = 1u;   // floats per row of the output
+override EPS: f32 = 1e-6;
+override TEAM: u32 = 32u;        // threads per weight row, a multiple of the subgroup size
+override WG: u32 = 256u;
+override ROWS_PER_WG: u32 = 8u;  // WG / TEAM
+override RED_LEN: u32 = 256u;    // (WG / the smallest subgroup) * SLOTS
+override TOT_LEN: u32 = 8u;      // ROWS_PER_WG * SLOTS
+
+@group(0) @binding(1) var<storage, read> xin4: array<vec4<f32>>;    // [SLOTS][X_STRIDE]
+@group(0) @binding(2) var<storage, read> norm4: array<vec4<f32>>;   // padded to 8 (unread: products without norm)
+@group(0) @binding(3) var<storage, read> slots: array<u32>;         // [SLOTS][SLOT_WORDS]
+@group(0) @binding(4) var<storage, read_write> out_rows: array<f32>;  // [SLOTS][OUT_STRIDE]
+@group(0) @binding(5) var<storage, read> bias: array<f32>;          // qkv_rows
+
+var<workgroup> red: array<f32, RED_LEN>;
+var<workgroup> tot: array<f32, TOT_LEN>;  // [ROWS_PER_WG][SLOTS]: the block's row totals
+var<workgroup> inv_rms: array<f32, MAX_SLOTS>;
+var<workgroup> mask_wg: u32;
+
+// A thread's own inputs (the workgroup's, uniform, are passed apart: the uniformity analysis
+// treats a struct as a whole).
+struct Ids {
+  @builtin(local_invocation_index) lid: u32,
+  @builtin(subgroup_invocation_id) sg_lane: u32,
+  @builtin(subgroup_size) sg_size: u32,
+}
+
+fn is_active(mask: u32, b: u32) -> bool {
+  return ((mask >> b) & 1u) != 0u;
+}
+
+// Bit b: slot b decodes this step (the same value in every thread).
+fn active_mask(lid: u32) -> u32 {
+  if (lid == 0u) {
+    var m = 0u;
+    for (var b = 0u; b < SLOTS; b++) {
+      if (slots[b * SLOT_WORDS + SLOT_ACTIVE] != 0u) {
+        m |= 1u << b;
+      }
+    }
+    mask_wg = m;
+  }
+  return workgroupUniformLoad(&mask_wg);
+}
+
+// inv_rms[b] = 1 / rms(x[b]) for every slot (idle ones too: their rows are never stored).
+fn row_norms(ids: Ids) {
+  for (var b = 0u; b < SLOTS; b++) {
+    var ss = 0.0;
+    for (var i = ids.lid; i < COLS; i += WG) {
+      let v = xin4[b * X_STRIDE / 4u + i / 4u][i % 4u];
+      ss += v * v;
+    }
+    let s = subgroupAdd(ss);
+    if (ids.sg_lane == 0u) {
+      red[(ids.lid / ids.sg_size) * SLOTS + b] = s;
+    }
+  }
+  workgroupBarrier();
+  if (ids.lid < SLOTS) {
+    var ss = 0.0;
+    for (var g = 0u; g < WG / ids.sg_size; g++) {
+      ss += red[g * SLOTS + ids.lid];
+    }
+    inv_rms[ids.lid] = inverseSqrt(ss / f32(COLS) + EPS);
+  }
+  workgroupBarrier();
+}
+
+// tot[r * SLOTS + b] = row r0 + r of W times x[b] (times norm_w and 1 / rms(x[b]) when normed),
+// for the block of ROWS_PER_WG rows from r0; ends with a barrier.
+fn block_totals(ids: Ids, r0: u32, normed: bool, mask: u32) {
+  let row = r0 + ids.lid / TEAM;
+  var acc: array<f32, MAX_SLOTS>;
+  if (row < ROWS) {
+    for (var c8 = ids.lid % TEAM; c8 < COLS8; c8 += TEAM) {
+      let w = weight_group(0u, row, COLS8, c8);
+      var n0 = vec4<f32>(1.0);
+      var n1 = vec4<f32>(1.0);
+      if (normed) {
+        n0 = norm4[2u * c8];
+        n1 = norm4[2u * c8 + 1u];
+      }
+      for (var b = 0u; b < SLOTS; b++) {
+        if (is_active(mask, b)) {
+          let at = b * X_STRIDE / 4u + 2u * c8;
+          acc[b] += dot(w[0], xin4[at] * n0) + dot(w[1], xin4[at + 1u] * n1);
+        }
+      }
+    }
+  }
+  for (var b = 0u; b < SLOTS; b++) {
+    let s = subgroupAdd(acc[b]);
+    if (ids.sg_lane == 0u) {
+      red[(ids.lid / ids.sg_size) * SLOTS + b] = s;
+    }
+  }
+  workgroupBarrier();
+  if (ids.lid < ROWS_PER_WG * SLOTS) {
+    let r = ids.lid / SLOTS;
+    let b = ids.lid % SLOTS;
+    let per_team = TEAM / ids.sg_size;
+    var t = 0.0;
+    for (var k = 0u; k < per_team; k++) {
+      t += red[(r * per_team + k) * SLOTS + b];
+    }
+    if (normed) {
+      t *= inv_rms[b];
+    }
+    tot[ids.lid] = t;
+  }
+  workgroupBarrier();
+}
+
+// The row and slot of thread lid's total in the block from r0; valid: inside W and active.
+struct Out {
+  row: u32,
+  b: u32,
+  valid: bool,
+}
+fn out_of(lid: u32, r0: u32, mask: u32) -> Out {
+  let row = r0 + lid / SLOTS;
+  let b = lid % SLOTS;
+  return Out(row, b, lid < ROWS_PER_WG * SLOTS && row < ROWS && is_active(mask, b));
+}
+
+@compute @workgroup_size(WG)
+fn qkv_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let mask = active_mask(ids.lid);
+  row_norms(ids);
+  for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
+    block_totals(ids, r0, true, mask);
+    let o = out_of(ids.lid, r0, mask);
+    if (o.valid) {
+      out_rows[o.b * OUT_STRIDE + o.row] = tot[ids.lid] + bias[o.row];
+    }
+    workgroupBarrier();
+  }
+}
+
+@compute @workgroup_size(WG)
+fn logits_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let mask = active_mask(ids.lid);
+  row_norms(ids);
+  for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
+    block_totals(ids, r0, true, mask);
+    let o = out_of(ids.lid, r0, mask);
+    if (o.valid) {
+      out_rows[o.b * OUT_STRIDE + o.row] = tot[ids.lid];
+    }
+    workgroupBarrier();
+  }
+}
+
+@compute @workgroup_size(WG)
+fn residual_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let mask = active_mask(ids.lid);
+  for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
+    block_totals(ids, r0, false, mask);
+    let o = out_of(ids.lid, r0, mask);
+    if (o.valid) {
+      out_rows[o.b * OUT_STRIDE + o.row] += tot[ids.lid];
+    }
+    workgroupBarrier();
+  }
+}
+
+// Rows 2j (gate) and 2j + 1 (up) give act[j]; ROWS_PER_WG is even, so a pair is in one block.
+@compute @workgroup_size(WG)
+fn gate_up_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let mask = active_mask(ids.lid);
+  row_norms(ids);
+  for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
+    block_totals(ids, r0, true, mask);
+    let j = ids.lid / SLOTS;
+    let b = ids.lid % SLOTS;
+    let row = r0 + 2u * j;
+    if (j < ROWS_PER_WG / 2u && row + 1u < ROWS && is_active(mask, b)) {
+      let g = tot[2u * j * SLOTS + b];
+      let u = tot[(2u * j + 1u) * SLOTS + b];
+      out_rows[b * OUT_STRIDE + row / 2u] = g / (1.0 + exp(-g)) * u;
+    }
+    workgroupBarrier();
+  }
+}
+
+// ---- embedding: a thread per group of 8 elements, grid y = the slot. Bindings: the embedding,
+// x, tokens, slots.
+override TOKENS_STRIDE: u32 = 1u;  // words per slot of `tokens` (a sequence of the cache's length + 1)
+@group(0) @binding(1) var<storage, read_write> x_out: array<f32>;  // [SLOTS][OUT_STRIDE]
+@group(0) @binding(2) var<storage, read> tokens: array<u32>;
+
+@compute @workgroup_size(WG)
+fn embed_rows(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let b = gid.y;
+  if (gid.x >= COLS8 || slots[b * SLOT_WORDS + SLOT_ACTIVE] == 0u) {
+    return;
+  }
+  let token = tokens[b * TOKENS_STRIDE + slots[b * SLOT_WORDS]];
+  let v = weight_group(0u, token, COLS8, gid.x);
+  for (var j = 0u; j < 8u; j++) {
+    let i = 8u * gid.x + j;
+    if (i < COLS) {
+      x_out[b * OUT_STRIDE + i] = v[j / 4u][j % 4u];
+    }
+  }
+}
+
+// ---- Q/K/V heads: a workgroup per (head of q, k or v, slot).
+override HEAD_DIM: u32 = 2u;
+override HEADS: u32 = 1u;
+override KV_HEADS: u32 = 1u;
+override CTX: u32 = 1u;        // cache positions per slot
+override RAW_STRIDE: u32 = 1u; // floats per slot of qkv_rows' output
+override Q_STRIDE: u32 = 1u;   // floats per slot of q and of the attention output
+override QK_NORM: bool = false;
+override HWG: u32 = 64u;       // threads of rope_rows and attend_rows
+
+// Bindings of rope_rows: raw, qk_norm, rope_cs, slots, q_rows, k_cache, v_cache.
+@group(0) @binding(0) var<storage, read> raw: array<f32>;          // [SLOTS][RAW_STRIDE]
+@group(0) @binding(1) var<storage, read> qk_norm: array<f32>;      // q_norm then k_norm (QK_NORM)
+@group(0) @binding(2) var<storage, read> rope_cs: array<vec2<f32>>;  // [CTX][hd / 2] (cos, sin)
+@group(0) @binding(4) var<storage, read_write> q_rows: array<f32>;   // [SLOTS][Q_STRIDE]
+@group(0) @binding(5) var<storage, read_write> k_cache: array<f32>;  // [SLOTS][KV_HEADS][CTX][hd]
+@group(0) @binding(6) var<storage, read_write> v_cache: array<f32>;
+
+var<workgroup> hred: array<f32, HWG>;
+var<workgroup> pos_wg: u32;
+
+// Slot b's position, or CTX when it is idle (the same value in every thread).
+fn slot_position(lid: u32, b: u32) -> u32 {
+  if (lid == 0u) {
+    pos_wg = select(CTX, slots[b * SLOT_WORDS], slots[b * SLOT_WORDS + SLOT_ACTIVE] != 0u);
+  }
+  return workgroupUniformLoad(&pos_wg);
+}
+
+// The sum of every thread's v (in every thread).
+fn head_sum(lid: u32, v: f32) -> f32 {
+  hred[lid] = v;
+  workgroupBarrier();
+  for (var s = HWG / 2u; s > 0u; s /= 2u) {
+    if (lid < s) {
+      hred[lid] += hred[lid + s];
+    }
+    workgroupBarrier();
+  }
+  let total = hred[0];
+  workgroupBarrier();
+  return total;
+}
+
+@compute @workgroup_size(HWG)
+fn rope_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+  let b = wid.y;
+  let h = wid.x;
+  let pos = slot_position(lid, b);
+  if (pos >= CTX) {
+    return;
+  }
+  let half_dim = HEAD_DIM / 2u;
+  let q_rows_n = HEADS * HEAD_DIM;
+  let kv_rows_n = KV_HEADS * HEAD_DIM;
+  if (h >= HEADS + KV_HEADS) {
+    let kvh = h - HEADS - KV_HEADS;
+    for (var e = lid; e < HEAD_DIM; e += HWG) {
+      v_cache[((b * KV_HEADS + kvh) * CTX + pos) * HEAD_DIM + e] =
+          raw[b * RAW_STRIDE + q_rows_n + kv_rows_n + kvh * HEAD_DIM + e];
+    }
+    return;
+  }
+  let is_k = h >= HEADS;
+  let base = b * RAW_STRIDE + select(h * HEAD_DIM, q_rows_n + (h - HEADS) * HEAD_DIM, is_k);
+  var scale = 1.0;
+  if (QK_NORM) {
+    var ss = 0.0;
+    for (var e = lid; e < HEAD_DIM; e += HWG) {
+      ss += raw[base + e] * raw[base + e];
+    }
+    scale = inverseSqrt(head_sum(lid, ss) / f32(HEAD_DIM) + EPS);
+  }
+  // Packed rows 2i, 2i + 1 are the head's elements i and i + hd/2.
+  for (var i = lid; i < half_dim; i += HWG) {
+    var a = raw[base + 2u * i];
+    var c = raw[base + 2u * i + 1u];
+    if (QK_NORM) {
+      let nb = select(0u, HEAD_DIM, is_k);
+      a *= scale * qk_norm[nb + i];
+      c *= scale * qk_norm[nb + i + half_dim];
+    }
+    let cs = rope_cs[pos * half_dim + i];
+    let ya = a * cs.x - c * cs.y;
+    let yc = c * cs.x + a * cs.y;
+    if (is_k) {
+      let at = ((b * KV_HEADS + h - HEADS) * CTX + pos) * HEAD_DIM + i;
+      k_cache[at] = ya;
+      k_cache[at + half_dim] = yc;
+    } else {
+      q_rows[b * Q_STRIDE + h * HEAD_DIM + i] = ya;
+      q_rows[b * Q_STRIDE + h * HEAD_DIM + i + half_dim] = yc;
+    }
+  }
+}
+
+// ---- attention: a workgroup per (query head, slot), HWG positions at a time with an online
+// softmax; the output rows (Q_STRIDE floats per slot) hold the heads in order.
+const MAX_D: u32 = 4u;  // head elements per thread: HEAD_DIM <= MAX_D * HWG
+override SCALE: f32 = 1.0;  // 1 / sqrt(HEAD_DIM)
+override GROUP: u32 = 1u;   // HEADS / KV_HEADS
+
+// Bindings of attend_rows: q, k_cache, v_cache, slots, the output (out_rows).
+@group(0) @binding(0) var<storage, read> q_att: array<f32>;
+@group(0) @binding(1) var<storage, read> k_att: array<f32>;
+@group(0) @binding(2) var<storage, read> v_att: array<f32>;
+
+var<workgroup> qs: array<f32, HEAD_DIM>;
+var<workgroup> probs: array<f32, HWG>;
+
+fn head_max(lid: u32, v: f32) -> f32 {
+  hred[lid] = v;
+  workgroupBarrier();
+  for (var s = HWG / 2u; s > 0u; s /= 2u) {
+    if (lid < s) {
+      hred[lid] = max(hred[lid], hred[lid + s]);
+    }
+    workgroupBarrier();
+  }
+  let m = hred[0];
+  workgroupBarrier();
+  return m;
+}
+
+@compute @workgroup_size(HWG)
+fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+  let b = wid.y;
+  let h = wid.x;
+  let pos = slot_position(lid, b);
+  if (pos >= CTX) {
+    return;
+  }
+  for (var e = lid; e < HEAD_DIM; e += HWG) {
+    qs[e] = q_att[b * Q_STRIDE + h * HEAD_DIM + e];
+  }
+  workgroupBarrier();
+  let cache = (b * KV_HEADS + h / GROUP) * CTX * HEAD_DIM;
+  var m = -3.0e38;
+  var l = 0.0;
+  var acc: array<f32, MAX_D>;
+  for (var p0 = 0u; p0 <= pos; p0 += HWG) {
+    let p = p0 + lid;
+    var s = -3.0e38;
+    if (p <= pos) {
+      var d = 0.0;
+      for (var e = 0u; e < HEAD_DIM; e++) {
+        d += qs[e] * k_att[cache + p * HEAD_DIM + e];
+      }
+      s = d * SCALE;
+    }
+    let m_new = max(m, head_max(lid, s));
+    let e_p = select(0.0, exp(s - m_new), p <= pos);
+    probs[lid] = e_p;
+    let rescale = exp(m - m_new);
+    l = l * rescale + head_sum(lid, e_p);  // (its barriers publish probs)
+    let n = min(HWG, pos + 1u - p0);
+    for (var j = 0u; j < MAX_D; j++) {
+      let e = lid + j * HWG;
+      if (e < HEAD_DIM) {
+        var t = 0.0;
+        for (var k = 0u; k < n; k++) {
+          t += probs[k] * v_att[cache + (p0 + k) * HEAD_DIM + e];
+        }
+        acc[j] = acc[j] * rescale + t;
+      }
+    }
+    m = m_new;
+    workgroupBarrier();  // probs is rewritten by the next round
+  }
+  for (var j = 0u; j < MAX_D; j++) {
+    let e = lid + j * HWG;
+    if (e < HEAD_DIM) {
+      out_rows[b * Q_STRIDE + h * HEAD_DIM + e] = acc[j] / l;
+    }
+  }
+}
