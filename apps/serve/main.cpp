@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "gpu/kernel.h"
+#include "llm/batch_decoder.h"
 #include "llm/session.h"
 #include "model_assets.h"
 #include "serve/client.h"
@@ -106,11 +107,6 @@ struct ModelServing {
     api.rate = serve::RateLimit::parse(api_rate, "--api-rate");
     std::printf("wgfuse serve: model %s on %s, context %u tokens, loaded in %.0f ms\n", api.model_id.c_str(),
                 ctx->adapter().device.c_str(), model->ctx_len(), model->load_ms());
-    if (api.parallel > 1)
-      std::printf(
-          "wgfuse serve: --parallel %u asked, but requests are decoded one at a time (first come, first "
-          "served; batched decoding is not built yet)\n",
-          api.parallel);
     return std::make_shared<serve::OpenAiApi>(*model, api, device);
   }
 };
@@ -120,8 +116,9 @@ void add_model_options(CLI::App& cmd, ModelServing& m) {
                  "with --model: the key /v1/ requests must send (Authorization: Bearer KEY)")
       ->envname("WGFUSE_API_KEY");
   cmd.add_option("--parallel", m.api.parallel,
-                 "with --model: requests decoded together (sequential for now: 1 runs)")
-      ->check(CLI::Range(1u, 256u))
+                 "with --model: requests decoded together, each step reading the weights once for all "
+                 "(1: one at a time through the single-sequence decoder)")
+      ->check(CLI::Range(1u, llm::BatchDecoder::kMaxSlots))
       ->capture_default_str();
   cmd.add_option("--max-queue", m.api.max_queue,
                  "with --model: requests waiting at most; more are answered 503")

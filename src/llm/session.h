@@ -106,6 +106,8 @@ class Session {
   const ModelFiles& files() const { return files_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
   const SamplingParams& sampling() const { return params_; }
+  // The ids that end a generation (the config files' EOS ids and <|im_end|>).
+  const std::vector<uint32_t>& stop_ids() const { return stop_ids_; }
   // The sampling settings of the next generations: `o` over generation_config.json over greedy
   // (the options' own overrides are not consulted). Throws Error naming a value out of range.
   void set_sampling(const SamplingOverrides& o);
