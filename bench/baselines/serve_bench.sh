@@ -2,7 +2,7 @@
 # `wgfuse serve --model` under concurrent load (issue 26) against llama.cpp's llama-server on the
 # same random Qwen2.5-0.5B (bf16 folder built by qwen_check.py, served as f16; the same folder
 # converted to an F16 GGUF by llama.cpp's converter for llama-server), on an NVIDIA GPU machine.
-# For each server bench/serve_load.mjs sends CONCURRENCY streamed chat completions at once (greedy,
+# For each server bench/serve_load.py sends CONCURRENCY streamed chat completions at once (greedy,
 # MAX_TOKENS each) and writes aggregate and per-stream tok/s and time to first token p50/p99.
 #
 #   OUT=/some/dir LLAMACPP=.llamacpp bench/baselines/serve_bench.sh     (from the repository root)
@@ -10,7 +10,7 @@
 # Runs, each into $OUT/NAME.json and NAME.log: wgfuse-p1 (--parallel 1: one request at a time
 # through the single-sequence decoder), wgfuse-p8 (--parallel 8: batched), llama-p8 (llama-server
 # --parallel 8 -ngl 99 -fa on, 4,096 context positions per slot). Needs python3 with torch and
-# transformers (the folder), node with npm openai (scripts/setup), and LLAMACPP filled by
+# transformers (the folder) and LLAMACPP filled by
 # ../shared/tools/llamacpp-fetch (skipped when unset).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -50,7 +50,7 @@ run() {
   "$@" >"$OUT/$name.server.log" 2>&1 &
   local pid=$!
   if wait_for "$port"; then
-    node bench/serve_load.mjs --url "http://127.0.0.1:$port/v1" --concurrency "$CONCURRENCY" \
+    python3 bench/serve_load.py --url "http://127.0.0.1:$port/v1" --concurrency "$CONCURRENCY" \
       --max-tokens "$MAX_TOKENS" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.log"
     [[ ${PIPESTATUS[0]} == 0 ]] || rc=1
   else

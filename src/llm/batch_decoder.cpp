@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gpu/kernel.h"
+#include "gpu/profiler.h"
 #include "gpu/recorder.h"
 #include "gpu/weight_format.h"
 #include "util/error.h"
@@ -161,19 +162,19 @@ void BatchDecoder::build_step() {
   for (uint32_t l = 0; l < c.num_layers; ++l) {
     const Model::Layer& L = model_.layers_[l];
     step_.dispatch(product("qkv_rows", L.qkv, x_, x_stride_, L.input_norm, raw_, raw_stride_, L.qkv_bias),
-                   {"qkv_rows"});
+                   {"qkv_rows", L.qkv.bytes});
     const gpu::Binding norms = qk_norm ? gpu::Binding(L.qk_norm) : gpu::Binding(L.input_norm);
     step_.dispatch(rope, {raw_, norms, model_.rope_, slots_, q_, k_cache_[l], v_cache_[l]},
                    {heads + 2 * kv_heads, n}, {"rope_rows"});
     step_.dispatch(attend, {q_, k_cache_[l], v_cache_[l], slots_, att_}, {heads, n}, {"attend_rows"});
-    step_.dispatch(product("residual_rows", L.o, att_, q_stride_, att_, x_, x_stride_), {"o_proj_rows"});
+    step_.dispatch(product("residual_rows", L.o, att_, q_stride_, att_, x_, x_stride_), {"o_proj_rows", L.o.bytes});
     step_.dispatch(product("gate_up_rows", L.gate_up, x_, x_stride_, L.post_norm, act_, act_stride_),
-                   {"gate_up_rows"});
-    step_.dispatch(product("residual_rows", L.down, act_, act_stride_, act_, x_, x_stride_), {"down_rows"});
+                   {"gate_up_rows", L.gate_up.bytes});
+    step_.dispatch(product("residual_rows", L.down, act_, act_stride_, act_, x_, x_stride_), {"down_rows", L.down.bytes});
   }
   step_.dispatch(
       product("logits_rows", model_.lm_head_, x_, x_stride_, model_.final_norm_, logits_, logits_stride_),
-      {"logits_rows"});
+      {"logits_rows", model_.lm_head_.bytes});
   step_.build();
 }
 
@@ -218,6 +219,61 @@ void BatchDecoder::start(uint32_t slot, std::span<const uint32_t> prompt, const 
   ctx_.write(slots_, 4ull * kSlotWords * slot, std::as_bytes(std::span(record)));
   pos_[slot] = fed;
   active_[slot] = true;
+}
+
+void BatchDecoder::write_records() {
+  std::vector<uint32_t> records(size_t(kSlotWords) * slots(), 0);
+  for (uint32_t b = 0; b < slots(); ++b) {
+    records[kSlotWords * b] = pos_[b];
+    records[kSlotWords * b + kSlotActive] = active_[b];
+  }
+  ctx_.write(slots_, 0, std::as_bytes(std::span(records)));
+}
+
+DecodeProfile BatchDecoder::profile(uint32_t reps) {
+  const auto first = std::find(active_.begin(), active_.end(), true);
+  if (first == active_.end()) throw Error("batched decoding profile: no sequence is active");
+  std::vector<gpu::Plan*> plans{&step_};
+  for (uint32_t b = 0; b < slots(); ++b)
+    if (active_[b]) plans.push_back(samplers_[b].plan ? &*samplers_[b].plan : &argmax_[b]);
+  std::vector<std::pair<gpu::Plan*, size_t>> all;
+  for (gpu::Plan* p : plans)
+    for (size_t i = 0; i < p->steps(); ++i) all.push_back({p, i});
+  gpu::Profiler prof(ctx_, uint32_t(all.size()) + 1);
+  if (!prof.enabled())
+    throw Error("--profile needs GPU timestamps (the 'timestamp-query' feature), which adapter '" +
+                ctx_.adapter().description + "' does not offer");
+  DecodeProfile out;
+  out.position = pos_[first - active_.begin()];
+  for (auto [p, i] : all) {
+    const auto& info = p->step(i).info;
+    out.steps.push_back({std::string(p->step_name(i)), info.bytes, info.bytes_per_position, {}});
+  }
+  // The pickers advance the positions in the records: each repetition starts from the host's.
+  for (uint32_t r = 0; r < reps; ++r) {
+    write_records();
+    gpu::Recorder rec(ctx_);
+    for (auto [p, i] : all) {
+      rec.time_next_pass(prof);
+      p->encode(rec, i, 1);
+      rec.end_pass();
+    }
+    prof.resolve(rec);
+    rec.submit();
+    const auto ns = prof.read_ns();
+    for (size_t i = 0; i < all.size(); ++i) out.steps[i].us.push_back(ns.at(i) / 1e3);
+    write_records();
+    gpu::Recorder whole(ctx_);
+    whole.time_next_pass(prof);
+    for (gpu::Plan* p : plans) p->encode(whole);
+    whole.end_pass();
+    prof.resolve(whole);
+    whole.submit();
+    out.whole_step_us.push_back(prof.read_ns().at(0) / 1e3);
+  }
+  write_records();
+  ctx_.wait();
+  return out;
 }
 
 void BatchDecoder::stop(uint32_t slot) {

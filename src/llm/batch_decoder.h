@@ -46,6 +46,10 @@ class BatchDecoder {
   std::vector<uint32_t> step();
   // The logits the last step picked the slot's token from.
   std::vector<float> read_logits(uint32_t slot);
+  // Times the next step `reps` times with GPU timestamps, each dispatch in its own pass and the
+  // whole step (with the pickers) in one, without advancing any slot. position: the first active
+  // slot's. Throws Error where the adapter has no timestamp queries or no slot is active.
+  DecodeProfile profile(uint32_t reps);
 
  private:
   gpu::Dispatch product(const char* entry, const gpu::TensorView& w, const gpu::Binding& x, uint32_t x_stride,
@@ -55,6 +59,7 @@ class BatchDecoder {
   gpu::Binding slot_state(uint32_t b) const;
   gpu::Binding slot_tokens(uint32_t b) const;
   gpu::Binding slot_logits(uint32_t b) const;
+  void write_records();  // every slot's record from pos_ and active_
 
   Model& model_;
   gpu::Context& ctx_;
