@@ -67,7 +67,7 @@ struct SessionOptions {
   uint32_t attn_short_max = ModelOptions{}.attn_short_max;
   uint32_t prefill_chunk = ModelOptions{}.prefill_chunk;
   uint64_t binding_limit = 0;  // ModelOptions::binding_limit: plan for a browser's limits (serve --limits)
-  PromptTile prefill_tile;  // tokens == 0: the rule (DecodeKernels::prompt_tile)
+  PromptTile prefill_tile;     // tokens == 0: the rule (DecodeKernels::prompt_tile)
   SamplingOverrides sampling;
   DecoderKind decoder = DecoderKind::Steps;
   PersistentChoice persistent;
