@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -92,8 +92,8 @@ nlohmann::json decode_in_parallel(llm::Session& s, gpu::Context& ctx, std::span<
                    {"tok_s_per_sequence", per_seq},
                    {"tok_s", per_seq * o.parallel}};
   if (o.profile_reps)
-    j["profile"] = llm::report_profile(stderr, ctx, batch.profile(o.profile_reps), o.profile_reps,
-                                       s.decoder().stats());
+    j["profile"] =
+        llm::report_profile(stderr, ctx, batch.profile(o.profile_reps), o.profile_reps, s.decoder().stats());
   return j;
 }
 
@@ -121,8 +121,9 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     std::fprintf(stderr, "wgfuse: -n %lld: only %lld tokens fit in --ctx %u after the prompt\n",
                  (long long)o.n, (long long)n, s->ctx_len());
   if (o.parallel && (o.decode == "persistent" || s->sampling().temperature != 0))
-    throw Error("--parallel decodes the prompt again greedily through the step decoder's weights: with "
-                "--temp 0 and --decode steps only");
+    throw Error(
+        "--parallel decodes the prompt again greedily through the step decoder's weights: with "
+        "--temp 0 and --decode steps only");
   if (o.decode == "persistent" && (o.profile_reps || !o.plan_path.empty()))
     throw Error("--profile and --write-plan concern the step decoder: not with --decode persistent");
   if (s->files().gguf())

@@ -167,10 +167,12 @@ void BatchDecoder::build_step() {
     step_.dispatch(rope, {raw_, norms, model_.rope_, slots_, q_, k_cache_[l], v_cache_[l]},
                    {heads + 2 * kv_heads, n}, {"rope_rows"});
     step_.dispatch(attend, {q_, k_cache_[l], v_cache_[l], slots_, att_}, {heads, n}, {"attend_rows"});
-    step_.dispatch(product("residual_rows", L.o, att_, q_stride_, att_, x_, x_stride_), {"o_proj_rows", L.o.bytes});
+    step_.dispatch(product("residual_rows", L.o, att_, q_stride_, att_, x_, x_stride_),
+                   {"o_proj_rows", L.o.bytes});
     step_.dispatch(product("gate_up_rows", L.gate_up, x_, x_stride_, L.post_norm, act_, act_stride_),
                    {"gate_up_rows", L.gate_up.bytes});
-    step_.dispatch(product("residual_rows", L.down, act_, act_stride_, act_, x_, x_stride_), {"down_rows", L.down.bytes});
+    step_.dispatch(product("residual_rows", L.down, act_, act_stride_, act_, x_, x_stride_),
+                   {"down_rows", L.down.bytes});
   }
   step_.dispatch(
       product("logits_rows", model_.lm_head_, x_, x_stride_, model_.final_norm_, logits_, logits_stride_),
