@@ -27,10 +27,13 @@ override X_STRIDE: u32 = 8u;     // floats per row of x (COLS padded to 8)
 override OUT_STRIDE: u32 = 1u;   // floats per row of the output
 override EPS: f32 = 1e-6;
 override TEAM: u32 = 32u;        // threads per weight row, a multiple of the subgroup size
+override RPT: u32 = 1u;          // rows per team, at most MAX_RPT
 override WG: u32 = 256u;
-override ROWS_PER_WG: u32 = 8u;  // WG / TEAM
-override RED_LEN: u32 = 256u;    // (WG / the smallest subgroup) * SLOTS
+override ROWS_PER_WG: u32 = 8u;  // WG / TEAM * RPT
+override RED_LEN: u32 = 256u;    // (WG / the smallest subgroup) * (RPT + 1) * SLOTS
 override TOT_LEN: u32 = 8u;      // ROWS_PER_WG * SLOTS
+
+const MAX_RPT: u32 = 4u;
 
 @group(0) @binding(1) var<storage, read> xin4: array<vec4<f32>>;    // [SLOTS][X_STRIDE]
 @group(0) @binding(2) var<storage, read> norm4: array<vec4<f32>>;   // padded to 8 (unread: products without norm)
@@ -38,9 +41,9 @@ override TOT_LEN: u32 = 8u;      // ROWS_PER_WG * SLOTS
 @group(0) @binding(4) var<storage, read_write> out_rows: array<f32>;  // [SLOTS][OUT_STRIDE]
 @group(0) @binding(5) var<storage, read> bias: array<f32>;          // qkv_rows
 
+// Per subgroup: RPT * SLOTS dot partials, then SLOTS sums of squares of x (normed products).
 var<workgroup> red: array<f32, RED_LEN>;
 var<workgroup> tot: array<f32, TOT_LEN>;  // [ROWS_PER_WG][SLOTS]: the block's row totals
-var<workgroup> inv_rms: array<f32, MAX_SLOTS>;
 var<workgroup> mask_wg: u32;
 
 // A thread's own inputs (the workgroup's, uniform, are passed apart: the uniformity analysis
@@ -69,38 +72,21 @@ fn active_mask(lid: u32) -> u32 {
   return workgroupUniformLoad(&mask_wg);
 }
 
-// inv_rms[b] = 1 / rms(x[b]) for every slot (idle ones too: their rows are never stored).
-fn row_norms(ids: Ids) {
-  for (var b = 0u; b < SLOTS; b++) {
-    var ss = 0.0;
-    for (var i = ids.lid; i < COLS; i += WG) {
-      let v = xin4[b * X_STRIDE / 4u + i / 4u][i % 4u];
-      ss += v * v;
-    }
-    let s = subgroupAdd(ss);
-    if (ids.sg_lane == 0u) {
-      red[(ids.lid / ids.sg_size) * SLOTS + b] = s;
-    }
-  }
-  workgroupBarrier();
-  if (ids.lid < SLOTS) {
-    var ss = 0.0;
-    for (var g = 0u; g < WG / ids.sg_size; g++) {
-      ss += red[g * SLOTS + ids.lid];
-    }
-    inv_rms[ids.lid] = inverseSqrt(ss / f32(COLS) + EPS);
-  }
-  workgroupBarrier();
-}
-
-// tot[r * SLOTS + b] = row r0 + r of W times x[b] (times norm_w and 1 / rms(x[b]) when normed),
-// for the block of ROWS_PER_WG rows from r0; ends with a barrier.
+// tot[r * SLOTS + b] = row r0 + r of W times x[b] (normed: times norm_w and 1 / rms(x[b])), for
+// the block of ROWS_PER_WG rows from r0; ends with a barrier. A team's RPT rows share each load
+// of x; the team covers whole rows, so with the dots it sums x's squares (rmsnorm needs no pass
+// of its own): (W (x * nw)) / rms(x) = W rmsnorm(x).
 fn block_totals(ids: Ids, r0: u32, normed: bool, mask: u32) {
-  let row = r0 + ids.lid / TEAM;
-  var acc: array<f32, MAX_SLOTS>;
-  if (row < ROWS) {
+  let team = ids.lid / TEAM;
+  let row0 = r0 + team * RPT;
+  var acc: array<f32, MAX_RPT * MAX_SLOTS>;
+  var ss: array<f32, MAX_SLOTS>;
+  if (row0 < ROWS) {
     for (var c8 = ids.lid % TEAM; c8 < COLS8; c8 += TEAM) {
-      let w = weight_group(0u, row, COLS8, c8);
+      var w: array<array<vec4<f32>, 2>, MAX_RPT>;
+      for (var k = 0u; k < RPT; k++) {
+        w[k] = weight_group(0u, min(row0 + k, ROWS - 1u), COLS8, c8);
+      }
       var n0 = vec4<f32>(1.0);
       var n1 = vec4<f32>(1.0);
       if (normed) {
@@ -110,55 +96,78 @@ fn block_totals(ids: Ids, r0: u32, normed: bool, mask: u32) {
       for (var b = 0u; b < SLOTS; b++) {
         if (is_active(mask, b)) {
           let at = b * X_STRIDE / 4u + 2u * c8;
-          acc[b] += dot(w[0], xin4[at] * n0) + dot(w[1], xin4[at + 1u] * n1);
+          let x0 = xin4[at];
+          let x1 = xin4[at + 1u];
+          if (normed) {
+            ss[b] += dot(x0, x0) + dot(x1, x1);
+          }
+          let y0 = x0 * n0;
+          let y1 = x1 * n1;
+          for (var k = 0u; k < RPT; k++) {
+            acc[k * MAX_SLOTS + b] += dot(w[k][0], y0) + dot(w[k][1], y1);
+          }
         }
       }
     }
   }
+  let per_sg = (RPT + 1u) * SLOTS;
+  let sg = ids.lid / ids.sg_size;
   for (var b = 0u; b < SLOTS; b++) {
-    let s = subgroupAdd(acc[b]);
-    if (ids.sg_lane == 0u) {
-      red[(ids.lid / ids.sg_size) * SLOTS + b] = s;
+    for (var k = 0u; k < RPT; k++) {
+      let s = subgroupAdd(acc[k * MAX_SLOTS + b]);
+      if (ids.sg_lane == 0u) {
+        red[sg * per_sg + k * SLOTS + b] = s;
+      }
+    }
+    if (normed) {
+      let q = subgroupAdd(ss[b]);
+      if (ids.sg_lane == 0u) {
+        red[sg * per_sg + RPT * SLOTS + b] = q;
+      }
     }
   }
   workgroupBarrier();
-  if (ids.lid < ROWS_PER_WG * SLOTS) {
-    let r = ids.lid / SLOTS;
-    let b = ids.lid % SLOTS;
-    let per_team = TEAM / ids.sg_size;
+  let sg_per_team = TEAM / ids.sg_size;
+  for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
+    let r = i / SLOTS;
+    let b = i % SLOTS;
+    let first_sg = (r / RPT) * sg_per_team;
     var t = 0.0;
-    for (var k = 0u; k < per_team; k++) {
-      t += red[(r * per_team + k) * SLOTS + b];
+    var q = 0.0;
+    for (var g = first_sg; g < first_sg + sg_per_team; g++) {
+      t += red[g * per_sg + (r % RPT) * SLOTS + b];
+      q += red[g * per_sg + RPT * SLOTS + b];
     }
     if (normed) {
-      t *= inv_rms[b];
+      t *= inverseSqrt(q / f32(COLS) + EPS);
     }
-    tot[ids.lid] = t;
+    tot[i] = t;
   }
   workgroupBarrier();
 }
 
-// The row and slot of thread lid's total in the block from r0; valid: inside W and active.
+// The row and slot of block entry i (an index into tot) from r0; valid: inside W and active.
 struct Out {
   row: u32,
   b: u32,
   valid: bool,
 }
-fn out_of(lid: u32, r0: u32, mask: u32) -> Out {
-  let row = r0 + lid / SLOTS;
-  let b = lid % SLOTS;
-  return Out(row, b, lid < ROWS_PER_WG * SLOTS && row < ROWS && is_active(mask, b));
+fn out_of(i: u32, r0: u32, mask: u32) -> Out {
+  let row = r0 + i / SLOTS;
+  let b = i % SLOTS;
+  return Out(row, b, row < ROWS && is_active(mask, b));
 }
 
 @compute @workgroup_size(WG)
 fn qkv_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask(ids.lid);
-  row_norms(ids);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
     block_totals(ids, r0, true, mask);
-    let o = out_of(ids.lid, r0, mask);
-    if (o.valid) {
-      out_rows[o.b * OUT_STRIDE + o.row] = tot[ids.lid] + bias[o.row];
+    for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
+      let o = out_of(i, r0, mask);
+      if (o.valid) {
+        out_rows[o.b * OUT_STRIDE + o.row] = tot[i] + bias[o.row];
+      }
     }
     workgroupBarrier();
   }
@@ -167,12 +176,13 @@ fn qkv_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
 @compute @workgroup_size(WG)
 fn logits_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask(ids.lid);
-  row_norms(ids);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
     block_totals(ids, r0, true, mask);
-    let o = out_of(ids.lid, r0, mask);
-    if (o.valid) {
-      out_rows[o.b * OUT_STRIDE + o.row] = tot[ids.lid];
+    for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
+      let o = out_of(i, r0, mask);
+      if (o.valid) {
+        out_rows[o.b * OUT_STRIDE + o.row] = tot[i];
+      }
     }
     workgroupBarrier();
   }
@@ -183,9 +193,11 @@ fn residual_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_w
   let mask = active_mask(ids.lid);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
     block_totals(ids, r0, false, mask);
-    let o = out_of(ids.lid, r0, mask);
-    if (o.valid) {
-      out_rows[o.b * OUT_STRIDE + o.row] += tot[ids.lid];
+    for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
+      let o = out_of(i, r0, mask);
+      if (o.valid) {
+        out_rows[o.b * OUT_STRIDE + o.row] += tot[i];
+      }
     }
     workgroupBarrier();
   }
@@ -195,16 +207,17 @@ fn residual_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_w
 @compute @workgroup_size(WG)
 fn gate_up_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask(ids.lid);
-  row_norms(ids);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
     block_totals(ids, r0, true, mask);
-    let j = ids.lid / SLOTS;
-    let b = ids.lid % SLOTS;
-    let row = r0 + 2u * j;
-    if (j < ROWS_PER_WG / 2u && row + 1u < ROWS && is_active(mask, b)) {
-      let g = tot[2u * j * SLOTS + b];
-      let u = tot[(2u * j + 1u) * SLOTS + b];
-      out_rows[b * OUT_STRIDE + row / 2u] = g / (1.0 + exp(-g)) * u;
+    for (var i = ids.lid; i < ROWS_PER_WG / 2u * SLOTS; i += WG) {
+      let j = i / SLOTS;
+      let b = i % SLOTS;
+      let row = r0 + 2u * j;
+      if (row + 1u < ROWS && is_active(mask, b)) {
+        let g = tot[2u * j * SLOTS + b];
+        let u = tot[(2u * j + 1u) * SLOTS + b];
+        out_rows[b * OUT_STRIDE + row / 2u] = g / (1.0 + exp(-g)) * u;
+      }
     }
     workgroupBarrier();
   }

@@ -21,6 +21,7 @@ constexpr uint32_t kWorkgroup = 256;
 constexpr uint32_t kHeadWorkgroup = 64;  // HWG
 constexpr uint32_t kMaxHeadDim = 4 * kHeadWorkgroup;
 constexpr uint32_t kMaxProductGroups = 2048;  // the products loop over row blocks beyond it
+constexpr uint32_t kMaxRowsPerTeam = 4;       // MAX_RPT
 
 uint64_t pad64(uint64_t n) {
   return (n + 63) / 64 * 64;
@@ -40,7 +41,7 @@ BatchDecoder::BatchDecoder(Model& model, uint32_t slots)
   if (cfg_.head_dim > kMaxHeadDim)
     throw Error("batched decoding: head_dim " + std::to_string(cfg_.head_dim) + " is above " +
                 std::to_string(kMaxHeadDim));
-  // A team covers whole subgroups; at most 8 teams, so that a block's totals fit the workgroup.
+  // The narrowest team: whole subgroups, and at least two teams per workgroup (gate/up pairs).
   team_ = 32;
   while (team_ < ctx_.adapter().subgroup_max_size) team_ *= 2;
   if (team_ > kWorkgroup / 2)
@@ -104,21 +105,37 @@ gpu::Binding BatchDecoder::slot_logits(uint32_t b) const {
 gpu::Dispatch BatchDecoder::product(const char* entry, const gpu::TensorView& w, const gpu::Binding& x,
                                     uint32_t x_stride, const gpu::Binding& norm, const gpu::Binding& out,
                                     uint32_t out_stride, std::optional<gpu::Binding> bias) {
-  const uint32_t rows_per_wg = kWorkgroup / team_,
-                 min_subgroup = std::max(1u, ctx_.adapter().subgroup_min_size);
-  const uint32_t n = slots();
+  const uint32_t n = slots(), cols8 = ceil_div(w.cols, 8);
+  const uint32_t min_subgroup = std::max(1u, ctx_.adapter().subgroup_min_size);
+  // Tall matrices (gate/up, the LM head: rows >= 4 x cols) have rows enough to fill the GPU: a
+  // narrow team takes kMaxRowsPerTeam rows, so each load of x serves that many rows. The others
+  // (Q/K/V, o, down) need every thread on their few rows: one row per team, the team as wide as
+  // gives each lane about four column groups.
+  uint32_t team = team_, rpt = 1;
+  if (w.rows >= 4ull * w.cols) {
+    rpt = kMaxRowsPerTeam;
+  } else {
+    while (team < kWorkgroup / 2 && team * 4 <= cols8) team *= 2;
+  }
+  // The reduction's workgroup memory at the smallest subgroup must fit the device.
+  auto red_len = [&](uint32_t r) { return kWorkgroup / min_subgroup * (r + 1) * n; };
+  while (rpt > 1 && 4ull * (red_len(rpt) + kWorkgroup / team * rpt * n) >
+                        ctx_.limits().max_compute_workgroup_storage_size)
+    rpt /= 2;
+  const uint32_t rows_per_wg = kWorkgroup / team * rpt;
   std::map<std::string, double> o{{gpu::kWeightFormatConstant, double(w.format)},
                                   {"SLOTS", n},
                                   {"ROWS", w.rows},
                                   {"COLS", w.cols},
-                                  {"COLS8", ceil_div(w.cols, 8)},
+                                  {"COLS8", cols8},
                                   {"X_STRIDE", x_stride},
                                   {"OUT_STRIDE", out_stride},
                                   {"EPS", cfg_.rms_norm_eps},
-                                  {"TEAM", team_},
+                                  {"TEAM", team},
+                                  {"RPT", rpt},
                                   {"WG", kWorkgroup},
                                   {"ROWS_PER_WG", rows_per_wg},
-                                  {"RED_LEN", kWorkgroup / min_subgroup * n},
+                                  {"RED_LEN", red_len(rpt)},
                                   {"TOT_LEN", rows_per_wg * n}};
   auto& k = ctx_.kernel(gpu::embedded_kernel("llm_batch", entry, std::move(o)));
   std::vector<gpu::Binding> b{w, x, norm, slots_, out};
