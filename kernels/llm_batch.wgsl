@@ -1,9 +1,10 @@
 // The batched decode step (src/llm/batch_decoder.h): up to SLOTS sequences share each step, one
 // row per slot in every activation buffer. Slot b's record slots[b * SLOT_WORDS ..] holds its
-// position (word 0: the position this step computes; the token picker, run per slot on the
-// record's first 4 words, advances it) and whether it decodes (word SLOT_ACTIVE); rows of idle
-// slots are skipped. The matrix products read each weight row once for all rows: a team of TEAM
-// threads per row, each lane SLOTS dot products over its column groups, summed per team.
+// position (word 0: the position this step computes; the token picker advances it: the batched
+// argmax of llm_step.wgsl for greedy slots, a sampler on the record's first 4 words for the
+// others) and whether it decodes (word SLOT_ACTIVE). The matrix products read each weight row
+// once for all slots (idle ones too: their rows are never stored): a team of TEAM threads per
+// RPT rows, each lane SLOTS x RPT dot products over its column groups, summed per team.
 //   embed_rows     x[b] = embedding[tokens[b][pos_b]]
 //   qkv_rows       raw[b] = W_qkv rmsnorm(x[b]) + bias (rows packed as llm_common.wgsl says)
 //   rope_rows      per (head, b): q heads rotated into q[b], k and v heads into slot b's caches at
@@ -76,7 +77,7 @@ fn active_mask(lid: u32) -> u32 {
 // the block of ROWS_PER_WG rows from r0; ends with a barrier. A team's RPT rows share each load
 // of x; the team covers whole rows, so with the dots it sums x's squares (rmsnorm needs no pass
 // of its own): (W (x * nw)) / rms(x) = W rmsnorm(x).
-fn block_totals(ids: Ids, r0: u32, normed: bool, mask: u32) {
+fn block_totals(ids: Ids, r0: u32, normed: bool) {
   let team = ids.lid / TEAM;
   let row0 = r0 + team * RPT;
   var acc: array<f32, MAX_RPT * MAX_SLOTS>;
@@ -93,19 +94,19 @@ fn block_totals(ids: Ids, r0: u32, normed: bool, mask: u32) {
         n0 = norm4[2u * c8];
         n1 = norm4[2u * c8 + 1u];
       }
+      // Idle slots too: no branch between the loads, so that all of them are in flight at once
+      // (an idle slot's sums are never stored).
       for (var b = 0u; b < SLOTS; b++) {
-        if (is_active(mask, b)) {
-          let at = b * X_STRIDE / 4u + 2u * c8;
-          let x0 = xin4[at];
-          let x1 = xin4[at + 1u];
-          if (normed) {
-            ss[b] += dot(x0, x0) + dot(x1, x1);
-          }
-          let y0 = x0 * n0;
-          let y1 = x1 * n1;
-          for (var k = 0u; k < RPT; k++) {
-            acc[k * MAX_SLOTS + b] += dot(w[k][0], y0) + dot(w[k][1], y1);
-          }
+        let at = b * X_STRIDE / 4u + 2u * c8;
+        let x0 = xin4[at];
+        let x1 = xin4[at + 1u];
+        if (normed) {
+          ss[b] += dot(x0, x0) + dot(x1, x1);
+        }
+        let y0 = x0 * n0;
+        let y1 = x1 * n1;
+        for (var k = 0u; k < RPT; k++) {
+          acc[k * MAX_SLOTS + b] += dot(w[k][0], y0) + dot(w[k][1], y1);
         }
       }
     }
@@ -162,7 +163,7 @@ fn out_of(i: u32, r0: u32, mask: u32) -> Out {
 fn qkv_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask(ids.lid);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    block_totals(ids, r0, true, mask);
+    block_totals(ids, r0, true);
     for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
       let o = out_of(i, r0, mask);
       if (o.valid) {
@@ -177,7 +178,7 @@ fn qkv_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
 fn logits_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask(ids.lid);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    block_totals(ids, r0, true, mask);
+    block_totals(ids, r0, true);
     for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
       let o = out_of(i, r0, mask);
       if (o.valid) {
@@ -192,7 +193,7 @@ fn logits_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
 fn residual_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask(ids.lid);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    block_totals(ids, r0, false, mask);
+    block_totals(ids, r0, false);
     for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
       let o = out_of(i, r0, mask);
       if (o.valid) {
@@ -208,7 +209,7 @@ fn residual_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_w
 fn gate_up_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask(ids.lid);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    block_totals(ids, r0, true, mask);
+    block_totals(ids, r0, true);
     for (var i = ids.lid; i < ROWS_PER_WG / 2u * SLOTS; i += WG) {
       let j = i / SLOTS;
       let b = i % SLOTS;
@@ -342,46 +343,41 @@ fn rope_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) w
 }
 
 // ---- attention: a workgroup per (query head, slot), HWG positions at a time with an online
-// softmax; the output rows (Q_STRIDE floats per slot) hold the heads in order.
+// softmax; the output rows (Q_STRIDE floats per slot) hold the heads in order. A thread scores
+// one position per round (its key read as vec4s); the round's max and sum go through subgroup
+// reductions and one partial per subgroup.
 const MAX_D: u32 = 4u;  // head elements per thread: HEAD_DIM <= MAX_D * HWG
 override SCALE: f32 = 1.0;  // 1 / sqrt(HEAD_DIM)
 override GROUP: u32 = 1u;   // HEADS / KV_HEADS
+override HEAD_V4: u32 = 1u;  // HEAD_DIM / 4
+override SG_PARTS: u32 = 64u;  // HWG / the smallest subgroup
 
 // Bindings of attend_rows: q, k_cache, v_cache, slots, the output (out_rows).
-@group(0) @binding(0) var<storage, read> q_att: array<f32>;
-@group(0) @binding(1) var<storage, read> k_att: array<f32>;
+@group(0) @binding(0) var<storage, read> q_att: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> k_att: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> v_att: array<f32>;
 
-var<workgroup> qs: array<f32, HEAD_DIM>;
+var<workgroup> qs: array<vec4<f32>, HEAD_V4>;
 var<workgroup> probs: array<f32, HWG>;
-
-fn head_max(lid: u32, v: f32) -> f32 {
-  hred[lid] = v;
-  workgroupBarrier();
-  for (var s = HWG / 2u; s > 0u; s /= 2u) {
-    if (lid < s) {
-      hred[lid] = max(hred[lid], hred[lid + s]);
-    }
-    workgroupBarrier();
-  }
-  let m = hred[0];
-  workgroupBarrier();
-  return m;
-}
+var<workgroup> part_max: array<f32, SG_PARTS>;
+var<workgroup> part_sum: array<f32, SG_PARTS>;
 
 @compute @workgroup_size(HWG)
-fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+               @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32) {
   let b = wid.y;
   let h = wid.x;
   let pos = slot_position(lid, b);
   if (pos >= CTX) {
     return;
   }
-  for (var e = lid; e < HEAD_DIM; e += HWG) {
-    qs[e] = q_att[b * Q_STRIDE + h * HEAD_DIM + e];
+  for (var e = lid; e < HEAD_V4; e += HWG) {
+    qs[e] = q_att[(b * Q_STRIDE + h * HEAD_DIM) / 4u + e];
   }
   workgroupBarrier();
   let cache = (b * KV_HEADS + h / GROUP) * CTX * HEAD_DIM;
+  let sg = lid / sg_size;
+  let parts = HWG / sg_size;
   var m = -3.0e38;
   var l = 0.0;
   var acc: array<f32, MAX_D>;
@@ -390,16 +386,34 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     var s = -3.0e38;
     if (p <= pos) {
       var d = 0.0;
-      for (var e = 0u; e < HEAD_DIM; e++) {
-        d += qs[e] * k_att[cache + p * HEAD_DIM + e];
+      for (var e = 0u; e < HEAD_V4; e++) {
+        d += dot(qs[e], k_att[(cache + p * HEAD_DIM) / 4u + e]);
       }
       s = d * SCALE;
     }
-    let m_new = max(m, head_max(lid, s));
+    let sg_max = subgroupMax(s);
+    if (sg_lane == 0u) {
+      part_max[sg] = sg_max;
+    }
+    workgroupBarrier();
+    var round_max = part_max[0];
+    for (var g = 1u; g < parts; g++) {
+      round_max = max(round_max, part_max[g]);
+    }
+    let m_new = max(m, round_max);
     let e_p = select(0.0, exp(s - m_new), p <= pos);
     probs[lid] = e_p;
+    let sg_sum = subgroupAdd(e_p);
+    if (sg_lane == 0u) {
+      part_sum[sg] = sg_sum;
+    }
+    workgroupBarrier();  // publishes probs and the sums
+    var round_sum = 0.0;
+    for (var g = 0u; g < parts; g++) {
+      round_sum += part_sum[g];
+    }
     let rescale = exp(m - m_new);
-    l = l * rescale + head_sum(lid, e_p);  // (its barriers publish probs)
+    l = l * rescale + round_sum;
     let n = min(HWG, pos + 1u - p0);
     for (var j = 0u; j < MAX_D; j++) {
       let e = lid + j * HWG;
@@ -412,7 +426,7 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
       }
     }
     m = m_new;
-    workgroupBarrier();  // probs is rewritten by the next round
+    workgroupBarrier();  // probs and the partials are rewritten by the next round
   }
   for (var j = 0u; j < MAX_D; j++) {
     let e = lid + j * HWG;

@@ -17,6 +17,7 @@ namespace {
 
 constexpr uint32_t kSlotWords = 64;  // SLOT_WORDS
 constexpr uint32_t kSlotActive = 8;  // SLOT_ACTIVE
+constexpr uint32_t kSlotArgmax = 9;  // the batched argmax picks the slot's token (active, greedy)
 constexpr uint32_t kWorkgroup = 256;
 constexpr uint32_t kHeadWorkgroup = 64;  // HWG
 constexpr uint32_t kMaxHeadDim = 4 * kHeadWorkgroup;
@@ -34,13 +35,14 @@ BatchDecoder::BatchDecoder(Model& model, uint32_t slots)
       ctx_(*model.ctx_),
       cfg_(model.cfg_),
       ctx_len_(model.ctx_len_),
-      step_(ctx_, "batch step") {
+      step_(ctx_, "batch step"),
+      argmax_(ctx_, "batch argmax") {
   if (slots < 1 || slots > kMaxSlots)
     throw Error("batched decoding: " + std::to_string(slots) + " sequences asked, 1 to " +
                 std::to_string(kMaxSlots) + " supported (--parallel)");
-  if (cfg_.head_dim > kMaxHeadDim)
-    throw Error("batched decoding: head_dim " + std::to_string(cfg_.head_dim) + " is above " +
-                std::to_string(kMaxHeadDim));
+  if (cfg_.head_dim > kMaxHeadDim || cfg_.head_dim % 4)
+    throw Error("batched decoding: head_dim " + std::to_string(cfg_.head_dim) +
+                " is not a multiple of 4 up to " + std::to_string(kMaxHeadDim));
   // The narrowest team: whole subgroups, and at least two teams per workgroup (gate/up pairs).
   team_ = 32;
   while (team_ < ctx_.adapter().subgroup_max_size) team_ *= 2;
@@ -67,7 +69,7 @@ BatchDecoder::BatchDecoder(Model& model, uint32_t slots)
   att_ = storage("batch attention", q_stride_);
   act_ = storage("batch act", act_stride_);
   const uint32_t partials = ceil_div(cfg_.vocab_size, DecodeKernels::kArgmaxChunk);
-  part_v_ = ctx_.buffer(4ull * partials, gpu::BufferUsage::StorageIO, "batch argmax values");
+  part_v_ = ctx_.buffer(4ull * partials * slots, gpu::BufferUsage::StorageIO, "batch argmax values");
   part_i_ = ctx_.buffer(4ull * partials, gpu::BufferUsage::StorageIO, "batch argmax indices");
   staging_ =
       ctx_.buffer(4ull * slots, gpu::BufferUsage::MapRead | gpu::BufferUsage::CopyDst, "batch tokens read");
@@ -81,15 +83,12 @@ BatchDecoder::BatchDecoder(Model& model, uint32_t slots)
   samplers_.resize(slots);
   build_step();
 
-  DecodeKernels kernels(ctx_);
-  for (uint32_t b = 0; b < slots; ++b) {
-    gpu::Plan p(ctx_, "batch argmax");
-    for (auto& d : kernels.argmax(slot_logits(b), part_v_, part_i_, slot_tokens(b), slot_state(b),
-                                  cfg_.vocab_size, DecodeKernels::kArgmaxChunk))
-      p.dispatch(d);
-    p.build();
-    argmax_.push_back(std::move(p));
-  }
+  // Greedy slots' tokens, all at once: a slot whose record's kSlotArgmax word is 0 is skipped.
+  for (auto& d : DecodeKernels(ctx_).argmax(logits_, part_v_, part_i_, tokens_, slots_, cfg_.vocab_size,
+                                            DecodeKernels::kArgmaxChunk,
+                                            {slots, logits_stride_, tokens_stride_, kSlotWords, kSlotArgmax}))
+    argmax_.dispatch(d);
+  argmax_.build();
 }
 
 gpu::Binding BatchDecoder::slot_state(uint32_t b) const {
@@ -175,7 +174,10 @@ void BatchDecoder::build_step() {
   const bool qk_norm = architecture_of(c).qk_norm;
   const gpu::Kernel& rope = heads_kernel("rope_rows", {{"QK_NORM", qk_norm}});
   const gpu::Kernel& attend =
-      heads_kernel("attend_rows", {{"SCALE", 1.0 / std::sqrt(double(hd))}, {"GROUP", heads / kv_heads}});
+      heads_kernel("attend_rows", {{"SCALE", 1.0 / std::sqrt(double(hd))},
+                                   {"GROUP", heads / kv_heads},
+                                   {"HEAD_V4", hd / 4},
+                                   {"SG_PARTS", kHeadWorkgroup / std::max(1u, ctx_.adapter().subgroup_min_size)}});
   for (uint32_t l = 0; l < c.num_layers; ++l) {
     const Model::Layer& L = model_.layers_[l];
     step_.dispatch(product("qkv_rows", L.qkv, x_, x_stride_, L.input_norm, raw_, raw_stride_, L.qkv_bias),
@@ -232,9 +234,10 @@ void BatchDecoder::start(uint32_t slot, std::span<const uint32_t> prompt, const 
     rec.submit();
   }
   ctx_.write(tokens_, 4 * tokens_stride_ * slot, std::as_bytes(prompt));
-  uint32_t record[kSlotActive + 1] = {};
+  uint32_t record[kSlotArgmax + 1] = {};
   record[0] = fed;
   record[kSlotActive] = 1;
+  record[kSlotArgmax] = !s.plan;
   ctx_.write(slots_, 4ull * kSlotWords * slot, std::as_bytes(std::span(record)));
   pos_[slot] = fed;
   active_[slot] = true;
@@ -245,6 +248,7 @@ void BatchDecoder::write_records() {
   for (uint32_t b = 0; b < slots(); ++b) {
     records[kSlotWords * b] = pos_[b];
     records[kSlotWords * b + kSlotActive] = active_[b];
+    records[kSlotWords * b + kSlotArgmax] = active_[b] && !samplers_[b].plan;
   }
   ctx_.write(slots_, 0, std::as_bytes(std::span(records)));
 }
@@ -252,9 +256,9 @@ void BatchDecoder::write_records() {
 DecodeProfile BatchDecoder::profile(uint32_t reps) {
   const auto first = std::find(active_.begin(), active_.end(), true);
   if (first == active_.end()) throw Error("batched decoding profile: no sequence is active");
-  std::vector<gpu::Plan*> plans{&step_};
+  std::vector<gpu::Plan*> plans{&step_, &argmax_};
   for (uint32_t b = 0; b < slots(); ++b)
-    if (active_[b]) plans.push_back(samplers_[b].plan ? &*samplers_[b].plan : &argmax_[b]);
+    if (active_[b] && samplers_[b].plan) plans.push_back(&*samplers_[b].plan);
   std::vector<std::pair<gpu::Plan*, size_t>> all;
   for (gpu::Plan* p : plans)
     for (size_t i = 0; i < p->steps(); ++i) all.push_back({p, i});
@@ -297,7 +301,8 @@ DecodeProfile BatchDecoder::profile(uint32_t reps) {
 
 void BatchDecoder::stop(uint32_t slot) {
   if (!active_.at(slot)) return;
-  ctx_.write_value(slots_, 4ull * (kSlotWords * slot + kSlotActive), uint32_t(0));
+  const uint32_t idle[2] = {0, 0};  // kSlotActive, kSlotArgmax
+  ctx_.write(slots_, 4ull * (kSlotWords * slot + kSlotActive), std::as_bytes(std::span(idle)));
   active_[slot] = false;
 }
 
@@ -314,8 +319,9 @@ std::vector<uint32_t> BatchDecoder::step() {
   if (!any) return out;
   gpu::Recorder rec(ctx_);
   step_.encode(rec);
+  argmax_.encode(rec);
   for (uint32_t b = 0; b < slots(); ++b)
-    if (active_[b]) (samplers_[b].plan ? *samplers_[b].plan : argmax_[b]).encode(rec);
+    if (active_[b] && samplers_[b].plan) samplers_[b].plan->encode(rec);
   rec.end_pass();
   for (uint32_t b = 0; b < slots(); ++b)
     if (active_[b]) rec.copy(tokens_, 4 * (tokens_stride_ * b + pos_[b] + 1), staging_, 4ull * b, 4);

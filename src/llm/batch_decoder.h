@@ -70,7 +70,7 @@ class BatchDecoder {
   gpu::Buffer slots_, tokens_, logits_, x_, raw_, q_, att_, act_, part_v_, part_i_, staging_;
   std::vector<gpu::Buffer> k_cache_, v_cache_;  // per layer
   gpu::Plan step_;
-  std::vector<gpu::Plan> argmax_;  // per slot
+  gpu::Plan argmax_;  // every greedy slot's token
   struct SlotSampler {
     std::unique_ptr<Sampler> sampler;
     std::optional<gpu::Plan> plan;
