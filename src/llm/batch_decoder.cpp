@@ -70,7 +70,7 @@ BatchDecoder::BatchDecoder(Model& model, uint32_t slots)
   act_ = storage("batch act", act_stride_);
   const uint32_t partials = ceil_div(cfg_.vocab_size, DecodeKernels::kArgmaxChunk);
   part_v_ = ctx_.buffer(4ull * partials * slots, gpu::BufferUsage::StorageIO, "batch argmax values");
-  part_i_ = ctx_.buffer(4ull * partials, gpu::BufferUsage::StorageIO, "batch argmax indices");
+  part_i_ = ctx_.buffer(4ull * partials * slots, gpu::BufferUsage::StorageIO, "batch argmax indices");
   staging_ =
       ctx_.buffer(4ull * slots, gpu::BufferUsage::MapRead | gpu::BufferUsage::CopyDst, "batch tokens read");
   const uint64_t cache_words = uint64_t(cfg_.num_kv_heads) * ctx_len_ * cfg_.head_dim;
