@@ -29,6 +29,7 @@ override OUT_STRIDE: u32 = 1u;   // floats per row of the output
 override EPS: f32 = 1e-6;
 override TEAM: u32 = 32u;        // threads per weight row, a multiple of the subgroup size
 override RPT: u32 = 1u;          // rows per team, at most MAX_RPT
+override ITERS: u32 = 1u;        // ceil(COLS8 / TEAM)
 override WG: u32 = 256u;
 override ROWS_PER_WG: u32 = 8u;  // WG / TEAM * RPT
 override RED_LEN: u32 = 256u;    // (WG / the smallest subgroup) * (RPT + 1) * SLOTS
@@ -83,7 +84,13 @@ fn block_totals(ids: Ids, r0: u32, normed: bool) {
   var acc: array<f32, MAX_RPT * MAX_SLOTS>;
   var ss: array<f32, MAX_SLOTS>;
   if (row0 < ROWS) {
-    for (var c8 = ids.lid % TEAM; c8 < COLS8; c8 += TEAM) {
+    // ITERS trips and no branch (past COLS8 a lane re-reads the last group with x = 0), idle
+    // slots too (their sums are never stored): with the trip counts pipeline constants the
+    // compiler can unroll the loops and issue every load before the first FMA.
+    for (var it = 0u; it < ITERS; it++) {
+      let c8_lane = ids.lid % TEAM + it * TEAM;
+      let c8 = min(c8_lane, COLS8 - 1u);
+      let live = select(0.0, 1.0, c8_lane < COLS8);
       var w: array<array<vec4<f32>, 2>, MAX_RPT>;
       for (var k = 0u; k < RPT; k++) {
         w[k] = weight_group(0u, min(row0 + k, ROWS - 1u), COLS8, c8);
@@ -94,12 +101,10 @@ fn block_totals(ids: Ids, r0: u32, normed: bool) {
         n0 = norm4[2u * c8];
         n1 = norm4[2u * c8 + 1u];
       }
-      // Idle slots too: no branch between the loads, so that all of them are in flight at once
-      // (an idle slot's sums are never stored).
       for (var b = 0u; b < SLOTS; b++) {
         let at = b * X_STRIDE / 4u + 2u * c8;
-        let x0 = xin4[at];
-        let x1 = xin4[at + 1u];
+        let x0 = xin4[at] * live;
+        let x1 = xin4[at + 1u] * live;
         if (normed) {
           ss[b] += dot(x0, x0) + dot(x1, x1);
         }

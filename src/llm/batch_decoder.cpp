@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -116,6 +118,14 @@ gpu::Dispatch BatchDecoder::product(const char* entry, const gpu::TensorView& w,
   } else {
     while (team < kWorkgroup / 2 && team * 4 <= cols8) team *= 2;
   }
+  if (const char* t = std::getenv("WGFUSE_BATCH_TUNING")) {  // sweep: "team,rpt,team_tall,rpt_tall"
+    uint32_t v[4];
+    if (std::sscanf(t, "%u,%u,%u,%u", &v[0], &v[1], &v[2], &v[3]) == 4) {
+      const bool tall = w.rows >= 4ull * w.cols;
+      team = tall ? v[2] : v[0];
+      rpt = tall ? v[3] : v[1];
+    }
+  }
   // The reduction's workgroup memory at the smallest subgroup must fit the device.
   auto red_len = [&](uint32_t r) { return kWorkgroup / min_subgroup * (r + 1) * n; };
   while (rpt > 1 && 4ull * (red_len(rpt) + kWorkgroup / team * rpt * n) >
@@ -132,6 +142,7 @@ gpu::Dispatch BatchDecoder::product(const char* entry, const gpu::TensorView& w,
                                   {"EPS", cfg_.rms_norm_eps},
                                   {"TEAM", team},
                                   {"RPT", rpt},
+                                  {"ITERS", ceil_div(cols8, team)},
                                   {"WG", kWorkgroup},
                                   {"ROWS_PER_WG", rows_per_wg},
                                   {"RED_LEN", red_len(rpt)},
