@@ -3,8 +3,7 @@
 // position (word 0: the position this step computes; the token picker advances it: the batched
 // argmax of llm_step.wgsl for greedy slots, a sampler on the record's first 4 words for the
 // others) and whether it decodes (word SLOT_ACTIVE). The matrix products read each weight row
-// once for all slots (idle ones too: their rows are never stored): a team of TEAM threads per
-// RPT rows, each lane SLOTS x RPT dot products over its column groups, summed per team.
+// from memory for all slots (idle ones too: their rows are never stored); block_totals says how.
 //   embed_rows     x[b] = embedding[tokens[b][pos_b]]
 //   qkv_rows       raw[b] = W_qkv rmsnorm(x[b]) + bias (rows packed as llm_common.wgsl says)
 //   rope_rows      per (head, b): q heads rotated into q[b], k and v heads into slot b's caches at
@@ -16,7 +15,6 @@
 enable subgroups;
 // #include "llm_weights.wgsl"
 
-const MAX_SLOTS: u32 = 16u;
 const SLOT_WORDS: u32 = 64u;  // a slot's record: 256 bytes, so that a picker binds it as a range
 const SLOT_ACTIVE: u32 = 8u;
 
@@ -29,13 +27,17 @@ override OUT_STRIDE: u32 = 1u;   // floats per row of the output
 override EPS: f32 = 1e-6;
 override TEAM: u32 = 32u;        // threads per weight row, a multiple of the subgroup size
 override RPT: u32 = 1u;          // rows per team, at most MAX_RPT
+override SLOT_GROUPS: u32 = 1u;  // teams of a row block, each for its own slots (block_totals)
+override SPT: u32 = 1u;          // slots per team: ceil(SLOTS / SLOT_GROUPS); RPT x SPT <= MAX_SUMS
 override ITERS: u32 = 1u;        // ceil(COLS8 / TEAM)
 override WG: u32 = 256u;
-override ROWS_PER_WG: u32 = 8u;  // WG / TEAM * RPT
-override RED_LEN: u32 = 256u;    // (WG / the smallest subgroup) * (RPT + 1) * SLOTS
+override ROWS_PER_WG: u32 = 8u;  // WG / TEAM / SLOT_GROUPS * RPT
+override RED_LEN: u32 = 256u;    // (WG / the smallest subgroup) * (RPT + 1) * SPT
 override TOT_LEN: u32 = 8u;      // ROWS_PER_WG * SLOTS
 
 const MAX_RPT: u32 = 4u;
+const MAX_SPT: u32 = 8u;
+const MAX_SUMS: u32 = 8u;
 
 @group(0) @binding(1) var<storage, read> xin4: array<vec4<f32>>;    // [SLOTS][X_STRIDE]
 @group(0) @binding(2) var<storage, read> norm4: array<vec4<f32>>;   // padded to 8 (unread: products without norm)
@@ -75,18 +77,22 @@ fn active_mask(lid: u32) -> u32 {
 }
 
 // tot[r * SLOTS + b] = row r0 + r of W times x[b] (normed: times norm_w and 1 / rms(x[b])), for
-// the block of ROWS_PER_WG rows from r0; ends with a barrier. A team's RPT rows share each load
-// of x; the team covers whole rows, so with the dots it sums x's squares (rmsnorm needs no pass
-// of its own): (W (x * nw)) / rms(x) = W rmsnorm(x).
+// the block of ROWS_PER_WG rows from r0; ends with a barrier. The workgroup's WG / TEAM teams are
+// SLOT_GROUPS x ROW_TEAMS: team t takes rows r0 + (t / SLOT_GROUPS) * RPT + k (k < RPT) for slots
+// t % SLOT_GROUPS + j * SLOT_GROUPS (j < SPT), so a thread keeps RPT x SPT sums, and the teams of
+// one row block read the same weights at the same time (from L1 after the first). A team covers
+// whole rows, so with the dots it sums x's squares (rmsnorm needs no pass of its own):
+// (W (x * nw)) / rms(x) = W rmsnorm(x).
 fn block_totals(ids: Ids, r0: u32, normed: bool) {
   let team = ids.lid / TEAM;
-  let row0 = r0 + team * RPT;
-  var acc: array<f32, MAX_RPT * MAX_SLOTS>;
-  var ss: array<f32, MAX_SLOTS>;
+  let row0 = r0 + team / SLOT_GROUPS * RPT;
+  let slot0 = team % SLOT_GROUPS;
+  var acc: array<f32, MAX_SUMS>;  // [k][j]
+  var ss: array<f32, MAX_SPT>;
   if (row0 < ROWS) {
-    // ITERS trips and no branch (past COLS8 a lane re-reads the last group with x = 0), idle
-    // slots too (their sums are never stored): with the trip counts pipeline constants the
-    // compiler can unroll the loops and issue every load before the first FMA.
+    // ITERS trips and no branch (past COLS8 a lane re-reads the last group with x = 0; a slot
+    // past SLOTS re-reads the last one, never stored): with the trip counts pipeline constants
+    // the compiler can unroll the loops and issue every load before the first FMA.
     for (var it = 0u; it < ITERS; it++) {
       let c8_lane = ids.lid % TEAM + it * TEAM;
       let c8 = min(c8_lane, COLS8 - 1u);
@@ -101,34 +107,36 @@ fn block_totals(ids: Ids, r0: u32, normed: bool) {
         n0 = norm4[2u * c8];
         n1 = norm4[2u * c8 + 1u];
       }
-      for (var b = 0u; b < SLOTS; b++) {
+      for (var j = 0u; j < SPT; j++) {
+        let b = min(slot0 + j * SLOT_GROUPS, SLOTS - 1u);
         let at = b * X_STRIDE / 4u + 2u * c8;
         let x0 = xin4[at] * live;
         let x1 = xin4[at + 1u] * live;
         if (normed) {
-          ss[b] += dot(x0, x0) + dot(x1, x1);
+          ss[j] += dot(x0, x0) + dot(x1, x1);
         }
         let y0 = x0 * n0;
         let y1 = x1 * n1;
         for (var k = 0u; k < RPT; k++) {
-          acc[k * MAX_SLOTS + b] += dot(w[k][0], y0) + dot(w[k][1], y1);
+          acc[k * SPT + j] += dot(w[k][0], y0) + dot(w[k][1], y1);
         }
       }
     }
   }
-  let per_sg = (RPT + 1u) * SLOTS;
+  // Per subgroup: RPT x SPT dot partials, then SPT sums of squares.
+  let per_sg = (RPT + 1u) * SPT;
   let sg = ids.lid / ids.sg_size;
-  for (var b = 0u; b < SLOTS; b++) {
-    for (var k = 0u; k < RPT; k++) {
-      let s = subgroupAdd(acc[k * MAX_SLOTS + b]);
-      if (ids.sg_lane == 0u) {
-        red[sg * per_sg + k * SLOTS + b] = s;
-      }
+  for (var i = 0u; i < RPT * SPT; i++) {
+    let s = subgroupAdd(acc[i]);
+    if (ids.sg_lane == 0u) {
+      red[sg * per_sg + i] = s;
     }
-    if (normed) {
-      let q = subgroupAdd(ss[b]);
+  }
+  if (normed) {
+    for (var j = 0u; j < SPT; j++) {
+      let q = subgroupAdd(ss[j]);
       if (ids.sg_lane == 0u) {
-        red[sg * per_sg + RPT * SLOTS + b] = q;
+        red[sg * per_sg + RPT * SPT + j] = q;
       }
     }
   }
@@ -137,12 +145,13 @@ fn block_totals(ids: Ids, r0: u32, normed: bool) {
   for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
     let r = i / SLOTS;
     let b = i % SLOTS;
-    let first_sg = (r / RPT) * sg_per_team;
+    let j = b / SLOT_GROUPS;
+    let first_sg = (r / RPT * SLOT_GROUPS + b % SLOT_GROUPS) * sg_per_team;
     var t = 0.0;
     var q = 0.0;
     for (var g = first_sg; g < first_sg + sg_per_team; g++) {
-      t += red[g * per_sg + (r % RPT) * SLOTS + b];
-      q += red[g * per_sg + RPT * SLOTS + b];
+      t += red[g * per_sg + (r % RPT) * SPT + j];
+      q += red[g * per_sg + RPT * SPT + j];
     }
     if (normed) {
       t *= inverseSqrt(q / f32(COLS) + EPS);

@@ -1,6 +1,7 @@
 #include "llm/batch_decoder.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +26,7 @@ constexpr uint32_t kHeadWorkgroup = 64;  // HWG
 constexpr uint32_t kMaxHeadDim = 4 * kHeadWorkgroup;
 constexpr uint32_t kMaxProductGroups = 2048;  // the products loop over row blocks beyond it
 constexpr uint32_t kMaxRowsPerTeam = 4;       // MAX_RPT
+constexpr uint32_t kMaxSums = 8;              // MAX_SUMS: RPT x SPT
 
 uint64_t pad64(uint64_t n) {
   return (n + 63) / 64 * 64;
@@ -109,29 +111,35 @@ gpu::Dispatch BatchDecoder::product(const char* entry, const gpu::TensorView& w,
   const uint32_t n = slots(), cols8 = ceil_div(w.cols, 8);
   const uint32_t min_subgroup = std::max(1u, ctx_.adapter().subgroup_min_size);
   // Tall matrices (gate/up, the LM head: rows >= 4 x cols) have rows enough to fill the GPU: a
-  // narrow team takes kMaxRowsPerTeam rows, so each load of x serves that many rows. The others
-  // (Q/K/V, o, down) need every thread on their few rows: one row per team, the team as wide as
-  // gives each lane about four column groups.
-  uint32_t team = team_, rpt = 1;
-  if (w.rows >= 4ull * w.cols) {
-    rpt = kMaxRowsPerTeam;
-  } else {
-    while (team < kWorkgroup / 2 && team * 4 <= cols8) team *= 2;
-  }
+  // team takes kMaxRowsPerTeam rows, so each load of x serves that many. The others (Q/K/V, o,
+  // down) need every thread on their few rows: one row per team, teams as wide as leave each lane
+  // about eight column groups. The slots are spread over a row block's teams (block_totals of
+  // kernels/llm_batch.wgsl), at most kMaxSums sums per thread.
+  const bool tall = w.rows >= 4ull * w.cols;
+  // A power of two of teams per row block, one per slot group, so that the row teams divide too.
+  auto slot_groups_of = [&](uint32_t t) { return std::bit_floor(std::min(n, kWorkgroup / t)); };
+  auto slots_per_team = [&](uint32_t t) { return ceil_div(n, slot_groups_of(t)); };
+  uint32_t team = team_, rpt = tall ? kMaxRowsPerTeam : 1;
+  if (!tall)
+    while (team < kWorkgroup && team * 8 <= cols8 && slots_per_team(2 * team) <= kMaxSums) team *= 2;
   if (const char* t = std::getenv("WGFUSE_BATCH_TUNING")) {  // sweep: "team,rpt,team_tall,rpt_tall"
     uint32_t v[4];
     if (std::sscanf(t, "%u,%u,%u,%u", &v[0], &v[1], &v[2], &v[3]) == 4) {
-      const bool tall = w.rows >= 4ull * w.cols;
       team = tall ? v[2] : v[0];
       rpt = tall ? v[3] : v[1];
     }
   }
+  const uint32_t slot_groups = slot_groups_of(team), spt = slots_per_team(team);
   // The reduction's workgroup memory at the smallest subgroup must fit the device.
-  auto red_len = [&](uint32_t r) { return kWorkgroup / min_subgroup * (r + 1) * n; };
-  while (rpt > 1 && 4ull * (red_len(rpt) + kWorkgroup / team * rpt * n) >
-                        ctx_.limits().max_compute_workgroup_storage_size)
+  auto red_len = [&](uint32_t r) { return kWorkgroup / min_subgroup * (r + 1) * spt; };
+  auto rows_per_wg = [&](uint32_t r) { return kWorkgroup / team / slot_groups * r; };
+  // (gate/up's rows pair up in a block: tall blocks keep two rows per team.)
+  while (rpt > (tall ? 2 : 1) && (rpt * spt > kMaxSums || 4ull * (red_len(rpt) + rows_per_wg(rpt) * n) >
+                                                 ctx_.limits().max_compute_workgroup_storage_size))
     rpt /= 2;
-  const uint32_t rows_per_wg = kWorkgroup / team * rpt;
+  if (spt * rpt > kMaxSums)
+    throw Error("batched decoding: " + std::to_string(n) + " slots need " + std::to_string(spt * rpt) +
+                " sums per thread on " + w.name + ", above " + std::to_string(kMaxSums));
   std::map<std::string, double> o{{gpu::kWeightFormatConstant, double(w.format)},
                                   {"SLOTS", n},
                                   {"ROWS", w.rows},
@@ -142,15 +150,17 @@ gpu::Dispatch BatchDecoder::product(const char* entry, const gpu::TensorView& w,
                                   {"EPS", cfg_.rms_norm_eps},
                                   {"TEAM", team},
                                   {"RPT", rpt},
+                                  {"SLOT_GROUPS", slot_groups},
+                                  {"SPT", spt},
                                   {"ITERS", ceil_div(cols8, team)},
                                   {"WG", kWorkgroup},
-                                  {"ROWS_PER_WG", rows_per_wg},
+                                  {"ROWS_PER_WG", rows_per_wg(rpt)},
                                   {"RED_LEN", red_len(rpt)},
-                                  {"TOT_LEN", rows_per_wg * n}};
+                                  {"TOT_LEN", rows_per_wg(rpt) * n}};
   auto& k = ctx_.kernel(gpu::embedded_kernel("llm_batch", entry, std::move(o)));
   std::vector<gpu::Binding> b{w, x, norm, slots_, out};
   if (bias) b.push_back(*bias);
-  return {&k, std::move(b), {std::min(ceil_div(w.rows, rows_per_wg), kMaxProductGroups)}};
+  return {&k, std::move(b), {std::min(ceil_div(w.rows, rows_per_wg(rpt)), kMaxProductGroups)}};
 }
 
 void BatchDecoder::build_step() {
