@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -122,20 +120,14 @@ gpu::Dispatch BatchDecoder::product(const char* entry, const gpu::TensorView& w,
   uint32_t team = team_, rpt = tall ? kMaxRowsPerTeam : 1;
   if (!tall)
     while (team < kWorkgroup && team * 8 <= cols8 && slots_per_team(2 * team) <= kMaxSums) team *= 2;
-  if (const char* t = std::getenv("WGFUSE_BATCH_TUNING")) {  // sweep: "team,rpt,team_tall,rpt_tall"
-    uint32_t v[4];
-    if (std::sscanf(t, "%u,%u,%u,%u", &v[0], &v[1], &v[2], &v[3]) == 4) {
-      team = tall ? v[2] : v[0];
-      rpt = tall ? v[3] : v[1];
-    }
-  }
   const uint32_t slot_groups = slot_groups_of(team), spt = slots_per_team(team);
   // The reduction's workgroup memory at the smallest subgroup must fit the device.
   auto red_len = [&](uint32_t r) { return kWorkgroup / min_subgroup * (r + 1) * spt; };
   auto rows_per_wg = [&](uint32_t r) { return kWorkgroup / team / slot_groups * r; };
   // (gate/up's rows pair up in a block: tall blocks keep two rows per team.)
-  while (rpt > (tall ? 2 : 1) && (rpt * spt > kMaxSums || 4ull * (red_len(rpt) + rows_per_wg(rpt) * n) >
-                                                 ctx_.limits().max_compute_workgroup_storage_size))
+  while (rpt > (tall ? 2 : 1) &&
+         (rpt * spt > kMaxSums ||
+          4ull * (red_len(rpt) + rows_per_wg(rpt) * n) > ctx_.limits().max_compute_workgroup_storage_size))
     rpt /= 2;
   if (spt * rpt > kMaxSums)
     throw Error("batched decoding: " + std::to_string(n) + " slots need " + std::to_string(spt * rpt) +
@@ -194,11 +186,11 @@ void BatchDecoder::build_step() {
                  {ceil_div(ceil_div(c.hidden_size, 8), kWorkgroup), n}, {"embed_rows"});
   const bool qk_norm = architecture_of(c).qk_norm;
   const gpu::Kernel& rope = heads_kernel("rope_rows", {{"QK_NORM", qk_norm}});
-  const gpu::Kernel& attend =
-      heads_kernel("attend_rows", {{"SCALE", 1.0 / std::sqrt(double(hd))},
-                                   {"GROUP", heads / kv_heads},
-                                   {"HEAD_V4", hd / 4},
-                                   {"SG_PARTS", kHeadWorkgroup / std::max(1u, ctx_.adapter().subgroup_min_size)}});
+  const gpu::Kernel& attend = heads_kernel(
+      "attend_rows", {{"SCALE", 1.0 / std::sqrt(double(hd))},
+                      {"GROUP", heads / kv_heads},
+                      {"HEAD_V4", hd / 4},
+                      {"SG_PARTS", kHeadWorkgroup / std::max(1u, ctx_.adapter().subgroup_min_size)}});
   for (uint32_t l = 0; l < c.num_layers; ++l) {
     const Model::Layer& L = model_.layers_[l];
     step_.dispatch(product("qkv_rows", L.qkv, x_, x_stride_, L.input_norm, raw_, raw_stride_, L.qkv_bias),

@@ -524,9 +524,12 @@ std::vector<gpu::Dispatch> DecodeKernels::argmax(const gpu::Binding& logits, con
                                                  const gpu::Binding& state, uint32_t vocab, uint32_t chunk,
                                                  const ArgmaxSequences& seqs) {
   const uint32_t partials = ceil_div(vocab, chunk);
-  auto& partial = ctx_->kernel(gpu::embedded_kernel(
-      "llm_step", "argmax_partial",
-      {{"WG", 256}, {"VOCAB", vocab}, {"CHUNK", chunk}, {"PARTIALS", partials}, {"SEQ_LOGITS", double(seqs.logits_words)}}));
+  auto& partial = ctx_->kernel(gpu::embedded_kernel("llm_step", "argmax_partial",
+                                                    {{"WG", 256},
+                                                     {"VOCAB", vocab},
+                                                     {"CHUNK", chunk},
+                                                     {"PARTIALS", partials},
+                                                     {"SEQ_LOGITS", double(seqs.logits_words)}}));
   auto& final = ctx_->kernel(gpu::embedded_kernel("llm_step", "argmax_final",
                                                   {{"WG", 256},
                                                    {"PARTIALS", partials},
