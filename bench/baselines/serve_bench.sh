@@ -50,6 +50,10 @@ run() {
   "$@" >"$OUT/$name.server.log" 2>&1 &
   local pid=$!
   if wait_for "$port"; then
+    # A warm-up round first: a server's first batch pays its pipelines' creation (llama-server's
+    # first 8-request prompt took 10 s), which is not what a user of a running server sees.
+    python3 bench/serve_load.py --url "http://127.0.0.1:$port/v1" --concurrency 8 --max-tokens 32 \
+      >"$OUT/$name.warmup.log" 2>&1
     python3 bench/serve_load.py --url "http://127.0.0.1:$port/v1" --concurrency "$CONCURRENCY" \
       --max-tokens "$MAX_TOKENS" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.log"
     [[ ${PIPESTATUS[0]} == 0 ]] || rc=1
