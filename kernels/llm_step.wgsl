@@ -4,6 +4,8 @@
 //                   grid y of T, the rows of a prompt chunk
 //   argmax_partial  per workgroup: the largest logit of its chunk and its index
 //   argmax_final    one workgroup: tokens[pos + 1] = argmax, pos = pos + 1
+//   (both take grid y = a sequence of the batched decoder: its logits, partials, tokens and state
+//   record lie SEQ_* words after the previous one's; a record whose word PICK is 0 is left alone)
 //   advance         pos = pos + 1 (a prompt position: its next token is already known)
 // argmax_final follows the contract of the sampler (kernels/llm_sample.wgsl), so either can end a
 // step. Ties go to the lowest index, as torch.argmax.
@@ -16,6 +18,10 @@ override VOCAB: u32 = 1u;
 override CHUNK: u32 = 256u;   // logits per argmax_partial workgroup
 override PARTIALS: u32 = 1u;  // argmax_partial workgroups
 override POS_WORD: u32 = 0u;
+override SEQ_LOGITS: u32 = 0u;  // words between sequences (grid y) of the argmax's buffers
+override SEQ_TOKENS: u32 = 0u;
+override SEQ_STATE: u32 = 0u;
+override PICK: u32 = 0xffffffffu;  // the state word that says "pick this sequence's token" (none: always)
 
 // binding 0: the embedding (`weights`), packed rows as the LM head's
 @group(0) @binding(1) var<storage, read> tokens_in: array<u32>;
@@ -69,10 +75,11 @@ fn argmax_partial(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_
   var v = -3.4e38;
   var idx = 0xffffffffu;
   let end = min((wid.x + 1u) * CHUNK, VOCAB);
+  let at = wid.y * SEQ_LOGITS;
   for (var i0 = wid.x * CHUNK; i0 < end; i0 += WG) {  // uniform trip count: barriers follow
     let i = i0 + lid;
-    if (i < end && better(logits[i], i, v, idx)) {
-      v = logits[i];
+    if (i < end && better(logits[at + i], i, v, idx)) {
+      v = logits[at + i];
       idx = i;
     }
   }
@@ -80,8 +87,8 @@ fn argmax_partial(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_
   best_i[lid] = idx;
   reduce_best(lid);
   if (lid == 0u) {
-    part_v[wid.x] = best_v[0];
-    part_i[wid.x] = best_i[0];
+    part_v[wid.y * PARTIALS + wid.x] = best_v[0];
+    part_i[wid.y * PARTIALS + wid.x] = best_i[0];
   }
 }
 
@@ -91,23 +98,25 @@ fn argmax_partial(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_
 @group(0) @binding(3) var<storage, read_write> state: array<u32>;
 
 @compute @workgroup_size(WG)
-fn argmax_final(@builtin(local_invocation_index) lid: u32) {
+fn argmax_final(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
   var v = -3.4e38;
   var idx = 0xffffffffu;
+  let first = wid.y * PARTIALS;
   for (var i0 = 0u; i0 < PARTIALS; i0 += WG) {
     let i = i0 + lid;
-    if (i < PARTIALS && better(fin_v[i], fin_i[i], v, idx)) {
-      v = fin_v[i];
-      idx = fin_i[i];
+    if (i < PARTIALS && better(fin_v[first + i], fin_i[first + i], v, idx)) {
+      v = fin_v[first + i];
+      idx = fin_i[first + i];
     }
   }
   best_v[lid] = v;
   best_i[lid] = idx;
   reduce_best(lid);
-  if (lid == 0u) {
-    let pos = state[0];
-    tokens[pos + 1u] = best_i[0];
-    state[0] = pos + 1u;
+  let rec = wid.y * SEQ_STATE;
+  if (lid == 0u && (PICK == 0xffffffffu || state[rec + PICK] != 0u)) {
+    let pos = state[rec];
+    tokens[wid.y * SEQ_TOKENS + pos + 1u] = best_i[0];
+    state[rec] = pos + 1u;
   }
 }
 

@@ -13,9 +13,11 @@
 #include <filesystem>
 #include <iostream>
 #include <iterator>
+#include <mutex>
 #include <thread>
 
 #include "gpu/kernel.h"
+#include "llm/batch_decoder.h"
 #include "llm/session.h"
 #include "model_assets.h"
 #include "serve/client.h"
@@ -81,6 +83,7 @@ struct ModelServing {
   std::string adapter = "auto", dtype = "auto", api_rate = "600/min";
   std::unique_ptr<gpu::Context> ctx;
   std::unique_ptr<llm::Session> model;
+  std::mutex device;  // the GPU: the generation worker's steps, the chat page's shard reads and plans
 
   std::shared_ptr<serve::RouteSet> load(const std::string& host) {
     if (host != "127.0.0.1" && host != "localhost" && host != "::1")
@@ -93,18 +96,18 @@ struct ModelServing {
     session.notice = [](const std::string& s) { std::fprintf(stderr, "wgfuse serve: %s\n", s.c_str()); };
     model = std::make_unique<llm::Session>(session);  // checks the files before the GPU is touched
     ctx = std::make_unique<gpu::Context>(gpu::ContextOptions{.adapter = gpu::parse_adapter_choice(adapter)});
-    model->load(*ctx);
+    try {
+      model->load(*ctx);
+    } catch (const Error& e) {
+      if (!session.binding_limit) throw;
+      throw Error("--limits " + std::to_string(session.binding_limit) + ": " + e.what());
+    }
     api.model_id = fs::path(session.model_dir).filename().string();
     if (api.model_id.empty()) api.model_id = fs::path(session.model_dir).parent_path().filename().string();
     api.rate = serve::RateLimit::parse(api_rate, "--api-rate");
     std::printf("wgfuse serve: model %s on %s, context %u tokens, loaded in %.0f ms\n", api.model_id.c_str(),
                 ctx->adapter().device.c_str(), model->ctx_len(), model->load_ms());
-    if (api.parallel > 1)
-      std::printf(
-          "wgfuse serve: --parallel %u asked, but requests are decoded one at a time (first come, first "
-          "served; batched decoding is not built yet)\n",
-          api.parallel);
-    return std::make_shared<serve::OpenAiApi>(*model, api);
+    return std::make_shared<serve::OpenAiApi>(*model, api, device);
   }
 };
 
@@ -113,8 +116,9 @@ void add_model_options(CLI::App& cmd, ModelServing& m) {
                  "with --model: the key /v1/ requests must send (Authorization: Bearer KEY)")
       ->envname("WGFUSE_API_KEY");
   cmd.add_option("--parallel", m.api.parallel,
-                 "with --model: requests decoded together (sequential for now: 1 runs)")
-      ->check(CLI::Range(1u, 256u))
+                 "with --model: requests decoded together, each step reading the weights once for all "
+                 "(1: one at a time through the single-sequence decoder)")
+      ->check(CLI::Range(1u, llm::BatchDecoder::kMaxSlots))
       ->capture_default_str();
   cmd.add_option("--max-queue", m.api.max_queue,
                  "with --model: requests waiting at most; more are answered 503")
@@ -181,7 +185,6 @@ int main(int argc, char** argv) {
   cmd.add_option("--model", model_dir,
                  "Hugging Face model folder for the chat page (/chat): its plan, packed weights and "
                  "tokenizer under /model/; and OpenAI's API for it at /v1/ (docs/WEB_API.md)");
-  serve::ModelAssetsOptions model_options;
   std::string limits = "device";
   cmd.add_option("--limits", limits,
                  "with --model: the limits the page's plans are made for: device (this machine's), browser "
@@ -215,12 +218,12 @@ int main(int argc, char** argv) {
     // (After the mask: the worker and Dawn threads the model starts inherit it.)
     serving.api.max_body_bytes = options.connections.max_body_bytes;
     serving.session.model_dir = model_dir;
+    serving.session.binding_limit = serve::parse_limits(limits);
     if (!model_dir.empty()) options.route_sets.push_back(serving.load(options.host));
 
     std::unique_ptr<serve::ModelAssets> model;
-    model_options.binding_limit = serve::parse_limits(limits);
     if (!model_dir.empty()) {
-      model = std::make_unique<serve::ModelAssets>(model_dir, model_options);
+      model = std::make_unique<serve::ModelAssets>(model_dir, *serving.model, serving.device);
       options.more_routes = [&](httplib::Server& http) { model->routes(http); };
       options.llm_check = model->llm_check();
       std::printf("wgfuse serve: model %s at /chat\n", model->describe().c_str());

@@ -76,8 +76,14 @@ uint64_t parse_limits(const std::string& text) {
   return bytes;
 }
 
-ModelAssets::ModelAssets(const fs::path& dir, ModelAssetsOptions options)
-    : dir_(dir), options_(std::move(options)), files_(dir) {
+ModelAssets::ModelAssets(const fs::path& dir, llm::Session& session, std::mutex& device,
+                         ModelAssetsOptions options)
+    : dir_(dir),
+      options_(std::move(options)),
+      files_(session.files()),
+      ctx_(session.context()),
+      model_(session.step_decoder()),
+      device_(device) {
   // A GGUF file carries its tokenizer as metadata, which the native side reads (the check
   // generation) but the page's tokenizer does not: /chat says so; the llm suite needs none.
   if (!files_.gguf())
@@ -85,25 +91,13 @@ ModelAssets::ModelAssets(const fs::path& dir, ModelAssetsOptions options)
       if (!fs::is_regular_file(dir / f))
         throw Error("--model " + dir.string() + ": no " + f +
                     " (the page tokenizes with it; copy it from the model's repository)");
-  const llm::Tokenizer tokenizer = llm::load_tokenizer(dir);
-  stop_ids_ = llm::stop_token_ids(tokenizer, dir);
+  stop_ids_ = llm::stop_token_ids(session.tokenizer(), dir);
 
   const llm::ModelConfig& cfg = files_.config();
-  llm::ModelOptions mo;
-  mo.ctx = std::min(4096u, cfg.max_position_embeddings);
-  mo.binding_limit = options_.binding_limit;
-  ctx_ = std::make_unique<gpu::Context>(options_.context);
-  try {
-    model_ = std::make_unique<llm::Model>(
-        *ctx_, cfg, [this](std::string_view name) { return files_.find(name); }, mo);
-  } catch (const Error& e) {
-    if (!mo.binding_limit) throw;
-    throw Error("--limits " + std::to_string(mo.binding_limit) + ": " + e.what());
-  }
 
   // The weight buffers in shards of whole words, each hashed once from the GPU's own bytes.
   json shards = json::array();
-  for (const llm::NamedBuffer& b : model_->buffers()) {
+  for (const llm::NamedBuffer& b : model_.buffers()) {
     if (b.contents.kind != llm::BufferContents::Kind::Weights) continue;
     const uint64_t size = b.buffer.size();
     for (uint64_t offset = 0, index = 0; offset < size; offset += options_.shard_bytes, ++index) {
@@ -123,9 +117,12 @@ ModelAssets::ModelAssets(const fs::path& dir, ModelAssetsOptions options)
   fs::path named = fs::absolute(dir).lexically_normal();
   if (named.filename().empty()) named = named.parent_path();  // "DIR/"
   index_ = {{"name", named.filename().string()}, {"model", llm::config_json(cfg)},
-            {"ctx", model_->capacity()},         {"stop_ids", stop_ids_},
+            {"ctx", model_.capacity()},          {"stop_ids", stop_ids_},
             {"files", std::move(files)},         {"shards", std::move(shards)}};
-  check_ = native_check_generation(*model_, tokenizer, index_["name"].get<std::string>());
+  {
+    std::lock_guard lock(device_);  // the generation worker shares the model
+    check_ = native_check_generation(model_, session.tokenizer(), index_["name"].get<std::string>());
+  }
 }
 
 ModelAssets::~ModelAssets() = default;
@@ -141,9 +138,9 @@ std::string ModelAssets::describe() const {
 
 std::string ModelAssets::read_shard(const Shard& s) {
   std::lock_guard lock(device_);
-  for (const llm::NamedBuffer& b : model_->buffers())
+  for (const llm::NamedBuffer& b : model_.buffers())
     if (b.name == s.buffer) {
-      const auto bytes = ctx_->read_bytes(b.buffer, s.offset, s.bytes);
+      const auto bytes = ctx_.read_bytes(b.buffer, s.offset, s.bytes);
       return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
     }
   throw Error("model assets: no buffer " + s.buffer + " (internal error)");
@@ -151,7 +148,7 @@ std::string ModelAssets::read_shard(const Shard& s) {
 
 json ModelAssets::plan(const httplib::Request& req) {
   if (!req.has_param("prompt_length")) throw Error("prompt_length: required (the prompt's tokens, 1 to ctx)");
-  const auto length = uint32_t(number_param(req, "prompt_length", 0, 1, model_->capacity()));
+  const auto length = uint32_t(number_param(req, "prompt_length", 0, 1, model_.capacity()));
   llm::SamplingParams p;
   p.temperature = number_param(req, "temperature", 0, 0, 1e6);
   p.top_k = int64_t(number_param(req, "top_k", 0, 0, double(files_.config().vocab_size)));
@@ -160,11 +157,11 @@ json ModelAssets::plan(const httplib::Request& req) {
   p.seed = uint64_t(number_param(req, "seed", 0, 0, 9007199254740991.0));  // 2^53 - 1: exact in JSON
   std::lock_guard lock(device_);
   if (p.temperature == 0 && p.top_k == 0 && p.top_p == 1 && p.repetition_penalty == 1)
-    return llm::plan_json(*model_, length);
+    return llm::plan_json(model_, length);
   llm::validate(p);
-  llm::Sampler sampler(*ctx_, files_.config().vocab_size);
+  llm::Sampler sampler(ctx_, files_.config().vocab_size);
   sampler.set_params(p);
-  return llm::plan_json(*model_, length, &sampler);
+  return llm::plan_json(model_, length, &sampler);
 }
 
 void ModelAssets::routes(httplib::Server& http) {

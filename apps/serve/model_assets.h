@@ -22,14 +22,13 @@
 #include "gpu/context.h"
 #include "llm/model.h"
 #include "llm/model_files.h"
+#include "llm/session.h"
 #include "model_check.h"
 
 namespace wgfuse::serve {
 
 struct ModelAssetsOptions {
   uint64_t shard_bytes = 8u << 20;  // a fetch the page can verify and cache on its own
-  gpu::ContextOptions context;
-  uint64_t binding_limit = 0;  // llm::ModelOptions::binding_limit: the browser's limits (--limits)
 };
 
 // --limits: "device" (0: this machine's limits), "browser" (WebGPU's default
@@ -38,9 +37,12 @@ uint64_t parse_limits(const std::string& text);
 
 class ModelAssets {
  public:
-  // Loads the model from `dir` (a Hugging Face folder) onto a device and hashes its arena shards;
-  // throws Error naming the file and the fix on bad input.
-  ModelAssets(const std::filesystem::path& dir, ModelAssetsOptions options = {});
+  // Serves the step decoder of `session` (loaded from `dir`, a Hugging Face folder): one upload
+  // of the weights for the API and the page. `device` is held whenever this reads the GPU or
+  // builds plans on the model (the generation worker holds it while it steps). Hashes the arena
+  // shards; throws Error naming the file and the fix on bad input.
+  ModelAssets(const std::filesystem::path& dir, llm::Session& session, std::mutex& device,
+              ModelAssetsOptions options = {});
   ~ModelAssets();
   // Registers the routes above; before the server's catch-all file route.
   void routes(httplib::Server& http);
@@ -61,14 +63,14 @@ class ModelAssets {
 
   std::filesystem::path dir_;
   ModelAssetsOptions options_;
-  llm::ModelFiles files_;
+  const llm::ModelFiles& files_;
   std::vector<int32_t> stop_ids_;
-  std::unique_ptr<gpu::Context> ctx_;
-  std::unique_ptr<llm::Model> model_;
+  gpu::Context& ctx_;
+  llm::Model& model_;
   std::vector<Shard> shards_;
   nlohmann::json index_;
   CheckGeneration check_;
-  std::mutex device_;  // the Context and Model are used by one request at a time
+  std::mutex& device_;  // the Context and Model are used by one thread at a time
 };
 
 }  // namespace wgfuse::serve

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -13,10 +14,12 @@
 #include <sstream>
 
 #include "commands.h"
+#include "llm/batch_decoder.h"
 #include "llm/report.h"
 #include "llm/session.h"
 #include "llm_options.h"
 #include "util/error.h"
+#include "util/stats.h"
 
 namespace wgfuse::cli {
 namespace {
@@ -28,6 +31,7 @@ struct GenerateOptions {
   uint32_t profile_reps = 0;          // --profile: repetitions of the timed decode step; 0 = off
   uint32_t profile_prefill_reps = 0;  // --profile-prefill: repetitions of the timed prompt chunk
   uint32_t warmup = 0;                // --warmup: tokens generated (greedy, not shown) before the timed run
+  uint32_t parallel = 0;              // --parallel: sequences decoded together after the run; 0 = off
 };
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -49,6 +53,50 @@ void check_writable(const std::string& path, const std::string& flag) {
   if (::access((exists ? p : dir).c_str(), W_OK) != 0)
     throw Error(flag + " " + path + ": cannot write there (" + std::strerror(errno) + ")");
 }
+// --parallel N: the prompt decoded as N sequences together (llm::BatchDecoder, greedy, as many
+// steps as the run generated), each sequence's tokens checked equal to the run's; prints and
+// returns the step time and the aggregate rate, and the batched step's profile with --profile.
+nlohmann::json decode_in_parallel(llm::Session& s, gpu::Context& ctx, std::span<const uint32_t> prompt,
+                                  const llm::Reply& r, const GenerateOptions& o) {
+  if (r.ids.empty()) throw Error("--parallel: the run generated no token to decode again");
+  const auto since = [](auto t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  llm::BatchDecoder batch(s.step_decoder(), o.parallel);
+  for (uint32_t b = 0; b < o.parallel; ++b) batch.start(b, prompt);
+  std::vector<double> step_ms;
+  std::vector<std::vector<uint32_t>> ids(o.parallel);
+  for (size_t t = 0; t < r.ids.size(); ++t) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto step = batch.step();
+    step_ms.push_back(since(t0));
+    for (uint32_t b = 0; b < o.parallel; ++b) ids[b].push_back(step[b]);
+  }
+  for (uint32_t b = 0; b < o.parallel; ++b)
+    if (ids[b] != r.ids)
+      throw Error("--parallel " + std::to_string(o.parallel) + ": sequence " + std::to_string(b) +
+                  "'s tokens differ from the single run's (a batched decoding bug)");
+  // The first step pays the kernels' first use: the rate is over the others where there are.
+  const std::span<const double> timed = std::span(step_ms).subspan(step_ms.size() > 1 ? 1 : 0);
+  double total = 0;
+  for (double v : timed) total += v;
+  const Summary st = summarize({timed.begin(), timed.end()});
+  const double per_seq = 1e3 * double(timed.size()) / total;
+  std::fprintf(stderr,
+               "parallel: %u sequences x %zu tokens, every sequence equal to the run; step %.3f ms median "
+               "[%.3f-%.3f]; %.1f tok/s per sequence, %.1f tok/s in all\n",
+               o.parallel, r.ids.size(), st.median, st.min, st.max, per_seq, per_seq * o.parallel);
+  nlohmann::json j{{"sequences", o.parallel},
+                   {"tokens_per_sequence", r.ids.size()},
+                   {"step_ms", {{"median", st.median}, {"min", st.min}, {"max", st.max}}},
+                   {"tok_s_per_sequence", per_seq},
+                   {"tok_s", per_seq * o.parallel}};
+  if (o.profile_reps)
+    j["profile"] =
+        llm::report_profile(stderr, ctx, batch.profile(o.profile_reps), o.profile_reps, s.decoder().stats());
+  return j;
+}
+
 void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOptions& g) {
   check_n(o.n);
   const int given = !o.prompt.empty() + !o.prompt_file.empty() + !o.prompt_ids.empty();
@@ -72,6 +120,10 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
   if (n < o.n)
     std::fprintf(stderr, "wgfuse: -n %lld: only %lld tokens fit in --ctx %u after the prompt\n",
                  (long long)o.n, (long long)n, s->ctx_len());
+  if (o.parallel && (o.decode == "persistent" || s->sampling().temperature != 0))
+    throw Error(
+        "--parallel decodes the prompt again greedily through the step decoder's weights: with "
+        "--temp 0 and --decode steps only");
   if (o.decode == "persistent" && (o.profile_reps || !o.plan_path.empty()))
     throw Error("--profile and --write-plan concern the step decoder: not with --decode persistent");
   if (s->files().gguf())
@@ -91,6 +143,8 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
   if (o.profile_prefill_reps)
     prefill_prof = llm::report_prefill_profile(stderr, s->profile_prefill(o.profile_prefill_reps),
                                                o.profile_prefill_reps);
+  nlohmann::json parallel;
+  if (o.parallel) parallel = decode_in_parallel(*s, *ctx, prompt, r, o);
   if (!o.logits_path.empty()) {
     const size_t vocab = s->files().config().vocab_size;
     llm::write_npy(o.logits_path, logits, logits.size() / vocab, vocab);
@@ -100,6 +154,7 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     j["adapter"] = adapter_json(*ctx);
     if (!prof.is_null()) j["profile"] = prof;
     if (!prefill_prof.is_null()) j["prefill_profile"] = prefill_prof;
+    if (!parallel.is_null()) j["parallel"] = parallel;
     std::ofstream f(o.json_path);
     if (!f) throw Error("--json: cannot write " + o.json_path);
     // Paths and texts that are not UTF-8 (a folder's name) get U+FFFD rather than failing the dump.
@@ -131,6 +186,11 @@ void add_generate(CLI::App& app, GlobalOptions& g) {
               "after generating, time one decode step per kernel with GPU timestamps (--profile=N: N "
               "times, default 5) and print a table: calls, µs, bytes, GB/s, % of copy bandwidth")
       ->check(CLI::Range(1u, 1000u));
+  c->add_option("--parallel", o->parallel,
+                "after the run, decode the prompt again as N sequences together (batched, as `serve "
+                "--parallel`), check each against the run and print the aggregate rate (with --profile: "
+                "the batched step's table too)")
+      ->check(CLI::Range(1u, llm::BatchDecoder::kMaxSlots));
   c->add_option("--write-plan", o->plan_path, "write the prefill and decode plans as JSON (docs/PLAN.md)");
   c->add_flag("--profile-prefill{5}", o->profile_prefill_reps,
               "after generating, time the prompt's last prefill chunk per kernel with GPU timestamps "

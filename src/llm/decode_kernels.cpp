@@ -521,14 +521,23 @@ gpu::Dispatch DecodeKernels::embed(const gpu::TensorView& embedding, const gpu::
 
 std::vector<gpu::Dispatch> DecodeKernels::argmax(const gpu::Binding& logits, const gpu::Binding& part_v,
                                                  const gpu::Binding& part_i, const gpu::Binding& tokens,
-                                                 const gpu::Binding& state, uint32_t vocab, uint32_t chunk) {
+                                                 const gpu::Binding& state, uint32_t vocab, uint32_t chunk,
+                                                 const ArgmaxSequences& seqs) {
   const uint32_t partials = ceil_div(vocab, chunk);
-  auto& partial = ctx_->kernel(
-      gpu::embedded_kernel("llm_step", "argmax_partial", {{"WG", 256}, {"VOCAB", vocab}, {"CHUNK", chunk}}));
-  auto& final =
-      ctx_->kernel(gpu::embedded_kernel("llm_step", "argmax_final", {{"WG", 256}, {"PARTIALS", partials}}));
-  return {gpu::Dispatch{&partial, {logits, part_v, part_i}, {partials}},
-          gpu::Dispatch{&final, {part_v, part_i, tokens, state}, {1}}};
+  auto& partial = ctx_->kernel(gpu::embedded_kernel("llm_step", "argmax_partial",
+                                                    {{"WG", 256},
+                                                     {"VOCAB", vocab},
+                                                     {"CHUNK", chunk},
+                                                     {"PARTIALS", partials},
+                                                     {"SEQ_LOGITS", double(seqs.logits_words)}}));
+  auto& final = ctx_->kernel(gpu::embedded_kernel("llm_step", "argmax_final",
+                                                  {{"WG", 256},
+                                                   {"PARTIALS", partials},
+                                                   {"SEQ_TOKENS", double(seqs.tokens_words)},
+                                                   {"SEQ_STATE", double(seqs.state_words)},
+                                                   {"PICK", seqs.pick_word}}));
+  return {gpu::Dispatch{&partial, {logits, part_v, part_i}, {partials, seqs.count}},
+          gpu::Dispatch{&final, {part_v, part_i, tokens, state}, {1, seqs.count}}};
 }
 
 gpu::Dispatch DecodeKernels::advance(const gpu::Binding& state) {

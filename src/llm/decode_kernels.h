@@ -72,6 +72,15 @@ struct MatvecTuning {
 // of one): one definition for the Model and the kernel tests. Weight matrices are WeightArena views (`w`,
 // `w_o`, `embedding`: rows x cols as the call says, in any WeightFormat); vectors read by the matrix-vector
 // kernels (x, norm weights) are padded to a multiple of 8 floats.
+// Sequences of the batched decoder whose tokens one argmax picks at once (grid y): each's logits,
+// tokens and state record lie the given words after the previous one's; a sequence's token is
+// picked only where its state word pick_word is not 0.
+struct ArgmaxSequences {
+  uint32_t count = 1;
+  uint64_t logits_words = 0, tokens_words = 0, state_words = 0;
+  uint32_t pick_word = 0xffffffffu;  // none: always
+};
+
 class DecodeKernels {
  public:
   explicit DecodeKernels(gpu::Context& ctx);
@@ -145,9 +154,12 @@ class DecodeKernels {
                       const gpu::Binding& x, uint32_t hidden, uint32_t prompt_rows = 0);
   // Two steps: partial maxima over chunks of `chunk` logits, then the final one that writes
   // tokens[pos + 1] and advances pos. part_v, part_i hold ceil(vocab / chunk) entries.
+  // With `seqs` (ArgmaxSequences, the batched decoder): part_v, part_i hold count x
+  // ceil(vocab / chunk) entries.
   std::vector<gpu::Dispatch> argmax(const gpu::Binding& logits, const gpu::Binding& part_v,
                                     const gpu::Binding& part_i, const gpu::Binding& tokens,
-                                    const gpu::Binding& state, uint32_t vocab, uint32_t chunk);
+                                    const gpu::Binding& state, uint32_t vocab, uint32_t chunk,
+                                    const ArgmaxSequences& seqs = {});
   gpu::Dispatch advance(const gpu::Binding& state);
 
   // Prefill of a prompt chunk of T tokens at positions state word 1 + t (state word 2 = T): the

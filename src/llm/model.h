@@ -177,6 +177,7 @@ class Model : public Decoder {
   uint32_t short_max() const;  // attend_short's positions: 0 = not used
 
  private:
+  friend class BatchDecoder;  // decodes several sequences on these weights
   struct Layer {
     gpu::TensorView qkv, qkv_bias, input_norm, o, post_norm, gate_up, down;  // views of the weight arena
     gpu::TensorView qk_norm;  // q_norm then k_norm (architectures with qk_norm), else empty

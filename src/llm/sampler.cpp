@@ -187,7 +187,7 @@ uint32_t Sampler::dispatches() const {
   return 4 + (top_k_on() ? 3 : 0) + (top_p_on() ? 4 : 0);
 }
 
-gpu::Plan Sampler::plan(const gpu::Buffer& logits, const gpu::Buffer& tokens, const gpu::Buffer& state) {
+gpu::Plan Sampler::plan(const gpu::Binding& logits, const gpu::Binding& tokens, const gpu::Binding& state) {
   const uint32_t vocab = gpu_params_.vocab;
   if (logits.size() < uint64_t(vocab) * 4)
     throw Error("Sampler: the logits buffer holds " + std::to_string(logits.size() / 4) +

@@ -100,8 +100,8 @@ class Sampler {
   void set_params(const SamplingParams& params);
   const SamplingParams& params() const { return params_; }
 
-  // The token picker's dispatches over these buffers (built on first encode).
-  gpu::Plan plan(const gpu::Buffer& logits, const gpu::Buffer& tokens, const gpu::Buffer& state);
+  // The token picker's dispatches over these buffers, or ranges of them (built on first encode).
+  gpu::Plan plan(const gpu::Binding& logits, const gpu::Binding& tokens, const gpu::Binding& state);
   // Dispatches per sampled token with the current params.
   uint32_t dispatches() const;
 

@@ -118,6 +118,7 @@ void Session::load(gpu::Context& ctx) {
   mo.attn_fuse_max = opt_.attn_fuse_max;
   mo.attn_short_max = opt_.attn_short_max;
   mo.prefill_chunk = opt_.prefill_chunk;
+  mo.binding_limit = opt_.binding_limit;
   mo.prefill_tile = opt_.prefill_tile;
   mo.progress = opt_.progress;
   model_ = std::make_unique<Model>(
@@ -135,6 +136,13 @@ gpu::Context& Session::context() const {
 Decoder& Session::decoder() {
   if (persistent_) return *persistent_;
   if (!model_) throw Error("the session is not loaded (Session::load)");
+  return *model_;
+}
+
+Model& Session::step_decoder() {
+  if (!model_)
+    throw Error(ctx_ ? "the step decoder was released for the persistent decoder"
+                     : "the session is not loaded (Session::load)");
   return *model_;
 }
 

@@ -66,7 +66,8 @@ struct SessionOptions {
   uint32_t attn_fuse_max = ModelOptions{}.attn_fuse_max;
   uint32_t attn_short_max = ModelOptions{}.attn_short_max;
   uint32_t prefill_chunk = ModelOptions{}.prefill_chunk;
-  PromptTile prefill_tile;  // tokens == 0: the rule (DecodeKernels::prompt_tile)
+  uint64_t binding_limit = 0;  // ModelOptions::binding_limit: plan for a browser's limits (serve --limits)
+  PromptTile prefill_tile;     // tokens == 0: the rule (DecodeKernels::prompt_tile)
   SamplingOverrides sampling;
   DecoderKind decoder = DecoderKind::Steps;
   PersistentChoice persistent;
@@ -105,6 +106,8 @@ class Session {
   const ModelFiles& files() const { return files_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
   const SamplingParams& sampling() const { return params_; }
+  // The ids that end a generation (the config files' EOS ids and <|im_end|>).
+  const std::vector<uint32_t>& stop_ids() const { return stop_ids_; }
   // The sampling settings of the next generations: `o` over generation_config.json over greedy
   // (the options' own overrides are not consulted). Throws Error naming a value out of range.
   void set_sampling(const SamplingOverrides& o);
@@ -114,6 +117,9 @@ class Session {
   double load_ms() const { return load_ms_; }    // from the constructor to the end of load()
   gpu::Context& context() const;
   Decoder& decoder();  // after load()
+  // The step decoder (its weights, buffers and plans: a server's batched decoder and the chat
+  // page's assets share them); an Error once the persistent decoder replaced it.
+  Model& step_decoder();
   const DecoderChoice& decoder_choice() const { return choice_; }
 
   // Prompts: text as it stands, or wrapped in the chat template (a system prompt when not empty).

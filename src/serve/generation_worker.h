@@ -3,10 +3,13 @@
 // connection thread follows its request through a Generation (queue position, text as it comes,
 // the end) and cancels it when its client leaves.
 //
-// Scheduling today is sequential: one request at a time, first come first served, each from an
-// empty KV cache (so that its tokens are those `wgfuse generate` gives for the same prompt and
-// settings). Batched decoding (N sequences per step) would change run() and nothing a connection
-// thread sees.
+// Scheduling: with parallel = 1 one request at a time, first come first served, each from an
+// empty KV cache through the session's own decoder (K steps per submit). With parallel = N > 1
+// up to N requests are decoded together (llm::BatchDecoder): a request joins a free slot between
+// steps (its prompt prefilled then), each step gives every running request its next token, and a
+// request that ends or whose client left frees its slot at the next step; the others wait, first
+// come first served. Either way a request's greedy tokens are those `wgfuse generate` gives for
+// the same prompt, whatever runs beside it.
 #pragma once
 
 #include <atomic>
@@ -17,11 +20,15 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "llm/batch_decoder.h"
 #include "llm/session.h"
+#include "llm/tokenizer.h"
+#include "serve/stop_strings.h"
 
 namespace wgfuse::serve {
 
@@ -38,7 +45,7 @@ enum class FinishReason { None, Stop, Length, Cancelled, Error };
 class Generation {
  public:
   struct News {
-    size_t queue_position = 0;  // requests ahead of this one, the running one included
+    size_t queue_position = 0;  // requests ahead of this one, the running ones included
     bool started = false;       // the worker has taken it
     std::string text;           // text since the last take()
     FinishReason finish = FinishReason::None;
@@ -83,8 +90,10 @@ struct WorkerStatus {
 
 class GenerationWorker {
  public:
-  // `session` is loaded; from now on only the worker's thread uses it for generation.
-  GenerationWorker(llm::Session& session, size_t max_queue);
+  // `session` is loaded; from now on only the worker's thread uses it for generation, holding
+  // `device` while it uses the GPU. `parallel`: requests decoded together, 1 to
+  // llm::BatchDecoder::kMaxSlots (an Error otherwise).
+  GenerationWorker(llm::Session& session, size_t max_queue, std::mutex& device, uint32_t parallel = 1);
   ~GenerationWorker();
   GenerationWorker(const GenerationWorker&) = delete;
   GenerationWorker& operator=(const GenerationWorker&) = delete;
@@ -96,17 +105,34 @@ class GenerationWorker {
   void stop();
 
  private:
-  void run();
+  // A request in a slot of the batch: its text and stop strings as they come.
+  struct Slot {
+    std::shared_ptr<Generation> g;
+    llm::StreamDecoder text;
+    StopStrings stops;
+    uint32_t tokens = 0;  // generated, an EOS id included
+  };
+  void run();                 // parallel = 1
+  void run_batched();         // parallel > 1
   void serve(Generation& g);  // ends with retire()
+  // Starts the request in the batch's free slot b; false (the request retired) when it failed.
+  bool join(uint32_t b, const std::shared_ptr<Generation>& g);
+  // Hands slot b its token; ends the request (and frees the slot) when it is done.
+  void deliver(uint32_t b, uint32_t id);
+  void finish(uint32_t b, FinishReason reason, const std::string& error = {});
   void retire(Generation& g, const std::function<void(Generation::News&)>& last);
   void announce_positions();  // under mutex_
 
   llm::Session& session_;
+  std::mutex& device_;
   const size_t max_queue_;
+  const uint32_t parallel_;
+  std::unique_ptr<llm::BatchDecoder> batch_;
+  std::vector<std::optional<Slot>> slots_;  // parallel > 1: the batch's slots, worker thread only
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Generation>> queue_;
-  std::shared_ptr<Generation> running_;
+  std::vector<std::shared_ptr<Generation>> running_;
   uint64_t served_ = 0, cancelled_ = 0;
   bool stopping_ = false;
   std::thread thread_;

@@ -127,13 +127,13 @@ struct OpenAiApi::Parsed {
   std::string id;
 };
 
-OpenAiApi::OpenAiApi(llm::Session& session, OpenAiOptions options)
+OpenAiApi::OpenAiApi(llm::Session& session, OpenAiOptions options, std::mutex& device)
     : session_(session),
       options_(std::move(options)),
       key_digest_(options_.api_key.empty() ? "" : sha256_hex(options_.api_key)),
       limiter_(options_.rate),
       created_(std::time(nullptr)),
-      worker_(std::make_unique<GenerationWorker>(session_, options_.max_queue)) {}
+      worker_(std::make_unique<GenerationWorker>(session_, options_.max_queue, device, options_.parallel)) {}
 
 OpenAiApi::~OpenAiApi() {
   worker_->stop();
@@ -222,7 +222,7 @@ void OpenAiApi::mount(httplib::Server& http) {
               {{"status", "ok"},
                {"model", options_.model_id},
                {"context_length", session_.ctx_len()},
-               {"scheduling", "sequential"},
+               {"scheduling", s.parallel > 1 ? "batched" : "sequential"},
                {"parallel", s.parallel},
                {"parallel_requested", options_.parallel},
                {"running", s.running},

@@ -29,7 +29,7 @@ struct OpenAiOptions {
   std::string model_id;               // what /v1/models lists and a request's "model" must name
   std::string api_key;                // empty: none asked; else `Authorization: Bearer KEY` on /v1/
   RateLimit rate{.per_window = 600};  // generation requests per client address
-  uint32_t parallel = 8;              // asked for (--parallel); sequential scheduling runs 1
+  uint32_t parallel = 8;              // requests decoded together (--parallel; 1: one at a time)
   size_t max_queue = 64;              // requests waiting beyond this are answered 503
   size_t max_body_bytes = 1 << 20;    // the server's ConnectionLimits (a chunked body reaches the handler)
   uint32_t max_stop_strings = 4, max_stop_bytes = 256;
@@ -37,8 +37,9 @@ struct OpenAiOptions {
 
 class OpenAiApi final : public RouteSet {
  public:
-  // `session` is loaded; the API's worker owns its generation from here on.
-  OpenAiApi(llm::Session& session, OpenAiOptions options);
+  // `session` is loaded; the API's worker owns its generation from here on, holding `device`
+  // while it uses the GPU (others that read the session's GPU buffers hold it too).
+  OpenAiApi(llm::Session& session, OpenAiOptions options, std::mutex& device);
   ~OpenAiApi() override;
 
   bool owns(const std::string& path) const override;

@@ -1,9 +1,10 @@
 // The official `openai` npm client against `wgfuse serve --model` on a small random model (written by
 // tests/test_serve_openai.cpp): chat and completions, streamed and whole, equal at temperature 0
 // to what `wgfuse generate` gives for the same prompt; stop strings, seeds, the usage chunk and
-// `data: [DONE]`; OpenAI's error shapes and codes; /v1/models and /health; the queue (a waiting
-// stream says its position), /health answered while a long stream decodes, a client that leaves
-// freeing the worker; the benchmark page and results API still served beside the model.
+// `data: [DONE]`; OpenAI's error shapes and codes; /v1/models and /health; concurrent requests
+// decoded together (--parallel 2) each equal to its sequential reply; the queue (a waiting stream
+// says its position), /health answered while long streams decode, a client that leaves freeing its
+// slot; the benchmark page and results API still served beside the model.
 //
 //   node tests/serve/openai_client.mjs WGFUSE MODEL_DIR
 import assert from 'node:assert/strict';
@@ -38,7 +39,8 @@ let serverProc = null;  // killed at exit whatever happens
 process.on('exit', () => serverProc?.kill('SIGKILL'));
 function startServer() {
   const proc = serverProc = spawn(wgfuse, ['serve', '--model', modelDir, '--dtype', 'f32', '--adapter', adapter, '--port', '0',
-                              '--db', path.join(tmp, 'results.sqlite'), '--api-key', key, '--max-queue', '4'],
+                              '--db', path.join(tmp, 'results.sqlite'), '--api-key', key, '--max-queue', '4',
+                              '--parallel', '2'],
                      {stdio: ['ignore', 'pipe', 'inherit']});
   return new Promise((resolve, reject) => {
     let out = '';
@@ -156,10 +158,25 @@ try {
   assert.equal((await client.models.retrieve(modelId)).id, modelId);
   const h = await health();
   assert.equal(h.status, 'ok');
-  assert.equal(h.parallel, 1);
-  assert.equal(h.scheduling, 'sequential');
+  assert.equal(h.parallel, 2);
+  assert.equal(h.scheduling, 'batched');
 
   phase('models and health');
+  // Three requests at once on two slots (one waits): each reply equal to the same request alone,
+  // whatever ran beside it (temperature 0).
+  const concurrent = [{prompt: ids, max_tokens: 10}, {prompt: 'Once upon a time', max_tokens: 9},
+                      {prompt: [201, 9, 11, 250, 3], max_tokens: 7}];
+  const alone = [];
+  for (const body of concurrent) alone.push((await client.completions.create({...body, temperature: 0})).choices[0]);
+  const together = await Promise.all(concurrent.map(async (body) => collect(await client.completions.create(
+      {...body, temperature: 0, stream: true}))));
+  assert.equal(alone[0].text, wantIds.text);
+  for (let i = 0; i < concurrent.length; ++i) {
+    assert.equal(together[i].text, alone[i].text, `concurrent request ${i}`);
+    assert.equal(together[i].finish, alone[i].finish_reason, `concurrent request ${i}`);
+  }
+
+  phase('concurrent requests');
   // Errors: OpenAI's classes, status codes, types, params and codes.
   const e401 = await failure(new OpenAI({baseURL: `${base}/v1`, apiKey: 'wrong', maxRetries: 0}).models.list());
   assert.ok(e401 instanceof OpenAI.AuthenticationError, String(e401));
@@ -208,29 +225,31 @@ try {
     }
   }
   if (longIds) {
-    const abort = new AbortController();
-    const long = await client.completions.create({prompt: longIds, temperature: 0, max_tokens: 100, stream: true},
-                                                 {signal: abort.signal});
-    const it = long[Symbol.asyncIterator]();
-    await it.next();  // the first token is out: the worker is decoding this request
+    // Two long streams fill both slots.
+    const aborts = [new AbortController(), new AbortController()];
+    for (const abort of aborts) {
+      const long = await client.completions.create({prompt: longIds, temperature: 0, max_tokens: 100, stream: true},
+                                                   {signal: abort.signal});
+      await long[Symbol.asyncIterator]().next();  // the first token is out: the request is decoding
+    }
     const t0 = performance.now();
     const during = await health();
     const healthMs = performance.now() - t0;
-    assert.equal(during.running, 1);
+    assert.equal(during.running, 2);
     assert.ok(healthMs < 1000, `/health took ${healthMs} ms during a generation`);
     const waiting = await fetch(`${base}/v1/completions`, {
       method: 'POST', headers: {...auth, 'Content-Type': 'application/json'},
       body: JSON.stringify({prompt: [5, 6, 7], temperature: 0, max_tokens: 3, stream: true})});
     const waitingText = waiting.text();
-    // The client leaves mid-stream: the worker drops the request at its next token.
-    abort.abort();
+    // The clients leave mid-stream: the worker drops their requests at their next token.
+    for (const abort of aborts) abort.abort();
     const served = await waitingText;
-    assert.match(served, /^: queued, 1 ahead\n\n/);
+    assert.match(served, /^: queued, 2 ahead\n\n/);
     assert.ok(served.endsWith('data: [DONE]\n\n'));
     const after = await health();
     assert.equal(after.running, 0);
     assert.equal(after.queued, 0);
-    assert.ok(after.cancelled >= 1, JSON.stringify(after));
+    assert.ok(after.cancelled >= 2, JSON.stringify(after));
   } else {
     console.log('(every candidate prompt ends early on this model: the long-stream checks were skipped)');
   }

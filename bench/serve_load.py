@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Load on `wgfuse serve --model` or any OpenAI-compatible server (e.g. llama.cpp's llama-server).
+
+For each concurrency C, C streamed chat completions start at once; prints per C the requests
+answered, the aggregate and per-stream decode rates and the time to first token (p50, p99); with
+--json FILE the same as JSON. Python's standard library only, so that it runs on the GPU machine,
+which has no node (the official `openai` npm client is exercised by the ctest suite).
+
+  python3 bench/serve_load.py --url http://127.0.0.1:8080/v1 [--concurrency 1,8,32]
+          [--max-tokens 256] [--prompt TEXT] [--api-key KEY] [--json FILE]
+"""
+import argparse
+import http.client
+import json
+import os
+import sys
+import threading
+import time
+import urllib.parse
+
+
+def request(url, method, path, body=None, api_key="none", timeout=3600):
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=timeout)
+    headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
+    conn.request(method, u.path.rstrip("/") + path, json.dumps(body) if body is not None else None, headers)
+    return conn, conn.getresponse()
+
+
+def one(args, model, t0, out):
+    """One streamed request: time to first token, then tokens and the decode time after it."""
+    body = {"model": model, "messages": [{"role": "user", "content": args.prompt}],
+            "max_tokens": args.max_tokens, "temperature": 0, "stream": True,
+            "stream_options": {"include_usage": True}}
+    conn, resp = request(args.url, "POST", "/chat/completions", body, args.api_key)
+    if resp.status != 200:
+        raise RuntimeError(f"HTTP {resp.status}: {resp.read(400).decode(errors='replace')}")
+    first = last = None
+    tokens = 0
+    for raw in resp:
+        line = raw.decode().strip()
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            break
+        chunk = json.loads(data)
+        if chunk.get("usage"):
+            tokens = chunk["usage"]["completion_tokens"]
+        if any((c.get("delta") or {}).get("content") for c in chunk.get("choices", [])):
+            last = time.perf_counter()
+            first = first or last
+    conn.close()
+    if first is None:
+        raise RuntimeError("the stream carried no content")
+    out.update(ttft_ms=(first - t0) * 1e3, decode_ms=(last - first) * 1e3, tokens=tokens, end=last)
+
+
+def percentile(sorted_values, q):
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))] if sorted_values else float("nan")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--url", default="http://127.0.0.1:8080/v1")
+    p.add_argument("--concurrency", default="1,8,32")
+    p.add_argument("--max-tokens", type=int, default=256)
+    p.add_argument("--prompt", default="Write a long, detailed story about a lighthouse keeper and a storm.")
+    p.add_argument("--api-key", default=os.environ.get("WGFUSE_API_KEY", "none"))
+    p.add_argument("--model")
+    p.add_argument("--json")
+    args = p.parse_args()
+    model = args.model
+    if model is None:
+        conn, resp = request(args.url, "GET", "/models", api_key=args.api_key)
+        model = json.load(resp)["data"][0]["id"]
+        conn.close()
+
+    rows = []
+    for c in [int(x) for x in args.concurrency.split(",")]:
+        results = [dict() for _ in range(c)]
+        errors = []
+
+        def worker(i):
+            try:
+                one(args, model, t0, results[i])
+            except Exception as e:  # reported and counted as failed, the others go on
+                errors.append(f"request {i} failed: {e}")
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(c)]
+        t0 = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        ok = [r for r in results if r]
+        for e in errors:
+            print(e, file=sys.stderr)
+        wall = (max(r["end"] for r in ok) - t0) if ok else float("nan")
+        tokens = sum(r["tokens"] for r in ok)
+        ttft = sorted(r["ttft_ms"] for r in ok)
+        per_stream = sorted((r["tokens"] - 1) / (r["decode_ms"] / 1e3) for r in ok if r["decode_ms"] > 0)
+        row = {"concurrency": c, "answered": len(ok), "failed": c - len(ok), "tokens": tokens, "wall_s": wall,
+               "aggregate_tok_s": tokens / wall, "stream_tok_s_p50": percentile(per_stream, 0.5),
+               "stream_tok_s_min": per_stream[0] if per_stream else float("nan"),
+               "ttft_ms_p50": percentile(ttft, 0.5), "ttft_ms_p99": percentile(ttft, 0.99)}
+        rows.append(row)
+        print(f"C={c}: {len(ok)}/{c} answered, {tokens} tokens in {wall:.2f} s = {row['aggregate_tok_s']:.1f} tok/s "
+              f"aggregate; per stream p50 {row['stream_tok_s_p50']:.1f}, min {row['stream_tok_s_min']:.1f} tok/s; "
+              f"TTFT p50 {row['ttft_ms_p50']:.0f} ms, p99 {row['ttft_ms_p99']:.0f} ms", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"url": args.url, "model": model, "max_tokens": args.max_tokens, "rows": rows}, f, indent=2)
+            f.write("\n")
+    return 0 if all(r["failed"] == 0 for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

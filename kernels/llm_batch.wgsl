@@ -1,0 +1,451 @@
+// The batched decode step (src/llm/batch_decoder.h): up to SLOTS sequences share each step, one
+// row per slot in every activation buffer. Slot b's record slots[b * SLOT_WORDS ..] holds its
+// position (word 0: the position this step computes; the token picker advances it: the batched
+// argmax of llm_step.wgsl for greedy slots, a sampler on the record's first 4 words for the
+// others) and whether it decodes (word SLOT_ACTIVE). The matrix products read each weight row
+// from memory for all slots (idle ones too: their rows are never stored); block_totals says how.
+//   embed_rows     x[b] = embedding[tokens[b][pos_b]]
+//   qkv_rows       raw[b] = W_qkv rmsnorm(x[b]) + bias (rows packed as llm_common.wgsl says)
+//   rope_rows      per (head, b): q heads rotated into q[b], k and v heads into slot b's caches at
+//                  pos_b (QK_NORM: q and k heads normalised first)
+//   attend_rows    per (head, b): softmax(q k^T / sqrt(hd)) v over positions 0..pos_b of slot b
+//   gate_up_rows   act[b] = silu(W_gate xn) * (W_up xn), xn = rmsnorm(x[b]), rows interleaved
+//   residual_rows  resid[b] += W x[b]
+//   logits_rows    logits[b] = W rmsnorm(x[b])
+enable subgroups;
+// #include "llm_weights.wgsl"
+
+const SLOT_WORDS: u32 = 64u;  // a slot's record: 256 bytes, so that a picker binds it as a range
+const SLOT_ACTIVE: u32 = 8u;
+
+override SLOTS: u32 = 1u;
+override ROWS: u32 = 1u;         // rows of W
+override COLS: u32 = 8u;         // logical length of x
+override COLS8: u32 = 1u;        // ceil(COLS / 8)
+override X_STRIDE: u32 = 8u;     // floats per row of x (COLS padded to 8)
+override OUT_STRIDE: u32 = 1u;   // floats per row of the output
+override EPS: f32 = 1e-6;
+override TEAM: u32 = 32u;        // threads per weight row, a multiple of the subgroup size
+override RPT: u32 = 1u;          // rows per team, at most MAX_RPT
+override SLOT_GROUPS: u32 = 1u;  // teams of a row block, each for its own slots (block_totals)
+override SPT: u32 = 1u;          // slots per team: ceil(SLOTS / SLOT_GROUPS); RPT x SPT <= MAX_SUMS
+override ITERS: u32 = 1u;        // ceil(COLS8 / TEAM)
+override WG: u32 = 256u;
+override ROWS_PER_WG: u32 = 8u;  // WG / TEAM / SLOT_GROUPS * RPT
+override RED_LEN: u32 = 256u;    // (WG / the smallest subgroup) * (RPT + 1) * SPT
+override TOT_LEN: u32 = 8u;      // ROWS_PER_WG * SLOTS
+
+const MAX_RPT: u32 = 4u;
+const MAX_SPT: u32 = 8u;
+const MAX_SUMS: u32 = 8u;
+
+@group(0) @binding(1) var<storage, read> xin4: array<vec4<f32>>;    // [SLOTS][X_STRIDE]
+@group(0) @binding(2) var<storage, read> norm4: array<vec4<f32>>;   // padded to 8 (unread: products without norm)
+@group(0) @binding(3) var<storage, read> slots: array<u32>;         // [SLOTS][SLOT_WORDS]
+@group(0) @binding(4) var<storage, read_write> out_rows: array<f32>;  // [SLOTS][OUT_STRIDE]
+@group(0) @binding(5) var<storage, read> bias: array<f32>;          // qkv_rows
+
+// Per subgroup: RPT * SLOTS dot partials, then SLOTS sums of squares of x (normed products).
+var<workgroup> red: array<f32, RED_LEN>;
+var<workgroup> tot: array<f32, TOT_LEN>;  // [ROWS_PER_WG][SLOTS]: the block's row totals
+var<workgroup> mask_wg: u32;
+
+// A thread's own inputs (the workgroup's, uniform, are passed apart: the uniformity analysis
+// treats a struct as a whole).
+struct Ids {
+  @builtin(local_invocation_index) lid: u32,
+  @builtin(subgroup_invocation_id) sg_lane: u32,
+  @builtin(subgroup_size) sg_size: u32,
+}
+
+fn is_active(mask: u32, b: u32) -> bool {
+  return ((mask >> b) & 1u) != 0u;
+}
+
+// Bit b: slot b decodes this step (the same value in every thread).
+fn active_mask(lid: u32) -> u32 {
+  if (lid == 0u) {
+    var m = 0u;
+    for (var b = 0u; b < SLOTS; b++) {
+      if (slots[b * SLOT_WORDS + SLOT_ACTIVE] != 0u) {
+        m |= 1u << b;
+      }
+    }
+    mask_wg = m;
+  }
+  return workgroupUniformLoad(&mask_wg);
+}
+
+// tot[r * SLOTS + b] = row r0 + r of W times x[b] (normed: times norm_w and 1 / rms(x[b])), for
+// the block of ROWS_PER_WG rows from r0; ends with a barrier. The workgroup's WG / TEAM teams are
+// SLOT_GROUPS x ROW_TEAMS: team t takes rows r0 + (t / SLOT_GROUPS) * RPT + k (k < RPT) for slots
+// t % SLOT_GROUPS + j * SLOT_GROUPS (j < SPT), so a thread keeps RPT x SPT sums, and the teams of
+// one row block read the same weights at the same time (from L1 after the first). A team covers
+// whole rows, so with the dots it sums x's squares (rmsnorm needs no pass of its own):
+// (W (x * nw)) / rms(x) = W rmsnorm(x).
+fn block_totals(ids: Ids, r0: u32, normed: bool) {
+  let team = ids.lid / TEAM;
+  let row0 = r0 + team / SLOT_GROUPS * RPT;
+  let slot0 = team % SLOT_GROUPS;
+  var acc: array<f32, MAX_SUMS>;  // [k][j]
+  var ss: array<f32, MAX_SPT>;
+  if (row0 < ROWS) {
+    // ITERS trips and no branch (past COLS8 a lane re-reads the last group with x = 0; a slot
+    // past SLOTS re-reads the last one, never stored): with the trip counts pipeline constants
+    // the compiler can unroll the loops and issue every load before the first FMA.
+    for (var it = 0u; it < ITERS; it++) {
+      let c8_lane = ids.lid % TEAM + it * TEAM;
+      let c8 = min(c8_lane, COLS8 - 1u);
+      let live = select(0.0, 1.0, c8_lane < COLS8);
+      var w: array<array<vec4<f32>, 2>, MAX_RPT>;
+      for (var k = 0u; k < RPT; k++) {
+        w[k] = weight_group(0u, min(row0 + k, ROWS - 1u), COLS8, c8);
+      }
+      var n0 = vec4<f32>(1.0);
+      var n1 = vec4<f32>(1.0);
+      if (normed) {
+        n0 = norm4[2u * c8];
+        n1 = norm4[2u * c8 + 1u];
+      }
+      for (var j = 0u; j < SPT; j++) {
+        let b = min(slot0 + j * SLOT_GROUPS, SLOTS - 1u);
+        let at = b * X_STRIDE / 4u + 2u * c8;
+        let x0 = xin4[at] * live;
+        let x1 = xin4[at + 1u] * live;
+        if (normed) {
+          ss[j] += dot(x0, x0) + dot(x1, x1);
+        }
+        let y0 = x0 * n0;
+        let y1 = x1 * n1;
+        for (var k = 0u; k < RPT; k++) {
+          acc[k * SPT + j] += dot(w[k][0], y0) + dot(w[k][1], y1);
+        }
+      }
+    }
+  }
+  // Per subgroup: RPT x SPT dot partials, then SPT sums of squares.
+  let per_sg = (RPT + 1u) * SPT;
+  let sg = ids.lid / ids.sg_size;
+  for (var i = 0u; i < RPT * SPT; i++) {
+    let s = subgroupAdd(acc[i]);
+    if (ids.sg_lane == 0u) {
+      red[sg * per_sg + i] = s;
+    }
+  }
+  if (normed) {
+    for (var j = 0u; j < SPT; j++) {
+      let q = subgroupAdd(ss[j]);
+      if (ids.sg_lane == 0u) {
+        red[sg * per_sg + RPT * SPT + j] = q;
+      }
+    }
+  }
+  workgroupBarrier();
+  let sg_per_team = TEAM / ids.sg_size;
+  for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
+    let r = i / SLOTS;
+    let b = i % SLOTS;
+    let j = b / SLOT_GROUPS;
+    let first_sg = (r / RPT * SLOT_GROUPS + b % SLOT_GROUPS) * sg_per_team;
+    var t = 0.0;
+    var q = 0.0;
+    for (var g = first_sg; g < first_sg + sg_per_team; g++) {
+      t += red[g * per_sg + (r % RPT) * SPT + j];
+      q += red[g * per_sg + RPT * SPT + j];
+    }
+    if (normed) {
+      t *= inverseSqrt(q / f32(COLS) + EPS);
+    }
+    tot[i] = t;
+  }
+  workgroupBarrier();
+}
+
+// The row and slot of block entry i (an index into tot) from r0; valid: inside W and active.
+struct Out {
+  row: u32,
+  b: u32,
+  valid: bool,
+}
+fn out_of(i: u32, r0: u32, mask: u32) -> Out {
+  let row = r0 + i / SLOTS;
+  let b = i % SLOTS;
+  return Out(row, b, row < ROWS && is_active(mask, b));
+}
+
+@compute @workgroup_size(WG)
+fn qkv_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let mask = active_mask(ids.lid);
+  for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
+    block_totals(ids, r0, true);
+    for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
+      let o = out_of(i, r0, mask);
+      if (o.valid) {
+        out_rows[o.b * OUT_STRIDE + o.row] = tot[i] + bias[o.row];
+      }
+    }
+    workgroupBarrier();
+  }
+}
+
+@compute @workgroup_size(WG)
+fn logits_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let mask = active_mask(ids.lid);
+  for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
+    block_totals(ids, r0, true);
+    for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
+      let o = out_of(i, r0, mask);
+      if (o.valid) {
+        out_rows[o.b * OUT_STRIDE + o.row] = tot[i];
+      }
+    }
+    workgroupBarrier();
+  }
+}
+
+@compute @workgroup_size(WG)
+fn residual_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let mask = active_mask(ids.lid);
+  for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
+    block_totals(ids, r0, false);
+    for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
+      let o = out_of(i, r0, mask);
+      if (o.valid) {
+        out_rows[o.b * OUT_STRIDE + o.row] += tot[i];
+      }
+    }
+    workgroupBarrier();
+  }
+}
+
+// Rows 2j (gate) and 2j + 1 (up) give act[j]; ROWS_PER_WG is even, so a pair is in one block.
+@compute @workgroup_size(WG)
+fn gate_up_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let mask = active_mask(ids.lid);
+  for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
+    block_totals(ids, r0, true);
+    for (var i = ids.lid; i < ROWS_PER_WG / 2u * SLOTS; i += WG) {
+      let j = i / SLOTS;
+      let b = i % SLOTS;
+      let row = r0 + 2u * j;
+      if (row + 1u < ROWS && is_active(mask, b)) {
+        let g = tot[2u * j * SLOTS + b];
+        let u = tot[(2u * j + 1u) * SLOTS + b];
+        out_rows[b * OUT_STRIDE + row / 2u] = g / (1.0 + exp(-g)) * u;
+      }
+    }
+    workgroupBarrier();
+  }
+}
+
+// ---- embedding: a thread per group of 8 elements, grid y = the slot. Bindings: the embedding,
+// x, tokens, slots.
+override TOKENS_STRIDE: u32 = 1u;  // words per slot of `tokens` (a sequence of the cache's length + 1)
+@group(0) @binding(1) var<storage, read_write> x_out: array<f32>;  // [SLOTS][OUT_STRIDE]
+@group(0) @binding(2) var<storage, read> tokens: array<u32>;
+
+@compute @workgroup_size(WG)
+fn embed_rows(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let b = gid.y;
+  if (gid.x >= COLS8 || slots[b * SLOT_WORDS + SLOT_ACTIVE] == 0u) {
+    return;
+  }
+  let token = tokens[b * TOKENS_STRIDE + slots[b * SLOT_WORDS]];
+  let v = weight_group(0u, token, COLS8, gid.x);
+  for (var j = 0u; j < 8u; j++) {
+    let i = 8u * gid.x + j;
+    if (i < COLS) {
+      x_out[b * OUT_STRIDE + i] = v[j / 4u][j % 4u];
+    }
+  }
+}
+
+// ---- Q/K/V heads: a workgroup per (head of q, k or v, slot).
+override HEAD_DIM: u32 = 2u;
+override HEADS: u32 = 1u;
+override KV_HEADS: u32 = 1u;
+override CTX: u32 = 1u;        // cache positions per slot
+override RAW_STRIDE: u32 = 1u; // floats per slot of qkv_rows' output
+override Q_STRIDE: u32 = 1u;   // floats per slot of q and of the attention output
+override QK_NORM: bool = false;
+override HWG: u32 = 64u;       // threads of rope_rows and attend_rows
+
+// Bindings of rope_rows: raw, qk_norm, rope_cs, slots, q_rows, k_cache, v_cache.
+@group(0) @binding(0) var<storage, read> raw: array<f32>;          // [SLOTS][RAW_STRIDE]
+@group(0) @binding(1) var<storage, read> qk_norm: array<f32>;      // q_norm then k_norm (QK_NORM)
+@group(0) @binding(2) var<storage, read> rope_cs: array<vec2<f32>>;  // [CTX][hd / 2] (cos, sin)
+@group(0) @binding(4) var<storage, read_write> q_rows: array<f32>;   // [SLOTS][Q_STRIDE]
+@group(0) @binding(5) var<storage, read_write> k_cache: array<f32>;  // [SLOTS][KV_HEADS][CTX][hd]
+@group(0) @binding(6) var<storage, read_write> v_cache: array<f32>;
+
+var<workgroup> hred: array<f32, HWG>;
+var<workgroup> pos_wg: u32;
+
+// Slot b's position, or CTX when it is idle (the same value in every thread).
+fn slot_position(lid: u32, b: u32) -> u32 {
+  if (lid == 0u) {
+    pos_wg = select(CTX, slots[b * SLOT_WORDS], slots[b * SLOT_WORDS + SLOT_ACTIVE] != 0u);
+  }
+  return workgroupUniformLoad(&pos_wg);
+}
+
+// The sum of every thread's v (in every thread).
+fn head_sum(lid: u32, v: f32) -> f32 {
+  hred[lid] = v;
+  workgroupBarrier();
+  for (var s = HWG / 2u; s > 0u; s /= 2u) {
+    if (lid < s) {
+      hred[lid] += hred[lid + s];
+    }
+    workgroupBarrier();
+  }
+  let total = hred[0];
+  workgroupBarrier();
+  return total;
+}
+
+@compute @workgroup_size(HWG)
+fn rope_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+  let b = wid.y;
+  let h = wid.x;
+  let pos = slot_position(lid, b);
+  if (pos >= CTX) {
+    return;
+  }
+  let half_dim = HEAD_DIM / 2u;
+  let q_rows_n = HEADS * HEAD_DIM;
+  let kv_rows_n = KV_HEADS * HEAD_DIM;
+  if (h >= HEADS + KV_HEADS) {
+    let kvh = h - HEADS - KV_HEADS;
+    for (var e = lid; e < HEAD_DIM; e += HWG) {
+      v_cache[((b * KV_HEADS + kvh) * CTX + pos) * HEAD_DIM + e] =
+          raw[b * RAW_STRIDE + q_rows_n + kv_rows_n + kvh * HEAD_DIM + e];
+    }
+    return;
+  }
+  let is_k = h >= HEADS;
+  let base = b * RAW_STRIDE + select(h * HEAD_DIM, q_rows_n + (h - HEADS) * HEAD_DIM, is_k);
+  var scale = 1.0;
+  if (QK_NORM) {
+    var ss = 0.0;
+    for (var e = lid; e < HEAD_DIM; e += HWG) {
+      ss += raw[base + e] * raw[base + e];
+    }
+    scale = inverseSqrt(head_sum(lid, ss) / f32(HEAD_DIM) + EPS);
+  }
+  // Packed rows 2i, 2i + 1 are the head's elements i and i + hd/2.
+  for (var i = lid; i < half_dim; i += HWG) {
+    var a = raw[base + 2u * i];
+    var c = raw[base + 2u * i + 1u];
+    if (QK_NORM) {
+      let nb = select(0u, HEAD_DIM, is_k);
+      a *= scale * qk_norm[nb + i];
+      c *= scale * qk_norm[nb + i + half_dim];
+    }
+    let cs = rope_cs[pos * half_dim + i];
+    let ya = a * cs.x - c * cs.y;
+    let yc = c * cs.x + a * cs.y;
+    if (is_k) {
+      let at = ((b * KV_HEADS + h - HEADS) * CTX + pos) * HEAD_DIM + i;
+      k_cache[at] = ya;
+      k_cache[at + half_dim] = yc;
+    } else {
+      q_rows[b * Q_STRIDE + h * HEAD_DIM + i] = ya;
+      q_rows[b * Q_STRIDE + h * HEAD_DIM + i + half_dim] = yc;
+    }
+  }
+}
+
+// ---- attention: a workgroup per (query head, slot), HWG positions at a time with an online
+// softmax; the output rows (Q_STRIDE floats per slot) hold the heads in order. A thread scores
+// one position per round (its key read as vec4s); the round's max and sum go through subgroup
+// reductions and one partial per subgroup.
+const MAX_D: u32 = 4u;  // head elements per thread: HEAD_DIM <= MAX_D * HWG
+override SCALE: f32 = 1.0;  // 1 / sqrt(HEAD_DIM)
+override GROUP: u32 = 1u;   // HEADS / KV_HEADS
+override HEAD_V4: u32 = 1u;  // HEAD_DIM / 4
+override SG_PARTS: u32 = 64u;  // HWG / the smallest subgroup
+
+// Bindings of attend_rows: q, k_cache, v_cache, slots, the output (out_rows).
+@group(0) @binding(0) var<storage, read> q_att: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> k_att: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> v_att: array<f32>;
+
+var<workgroup> qs: array<vec4<f32>, HEAD_V4>;
+var<workgroup> probs: array<f32, HWG>;
+var<workgroup> part_max: array<f32, SG_PARTS>;
+var<workgroup> part_sum: array<f32, SG_PARTS>;
+
+@compute @workgroup_size(HWG)
+fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+               @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32) {
+  let b = wid.y;
+  let h = wid.x;
+  let pos = slot_position(lid, b);
+  if (pos >= CTX) {
+    return;
+  }
+  for (var e = lid; e < HEAD_V4; e += HWG) {
+    qs[e] = q_att[(b * Q_STRIDE + h * HEAD_DIM) / 4u + e];
+  }
+  workgroupBarrier();
+  let cache = (b * KV_HEADS + h / GROUP) * CTX * HEAD_DIM;
+  let sg = lid / sg_size;
+  let parts = HWG / sg_size;
+  var m = -3.0e38;
+  var l = 0.0;
+  var acc: array<f32, MAX_D>;
+  for (var p0 = 0u; p0 <= pos; p0 += HWG) {
+    let p = p0 + lid;
+    var s = -3.0e38;
+    if (p <= pos) {
+      var d = 0.0;
+      for (var e = 0u; e < HEAD_V4; e++) {
+        d += dot(qs[e], k_att[(cache + p * HEAD_DIM) / 4u + e]);
+      }
+      s = d * SCALE;
+    }
+    let sg_max = subgroupMax(s);
+    if (sg_lane == 0u) {
+      part_max[sg] = sg_max;
+    }
+    workgroupBarrier();
+    var round_max = part_max[0];
+    for (var g = 1u; g < parts; g++) {
+      round_max = max(round_max, part_max[g]);
+    }
+    let m_new = max(m, round_max);
+    let e_p = select(0.0, exp(s - m_new), p <= pos);
+    probs[lid] = e_p;
+    let sg_sum = subgroupAdd(e_p);
+    if (sg_lane == 0u) {
+      part_sum[sg] = sg_sum;
+    }
+    workgroupBarrier();  // publishes probs and the sums
+    var round_sum = 0.0;
+    for (var g = 0u; g < parts; g++) {
+      round_sum += part_sum[g];
+    }
+    let rescale = exp(m - m_new);
+    l = l * rescale + round_sum;
+    let n = min(HWG, pos + 1u - p0);
+    for (var j = 0u; j < MAX_D; j++) {
+      let e = lid + j * HWG;
+      if (e < HEAD_DIM) {
+        var t = 0.0;
+        for (var k = 0u; k < n; k++) {
+          t += probs[k] * v_att[cache + (p0 + k) * HEAD_DIM + e];
+        }
+        acc[j] = acc[j] * rescale + t;
+      }
+    }
+    m = m_new;
+    workgroupBarrier();  // probs and the partials are rewritten by the next round
+  }
+  for (var j = 0u; j < MAX_D; j++) {
+    let e = lid + j * HWG;
+    if (e < HEAD_DIM) {
+      out_rows[b * Q_STRIDE + h * HEAD_DIM + e] = acc[j] / l;
+    }
+  }
+}

@@ -1,0 +1,355 @@
+#include "llm/batch_decoder.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "gpu/kernel.h"
+#include "gpu/profiler.h"
+#include "gpu/recorder.h"
+#include "gpu/weight_format.h"
+#include "util/error.h"
+
+namespace wgfuse::llm {
+
+namespace {
+
+constexpr uint32_t kSlotWords = 64;  // SLOT_WORDS
+constexpr uint32_t kSlotActive = 8;  // SLOT_ACTIVE
+constexpr uint32_t kSlotArgmax = 9;  // the batched argmax picks the slot's token (active, greedy)
+constexpr uint32_t kWorkgroup = 256;
+constexpr uint32_t kHeadWorkgroup = 64;  // HWG
+constexpr uint32_t kMaxHeadDim = 4 * kHeadWorkgroup;
+constexpr uint32_t kMaxProductGroups = 2048;  // the products loop over row blocks beyond it
+constexpr uint32_t kMaxRowsPerTeam = 4;       // MAX_RPT
+constexpr uint32_t kMaxSums = 8;              // MAX_SUMS: RPT x SPT
+
+uint64_t pad64(uint64_t n) {
+  return (n + 63) / 64 * 64;
+}
+
+}  // namespace
+
+BatchDecoder::BatchDecoder(Model& model, uint32_t slots)
+    : model_(model),
+      ctx_(*model.ctx_),
+      cfg_(model.cfg_),
+      ctx_len_(model.ctx_len_),
+      step_(ctx_, "batch step"),
+      argmax_(ctx_, "batch argmax") {
+  if (slots < 1 || slots > kMaxSlots)
+    throw Error("batched decoding: " + std::to_string(slots) + " sequences asked, 1 to " +
+                std::to_string(kMaxSlots) + " supported (--parallel)");
+  if (cfg_.head_dim > kMaxHeadDim || cfg_.head_dim % 4)
+    throw Error("batched decoding: head_dim " + std::to_string(cfg_.head_dim) +
+                " is not a multiple of 4 up to " + std::to_string(kMaxHeadDim));
+  // The narrowest team: whole subgroups, and at least two teams per workgroup (gate/up pairs).
+  team_ = 32;
+  while (team_ < ctx_.adapter().subgroup_max_size) team_ *= 2;
+  if (team_ > kWorkgroup / 2)
+    throw Error("batched decoding: subgroups of " + std::to_string(ctx_.adapter().subgroup_max_size) +
+                " threads are not supported");
+
+  const uint32_t q_rows = cfg_.num_heads * cfg_.head_dim, kv_rows = cfg_.num_kv_heads * cfg_.head_dim;
+  tokens_stride_ = pad64(uint64_t(ctx_len_) + 1);
+  logits_stride_ = pad64(cfg_.vocab_size);
+  x_stride_ = pad8(cfg_.hidden_size);
+  q_stride_ = pad8(q_rows);
+  raw_stride_ = q_rows + 2ull * kv_rows;
+  act_stride_ = pad8(cfg_.intermediate_size);
+  auto storage = [&](const char* label, uint64_t words) {
+    return ctx_.buffer(4 * words * slots, gpu::BufferUsage::StorageIO, label);
+  };
+  slots_ = storage("batch slots", kSlotWords);
+  tokens_ = storage("batch tokens", tokens_stride_);
+  logits_ = storage("batch logits", logits_stride_);
+  x_ = storage("batch x", x_stride_);
+  raw_ = storage("batch qkv", raw_stride_);
+  q_ = storage("batch q", q_stride_);
+  att_ = storage("batch attention", q_stride_);
+  act_ = storage("batch act", act_stride_);
+  const uint32_t partials = ceil_div(cfg_.vocab_size, DecodeKernels::kArgmaxChunk);
+  part_v_ = ctx_.buffer(4ull * partials * slots, gpu::BufferUsage::StorageIO, "batch argmax values");
+  part_i_ = ctx_.buffer(4ull * partials * slots, gpu::BufferUsage::StorageIO, "batch argmax indices");
+  staging_ =
+      ctx_.buffer(4ull * slots, gpu::BufferUsage::MapRead | gpu::BufferUsage::CopyDst, "batch tokens read");
+  const uint64_t cache_words = uint64_t(cfg_.num_kv_heads) * ctx_len_ * cfg_.head_dim;
+  for (uint32_t l = 0; l < cfg_.num_layers; ++l) {
+    k_cache_.push_back(storage("batch k cache", cache_words));
+    v_cache_.push_back(storage("batch v cache", cache_words));
+  }
+  pos_.assign(slots, 0);
+  active_.assign(slots, false);
+  samplers_.resize(slots);
+  build_step();
+
+  // Greedy slots' tokens, all at once: a slot whose record's kSlotArgmax word is 0 is skipped.
+  for (auto& d : DecodeKernels(ctx_).argmax(logits_, part_v_, part_i_, tokens_, slots_, cfg_.vocab_size,
+                                            DecodeKernels::kArgmaxChunk,
+                                            {slots, logits_stride_, tokens_stride_, kSlotWords, kSlotArgmax}))
+    argmax_.dispatch(d);
+  argmax_.build();
+}
+
+gpu::Binding BatchDecoder::slot_state(uint32_t b) const {
+  return gpu::BufferBinding{slots_, 4ull * kSlotWords * b, 16};
+}
+gpu::Binding BatchDecoder::slot_tokens(uint32_t b) const {
+  return gpu::BufferBinding{tokens_, 4 * tokens_stride_ * b, 4 * (uint64_t(ctx_len_) + 1)};
+}
+gpu::Binding BatchDecoder::slot_logits(uint32_t b) const {
+  return gpu::BufferBinding{logits_, 4 * logits_stride_ * b, 4ull * cfg_.vocab_size};
+}
+
+gpu::Dispatch BatchDecoder::product(const char* entry, const gpu::TensorView& w, const gpu::Binding& x,
+                                    uint32_t x_stride, const gpu::Binding& norm, const gpu::Binding& out,
+                                    uint32_t out_stride, std::optional<gpu::Binding> bias) {
+  const uint32_t n = slots(), cols8 = ceil_div(w.cols, 8);
+  const uint32_t min_subgroup = std::max(1u, ctx_.adapter().subgroup_min_size);
+  // Tall matrices (gate/up, the LM head: rows >= 4 x cols) have rows enough to fill the GPU: a
+  // team takes kMaxRowsPerTeam rows, so each load of x serves that many. The others (Q/K/V, o,
+  // down) need every thread on their few rows: one row per team, teams as wide as leave each lane
+  // about eight column groups. The slots are spread over a row block's teams (block_totals of
+  // kernels/llm_batch.wgsl), at most kMaxSums sums per thread.
+  const bool tall = w.rows >= 4ull * w.cols;
+  // A power of two of teams per row block, one per slot group, so that the row teams divide too.
+  auto slot_groups_of = [&](uint32_t t) { return std::bit_floor(std::min(n, kWorkgroup / t)); };
+  auto slots_per_team = [&](uint32_t t) { return ceil_div(n, slot_groups_of(t)); };
+  uint32_t team = team_, rpt = tall ? kMaxRowsPerTeam : 1;
+  if (!tall)
+    while (team < kWorkgroup && team * 8 <= cols8 && slots_per_team(2 * team) <= kMaxSums) team *= 2;
+  const uint32_t slot_groups = slot_groups_of(team), spt = slots_per_team(team);
+  // The reduction's workgroup memory at the smallest subgroup must fit the device.
+  auto red_len = [&](uint32_t r) { return kWorkgroup / min_subgroup * (r + 1) * spt; };
+  auto rows_per_wg = [&](uint32_t r) { return kWorkgroup / team / slot_groups * r; };
+  // (gate/up's rows pair up in a block: tall blocks keep two rows per team.)
+  while (rpt > (tall ? 2 : 1) &&
+         (rpt * spt > kMaxSums ||
+          4ull * (red_len(rpt) + rows_per_wg(rpt) * n) > ctx_.limits().max_compute_workgroup_storage_size))
+    rpt /= 2;
+  if (spt * rpt > kMaxSums)
+    throw Error("batched decoding: " + std::to_string(n) + " slots need " + std::to_string(spt * rpt) +
+                " sums per thread on " + w.name + ", above " + std::to_string(kMaxSums));
+  std::map<std::string, double> o{{gpu::kWeightFormatConstant, double(w.format)},
+                                  {"SLOTS", n},
+                                  {"ROWS", w.rows},
+                                  {"COLS", w.cols},
+                                  {"COLS8", cols8},
+                                  {"X_STRIDE", x_stride},
+                                  {"OUT_STRIDE", out_stride},
+                                  {"EPS", cfg_.rms_norm_eps},
+                                  {"TEAM", team},
+                                  {"RPT", rpt},
+                                  {"SLOT_GROUPS", slot_groups},
+                                  {"SPT", spt},
+                                  {"ITERS", ceil_div(cols8, team)},
+                                  {"WG", kWorkgroup},
+                                  {"ROWS_PER_WG", rows_per_wg(rpt)},
+                                  {"RED_LEN", red_len(rpt)},
+                                  {"TOT_LEN", rows_per_wg(rpt) * n}};
+  auto& k = ctx_.kernel(gpu::embedded_kernel("llm_batch", entry, std::move(o)));
+  std::vector<gpu::Binding> b{w, x, norm, slots_, out};
+  if (bias) b.push_back(*bias);
+  return {&k, std::move(b), {std::min(ceil_div(w.rows, rows_per_wg(rpt)), kMaxProductGroups)}};
+}
+
+void BatchDecoder::build_step() {
+  const ModelConfig& c = cfg_;
+  const uint32_t n = slots();
+  const uint32_t heads = c.num_heads, kv_heads = c.num_kv_heads, hd = c.head_dim;
+  std::map<std::string, double> head_constants{{"SLOTS", n},
+                                               {"HEAD_DIM", hd},
+                                               {"HEADS", heads},
+                                               {"KV_HEADS", kv_heads},
+                                               {"CTX", ctx_len_},
+                                               {"RAW_STRIDE", double(raw_stride_)},
+                                               {"Q_STRIDE", double(q_stride_)},
+                                               {"OUT_STRIDE", double(q_stride_)},
+                                               {"HWG", kHeadWorkgroup},
+                                               {"EPS", c.rms_norm_eps}};
+  auto heads_kernel = [&](const char* entry, std::map<std::string, double> more) -> const gpu::Kernel& {
+    more.insert(head_constants.begin(), head_constants.end());
+    return ctx_.kernel(gpu::embedded_kernel("llm_batch", entry, std::move(more)));
+  };
+  const gpu::Kernel& embed =
+      ctx_.kernel(gpu::embedded_kernel("llm_batch", "embed_rows",
+                                       {{gpu::kWeightFormatConstant, double(model_.embedding_.format)},
+                                        {"SLOTS", n},
+                                        {"COLS", c.hidden_size},
+                                        {"COLS8", ceil_div(c.hidden_size, 8)},
+                                        {"OUT_STRIDE", double(x_stride_)},
+                                        {"TOKENS_STRIDE", double(tokens_stride_)},
+                                        {"WG", kWorkgroup}}));
+  step_.dispatch(embed, {model_.embedding_, x_, tokens_, slots_},
+                 {ceil_div(ceil_div(c.hidden_size, 8), kWorkgroup), n}, {"embed_rows"});
+  const bool qk_norm = architecture_of(c).qk_norm;
+  const gpu::Kernel& rope = heads_kernel("rope_rows", {{"QK_NORM", qk_norm}});
+  const gpu::Kernel& attend = heads_kernel(
+      "attend_rows", {{"SCALE", 1.0 / std::sqrt(double(hd))},
+                      {"GROUP", heads / kv_heads},
+                      {"HEAD_V4", hd / 4},
+                      {"SG_PARTS", kHeadWorkgroup / std::max(1u, ctx_.adapter().subgroup_min_size)}});
+  for (uint32_t l = 0; l < c.num_layers; ++l) {
+    const Model::Layer& L = model_.layers_[l];
+    step_.dispatch(product("qkv_rows", L.qkv, x_, x_stride_, L.input_norm, raw_, raw_stride_, L.qkv_bias),
+                   {"qkv_rows", L.qkv.bytes});
+    const gpu::Binding norms = qk_norm ? gpu::Binding(L.qk_norm) : gpu::Binding(L.input_norm);
+    step_.dispatch(rope, {raw_, norms, model_.rope_, slots_, q_, k_cache_[l], v_cache_[l]},
+                   {heads + 2 * kv_heads, n}, {"rope_rows"});
+    step_.dispatch(attend, {q_, k_cache_[l], v_cache_[l], slots_, att_}, {heads, n}, {"attend_rows"});
+    step_.dispatch(product("residual_rows", L.o, att_, q_stride_, att_, x_, x_stride_),
+                   {"o_proj_rows", L.o.bytes});
+    step_.dispatch(product("gate_up_rows", L.gate_up, x_, x_stride_, L.post_norm, act_, act_stride_),
+                   {"gate_up_rows", L.gate_up.bytes});
+    step_.dispatch(product("residual_rows", L.down, act_, act_stride_, act_, x_, x_stride_),
+                   {"down_rows", L.down.bytes});
+  }
+  step_.dispatch(
+      product("logits_rows", model_.lm_head_, x_, x_stride_, model_.final_norm_, logits_, logits_stride_),
+      {"logits_rows", model_.lm_head_.bytes});
+  step_.build();
+}
+
+void BatchDecoder::start(uint32_t slot, std::span<const uint32_t> prompt, const SamplingParams& params) {
+  if (slot >= slots()) throw Error("batched decoding: no slot " + std::to_string(slot));
+  if (active_[slot]) throw Error("batched decoding: slot " + std::to_string(slot) + " is busy");
+  if (prompt.empty() || prompt.size() > ctx_len_)
+    throw Error("batched decoding: a prompt of " + std::to_string(prompt.size()) + " tokens; 1 to " +
+                std::to_string(ctx_len_) + " fit the context");
+  for (uint32_t id : prompt)
+    if (id >= cfg_.vocab_size)
+      throw Error("batched decoding: token id " + std::to_string(id) + " is not below the vocabulary size " +
+                  std::to_string(cfg_.vocab_size));
+  SlotSampler& s = samplers_[slot];
+  s.plan.reset();
+  if (params.temperature != 0) {  // (as the session: temperature 0 is greedy)
+    if (!s.sampler) s.sampler = std::make_unique<Sampler>(ctx_, cfg_.vocab_size);
+    s.sampler->set_params(params);
+    s.plan.emplace(s.sampler->plan(slot_logits(slot), slot_tokens(slot), slot_state(slot)));
+    s.plan->build();
+  }
+  // All but the last prompt token through the model's prompt path, its cache rows copied into the
+  // slot's; the next step feeds the last token.
+  const uint32_t fed = uint32_t(prompt.size()) - 1;
+  if (fed > 0) {
+    model_.reset();
+    model_.prefill(prompt.first(fed));
+    gpu::Recorder rec(ctx_);
+    const uint64_t row = 4ull * cfg_.head_dim, per_head = row * ctx_len_;
+    for (uint32_t l = 0; l < cfg_.num_layers; ++l)
+      for (uint32_t h = 0; h < cfg_.num_kv_heads; ++h) {
+        const uint64_t to = (uint64_t(slot) * cfg_.num_kv_heads + h) * per_head;
+        rec.copy(model_.layers_[l].k_cache, h * per_head, k_cache_[l], to, row * fed);
+        rec.copy(model_.layers_[l].v_cache, h * per_head, v_cache_[l], to, row * fed);
+      }
+    rec.submit();
+  }
+  ctx_.write(tokens_, 4 * tokens_stride_ * slot, std::as_bytes(prompt));
+  uint32_t record[kSlotArgmax + 1] = {};
+  record[0] = fed;
+  record[kSlotActive] = 1;
+  record[kSlotArgmax] = !s.plan;
+  ctx_.write(slots_, 4ull * kSlotWords * slot, std::as_bytes(std::span(record)));
+  pos_[slot] = fed;
+  active_[slot] = true;
+}
+
+void BatchDecoder::write_records() {
+  std::vector<uint32_t> records(size_t(kSlotWords) * slots(), 0);
+  for (uint32_t b = 0; b < slots(); ++b) {
+    records[kSlotWords * b] = pos_[b];
+    records[kSlotWords * b + kSlotActive] = active_[b];
+    records[kSlotWords * b + kSlotArgmax] = active_[b] && !samplers_[b].plan;
+  }
+  ctx_.write(slots_, 0, std::as_bytes(std::span(records)));
+}
+
+DecodeProfile BatchDecoder::profile(uint32_t reps) {
+  const auto first = std::find(active_.begin(), active_.end(), true);
+  if (first == active_.end()) throw Error("batched decoding profile: no sequence is active");
+  std::vector<gpu::Plan*> plans{&step_, &argmax_};
+  for (uint32_t b = 0; b < slots(); ++b)
+    if (active_[b] && samplers_[b].plan) plans.push_back(&*samplers_[b].plan);
+  std::vector<std::pair<gpu::Plan*, size_t>> all;
+  for (gpu::Plan* p : plans)
+    for (size_t i = 0; i < p->steps(); ++i) all.push_back({p, i});
+  gpu::Profiler prof(ctx_, uint32_t(all.size()) + 1);
+  if (!prof.enabled())
+    throw Error("--profile needs GPU timestamps (the 'timestamp-query' feature), which adapter '" +
+                ctx_.adapter().description + "' does not offer");
+  DecodeProfile out;
+  out.position = pos_[first - active_.begin()];
+  for (auto [p, i] : all) {
+    const auto& info = p->step(i).info;
+    out.steps.push_back({std::string(p->step_name(i)), info.bytes, info.bytes_per_position, {}});
+  }
+  // The pickers advance the positions in the records: each repetition starts from the host's.
+  for (uint32_t r = 0; r < reps; ++r) {
+    write_records();
+    gpu::Recorder rec(ctx_);
+    for (auto [p, i] : all) {
+      rec.time_next_pass(prof);
+      p->encode(rec, i, 1);
+      rec.end_pass();
+    }
+    prof.resolve(rec);
+    rec.submit();
+    const auto ns = prof.read_ns();
+    for (size_t i = 0; i < all.size(); ++i) out.steps[i].us.push_back(ns.at(i) / 1e3);
+    write_records();
+    gpu::Recorder whole(ctx_);
+    whole.time_next_pass(prof);
+    for (gpu::Plan* p : plans) p->encode(whole);
+    whole.end_pass();
+    prof.resolve(whole);
+    whole.submit();
+    out.whole_step_us.push_back(prof.read_ns().at(0) / 1e3);
+  }
+  write_records();
+  ctx_.wait();
+  return out;
+}
+
+void BatchDecoder::stop(uint32_t slot) {
+  if (!active_.at(slot)) return;
+  const uint32_t idle[2] = {0, 0};  // kSlotActive, kSlotArgmax
+  ctx_.write(slots_, 4ull * (kSlotWords * slot + kSlotActive), std::as_bytes(std::span(idle)));
+  active_[slot] = false;
+}
+
+std::vector<uint32_t> BatchDecoder::step() {
+  std::vector<uint32_t> out(slots(), kNoToken);
+  bool any = false;
+  for (uint32_t b = 0; b < slots(); ++b)
+    if (active_[b]) {
+      if (pos_[b] >= ctx_len_)
+        throw Error("batched decoding: slot " + std::to_string(b) + " is at the end of its context (" +
+                    std::to_string(ctx_len_) + " positions); stop it first");
+      any = true;
+    }
+  if (!any) return out;
+  gpu::Recorder rec(ctx_);
+  step_.encode(rec);
+  argmax_.encode(rec);
+  for (uint32_t b = 0; b < slots(); ++b)
+    if (active_[b] && samplers_[b].plan) samplers_[b].plan->encode(rec);
+  rec.end_pass();
+  for (uint32_t b = 0; b < slots(); ++b)
+    if (active_[b]) rec.copy(tokens_, 4 * (tokens_stride_ * b + pos_[b] + 1), staging_, 4ull * b, 4);
+  rec.submit();
+  const auto bytes = ctx_.map_read(staging_, 4ull * slots());
+  for (uint32_t b = 0; b < slots(); ++b)
+    if (active_[b]) {
+      std::memcpy(&out[b], bytes.data() + 4ull * b, 4);
+      ++pos_[b];
+    }
+  return out;
+}
+
+std::vector<float> BatchDecoder::read_logits(uint32_t slot) {
+  return ctx_.read<float>(logits_, logits_stride_ * slot, cfg_.vocab_size);
+}
+
+}  // namespace wgfuse::llm

@@ -1,0 +1,83 @@
+// BatchDecoder: several sequences decoded together on one Model's weights (kernels/llm_batch.wgsl).
+// Each of `slots` sequences has its own KV cache (slot-major: [slot][kv head][position][hd] per
+// layer), tokens and position; one step computes one position of every active slot, so each
+// weight row is read once for all of them (the products take a team of threads per row and keep a
+// dot product per slot). Sequences join and leave between steps: start() prefills a prompt but
+// its last token through the model's own prompt path (llm::Model, its cache copied into the
+// slot), and the next step feeds the last token; stop() idles the slot from the next step.
+// Each active slot's token is picked per slot: greedy argmax (the step decoder's kernels on the
+// slot's rows) or its own Sampler.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "gpu/context.h"
+#include "gpu/plan.h"
+#include "llm/model.h"
+#include "llm/sampler.h"
+
+namespace wgfuse::llm {
+
+class BatchDecoder {
+ public:
+  static constexpr uint32_t kMaxSlots = 16;  // MAX_SLOTS of kernels/llm_batch.wgsl
+  static constexpr uint32_t kNoToken = 0xffffffffu;
+
+  // The step's plan and the slots' buffers on `model`'s weights; the model's own decode state is
+  // used by start() (prefill) only. Throws Error for slots outside 1..kMaxSlots.
+  BatchDecoder(Model& model, uint32_t slots);
+
+  uint32_t slots() const { return uint32_t(pos_.size()); }
+  uint32_t capacity() const { return ctx_len_; }
+  bool active(uint32_t slot) const { return active_.at(slot); }
+  // The position the next step computes for the slot (the tokens it holds are 0..position).
+  uint32_t position(uint32_t slot) const { return pos_.at(slot); }
+  // Starts `prompt` (1..capacity() tokens) in the idle `slot`, picking its tokens with the slot's
+  // sampler unless params.temperature is 0 (greedy). Uses the model's decode state (resets it).
+  void start(uint32_t slot, std::span<const uint32_t> prompt,
+             const SamplingParams& params = {.temperature = 0});
+  void stop(uint32_t slot);  // idle from the next step
+  // One position of every active slot: the token picked for each slot (kNoToken for idle ones).
+  // A slot whose position reached capacity() must be stopped first (an Error otherwise).
+  std::vector<uint32_t> step();
+  // The logits the last step picked the slot's token from.
+  std::vector<float> read_logits(uint32_t slot);
+  // Times the next step `reps` times with GPU timestamps, each dispatch in its own pass and the
+  // whole step (with the pickers) in one, without advancing any slot. position: the first active
+  // slot's. Throws Error where the adapter has no timestamp queries or no slot is active.
+  DecodeProfile profile(uint32_t reps);
+
+ private:
+  gpu::Dispatch product(const char* entry, const gpu::TensorView& w, const gpu::Binding& x, uint32_t x_stride,
+                        const gpu::Binding& norm, const gpu::Binding& out, uint32_t out_stride,
+                        std::optional<gpu::Binding> bias = std::nullopt);
+  void build_step();
+  gpu::Binding slot_state(uint32_t b) const;
+  gpu::Binding slot_tokens(uint32_t b) const;
+  gpu::Binding slot_logits(uint32_t b) const;
+  void write_records();  // every slot's record from pos_ and active_
+
+  Model& model_;
+  gpu::Context& ctx_;
+  const ModelConfig& cfg_;
+  uint32_t ctx_len_, team_;
+  uint64_t tokens_stride_, logits_stride_;                  // words per slot
+  uint64_t x_stride_, q_stride_, raw_stride_, act_stride_;  // floats per slot row
+  gpu::Buffer slots_, tokens_, logits_, x_, raw_, q_, att_, act_, part_v_, part_i_, staging_;
+  std::vector<gpu::Buffer> k_cache_, v_cache_;  // per layer
+  gpu::Plan step_;
+  gpu::Plan argmax_;  // every greedy slot's token
+  struct SlotSampler {
+    std::unique_ptr<Sampler> sampler;
+    std::optional<gpu::Plan> plan;
+  };
+  std::vector<SlotSampler> samplers_;  // per slot; no plan: greedy
+  std::vector<uint32_t> pos_;
+  std::vector<bool> active_;
+};
+
+}  // namespace wgfuse::llm

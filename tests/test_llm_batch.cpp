@@ -1,0 +1,148 @@
+// Batched decoding (llm::BatchDecoder, kernels/llm_batch.wgsl) on small random models of each
+// architecture at odd sizes: three streams with prompts of different lengths join at different
+// steps and leave at different steps; each step's logits of every stream are compared with the
+// double-precision reference decoder (llm::ref::Decoder) fed the same tokens — the CPU reference
+// of every batched kernel — and each stream's greedy tokens with the single-sequence step
+// decoder's (llm::Model::generate) for the same prompt, whatever runs beside it.
+#include <map>
+#include <ostream>
+
+#include "llm/batch_decoder.h"
+#include "llm/model.h"
+#include "llm_support.h"
+#include "support.h"
+#include "util/error.h"
+
+namespace wgfuse {
+namespace {
+
+using gpu::WeightFormat;
+using test::as_stored;
+using test::context;
+using test::normalised_error;
+
+struct Case {
+  const char* name;
+  llm::ModelConfig cfg;
+  WeightFormat dtype;
+};
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name << " " << gpu::to_string(c.dtype);
+}
+class LlmBatch : public ::testing::TestWithParam<Case> {};
+
+struct Stream {
+  std::vector<uint32_t> prompt;
+  uint32_t join_step, tokens;
+};
+
+TEST_P(LlmBatch, StreamsMatchTheReferenceAndSingleSequenceRuns) {
+  const Case& c = GetParam();
+  const auto weights = llm::HostWeights::random(c.cfg, 71);
+  constexpr uint32_t kCtx = 48;
+  llm::Model model(context(), c.cfg, weights.lookup(), {.dtype = c.dtype, .ctx = kCtx, .prefill_chunk = 4});
+  const std::vector<Stream> streams = {{{7, 123, 42, 299, 0}, 0, 9},                // 4 prefilled: one chunk
+                                       {{201}, 2, 7},                               // nothing to prefill
+                                       {{5, 9, 11, 250, 3, 77, 78, 1, 60}, 3, 6}};  // two chunks
+
+  // Each prompt alone through the step decoder.
+  std::vector<std::vector<uint32_t>> single;
+  for (const Stream& s : streams) {
+    model.reset();
+    single.push_back(model.generate(s.prompt, s.tokens));
+  }
+
+  llm::BatchDecoder batch(model, 4);
+  const auto stored = as_stored(weights, c.dtype);
+  std::vector<llm::ref::Decoder> refs;
+  std::vector<llm::ref::Vec> want(streams.size());
+  std::vector<std::vector<uint32_t>> got(streams.size());
+  std::map<size_t, uint32_t> slot_of;  // stream -> slot
+  const uint32_t slot_order[] = {2, 0, 3};
+  const double tol = c.dtype == WeightFormat::F32 ? 1e-4 : 1e-2;
+  double worst = 0;
+  for (uint32_t step = 0; step < 20; ++step) {
+    for (size_t i = 0; i < streams.size(); ++i)
+      if (streams[i].join_step == step) {
+        batch.start(slot_order[i], streams[i].prompt);
+        slot_of[i] = slot_order[i];
+        refs.emplace_back(c.cfg, llm::ref::Weights::load(c.cfg, stored.lookup()), kCtx);
+        want[i] = refs.back().prefill(streams[i].prompt);
+      }
+    if (slot_of.empty()) continue;
+    const auto picked = batch.step();
+    for (auto [i, slot] : slot_of) {
+      ASSERT_NE(picked[slot], llm::BatchDecoder::kNoToken) << "stream " << i;
+      const auto logits = batch.read_logits(slot);
+      const double e = normalised_error(logits, want[i]);
+      EXPECT_LE(e, tol) << "stream " << i << " token " << got[i].size();
+      worst = std::max(worst, e);
+      EXPECT_EQ(picked[slot], uint32_t(std::max_element(logits.begin(), logits.end()) - logits.begin()))
+          << "stream " << i << " token " << got[i].size() << ": not the largest logit";
+      got[i].push_back(picked[slot]);
+      want[i] = refs[i].forward(picked[slot]);
+    }
+    for (uint32_t b = 0; b < batch.slots(); ++b) {
+      if (!batch.active(b)) {
+        EXPECT_EQ(picked[b], llm::BatchDecoder::kNoToken) << "idle slot " << b;
+      }
+    }
+    for (size_t i = 0; i < streams.size(); ++i)
+      if (slot_of.contains(i) && got[i].size() == streams[i].tokens) {
+        batch.stop(slot_of[i]);
+        slot_of.erase(i);
+      }
+  }
+  for (size_t i = 0; i < streams.size(); ++i)
+    EXPECT_EQ(got[i], single[i]) << "stream " << i << ": tokens differ from the single-sequence run";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2e", worst);
+  RecordProperty("max_normalised_logit_error", text);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Architectures, LlmBatch,
+    ::testing::Values(Case{"qwen2_untied", test::small_llm_config(false), WeightFormat::F32},
+                      Case{"qwen2_tied", test::small_llm_config(true), WeightFormat::F16},
+                      Case{"qwen3", test::qwen3_config(), WeightFormat::F32},
+                      Case{"llama", test::llama_config(), WeightFormat::Q8_0}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// Test that a slot that samples picks its tokens with its own sampler and seed: the same seed in
+// another slot beside a greedy stream gives the same tokens; a slot at the end of its context and
+// bad prompts are errors.
+TEST(LlmBatchRun, SamplingPerSlotAndBadInput) {
+  const auto cfg = test::small_llm_config(false);
+  const auto weights = llm::HostWeights::random(cfg, 72);
+  llm::Model model(context(), cfg, weights.lookup(), {.dtype = WeightFormat::F32, .ctx = 16});
+  llm::BatchDecoder batch(model, 3);
+  const std::vector<uint32_t> prompt = {3, 1, 4, 1, 5};
+  const llm::SamplingParams sampled{.temperature = 1.5, .top_k = 40, .seed = 9};
+  auto run = [&](uint32_t slot, bool beside) {
+    if (beside) batch.start(0, std::vector<uint32_t>{8, 8});
+    batch.start(slot, prompt, sampled);
+    std::vector<uint32_t> tokens;
+    for (int i = 0; i < 6; ++i) tokens.push_back(batch.step()[slot]);
+    batch.stop(slot);
+    batch.stop(0);
+    return tokens;
+  };
+  const auto alone = run(1, false);
+  EXPECT_EQ(run(2, true), alone);
+  for (uint32_t t : alone) EXPECT_LT(t, cfg.vocab_size);
+
+  EXPECT_THROW(batch.start(1, {}), Error);
+  EXPECT_THROW(batch.start(1, std::vector<uint32_t>(17, 1)), Error);
+  EXPECT_THROW(batch.start(1, std::vector<uint32_t>{cfg.vocab_size}), Error);
+  EXPECT_THROW(batch.start(7, prompt), Error);
+  batch.start(1, std::vector<uint32_t>(15, 2));
+  EXPECT_THROW(batch.start(1, prompt), Error);  // busy
+  batch.step();                                 // position 14 -> 15
+  batch.step();                                 // position 15, the last
+  EXPECT_THROW(batch.step(), Error);
+  EXPECT_THROW(llm::BatchDecoder(model, 0), Error);
+  EXPECT_THROW(llm::BatchDecoder(model, 17), Error);
+}
+
+}  // namespace
+}  // namespace wgfuse
