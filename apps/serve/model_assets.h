@@ -6,6 +6,7 @@
 //   GET /model/plan.json?prompt_length=L[&temperature=&top_k=&top_p=&repeat_penalty=&seed=]
 //   GET /model/shards/BUFFER/INDEX          the shard's bytes (X-SHA256 says its hash)
 //   GET /model/files/NAME                   tokenizer.json, tokenizer_config.json, generation_config.json
+//                                           (a GGUF file: the first two, made from its metadata)
 //   GET /model/check.json                   the llm suite's check generation and benchmark prompt
 //                                           (apps/serve/model_check.h)
 #pragma once
@@ -13,6 +14,7 @@
 #include <httplib.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -38,8 +40,8 @@ uint64_t parse_limits(const std::string& text);
 
 class ModelAssets {
  public:
-  // Loads the model from `dir` (a Hugging Face folder) onto a device and hashes its arena shards;
-  // throws Error naming the file and the fix on bad input.
+  // Loads the model from `dir` (a Hugging Face folder or a GGUF file) onto a device and hashes its
+  // arena shards; throws Error naming the file and the fix on bad input.
   ModelAssets(const std::filesystem::path& dir, ModelAssetsOptions options = {});
   ~ModelAssets();
   // Registers the routes above; before the server's catch-all file route.
@@ -63,6 +65,8 @@ class ModelAssets {
   ModelAssetsOptions options_;
   llm::ModelFiles files_;
   std::vector<int32_t> stop_ids_;
+  std::map<std::string, std::string> generated_;  // a GGUF file's tokenizer files, by name
+  std::string tokenizer_unavailable_;             // why a GGUF file's are not served, or empty
   std::unique_ptr<gpu::Context> ctx_;
   std::unique_ptr<llm::Model> model_;
   std::vector<Shard> shards_;
