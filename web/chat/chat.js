@@ -94,9 +94,10 @@ async function start() {
     $('progress-label').textContent = `weights ${(done / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB` +
         (fromCache ? ` (${(fromCache / 1e6).toFixed(1)} MB from the cache)` : '');
   }));
+  const loadedMs = performance.now() - t0;
   await Promise.all([pipelinesReady, tokenizerLoaded, timed('upload_done', device.queue.onSubmittedWorkDone())]);
   readyMs = performance.now();  // since the page started loading
-  $('progress-label').textContent = `weights ${(bytes / 1e6).toFixed(1)} MB loaded in ${((readyMs - t0) / 1e3).toFixed(2)} s` +
+  $('progress-label').textContent = `weights ${(bytes / 1e6).toFixed(1)} MB loaded in ${(loadedMs / 1e3).toFixed(2)} s` +
       (cached ? `, ${(cached / 1e6).toFixed(1)} MB of them from the cache` : '') +
       `; ready ${(readyMs / 1e3).toFixed(2)} s after the page started loading`;
 }
