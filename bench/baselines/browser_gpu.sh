@@ -18,7 +18,7 @@
 # match, default nvidia); VK_ICD (the Vulkan driver's JSON, default NVIDIA's as
 # /work/.library/device/README.md names it, where it exists).
 # Writes to $OUT: browser.json (the adapter, each suite's results as submitted, /chat's timings),
-# native.json, browser_vs_native.md, browser_gpu.log, serve.log.
+# native.json, browser_vs_native.md, browser_gpu.log, serve.log, chromium.log.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the output directory}"
@@ -71,14 +71,17 @@ with tarfile.open(fileobj=sys.stdin.buffer, mode="r|xz") as t:
     t.extractall(sys.argv[1], **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))
 ' "$STORE" || { say "unpacking failed"; exit 1; }
 fi
-export LD_LIBRARY_PATH=$B/lib
+# The bundle's libraries first; the machine's own path after them (the NVIDIA driver's libraries
+# may be found only through it).
+export LD_LIBRARY_PATH=$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 for lib in libstdc++.so.6 libgcc_s.so.1; do
   # (grep without -q: an early exit would fail the pipe under pipefail)
   ldconfig -p | grep "$lib " >/dev/null || { LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$B/lib-fallback; say "no $lib here: the bundle's"; }
 done
 VK_ICD=${VK_ICD:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
 [[ -f $VK_ICD ]] && export VK_DRIVER_FILES=$VK_ICD
-say "system: $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-?}"), $(ldd --version | head -1); VK_DRIVER_FILES=${VK_DRIVER_FILES:-unset}"
+say "system: $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-?}"), $(ldd --version | head -1); VK_DRIVER_FILES=${VK_DRIVER_FILES:-unset}; LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+[[ -n ${VK_DRIVER_FILES:-} ]] && cat "$VK_DRIVER_FILES"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 NODE=$B/node/node
 mkdir -p node_modules
@@ -120,10 +123,13 @@ for _ in $(seq 300); do
 done
 get "$base/model/check.json" >"$STORE/check.json" || { say "wgfuse serve did not answer"; tail -5 "$OUT/serve.log"; exit 1; }
 args=(--no-sandbox --headless=new --enable-unsafe-webgpu --enable-features=Vulkan --use-angle=vulkan
-      --use-vulkan=native --disable-vulkan-surface --ignore-gpu-blocklist --disable-dev-shm-usage)
+      --use-vulkan=native --disable-vulkan-surface --ignore-gpu-blocklist --disable-dev-shm-usage
+      --enable-logging=stderr)
 brc=0
-"$NODE" bench/baselines/browser_gpu.mjs --base "$base" --chromium "$B/chromium/chromium" --out "$OUT" \
-  --suites "$SUITES" --adapter "$ADAPTER" "${quick[@]}" "${args[@]/#/--chromium-arg=}" || brc=$?
+# Chromium's own log (its GPU process says there why Vulkan or WebGPU failed) to chromium.log.
+DEBUG=pw:browser "$NODE" bench/baselines/browser_gpu.mjs --base "$base" --chromium "$B/chromium/chromium" \
+  --out "$OUT" --suites "$SUITES" --adapter "$ADAPTER" "${quick[@]}" "${args[@]/#/--chromium-arg=}" \
+  2>"$OUT/chromium.log" || brc=$?
 kill $serve_pid 2>/dev/null
 wait $serve_pid 2>/dev/null
 
