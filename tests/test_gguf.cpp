@@ -705,8 +705,10 @@ TEST(GgufModel, Llama3RopeFactors) {
 // Qwen's tokenizer.json and tokenizer_config.json as convert_hf_to_gguf.py writes them into a
 // GGUF file (get_vocab_base, SpecialVocab): ids up to the model's vocabulary (padding rows as
 // unused [PAD<id>] tokens), added tokens as control (special, or looking like <|...|>) or
-// user-defined, merges as "left right", the special ids, the chat template.
-void add_converted_tokenizer(GgufWriter& w, uint32_t model_vocab, const std::string& pre = "qwen2") {
+// user-defined, merges as "left right", the special ids, the chat template (`add_bos`: the file
+// asks for a BOS on every encode, as Llama 3's do).
+void add_converted_tokenizer(GgufWriter& w, uint32_t model_vocab, const std::string& pre = "qwen2",
+                             bool add_bos = false) {
   const json tok = json::parse(std::ifstream(kQwenDir / "tokenizer.json"));
   const json cfg = json::parse(std::ifstream(kQwenDir / "tokenizer_config.json"));
   std::vector<std::string> tokens(model_vocab);
@@ -735,7 +737,7 @@ void add_converted_tokenizer(GgufWriter& w, uint32_t model_vocab, const std::str
   w.add_strings("tokenizer.ggml.merges", merges);
   w.add_u32("tokenizer.ggml.eos_token_id", uint32_t(ids.at(cfg["eos_token"].get<std::string>())));
   w.add_u32("tokenizer.ggml.padding_token_id", uint32_t(ids.at(cfg["pad_token"].get<std::string>())));
-  w.add_bool("tokenizer.ggml.add_bos_token", cfg["add_bos_token"].get<bool>());
+  w.add_bool("tokenizer.ggml.add_bos_token", add_bos || cfg["add_bos_token"].get<bool>());
   w.add_string("tokenizer.chat_template", cfg["chat_template"].get<std::string>());
 }
 
@@ -827,6 +829,65 @@ TEST(GgufTokenizer, PreTokenizerNamesEqualTheirTokenizerJson) {
   EXPECT_NE(ids["llama-bpe"], ids["qwen2"]);
   EXPECT_NE(ids["smollm"], ids["qwen2"]);
   EXPECT_NE(ids["smollm"], ids["llama-bpe"]);
+}
+
+// Test the tokenizer.json and tokenizer_config.json that `wgfuse serve` makes of GGUF metadata
+// for the chat page, for each pre-tokenizer name: read back natively they are the same tokenizer,
+// and the page's tokenizer (tests/tokenizer/reference.mjs: web/chat/tokenizer.js over the library
+// file the page is served) encodes the whole corpus to the native GGUF tokenizer's ids and decodes
+// them alike.
+TEST(GgufTokenizer, PageTokenizerOnTheGeneratedFilesEqualsNative) {
+  const fs::path library = fs::path(WGFUSE_BUILD_DIR) / "web/vendor/tokenizers/main.mjs";
+  const auto texts = corpus_texts();
+  for (const char* pre : {"qwen2", "llama-bpe", "smollm"}) {
+    SCOPED_TRACE(pre);
+    TempDir dir;
+    GgufWriter w;
+    add_converted_tokenizer(w, 151936, pre);
+    w.write(dir.path / "t.gguf");
+    const GgufFile f((dir.path / "t.gguf").string());
+    const Tokenizer native = gguf_tokenizer(f);
+    const std::string tokenizer_json = tokenizer_json_text(gguf_tokenizer_spec(f));
+    const std::string config = gguf_tokenizer_config_text(native, f);
+    std::ofstream(dir.path / "tokenizer.json") << tokenizer_json;
+    std::ofstream(dir.path / "tokenizer_config.json") << config;
+    const json cfg = json::parse(config);
+    EXPECT_EQ(cfg.at("eos_token"), "<|im_end|>");
+    EXPECT_EQ(cfg.at("pad_token"), "<|endoftext|>");
+    EXPECT_EQ(cfg.at("clean_up_tokenization_spaces"), false);
+    EXPECT_EQ(cfg.at("chat_template"), f.string("tokenizer.chat_template").value());
+
+    const Tokenizer read_back = Tokenizer::from_json_text(tokenizer_json, "generated");
+    EXPECT_EQ(read_back.vocab_size(), native.vocab_size());
+    const fs::path out = dir.path / "reference.json";
+    const std::string cmd = "cd '" + kSource.string() + "' && node tests/tokenizer/reference.mjs '" +
+                            dir.path.string() +
+                            "' tests/tokenizer/corpus.json tests/tokenizer/chat_cases.json '" + out.string() +
+                            "' '" + library.string() + "' 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    const json page = json::parse(std::ifstream(out)).at("encode");
+    ASSERT_EQ(page.size(), texts.size());
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const auto want = native.encode(texts[i]);
+      ASSERT_EQ(page[i].at("text"), texts[i]);
+      EXPECT_EQ(read_back.encode(texts[i]), want) << json(texts[i].substr(0, 80)).dump();
+      EXPECT_EQ(page[i].at("ids").get<std::vector<int32_t>>(), want) << json(texts[i].substr(0, 80)).dump();
+      EXPECT_EQ(page[i].at("decoded").get<std::string>(), native.decode(want))
+          << json(texts[i].substr(0, 80)).dump();
+    }
+  }
+}
+
+// Test that a GGUF file asking for a BOS on every encode gets no tokenizer.json (the page would
+// encode without it): the error says why, as the server's index does.
+TEST(GgufTokenizer, NoTokenizerJsonWhereEncodeIsRefused) {
+  TempDir dir;
+  GgufWriter w;
+  add_converted_tokenizer(w, 151936, "qwen2", true);
+  w.write(dir.path / "t.gguf");
+  const GgufFile f((dir.path / "t.gguf").string());
+  EXPECT_TRUE(throws_error([&] { tokenizer_json_text(gguf_tokenizer_spec(f)); },
+                           {"tokenizer.ggml.add_bos_token is true", "--prompt-ids"}));
 }
 
 // Test the special ids and the chat template from GGUF metadata: the template renders as the

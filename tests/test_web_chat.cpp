@@ -31,23 +31,54 @@ llm::ModelConfig page_model_config() {
   return c;
 }
 
+const char* const kChatTemplate =
+    "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '\\n' }}{% endfor %}{% if "
+    "add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
 // As a folder, with a byte-level tokenizer of 262 ids and a chat template.
 fs::path write_page_model(const std::string& tag) {
   const fs::path dir = fs::temp_directory_path() / ("wgfuse_" + tag + "_" + std::to_string(getpid()));
   llm::write_random_model(dir, page_model_config(), llm::DType::F32, 11);
   fs::copy_file(kSource / kTokenizer, dir / "tokenizer.json");
-  std::ofstream(dir / "tokenizer_config.json")
-      << R"({"chat_template": "{% for m in messages %}{{ '<|im_start|>' + m.role + '\n' + m.content + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"})";
+  std::ofstream(dir / "tokenizer_config.json") << nlohmann::json{{"chat_template", kChatTemplate}}.dump();
   return dir;
 }
 
-// The same model as one F16 GGUF file, its tokenizer as metadata (the folder's tokenizer.json, as
-// llama.cpp's converter writes a Qwen2 one; ids past it unused padding) and no tokenizer.json.
-fs::path write_page_gguf(const std::string& tag) {
+enum class PageModel {
+  Folder,
+  Gguf,           // F16 matrices
+  QuantizedGguf,  // Q8_0 and Q4_0 matrices, a mix as llama-quantize writes one
+};
+
+// The quantized page model's type of each tensor (norms stay F32).
+llm::DType quantized_type(const llm::ExpectedTensor& e) {
+  using enum llm::TensorRole;
+  switch (e.role) {
+    case O:
+    case Gate:
+    case Up:
+      return llm::DType::Q4_0;
+    case Q:
+    case K:
+    case V:
+    case Down:
+    case Embedding:
+      return llm::DType::Q8_0;
+    default:
+      return llm::DType::F32;
+  }
+}
+
+// The model as one GGUF file, its tokenizer as metadata (the folder's tokenizer.json, as llama.cpp's
+// converter writes a Qwen2 one; ids past it unused padding) and the chat template, and no
+// tokenizer.json. Quantized: rows of whole 32-element blocks (hidden 64, intermediate 96); q, k,
+// v, down and the (tied) embedding in Q8_0, o, gate and up in Q4_0.
+fs::path write_page_gguf(const std::string& tag, bool quantized) {
   const fs::path folder = fs::temp_directory_path() / ("wgfuse_" + tag + "_" + std::to_string(getpid()));
   const fs::path file = folder.string() + ".gguf";
   const nlohmann::json tok = nlohmann::json::parse(std::ifstream(kSource / kTokenizer));
-  const llm::ModelConfig c = page_model_config();
+  llm::ModelConfig c = page_model_config();
+  if (quantized) c.hidden_size = 64, c.intermediate_size = 96, c.head_dim = 16;
   std::vector<std::string> tokens(c.vocab_size), merges;
   std::vector<int32_t> types(c.vocab_size, 5);  // unused
   for (uint32_t i = 0; i < c.vocab_size; ++i) tokens[i] = "[PAD" + std::to_string(i) + "]";
@@ -60,13 +91,15 @@ fs::path write_page_gguf(const std::string& tag) {
     types[a["id"].get<size_t>()] = 3;  // control
   }
   for (const auto& m : tok["model"]["merges"]) merges.push_back(m.get<std::string>());
-  llm::GgufWriter w =
-      llm::gguf_model_writer(c, llm::write_random_model(folder, c, llm::DType::F32, 11), llm::DType::F16);
+  const auto tensors = llm::write_random_model(folder, c, llm::DType::F32, 11);
+  llm::GgufWriter w = quantized ? llm::gguf_model_writer(c, tensors, quantized_type)
+                                : llm::gguf_model_writer(c, tensors, llm::DType::F16);
   w.add_string("tokenizer.ggml.model", "gpt2");
   w.add_string("tokenizer.ggml.pre", "qwen2");
   w.add_strings("tokenizer.ggml.tokens", tokens);
   w.add_i32s("tokenizer.ggml.token_type", types);
   w.add_strings("tokenizer.ggml.merges", merges);
+  w.add_string("tokenizer.chat_template", kChatTemplate);
   w.write(file);
   fs::remove_all(folder);
   return file;
@@ -74,8 +107,9 @@ fs::path write_page_gguf(const std::string& tag) {
 
 // Runs tests/web/SCRIPT against `wgfuse serve --model` on a fresh random model; its exit status.
 int run_page_script(const std::string& script, const std::string& tag, const std::string& args = "",
-                    bool gguf = false) {
-  const fs::path dir = gguf ? write_page_gguf(tag) : write_page_model(tag);
+                    PageModel model = PageModel::Folder) {
+  const fs::path dir = model == PageModel::Folder ? write_page_model(tag)
+                                                  : write_page_gguf(tag, model == PageModel::QuantizedGguf);
   const fs::path out = fs::path(WGFUSE_BUILD_DIR) / tag;
   const std::string cmd = "node '" + (kSource / "tests/web" / script).string() + "' --wgfuse '" +
                           WGFUSE_BINARY + "' --model '" + dir.string() + "' --out '" + out.string() + "' " +
@@ -91,14 +125,31 @@ TEST(WebChat, PageMatchesNativeGenerate) {
   EXPECT_EQ(run_page_script("chat_e2e.mjs", "web-chat-e2e"), 0);
 }
 
+// Test that the chat page runs a GGUF file: its tokenizer made of the file's metadata gives the
+// native ids on the tokenizer corpus, its greedy tokens and logits equal `wgfuse generate`'s on
+// the file, and two chat turns go through the file's template.
+TEST(WebChat, GgufPageMatchesNativeGenerate) {
+  if (!fs::exists("/usr/bin/chromium")) GTEST_SKIP() << "no /usr/bin/chromium (scripts/setup installs it)";
+  EXPECT_EQ(run_page_script("chat_e2e.mjs", "web-chat-gguf-e2e", "--cases greedy --skip-ui", PageModel::Gguf),
+            0);
+}
+
+// Test the same for a GGUF file whose matrices are Q8_0 and Q4_0 (each stored in its own format:
+// the plan's kernels read the blocks).
+TEST(WebChat, QuantizedGgufPageMatchesNativeGenerate) {
+  if (!fs::exists("/usr/bin/chromium")) GTEST_SKIP() << "no /usr/bin/chromium (scripts/setup installs it)";
+  EXPECT_EQ(run_page_script("chat_e2e.mjs", "web-chat-quantized-e2e",
+                            "--cases greedy --skip-ui --weight-formats q8_0,q4_0", PageModel::QuantizedGguf),
+            0);
+}
+
 // Test that the benchmark page's llm suite reproduces the server's native check generation,
 // measures the served model and submits, and that the server checks llm results itself; the model
-// a GGUF file (which /chat declines: no tokenizer.json), served for a limit of 150,000 bytes per
-// buffer and binding (its weights split over several buffers), and refused below what a buffer
-// needs whole.
+// a GGUF file, served for a limit of 150,000 bytes per buffer and binding (its weights split over
+// several buffers), and refused below what a buffer needs whole.
 TEST(WebChat, LlmSuiteChecksMeasuresAndSubmits) {
   if (!fs::exists("/usr/bin/chromium")) GTEST_SKIP() << "no /usr/bin/chromium (scripts/setup installs it)";
-  EXPECT_EQ(run_page_script("llm_suite_e2e.mjs", "web-llm-suite-e2e", "--limits 150000", true), 0);
+  EXPECT_EQ(run_page_script("llm_suite_e2e.mjs", "web-llm-suite-e2e", "--limits 150000", PageModel::Gguf), 0);
 }
 
 }  // namespace

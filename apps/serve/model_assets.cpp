@@ -5,6 +5,8 @@
 #include <fstream>
 
 #include "llm/chat_template.h"
+#include "llm/gguf.h"
+#include "llm/gguf_model.h"
 #include "llm/plan_file.h"
 #include "llm/sampler.h"
 #include "llm/tokenizer.h"
@@ -84,14 +86,24 @@ ModelAssets::ModelAssets(const fs::path& dir, llm::Session& session, std::mutex&
       ctx_(session.context()),
       model_(session.step_decoder()),
       device_(device) {
-  // A GGUF file carries its tokenizer as metadata, which the native side reads (the check
-  // generation) but the page's tokenizer does not: /chat says so; the llm suite needs none.
   if (!files_.gguf())
     for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
       if (!fs::is_regular_file(dir / f))
         throw Error("--model " + dir.string() + ": no " + f +
                     " (the page tokenizes with it; copy it from the model's repository)");
-  stop_ids_ = llm::stop_token_ids(session.tokenizer(), dir);
+  const llm::Tokenizer& tokenizer = session.tokenizer();
+  stop_ids_ = llm::stop_token_ids(tokenizer, dir);
+  // A GGUF file's tokenizer metadata, written out as the Hugging Face files it stands for, which
+  // the page's tokenizer library reads. One the page could not encode with as the file asks
+  // (a BOS to add) is left out and the index says why: /chat declines, the llm suite needs none.
+  if (const llm::GgufFile* g = files_.gguf()) {
+    try {
+      generated_["tokenizer.json"] = llm::tokenizer_json_text(llm::gguf_tokenizer_spec(*g));
+      generated_["tokenizer_config.json"] = llm::gguf_tokenizer_config_text(tokenizer, *g);
+    } catch (const Error& e) {
+      tokenizer_unavailable_ = e.what();
+    }
+  }
 
   const llm::ModelConfig& cfg = files_.config();
 
@@ -113,15 +125,16 @@ ModelAssets::ModelAssets(const fs::path& dir, llm::Session& session, std::mutex&
   }
   json files = json::array();
   for (const char* f : kServedFiles)
-    if (!files_.gguf() && fs::is_regular_file(dir / f)) files.push_back(f);
+    if (files_.gguf() ? generated_.contains(f) : fs::is_regular_file(dir / f)) files.push_back(f);
   fs::path named = fs::absolute(dir).lexically_normal();
   if (named.filename().empty()) named = named.parent_path();  // "DIR/"
   index_ = {{"name", named.filename().string()}, {"model", llm::config_json(cfg)},
             {"ctx", model_.capacity()},          {"stop_ids", stop_ids_},
             {"files", std::move(files)},         {"shards", std::move(shards)}};
+  if (!tokenizer_unavailable_.empty()) index_["tokenizer_unavailable"] = tokenizer_unavailable_;
   {
     std::lock_guard lock(device_);  // the generation worker shares the model
-    check_ = native_check_generation(model_, session.tokenizer(), index_["name"].get<std::string>());
+    check_ = native_check_generation(model_, tokenizer, index_["name"].get<std::string>());
   }
 }
 
@@ -204,7 +217,14 @@ void ModelAssets::routes(httplib::Server& http) {
     const std::string name = req.matches[1].str();
     const bool listed = std::find_if(std::begin(kServedFiles), std::end(kServedFiles),
                                      [&](const char* f) { return name == f; }) != std::end(kServedFiles);
-    if (!listed || files_.gguf() || !fs::is_regular_file(dir_ / name))
+    if (files_.gguf()) {
+      const auto it = generated_.find(name);
+      if (it == generated_.end())
+        return send_error(res, 404, "no model file " + name + " (GET /model/index.json lists them)");
+      res.set_header("Cache-Control", "no-cache");
+      return res.set_content(it->second, "application/json");
+    }
+    if (!listed || !fs::is_regular_file(dir_ / name))
       return send_error(res, 404, "no model file " + name + " (GET /model/index.json lists them)");
     send_file(res, dir_ / name);
   });

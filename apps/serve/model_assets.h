@@ -6,6 +6,7 @@
 //   GET /model/plan.json?prompt_length=L[&temperature=&top_k=&top_p=&repeat_penalty=&seed=]
 //   GET /model/shards/BUFFER/INDEX          the shard's bytes (X-SHA256 says its hash)
 //   GET /model/files/NAME                   tokenizer.json, tokenizer_config.json, generation_config.json
+//                                           (a GGUF file: the first two, made from its metadata)
 //   GET /model/check.json                   the llm suite's check generation and benchmark prompt
 //                                           (apps/serve/model_check.h)
 #pragma once
@@ -13,6 +14,7 @@
 #include <httplib.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -37,10 +39,10 @@ uint64_t parse_limits(const std::string& text);
 
 class ModelAssets {
  public:
-  // Serves the step decoder of `session` (loaded from `dir`, a Hugging Face folder): one upload
-  // of the weights for the API and the page. `device` is held whenever this reads the GPU or
-  // builds plans on the model (the generation worker holds it while it steps). Hashes the arena
-  // shards; throws Error naming the file and the fix on bad input.
+  // Serves the step decoder of `session` (loaded from `dir`, a Hugging Face folder or a GGUF
+  // file): one upload of the weights for the API and the page. `device` is held whenever this
+  // reads the GPU or builds plans on the model (the generation worker holds it while it steps).
+  // Hashes the arena shards; throws Error naming the file and the fix on bad input.
   ModelAssets(const std::filesystem::path& dir, llm::Session& session, std::mutex& device,
               ModelAssetsOptions options = {});
   ~ModelAssets();
@@ -65,6 +67,8 @@ class ModelAssets {
   ModelAssetsOptions options_;
   const llm::ModelFiles& files_;
   std::vector<int32_t> stop_ids_;
+  std::map<std::string, std::string> generated_;  // a GGUF file's tokenizer files, by name
+  std::string tokenizer_unavailable_;             // why a GGUF file's are not served, or empty
   gpu::Context& ctx_;
   llm::Model& model_;
   std::vector<Shard> shards_;

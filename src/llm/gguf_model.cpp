@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "llm/architecture.h"
 #include "util/error.h"
@@ -272,6 +273,21 @@ ChatTemplate gguf_chat_template(const GgufFile& f) {
   const auto t = f.string("tokenizer.chat_template");
   if (!t) fail(f, "no tokenizer.chat_template in the file (needed to chat; generate takes a plain prompt)");
   return ChatTemplate::from_text(std::string(*t), f.path() + ": tokenizer.chat_template");
+}
+
+std::string gguf_tokenizer_config_text(const Tokenizer& tokenizer, const GgufFile& f) {
+  nlohmann::json c = {{"clean_up_tokenization_spaces", false},
+                      {"add_bos_token", f.boolean("tokenizer.ggml.add_bos_token").value_or(false)},
+                      {"add_eos_token", f.boolean("tokenizer.ggml.add_eos_token").value_or(false)}};
+  for (const auto& [key, name] : {std::pair{"tokenizer.ggml.bos_token_id", "bos_token"},
+                                  {"tokenizer.ggml.eos_token_id", "eos_token"},
+                                  {"tokenizer.ggml.padding_token_id", "pad_token"}})
+    if (auto id = token_id_key(f, key, tokenizer.vocab_size())) try {
+        c[name] = tokenizer.token_text(*id);
+      } catch (const Error&) {  // an unused row's id names no token: the config leaves it out
+      }
+  if (const auto t = f.string("tokenizer.chat_template")) c["chat_template"] = std::string(*t);
+  return c.dump();
 }
 
 std::vector<int32_t> gguf_stop_token_ids(const Tokenizer& tokenizer, const GgufFile& f) {

@@ -34,6 +34,11 @@ BpeSpec gguf_tokenizer_spec(const GgufFile& f);
 Tokenizer gguf_tokenizer(const GgufFile& f);
 // tokenizer.chat_template; an Error naming the file when absent.
 ChatTemplate gguf_chat_template(const GgufFile& f);
+// The tokenizer_config.json the metadata stands for (beside tokenizer_json_text(gguf_tokenizer_spec)
+// for the page's tokenizer library): tokenizer.chat_template, the bos, eos and pad tokens by text,
+// add_bos_token / add_eos_token, and no clean-up of spaces on decode (byte-level BPE decodes as
+// written).
+std::string gguf_tokenizer_config_text(const Tokenizer& tokenizer, const GgufFile& f);
 // eos, eot and eom ids, and the end-of-turn tokens llama.cpp recognises by text (<|im_end|>,
 // <|endoftext|>, <|eot_id|>, <|end_of_text|>) where the vocabulary has them as special tokens.
 std::vector<int32_t> gguf_stop_token_ids(const Tokenizer& tokenizer, const GgufFile& f);

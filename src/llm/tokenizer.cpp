@@ -638,6 +638,63 @@ Tokenizer Tokenizer::from_json_text(std::string_view text, const std::string& na
   return from_spec(std::move(spec), name);
 }
 
+std::string tokenizer_json_text(const BpeSpec& spec) {
+  if (!spec.encode_refused.empty()) throw Error(spec.encode_refused);
+  json pre = json::array();
+  for (const PreTokenizerSpec& p : spec.pre) {
+    if (p.kind == PreTokenizerSpec::Kind::ByteLevel) {
+      pre.push_back({{"type", "ByteLevel"},
+                     {"add_prefix_space", p.add_prefix_space},
+                     {"trim_offsets", true},
+                     {"use_regex", p.use_regex}});
+    } else {
+      pre.push_back({{"type", "Split"},
+                     {"pattern", {{p.literal ? "String" : "Regex", p.pattern}}},
+                     {"behavior", p.remove_matches ? "Removed" : "Isolated"},
+                     {"invert", p.invert}});
+    }
+  }
+  json vocab = json::object();
+  for (const auto& [text, id] : spec.vocab) vocab[text] = id;
+  json merges = json::array();
+  for (const auto& [a, b] : spec.merges) merges.push_back({a, b});
+  json added = json::array();
+  for (const AddedToken& t : spec.added)
+    added.push_back({{"id", t.id},
+                     {"content", t.content},
+                     {"single_word", t.single_word},
+                     {"lstrip", t.lstrip},
+                     {"rstrip", t.rstrip},
+                     {"normalized", t.normalized},
+                     {"special", t.special}});
+  const json byte_level = {
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
+  const json j = {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", std::move(added)},
+      {"normalizer", spec.nfc ? json{{"type", "NFC"}} : json()},
+      {"pre_tokenizer", pre.empty()       ? json()
+                        : pre.size() == 1 ? pre[0]
+                                          : json{{"type", "Sequence"}, {"pretokenizers", pre}}},
+      {"post_processor", nullptr},
+      {"decoder", byte_level},
+      {"model",
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"continuing_subword_prefix", nullptr},
+        {"end_of_word_suffix", nullptr},
+        {"fuse_unk", false},
+        {"byte_fallback", false},
+        {"ignore_merges", spec.ignore_merges},
+        {"vocab", std::move(vocab)},
+        {"merges", std::move(merges)}}},
+  };
+  return j.dump();
+}
+
 Tokenizer Tokenizer::from_spec(BpeSpec spec, const std::string& name) {
   auto impl = std::make_unique<Impl>();
   impl->name = name;

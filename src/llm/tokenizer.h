@@ -59,6 +59,13 @@ struct BpeSpec {
   std::string encode_refused;  // why encode() cannot match the source (decode still can), or empty
 };
 
+// The spec as a Hugging Face tokenizer.json that from_json_text reads back to the same tokenizer:
+// model BPE (vocab, merges as pairs, ignore_merges), the NFC normalizer where set, the
+// pre-tokenizer chain (one step, or a Sequence), the ByteLevel decoder, the added tokens with
+// their ids and flags. What `wgfuse serve` hands the page for a GGUF file. An Error with
+// encode_refused's message where that is set (the file could not encode as its source does).
+std::string tokenizer_json_text(const BpeSpec& spec);
+
 class Tokenizer {
  public:
   // From its parts; `name` is what errors call it (the file). Checks the vocabulary is byte-level

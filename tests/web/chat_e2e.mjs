@@ -2,11 +2,16 @@
 // `wgfuse serve --model DIR`: the page replays the native plan (web/chat/plan_runner.js) with the
 // served packed weights, and its greedy tokens equal `wgfuse generate`'s with every token's
 // logits within 1e-5 (relative to the largest), and so do its sampled tokens (the plan's sampler,
-// same seed); its tokenizer (the vendored library) gives the
-// native tokenizer's ids; a chat turn streams a reply with its timing line; Stop ends a reply.
+// same seed); its tokenizer (the vendored library, over the model's tokenizer.json or the one the
+// server makes of a GGUF file's metadata) gives the native tokenizer's ids on the tokenizer
+// corpus; a chat turn streams a reply with its timing line; Stop ends a reply.
 //
-//   node tests/web/chat_e2e.mjs --wgfuse build/wgfuse --model DIR --out DIR [--chromium PATH]
-//        [--chromium-arg ARG]... [--tokens N] [--serve-arg ARG]...
+//   node tests/web/chat_e2e.mjs --wgfuse build/wgfuse --model DIR|FILE.gguf --out DIR [--chromium PATH]
+//        [--chromium-arg ARG]... [--tokens N] [--serve-arg ARG]... [--cases greedy,sampled,long]
+//        [--skip-ui] [--weight-formats q8_0,q4_0]
+// --cases: the generations compared with wgfuse generate (default all three); --skip-ui: only
+// they, the tokenizer and two chat turns (not Stop, the limit refusal, the cached reload and the
+// page without WebGPU); --weight-formats: storage formats the served plan must use.
 // On a GPU machine (a real model, its timing lines compared with the native run's):
 //   --chromium-arg=--enable-features=Vulkan --chromium-arg=--use-vulkan --tokens 64
 import assert from 'node:assert/strict';
@@ -28,6 +33,9 @@ const {values: opts} = parseArgs({
     'chromium-arg': {type: 'string', multiple: true, default: []},
     'serve-arg': {type: 'string', multiple: true, default: []},
     tokens: {type: 'string', default: '4'},
+    cases: {type: 'string', default: 'greedy,sampled,long'},
+    'skip-ui': {type: 'boolean', default: false},
+    'weight-formats': {type: 'string'},
   },
 });
 if (!opts.wgfuse || !opts.model || !opts.out) {
@@ -84,11 +92,15 @@ async function startServer() {
 // A prompt longer than a prefill chunk (512): two chunks, the decode past attn_short_max (512)
 // in the split variant.
 const LONG_PROMPT = Array.from({length: 520}, (_, i) => (i * 37 + 11) % 997);
-const CASES = [
-  {tag: 'greedy', prompt: PROMPT, flags: ['--temp', '0']},
-  {tag: 'sampled', prompt: PROMPT, flags: SAMPLE_FLAGS, sample: SAMPLE},
-  {tag: 'long prompt', prompt: LONG_PROMPT, flags: ['--temp', '0']},
-];
+const ALL_CASES = {
+  greedy: {tag: 'greedy', prompt: PROMPT, flags: ['--temp', '0']},
+  sampled: {tag: 'sampled', prompt: PROMPT, flags: SAMPLE_FLAGS, sample: SAMPLE},
+  long: {tag: 'long prompt', prompt: LONG_PROMPT, flags: ['--temp', '0']},
+};
+const CASES = opts.cases.split(',').map((name) => {
+  if (!ALL_CASES[name]) throw new Error(`--cases: "${name}" is not one of ${Object.keys(ALL_CASES).join(', ')}`);
+  return ALL_CASES[name];
+});
 for (const c of CASES) {
   c.want = native(c.tag.replace(' ', '_'), c.prompt, c.flags);
   step(`native ${c.tag} tokens ${c.want.tokens.join(' ')}`);
@@ -104,6 +116,15 @@ try {
   assert.match((await bad.json()).error, /prompt_length=0: must be a number in \[1/);
   assert.equal((await fetch(`${server.base}/model/shards/weights.0/999999`)).status, 404);
   assert.equal((await fetch(`${server.base}/model/files/config.json`)).status, 404, 'only the tokenizer files are served');
+  if (opts['weight-formats']) {
+    const plan = await (await fetch(`${server.base}/model/plan.json?prompt_length=3`)).json();
+    for (const f of opts['weight-formats'].split(','))
+      assert.ok(f in plan.weight_formats, `the plan stores weights as ${f}: ${Object.keys(plan.weight_formats)}`);
+    step(`the plan's weight formats: ${Object.keys(plan.weight_formats).join(', ')}`);
+  }
+  const index = await (await fetch(`${server.base}/model/index.json`)).json();
+  assert.ok(index.files.includes('tokenizer.json') && index.files.includes('tokenizer_config.json'),
+            `the index lists the tokenizer files: ${JSON.stringify(index.files)} ${index.tokenizer_unavailable ?? ''}`);
 
   const page = await browser.newPage();
   page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
@@ -129,13 +150,15 @@ try {
     assert.ok(worst <= LOGIT_RTOL, `${tag} logits within ${LOGIT_RTOL}: ${worst}`);
   }
 
-  // The page's tokenizer gives the native tokenizer's ids.
-  const texts = ['Hello, world!', '  two  spaces\nand a line', 'ünïcödé 123'];
+  // The page's tokenizer gives the native tokenizer's ids on the tokenizer corpus.
+  const corpus = JSON.parse(fs.readFileSync(new URL('../tokenizer/corpus.json', import.meta.url), 'utf8'));
+  const texts = corpus.map((e) => (typeof e === 'string' ? e : e.repeat.repeat(e.times)));
   const pageIds = await page.evaluate((t) => window.wgfuseChat.encode(t), texts);
   texts.forEach((text, i) => {
     const out = execFileSync(opts.wgfuse, ['tokenize', '--model', opts.model, '--json'], {input: text});
-    assert.deepEqual(pageIds[i], JSON.parse(out).ids, `ids of ${JSON.stringify(text)}`);
+    assert.deepEqual(pageIds[i], JSON.parse(out).ids, `ids of ${JSON.stringify(text.slice(0, 80))}`);
   });
+  step(`the page's tokenizer gives the native ids on ${texts.length} corpus texts`);
 
   // A chat turn: streamed text, then the timing line; a second turn reuses the cache.
   await page.fill('#max-tokens', '3');
@@ -152,58 +175,67 @@ try {
     await page.evaluate(() => (document.getElementById('timing').textContent = ''));
   }
   assert.equal(await page.locator('#messages .assistant').count(), 2);
+  if (!opts['skip-ui']) {
+    // Stop ends a long reply early.
+    await page.fill('#max-tokens', '200');
+    await page.fill('#input', 'a long one');
+    await page.press('#input', 'Enter');
+    await page.waitForFunction(() => document.body.dataset.state === 'generating');
+    await page.click('#stop');
+    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, {timeout: 60_000});
+    const stopped = await page.textContent('#timing');
+    const count = Number(/, (\d+) generated/.exec(stopped)[1]);
+    step(`stopped after ${count} tokens`);
+    assert.ok(count < 200, stopped);
+    await page.screenshot({path: path.join(opts.out, 'chat.png'), fullPage: true});
 
-  // Stop ends a long reply early.
-  await page.fill('#max-tokens', '200');
-  await page.fill('#input', 'a long one');
-  await page.press('#input', 'Enter');
-  await page.waitForFunction(() => document.body.dataset.state === 'generating');
-  await page.click('#stop');
-  await page.waitForFunction(() => document.body.dataset.state === 'ready', null, {timeout: 60_000});
-  const stopped = await page.textContent('#timing');
-  const count = Number(/, (\d+) generated/.exec(stopped)[1]);
-  step(`stopped after ${count} tokens`);
-  assert.ok(count < 200, stopped);
-  await page.screenshot({path: path.join(opts.out, 'chat.png'), fullPage: true});
+    // A device whose binding limit is below what the plan binds: the error names the limit.
+    const refused = await page.evaluate(async () => {
+      const {PlanRunner} = await import('/chat/plan_runner.js');
+      const plan = await (await fetch('/model/plan.json?prompt_length=3')).json();
+      const runner = new PlanRunner({limits: {maxBufferSize: 1 << 30, maxStorageBufferBindingSize: 1024}}, null);
+      try {
+        runner.checkLimits(plan);
+        return 'accepted';
+      } catch (e) {
+        return `${e.constructor.name}: ${e.message}`;
+      }
+    });
+    assert.match(refused, /^LimitError: .* binds \d+ bytes of .*maxStorageBufferBindingSize is 1024/);
 
-  // A device whose binding limit is below what the plan binds: the error names the limit.
-  const refused = await page.evaluate(async () => {
-    const {PlanRunner} = await import('/chat/plan_runner.js');
-    const plan = await (await fetch('/model/plan.json?prompt_length=3')).json();
-    const runner = new PlanRunner({limits: {maxBufferSize: 1 << 30, maxStorageBufferBindingSize: 1024}}, null);
-    try {
-      runner.checkLimits(plan);
-      return 'accepted';
-    } catch (e) {
-      return `${e.constructor.name}: ${e.message}`;
+    // The next visits take every shard from the cache. Page load to first token with the weights
+    // cached (the issue's target: 2 s for 0.5B on a GPU): ready, then the first token of a first
+    // generation (its plan fetched, its new kernels compiled, the prefill); where the time goes.
+    const loads = [];
+    for (let visit = 0; visit < 3; ++visit) {
+      await page.reload();
+      await page.waitForFunction(() => document.body.dataset.state === 'ready', null, {timeout: 120_000});
+      const label = await page.textContent('#progress-label');
+      assert.match(label, /loaded in [\d.]+ s, ([\d.]+) MB of them from the cache; ready [\d.]+ s after the page started loading/);
+      const ready = await page.evaluate(() => window.wgfuseChat.readyMs());
+      const first = await page.evaluate((ids) => window.wgfuseChat.generateIds(ids, 1), PROMPT);
+      const phases = await page.evaluate(() => window.wgfuseChat.phases());
+      loads.push((ready + first.timing.first_token_ms) / 1e3);
+      step(`cached visit ${visit + 1}: ${label}; ready ${ready.toFixed(0)} ms after the page started loading, first token ` +
+           `${first.timing.first_token_ms.toFixed(0)} ms later: page load to first token ${loads.at(-1).toFixed(2)} s; ` +
+           `phases [start, end] ms: ${JSON.stringify(phases)}`);
     }
-  });
-  assert.match(refused, /^LimitError: .* binds \d+ bytes of .*maxStorageBufferBindingSize is 1024/);
+    step(`page load to first token, cached, median of ${loads.length}: ${loads.sort((a, b) => a - b)[1].toFixed(2)} s ` +
+         '(SwiftShader: for comparisons on this machine only)');
 
-  // The next visit takes every shard from the cache.
-  await page.reload();
-  await page.waitForFunction(() => document.body.dataset.state === 'ready', null, {timeout: 120_000});
-  const label = await page.textContent('#progress-label');
-  step(`reloaded: ${label}`);
-  assert.match(label, /loaded in [\d.]+ s, ([\d.]+) MB of them from the cache; ready [\d.]+ s after the page started loading/);
-  // Page load to first token with the weights cached (the issue's target: 2 s for 0.5B on a GPU).
-  const ready = await page.evaluate(() => window.wgfuseChat.readyMs());
-  const first = await page.evaluate((ids) => window.wgfuseChat.generateIds(ids, 1), PROMPT);
-  step(`cached: ready ${ready.toFixed(0)} ms after the page started loading, first token ${first.timing.prefill_ms.toFixed(0)} ms ` +
-       `later: page load to first token ${((ready + first.timing.prefill_ms) / 1e3).toFixed(2)} s`);
+    // Without WebGPU (no --enable-unsafe-webgpu on this headless chromium) the page explains.
+    const plain = await chromium.launch({executablePath: opts.chromium, headless: true});
+    const bare = await plain.newPage();
+    await bare.goto(`${server.base}/chat`);
+    await bare.waitForFunction(() => ['ready', 'unavailable', 'failed'].includes(document.body.dataset.state));
+    const why = await bare.textContent('#model-body');
+    const bareState = await bare.evaluate(() => document.body.dataset.state);
+    await plain.close();
+    step(`without WebGPU: ${why.slice(0, 100)}`);
+    assert.equal(bareState, 'unavailable');
+    assert.match(why, /WebGPU/);
+  }
   assert.deepEqual(errors, []);
-
-  // Without WebGPU (no --enable-unsafe-webgpu on this headless chromium) the page explains.
-  const plain = await chromium.launch({executablePath: opts.chromium, headless: true});
-  const bare = await plain.newPage();
-  await bare.goto(`${server.base}/chat`);
-  await bare.waitForFunction(() => ['ready', 'unavailable', 'failed'].includes(document.body.dataset.state));
-  const why = await bare.textContent('#model-body');
-  const bareState = await bare.evaluate(() => document.body.dataset.state);
-  await plain.close();
-  step(`without WebGPU: ${why.slice(0, 100)}`);
-  assert.equal(bareState, 'unavailable');
-  assert.match(why, /WebGPU/);
   step('passed');
 } finally {
   await browser.close();

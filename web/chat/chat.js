@@ -45,27 +45,42 @@ function explain(e) {
   }
 }
 
+// What the load spends its time on: {name: [start, end]} in ms since the page started loading
+// (phases overlap: they run concurrently where they can); first_token_* from the first turn.
+const phases = {};
+async function timed(name, work) {
+  const t0 = performance.now();
+  try {
+    return await work;
+  } finally {
+    phases[name] = [Math.round(t0), Math.round(performance.now())];
+  }
+}
+
 async function start() {
-  const {adapter, device} = await openDevice();
+  const {adapter, device} = await timed('device', openDevice());
   if (!device.features.has('subgroups'))
     throw new WebGPUUnavailable('The LLM kernels need the WebGPU feature "subgroups", which this adapter does not offer.',
                                 ['Chrome and Edge offer it from version 134; update the browser.']);
   device.addEventListener('uncapturederror', (e) => showError(`WebGPU: ${e.error.message}`));
   device.lost.then((info) => info.reason !== 'destroyed' && showError(`the GPU device was lost: ${info.message}`));
-  const kernels = await loadKernels();
-  index = await loadIndex();
+  let kernels;
+  [kernels, index] = await Promise.all([timed('kernel_index', loadKernels()), timed('model_index', loadIndex())]);
   $('model-name').textContent = index.name;
   if (!index.files.includes('tokenizer.json'))
-    throw new WebGPUUnavailable(`The served model ${index.name} comes without tokenizer.json (a GGUF file carries its ` +
-                                'tokenizer as metadata, which this page cannot read).',
+    throw new WebGPUUnavailable(`The served model ${index.name} comes without a tokenizer this page can use: ` +
+                                (index.tokenizer_unavailable ?? 'the server lists no tokenizer.json'),
                                 ['Start wgfuse serve --model with the model\'s Hugging Face folder to chat here; ' +
-                                 'the benchmark page\'s llm suite and the OpenAI API at /v1/ run the GGUF file as it is.']);
-  const {TokenizerLoader} = await import('/vendor/tokenizers/main.mjs');
-  const [tokenizerJSON, tokenizerConfig] = await Promise.all([loadFile('tokenizer.json'), loadFile('tokenizer_config.json')]);
-  tokenizer = loadTokenizer(TokenizerLoader, tokenizerJSON, tokenizerConfig);
-
+                                 'the benchmark page\'s llm suite and the OpenAI API at /v1/ run the model as it is.']);
+  // The tokenizer, the kernels' pipelines and the weights load side by side.
+  const tokenizerLoaded = timed('tokenizer', (async () => {
+    const {TokenizerLoader} = await import('/vendor/tokenizers/main.mjs');
+    const [tokenizerJSON, tokenizerConfig] = await Promise.all([loadFile('tokenizer.json'), loadFile('tokenizer_config.json')]);
+    tokenizer = loadTokenizer(TokenizerLoader, tokenizerJSON, tokenizerConfig);
+  })());
   runner = new PlanRunner(device, kernels.get);
-  await runner.use(await loadPlan(1));  // the buffers and most kernels
+  const plan = await timed('plan', loadPlan(1));
+  const pipelinesReady = timed('pipelines', runner.use(plan));  // creates the buffers at once
   const m = index.model;
   $('model-body').innerHTML = '';
   const facts = document.createElement('p');
@@ -74,14 +89,15 @@ async function start() {
       `maxStorageBufferBindingSize ${device.limits.maxStorageBufferBindingSize}`;
   $('model-body').append(facts);
   const t0 = performance.now();
-  const {bytes, cached} = await loadShards(index, (s, b) => runner.uploadShard(s, b), (done, total, fromCache) => {
+  const {bytes, cached} = await timed('weights', loadShards(index, (s, b) => runner.uploadShard(s, b), (done, total, fromCache) => {
     $('progress').value = done / total;
     $('progress-label').textContent = `weights ${(done / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB` +
         (fromCache ? ` (${(fromCache / 1e6).toFixed(1)} MB from the cache)` : '');
-  });
-  await device.queue.onSubmittedWorkDone();
+  }));
+  const loadedMs = performance.now() - t0;
+  await Promise.all([pipelinesReady, tokenizerLoaded, timed('upload_done', device.queue.onSubmittedWorkDone())]);
   readyMs = performance.now();  // since the page started loading
-  $('progress-label').textContent = `weights ${(bytes / 1e6).toFixed(1)} MB loaded in ${((readyMs - t0) / 1e3).toFixed(2)} s` +
+  $('progress-label').textContent = `weights ${(bytes / 1e6).toFixed(1)} MB loaded in ${(loadedMs / 1e3).toFixed(2)} s` +
       (cached ? `, ${(cached / 1e6).toFixed(1)} MB of them from the cache` : '') +
       `; ready ${(readyMs / 1e3).toFixed(2)} s after the page started loading`;
 }
@@ -104,10 +120,13 @@ async function generate(ids, {maxTokens, sample, onToken, logits, signal}) {
   for (const id of ids)
     if (id >= index.model.vocab_size)
       throw new Error(`token id ${id} is past the model's vocabulary (${index.model.vocab_size}): the tokenizer does not belong to this model`);
+  const tCall = performance.now();
   let start = 0;
   while (start < fed.length && start < ids.length - 1 && fed[start] === ids[start]) ++start;
   const fresh = ids.slice(start);
-  await runner.use(await loadPlan(fresh.length, sample));
+  const time = phases.first_token_plan ? (name, work) => work : timed;  // the page's first generation is timed
+  const plan = await time('first_token_plan', loadPlan(fresh.length, sample));
+  await time('first_token_pipelines', runner.use(plan));
   const t0 = performance.now();
   runner.prefill(fresh, start);
   fed = ids.slice();
@@ -138,6 +157,7 @@ async function generate(ids, {maxTokens, sample, onToken, logits, signal}) {
       prompt_tokens: fresh.length,
       cached_tokens: start,
       prefill_ms: tFirst - t0,
+      first_token_ms: tFirst - tCall,  // the plan fetched and its new kernels compiled too
       prefill_tok_s: (1e3 * fresh.length) / (tFirst - t0),
       generated: generated.length,
       decode_tok_s: steps > 0 ? (1e3 * steps) / decodeMs : 0,
@@ -220,6 +240,7 @@ window.wgfuseChat = {
   },
   encode: (texts) => texts.map((t) => tokenizer.encode(t)),
   readyMs: () => readyMs,
+  phases: () => phases,
 };
 
 $('send').addEventListener('click', send);
