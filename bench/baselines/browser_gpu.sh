@@ -41,7 +41,7 @@ if [[ -f $STORE/parts/SHA256SUMS ]] && ! cmp -s "$STORE/parts/SHA256SUMS" "$STOR
   cp .chromium/SHA256SUMS "$STORE/parts/SHA256SUMS.new"
 fi
 mv "$STORE/parts/SHA256SUMS.new" "$STORE/parts/SHA256SUMS"
-for p in .chromium/browser.tar.xz.part* .chromium/tokenizer.tar.xz; do
+for p in .chromium/browser.tar.xz.part* .chromium/tokenizer.tar.xz .chromium/fonts.tar.xz; do
   [[ -f $p ]] || continue
   cp "$p" "$STORE/parts/" && say "stored $(basename "$p") ($(du -h "$p" | cut -f1))"
 done
@@ -71,7 +71,8 @@ with tarfile.open(fileobj=sys.stdin.buffer, mode="r|xz") as t:
     t.extractall(sys.argv[1], **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))
 '
   cat "$STORE"/parts/browser.tar.xz.part* | python3 -c "$untar" "$STORE" &&
-    python3 -c "$untar" "$STORE" <"$STORE/parts/tokenizer.tar.xz" || { say "unpacking failed"; exit 1; }
+    python3 -c "$untar" "$STORE" <"$STORE/parts/tokenizer.tar.xz" &&
+    python3 -c "$untar" "$STORE/fonts" <"$STORE/parts/fonts.tar.xz" || { say "unpacking failed"; exit 1; }
 fi
 # The bundle's libraries first; the machine's own path after them (the NVIDIA driver's libraries
 # may be found only through it).
@@ -80,6 +81,13 @@ for lib in libstdc++.so.6 libgcc_s.so.1; do
   # (grep without -q: an early exit would fail the pipe under pipefail)
   ldconfig -p | grep "$lib " >/dev/null || { LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$B/lib-fallback; say "no $lib here: the bundle's"; }
 done
+# The bundle's font, through a fontconfig file of its own (the machine may have none).
+cat >"$STORE/fonts.conf" <<EOF
+<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "fonts.dtd">
+<fontconfig><dir>$STORE/fonts</dir><cachedir>$STORE/fontcache</cachedir></fontconfig>
+EOF
+export FONTCONFIG_FILE=$STORE/fonts.conf
 VK_ICD=${VK_ICD:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
 [[ -f $VK_ICD ]] && export VK_DRIVER_FILES=$VK_ICD
 say "system: $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-?}"), $(ldd --version | head -1); VK_DRIVER_FILES=${VK_DRIVER_FILES:-unset}; LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
