@@ -146,6 +146,7 @@ for w in ["cartpole", "mountaincar", "acrobot"]:
         rg = f"{c_gps[0] / g[0]:.3f}" if g and c_gps else "-"
         print(f"| {v} | {check} | {same} | {cell(e)} | {cell(g)} | {cell(ga)} | {cell(bw)} | {re} | {rg} |")
 print("\nCUDA/wgfuse eval = wgfuse evaluation ms / CUDA's; CUDA/wgfuse gen/s = CUDA gen/s / wgfuse's (both > 1: wgfuse slower).")
-print("GA trajectory: the team run's mean fitness per generation equal to the built-in's in every round (same dynamics, same GA).")
+print("GA trajectory: the team run's mean fitness per generation equal to the built-in's in every round (same dynamics, same GA);"
+      " the _tree variants sum the logits in another order, so theirs may differ by rounding.")
 EOF
 log "done: $OUT/summary.md"
