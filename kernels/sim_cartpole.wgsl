@@ -40,12 +40,13 @@ fn sim_init(ind: u32, episode: u32) -> State {
 }
 
 fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
-  // The policy first, in uniform control flow (a team broadcasts inside it), then the done test.
+  // The policy first, in uniform control flow (a team broadcasts inside it). The step has no
+  // branch: the dynamics are computed after the episode's end too and kept only while it runs
+  // (select), so the lanes of a subgroup never diverge inside a step (branches here made the
+  // whole evaluation measurably slower on the H100, docs/RESULTS.md).
   let obs = array<f32, 4>((*s).x, (*s).x_dot, (*s).theta, (*s).theta_dot);
   let action = mlp_argmax(obs);
-  if ((*s).done != 0u) {
-    return;
-  }
+  let live = (*s).done == 0u;
   let gravity = 9.8;
   let masspole = 0.1;
   let total_mass = 1.1;      // masscart 1.0 + masspole
@@ -59,15 +60,15 @@ fn sim_step(t: u32, s: ptr<function, State>, ind: u32) {
   let thetaacc = (gravity * sintheta - costheta * temp) /
                  (length * (4.0 / 3.0 - masspole * costheta * costheta / total_mass));
   let xacc = temp - polemass_length * thetaacc * costheta / total_mass;
-  (*s).x = (*s).x + tau * (*s).x_dot;
-  (*s).x_dot = (*s).x_dot + tau * xacc;
-  (*s).theta = (*s).theta + tau * (*s).theta_dot;
-  (*s).theta_dot = (*s).theta_dot + tau * thetaacc;
-  (*s).ret = (*s).ret + 1.0;
+  (*s).x = select((*s).x, (*s).x + tau * (*s).x_dot, live);
+  (*s).x_dot = select((*s).x_dot, (*s).x_dot + tau * xacc, live);
+  (*s).theta = select((*s).theta, (*s).theta + tau * (*s).theta_dot, live);
+  (*s).theta_dot = select((*s).theta_dot, (*s).theta_dot + tau * thetaacc, live);
+  (*s).ret = select((*s).ret, (*s).ret + 1.0, live);
   let theta_limit = 0.20943951023931953;  // 12 * 2 * pi / 360
-  if ((*s).x < -2.4 || (*s).x > 2.4 || (*s).theta < -theta_limit || (*s).theta > theta_limit) {
-    (*s).done = 1u;
-  }
+  // | rather than ||: no short-circuit branches. An ended episode stays outside, so done stays 1.
+  let outside = ((*s).x < -2.4) | ((*s).x > 2.4) | ((*s).theta < -theta_limit) | ((*s).theta > theta_limit);
+  (*s).done = select((*s).done, 1u, outside);
 }
 
 // The episode has ended: later steps leave the state unchanged (fused stops there).
