@@ -76,15 +76,17 @@ TEST(HfQuantConfig, ReadsTheOfficialConfigsAndRefusesTheRest) {
   for (const auto& [text, parts] : bad) EXPECT_TRUE(throws_error([&] { parse(text); }, parts)) << text;
 }
 
-// Host tensors by name over bytes the test owns.
+// Host tensors by name, over a copy of their bytes.
 struct Tensors {
+  std::vector<TensorData> data;
   std::map<std::string, TensorRef> refs;
-  explicit Tensors(const std::vector<TensorData>& data) {
+  explicit Tensors(std::vector<TensorData> tensors) : data(std::move(tensors)) {
     for (const TensorData& t : data) {
       const DType d = t.raw_dtype == "I32" ? DType::I32 : DType::F16;
       refs[t.name] = TensorRef{t.name, d, t.shape, std::as_bytes(std::span(t.raw))};
     }
   }
+  Tensors(const Tensors&) = delete;
   WeightLookup lookup() const {
     return [this](std::string_view n) {
       auto it = refs.find(std::string(n));
