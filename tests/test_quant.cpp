@@ -110,6 +110,14 @@ TEST(GgmlBlocks, HandMadeBlocksDecodeAsGgmlDefinesThem) {
     EXPECT_EQ(v[255], 1 * (60 - 32));
     EXPECT_EQ(v[1], 2 * (0 - 32));
   }
+  {  // q4_zp (wgfuse's, for AWQ and GPTQ): d, the zero point's byte, a zero byte, qs as q4_0;
+     // d (q - z)
+    auto v = values(DType::Q4_ZP, block(DType::Q4_ZP, {{1, 0x38}, {2, 3}, {4 + 0, 0xa5}, {4 + 15, 0x0e}}));
+    EXPECT_EQ(v[0], 0.5 * (5 - 3));
+    EXPECT_EQ(v[16], 0.5 * (10 - 3));
+    EXPECT_EQ(v[15], 0.5 * (14 - 3));
+    EXPECT_EQ(v[1], 0.5 * (0 - 3));
+  }
 }
 
 // Random block bytes with scales of either sign, magnitudes 2^-10 .. 2 (normal halves): every
@@ -157,7 +165,7 @@ TEST(GgmlBlocks, QuantizerRoundsToNearest) {
     const auto y = gpu::dequantize_row(t, bytes, cols);
     double levels = 31;  // q5_*
     if (t == DType::Q8_0) levels = 254;
-    if (t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q4_K) levels = 15;
+    if (t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q4_K || t == DType::Q4_ZP) levels = 15;
     if (t == DType::Q6_K) levels = 63;
     for (uint32_t k = 0; k < cols / n; ++k) {
       double lo = 0, hi = 0;
@@ -173,8 +181,9 @@ TEST(GgmlBlocks, QuantizerRoundsToNearest) {
 // Test the row sizes: GGUF's bytes per block, the stored planes' bytes (a whole number of words,
 // per block as weight_format.h says), and the error for a row that is not whole blocks.
 TEST(WeightFormats, RowBytes) {
-  // In kWeightFormats' order: q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K, q6_K.
-  const uint32_t gguf[] = {34, 18, 20, 22, 24, 144, 176, 210}, stored[] = {34, 18, 20, 22, 24, 148, 180, 210};
+  // In kWeightFormats' order: q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K, q6_K, q4_zp.
+  const uint32_t gguf[] = {34, 18, 20, 22, 24, 144, 176, 210, 20},
+                 stored[] = {34, 18, 20, 22, 24, 148, 180, 210, 20};
   for (size_t i = 0; i < std::size(kQuantized); ++i) {
     const WeightFormat f = kQuantized[i];
     const DType t = gpu::info(f).encoding;

@@ -461,9 +461,9 @@ int main(int argc, char** argv) {
   app.add_option("--kind", opt.kind, "qkv_rope | o_proj | gate_up_silu | down_proj | lm_head | all")
       ->check(CLI::IsMember({"qkv_rope", "o_proj", "gate_up_silu", "down_proj", "lm_head", "all"}));
   app.add_option("--dtype", opt.dtype,
-                 "f16 | bf16 | f32 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | q4_k | q5_k | q6_k | all")
-      ->check(CLI::IsMember(
-          {"f16", "bf16", "f32", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k", "all"}));
+                 "f16 | bf16 | f32 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | q4_k | q5_k | q6_k | q4_zp | all")
+      ->check(CLI::IsMember({"f16", "bf16", "f32", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k",
+                             "q6_k", "q4_zp", "all"}));
   app.add_option("--calls", opt.calls, "dispatches per timed pass")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

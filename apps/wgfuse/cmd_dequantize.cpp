@@ -1,14 +1,20 @@
-// wgfuse dequantize (hidden, a measurement tool): the tensors of a GGUF file as wgfuse's CPU
-// dequantizer reads them (gpu/ggml_blocks.h, rounded to f32 as the GPU decode computes them),
-// each written as a float32 .npy of its GGUF shape under its GGUF name, in the file's own row
-// order (no Hugging Face reordering), so that bench/baselines/gguf_check.py can compare them
-// with llama.cpp's gguf-py dequantization bit for bit. No GPU is involved.
+// wgfuse dequantize (hidden, a measurement tool): the quantized tensors of a model as wgfuse's CPU
+// dequantizer reads them, each written as a float32 .npy, so that the check scripts can compare
+// them with an independent implementation bit for bit. No GPU is involved.
+//   a GGUF file: every tensor (gpu/ggml_blocks.h, rounded to f32 as the GPU decode computes
+//     them) under its GGUF name and shape, in the file's own row order (no Hugging Face
+//     reordering): bench/baselines/gguf_check.py against gguf-py;
+//   an AWQ or GPTQ folder: every quantized linear layer as the loader stores it (q4_zp, read
+//     through llm/hf_quant.h) under its Hugging Face name, [out, in]:
+//     bench/baselines/hf_quant_check.py against numpy.
 #include <cstdio>
 #include <filesystem>
 #include <set>
 
 #include "commands.h"
+#include "llm/architecture.h"
 #include "llm/gguf.h"
+#include "llm/model_files.h"
 #include "llm/report.h"
 #include "util/error.h"
 
@@ -16,26 +22,43 @@ namespace wgfuse::cli {
 
 void add_dequantize(CLI::App& app) {
   auto* cmd =
-      app.add_subcommand("dequantize", "Write a GGUF file's tensors as f32 .npy files (a check tool)");
-  cmd->group("");  // hidden from --help: a tool for bench/baselines/gguf_check.py
+      app.add_subcommand("dequantize",
+                         "Write a GGUF file's or an AWQ/GPTQ folder's quantized tensors as f32 .npy files "
+                         "(a check tool)");
+  cmd->group("");  // hidden from --help: a tool for bench/baselines' check scripts
   static std::string model, out;
   static std::vector<std::string> names;
-  cmd->add_option("-m,--model", model, "the GGUF file")->required();
+  cmd->add_option("-m,--model", model, "the GGUF file, or the AWQ/GPTQ folder")->required();
   cmd->add_option("--out", out, "folder for NAME.npy files (created)")->required();
-  cmd->add_option("--tensor", names, "only these tensors (GGUF names; repeatable)");
+  cmd->add_option("--tensor", names,
+                  "only these tensors (GGUF names, or the folder's NAME.weight; repeatable)");
   cmd->callback([] {
-    const llm::GgufFile f(model);
     std::filesystem::create_directories(out);
-    std::set<std::string> wanted(names.begin(), names.end());
-    for (const std::string& n : wanted)
-      if (!f.find_tensor(n)) throw Error(model + ": no tensor \"" + n + "\"");
-    for (const llm::GgufTensor& t : f.tensors()) {
-      if (!wanted.empty() && !wanted.contains(t.name)) continue;
-      const llm::TensorRef ref = f.tensor_ref(t, t.name);
+    const std::set<std::string> wanted(names.begin(), names.end());
+    auto write = [&](const llm::TensorRef& ref, const std::string& name) {
       const uint64_t cols = ref.cols(), rows = ref.elements() / cols;
-      llm::write_npy((std::filesystem::path(out) / (t.name + ".npy")).string(), llm::to_f32(ref), rows, cols);
-      std::printf("%s %s [%llu, %llu]\n", t.name.c_str(), t.type->name, (unsigned long long)rows,
+      llm::write_npy((std::filesystem::path(out) / (name + ".npy")).string(), llm::to_f32(ref), rows, cols);
+      std::printf("%s %s [%llu, %llu]\n", name.c_str(), gpu::to_string(ref.dtype), (unsigned long long)rows,
                   (unsigned long long)cols);
+    };
+    if (llm::is_gguf_file(model)) {
+      const llm::GgufFile f(model);
+      for (const std::string& n : wanted)
+        if (!f.find_tensor(n)) throw Error(model + ": no tensor \"" + n + "\"");
+      for (const llm::GgufTensor& t : f.tensors())
+        if (wanted.empty() || wanted.contains(t.name)) write(f.tensor_ref(t, t.name), t.name);
+      return;
+    }
+    const llm::ModelFiles files(model);
+    if (!files.quantization())
+      throw Error(model +
+                  ": not a GGUF file and config.json has no \"quantization_config\" (nothing is quantized)");
+    for (const std::string& n : wanted)
+      if (!files.find(n) || files.find(n)->dtype != gpu::DType::Q4_ZP)
+        throw Error(model + ": no quantized layer \"" + n + "\"");
+    for (const llm::ExpectedTensor& e : llm::expected_tensors(files.config())) {
+      const llm::TensorRef* ref = files.find(e.name);
+      if (ref->dtype == gpu::DType::Q4_ZP && (wanted.empty() || wanted.contains(e.name))) write(*ref, e.name);
     }
   });
 }

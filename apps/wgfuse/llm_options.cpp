@@ -35,10 +35,13 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
   c->add_option(
        "--dtype", o.dtype,
        "weight storage on the GPU: auto (the checkpoint's 16-bit type: bf16 stays bf16, f16 stays f16, "
-       "f32 becomes f16) | f32 | f16 | bf16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | q4_k | q5_k | q6_k "
-       "(ggml's formats, quantized at load: rows padded to whole blocks of 32, 256 for the k formats)")
-      ->check(CLI::IsMember(
-          {"auto", "f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"}))
+       "f32 becomes f16; a quantized checkpoint keeps its type) | f32 | f16 | bf16 | q8_0 | q4_0 | q4_1 | "
+       "q5_0 | "
+       "q5_1 | q4_k | q5_k | q6_k (ggml's formats) | q4_zp (AWQ's and GPTQ's 4-bit groups), quantized at "
+       "load: "
+       "rows padded to whole blocks of 32, 256 for the k formats")
+      ->check(CLI::IsMember({"auto", "f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k",
+                             "q5_k", "q6_k", "q4_zp"}))
       ->capture_default_str();
   c->add_option("--ctx", o.s.ctx,
                 "KV-cache length in tokens (default 4096, or the model's max_position_embeddings if smaller)")

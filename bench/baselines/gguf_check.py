@@ -166,20 +166,8 @@ def check_quant_generation(a, gguf, name, folder, qfile, qtype, prompt_ids, voca
         raise RuntimeError(f"{qfile}: no tensor for {missing[:5]}")
     model.load_state_dict(state, strict=False)
     model = model.to(device).eval()
-    eos = {i for i in qwen_check.QWEN_STOP_IDS | {qwen_check.MODELS[name][2]["eos_token_id"]} if i < vocab}
-    results = []
-    for pname, ids in qwen_check.prompts_for(prompt_ids, vocab).items():
-        work = a.out / f"{name}-{qtype}-{pname}"
-        work.mkdir(parents=True, exist_ok=True)
-        wg = qwen_check.run_wgfuse(a.wgfuse, qfile, ids, "auto", work, [], vocab)
-        r = qwen_check.compare(name, qtype, pname, ids, model, eos, wg, device, a.tol_quant)
-        r.update(check="quant-generate", weight_formats=wg[2].get("weight_formats"),
-                 weight_bytes_per_token=wg[2].get("weight_bytes_per_token"))
-        r["pass"] = r["status"] == "pass"
-        results.append(r)
-        qwen_check.log(f"[{name} {qtype} {pname}] {r['status']}: max rel err {r['max_rel_err']:.3g}, "
-                       f"{r['steps_identical']}/{len(r['hf_ids'])} greedy steps identical, "
-                       f"decode {r['decode_tok_s']} tok/s, formats {r['weight_formats']}")
+    results = qwen_check.check_quantized(a.wgfuse, a.out, name, qtype, qfile, model, prompt_ids, vocab, device,
+                                         a.tol_quant, "quant-generate")
     del model
     torch.cuda.empty_cache()
     return results

@@ -241,6 +241,27 @@ def use_f64_rope(model, device):
             module.forward = forward
 
 
+def check_quantized(wgfuse, out, name, label, path, model, prompt_ids, vocab, device, tol, check):
+    """wgfuse on a quantized model (`path`, each tensor in its own type: --dtype auto) against `model`
+    (transformers with the same dequantized weights, on `device`), for each prompt: compare()'s result
+    with the formats wgfuse stored and the weight bytes a token reads."""
+    eos = {i for i in QWEN_STOP_IDS | {MODELS[name][2]["eos_token_id"]} if i < vocab}
+    results = []
+    for pname, ids in prompts_for(prompt_ids, vocab).items():
+        work = out / f"{name}-{label}-{pname}"
+        work.mkdir(parents=True, exist_ok=True)
+        wg = run_wgfuse(wgfuse, path, ids, "auto", work, [], vocab)
+        r = compare(name, label, pname, ids, model, eos, wg, device, tol)
+        r.update(check=check, weight_formats=wg[2].get("weight_formats"),
+                 weight_bytes_per_token=wg[2].get("weight_bytes_per_token"))
+        r["pass"] = r["status"] == "pass"
+        results.append(r)
+        log(f"[{name} {label} {pname}] {r['status']}: max rel err {r['max_rel_err']:.3g}, "
+            f"{r['steps_identical']}/{len(r['hf_ids'])} greedy steps identical, "
+            f"decode {r['decode_tok_s']} tok/s, formats {r['weight_formats']}")
+    return results
+
+
 def compare(size, dtype, name, ids, model, eos, wg, device, tol):
     gen, logits, report = wg
     ref = hf_teacher_forced(model, ids, gen, device)

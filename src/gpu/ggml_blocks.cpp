@@ -42,6 +42,8 @@ Layout layout(DType t) {
       return {0, 0, 2, 6, 0};
     case DType::Q5_1:
       return {0, 2, 4, 8, 0};
+    case DType::Q4_ZP:
+      return {0, 2, 0, 4, 0};  // m: the zero point's byte
     case DType::Q4_K:
       return {0, 2, 0, 16, 4};
     case DType::Q5_K:
@@ -79,6 +81,7 @@ QuantBlock decode_block(DType t, const std::byte* p) {
   QuantBlock b;
   b.d = get16(p + L.d);
   if (t == DType::Q4_1 || t == DType::Q5_1 || t == DType::Q4_K || t == DType::Q5_K) b.m = get16(p + L.m);
+  if (t == DType::Q4_ZP) b.m = byte_at(p, L.m);
   switch (t) {
     case DType::Q8_0:
       for (uint32_t i = 0; i < n; ++i) b.q[i] = byte_at(p + L.qs, i);
@@ -86,7 +89,8 @@ QuantBlock decode_block(DType t, const std::byte* p) {
     case DType::Q4_0:
     case DType::Q4_1:
     case DType::Q5_0:
-    case DType::Q5_1: {
+    case DType::Q5_1:
+    case DType::Q4_ZP: {
       uint32_t qh = 0;
       if (t == DType::Q5_0 || t == DType::Q5_1) std::memcpy(&qh, p + L.qh, 4);
       for (uint32_t j = 0; j < 16; ++j) {
@@ -136,6 +140,7 @@ void encode_block(DType t, const QuantBlock& b, std::byte* p) {
   std::memset(p, 0, info(t).block_bytes);
   put16(p + L.d, b.d);
   if (t == DType::Q4_1 || t == DType::Q5_1 || t == DType::Q4_K || t == DType::Q5_K) put16(p + L.m, b.m);
+  if (t == DType::Q4_ZP) p[L.m] = std::byte(b.m);
   auto set = [&](uint32_t at, uint32_t bits) { p[at] |= std::byte(bits); };
   switch (t) {
     case DType::Q8_0:
@@ -144,7 +149,8 @@ void encode_block(DType t, const QuantBlock& b, std::byte* p) {
     case DType::Q4_0:
     case DType::Q4_1:
     case DType::Q5_0:
-    case DType::Q5_1: {
+    case DType::Q5_1:
+    case DType::Q4_ZP: {
       uint32_t qh = 0;
       for (uint32_t j = 0; j < 16; ++j) {
         set(L.qs + j, (b.q[j] & 0xf) | ((b.q[j + 16] & 0xf) << 4));
@@ -200,6 +206,8 @@ double block_value(DType t, const QuantBlock& b, uint32_t i) {
       return d * b.sc[i / 32] * q - f16(b.m) * b.mn[i / 32];
     case DType::Q6_K:
       return d * int8_t(b.sc[i / 16]) * (q - 32);
+    case DType::Q4_ZP:
+      return d * (q - b.m);
     default:
       throw Error(std::string("ggml block: ") + to_string(t) + " is not a quantized type");
   }
@@ -291,6 +299,14 @@ QuantBlock quantize_block(DType t, std::span<const float> x) {
     case DType::Q5_1:
       asymmetric(32);
       break;
+    case DType::Q4_ZP: {  // x = d (q - z) over [min, max] (with 0 in it: z a level)
+      const Range r = range_of(x);
+      b.d = half_bits((r.hi - r.lo) / 15);
+      const double d = f16(b.d);
+      b.m = uint16_t(d > 0 ? round_clamp(-r.lo / d, 0, 15) : 0);
+      for (uint32_t i = 0; i < n; ++i) b.q[i] = uint8_t(d > 0 ? round_clamp(x[i] / d + b.m, 0, 15) : b.m);
+      break;
+    }
     case DType::Q4_K:
       quantize_k_scale_min(x, 16, b);
       break;

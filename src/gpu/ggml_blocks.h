@@ -15,6 +15,9 @@
 //   q6_K  256 elements, 210 bytes: ql[128], qh[64], scales[16] int8, d (f16); per 128
 //         elements (l < 32, quarter t < 4): low nibble of ql[l + 32 (t % 2)] (high nibble when
 //         t >= 2), 2 high bits at bits 2t of qh[l]        x = d sc[i / 16] (q - 32)
+//   q4_zp 32 elements, 20 bytes: d (f16), z (u8), a zero byte, qs[16] as q4_0
+//                                                                          x = d (q - z)
+//         (wgfuse's own, not ggml's: AWQ's and GPTQ's groups, weight_format.h)
 // Every product of a format's definition is exact in double (and in f32 up to the last
 // operation), so the dequantized value rounded to f32 is what any f32 decode that follows the
 // definition's order of operations gets, bit for bit.
@@ -34,7 +37,8 @@ enum class DType : uint8_t;
 // holds the int8's bits) and the scales.
 struct QuantBlock {
   std::array<uint8_t, 256> q{};
-  uint16_t d = 0, m = 0;         // f16 bits: the scale, and the min (q4_1, q5_1) or dmin (q4_K, q5_K)
+  uint16_t d = 0, m = 0;         // f16 bits: the scale, and the min (q4_1, q5_1) or dmin (q4_K, q5_K);
+                                 // q4_zp: m is the zero point (an integer below 256)
   std::array<uint8_t, 16> sc{};  // sub-block scales: q4_K/q5_K 8 of 6 bits, q6_K 16 int8 (bits)
   std::array<uint8_t, 8> mn{};   // q4_K/q5_K sub-block mins (6 bits)
 };

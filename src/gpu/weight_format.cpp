@@ -14,9 +14,9 @@ namespace wgfuse::gpu {
 
 const DTypeInfo& info(DType t) {
   static constexpr DTypeInfo kInfo[] = {
-      {"f32", 1, 4},      {"f16", 1, 2},      {"bf16", 1, 2},     {"q8_0", 32, 34},
-      {"q4_0", 32, 18},   {"q4_1", 32, 20},   {"q5_0", 32, 22},   {"q5_1", 32, 24},
-      {"q4_K", 256, 144}, {"q5_K", 256, 176}, {"q6_K", 256, 210},
+      {"f32", 1, 4},      {"f16", 1, 2},     {"bf16", 1, 2},   {"q8_0", 32, 34},   {"q4_0", 32, 18},
+      {"q4_1", 32, 20},   {"q5_0", 32, 22},  {"q5_1", 32, 24}, {"q4_K", 256, 144}, {"q5_K", 256, 176},
+      {"q6_K", 256, 210}, {"q4_zp", 32, 20}, {"i32", 1, 4},
   };
   return kInfo[size_t(t)];
 }
@@ -45,7 +45,7 @@ const WeightFormatInfo& info(WeightFormat f) {
       {"q4_0", 32, 18, 8, DType::Q4_0},   {"q4_1", 32, 20, 8, DType::Q4_1},
       {"q5_0", 32, 22, 8, DType::Q5_0},   {"q5_1", 32, 24, 8, DType::Q5_1},
       {"q4_k", 256, 148, 8, DType::Q4_K}, {"q5_k", 256, 180, 8, DType::Q5_K},
-      {"q6_k", 256, 210, 8, DType::Q6_K},
+      {"q6_k", 256, 210, 8, DType::Q6_K}, {"q4_zp", 32, 20, 8, DType::Q4_ZP},
   };
   return kInfo[size_t(f)];
 }
@@ -77,7 +77,8 @@ Planes planes(WeightFormat f, uint64_t blocks) {
   p.sub = p.high + (five ? n / 32 : f == WeightFormat::Q6_K ? n / 16 : 0);
   const bool k_pairs = f == WeightFormat::Q4_K || f == WeightFormat::Q5_K;
   p.scale = p.sub + (k_pairs ? 4 * blocks : f == WeightFormat::Q6_K ? 4 * blocks : 0);
-  const bool pairs = f == WeightFormat::Q4_1 || f == WeightFormat::Q5_1 || k_pairs;
+  const bool pairs =
+      f == WeightFormat::Q4_1 || f == WeightFormat::Q5_1 || f == WeightFormat::Q4_ZP || k_pairs;
   p.words = p.scale + (pairs ? blocks : (blocks + 1) / 2);
   return p;
 }
@@ -113,6 +114,9 @@ void pack_block(WeightFormat f, const QuantBlock& b, uint64_t k, const Planes& p
     case WeightFormat::Q4_1:
     case WeightFormat::Q5_1:
       w[p.scale + k] = uint32_t(b.d) | uint32_t(b.m) << 16;
+      break;
+    case WeightFormat::Q4_ZP:  // the zero point as an f16 (exact: an integer below 256)
+      w[p.scale + k] = uint32_t(b.d) | uint32_t(half::from_float(float(b.m))) << 16;
       break;
     default:  // q8_0, q4_0, q5_0, q6_K: f16 d per block
       if (f == WeightFormat::Q6_K)
@@ -176,6 +180,8 @@ void pack_row(WeightFormat f, DType src_dtype, std::span<const std::byte> src, u
     throw Error("pack_row: a row of " + std::to_string(cols) + " " + to_string(src_dtype) + " elements as " +
                 to_string(f) + " takes " + std::to_string(in_bytes) + " -> " + std::to_string(out_bytes) +
                 " bytes, given " + std::to_string(src.size()) + " -> " + std::to_string(out.size()));
+  if (src_dtype == DType::I32)
+    throw Error("pack_row: i32 elements are packed integers (an AWQ or GPTQ tensor), not weights");
   const DType enc = info(f).encoding;
   if (is_quantized(f)) {
     const uint32_t n = info(f).block_elements, bb = info(enc).block_bytes;

@@ -21,11 +21,17 @@
 //   sub    q4_K/q5_K: per sub-block of 32, a half-word (6-bit scale in the low byte, 6-bit min
 //          in the high); q6_K: per sub-block of 16, an int8 scale
 //   scale  q8_0/q4_0/q5_0/q6_K: per block an f16 d, two per word (block 2i in the low half);
-//          q4_1/q5_1/q4_K/q5_K: per block a word of two f16, d low and m (dmin) high
+//          q4_1/q5_1/q4_K/q5_K: per block a word of two f16, d low and m (dmin) high; q4_zp:
+//          d low and the zero point z (an integer, as an f16) high
 // then zeros to a whole word. Bytes per block: q8_0 34, q4_0 18, q4_1 20, q5_0 22, q5_1 24, q4_K
-// 148, q5_K 180, q6_K 210 (GGUF: 34/18/20/22/24/144/176/210; the K formats' 6-bit scales are
-// unpacked to bytes). The decode of a group is a few word loads, shifts and one multiply-add per
-// element in ggml's order of operations: bit for bit gpu/ggml_blocks.h's dequantization.
+// 148, q5_K 180, q6_K 210, q4_zp 20 (GGUF: 34/18/20/22/24/144/176/210; the K formats' 6-bit
+// scales are unpacked to bytes).
+// q4_zp is not a ggml type: it holds the 4-bit groups of AWQ and GPTQ checkpoints
+// (llm/hf_quant.h), x = d (q - z) with an f16 scale d and an integer zero point z per group, each
+// group of 32 to 128 (or a whole row) cut into blocks of 32 that repeat its d and z. ggml's q4_1
+// (x = d q + m with an f16 m) cannot hold them exactly: -d z is not an f16 in general. The decode of a group
+// is a few word loads, shifts and one multiply-add per element in ggml's order of operations: bit for bit
+// gpu/ggml_blocks.h's dequantization.
 #pragma once
 
 #include <cstddef>
@@ -37,9 +43,11 @@ namespace wgfuse::gpu {
 
 // What a source tensor's elements are (a file's dtype, ggml's block bytes for the quantized
 // ones), the input of a packer.
-enum class DType : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K };
+// I32 is no weight: the packed integers of an AWQ or GPTQ checkpoint (llm/hf_quant.h), which
+// become q4_zp rows before any loader sees them; no format stores it and no packer reads it.
+enum class DType : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_ZP, I32 };
 struct DTypeInfo {
-  const char* name;         // "f32", ..., "q8_0", ..., "q6_K" (ggml's names)
+  const char* name;         // "f32", ..., "q8_0", ..., "q6_K" (ggml's names), "q4_zp"
   uint32_t block_elements;  // 1, or the quantization block (32, 256)
   uint32_t block_bytes;     // a block's bytes in the file
 };
@@ -69,11 +77,12 @@ enum class WeightFormat : uint8_t {
   Q4_K = 8,
   Q5_K = 9,
   Q6_K = 10,
+  Q4_ZP = 11,
 };
-inline constexpr WeightFormat kWeightFormats[] = {WeightFormat::F32,  WeightFormat::F16,  WeightFormat::BF16,
-                                                  WeightFormat::Q8_0, WeightFormat::Q4_0, WeightFormat::Q4_1,
-                                                  WeightFormat::Q5_0, WeightFormat::Q5_1, WeightFormat::Q4_K,
-                                                  WeightFormat::Q5_K, WeightFormat::Q6_K};
+inline constexpr WeightFormat kWeightFormats[] = {
+    WeightFormat::F32,  WeightFormat::F16,  WeightFormat::BF16, WeightFormat::Q8_0,
+    WeightFormat::Q4_0, WeightFormat::Q4_1, WeightFormat::Q5_0, WeightFormat::Q5_1,
+    WeightFormat::Q4_K, WeightFormat::Q5_K, WeightFormat::Q6_K, WeightFormat::Q4_ZP};
 
 struct WeightFormatInfo {
   const char* name;            // "f32", "f16", "bf16", "q8_0", ... "q6_k" (the --dtype values)

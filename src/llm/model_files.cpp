@@ -14,6 +14,7 @@
 #include "llm/gguf_model.h"
 #include "util/error.h"
 #include "util/file.h"
+#include "util/worker_pool.h"
 
 namespace wgfuse::llm {
 namespace {
@@ -260,6 +261,7 @@ ModelFiles::ModelFiles(const std::filesystem::path& dir) : dir_(dir) {
   const auto config_path = dir / "config.json";
   const std::string config_text = read_file(config_path, "the model config", kMaxConfigBytes);
   config_ = parse_model_config(config_text, config_path.string());
+  quant_ = parse_quantization_config(config_text, config_path.string());
   apply_generation_config(config_text, config_path.string(), generation_);  // token ids, if any
   if (const auto gen =
           read_file_if_exists(dir / "generation_config.json", "the generation config", kMaxConfigBytes))
@@ -374,6 +376,8 @@ const TensorRef& ModelFiles::require(std::string_view name, const std::vector<ui
   if (!t)
     throw Error(dir_.string() + ": tensor \"" + std::string(name) + "\" (shape " + shape_text(shape) +
                 ") is in none of the model's safetensors files");
+  if (t->dtype == DType::I32)
+    throw Error(file_of(*t) + ": tensor \"" + t->name + "\" is I32, expected floats (F32, F16 or BF16)");
   if (t->shape != shape)
     throw Error(file_of(*t) + ": tensor \"" + t->name + "\" has shape " + shape_text(t->shape) +
                 ", expected " + shape_text(shape) + (gguf_ ? " from its metadata" : " from config.json"));
@@ -412,6 +416,7 @@ void ModelFiles::validate() {
                 (last_ref ? " (the last: \"" + last_ref->name + "\" in " + file_of(*last_ref) + ")" : "") +
                 ": the config and the weights disagree");
   const std::vector<ExpectedTensor> table = expected_tensors(config_);
+  convert_quantized(table);
   std::unordered_map<std::string_view, bool> expected;
   for (const auto& e : table) {
     require(e.name, e.shape);
@@ -444,6 +449,41 @@ void ModelFiles::validate() {
     warnings_.push_back(dir_.string() + ": " + std::to_string(unused.size()) + " tensor" +
                         (unused.size() == 1 ? " is" : "s are") + " not part of " + config_.architecture +
                         " and not used: " + list);
+  }
+}
+
+void ModelFiles::convert_quantized(const std::vector<ExpectedTensor>& table) {
+  const WeightLookup lookup = [&](std::string_view n) { return find(n); };
+  struct Layer {
+    const ExpectedTensor* e;
+    std::string prefix;
+    QuantizedLinear t;
+  };
+  std::vector<Layer> layers;
+  constexpr std::string_view suffix = ".weight";
+  for (const ExpectedTensor& e : table) {
+    if (e.shape.size() != 2 || !e.name.ends_with(suffix) || find(e.name)) continue;
+    std::string prefix = e.name.substr(0, e.name.size() - suffix.size());
+    const TensorRef* packed = find(prefix + ".qweight");
+    if (!packed) continue;  // validate's require() names the missing tensor
+    if (!quant_)
+      throw Error(file_of(*packed) + ": \"" + packed->name + "\" is a quantized layer, but " +
+                  (dir_ / "config.json").string() +
+                  " has no \"quantization_config\" saying how it is packed");
+    QuantizedLinear t = quantized_linear(*quant_, lookup, prefix, e.shape[0], e.shape[1], file_of(*packed));
+    layers.push_back({&e, std::move(prefix), t});
+  }
+  if (layers.empty()) return;
+  std::vector<std::vector<std::byte>> rows(layers.size());
+  util::WorkerPool pool;
+  pool.run(layers.size(), [&](size_t i) { rows[i] = quantized_linear_to_q4_zp(*quant_, layers[i].t); });
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const Layer& l = layers[i];
+    const size_t file = by_name_.at(l.t.qweight->name).file;
+    const std::vector<std::byte>& bytes = quantized_rows_.emplace_back(std::move(rows[i]));
+    TensorRef& ref = quantized_refs_.emplace_back(TensorRef{l.e->name, DType::Q4_ZP, l.e->shape, bytes});
+    for (const char* part : {".qweight", ".qzeros", ".scales", ".g_idx"}) by_name_.erase(l.prefix + part);
+    by_name_.emplace(l.e->name, Located{&ref, file});
   }
 }
 

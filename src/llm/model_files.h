@@ -2,7 +2,10 @@
 //   config.json                      -> ModelConfig (an architecture of llm/architecture.h)
 //   generation_config.json (if any)  -> GenerationConfig (EOS ids, sampling defaults)
 //   model.safetensors, or model.safetensors.index.json + its shards -> TensorRefs, memory-mapped
-// or a GGUF file (llm/gguf_model.h) in place of the folder: config, generation ids and tensors
+// A folder quantized by AutoAWQ or GPTQ (config.json's quantization_config, llm/hf_quant.h) has
+// each linear layer as packed tensors: they become one q4_zp tensor under the layer's ".weight"
+// name at open (a host copy), the packed tensors' names leave the index.
+// Or a GGUF file (llm/gguf_model.h) in place of the folder: config, generation ids and tensors
 // from it, the tensors named as in a Hugging Face checkpoint.
 // The weights stay mapped while the ModelFiles lives; TensorRefs point into the mappings.
 // Opening checks that every tensor of the architecture's table exists with the shape config.json
@@ -21,12 +24,14 @@
 #include <vector>
 
 #include "llm/config.h"
+#include "llm/hf_quant.h"
 #include "llm/safetensors.h"
 #include "llm/tensor.h"
 
 namespace wgfuse::llm {
 
 class GgufFile;
+struct ExpectedTensor;
 
 // Token ids and sampling defaults from generation_config.json (and, for the ids, config.json).
 // Defaults are those of Hugging Face's GenerationConfig.
@@ -73,6 +78,8 @@ class ModelFiles {
   std::string tensor_types() const;
   const ModelConfig& config() const { return config_; }
   const GenerationConfig& generation() const { return generation_; }
+  // config.json's quantization_config, or nullptr.
+  const HfQuantConfig* quantization() const { return quant_ ? &*quant_ : nullptr; }
 
   // nullptr when no file holds `name`.
   const TensorRef* find(std::string_view name) const;
@@ -94,6 +101,8 @@ class ModelFiles {
   // num_hidden_layers against the layers the files hold, then require() for every entry of
   // expected_tensors(config()); what is left over goes to warnings_.
   void validate();
+  // The quantized linear layers of `table` (P.qweight present, P.weight absent) as q4_zp tensors.
+  void convert_quantized(const std::vector<ExpectedTensor>& table);
 
   std::filesystem::path dir_;
   ModelConfig config_;
@@ -102,6 +111,9 @@ class ModelFiles {
   std::unique_ptr<GgufFile> gguf_;
   std::deque<TensorRef> gguf_refs_;               // the GGUF tensors under Hugging Face names
   std::deque<std::vector<std::byte>> reordered_;  // q and k rows in Hugging Face's order
+  std::optional<HfQuantConfig> quant_;
+  std::deque<TensorRef> quantized_refs_;               // AWQ/GPTQ layers as q4_zp
+  std::deque<std::vector<std::byte>> quantized_rows_;  // their rows
   struct Located {
     const TensorRef* ref;
     size_t file;  // index into files_ (0 for a GGUF file)

@@ -183,7 +183,8 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   stats_.weight_format = stats_.weight_formats.at(0).format;
   need(stats_.weight_formats.size() == 1, "the matrices are stored in " +
                                               std::to_string(stats_.weight_formats.size()) +
-                                              " formats (a GGUF file of mixed tensor types): the "
+                                              " formats (a GGUF file of mixed tensor types, or an AWQ/GPTQ "
+                                              "folder's 4-bit layers beside its f16 embedding): the "
                                               "one-dispatch decoder decodes one; use --decode steps");
   need(w.arena().buffers() == 1,
        "the packed weights (" + std::to_string(w.arena().total_bytes()) +

@@ -48,6 +48,8 @@ bool parse_dtype(const std::string& s, DType& out) {
     out = DType::F16;
   else if (s == "BF16")
     out = DType::BF16;
+  else if (s == "I32")
+    out = DType::I32;
   else
     return false;
   return true;
@@ -75,7 +77,8 @@ Entry parse_entry(const std::string& file, const std::string& name, const nlohma
   if (dtype == v.end() || !dtype->is_string()) fail_tensor(file, name, "\"dtype\" missing or not a string");
   if (!parse_dtype(dtype->get<std::string>(), e.ref.dtype))
     fail_tensor(file, name,
-                "unsupported dtype \"" + dtype->get<std::string>() + "\" (wgfuse reads F32, F16 and BF16)");
+                "unsupported dtype \"" + dtype->get<std::string>() +
+                    "\" (wgfuse reads F32, F16, BF16, and I32 for AWQ's and GPTQ's packed integers)");
 
   auto shape = v.find("shape");
   if (shape == v.end() || !shape->is_array()) fail_tensor(file, name, "\"shape\" missing or not an array");
@@ -122,6 +125,8 @@ const char* dtype_name(DType t) {
       return "F16";
     case DType::BF16:
       return "BF16";
+    case DType::I32:
+      return "I32";
     default:
       return gpu::to_string(t);
   }
@@ -295,8 +300,8 @@ void to_f32(DType dtype, std::span<const std::byte> in, std::span<float> out) {
         }
       }
       break;
-    default:
-      break;  // quantized: dtype_bytes threw above
+    default:  // quantized: dtype_bytes threw above
+      throw Error(std::string("to_f32: ") + dtype_name(dtype) + " elements are not floats");
   }
 }
 

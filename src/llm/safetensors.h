@@ -7,8 +7,9 @@
 //   rest      the data: the ranges, relative to its start, must tile it exactly (sorted, no
 //             overlap, no hole, ending at the end of the file), each as long as shape x dtype
 //             size, and each aligned to its dtype's size in the file.
-// Only F32, F16 and BF16 are accepted (what Qwen2 checkpoints use); any other dtype is an
-// error naming it. Every error is a wgfuse::Error naming the file, the tensor and the problem.
+// Only F32, F16 and BF16 are accepted (what Qwen2 checkpoints use), and I32 (the packed integers
+// of AWQ and GPTQ checkpoints, llm/hf_quant.h); any other dtype is an error naming it. Every error is a
+// wgfuse::Error naming the file, the tensor and the problem.
 #pragma once
 
 #include <cstddef>

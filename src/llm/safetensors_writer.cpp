@@ -124,14 +124,15 @@ void write_safetensors(const std::filesystem::path& file, const std::vector<Tens
       if (!shape.empty()) shape += ',';
       shape += std::to_string(d);
     }
-    if (n != t.values.size())
+    if (t.raw_dtype.empty() && n != t.values.size())
       throw Error("write_safetensors: " + t.name + " has " + std::to_string(t.values.size()) +
                   " values for " + std::to_string(n) + " elements");
     const size_t begin = data.size();
-    data += encode_values(t.values, dtype);
+    data += t.raw_dtype.empty() ? encode_values(t.values, dtype) : t.raw;
     header += ',';
-    header += json_string(t.name) + ":{\"dtype\":\"" + dtype_text + "\",\"shape\":[" + shape +
-              "],\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(data.size()) + "]}";
+    header += json_string(t.name) + ":{\"dtype\":\"" + (t.raw_dtype.empty() ? dtype_text : t.raw_dtype) +
+              "\",\"shape\":[" + shape + "],\"data_offsets\":[" + std::to_string(begin) + "," +
+              std::to_string(data.size()) + "]}";
   }
   header += "}";
   header.append((8 - header.size() % 8) % 8, ' ');
@@ -195,7 +196,7 @@ void write_model_folder(const std::filesystem::path& dir, const std::string& con
     for (const TensorData& t : part) {
       weight_map += weight_map.empty() ? "\n    " : ",\n    ";
       weight_map += json_string(t.name) + ": " + json_string(name);
-      total += t.values.size() * dtype_bytes(dtype);
+      total += t.raw_dtype.empty() ? t.values.size() * dtype_bytes(dtype) : t.raw.size();
     }
   }
   write_file(dir / "model.safetensors.index.json",

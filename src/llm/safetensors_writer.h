@@ -18,6 +18,8 @@ struct TensorData {
   std::string name;
   std::vector<uint64_t> shape;
   std::vector<float> values;  // shape's product of them, row-major
+  // Or, with raw_dtype set ("I32", "F16": an AWQ or GPTQ tensor), the stored bytes as they are.
+  std::string raw_dtype, raw;
 };
 
 // The value `v` reads back as once stored as `dtype` (round to nearest, ties to even).
@@ -26,8 +28,8 @@ float round_to_dtype(float v, DType dtype);
 // The values stored as `dtype`, little-endian (rounded as round_to_dtype).
 std::string encode_values(const std::vector<float>& values, DType dtype);
 
-// One safetensors file with the tensors in the given order, contiguous, the header padded with
-// spaces so that the data starts 8-byte aligned (as Hugging Face's writer does).
+// One safetensors file with the tensors in the given order (values as `dtype`), contiguous, the header padded
+// with spaces so that the data starts 8-byte aligned (as Hugging Face's writer does).
 void write_safetensors(const std::filesystem::path& file, const std::vector<TensorData>& tensors,
                        DType dtype);
 

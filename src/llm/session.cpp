@@ -221,7 +221,8 @@ void Session::choose_decoder(std::span<const uint32_t> prompt, uint32_t n) {
   if (const std::string why = persistent_unsupported(files_.config()); !why.empty()) return fall_back(why);
   if (const auto& formats = model_->stats().weight_formats; formats.size() > 1)
     return fall_back("the matrices are stored in " + std::to_string(formats.size()) +
-                     " formats (a GGUF file of mixed tensor types); the one-dispatch decoder decodes one");
+                     " formats (a GGUF file of mixed tensor types, or an AWQ/GPTQ folder's 4-bit layers "
+                     "beside its f16 embedding); the one-dispatch decoder decodes one");
   // Auto: at most 256 workgroups (2 per SM of an H100), since the probe's kernel is lighter than
   // the decode's and may fit more at once; a decode barrier that then times out falls back.
   const GridChoice grid = choose_grid(ctx, opt_.persistent.workgroups, wg, opt_.persistent.probe_spin, 256);
