@@ -83,13 +83,19 @@ fn active_mask(lid: u32) -> u32 {
 // one row block read the same weights at the same time (from L1 after the first). A team covers
 // whole rows, so with the dots it sums x's squares (rmsnorm needs no pass of its own):
 // (W (x * nw)) / rms(x) = W rmsnorm(x).
-fn block_totals(ids: Ids, r0: u32, normed: bool) {
+fn block_totals(ids: Ids, r0: u32, normed: bool, mask: u32) {
   let team = ids.lid / TEAM;
   let row0 = r0 + team / SLOT_GROUPS * RPT;
   let slot0 = team % SLOT_GROUPS;
+  // A team whose slots are all idle skips the products: with one request on a server of several
+  // slots, one team of each row block works.
+  var team_slots = 0u;
+  for (var j = 0u; j < SPT; j++) {
+    team_slots |= 1u << min(slot0 + j * SLOT_GROUPS, 31u);
+  }
   var acc: array<f32, MAX_SUMS>;  // [k][j]
   var ss: array<f32, MAX_SPT>;
-  if (row0 < ROWS) {
+  if (row0 < ROWS && (team_slots & mask) != 0u) {
     // ITERS trips and no branch (past COLS8 a lane re-reads the last group with x = 0; a slot
     // past SLOTS re-reads the last one, never stored): with the trip counts pipeline constants
     // the compiler can unroll the loops and issue every load before the first FMA.
@@ -177,7 +183,7 @@ fn out_of(i: u32, r0: u32, mask: u32) -> Out {
 fn qkv_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask(ids.lid);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    block_totals(ids, r0, true);
+    block_totals(ids, r0, true, mask);
     for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
       let o = out_of(i, r0, mask);
       if (o.valid) {
@@ -192,7 +198,7 @@ fn qkv_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
 fn logits_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask(ids.lid);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    block_totals(ids, r0, true);
+    block_totals(ids, r0, true, mask);
     for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
       let o = out_of(i, r0, mask);
       if (o.valid) {
@@ -207,7 +213,7 @@ fn logits_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
 fn residual_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask(ids.lid);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    block_totals(ids, r0, false);
+    block_totals(ids, r0, false, mask);
     for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
       let o = out_of(i, r0, mask);
       if (o.valid) {
@@ -223,7 +229,7 @@ fn residual_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_w
 fn gate_up_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask(ids.lid);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    block_totals(ids, r0, true);
+    block_totals(ids, r0, true, mask);
     for (var i = ids.lid; i < ROWS_PER_WG / 2u * SLOTS; i += WG) {
       let j = i / SLOTS;
       let b = i % SLOTS;

@@ -7,7 +7,6 @@
 #include <string>
 
 #include "gpu/kernel.h"
-#include "gpu/profiler.h"
 #include "gpu/recorder.h"
 #include "gpu/weight_format.h"
 #include "util/error.h"
@@ -272,44 +271,8 @@ DecodeProfile BatchDecoder::profile(uint32_t reps) {
   std::vector<gpu::Plan*> plans{&step_, &argmax_};
   for (uint32_t b = 0; b < slots(); ++b)
     if (active_[b] && samplers_[b].plan) plans.push_back(&*samplers_[b].plan);
-  std::vector<std::pair<gpu::Plan*, size_t>> all;
-  for (gpu::Plan* p : plans)
-    for (size_t i = 0; i < p->steps(); ++i) all.push_back({p, i});
-  gpu::Profiler prof(ctx_, uint32_t(all.size()) + 1);
-  if (!prof.enabled())
-    throw Error("--profile needs GPU timestamps (the 'timestamp-query' feature), which adapter '" +
-                ctx_.adapter().description + "' does not offer");
-  DecodeProfile out;
-  out.position = pos_[first - active_.begin()];
-  for (auto [p, i] : all) {
-    const auto& info = p->step(i).info;
-    out.steps.push_back({std::string(p->step_name(i)), info.bytes, info.bytes_per_position, {}});
-  }
   // The pickers advance the positions in the records: each repetition starts from the host's.
-  for (uint32_t r = 0; r < reps; ++r) {
-    write_records();
-    gpu::Recorder rec(ctx_);
-    for (auto [p, i] : all) {
-      rec.time_next_pass(prof);
-      p->encode(rec, i, 1);
-      rec.end_pass();
-    }
-    prof.resolve(rec);
-    rec.submit();
-    const auto ns = prof.read_ns();
-    for (size_t i = 0; i < all.size(); ++i) out.steps[i].us.push_back(ns.at(i) / 1e3);
-    write_records();
-    gpu::Recorder whole(ctx_);
-    whole.time_next_pass(prof);
-    for (gpu::Plan* p : plans) p->encode(whole);
-    whole.end_pass();
-    prof.resolve(whole);
-    whole.submit();
-    out.whole_step_us.push_back(prof.read_ns().at(0) / 1e3);
-  }
-  write_records();
-  ctx_.wait();
-  return out;
+  return profile_plans(ctx_, plans, reps, pos_[first - active_.begin()], [&] { write_records(); });
 }
 
 void BatchDecoder::stop(uint32_t slot) {

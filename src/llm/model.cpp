@@ -491,28 +491,24 @@ void Model::prefill(std::span<const uint32_t> ids) {
   logits_fresh_ = true;
 }
 
-DecodeProfile Model::profile_decode(gpu::Plan* picker, uint32_t reps) {
-  if (seq_.empty() || fed_ + 1 != seq_.size())
-    throw Error("profile: generate tokens first (the profile decodes the last generated token again)");
-  // The step's plans in order, and every dispatch as (plan, index).
-  gpu::Plan* plans[] = {&decode_body(fed_), &head_, picker ? picker : &argmax_};
-  std::vector<std::pair<gpu::Plan*, size_t>> all;
+DecodeProfile profile_plans(gpu::Context& ctx, std::span<gpu::Plan* const> plans, uint32_t reps,
+                            uint32_t position, const std::function<void()>& restore) {
+  std::vector<std::pair<gpu::Plan*, size_t>> all;  // every dispatch as (plan, index)
   for (gpu::Plan* p : plans)
     for (size_t i = 0; i < p->steps(); ++i) all.push_back({p, i});
-  gpu::Profiler prof(*ctx_, uint32_t(all.size()) + 1);
+  gpu::Profiler prof(ctx, uint32_t(all.size()) + 1);
   if (!prof.enabled())
     throw Error("--profile needs GPU timestamps (the 'timestamp-query' feature), which adapter '" +
-                ctx_->adapter().description + "' does not offer");
+                ctx.adapter().description + "' does not offer");
   DecodeProfile out;
-  out.position = fed_;
+  out.position = position;
   for (auto [p, i] : all) {
     const auto& info = p->step(i).info;
     out.steps.push_back({std::string(p->step_name(i)), info.bytes, info.bytes_per_position, {}});
   }
   for (uint32_t r = 0; r < reps; ++r) {
-    // Every repetition decodes the same position: the picker advanced it, so it is set back.
-    ctx_->write_value<uint32_t>(state_, 0, fed_);
-    gpu::Recorder rec(*ctx_);
+    restore();
+    gpu::Recorder rec(ctx);
     for (auto [p, i] : all) {
       rec.time_next_pass(prof);
       p->encode(rec, i, 1);
@@ -522,8 +518,8 @@ DecodeProfile Model::profile_decode(gpu::Plan* picker, uint32_t reps) {
     rec.submit();
     const auto ns = prof.read_ns();
     for (size_t i = 0; i < all.size(); ++i) out.steps[i].us.push_back(ns.at(i) / 1e3);
-    ctx_->write_value<uint32_t>(state_, 0, fed_);
-    gpu::Recorder whole(*ctx_);
+    restore();
+    gpu::Recorder whole(ctx);
     whole.time_next_pass(prof);
     for (gpu::Plan* p : plans) p->encode(whole);
     whole.end_pass();
@@ -531,9 +527,17 @@ DecodeProfile Model::profile_decode(gpu::Plan* picker, uint32_t reps) {
     whole.submit();
     out.whole_step_us.push_back(prof.read_ns().at(0) / 1e3);
   }
-  ctx_->write_value<uint32_t>(state_, 0, fed_);
-  ctx_->wait();
+  restore();
+  ctx.wait();
   return out;
+}
+
+DecodeProfile Model::profile_decode(gpu::Plan* picker, uint32_t reps) {
+  if (seq_.empty() || fed_ + 1 != seq_.size())
+    throw Error("profile: generate tokens first (the profile decodes the last generated token again)");
+  gpu::Plan* plans[] = {&decode_body(fed_), &head_, picker ? picker : &argmax_};
+  // Every repetition decodes the same position: the picker advanced it, so it is set back.
+  return profile_plans(*ctx_, plans, reps, fed_, [&] { ctx_->write_value<uint32_t>(state_, 0, fed_); });
 }
 
 PrefillProfile Model::profile_prefill(uint32_t reps) {

@@ -95,6 +95,13 @@ struct DecodeProfile {
   std::vector<double> whole_step_us;  // all of them in one timed pass, one per repetition
 };
 
+// Times the dispatches of `plans` (a decode step, in order) with GPU timestamps, `reps` times: each
+// dispatch in its own pass, then all of them in one. `restore` runs before each timed pass and at
+// the end (the step's pickers advance the positions it decodes). Throws Error naming the adapter
+// where it has no timestamp queries.
+DecodeProfile profile_plans(gpu::Context& ctx, std::span<gpu::Plan* const> plans, uint32_t reps,
+                            uint32_t position, const std::function<void()>& restore);
+
 // One weight tensor of an arena buffer, for a plan written down: where it lies (the view: offset,
 // bytes, rows x cols, row_bytes, format) and how its rows come from the file's tensors `sources`:
 // "rows" (in order), "qkv_rope_pairs" (qkv_source_row), "gate_up_interleaved"
