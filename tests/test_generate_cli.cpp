@@ -173,6 +173,42 @@ TEST(GenerateCli, ProfileTimesEveryKernelOfTheStep) {
   fs::remove(out);
 }
 
+// --parallel 3: the prompt decoded again as three sequences through the batched decoder, each
+// checked against the run by the command itself (it fails otherwise); the JSON reports the rate
+// and, with --profile, the batched step's kernels (rows of every slot in one dispatch per layer).
+// Sampling and --parallel are refused together.
+TEST(GenerateCli, ParallelDecodesThePromptAgainAsSeveralSequences) {
+  const fs::path out = fs::temp_directory_path() / ("wgfuse_par_" + std::to_string(getpid()) + ".json");
+  const std::string args = "--prompt-ids 5,17,301,9 -n 4 --temp 0 --parallel 3 --json '" + out.string() + "'";
+  const bool timestamps = test::context().features().timestamp_query;
+  auto r = test::run_wgfuse(generate_cmd(kSmallVocab, args + (timestamps ? " --profile=1" : "")));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("every sequence equal to the run"), std::string::npos) << r.out;
+  const json j = json::parse(std::ifstream(out));
+  EXPECT_EQ(j["generated_ids"].size(), 4u);
+  const json& par = j.at("parallel");
+  EXPECT_EQ(par["sequences"], 3);
+  EXPECT_EQ(par["tokens_per_sequence"], 4);
+  EXPECT_GT(par["tok_s"].get<double>(), 0);
+  EXPECT_NEAR(par["tok_s"].get<double>(), 3 * par["tok_s_per_sequence"].get<double>(),
+              1e-6 * par["tok_s"].get<double>());
+  if (timestamps) {
+    std::map<std::string, uint32_t> calls;
+    for (const auto& k : par.at("profile")["kernels"]) calls[k["kernel"]] = k["calls_per_token"];
+    const uint32_t layers = tiny_config(kSmallVocab).num_layers;
+    for (const char* per_layer :
+         {"qkv_rows", "rope_rows", "attend_rows", "o_proj_rows", "gate_up_rows", "down_rows"})
+      EXPECT_EQ(calls[per_layer], layers) << per_layer;
+    for (const char* once : {"embed_rows", "logits_rows", "argmax_partial", "argmax_final"})
+      EXPECT_EQ(calls[once], 1u) << once;
+  }
+  auto sampled =
+      test::run_wgfuse(generate_cmd(kSmallVocab, "--prompt-ids 5,17 -n 2 --temp 0.7 --parallel 2"));
+  EXPECT_EQ(sampled.rc, 1) << sampled.out;
+  EXPECT_NE(sampled.out.find("--parallel"), std::string::npos) << sampled.out;
+  fs::remove(out);
+}
+
 // --prefill-chunk and --prefill-tile change how the prompt is fed, not the tokens (against one
 // decode step per prompt token); --profile-prefill times each dispatch of the last chunk (10
 // prompt tokens in chunks of 7: positions 7..9) with its FLOPs; an unsupported tile is refused

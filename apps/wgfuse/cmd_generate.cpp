@@ -143,18 +143,17 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
   if (o.profile_prefill_reps)
     prefill_prof = llm::report_prefill_profile(stderr, s->profile_prefill(o.profile_prefill_reps),
                                                o.profile_prefill_reps);
-  nlohmann::json parallel;
-  if (o.parallel) parallel = decode_in_parallel(*s, *ctx, prompt, r, o);
+  // The run's report before --parallel, which reuses the model's prompt path.
+  nlohmann::json j = llm::run_json(*s, prompt, r);
+  if (o.parallel) j["parallel"] = decode_in_parallel(*s, *ctx, prompt, r, o);
   if (!o.logits_path.empty()) {
     const size_t vocab = s->files().config().vocab_size;
     llm::write_npy(o.logits_path, logits, logits.size() / vocab, vocab);
   }
   if (!o.json_path.empty()) {
-    nlohmann::json j = llm::run_json(*s, prompt, r);
     j["adapter"] = adapter_json(*ctx);
     if (!prof.is_null()) j["profile"] = prof;
     if (!prefill_prof.is_null()) j["prefill_profile"] = prefill_prof;
-    if (!parallel.is_null()) j["parallel"] = parallel;
     std::ofstream f(o.json_path);
     if (!f) throw Error("--json: cannot write " + o.json_path);
     // Paths and texts that are not UTF-8 (a folder's name) get U+FFFD rather than failing the dump.
