@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "gpu/kernel.h"
 #include "gpu/recorder.h"
@@ -112,21 +113,23 @@ gpu::Dispatch BatchDecoder::product(const char* entry, const gpu::TensorView& w,
   // down) need every thread on their few rows: one row per team, teams as wide as leave each lane
   // about eight column groups. The slots are spread over a row block's teams (block_totals of
   // kernels/llm_batch.wgsl), at most kMaxSums sums per thread.
-  const bool tall = w.rows >= 4ull * w.cols;
+  // gate_up_rows pairs rows 2j and 2j + 1 in a block: its teams keep two rows at least, so that
+  // a block's rows are even however many teams the slots take.
+  const bool tall = w.rows >= 4ull * w.cols, pairs = std::string_view(entry) == "gate_up_rows";
+  const uint32_t min_rpt = pairs ? 2 : 1;
   // A power of two of teams per row block, one per slot group, so that the row teams divide too.
   auto slot_groups_of = [&](uint32_t t) { return std::bit_floor(std::min(n, kWorkgroup / t)); };
   auto slots_per_team = [&](uint32_t t) { return ceil_div(n, slot_groups_of(t)); };
-  uint32_t team = team_, rpt = tall ? kMaxRowsPerTeam : 1;
+  uint32_t team = team_, rpt = tall ? kMaxRowsPerTeam : min_rpt;
   if (!tall)
-    while (team < kWorkgroup && team * 8 <= cols8 && slots_per_team(2 * team) <= kMaxSums) team *= 2;
+    while (team < kWorkgroup / 2 && team * 8 <= cols8 && slots_per_team(2 * team) * rpt <= kMaxSums)
+      team *= 2;
   const uint32_t slot_groups = slot_groups_of(team), spt = slots_per_team(team);
   // The reduction's workgroup memory at the smallest subgroup must fit the device.
   auto red_len = [&](uint32_t r) { return kWorkgroup / min_subgroup * (r + 1) * spt; };
   auto rows_per_wg = [&](uint32_t r) { return kWorkgroup / team / slot_groups * r; };
-  // (gate/up's rows pair up in a block: tall blocks keep two rows per team.)
-  while (rpt > (tall ? 2 : 1) &&
-         (rpt * spt > kMaxSums ||
-          4ull * (red_len(rpt) + rows_per_wg(rpt) * n) > ctx_.limits().max_compute_workgroup_storage_size))
+  while (rpt > min_rpt && (rpt * spt > kMaxSums || 4ull * (red_len(rpt) + rows_per_wg(rpt) * n) >
+                                                       ctx_.limits().max_compute_workgroup_storage_size))
     rpt /= 2;
   if (spt * rpt > kMaxSums)
     throw Error("batched decoding: " + std::to_string(n) + " slots need " + std::to_string(spt * rpt) +
