@@ -144,7 +144,8 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
     prefill_prof = llm::report_prefill_profile(stderr, s->profile_prefill(o.profile_prefill_reps),
                                                o.profile_prefill_reps);
   // The run's report before --parallel, which reuses the model's prompt path.
-  nlohmann::json j = llm::run_json(*s, prompt, r);
+  nlohmann::json j;
+  if (!o.json_path.empty()) j = llm::run_json(*s, prompt, r);
   if (o.parallel) j["parallel"] = decode_in_parallel(*s, *ctx, prompt, r, o);
   if (!o.logits_path.empty()) {
     const size_t vocab = s->files().config().vocab_size;
