@@ -3,7 +3,8 @@
 // position (word 0: the position this step computes; the token picker advances it: the batched
 // argmax of llm_step.wgsl for greedy slots, a sampler on the record's first 4 words for the
 // others) and whether it decodes (word SLOT_ACTIVE). The matrix products read each weight row
-// from memory for all slots (idle ones too: their rows are never stored); block_totals says how.
+// from memory once for all slots: block_totals (short matrices: Q/K/V, o, down) and tall_totals
+// (gate/up, the LM head) say how.
 //   embed_rows     x[b] = embedding[tokens[b][pos_b]]
 //   qkv_rows       raw[b] = W_qkv rmsnorm(x[b]) + bias (rows packed as llm_common.wgsl says)
 //   rope_rows      per (head, b): q heads rotated into q[b], k and v heads into slot b's caches at
@@ -34,8 +35,12 @@ override WG: u32 = 256u;
 override ROWS_PER_WG: u32 = 8u;  // WG / TEAM / SLOT_GROUPS * RPT
 override RED_LEN: u32 = 256u;    // (WG / the smallest subgroup) * (RPT + 1) * SPT
 override TOT_LEN: u32 = 8u;      // ROWS_PER_WG * SLOTS
+override TALL: bool = false;     // tall_totals instead of block_totals
+override PARTS: u32 = 1u;        // tall_totals: WG / ROWS_PER_WG parts of a row's columns
+override SPAN8: u32 = 1u;        // tall_totals: ceil(COLS8 / PARTS) column groups per part
 
-const MAX_RPT: u32 = 4u;
+const MAX_RPT: u32 = 2u;
+const MAX_SLOTS: u32 = 16u;
 const MAX_SPT: u32 = 8u;
 const MAX_SUMS: u32 = 8u;
 
@@ -167,6 +172,97 @@ fn block_totals(ids: Ids, r0: u32, normed: bool, mask: u32) {
   workgroupBarrier();
 }
 
+// 1 / rms(x[b]) of every active slot into inv_rms_wg, once per workgroup (tall_totals' RMSNorm:
+// the sums of squares are not redone per row block). x's padding is zero (never written).
+var<workgroup> inv_rms_wg: array<f32, MAX_SLOTS>;
+fn slot_inv_rms(ids: Ids, mask: u32) {
+  let sg = ids.lid / ids.sg_size;
+  for (var b = 0u; b < SLOTS; b++) {
+    var ss = 0.0;
+    if (is_active(mask, b)) {
+      for (var i = ids.lid; i < 2u * COLS8; i += WG) {
+        let v = xin4[b * X_STRIDE / 4u + i];
+        ss += dot(v, v);
+      }
+    }
+    let t = subgroupAdd(ss);
+    if (ids.sg_lane == 0u) {
+      red[sg * SLOTS + b] = t;
+    }
+  }
+  workgroupBarrier();
+  if (ids.lid < SLOTS) {
+    var t = 0.0;
+    for (var g = 0u; g < WG / ids.sg_size; g++) {
+      t += red[g * SLOTS + ids.lid];
+    }
+    inv_rms_wg[ids.lid] = inverseSqrt(t / f32(COLS) + EPS);
+  }
+  workgroupBarrier();
+}
+
+// block_totals for tall matrices (gate/up, the LM head: rows enough to fill the GPU): thread
+// (row r, part p) of the workgroup (r = lid % ROWS_PER_WG: consecutive lanes, consecutive rows)
+// computes row r0 + r's dots with every active slot over column groups [p * SPAN8, (p + 1) *
+// SPAN8), so the lanes of a subgroup read the same x words (one broadcast load each). Per weight
+// group and slot that is two loads and eight FMAs: RMSNorm's weights multiply the weight group
+// once (W (x * nw) = (W * nw) x), its 1 / rms(x[b]) comes from slot_inv_rms and scales the totals.
+// The parts' sums meet in workgroup memory once per block of ROWS_PER_WG rows.
+fn tall_totals(ids: Ids, r0: u32, normed: bool, mask: u32) {
+  let r = ids.lid % ROWS_PER_WG;
+  let part = ids.lid / ROWS_PER_WG;
+  let row = min(r0 + r, ROWS - 1u);  // rows past ROWS re-read the last one, never stored
+  var acc: array<f32, MAX_SLOTS>;
+  // SPAN8 trips and no branch on the columns (past COLS8 a thread re-reads the last group, its
+  // weights zeroed), so that the compiler can unroll the loop and issue the weight loads early.
+  for (var i = 0u; i < SPAN8; i++) {
+    let c8_part = part * SPAN8 + i;
+    let c8 = min(c8_part, COLS8 - 1u);
+    var n0 = vec4<f32>(select(0.0, 1.0, c8_part < COLS8));
+    var n1 = n0;
+    if (normed) {
+      n0 *= norm4[2u * c8];
+      n1 *= norm4[2u * c8 + 1u];
+    }
+    let w = weight_group(0u, row, COLS8, c8);
+    let w0 = w[0] * n0;
+    let w1 = w[1] * n1;
+    for (var b = 0u; b < SLOTS; b++) {
+      if (is_active(mask, b)) {
+        let at = b * X_STRIDE / 4u + 2u * c8;
+        acc[b] += dot(w0, xin4[at]) + dot(w1, xin4[at + 1u]);
+      }
+    }
+  }
+  // red: [part][slot][row] dot partials.
+  for (var b = 0u; b < SLOTS; b++) {
+    red[(part * SLOTS + b) * ROWS_PER_WG + r] = acc[b];
+  }
+  workgroupBarrier();
+  for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
+    let ri = i / SLOTS;
+    let b = i % SLOTS;
+    var t = 0.0;
+    for (var p = 0u; p < PARTS; p++) {
+      t += red[(p * SLOTS + b) * ROWS_PER_WG + ri];
+    }
+    if (normed) {
+      t *= inv_rms_wg[b];
+    }
+    tot[i] = t;
+  }
+  workgroupBarrier();
+}
+
+// tot = the block's row totals from r0 (block_totals or, TALL, tall_totals).
+fn totals(ids: Ids, r0: u32, normed: bool, mask: u32) {
+  if (TALL) {
+    tall_totals(ids, r0, normed, mask);
+  } else {
+    block_totals(ids, r0, normed, mask);
+  }
+}
+
 // The row and slot of block entry i (an index into tot) from r0; valid: inside W and active.
 struct Out {
   row: u32,
@@ -182,8 +278,11 @@ fn out_of(i: u32, r0: u32, mask: u32) -> Out {
 @compute @workgroup_size(WG)
 fn qkv_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask(ids.lid);
+  if (TALL) {
+    slot_inv_rms(ids, mask);
+  }
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    block_totals(ids, r0, true, mask);
+    totals(ids, r0, true, mask);
     for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
       let o = out_of(i, r0, mask);
       if (o.valid) {
@@ -197,8 +296,11 @@ fn qkv_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
 @compute @workgroup_size(WG)
 fn logits_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask(ids.lid);
+  if (TALL) {
+    slot_inv_rms(ids, mask);
+  }
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    block_totals(ids, r0, true, mask);
+    totals(ids, r0, true, mask);
     for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
       let o = out_of(i, r0, mask);
       if (o.valid) {
@@ -213,7 +315,7 @@ fn logits_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
 fn residual_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask(ids.lid);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    block_totals(ids, r0, false, mask);
+    totals(ids, r0, false, mask);
     for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
       let o = out_of(i, r0, mask);
       if (o.valid) {
@@ -228,8 +330,11 @@ fn residual_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_w
 @compute @workgroup_size(WG)
 fn gate_up_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask(ids.lid);
+  if (TALL) {
+    slot_inv_rms(ids, mask);
+  }
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    block_totals(ids, r0, true, mask);
+    totals(ids, r0, true, mask);
     for (var i = ids.lid; i < ROWS_PER_WG / 2u * SLOTS; i += WG) {
       let j = i / SLOTS;
       let b = i % SLOTS;
@@ -362,25 +467,29 @@ fn rope_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) w
   }
 }
 
-// ---- attention: a workgroup per (query head, slot), HWG positions at a time with an online
-// softmax; the output rows (Q_STRIDE floats per slot) hold the heads in order. A thread scores
-// one position per round (its key read as vec4s); the round's max and sum go through subgroup
-// reductions and one partial per subgroup.
-const MAX_D: u32 = 4u;  // head elements per thread: HEAD_DIM <= MAX_D * HWG
+// ---- attention: a workgroup per (query head, slot), positions 0..pos_b of slot b in rounds of
+// ROUND with an online softmax; the output rows (Q_STRIDE floats per slot) hold the heads in
+// order. In a round a thread scores positions lid, lid + HWG, ... (its key rows read as vec4s, the
+// loads independent), the round's max and sum go through subgroup reductions and one partial per
+// subgroup, and thread (d4, slice) sums p v over positions slice, slice + SLICES, ... for vec4 d4
+// of the output, four positions at a time (four V loads in flight); the slices' sums are added
+// once, after the last round (each was rescaled alike).
+const ROUND: u32 = 256u;  // positions per round, a multiple of HWG
 override SCALE: f32 = 1.0;  // 1 / sqrt(HEAD_DIM)
 override GROUP: u32 = 1u;   // HEADS / KV_HEADS
-override HEAD_V4: u32 = 1u;  // HEAD_DIM / 4
+override HEAD_V4: u32 = 1u;  // HEAD_DIM / 4, at most HWG
+override SLICES: u32 = 1u;   // HWG / HEAD_V4: threads that share the positions of an output vec4
 override SG_PARTS: u32 = 64u;  // HWG / the smallest subgroup
 
 // Bindings of attend_rows: q, k_cache, v_cache, slots, the output (out_rows).
 @group(0) @binding(0) var<storage, read> q_att: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> k_att: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> v_att: array<f32>;
+@group(0) @binding(2) var<storage, read> v_att: array<vec4<f32>>;
 
-var<workgroup> qs: array<vec4<f32>, HEAD_V4>;
-var<workgroup> probs: array<f32, HWG>;
+var<workgroup> probs: array<f32, ROUND>;
 var<workgroup> part_max: array<f32, SG_PARTS>;
 var<workgroup> part_sum: array<f32, SG_PARTS>;
+var<workgroup> slice_sums: array<vec4<f32>, HWG>;
 
 @compute @workgroup_size(HWG)
 fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
@@ -391,27 +500,28 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
   if (pos >= CTX) {
     return;
   }
-  for (var e = lid; e < HEAD_V4; e += HWG) {
-    qs[e] = q_att[(b * Q_STRIDE + h * HEAD_DIM) / 4u + e];
-  }
-  workgroupBarrier();
-  let cache = (b * KV_HEADS + h / GROUP) * CTX * HEAD_DIM;
+  let q0 = (b * Q_STRIDE + h * HEAD_DIM) / 4u;
+  let cache = (b * KV_HEADS + h / GROUP) * CTX * HEAD_V4;  // in vec4s
   let sg = lid / sg_size;
   let parts = HWG / sg_size;
+  let d4 = lid % HEAD_V4;
+  let slice = lid / HEAD_V4;  // >= SLICES: idle in the p v sums (HWG not a multiple of HEAD_V4)
   var m = -3.0e38;
   var l = 0.0;
-  var acc: array<f32, MAX_D>;
-  for (var p0 = 0u; p0 <= pos; p0 += HWG) {
-    let p = p0 + lid;
-    var s = -3.0e38;
-    if (p <= pos) {
-      var d = 0.0;
+  var acc = vec4<f32>(0.0);
+  for (var p0 = 0u; p0 <= pos; p0 += ROUND) {
+    let n = min(ROUND, pos + 1u - p0);
+    var s_max = -3.0e38;
+    for (var t = lid; t < n; t += HWG) {
+      var d = vec4<f32>(0.0);
       for (var e = 0u; e < HEAD_V4; e++) {
-        d += dot(qs[e], k_att[(cache + p * HEAD_DIM) / 4u + e]);
+        d += q_att[q0 + e] * k_att[cache + (p0 + t) * HEAD_V4 + e];
       }
-      s = d * SCALE;
+      let s = (d.x + d.y + d.z + d.w) * SCALE;
+      probs[t] = s;
+      s_max = max(s_max, s);
     }
-    let sg_max = subgroupMax(s);
+    let sg_max = subgroupMax(s_max);
     if (sg_lane == 0u) {
       part_max[sg] = sg_max;
     }
@@ -421,9 +531,13 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
       round_max = max(round_max, part_max[g]);
     }
     let m_new = max(m, round_max);
-    let e_p = select(0.0, exp(s - m_new), p <= pos);
-    probs[lid] = e_p;
-    let sg_sum = subgroupAdd(e_p);
+    var e_sum = 0.0;
+    for (var t = lid; t < n; t += HWG) {  // the thread's own scores: no barrier needed
+      let e = exp(probs[t] - m_new);
+      probs[t] = e;
+      e_sum += e;
+    }
+    let sg_sum = subgroupAdd(e_sum);
     if (sg_lane == 0u) {
       part_sum[sg] = sg_sum;
     }
@@ -434,24 +548,37 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     }
     let rescale = exp(m - m_new);
     l = l * rescale + round_sum;
-    let n = min(HWG, pos + 1u - p0);
-    for (var j = 0u; j < MAX_D; j++) {
-      let e = lid + j * HWG;
-      if (e < HEAD_DIM) {
-        var t = 0.0;
-        for (var k = 0u; k < n; k++) {
-          t += probs[k] * v_att[cache + (p0 + k) * HEAD_DIM + e];
-        }
-        acc[j] = acc[j] * rescale + t;
+    var pv = vec4<f32>(0.0);
+    if (slice < SLICES) {
+      let v_row = cache + p0 * HEAD_V4 + d4;
+      var t = slice;
+      for (; t + 3u * SLICES < n; t += 4u * SLICES) {
+        let v0 = v_att[v_row + t * HEAD_V4];
+        let v1 = v_att[v_row + (t + SLICES) * HEAD_V4];
+        let v2 = v_att[v_row + (t + 2u * SLICES) * HEAD_V4];
+        let v3 = v_att[v_row + (t + 3u * SLICES) * HEAD_V4];
+        pv += probs[t] * v0 + probs[t + SLICES] * v1 + probs[t + 2u * SLICES] * v2 + probs[t + 3u * SLICES] * v3;
+      }
+      for (; t < n; t += SLICES) {
+        pv += probs[t] * v_att[v_row + t * HEAD_V4];
       }
     }
+    acc = acc * rescale + pv;
     m = m_new;
     workgroupBarrier();  // probs and the partials are rewritten by the next round
   }
-  for (var j = 0u; j < MAX_D; j++) {
-    let e = lid + j * HWG;
-    if (e < HEAD_DIM) {
-      out_rows[b * Q_STRIDE + h * HEAD_DIM + e] = acc[j] / l;
+  slice_sums[lid] = acc;
+  workgroupBarrier();
+  if (lid < HEAD_V4) {
+    var sum = vec4<f32>(0.0);
+    for (var sl = 0u; sl < SLICES; sl++) {
+      sum += slice_sums[sl * HEAD_V4 + lid];
     }
+    let o = (b * Q_STRIDE + h * HEAD_DIM) / 4u + lid;
+    let r = sum / l;
+    out_rows[4u * o] = r.x;
+    out_rows[4u * o + 1u] = r.y;
+    out_rows[4u * o + 2u] = r.z;
+    out_rows[4u * o + 3u] = r.w;
   }
 }

@@ -110,6 +110,37 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"llama", test::llama_config(), WeightFormat::Q8_0}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// Test that attention past its first round of cache positions (ROUND in kernels/llm_batch.wgsl:
+// 256) keeps the online softmax right: a stream decoding at positions 270.. beside a short one,
+// its last two steps in one submit.
+TEST(LlmBatchRun, LongContextAttendsInRounds) {
+  auto cfg = test::small_llm_config(false);
+  cfg.max_position_embeddings = 512;
+  const auto weights = llm::HostWeights::random(cfg, 73);
+  constexpr uint32_t kCtx = 280;
+  llm::Model model(context(), cfg, weights.lookup(),
+                   {.dtype = WeightFormat::F32, .ctx = kCtx, .prefill_chunk = 96});
+  std::vector<uint32_t> prompt(271);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = uint32_t(i * 37 + 11) % cfg.vocab_size;
+  constexpr uint32_t kTokens = 3;
+  const auto single = model.generate(prompt, kTokens);
+  llm::BatchDecoder batch(model, 2);
+  batch.start(0, std::vector<uint32_t>{5, 6, 7});
+  batch.start(1, prompt);
+  llm::ref::Decoder ref(cfg, llm::ref::Weights::load(cfg, weights.lookup()), kCtx);
+  llm::ref::Vec want = ref.prefill(prompt);
+  // One step, then the other two in one submit (steps chained on the GPU).
+  std::vector<uint32_t> got = {batch.step()[1]};
+  EXPECT_LE(normalised_error(batch.read_logits(1), want), 1e-4) << "token 0";
+  for (const auto& step : batch.steps(kTokens - 1)) {
+    EXPECT_NE(step[0], llm::BatchDecoder::kNoToken);
+    want = ref.forward(got.back());
+    got.push_back(step[1]);
+  }
+  EXPECT_LE(normalised_error(batch.read_logits(1), want), 1e-4) << "the last token";
+  EXPECT_EQ(got, single);
+}
+
 // Test that a slot that samples picks its tokens with its own sampler and seed: the same seed in
 // another slot beside a greedy stream gives the same tokens; a slot at the end of its context and
 // bad prompts are errors.
@@ -139,8 +170,11 @@ TEST(LlmBatchRun, SamplingPerSlotAndBadInput) {
   EXPECT_THROW(batch.start(7, prompt), Error);
   batch.start(1, std::vector<uint32_t>(15, 2));
   EXPECT_THROW(batch.start(1, prompt), Error);  // busy
-  batch.step();                                 // position 14 -> 15
-  batch.step();                                 // position 15, the last
+  EXPECT_THROW(batch.steps(3), Error);          // positions 14, 15 and 16 of 16
+  EXPECT_THROW(batch.steps(0), Error);
+  EXPECT_THROW(batch.steps(llm::BatchDecoder::kMaxStepsPerSubmit + 1), Error);
+  batch.step();  // position 14 -> 15
+  batch.step();  // position 15, the last
   EXPECT_THROW(batch.step(), Error);
   EXPECT_THROW(llm::BatchDecoder(model, 0), Error);
   EXPECT_THROW(llm::BatchDecoder(model, 17), Error);

@@ -54,8 +54,10 @@ void check_writable(const std::string& path, const std::string& flag) {
     throw Error(flag + " " + path + ": cannot write there (" + std::strerror(errno) + ")");
 }
 // --parallel N: the prompt decoded as N sequences together (llm::BatchDecoder, greedy, as many
-// steps as the run generated), each sequence's tokens checked equal to the run's; prints and
-// returns the step time and the aggregate rate, and the batched step's profile with --profile.
+// steps as the run generated, kParallelStepsPerSubmit per submit after a first lone step), each
+// sequence's tokens checked equal to the run's; prints and returns the step time and the
+// aggregate rate, and the batched step's profile with --profile.
+constexpr uint32_t kParallelStepsPerSubmit = 8;
 nlohmann::json decode_in_parallel(llm::Session& s, gpu::Context& ctx, std::span<const uint32_t> prompt,
                                   const llm::Reply& r, const GenerateOptions& o) {
   if (r.ids.empty()) throw Error("--parallel: the run generated no token to decode again");
@@ -64,19 +66,22 @@ nlohmann::json decode_in_parallel(llm::Session& s, gpu::Context& ctx, std::span<
   };
   llm::BatchDecoder batch(s.step_decoder(), o.parallel);
   for (uint32_t b = 0; b < o.parallel; ++b) batch.start(b, prompt);
-  std::vector<double> step_ms;
+  std::vector<double> step_ms;  // per step: a submit's time over its steps
   std::vector<std::vector<uint32_t>> ids(o.parallel);
-  for (size_t t = 0; t < r.ids.size(); ++t) {
+  for (size_t t = 0; t < r.ids.size();) {
+    const uint32_t count = t == 0 ? 1 : uint32_t(std::min<size_t>(kParallelStepsPerSubmit, r.ids.size() - t));
     const auto t0 = std::chrono::steady_clock::now();
-    const auto step = batch.step();
-    step_ms.push_back(since(t0));
-    for (uint32_t b = 0; b < o.parallel; ++b) ids[b].push_back(step[b]);
+    const auto steps = batch.steps(count);
+    step_ms.insert(step_ms.end(), count, since(t0) / count);
+    for (const auto& step : steps)
+      for (uint32_t b = 0; b < o.parallel; ++b) ids[b].push_back(step[b]);
+    t += count;
   }
   for (uint32_t b = 0; b < o.parallel; ++b)
     if (ids[b] != r.ids)
       throw Error("--parallel " + std::to_string(o.parallel) + ": sequence " + std::to_string(b) +
                   "'s tokens differ from the single run's (a batched decoding bug)");
-  // The first step pays the kernels' first use: the rate is over the others where there are.
+  // The first step pays the kernels' first use (its own submit): the rate is over the others.
   const std::span<const double> timed = std::span(step_ms).subspan(step_ms.size() > 1 ? 1 : 0);
   double total = 0;
   for (double v : timed) total += v;
@@ -84,10 +89,12 @@ nlohmann::json decode_in_parallel(llm::Session& s, gpu::Context& ctx, std::span<
   const double per_seq = 1e3 * double(timed.size()) / total;
   std::fprintf(stderr,
                "parallel: %u sequences x %zu tokens, every sequence equal to the run; step %.3f ms median "
-               "[%.3f-%.3f]; %.1f tok/s per sequence, %.1f tok/s in all\n",
-               o.parallel, r.ids.size(), st.median, st.min, st.max, per_seq, per_seq * o.parallel);
+               "[%.3f-%.3f] (%u steps a submit); %.1f tok/s per sequence, %.1f tok/s in all\n",
+               o.parallel, r.ids.size(), st.median, st.min, st.max, kParallelStepsPerSubmit, per_seq,
+               per_seq * o.parallel);
   nlohmann::json j{{"sequences", o.parallel},
                    {"tokens_per_sequence", r.ids.size()},
+                   {"steps_per_submit", kParallelStepsPerSubmit},
                    {"step_ms", {{"median", st.median}, {"min", st.min}, {"max", st.max}}},
                    {"tok_s_per_sequence", per_seq},
                    {"tok_s", per_seq * o.parallel}};

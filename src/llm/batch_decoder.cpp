@@ -23,8 +23,8 @@ constexpr uint32_t kWorkgroup = 256;
 constexpr uint32_t kHeadWorkgroup = 64;  // HWG
 constexpr uint32_t kMaxHeadDim = 4 * kHeadWorkgroup;
 constexpr uint32_t kMaxProductGroups = 2048;  // the products loop over row blocks beyond it
-constexpr uint32_t kMaxRowsPerTeam = 4;       // MAX_RPT
 constexpr uint32_t kMaxSums = 8;              // MAX_SUMS: RPT x SPT
+constexpr uint32_t kTallRows = 32;            // tall_totals' rows per block
 
 uint64_t pad64(uint64_t n) {
   return (n + 63) / 64 * 64;
@@ -73,8 +73,8 @@ BatchDecoder::BatchDecoder(Model& model, uint32_t slots)
   const uint32_t partials = ceil_div(cfg_.vocab_size, DecodeKernels::kArgmaxChunk);
   part_v_ = ctx_.buffer(4ull * partials * slots, gpu::BufferUsage::StorageIO, "batch argmax values");
   part_i_ = ctx_.buffer(4ull * partials * slots, gpu::BufferUsage::StorageIO, "batch argmax indices");
-  staging_ =
-      ctx_.buffer(4ull * slots, gpu::BufferUsage::MapRead | gpu::BufferUsage::CopyDst, "batch tokens read");
+  staging_ = ctx_.buffer(4ull * slots * kMaxStepsPerSubmit,
+                         gpu::BufferUsage::MapRead | gpu::BufferUsage::CopyDst, "batch tokens read");
   const uint64_t cache_words = uint64_t(cfg_.num_kv_heads) * ctx_len_ * cfg_.head_dim;
   for (uint32_t l = 0; l < cfg_.num_layers; ++l) {
     k_cache_.push_back(storage("batch k cache", cache_words));
@@ -106,55 +106,72 @@ gpu::Binding BatchDecoder::slot_logits(uint32_t b) const {
 gpu::Dispatch BatchDecoder::product(const char* entry, const gpu::TensorView& w, const gpu::Binding& x,
                                     uint32_t x_stride, const gpu::Binding& norm, const gpu::Binding& out,
                                     uint32_t out_stride, std::optional<gpu::Binding> bias) {
+  // Tall matrices (gate/up, the LM head: rows >= 4 x cols) have rows enough to fill the GPU.
+  ProductShape shape = w.rows >= 4ull * w.cols ? tall_shape(w) : block_shape(entry, w);
+  shape.constants.insert({{gpu::kWeightFormatConstant, double(w.format)},
+                          {"SLOTS", slots()},
+                          {"ROWS", w.rows},
+                          {"COLS", w.cols},
+                          {"COLS8", ceil_div(w.cols, 8)},
+                          {"X_STRIDE", x_stride},
+                          {"OUT_STRIDE", out_stride},
+                          {"EPS", cfg_.rms_norm_eps}});
+  auto& k = ctx_.kernel(gpu::embedded_kernel("llm_batch", entry, std::move(shape.constants)));
+  std::vector<gpu::Binding> b{w, x, norm, slots_, out};
+  if (bias) b.push_back(*bias);
+  return {&k, std::move(b), {std::min(ceil_div(w.rows, shape.rows_per_wg), kMaxProductGroups)}};
+}
+
+// block_totals: short matrices (Q/K/V, o, down) need every thread on their few rows: one row per
+// team, teams as wide as leave each lane about eight column groups. The slots are spread over a
+// row block's teams, at most kMaxSums sums per thread. gate_up_rows pairs rows 2j and 2j + 1 in a
+// block: its teams keep two rows (gate/up is short only in small models), so that a block's rows
+// are even however many teams the slots take.
+BatchDecoder::ProductShape BatchDecoder::block_shape(const char* entry, const gpu::TensorView& w) const {
   const uint32_t n = slots(), cols8 = ceil_div(w.cols, 8);
   const uint32_t min_subgroup = std::max(1u, ctx_.adapter().subgroup_min_size);
-  // Tall matrices (gate/up, the LM head: rows >= 4 x cols) have rows enough to fill the GPU: a
-  // team takes kMaxRowsPerTeam rows, so each load of x serves that many. The others (Q/K/V, o,
-  // down) need every thread on their few rows: one row per team, teams as wide as leave each lane
-  // about eight column groups. The slots are spread over a row block's teams (block_totals of
-  // kernels/llm_batch.wgsl), at most kMaxSums sums per thread.
-  // gate_up_rows pairs rows 2j and 2j + 1 in a block: its teams keep two rows at least, so that
-  // a block's rows are even however many teams the slots take.
-  const bool tall = w.rows >= 4ull * w.cols, pairs = std::string_view(entry) == "gate_up_rows";
-  const uint32_t min_rpt = pairs ? 2 : 1;
+  const uint32_t rpt = std::string_view(entry) == "gate_up_rows" ? 2 : 1;
   // A power of two of teams per row block, one per slot group, so that the row teams divide too.
   auto slot_groups_of = [&](uint32_t t) { return std::bit_floor(std::min(n, kWorkgroup / t)); };
   auto slots_per_team = [&](uint32_t t) { return ceil_div(n, slot_groups_of(t)); };
-  uint32_t team = team_, rpt = tall ? kMaxRowsPerTeam : min_rpt;
-  if (!tall)
-    while (team < kWorkgroup / 2 && team * 8 <= cols8 && slots_per_team(2 * team) * rpt <= kMaxSums)
-      team *= 2;
+  uint32_t team = team_;
+  while (team < kWorkgroup / 2 && team * 8 <= cols8 && slots_per_team(2 * team) * rpt <= kMaxSums) team *= 2;
   const uint32_t slot_groups = slot_groups_of(team), spt = slots_per_team(team);
-  // The reduction's workgroup memory at the smallest subgroup must fit the device.
-  auto red_len = [&](uint32_t r) { return kWorkgroup / min_subgroup * (r + 1) * spt; };
-  auto rows_per_wg = [&](uint32_t r) { return kWorkgroup / team / slot_groups * r; };
-  while (rpt > min_rpt && (rpt * spt > kMaxSums || 4ull * (red_len(rpt) + rows_per_wg(rpt) * n) >
-                                                       ctx_.limits().max_compute_workgroup_storage_size))
-    rpt /= 2;
   if (spt * rpt > kMaxSums)
     throw Error("batched decoding: " + std::to_string(n) + " slots need " + std::to_string(spt * rpt) +
                 " sums per thread on " + w.name + ", above " + std::to_string(kMaxSums));
-  std::map<std::string, double> o{{gpu::kWeightFormatConstant, double(w.format)},
-                                  {"SLOTS", n},
-                                  {"ROWS", w.rows},
-                                  {"COLS", w.cols},
-                                  {"COLS8", cols8},
-                                  {"X_STRIDE", x_stride},
-                                  {"OUT_STRIDE", out_stride},
-                                  {"EPS", cfg_.rms_norm_eps},
-                                  {"TEAM", team},
-                                  {"RPT", rpt},
-                                  {"SLOT_GROUPS", slot_groups},
-                                  {"SPT", spt},
-                                  {"ITERS", ceil_div(cols8, team)},
-                                  {"WG", kWorkgroup},
-                                  {"ROWS_PER_WG", rows_per_wg(rpt)},
-                                  {"RED_LEN", red_len(rpt)},
-                                  {"TOT_LEN", rows_per_wg(rpt) * n}};
-  auto& k = ctx_.kernel(gpu::embedded_kernel("llm_batch", entry, std::move(o)));
-  std::vector<gpu::Binding> b{w, x, norm, slots_, out};
-  if (bias) b.push_back(*bias);
-  return {&k, std::move(b), {std::min(ceil_div(w.rows, rows_per_wg(rpt)), kMaxProductGroups)}};
+  const uint32_t rows_per_wg = kWorkgroup / team / slot_groups * rpt;
+  // The reduction's workgroup memory at the smallest subgroup.
+  const uint32_t red_len = kWorkgroup / min_subgroup * (rpt + 1) * spt;
+  return {{{"TEAM", team},
+           {"RPT", rpt},
+           {"SLOT_GROUPS", slot_groups},
+           {"SPT", spt},
+           {"ITERS", ceil_div(cols8, team)},
+           {"WG", kWorkgroup},
+           {"ROWS_PER_WG", rows_per_wg},
+           {"RED_LEN", red_len},
+           {"TOT_LEN", rows_per_wg * n}},
+          rows_per_wg};
+}
+
+// tall_totals: a block of kTallRows rows per workgroup, its threads split into parts of the
+// columns, each keeping a sum per slot; fewer threads for many slots, so that a partial per thread
+// and slot fits the workgroup memory.
+BatchDecoder::ProductShape BatchDecoder::tall_shape(const gpu::TensorView& w) const {
+  const uint32_t n = slots(), cols8 = ceil_div(w.cols, 8);
+  uint32_t wg = kWorkgroup;
+  auto words = [&](uint32_t g) { return uint64_t(g) * n + uint64_t(kTallRows) * n + kMaxSlots; };
+  while (wg > kTallRows && 4 * words(wg) > ctx_.limits().max_compute_workgroup_storage_size) wg /= 2;
+  const uint32_t parts = wg / kTallRows;
+  return {{{"TALL", 1},
+           {"PARTS", parts},
+           {"SPAN8", ceil_div(cols8, parts)},
+           {"WG", wg},
+           {"ROWS_PER_WG", kTallRows},
+           {"RED_LEN", wg * n},
+           {"TOT_LEN", kTallRows * n}},
+          kTallRows};
 }
 
 void BatchDecoder::build_step() {
@@ -192,6 +209,7 @@ void BatchDecoder::build_step() {
       "attend_rows", {{"SCALE", 1.0 / std::sqrt(double(hd))},
                       {"GROUP", heads / kv_heads},
                       {"HEAD_V4", hd / 4},
+                      {"SLICES", kHeadWorkgroup / (hd / 4)},
                       {"SG_PARTS", kHeadWorkgroup / std::max(1u, ctx_.adapter().subgroup_min_size)}});
   for (uint32_t l = 0; l < c.num_layers; ++l) {
     const Model::Layer& L = model_.layers_[l];
@@ -285,31 +303,41 @@ void BatchDecoder::stop(uint32_t slot) {
   active_[slot] = false;
 }
 
-std::vector<uint32_t> BatchDecoder::step() {
-  std::vector<uint32_t> out(slots(), kNoToken);
+std::vector<std::vector<uint32_t>> BatchDecoder::steps(uint32_t count) {
+  if (count < 1 || count > kMaxStepsPerSubmit)
+    throw Error("batched decoding: " + std::to_string(count) + " steps in one submit; 1 to " +
+                std::to_string(kMaxStepsPerSubmit));
+  std::vector<std::vector<uint32_t>> out(count, std::vector<uint32_t>(slots(), kNoToken));
   bool any = false;
   for (uint32_t b = 0; b < slots(); ++b)
     if (active_[b]) {
-      if (pos_[b] >= ctx_len_)
-        throw Error("batched decoding: slot " + std::to_string(b) + " is at the end of its context (" +
-                    std::to_string(ctx_len_) + " positions); stop it first");
+      if (pos_[b] + count > ctx_len_)
+        throw Error("batched decoding: slot " + std::to_string(b) + " at position " +
+                    std::to_string(pos_[b]) + " has room for " +
+                    std::to_string(ctx_len_ - std::min(pos_[b], ctx_len_)) + " of " + std::to_string(count) +
+                    " steps (a context of " + std::to_string(ctx_len_) + " positions); stop it first");
       any = true;
     }
   if (!any) return out;
+  // The pickers write each slot's token and advance its position on the GPU, so the steps chain
+  // without the host; the tokens are read back once.
   gpu::Recorder rec(ctx_);
-  step_.encode(rec);
-  argmax_.encode(rec);
-  for (uint32_t b = 0; b < slots(); ++b)
-    if (active_[b] && samplers_[b].plan) samplers_[b].plan->encode(rec);
+  for (uint32_t i = 0; i < count; ++i) {
+    step_.encode(rec);
+    argmax_.encode(rec);
+    for (uint32_t b = 0; b < slots(); ++b)
+      if (active_[b] && samplers_[b].plan) samplers_[b].plan->encode(rec);
+  }
   rec.end_pass();
   for (uint32_t b = 0; b < slots(); ++b)
-    if (active_[b]) rec.copy(tokens_, 4 * (tokens_stride_ * b + pos_[b] + 1), staging_, 4ull * b, 4);
+    if (active_[b])
+      rec.copy(tokens_, 4 * (tokens_stride_ * b + pos_[b] + 1), staging_, 4ull * b * count, 4 * count);
   rec.submit();
-  const auto bytes = ctx_.map_read(staging_, 4ull * slots());
+  const auto bytes = ctx_.map_read(staging_, 4ull * slots() * count);
   for (uint32_t b = 0; b < slots(); ++b)
     if (active_[b]) {
-      std::memcpy(&out[b], bytes.data() + 4ull * b, 4);
-      ++pos_[b];
+      for (uint32_t i = 0; i < count; ++i) std::memcpy(&out[i][b], bytes.data() + 4ull * (b * count + i), 4);
+      pos_[b] += count;
     }
   return out;
 }

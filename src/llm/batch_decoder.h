@@ -10,9 +10,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "gpu/context.h"
@@ -41,9 +43,13 @@ class BatchDecoder {
   void start(uint32_t slot, std::span<const uint32_t> prompt,
              const SamplingParams& params = {.temperature = 0});
   void stop(uint32_t slot);  // idle from the next step
-  // One position of every active slot: the token picked for each slot (kNoToken for idle ones).
-  // A slot whose position reached capacity() must be stopped first (an Error otherwise).
-  std::vector<uint32_t> step();
+  static constexpr uint32_t kMaxStepsPerSubmit = 16;
+  // `count` positions of every active slot in one submit and one read-back: out[i][b] is the
+  // token picked for slot b at step i (kNoToken for idle slots). A slot without room for `count`
+  // more positions must be stopped first (an Error otherwise). A slot that reaches an end of
+  // sequence mid-way keeps decoding to the last step: its caller drops the tokens after it.
+  std::vector<std::vector<uint32_t>> steps(uint32_t count);
+  std::vector<uint32_t> step() { return steps(1)[0]; }
   // The logits the last step picked the slot's token from.
   std::vector<float> read_logits(uint32_t slot);
   // Times the next step `reps` times with GPU timestamps, each dispatch in its own pass and the
@@ -55,6 +61,12 @@ class BatchDecoder {
   gpu::Dispatch product(const char* entry, const gpu::TensorView& w, const gpu::Binding& x, uint32_t x_stride,
                         const gpu::Binding& norm, const gpu::Binding& out, uint32_t out_stride,
                         std::optional<gpu::Binding> bias = std::nullopt);
+  struct ProductShape {  // a product kernel's shape constants and rows per workgroup
+    std::map<std::string, double> constants;
+    uint32_t rows_per_wg;
+  };
+  ProductShape block_shape(const char* entry, const gpu::TensorView& w) const;
+  ProductShape tall_shape(const gpu::TensorView& w) const;
   void build_step();
   gpu::Binding slot_state(uint32_t b) const;
   gpu::Binding slot_tokens(uint32_t b) const;
