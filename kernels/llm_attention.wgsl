@@ -361,3 +361,121 @@ fn attend_prompt(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_i
     }
   }
 }
+
+// ---- attend_prompt_flash: register-tiled blocks for HEAD_DIM 64 ----
+// One workgroup per (head, block of FQ queries), thread (tq, lane) of FQ / 4 x 16. Per tile of
+// FK = 64 keys: scores of queries 4 tq .. + 3 x keys 4 lane .. + 3 from Q^T and K^T in
+// workgroup memory (per head dimension one vec4 of each: 16 FMAs), the row maxima over the 16
+// lanes through workgroup memory, P^T into K^T's memory, then output dimensions 4 lane .. + 3 of
+// the same queries from P^T and V (per key one vec4 of each: 16 FMAs). Each lane keeps its own
+// part of the softmax sums (the maxima are shared), added once at the end.
+override FQ: u32 = 32u;
+const FK: u32 = 64u;
+override FLASH_WG: u32 = FQ * 4u;  // FQ / 4 x 16
+
+var<workgroup> fq_t: array<vec4<f32>, 16u * FQ>;                 // Q^T [d][query / 4], scaled
+var<workgroup> fkp: array<vec4<f32>, max(16u * FK, FK * FQ / 4u)>;  // K^T [d][key / 4], then P^T [key][query / 4]
+var<workgroup> fv: array<vec4<f32>, FK * 16u>;                   // V [key][d / 4]
+var<workgroup> fred: array<vec4<f32>, 4u * FQ>;                  // [lane][query / 4]
+
+@compute @workgroup_size(FLASH_WG)
+fn attend_prompt_flash(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+                       @builtin(num_workgroups) groups: vec3<u32>) {
+  let h = wid.x;
+  let heads = groups.x;
+  let q_first = wid.y * FQ;
+  let T = state[2];
+  let keys = state[1] + min(q_first + FQ, T);
+  let kv = (h / GROUP) * CTX * 16u;  // in vec4s
+  let tq = lid / 16u;
+  let lane = lid % 16u;
+  // Q^T: query i = e % FQ (consecutive threads, consecutive banks), dimensions 4 d4 .. + 3.
+  for (var e = lid; e < FQ * 16u; e += FLASH_WG) {
+    let i = e % FQ;
+    let d4 = e / FQ;
+    var v = vec4<f32>(0.0);
+    if (q_first + i < T) {
+      v = q4[((q_first + i) * heads + h) * 16u + d4] * SCALE;
+    }
+    for (var c = 0u; c < 4u; c++) {
+      fq_t[(4u * d4 + c) * (FQ / 4u) + i / 4u][i % 4u] = v[c];
+    }
+  }
+  let pos0 = state[1] + q_first + 4u * tq;
+  var m = vec4<f32>(-3.4e38);
+  var l = vec4<f32>(0.0);  // this lane's keys only
+  var acc: array<vec4<f32>, 4>;  // acc[i]: query 4 tq + i, dimensions 4 lane .. + 3
+  for (var k0 = 0u; k0 < keys; k0 += FK) {
+    workgroupBarrier();  // the previous tile's P^T and V are read (and Q^T is written)
+    for (var e = lid; e < FK * 16u; e += FLASH_WG) {
+      let j = e % FK;
+      let d4 = e / FK;
+      var kr = vec4<f32>(0.0);
+      if (k0 + j < keys) {
+        kr = k4_cache[kv + (k0 + j) * 16u + d4];
+      }
+      for (var c = 0u; c < 4u; c++) {
+        fkp[(4u * d4 + c) * (FK / 4u) + j / 4u][j % 4u] = kr[c];
+      }
+      let jv = e / 16u;
+      var vr = vec4<f32>(0.0);
+      if (k0 + jv < keys) {
+        vr = v4_cache[kv + (k0 + jv) * 16u + e % 16u];
+      }
+      fv[e] = vr;
+    }
+    workgroupBarrier();
+    var s: array<vec4<f32>, 4>;  // s[i]: query 4 tq + i, keys 4 lane .. + 3
+    for (var d = 0u; d < 64u; d++) {
+      let qv = fq_t[d * (FQ / 4u) + tq];
+      let kv4 = fkp[d * (FK / 4u) + lane];
+      for (var i = 0u; i < 4u; i++) {
+        s[i] += qv[i] * kv4;
+      }
+    }
+    let key = vec4<u32>(k0 + 4u * lane) + vec4<u32>(0u, 1u, 2u, 3u);
+    var mx = vec4<f32>(-3.4e38);
+    for (var i = 0u; i < 4u; i++) {
+      s[i] = select(vec4<f32>(-3.4e38), s[i], key <= vec4<u32>(pos0 + i));
+      mx[i] = max(max(s[i].x, s[i].y), max(s[i].z, s[i].w));
+    }
+    fred[lane * (FQ / 4u) + tq] = mx;
+    workgroupBarrier();  // every score is made: fkp may take P^T
+    var m_new = m;
+    for (var t = 0u; t < 16u; t++) {
+      m_new = max(m_new, fred[t * (FQ / 4u) + tq]);
+    }
+    let correction = exp(m - m_new);
+    m = m_new;
+    var p: array<vec4<f32>, 4>;
+    for (var i = 0u; i < 4u; i++) {
+      p[i] = select(vec4<f32>(0.0), exp(s[i] - m_new[i]), key <= vec4<u32>(pos0 + i));
+      l[i] = l[i] * correction[i] + p[i].x + p[i].y + p[i].z + p[i].w;
+      acc[i] *= correction[i];
+    }
+    for (var j = 0u; j < 4u; j++) {
+      fkp[(4u * lane + j) * (FQ / 4u) + tq] = vec4<f32>(p[0][j], p[1][j], p[2][j], p[3][j]);
+    }
+    workgroupBarrier();
+    for (var j = 0u; j < FK; j++) {
+      let pv = fkp[j * (FQ / 4u) + tq];
+      let v = fv[j * 16u + lane];
+      for (var i = 0u; i < 4u; i++) {
+        acc[i] += pv[i] * v;
+      }
+    }
+  }
+  workgroupBarrier();  // fred's maxima are read
+  fred[lane * (FQ / 4u) + tq] = l;
+  workgroupBarrier();
+  var sum = vec4<f32>(0.0);
+  for (var t = 0u; t < 16u; t++) {
+    sum += fred[t * (FQ / 4u) + tq];
+  }
+  for (var i = 0u; i < 4u; i++) {
+    let t = q_first + 4u * tq + i;
+    if (t < T) {
+      out_rows[t * (OUT_STRIDE / 4u) + h * 16u + lane] = acc[i] / sum[i];
+    }
+  }
+}

@@ -4,6 +4,7 @@
 #include <bit>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "util/error.h"
@@ -13,6 +14,12 @@ namespace wgfuse::llm {
 namespace {
 
 using gpu::BufferUsage;
+// Temporary (the prefill branch's GPU sweep): WGFUSE_PREFILL lists the variants in use.
+bool prefill_variant(std::string_view name) {
+  static const std::string v = std::getenv("WGFUSE_PREFILL") ? std::getenv("WGFUSE_PREFILL") : "";
+  return v.find(name) != std::string::npos;
+}
+
 // A grid of `groups` workgroups: past 65,535 (the per-dimension limit) they spill into y.
 gpu::Dispatch grid(const gpu::Kernel& k, std::vector<gpu::Binding> b, uint32_t groups) {
   const uint32_t x = std::min<uint32_t>(groups, 65535);
@@ -306,7 +313,7 @@ gpu::Dispatch DecodeKernels::gate_up_silu_sum(const gpu::TensorView& w, const gp
 }
 
 const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const ModelConfig& c, uint32_t ctx_len,
-                                            AttentionSplit split, uint32_t short_max) {
+                                            AttentionSplit split, uint32_t short_max, uint32_t flash_queries) {
   // attend_chunk: a power of two >= head_dim. attend_combine and attend_short: 256 threads, several
   // per output vec4, that share the chunks or positions (or one per vec4 of a larger head).
   const bool wide = entry == "attend_combine" || entry == "attend_short";
@@ -338,7 +345,8 @@ const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const Mode
                                             {"OUT_STRIDE", pad8(c.num_heads * c.head_dim)},
                                             {"CHUNK", split.chunk},
                                             {"CHUNKS", chunks},
-                                            {"HEADS_PER_WG", split.heads_per_wg}}));
+                                            {"HEADS_PER_WG", split.heads_per_wg},
+                                            {"FQ", flash_queries}}));
 }
 
 uint32_t DecodeKernels::attend_chunks(const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
@@ -398,6 +406,15 @@ gpu::Dispatch DecodeKernels::attend_prompt(const gpu::Binding& q, const gpu::Bin
     throw Error("prefill attention needs head_dim a multiple of 4 and at most 128 (head_dim " +
                 std::to_string(c.head_dim) +
                 "); feed the prompt through decode steps instead (prefill chunk 0)");
+  // attend_prompt_flash: blocks of fq queries x 64 keys for head_dim 64, where its workgroup memory
+  // (Q^T, K^T or P^T, V, the lanes' maxima) fits.
+  if (prefill_variant("flash") && c.head_dim == 64)
+    for (uint32_t fq : {32u, 16u}) {
+      const uint64_t bytes = 16ull * (16 * fq + std::max(16u * 64, 64 * fq / 4) + 64 * 16 + 4 * fq);
+      if (bytes > ctx_->limits().max_compute_workgroup_storage_size) continue;
+      auto& k = attention("attend_prompt_flash", c, ctx_len, {}, 0, fq);
+      return gpu::Dispatch{&k, {q, k_cache, v_cache, state, out}, {c.num_heads, ceil_div(T, fq)}};
+    }
   // Blocks of 16 queries x 16 keys (llm_attention.wgsl PQ, PK), q and k rows padded by a vec4.
   constexpr uint32_t block = 16;
   const uint64_t hd4 = c.head_dim / 4;
@@ -407,6 +424,9 @@ gpu::Dispatch DecodeKernels::attend_prompt(const gpu::Binding& q, const gpu::Bin
 }
 
 PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t T) {
+  if (prefill_variant("t8"))
+    for (PromptTile t : {PromptTile{128, 128, 0, 2}, PromptTile{64, 128, 0, 2}})
+      if (uint64_t(ceil_div(rows, t.rows)) * ceil_div(T, t.tokens) >= kPromptMinWorkgroups) return t;
   for (PromptTile t : {PromptTile{64, 128}, PromptTile{64, 64}})
     if (uint64_t(ceil_div(rows, t.rows)) * ceil_div(T, t.tokens) >= kPromptMinWorkgroups) return t;
   return {32, 64};
@@ -414,6 +434,7 @@ PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t T) {
 
 uint32_t DecodeKernels::prompt_k_split(PromptTile tile) {
   if (tile.k_split) return tile.k_split;
+  if (prefill_variant("splitk") && tile.tokens == 32 && tile.token_groups == 1) return 4;
   return 1;
 }
 
@@ -422,6 +443,9 @@ constexpr PromptTile kPromptTiles[] = {{32, 64}, {64, 64}, {64, 128}};
 const char* const kPromptTileNames =
     "32 x 64, 64 x 64 and 64 x 128, each with K split 1, 2 or 4 where tokens <= 16 x split";
 bool supported(PromptTile t) {
+  if (t.token_groups == 2)
+    return t.rows == 128 && (t.tokens == 128 || t.tokens == 64) && t.k_split <= 1;
+  if (t.token_groups != 1) return false;
   const bool shape = std::ranges::any_of(
       kPromptTiles, [&](PromptTile s) { return s.tokens == t.tokens && s.rows == t.rows; });
   const bool split =
@@ -461,7 +485,7 @@ gpu::Dispatch DecodeKernels::matmul(const std::string& entry, const gpu::TensorV
                                     std::map<std::string, double> o, std::initializer_list<gpu::Binding> b) {
   const PromptTile tile = forced_tile_.tokens ? forced_tile_ : prompt_tile(rows, T);
   const uint32_t cols8 = ceil_div(cols, 8), split = prompt_k_split(tile);
-  const uint32_t threads = tile.tokens * tile.rows / 32 * split;
+  const uint32_t threads = tile.tokens * tile.rows / (32 * tile.token_groups) * split;
   if (threads > ctx_->limits().max_compute_invocations_per_workgroup)
     throw Error("kernel " + entry + ": a tile of " + std::to_string(tile.tokens) + " x " +
                 std::to_string(tile.rows) + " split " + std::to_string(split) + " ways along K needs " +
@@ -479,7 +503,8 @@ gpu::Dispatch DecodeKernels::matmul(const std::string& entry, const gpu::TensorV
             {"EPS", eps},
             {"WG", threads},
             {"KSPLIT", split},
-            {"THREADS_R", tile.rows / 8}});
+            {"THREADS_R", tile.rows / 8},
+            {"TOKEN_GROUPS", tile.token_groups}});
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matmul", entry, std::move(o)));
   return gpu::Dispatch{&k, with_weights(w, b), {ceil_div(rows, tile.rows), ceil_div(T, tile.tokens)}};
 }

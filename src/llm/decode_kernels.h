@@ -50,6 +50,7 @@ struct AttentionSplit {
 // the rule (DecodeKernels::prompt_k_split).
 struct PromptTile {
   uint32_t tokens = 0, rows = 0, k_split = 0;
+  uint32_t token_groups = 1;  // 2: 8 tokens x 8 rows a thread (128 x 128 and 64 x 128, no K split)
 };
 // "auto" (tokens 0: the size rule) or "TOKENSxROWS" or "TOKENSxROWSxSPLIT", a supported tile;
 // `what` (an option's name) goes into the error.
@@ -182,7 +183,7 @@ class DecodeKernels {
                               uint32_t ctx_len, uint32_t T);
 
   static constexpr uint32_t kArgmaxChunk = 2048;
-  static constexpr uint32_t kPromptTokenTile = 64;  // the most tokens of a PromptTile
+  static constexpr uint32_t kPromptTokenTile = 128;  // the most tokens of a PromptTile
   // The tile of a prompt product of `rows` outputs per token over T tokens: the largest that
   // still makes kPromptMinWorkgroups workgroups (work for every core of a large GPU), else the
   // smallest.
@@ -228,7 +229,7 @@ class DecodeKernels {
                                uint32_t cols, std::map<std::string, double>& o);
   // short_max > 0: attend_short's kernel for that many positions (its CHUNK).
   const gpu::Kernel& attention(const std::string& entry, const ModelConfig& cfg, uint32_t ctx_len,
-                               AttentionSplit split = {}, uint32_t short_max = 0);
+                               AttentionSplit split = {}, uint32_t short_max = 0, uint32_t flash_queries = 32);
   void check_workgroup_memory(const std::string& entry, uint32_t cols, uint64_t bytes) const;
   gpu::Context* ctx_;
   PromptTile forced_tile_{};  // tokens == 0: prompt_tile() decides
