@@ -2,8 +2,9 @@
 
 // Prefill: the same products for a prompt chunk of T tokens, C[T, ROWS] = A[T, COLS] W^T ====
 // Register tiling: TILE_WG threads compute TILE_T tokens x TILE_R rows; each thread 4 adjacent
-// tokens x 8 rows, in two groups of 4 adjacent rows TILE_R / 2 apart (a group holds two RoPE or
-// gate/up pairs). Per k that is 32 FMAs from 3 vec4 workgroup loads (1 of A, 2 of W).
+// tokens (or 2 such groups TILE_T / 2 apart: TOKEN_GROUPS) x 8 rows, in two groups of 4 adjacent
+// rows TILE_R / 2 apart (a group holds two RoPE or gate/up pairs). Per k that is 32 FMAs from 3
+// vec4 workgroup loads (1 of A, 2 of W), or with 2 token groups 64 FMAs from 4.
 // K goes through workgroup memory KSTEP columns at a time, transposed ([k][token], [k][row]) so
 // those loads are vec4s; weights are decoded (llm_weights.wgsl) once, when staged. The next
 // step's global loads are issued before the current step's products (register prefetch).

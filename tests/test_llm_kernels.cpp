@@ -861,7 +861,10 @@ TEST(LlmKernels, PromptTileChoiceAndLimits) {
   auto is = [](llm::PromptTile t, uint32_t tokens, uint32_t rows) {
     return t.tokens == tokens && t.rows == rows;
   };
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 512), 64, 128));  // 76 x 8 workgroups
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 512), 128, 128));  // 76 x 4 workgroups
+  EXPECT_EQ(DecodeKernels::prompt_tile(9728, 512).token_groups, 2u);
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 4000), 64, 128));  // 7 x 63; 128 x 128: 7 x 32
+  EXPECT_EQ(DecodeKernels::prompt_tile(896, 4000).token_groups, 2u);
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(2048, 512), 64, 64));   // 16 x 8 at 64 x 128: too few
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 512), 32, 64));
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 5), 32, 64));

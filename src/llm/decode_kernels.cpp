@@ -4,7 +4,6 @@
 #include <bit>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 
 #include "util/error.h"
@@ -14,12 +13,6 @@ namespace wgfuse::llm {
 namespace {
 
 using gpu::BufferUsage;
-// Temporary (the prefill branch's GPU sweep): WGFUSE_PREFILL lists the variants in use.
-bool prefill_variant(std::string_view name) {
-  static const std::string v = std::getenv("WGFUSE_PREFILL") ? std::getenv("WGFUSE_PREFILL") : "";
-  return v.find(name) != std::string::npos;
-}
-
 // A grid of `groups` workgroups: past 65,535 (the per-dimension limit) they spill into y.
 gpu::Dispatch grid(const gpu::Kernel& k, std::vector<gpu::Binding> b, uint32_t groups) {
   const uint32_t x = std::min<uint32_t>(groups, 65535);
@@ -313,7 +306,7 @@ gpu::Dispatch DecodeKernels::gate_up_silu_sum(const gpu::TensorView& w, const gp
 }
 
 const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const ModelConfig& c, uint32_t ctx_len,
-                                            AttentionSplit split, uint32_t short_max, uint32_t flash_queries) {
+                                            AttentionSplit split, uint32_t short_max) {
   // attend_chunk: a power of two >= head_dim. attend_combine and attend_short: 256 threads, several
   // per output vec4, that share the chunks or positions (or one per vec4 of a larger head).
   const bool wide = entry == "attend_combine" || entry == "attend_short";
@@ -345,8 +338,7 @@ const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const Mode
                                             {"OUT_STRIDE", pad8(c.num_heads * c.head_dim)},
                                             {"CHUNK", split.chunk},
                                             {"CHUNKS", chunks},
-                                            {"HEADS_PER_WG", split.heads_per_wg},
-                                            {"FQ", flash_queries}}));
+                                            {"HEADS_PER_WG", split.heads_per_wg}}));
 }
 
 uint32_t DecodeKernels::attend_chunks(const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
@@ -406,15 +398,6 @@ gpu::Dispatch DecodeKernels::attend_prompt(const gpu::Binding& q, const gpu::Bin
     throw Error("prefill attention needs head_dim a multiple of 4 and at most 128 (head_dim " +
                 std::to_string(c.head_dim) +
                 "); feed the prompt through decode steps instead (prefill chunk 0)");
-  // attend_prompt_flash: blocks of fq queries x 64 keys for head_dim 64, where its workgroup memory
-  // (Q^T, K^T or P^T, V, the lanes' maxima) fits.
-  if (prefill_variant("flash") && c.head_dim == 64)
-    for (uint32_t fq : {32u, 16u}) {
-      const uint64_t bytes = 16ull * (16 * fq + std::max(16u * 64, 64 * fq / 4) + 64 * 16 + 4 * fq);
-      if (bytes > ctx_->limits().max_compute_workgroup_storage_size) continue;
-      auto& k = attention("attend_prompt_flash", c, ctx_len, {}, 0, fq);
-      return gpu::Dispatch{&k, {q, k_cache, v_cache, state, out}, {c.num_heads, ceil_div(T, fq)}};
-    }
   // Blocks of 16 queries x 16 keys (llm_attention.wgsl PQ, PK), q and k rows padded by a vec4.
   constexpr uint32_t block = 16;
   const uint64_t hd4 = c.head_dim / 4;
@@ -424,17 +407,16 @@ gpu::Dispatch DecodeKernels::attend_prompt(const gpu::Binding& q, const gpu::Bin
 }
 
 PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t T) {
-  if (prefill_variant("t8"))
-    for (PromptTile t : {PromptTile{128, 128, 0, 2}, PromptTile{64, 128, 0, 2}})
-      if (uint64_t(ceil_div(rows, t.rows)) * ceil_div(T, t.tokens) >= kPromptMinWorkgroups) return t;
-  for (PromptTile t : {PromptTile{64, 128}, PromptTile{64, 64}})
+  // 8 x 8 outputs a thread first (the most FMAs per workgroup load), then 4 x 8 in ever smaller
+  // tiles: the largest that still gives every SM a few workgroups.
+  for (PromptTile t : {PromptTile{128, 128, 0, 2}, PromptTile{64, 128, 0, 2}, PromptTile{64, 128},
+                       PromptTile{64, 64}})
     if (uint64_t(ceil_div(rows, t.rows)) * ceil_div(T, t.tokens) >= kPromptMinWorkgroups) return t;
   return {32, 64};
 }
 
 uint32_t DecodeKernels::prompt_k_split(PromptTile tile) {
   if (tile.k_split) return tile.k_split;
-  if (prefill_variant("splitk") && tile.tokens == 32 && tile.token_groups == 1) return 4;
   return 1;
 }
 

@@ -184,9 +184,9 @@ class DecodeKernels {
 
   static constexpr uint32_t kArgmaxChunk = 2048;
   static constexpr uint32_t kPromptTokenTile = 128;  // the most tokens of a PromptTile
-  // The tile of a prompt product of `rows` outputs per token over T tokens: the largest that
-  // still makes kPromptMinWorkgroups workgroups (work for every core of a large GPU), else the
-  // smallest.
+  // The tile of a prompt product of `rows` outputs per token over T tokens: the first of 128 x 128
+  // and 64 x 128 with 2 token groups, 64 x 128 and 64 x 64 that still makes kPromptMinWorkgroups
+  // workgroups (work for every core of a large GPU), else the smallest.
   static PromptTile prompt_tile(uint32_t rows, uint32_t T);
   // The K split of a tile whose k_split is 0 (the rule): 1, none; measured on the H100 with flash
   // attention at once (docs/RESULTS.md session 7), its own gain is unknown: --prefill-tile
@@ -229,7 +229,7 @@ class DecodeKernels {
                                uint32_t cols, std::map<std::string, double>& o);
   // short_max > 0: attend_short's kernel for that many positions (its CHUNK).
   const gpu::Kernel& attention(const std::string& entry, const ModelConfig& cfg, uint32_t ctx_len,
-                               AttentionSplit split = {}, uint32_t short_max = 0, uint32_t flash_queries = 32);
+                               AttentionSplit split = {}, uint32_t short_max = 0);
   void check_workgroup_memory(const std::string& entry, uint32_t cols, uint64_t bytes) const;
   gpu::Context* ctx_;
   PromptTile forced_tile_{};  // tokens == 0: prompt_tile() decides
