@@ -839,7 +839,7 @@ TEST_P(LlmPromptKernel, GateUpSilu) {
 // ways (its 4 or 5 steps of 16 columns: slices with no step, or one more than the others) and 2.
 std::vector<PromptCase> prompt_cases() {
   const llm::PromptTile small{32, 64}, middle{64, 64}, large{64, 128}, quarters{32, 64, 4}, halves{32, 64, 2},
-                         eights{128, 128, 0, 2}, eights_half{64, 128, 0, 2};
+      eights{128, 128, 0, 2}, eights_half{64, 128, 0, 2};
   std::vector<PromptCase> cases;
   for (WeightFormat t : {WeightFormat::F32, WeightFormat::F16, WeightFormat::BF16})
     for (auto [tile, T] : {std::pair{small, 1u}, std::pair{small, 31u}, std::pair{middle, 33u},
@@ -865,7 +865,7 @@ TEST(LlmKernels, PromptTileChoiceAndLimits) {
   EXPECT_EQ(DecodeKernels::prompt_tile(9728, 512).token_groups, 2u);
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 4000), 64, 128));  // 7 x 63; 128 x 128: 7 x 32
   EXPECT_EQ(DecodeKernels::prompt_tile(896, 4000).token_groups, 2u);
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(2048, 512), 64, 64));   // 16 x 8 at 64 x 128: too few
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(2048, 512), 64, 64));  // 16 x 8 at 64 x 128: too few
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 512), 32, 64));
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 5), 32, 64));
   EXPECT_EQ(DecodeKernels::prompt_k_split({32, 64}), 1u);

@@ -409,8 +409,8 @@ gpu::Dispatch DecodeKernels::attend_prompt(const gpu::Binding& q, const gpu::Bin
 PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t T) {
   // 8 x 8 outputs a thread first (the most FMAs per workgroup load), then 4 x 8 in ever smaller
   // tiles: the largest that still gives every SM a few workgroups.
-  for (PromptTile t : {PromptTile{128, 128, 0, 2}, PromptTile{64, 128, 0, 2}, PromptTile{64, 128},
-                       PromptTile{64, 64}})
+  for (PromptTile t :
+       {PromptTile{128, 128, 0, 2}, PromptTile{64, 128, 0, 2}, PromptTile{64, 128}, PromptTile{64, 64}})
     if (uint64_t(ceil_div(rows, t.rows)) * ceil_div(T, t.tokens) >= kPromptMinWorkgroups) return t;
   return {32, 64};
 }
@@ -425,8 +425,7 @@ constexpr PromptTile kPromptTiles[] = {{32, 64}, {64, 64}, {64, 128}};
 const char* const kPromptTileNames =
     "32 x 64, 64 x 64 and 64 x 128, each with K split 1, 2 or 4 where tokens <= 16 x split";
 bool supported(PromptTile t) {
-  if (t.token_groups == 2)
-    return t.rows == 128 && (t.tokens == 128 || t.tokens == 64) && t.k_split <= 1;
+  if (t.token_groups == 2) return t.rows == 128 && (t.tokens == 128 || t.tokens == 64) && t.k_split <= 1;
   if (t.token_groups != 1) return false;
   const bool shape = std::ranges::any_of(
       kPromptTiles, [&](PromptTile s) { return s.tokens == t.tokens && s.rows == t.rows; });
