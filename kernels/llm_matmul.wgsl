@@ -2,8 +2,9 @@
 
 // Prefill: the same products for a prompt chunk of T tokens, C[T, ROWS] = A[T, COLS] W^T ====
 // Register tiling: TILE_WG threads compute TILE_T tokens x TILE_R rows; each thread 4 adjacent
-// tokens x 8 rows, in two groups of 4 adjacent rows TILE_R / 2 apart (a group holds two RoPE or
-// gate/up pairs). Per k that is 32 FMAs from 3 vec4 workgroup loads (1 of A, 2 of W).
+// tokens (or 2 such groups TILE_T / 2 apart: TOKEN_GROUPS) x 8 rows, in two groups of 4 adjacent
+// rows TILE_R / 2 apart (a group holds two RoPE or gate/up pairs). Per k that is 32 FMAs from 3
+// vec4 workgroup loads (1 of A, 2 of W), or with 2 token groups 64 FMAs from 4.
 // K goes through workgroup memory KSTEP columns at a time, transposed ([k][token], [k][row]) so
 // those loads are vec4s; weights are decoded (llm_weights.wgsl) once, when staged. The next
 // step's global loads are issued before the current step's products (register prefetch).
@@ -22,8 +23,12 @@ override WG: u32 = 256u;        // KSPLIT x TILE_WG threads
 override KSPLIT: u32 = 1u;      // 1, 2 or 4; more than 1 needs TILE_T <= 16 KSPLIT (see red below)
 override THREADS_R: u32 = 16u;  // a slice is THREADS_R threads along rows x TILE_WG / THREADS_R
 override TILE_WG: u32 = WG / KSPLIT;
+// Groups of 4 adjacent tokens per thread: 1, or 2 (KSPLIT 1 only) TILE_T / 2 apart, so that a
+// thread computes 8 x 8 outputs from 4 vec4 workgroup loads per k.
+override TOKEN_GROUPS: u32 = 1u;
 const KSTEP: u32 = 16u;
-override TILE_T: u32 = 4u * (TILE_WG / THREADS_R);
+override THREADS_T: u32 = TILE_WG / THREADS_R;
+override TILE_T: u32 = 4u * TOKEN_GROUPS * THREADS_T;
 override TILE_R: u32 = 8u * THREADS_R;
 // Global loads per thread and step (the host allows tiles where both are 1 or 2): vec4s of A,
 // and groups of 8 weights (one row's KSTEP columns are 2 groups).
@@ -122,20 +127,22 @@ fn stage_step(lid_in_wg: u32, s: StepLoads) {
   }
 }
 
-// acc[2i + g][j] += the step's products for token 4 ty + i, row 4 tx + j + g TILE_R / 2.
-fn multiply_step(lid_in_wg: u32, acc: ptr<function, array<vec4<f32>, 8>>) {
+// acc[2i + g][j] += the step's products for token out_token(i), row 4 tx + j + g TILE_R / 2.
+fn multiply_step(lid_in_wg: u32, acc: ptr<function, array<vec4<f32>, 16>>) {
   let lid = tile_lid(lid_in_wg);
   let tx = lid % THREADS_R;
   let ty = lid / THREADS_R;
   let a0 = slice_of(lid_in_wg) * A_V4;
   let w0_at = slice_of(lid_in_wg) * W_V4;
   for (var k = 0u; k < KSTEP; k++) {
-    let a = a_tile[a0 + k * (TILE_T / 4u) + ty];
     let w0 = w_tile[w0_at + k * (TILE_R / 4u) + tx];
     let w1 = w_tile[w0_at + k * (TILE_R / 4u) + tx + THREADS_R];
-    for (var i = 0u; i < 4u; i++) {
-      (*acc)[2u * i] += a[i] * w0;
-      (*acc)[2u * i + 1u] += a[i] * w1;
+    for (var n = 0u; n < TOKEN_GROUPS; n++) {
+      let a = a_tile[a0 + k * (TILE_T / 4u) + ty + n * THREADS_T];
+      for (var i = 0u; i < 4u; i++) {
+        (*acc)[8u * n + 2u * i] += a[i] * w0;
+        (*acc)[8u * n + 2u * i + 1u] += a[i] * w1;
+      }
     }
   }
 }
@@ -143,8 +150,8 @@ fn multiply_step(lid_in_wg: u32, acc: ptr<function, array<vec4<f32>, 8>>) {
 // This thread's outputs (slice 0's threads: the others return zeros and must not write):
 // acc[2i + g][j] is token out_token(i), row out_row(g) + j. When normed, A's rows are
 // RMS-normalised with the weight staged in xs.
-fn tile_products(ids: Ids, normed: bool) -> array<vec4<f32>, 8> {
-  var acc: array<vec4<f32>, 8>;
+fn tile_products(ids: Ids, normed: bool) -> array<vec4<f32>, 16> {
+  var acc: array<vec4<f32>, 16>;
   var ss = array<f32, 2>(0.0, 0.0);
   if (normed) {
     workgroupBarrier();  // xs staged
@@ -181,8 +188,8 @@ fn tile_products(ids: Ids, normed: bool) -> array<vec4<f32>, 8> {
       ss_part[slice * TILE_T * 4u + lid + i * TILE_WG] = ss[i];
     }
     workgroupBarrier();
-    for (var i = 0u; i < 4u; i++) {
-      let t = 4u * (lid / THREADS_R) + i;
+    for (var i = 0u; i < 4u * TOKEN_GROUPS; i++) {
+      let t = 4u * (lid / THREADS_R + (i / 4u) * THREADS_T) + i % 4u;
       var sum = 0.0;
       for (var s = 0u; s < KSPLIT; s++) {
         let at = s * TILE_T * 4u + 4u * t;
@@ -197,7 +204,7 @@ fn tile_products(ids: Ids, normed: bool) -> array<vec4<f32>, 8> {
 }
 
 fn out_token(ids: Ids, i: u32) -> u32 {
-  return ids.wid.y * TILE_T + 4u * (ids.lid / THREADS_R) + i;
+  return ids.wid.y * TILE_T + 4u * (ids.lid / THREADS_R + (i / 4u) * THREADS_T) + i % 4u;
 }
 fn out_row(ids: Ids, g: u32) -> u32 {
   return ids.wid.x * TILE_R + 4u * (ids.lid % THREADS_R) + g * (TILE_R / 2u);
@@ -210,7 +217,7 @@ fn qkv_rope_prompt(ids: Ids) {
   if (slice_of(ids.lid) != 0u) {
     return;
   }
-  for (var i = 0u; i < 4u; i++) {
+  for (var i = 0u; i < 4u * TOKEN_GROUPS; i++) {
     let t = out_token(ids, i);
     let pos = state[1] + t;
     if (t < state[2] && pos < CTX) {
@@ -235,7 +242,7 @@ fn gate_up_silu_prompt(ids: Ids) {
   if (slice_of(ids.lid) != 0u) {
     return;
   }
-  for (var i = 0u; i < 4u; i++) {
+  for (var i = 0u; i < 4u * TOKEN_GROUPS; i++) {
     let at = out_token(ids, i) * OUT_STRIDE;
     for (var g = 0u; g < 2u; g++) {
       let r = out_row(ids, g);  // gate/up pairs r, r + 1 and r + 2, r + 3
@@ -256,7 +263,7 @@ fn residual_prompt(ids: Ids) {
   if (slice_of(ids.lid) != 0u) {
     return;
   }
-  for (var i = 0u; i < 4u; i++) {
+  for (var i = 0u; i < 4u * TOKEN_GROUPS; i++) {
     let at = out_token(ids, i) * OUT_STRIDE;
     for (var g = 0u; g < 2u; g++) {
       let r = out_row(ids, g);

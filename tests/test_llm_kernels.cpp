@@ -746,7 +746,7 @@ struct PromptCase {
 std::string prompt_case_name(const PromptCase& p) {
   return std::string(gpu::to_string(p.dtype)) + "_tile" + std::to_string(p.tile.tokens) + "x" +
          std::to_string(p.tile.rows) + "_split" + std::to_string(llm::DecodeKernels::prompt_k_split(p.tile)) +
-         "_T" + std::to_string(p.T);
+         "_groups" + std::to_string(p.tile.token_groups) + "_T" + std::to_string(p.T);
 }
 void PrintTo(const PromptCase& p, std::ostream* os) {
   *os << prompt_case_name(p);
@@ -838,12 +838,14 @@ TEST_P(LlmPromptKernel, GateUpSilu) {
 // partial tile), the middle one at 33 (a whole tile and one token). The smallest also splits K 4
 // ways (its 4 or 5 steps of 16 columns: slices with no step, or one more than the others) and 2.
 std::vector<PromptCase> prompt_cases() {
-  const llm::PromptTile small{32, 64}, middle{64, 64}, large{64, 128}, quarters{32, 64, 4}, halves{32, 64, 2};
+  const llm::PromptTile small{32, 64}, middle{64, 64}, large{64, 128}, quarters{32, 64, 4}, halves{32, 64, 2},
+      eights{128, 128, 0, 2}, eights_half{64, 128, 0, 2};
   std::vector<PromptCase> cases;
   for (WeightFormat t : {WeightFormat::F32, WeightFormat::F16, WeightFormat::BF16})
     for (auto [tile, T] : {std::pair{small, 1u}, std::pair{small, 31u}, std::pair{middle, 33u},
                            std::pair{small, 100u}, std::pair{middle, 100u}, std::pair{large, 100u},
-                           std::pair{quarters, 100u}, std::pair{quarters, 31u}, std::pair{halves, 33u}})
+                           std::pair{quarters, 100u}, std::pair{quarters, 31u}, std::pair{halves, 33u},
+                           std::pair{eights, 133u}, std::pair{eights_half, 37u}})
       cases.push_back({t, tile, T});
   for (WeightFormat t : {WeightFormat::Q4_1, WeightFormat::Q5_K, WeightFormat::Q6_K})
     cases.push_back({t, small, 31});
@@ -859,8 +861,11 @@ TEST(LlmKernels, PromptTileChoiceAndLimits) {
   auto is = [](llm::PromptTile t, uint32_t tokens, uint32_t rows) {
     return t.tokens == tokens && t.rows == rows;
   };
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 512), 64, 128));  // 76 x 8 workgroups
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(2048, 512), 64, 64));   // 16 x 8 at 64 x 128: too few
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 512), 128, 128));  // 76 x 4 workgroups
+  EXPECT_EQ(DecodeKernels::prompt_tile(9728, 512).token_groups, 2u);
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 4000), 64, 128));  // 7 x 63; 128 x 128: 7 x 32
+  EXPECT_EQ(DecodeKernels::prompt_tile(896, 4000).token_groups, 2u);
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(2048, 512), 64, 64));  // 16 x 8 at 64 x 128: too few
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 512), 32, 64));
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 5), 32, 64));
   EXPECT_EQ(DecodeKernels::prompt_k_split({32, 64}), 1u);
@@ -913,7 +918,8 @@ TEST_P(LlmPromptAttention, IsCausalOverTheCache) {
 }
 INSTANTIATE_TEST_SUITE_P(Queries, LlmPromptAttention,
                          ::testing::Values(std::pair{1u, 12u}, std::pair{31u, 12u}, std::pair{33u, 12u},
-                                           std::pair{100u, 12u}, std::pair{33u, 64u}, std::pair{40u, 128u}),
+                                           std::pair{100u, 12u}, std::pair{33u, 64u}, std::pair{133u, 64u},
+                                           std::pair{40u, 128u}),
                          [](const auto& info) {
                            return std::to_string(info.param.first) + "tokens_hd" +
                                   std::to_string(info.param.second);

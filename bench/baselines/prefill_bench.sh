@@ -11,7 +11,8 @@
 #   --warmup 1 --json F; --warmup 1 feeds the same prompt once before the timed run (pipelines,
 #   bind groups and lazily cleared buffers made, GPU clocks up), so prefill_tok_s = prompt tokens /
 #   (recording + GPU work + reading back the first token) of the second prefill.
-# VARIANTS: ';'-separated "label:binary:extra args" (default: one, "default:$WGFUSE:"), e.g.
+# VARIANTS: ';'-separated "label:binary:extra args[:VAR=value ...]" (default: one, "default:$WGFUSE:";
+# the optional fourth field: environment variables of the runs), e.g.
 #   VARIANTS="main:/tmp/main/wgfuse:;chunk4096:dist/wgfuse-linux-x64/wgfuse:--prefill-chunk 4096"
 # MODEL: a Hugging Face folder; unset, a random Qwen2.5-0.5B (the real config, bf16 safetensors)
 # is built in MODELS by qwen_check.py's build_model (needs torch and transformers; TOKENIZER_DIR).
@@ -50,10 +51,10 @@ IFS=';' read -ra variants <<<"$VARIANTS"
 for rep in $(seq 1 "$REPS"); do
   for len in ${LENGTHS//,/ }; do
     for v in "${variants[@]}"; do
-      IFS=':' read -r label bin extra <<<"$v"
+      IFS=':' read -r label bin extra envs <<<"$v"
       name="$label-$len-$rep"
-      # shellcheck disable=SC2086  # extra: several arguments
-      "$bin" generate -m "$MODEL" --prompt-ids "$(ids "$len")" -n 1 --temp 0 --dtype "$DTYPE" --ctx "$CTX" \
+      # shellcheck disable=SC2086  # extra, envs: several words
+      env $envs "$bin" generate -m "$MODEL" --prompt-ids "$(ids "$len")" -n 1 --temp 0 --dtype "$DTYPE" --ctx "$CTX" \
         --warmup 1 $extra --json "$OUT/runs/$name.json" >/dev/null 2>"$OUT/runs/$name.log" ||
         { echo "prefill_bench: $name failed:"; tail -3 "$OUT/runs/$name.log"; rc=1; }
     done
@@ -78,10 +79,10 @@ if [[ $PROFILE == 1 ]]; then
   mkdir -p "$OUT/profile"
   for len in ${LENGTHS//,/ }; do
     for v in "${variants[@]}"; do
-      IFS=':' read -r label bin extra <<<"$v"
+      IFS=':' read -r label bin extra envs <<<"$v"
       name="$label-$len"
       # shellcheck disable=SC2086
-      "$bin" generate -m "$MODEL" --prompt-ids "$(ids "$len")" -n 1 --temp 0 --dtype "$DTYPE" --ctx "$CTX" \
+      env $envs "$bin" generate -m "$MODEL" --prompt-ids "$(ids "$len")" -n 1 --temp 0 --dtype "$DTYPE" --ctx "$CTX" \
         --warmup 1 $extra --profile-prefill=5 --json "$OUT/profile/$name.json" >/dev/null \
         2>"$OUT/profile/$name.log" || { echo "prefill_bench: profile $name failed:"; tail -3 "$OUT/profile/$name.log"; continue; }
       echo "== profile $name"; sed -n '/^prefill chunk of/,$p' "$OUT/profile/$name.log"

@@ -407,7 +407,10 @@ gpu::Dispatch DecodeKernels::attend_prompt(const gpu::Binding& q, const gpu::Bin
 }
 
 PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t T) {
-  for (PromptTile t : {PromptTile{64, 128}, PromptTile{64, 64}})
+  // 8 x 8 outputs a thread first (the most FMAs per workgroup load), then 4 x 8 in ever smaller
+  // tiles: the largest that still gives every SM a few workgroups.
+  for (PromptTile t :
+       {PromptTile{128, 128, 0, 2}, PromptTile{64, 128, 0, 2}, PromptTile{64, 128}, PromptTile{64, 64}})
     if (uint64_t(ceil_div(rows, t.rows)) * ceil_div(T, t.tokens) >= kPromptMinWorkgroups) return t;
   return {32, 64};
 }
@@ -422,6 +425,8 @@ constexpr PromptTile kPromptTiles[] = {{32, 64}, {64, 64}, {64, 128}};
 const char* const kPromptTileNames =
     "32 x 64, 64 x 64 and 64 x 128, each with K split 1, 2 or 4 where tokens <= 16 x split";
 bool supported(PromptTile t) {
+  if (t.token_groups == 2) return t.rows == 128 && (t.tokens == 128 || t.tokens == 64) && t.k_split <= 1;
+  if (t.token_groups != 1) return false;
   const bool shape = std::ranges::any_of(
       kPromptTiles, [&](PromptTile s) { return s.tokens == t.tokens && s.rows == t.rows; });
   const bool split =
@@ -461,7 +466,7 @@ gpu::Dispatch DecodeKernels::matmul(const std::string& entry, const gpu::TensorV
                                     std::map<std::string, double> o, std::initializer_list<gpu::Binding> b) {
   const PromptTile tile = forced_tile_.tokens ? forced_tile_ : prompt_tile(rows, T);
   const uint32_t cols8 = ceil_div(cols, 8), split = prompt_k_split(tile);
-  const uint32_t threads = tile.tokens * tile.rows / 32 * split;
+  const uint32_t threads = tile.tokens * tile.rows / (32 * tile.token_groups) * split;
   if (threads > ctx_->limits().max_compute_invocations_per_workgroup)
     throw Error("kernel " + entry + ": a tile of " + std::to_string(tile.tokens) + " x " +
                 std::to_string(tile.rows) + " split " + std::to_string(split) + " ways along K needs " +
@@ -479,7 +484,8 @@ gpu::Dispatch DecodeKernels::matmul(const std::string& entry, const gpu::TensorV
             {"EPS", eps},
             {"WG", threads},
             {"KSPLIT", split},
-            {"THREADS_R", tile.rows / 8}});
+            {"THREADS_R", tile.rows / 8},
+            {"TOKEN_GROUPS", tile.token_groups}});
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matmul", entry, std::move(o)));
   return gpu::Dispatch{&k, with_weights(w, b), {ceil_div(rows, tile.rows), ceil_div(T, tile.tokens)}};
 }

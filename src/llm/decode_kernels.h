@@ -50,6 +50,7 @@ struct AttentionSplit {
 // the rule (DecodeKernels::prompt_k_split).
 struct PromptTile {
   uint32_t tokens = 0, rows = 0, k_split = 0;
+  uint32_t token_groups = 1;  // 2: 8 tokens x 8 rows a thread (128 x 128 and 64 x 128, no K split)
 };
 // "auto" (tokens 0: the size rule) or "TOKENSxROWS" or "TOKENSxROWSxSPLIT", a supported tile;
 // `what` (an option's name) goes into the error.
@@ -182,10 +183,10 @@ class DecodeKernels {
                               uint32_t ctx_len, uint32_t T);
 
   static constexpr uint32_t kArgmaxChunk = 2048;
-  static constexpr uint32_t kPromptTokenTile = 64;  // the most tokens of a PromptTile
-  // The tile of a prompt product of `rows` outputs per token over T tokens: the largest that
-  // still makes kPromptMinWorkgroups workgroups (work for every core of a large GPU), else the
-  // smallest.
+  static constexpr uint32_t kPromptTokenTile = 128;  // the most tokens of a PromptTile
+  // The tile of a prompt product of `rows` outputs per token over T tokens: the first of 128 x 128
+  // and 64 x 128 with 2 token groups, 64 x 128 and 64 x 64 that still makes kPromptMinWorkgroups
+  // workgroups (work for every core of a large GPU), else the smallest.
   static PromptTile prompt_tile(uint32_t rows, uint32_t T);
   // The K split of a tile whose k_split is 0 (the rule): 1, none; measured on the H100 with flash
   // attention at once (docs/RESULTS.md session 7), its own gain is unknown: --prefill-tile

@@ -64,7 +64,7 @@ struct ModelOptions {
   uint32_t ctx = 4096;  // KV-cache positions; at most max_position_embeddings
   // Prompt tokens per prefill submit (tiled matrix-matrix kernels); 0 feeds prompts through
   // decode steps instead, one position at a time.
-  uint32_t prefill_chunk = 512;
+  uint32_t prefill_chunk = 4096;
   PromptTile prefill_tile;   // forced on every prompt product; tokens == 0: DecodeKernels::prompt_tile
   AttentionSplit attention;  // how decode attention is split along the cache
   // Plans for a device granting at most this many bytes per buffer and per binding (a browser's
