@@ -320,19 +320,21 @@ std::vector<std::vector<uint32_t>> BatchDecoder::steps(uint32_t count) {
     }
   if (!any) return out;
   // The pickers write each slot's token and advance its position on the GPU, so the steps chain
-  // without the host; the tokens are read back once.
-  gpu::Recorder rec(ctx_);
+  // without the host; the tokens are read back once. A command buffer per step: the GPU runs one
+  // while the host records the next.
   for (uint32_t i = 0; i < count; ++i) {
+    gpu::Recorder rec(ctx_);
     step_.encode(rec);
     argmax_.encode(rec);
     for (uint32_t b = 0; b < slots(); ++b)
       if (active_[b] && samplers_[b].plan) samplers_[b].plan->encode(rec);
+    rec.end_pass();
+    if (i + 1 == count)
+      for (uint32_t b = 0; b < slots(); ++b)
+        if (active_[b])
+          rec.copy(tokens_, 4 * (tokens_stride_ * b + pos_[b] + 1), staging_, 4ull * b * count, 4 * count);
+    rec.submit();
   }
-  rec.end_pass();
-  for (uint32_t b = 0; b < slots(); ++b)
-    if (active_[b])
-      rec.copy(tokens_, 4 * (tokens_stride_ * b + pos_[b] + 1), staging_, 4ull * b * count, 4 * count);
-  rec.submit();
   const auto bytes = ctx_.map_read(staging_, 4ull * slots() * count);
   for (uint32_t b = 0; b < slots(); ++b)
     if (active_[b]) {
