@@ -42,9 +42,9 @@ HfQuantConfig parse(const std::string& quantization_config) {
   return parse_quantization_config(config_with(quantization_config), "config.json").value();
 }
 
-// Test that the official checkpoints' quantization_config reads (Qwen2.5-*-Instruct-AWQ and
-// -GPTQ-Int4, their runtime fields ignored) and that what is not supported is refused naming the
-// field and its value.
+// Test that the official checkpoints' quantization_config reads (Qwen2.5-*-Instruct-AWQ,
+// -GPTQ-Int4 and -GPTQ-Int8, their runtime fields ignored) and that what is not supported is refused naming
+// the field and its value.
 TEST(HfQuantConfig, ReadsTheOfficialConfigsAndRefusesTheRest) {
   const HfQuantConfig awq = parse(
       R"({"bits": 4, "group_size": 128, "modules_to_not_convert": null, "quant_method": "awq", "version": "gemm", "zero_point": true})");
@@ -58,13 +58,19 @@ TEST(HfQuantConfig, ReadsTheOfficialConfigsAndRefusesTheRest) {
       parse(R"({"bits": 4, "group_size": -1, "quant_method": "gptq", "checkpoint_format": "gptq_v2"})")
           .zero_minus_one);
   EXPECT_EQ(parse(R"({"bits": 4, "group_size": -1, "quant_method": "gptq"})").group_size, 0u);
+  // -GPTQ-Int8's
+  EXPECT_EQ(
+      parse(
+          R"({"bits": 8, "damp_percent": 0.01, "desc_act": false, "group_size": 128, "quant_method": "gptq", "sym": true})")
+          .bits,
+      8u);
   EXPECT_FALSE(parse_quantization_config(R"({"quantization_config": null})", "config.json"));
 
   const std::pair<const char*, std::vector<std::string>> bad[] = {
       {R"({"quant_method": "bitsandbytes", "bits": 4, "group_size": 128})", {"quant_method", "bitsandbytes"}},
       {R"({"quant_method": "awq", "version": "gemv", "bits": 4, "group_size": 128})", {"version", "gemv"}},
       {R"({"quant_method": "awq", "zero_point": false, "bits": 4, "group_size": 128})", {"zero_point false"}},
-      {R"({"quant_method": "gptq", "bits": 8, "group_size": 128})", {"bits 8"}},
+      {R"({"quant_method": "awq", "bits": 8, "group_size": 128})", {"bits 8"}},
       {R"({"quant_method": "gptq", "bits": 3, "group_size": 128})", {"bits 3"}},
       {R"({"quant_method": "awq", "bits": 4, "group_size": 48})", {"group_size 48", "multiple of 32"}},
       {R"({"quant_method": "awq", "bits": 4, "group_size": -1})", {"group_size -1"}},
@@ -102,8 +108,8 @@ std::string word_bytes(std::vector<uint32_t> w) {
 }
 
 // Test each packing on hand-made words (scales 1, zero points 0): AWQ's word 0x76543210 puts the
-// quant k at output column order[k] = [0, 2, 4, 6, 1, 3, 5, 7][k], GPTQ's at input row k; a
-// GPTQ v1 zero point is the stored one plus 1, modulo 16.
+// quant k at output column order[k] = [0, 2, 4, 6, 1, 3, 5, 7][k], GPTQ's at input row k (8-bit:
+// 4 a word); a GPTQ v1 zero point is the stored one plus 1, modulo 2^bits.
 TEST(HfQuantLayout, HandMadeWordsReadAsTheFormatsDefineThem) {
   const std::string ones = [] {
     std::string s;
@@ -135,6 +141,19 @@ TEST(HfQuantLayout, HandMadeWordsReadAsTheFormatsDefineThem) {
     EXPECT_EQ(w[4 * 32], 0.0f);
     EXPECT_EQ(w[4 * 32 + 8], 0.0f);
   }
+  {  // GPTQ v1, 8 bits: [out 4, in 32]; output 1's column holds 0x83828180 for inputs 0..3 (quants
+     // 128..131), stored zeros 0x7f7f7f7f (z 128 each): inputs 0..3 are 0..3, the others -128
+    std::vector<uint32_t> qw(8 * 4, 0);
+    qw[1] = 0x83828180;
+    const Tensors t({{"p.qweight", {8, 4}, {}, "I32", word_bytes(qw)},
+                     {"p.qzeros", {1, 1}, {}, "I32", word_bytes({0x7f7f7f7f})},
+                     {"p.scales", {1, 4}, {}, "F16", ones.substr(0, 8)}});
+    const HfQuantConfig q{.method = Method::Gptq, .bits = 8, .group_size = 32, .zero_minus_one = true};
+    const auto w = dequantize_linear(q, quantized_linear(q, t.lookup(), "p", 4, 32, "test"));
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(w[1 * 32 + i], float(i)) << "input " << i;
+    EXPECT_EQ(w[1 * 32 + 4], -128.0f);
+    EXPECT_EQ(w[0], -128.0f);
+  }
 }
 
 // Configs of the round-trip tests: each packing, v1 and v2 zero points, sym and asym, groups of
@@ -159,11 +178,20 @@ const Case kCases[] = {
      {.method = Method::Gptq, .group_size = 0, .zero_minus_one = false, .sym = false},
      8,
      224},
+    {"gptq 8-bit v1 sym g128",
+     {.method = Method::Gptq, .bits = 8, .group_size = 128, .zero_minus_one = true, .sym = true},
+     12,
+     384},
+    {"gptq 8-bit v2 sym g32",
+     {.method = Method::Gptq, .bits = 8, .group_size = 32, .zero_minus_one = false, .sym = true},
+     4,
+     96},
 };
 
 // Test that what the test writer packs reads back: the CPU dequantizer gives the writer's
 // quantized values bit for bit (each within half a step of the float weight, a step where a
-// zero point is rounded), and the q4_zp rows the loader uploads hold the same values.
+// zero point is rounded), and the q4_zp (4-bit) or q8_0 (8-bit) rows the loader uploads hold the
+// same values.
 TEST(HfQuantLayout, WriterPackingReadsBackAndConvertsExactly) {
   for (const Case& c : kCases) {
     SCOPED_TRACE(c.name);
@@ -185,15 +213,16 @@ TEST(HfQuantLayout, WriterPackingReadsBackAndConvertsExactly) {
         double lo = 0, hi = 0;
         for (uint64_t i = g * group; i < (g + 1) * group; ++i)
           lo = std::min<double>(lo, w[o * c.in + i]), hi = std::max<double>(hi, w[o * c.in + i]);
-        const double step = (c.q.sym ? 2 * std::max(-lo, hi) : hi - lo) / 15;
+        const double step = (c.q.sym ? 2 * std::max(-lo, hi) : hi - lo) / ((1 << c.q.bits) - 1);
         for (uint64_t i = g * group; i < (g + 1) * group; ++i)
           ASSERT_LE(std::abs(got[o * c.in + i] - w[o * c.in + i]), 1.01 * step) << o << ", " << i;
       }
-    const auto rows = quantized_linear_to_q4_zp(c.q, layer);
-    const uint64_t rb = gpu::source_row_bytes(DType::Q4_ZP, c.in);
-    ASSERT_EQ(rows.size(), c.out * rb);
+    const auto rows = quantized_linear_to_rows(c.q, layer, "model.layers.0.mlp.up_proj");
+    EXPECT_EQ(rows.type, c.q.bits == 8 ? DType::Q8_0 : DType::Q4_ZP);
+    const uint64_t rb = gpu::source_row_bytes(rows.type, c.in);
+    ASSERT_EQ(rows.bytes.size(), c.out * rb);
     for (uint64_t o = 0; o < c.out; ++o) {
-      const auto v = gpu::dequantize_row(DType::Q4_ZP, std::span(rows).subspan(o * rb, rb), c.in);
+      const auto v = gpu::dequantize_row(rows.type, std::span(rows.bytes).subspan(o * rb, rb), c.in);
       for (uint64_t i = 0; i < c.in; ++i) ASSERT_EQ(float(v[i]), got[o * c.in + i]) << o << ", " << i;
     }
   }
@@ -244,6 +273,14 @@ TEST(HfQuantLayout, BadTensorsNamed) {
                            {"layer \"p\" [16, 96]", "group_size 64 does not divide its 96 inputs"}));
   EXPECT_TRUE(throws_error([&] { quantized_linear(awq, Tensors({}).lookup(), "p", 12, 96, "dir"); },
                            {"12 outputs", "words of 8"}));
+  {  // 8-bit with zero points other than 128: q - z does not fit q8_0's int8
+    const HfQuantConfig asym8{.method = Method::Gptq, .bits = 8, .group_size = 32, .sym = false};
+    const auto positive = test::random_floats(16 * 96, 7, 0.1f, 1.0f);  // every group's zero point 0
+    const Tensors t(quantize_linear(asym8, "p", positive, 16, 96).tensors);
+    const QuantizedLinear l = quantized_linear(asym8, t.lookup(), "p", 16, 96, "dir");
+    EXPECT_TRUE(throws_error([&] { quantized_linear_to_rows(asym8, l, "p"); },
+                             {"layer \"p\"", "8-bit GPTQ zero point 0", "sym true"}));
+  }
 }
 
 ModelConfig quant_test_config(const char* arch) {
@@ -253,7 +290,7 @@ ModelConfig quant_test_config(const char* arch) {
   return c;
 }
 
-// Test AWQ and GPTQ folders end to end: every linear layer reaches the GPU as q4_zp (the fused
+// Test AWQ and GPTQ folders end to end: every linear layer reaches the GPU as q4_zp (8-bit: q8_0; the fused
 // Q/K/V and gate/up matrices too), the tensors read back as the writer's dequantized weights, and
 // the greedy tokens and every step's logits (two prefill chunks, then decode steps) equal the
 // double-precision reference on those weights.
@@ -262,6 +299,8 @@ TEST(HfQuantModel, DecodesLikeTheDequantizedReference) {
       {"Qwen2ForCausalLM", {.method = Method::Awq, .group_size = 32}},
       {"LlamaForCausalLM", {.method = Method::Gptq, .group_size = 32, .zero_minus_one = true, .sym = true}},
       {"Qwen3ForCausalLM", {.method = Method::Gptq, .group_size = 0, .zero_minus_one = false, .sym = false}},
+      {"Qwen2ForCausalLM",
+       {.method = Method::Gptq, .bits = 8, .group_size = 32, .zero_minus_one = true, .sym = true}},
   };
   for (const auto& [arch, q] : cases) {
     SCOPED_TRACE(arch);
@@ -275,14 +314,14 @@ TEST(HfQuantModel, DecodesLikeTheDequantizedReference) {
     for (const TensorData& t : written) {
       if (!t.name.ends_with("proj.weight")) continue;
       const TensorRef* ref = files.find(t.name);
-      ASSERT_EQ(ref->dtype, DType::Q4_ZP) << t.name;
+      ASSERT_EQ(ref->dtype, q.bits == 8 ? DType::Q8_0 : DType::Q4_ZP) << t.name;
       const auto v = tensor_values(*ref);
       for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(float(v[i]), t.values[i]) << t.name << " " << i;
     }
     Model model(test::context(), files.config(), lookup, {.ctx = 32, .prefill_chunk = 8});
     std::map<std::string, uint32_t> stored;
     for (const auto& u : model.stats().weight_formats) stored[gpu::to_string(u.format)] = u.matrices;
-    EXPECT_EQ(stored["q4_zp"], 4 * config.num_layers);                              // Q/K/V, O, gate/up, down
+    EXPECT_EQ(stored[q.bits == 8 ? "q8_0" : "q4_zp"], 4 * config.num_layers);       // Q/K/V, O, gate/up, down
     const std::vector<uint32_t> prompt = {5, 77, 298, 1, 300, 42, 9, 150, 3, 261};  // two prefill chunks
     test::expect_decodes_like_reference(model, files.config(), lookup, prompt, 5, 32);
   }

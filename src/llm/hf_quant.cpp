@@ -30,6 +30,9 @@ class LayerReader {
   LayerReader(const HfQuantConfig& q, const QuantizedLinear& t)
       : awq_(q.method == HfQuantConfig::Method::Awq),
         minus_one_(q.zero_minus_one),
+        bits_(q.bits),
+        per_word_(32 / q.bits),
+        mask_((1u << q.bits) - 1),
         group_(q.group_size ? q.group_size : t.in),
         t_(t) {}
 
@@ -37,13 +40,13 @@ class LayerReader {
   // The quant of weight (o, i).
   uint32_t quant(uint64_t o, uint64_t i) const {
     if (awq_) return word(*t_.qweight, i * (t_.out / 8) + o / 8) >> (4 * kAwqSlot[o % 8]) & 15;
-    return word(*t_.qweight, (i / 8) * t_.out + o) >> (4 * (i % 8)) & 15;
+    return word(*t_.qweight, (i / per_word_) * t_.out + o) >> (bits_ * (i % per_word_)) & mask_;
   }
   // The zero point of output o in group g.
   uint32_t zero(uint64_t g, uint64_t o) const {
-    const uint32_t z =
-        word(*t_.qzeros, g * (t_.out / 8) + o / 8) >> (4 * (awq_ ? kAwqSlot[o % 8] : o % 8)) & 15;
-    return minus_one_ ? (z + 1) & 15 : z;
+    const uint32_t slot = awq_ ? kAwqSlot[o % 8] : uint32_t(o % per_word_);
+    const uint32_t z = word(*t_.qzeros, g * (t_.out / per_word_) + o / per_word_) >> (bits_ * slot) & mask_;
+    return minus_one_ ? (z + 1) & mask_ : z;
   }
   // The f16 bits of output o's scale in group g.
   uint16_t scale(uint64_t g, uint64_t o) const {
@@ -59,6 +62,7 @@ class LayerReader {
     return w;
   }
   bool awq_, minus_one_;
+  uint32_t bits_, per_word_, mask_;
   uint64_t group_;
   const QuantizedLinear& t_;
 };
@@ -125,14 +129,15 @@ std::optional<HfQuantConfig> parse_quantization_config(std::string_view config_j
     c.sym = flag("sym", true);
     c.desc_act = flag("desc_act", false);
   } else {
-    throw Error(at + "quant_method " +
-                (method.empty() ? "is missing" : "\"" + method + "\" is not supported") +
-                " (wgfuse reads 4-bit \"awq\" (version gemm) and \"gptq\" folders, and GGUF files)");
+    throw Error(
+        at + "quant_method " + (method.empty() ? "is missing" : "\"" + method + "\" is not supported") +
+        " (wgfuse reads 4-bit \"awq\" (version gemm) and 4- or 8-bit \"gptq\" folders, and GGUF files)");
   }
   const auto [bits_key, bits] = integer({"bits", "w_bit"});
-  if (bits != 4)
+  if (bits != 4 && !(bits == 8 && c.method == HfQuantConfig::Method::Gptq))
     throw Error(at + bits_key + " " + std::to_string(bits) +
-                " is not supported (wgfuse reads 4-bit AWQ and GPTQ checkpoints)");
+                " is not supported (wgfuse reads 4-bit AWQ and 4- or 8-bit GPTQ checkpoints)");
+  c.bits = uint32_t(bits);
   const auto [group_key, group] = integer({"group_size", "q_group_size"});
   const bool whole_row = group == -1 && c.method == HfQuantConfig::Method::Gptq;
   if (!whole_row && (group <= 0 || group % 32 != 0 || group > (int64_t(1) << 30)))
@@ -149,7 +154,8 @@ std::string quantization_config_json(const HfQuantConfig& q) {
     return "{\"bits\": 4, \"group_size\": " + std::to_string(group) +
            ", \"modules_to_not_convert\": null, \"quant_method\": \"awq\", \"version\": \"gemm\", "
            "\"zero_point\": true}";
-  return "{\"bits\": 4, \"checkpoint_format\": \"" + std::string(q.zero_minus_one ? "gptq" : "gptq_v2") +
+  return "{\"bits\": " + std::to_string(q.bits) + ", \"checkpoint_format\": \"" +
+         std::string(q.zero_minus_one ? "gptq" : "gptq_v2") +
          "\", \"desc_act\": " + (q.desc_act ? "true" : "false") +
          ", \"group_size\": " + std::to_string(group) +
          ", \"quant_method\": \"gptq\", \"sym\": " + (q.sym ? "true" : "false") + "}";
@@ -163,11 +169,14 @@ QuantizedLinear quantized_linear(const HfQuantConfig& q, const WeightLookup& loo
   const uint64_t group = q.group_size ? q.group_size : in;
   const std::string layer = where + ": layer \"" + prefix + "\" [" + std::to_string(out) + ", " +
                             std::to_string(in) + "] (" + method + ")";
-  if (out % 8 || in % group)
+  const uint64_t per_word = awq ? 8 : 32 / q.bits;
+  if (out % per_word || in % group)
     throw Error(layer + ": " +
-                (out % 8 ? std::to_string(out) + " outputs are not a whole number of packed words of 8"
-                         : "group_size " + std::to_string(group) + " does not divide its " +
-                               std::to_string(in) + " inputs"));
+                (out % per_word
+                     ? std::to_string(out) + " outputs are not a whole number of packed words of " +
+                           std::to_string(per_word)
+                     : "group_size " + std::to_string(group) + " does not divide its " + std::to_string(in) +
+                           " inputs"));
   auto tensor = [&](const char* suffix, DType dtype, std::vector<uint64_t> shape, bool required) {
     const std::string name = prefix + "." + suffix;
     const TensorRef* t = lookup(name);
@@ -184,8 +193,9 @@ QuantizedLinear quantized_linear(const HfQuantConfig& q, const WeightLookup& loo
   QuantizedLinear t;
   t.out = out, t.in = in;
   const uint64_t groups = in / group;
-  t.qweight = tensor("qweight", DType::I32, awq ? std::vector{in, out / 8} : std::vector{in / 8, out}, true);
-  t.qzeros = tensor("qzeros", DType::I32, {groups, out / 8}, true);
+  t.qweight =
+      tensor("qweight", DType::I32, awq ? std::vector{in, out / 8} : std::vector{in / per_word, out}, true);
+  t.qzeros = tensor("qzeros", DType::I32, {groups, out / per_word}, true);
   t.scales = tensor("scales", DType::F16, {groups, out}, true);
   if (!awq) t.g_idx = tensor("g_idx", DType::I32, {in}, false);
   if (t.g_idx)
@@ -213,22 +223,34 @@ std::vector<float> dequantize_linear(const HfQuantConfig& q, const QuantizedLine
   return w;
 }
 
-std::vector<std::byte> quantized_linear_to_q4_zp(const HfQuantConfig& q, const QuantizedLinear& t) {
+QuantizedRows quantized_linear_to_rows(const HfQuantConfig& q, const QuantizedLinear& t,
+                                       const std::string& prefix) {
   const LayerReader r(q, t);
-  const uint32_t bb = gpu::info(DType::Q4_ZP).block_bytes;
+  const bool eight = q.bits == 8;
+  const DType type = eight ? DType::Q8_0 : DType::Q4_ZP;
+  const uint32_t bb = gpu::info(type).block_bytes;
   const uint64_t blocks = t.in / 32;
-  std::vector<std::byte> rows(t.out * blocks * bb);
+  QuantizedRows out{type, std::vector<std::byte>(t.out * blocks * bb)};
   // Block k of every row in turn: the words of 32 input rows are near each other in both packings.
   for (uint64_t k = 0; k < blocks; ++k)
     for (uint64_t o = 0; o < t.out; ++o) {
       const uint64_t g = r.group_of(32 * k);  // a group is whole blocks (a multiple of 32)
+      const uint32_t z = r.zero(g, o);
       gpu::QuantBlock b;
       b.d = r.scale(g, o);
-      b.m = uint16_t(r.zero(g, o));
-      for (uint32_t j = 0; j < 32; ++j) b.q[j] = uint8_t(r.quant(o, 32 * k + j));
-      gpu::encode_block(DType::Q4_ZP, b, &rows[(o * blocks + k) * bb]);
+      if (eight) {  // q8_0 holds q - z as int8: the symmetric zero point 128 only
+        if (z != 128)
+          throw Error("layer \"" + prefix + "\": 8-bit GPTQ zero point " + std::to_string(z) + " (group " +
+                      std::to_string(g) + ", output " + std::to_string(o) +
+                      "): wgfuse reads 8-bit GPTQ with sym true (zero point 128) only, as q8_0");
+        for (uint32_t j = 0; j < 32; ++j) b.q[j] = uint8_t(int32_t(r.quant(o, 32 * k + j)) - 128);
+      } else {
+        b.m = uint16_t(z);
+        for (uint32_t j = 0; j < 32; ++j) b.q[j] = uint8_t(r.quant(o, 32 * k + j));
+      }
+      gpu::encode_block(type, b, &out.bytes[(o * blocks + k) * bb]);
     }
-  return rows;
+  return out;
 }
 
 }  // namespace wgfuse::llm

@@ -1,27 +1,30 @@
-// Hugging Face folders quantized to 4 bits by AutoAWQ or GPTQ (auto-gptq, optimum, GPTQModel),
-// as the official Qwen2.5-*-Instruct-AWQ and -GPTQ-Int4 repositories ship them: config.json's
-// "quantization_config", and per linear layer P (P.weight absent) the tensors
-//   AWQ (quant_method "awq", version "gemm", zero_point true):
+// Hugging Face folders quantized by AutoAWQ (4 bits) or GPTQ (auto-gptq, optimum, GPTQModel; 4 or
+// 8 bits), as the official Qwen2.5-*-Instruct-AWQ, -GPTQ-Int4 and -GPTQ-Int8 repositories ship
+// them: config.json's "quantization_config", and per linear layer P (P.weight absent) the tensors
+//   AWQ (quant_method "awq", version "gemm", zero_point true, bits 4):
 //     P.qweight  I32 [in, out/8]   8 quants of one input row per word, along the output
 //                                  dimension: output column 8w + order[k] at bits 4k, order
 //                                  [0, 2, 4, 6, 1, 3, 5, 7]
 //     P.qzeros   I32 [in/g, out/8] the zero points, packed as qweight
 //     P.scales   F16 [in/g, out]
-//   GPTQ (quant_method "gptq", checkpoint_format "gptq" or "gptq_v2"):
-//     P.qweight  I32 [in/8, out]   8 quants of one output column per word, along the input
-//                                  dimension: input row 8w + k at bits 4k
-//     P.qzeros   I32 [in/g, out/8] the zero points, output column 8w + k at bits 4k; the
+//   GPTQ (quant_method "gptq", checkpoint_format "gptq" or "gptq_v2", bits b = 4 or 8, n = 32 / b
+//   quants per word):
+//     P.qweight  I32 [in/n, out]   n quants of one output column per word, along the input
+//                                  dimension: input row nw + k at bits bk
+//     P.qzeros   I32 [in/g, out/n] the zero points, output column nw + k at bits bk; the
 //                                  "gptq" (v1) format stores z - 1 (read back as (stored + 1)
-//                                  mod 16, as auto-gptq's dequantization does), gptq_v2 z
+//                                  mod 2^b, as auto-gptq's dequantization does), gptq_v2 z
 //     P.scales   F16 [in/g, out]
 //     P.g_idx    I32 [in]          each input row's group: must be row / g (desc_act false, or
 //                                  an act-order checkpoint whose order is the identity)
 // with weight (o, i) = (q - z) s, g = group_size (GPTQ's -1: the whole row). Each layer becomes
-// q4_zp rows [out, in] at open (gpu/weight_format.h: blocks of 32 repeating their group's s and z;
-// bit for bit the same values), so the loader, the kernels and the reference see one more
-// quantized tensor type. What is not supported is refused naming the file, field or tensor and the
-// value: other methods or bits, AWQ's gemv/marlin packings, GPTQ's marlin format, groups that are
-// not a multiple of 32 or do not divide the row, a reordered g_idx, missing tensors.
+// rows [out, in] of a GPU block format at open, bit for bit the same values: 4 bits q4_zp
+// (gpu/weight_format.h: blocks of 32 repeating their group's s and z), 8 bits q8_0 (d = s, q - z
+// as int8: symmetric checkpoints, z = 128, only); so the loader, the kernels and the reference see
+// tensor types they know. What is not supported is refused naming the file, field or tensor and
+// the value: other methods or bits, AWQ's gemv/marlin packings, GPTQ's marlin format, asymmetric
+// 8-bit zero points, groups that are not a multiple of 32 or do not divide the row, a reordered
+// g_idx, missing tensors.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +40,7 @@ namespace wgfuse::llm {
 struct HfQuantConfig {
   enum class Method { Awq, Gptq };
   Method method = Method::Awq;
-  uint32_t bits = 4;
+  uint32_t bits = 4;            // AWQ 4; GPTQ 4 or 8
   uint32_t group_size = 128;    // 0: one group per row (GPTQ's -1)
   bool zero_minus_one = false;  // GPTQ's v1 checkpoint_format: the stored zero point is z - 1
   bool sym = false;             // GPTQ's "sym" (z = 8): for the test writer; the reader reads z
@@ -67,7 +70,13 @@ QuantizedLinear quantized_linear(const HfQuantConfig& q, const WeightLookup& loo
 // The layer's weights (o, i) = (q - z) s as floats [out, in] (exact), read from the format's
 // definition above: the CPU dequantizer.
 std::vector<float> dequantize_linear(const HfQuantConfig& q, const QuantizedLinear& t);
-// The layer as q4_zp rows [out, in] (gpu/ggml_blocks.h's q4_zp blocks): the same values.
-std::vector<std::byte> quantized_linear_to_q4_zp(const HfQuantConfig& q, const QuantizedLinear& t);
+// The layer as rows [out, in] of a GPU block format with the same values: 4-bit as q4_zp,
+// 8-bit (sym, zero point 128) as q8_0 (an Error naming the layer `prefix` otherwise).
+struct QuantizedRows {
+  DType type;
+  std::vector<std::byte> bytes;
+};
+QuantizedRows quantized_linear_to_rows(const HfQuantConfig& q, const QuantizedLinear& t,
+                                       const std::string& prefix);
 
 }  // namespace wgfuse::llm

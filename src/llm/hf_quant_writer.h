@@ -1,5 +1,6 @@
 // Writes AWQ and GPTQ folders for tests (llm/hf_quant.h's layouts): float matrices quantized to
-// 4-bit groups (round to nearest over each group's range; GPTQ's sym with z = 8) and packed as the
+// 4-bit (GPTQ also 8-bit) groups (round to nearest over each group's range; GPTQ's sym with z =
+// 2^(bits - 1)) and packed as the
 // formats' descriptions say, sharing no code with the reader, so a test that writes and reads
 // back checks one implementation against another.
 #pragma once

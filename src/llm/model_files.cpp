@@ -474,14 +474,15 @@ void ModelFiles::convert_quantized(const std::vector<ExpectedTensor>& table) {
     layers.push_back({&e, std::move(prefix), t});
   }
   if (layers.empty()) return;
-  std::vector<std::vector<std::byte>> rows(layers.size());
+  std::vector<QuantizedRows> rows(layers.size());
   util::WorkerPool pool;
-  pool.run(layers.size(), [&](size_t i) { rows[i] = quantized_linear_to_q4_zp(*quant_, layers[i].t); });
+  pool.run(layers.size(),
+           [&](size_t i) { rows[i] = quantized_linear_to_rows(*quant_, layers[i].t, layers[i].prefix); });
   for (size_t i = 0; i < layers.size(); ++i) {
     const Layer& l = layers[i];
     const size_t file = by_name_.at(l.t.qweight->name).file;
-    const std::vector<std::byte>& bytes = quantized_rows_.emplace_back(std::move(rows[i]));
-    TensorRef& ref = quantized_refs_.emplace_back(TensorRef{l.e->name, DType::Q4_ZP, l.e->shape, bytes});
+    const std::vector<std::byte>& bytes = quantized_rows_.emplace_back(std::move(rows[i].bytes));
+    TensorRef& ref = quantized_refs_.emplace_back(TensorRef{l.e->name, rows[i].type, l.e->shape, bytes});
     for (const char* part : {".qweight", ".qzeros", ".scales", ".g_idx"}) by_name_.erase(l.prefix + part);
     by_name_.emplace(l.e->name, Located{&ref, file});
   }
