@@ -1,5 +1,6 @@
 // The generation worker of `wgfuse serve --model` (serve::GenerationWorker) with --parallel > 1 on a
-// small random Qwen2-architecture folder (the byte-level Qwen tokenizer of llm_support.h): a
+// small random Qwen2-architecture folder (untied: a tied random model repeats its last token; the
+// byte-level Qwen tokenizer of llm_support.h): a
 // request that starts alone runs through the session's decoder, moves into the batch when another
 // arrives (the newcomer's prompt fed in chunks between steps), and ends alone in the batch; every
 // reply's text and token count equal the session's own generation of the same prompt, greedy and
@@ -26,7 +27,7 @@ const fs::path& model_dir() {
   struct Folder {
     fs::path path = fs::temp_directory_path() / ("wgfuse_worker_" + std::to_string(getpid()));
     Folder() {
-      llm::write_random_model(path, test::small_llm_config(true, 301), llm::DType::F32, 43);
+      llm::write_random_model(path, test::small_llm_config(false, 301), llm::DType::F32, 47);
       test::write_byte_level_qwen_tokenizer(path);
     }
     ~Folder() { fs::remove_all(path); }
@@ -95,9 +96,9 @@ TEST_P(ServeWorker, LoneRequestMovesIntoTheBatchAndKeepsItsTokens) {
   sampling.top_k = 40;
   sampling.seed = 9;
   const serve::GenerationRequest first{
-      .prompt = {7, 123, 42, 255, 0, 64, 5}, .max_tokens = 60, .sampling = sampling};
+      .prompt = {7, 123, 42, 255, 0, 64, 5}, .max_tokens = 24, .sampling = sampling};
   // The second's prompt joins the batch 4 tokens between two steps (join_chunk).
-  std::vector<uint32_t> long_prompt(29);
+  std::vector<uint32_t> long_prompt(17);
   for (size_t i = 0; i < long_prompt.size(); ++i) long_prompt[i] = uint32_t(i * 53 + 17) % 256;
   const serve::GenerationRequest second{.prompt = long_prompt, .max_tokens = 6, .sampling = sampling};
   const Outcome want_first = generated(session, first), want_second = generated(session, second);
