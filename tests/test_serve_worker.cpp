@@ -1,10 +1,9 @@
 // The generation worker of `wgfuse serve --model` (serve::GenerationWorker) with --parallel > 1 on a
-// small random Qwen2-architecture folder (untied: a tied random model repeats its last token; the
-// byte-level Qwen tokenizer of llm_support.h): a
-// request that starts alone runs through the session's decoder, moves into the batch when another
-// arrives (the newcomer's prompt fed in chunks between steps), and ends alone in the batch; every
-// reply's text and token count equal the session's own generation of the same prompt, greedy and
-// sampled with a seed.
+// small random Qwen2-architecture folder (untied: a tied random model repeats its last token) with
+// the byte-level Qwen tokenizer of llm_support.h: a request that starts alone runs through the
+// session's decoder, moves into the batch when another arrives (the newcomer's prompt fed in
+// chunks between steps), and ends alone in the batch; every reply's text and token count equal
+// the session's own generation of the same prompt, greedy and sampled with a seed.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
