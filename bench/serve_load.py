@@ -7,7 +7,11 @@ answered, the aggregate and per-stream decode rates and the time to first token 
 which has no node (the official `openai` npm client is exercised by the ctest suite).
 
   python3 bench/serve_load.py --url http://127.0.0.1:8080/v1 [--concurrency 1,8,32]
-          [--max-tokens 256] [--prompt TEXT] [--api-key KEY] [--json FILE]
+          [--max-tokens 256] [--prompt TEXT] [--api-key KEY] [--json FILE] [--join-long WORDS]
+
+--join-long WORDS: then a stream runs alone and, 0.2 s after it starts (give --max-tokens 1024 or
+more), a request with a prompt of about WORDS words joins; prints the running stream's longest gap
+between two tokens before the join and while the newcomer waits for its first token (its prefill).
 """
 import argparse
 import http.client
@@ -37,6 +41,7 @@ def one(args, model, t0, out):
         raise RuntimeError(f"HTTP {resp.status}: {resp.read(400).decode(errors='replace')}")
     first = last = None
     tokens = 0
+    times = []
     for raw in resp:
         line = raw.decode().strip()
         if not line.startswith("data:"):
@@ -50,10 +55,40 @@ def one(args, model, t0, out):
         if any((c.get("delta") or {}).get("content") for c in chunk.get("choices", [])):
             last = time.perf_counter()
             first = first or last
+            times.append(last)
     conn.close()
     if first is None:
         raise RuntimeError("the stream carried no content")
-    out.update(ttft_ms=(first - t0) * 1e3, decode_ms=(last - first) * 1e3, tokens=tokens, end=last)
+    out.update(ttft_ms=(first - t0) * 1e3, decode_ms=(last - first) * 1e3, tokens=tokens, end=last, times=times)
+
+
+def join_long(args, model):
+    """A running stream, and a long prompt joining it: the running stream's longest token gaps."""
+    running, joining = {}, {}
+    a = threading.Thread(target=one, args=(args, model, time.perf_counter(), running))
+    a.start()
+    time.sleep(0.2)  # the running stream is decoding (a short prompt; give --max-tokens 1024 or more)
+    long_args = argparse.Namespace(**{**vars(args), "max_tokens": 16,
+                                      "prompt": " ".join(["lighthouse"] * args.join_long) + " Summarise."})
+    t_join = time.perf_counter()
+    one(long_args, model, t_join, joining)
+    a.join()
+    first_joined = t_join + joining["ttft_ms"] / 1e3
+    times = running["times"]
+
+    def longest_gap(lo, hi):
+        ts = [t for t in times if lo <= t <= hi]
+        return max((b - a) * 1e3 for a, b in zip(ts, ts[1:])) if len(ts) > 1 else float("nan")
+
+    row = {"join_long_words": args.join_long, "joiner_ttft_ms": joining["ttft_ms"],
+           "running_gap_ms_before": longest_gap(times[0], t_join),
+           "running_gap_ms_during_prefill": longest_gap(t_join, first_joined),
+           "running_tokens_during_prefill": sum(t_join <= t <= first_joined for t in times)}
+    print(f"join of a {args.join_long}-word prompt: its first token after {row['joiner_ttft_ms']:.0f} ms; the "
+          f"running stream's longest gap {row['running_gap_ms_before']:.1f} ms before, "
+          f"{row['running_gap_ms_during_prefill']:.1f} ms meanwhile "
+          f"({row['running_tokens_during_prefill']} tokens meanwhile)", flush=True)
+    return row
 
 
 def percentile(sorted_values, q):
@@ -69,6 +104,7 @@ def main():
     p.add_argument("--api-key", default=os.environ.get("WGFUSE_API_KEY", "none"))
     p.add_argument("--model")
     p.add_argument("--json")
+    p.add_argument("--join-long", type=int, default=0)
     args = p.parse_args()
     model = args.model
     if model is None:
@@ -108,9 +144,11 @@ def main():
         print(f"C={c}: {len(ok)}/{c} answered, {tokens} tokens in {wall:.2f} s = {row['aggregate_tok_s']:.1f} tok/s "
               f"aggregate; per stream p50 {row['stream_tok_s_p50']:.1f}, min {row['stream_tok_s_min']:.1f} tok/s; "
               f"TTFT p50 {row['ttft_ms_p50']:.0f} ms, p99 {row['ttft_ms_p99']:.0f} ms", flush=True)
+    joined = join_long(args, model) if args.join_long else None
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"url": args.url, "model": model, "max_tokens": args.max_tokens, "rows": rows}, f, indent=2)
+            json.dump({"url": args.url, "model": model, "max_tokens": args.max_tokens, "rows": rows,
+                       "join_long": joined}, f, indent=2)
             f.write("\n")
     return 0 if all(r["failed"] == 0 for r in rows) else 1
 

@@ -141,6 +141,55 @@ TEST(LlmBatchRun, LongContextAttendsInRounds) {
   EXPECT_EQ(got, single);
 }
 
+// Test that a prompt joining in parts (begin, then prefill of at most 5 tokens between steps)
+// leaves the running stream a token at every step while it is fed, and that both streams' tokens
+// are the single-sequence decoder's; one prompt joins at a time, and stop() abandons it.
+TEST(LlmBatchRun, PromptJoinsInChunksBetweenSteps) {
+  const auto cfg = test::small_llm_config(false);
+  const auto weights = llm::HostWeights::random(cfg, 74);
+  llm::Model model(context(), cfg, weights.lookup(),
+                   {.dtype = WeightFormat::F32, .ctx = 48, .prefill_chunk = 4});
+  const std::vector<uint32_t> running = {9, 200, 31},
+                              joining = {4, 88, 123, 7,   61, 290, 5,  13,  77, 2, 190, 45,
+                                         8, 99, 16,  250, 3,  64,  11, 201, 30, 6, 42};
+  const auto single_running = model.generate(running, 12);
+  model.reset();
+  const auto single_joining = model.generate(joining, 5);
+
+  llm::BatchDecoder batch(model, 3);
+  batch.start(2, running);
+  std::vector<uint32_t> got_running = {batch.step()[2]}, got_joining;
+  batch.begin(0, joining);
+  EXPECT_THROW(batch.begin(1, running), Error);  // one prompt at a time
+  EXPECT_THROW(batch.start(0, running), Error);  // its slot is busy
+  uint32_t steps_while_fed = 0;
+  while (got_joining.size() < single_joining.size()) {
+    const uint32_t fed = batch.prefill(5);
+    EXPECT_LE(fed, 5u);
+    steps_while_fed += batch.joining().has_value();
+    const auto picked = batch.step();
+    got_running.push_back(picked[2]);
+    if (batch.active(0))
+      got_joining.push_back(picked[0]);
+    else
+      EXPECT_EQ(picked[0], llm::BatchDecoder::kNoToken);
+  }
+  // 22 tokens fed 5 at a time: the fifth prefill ends the prompt, four steps ran beside it.
+  EXPECT_EQ(steps_while_fed, 4u);
+  EXPECT_EQ(got_joining, single_joining);
+  ASSERT_LE(got_running.size(), single_running.size());
+  EXPECT_EQ(got_running,
+            std::vector<uint32_t>(single_running.begin(), single_running.begin() + got_running.size()));
+
+  batch.begin(1, joining);
+  batch.prefill(3);
+  batch.stop(1);  // abandoned mid-prompt: the slot is free again, the next prompt may join
+  EXPECT_FALSE(batch.joining());
+  EXPECT_FALSE(batch.active(1));
+  batch.start(1, running);
+  EXPECT_TRUE(batch.active(1));
+}
+
 // Test that a slot that samples picks its tokens with its own sampler and seed: the same seed in
 // another slot beside a greedy stream gives the same tokens; a slot at the end of its context and
 // bad prompts are errors.

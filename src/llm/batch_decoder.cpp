@@ -233,8 +233,16 @@ void BatchDecoder::build_step() {
 }
 
 void BatchDecoder::start(uint32_t slot, std::span<const uint32_t> prompt, const SamplingParams& params) {
-  if (slot >= slots()) throw Error("batched decoding: no slot " + std::to_string(slot));
-  if (active_[slot]) throw Error("batched decoding: slot " + std::to_string(slot) + " is busy");
+  begin(slot, prompt, params);
+  prefill(ctx_len_);
+}
+
+void BatchDecoder::begin(uint32_t slot, std::span<const uint32_t> prompt, const SamplingParams& params) {
+  check_idle(slot);
+  if (joining_)
+    throw Error(
+        "batched decoding: slot " + std::to_string(joining_->slot) +
+        " is still prefilling its prompt; one prompt joins at a time (the model's decode state holds it)");
   if (prompt.empty() || prompt.size() > ctx_len_)
     throw Error("batched decoding: a prompt of " + std::to_string(prompt.size()) + " tokens; 1 to " +
                 std::to_string(ctx_len_) + " fit the context");
@@ -242,6 +250,48 @@ void BatchDecoder::start(uint32_t slot, std::span<const uint32_t> prompt, const 
     if (id >= cfg_.vocab_size)
       throw Error("batched decoding: token id " + std::to_string(id) + " is not below the vocabulary size " +
                   std::to_string(cfg_.vocab_size));
+  joining_ = Joining{slot, {prompt.begin(), prompt.end()}, params};
+  model_.reset();
+}
+
+uint32_t BatchDecoder::prefill(uint32_t max_tokens) {
+  if (!joining_) return 0;
+  Joining& j = *joining_;
+  // All but the last prompt token through the model's prompt path; the next step feeds the last.
+  const uint32_t last = uint32_t(j.prompt.size()) - 1;
+  const uint32_t n = std::min(max_tokens, last - j.fed);
+  if (n > 0) {
+    model_.prefill(std::span(j.prompt).subspan(j.fed, n));
+    j.fed += n;
+  }
+  if (j.fed == last) {
+    occupy(j.slot, j.prompt, last, j.params);
+    joining_.reset();
+  }
+  return n;
+}
+
+void BatchDecoder::adopt(uint32_t slot, const SamplingParams& params) {
+  check_idle(slot);
+  if (joining_)
+    throw Error("batched decoding: slot " + std::to_string(joining_->slot) +
+                " is prefilling its prompt on the model; nothing can be adopted from it now");
+  const auto& seq = model_.sequence();
+  if (seq.size() != size_t(model_.length()) + 1)
+    throw Error("batched decoding: the model's sequence has " + std::to_string(seq.size()) + " tokens and " +
+                std::to_string(model_.length()) +
+                " positions in its cache; a sequence is adopted after a generation (one token unfed)");
+  occupy(slot, seq, model_.length(), params);
+}
+
+void BatchDecoder::check_idle(uint32_t slot) const {
+  if (slot >= slots()) throw Error("batched decoding: no slot " + std::to_string(slot));
+  if (active_[slot] || (joining_ && joining_->slot == slot))
+    throw Error("batched decoding: slot " + std::to_string(slot) + " is busy");
+}
+
+void BatchDecoder::occupy(uint32_t slot, std::span<const uint32_t> tokens, uint32_t fed,
+                          const SamplingParams& params) {
   SlotSampler& s = samplers_[slot];
   s.plan.reset();
   if (params.temperature != 0) {  // (as the session: temperature 0 is greedy)
@@ -250,12 +300,7 @@ void BatchDecoder::start(uint32_t slot, std::span<const uint32_t> prompt, const 
     s.plan.emplace(s.sampler->plan(slot_logits(slot), slot_tokens(slot), slot_state(slot)));
     s.plan->build();
   }
-  // All but the last prompt token through the model's prompt path, its cache rows copied into the
-  // slot's; the next step feeds the last token.
-  const uint32_t fed = uint32_t(prompt.size()) - 1;
-  if (fed > 0) {
-    model_.reset();
-    model_.prefill(prompt.first(fed));
+  if (fed > 0) {  // the model's cache rows 0..fed into the slot's
     gpu::Recorder rec(ctx_);
     const uint64_t row = 4ull * cfg_.head_dim, per_head = row * ctx_len_;
     for (uint32_t l = 0; l < cfg_.num_layers; ++l)
@@ -266,7 +311,7 @@ void BatchDecoder::start(uint32_t slot, std::span<const uint32_t> prompt, const 
       }
     rec.submit();
   }
-  ctx_.write(tokens_, 4 * tokens_stride_ * slot, std::as_bytes(prompt));
+  ctx_.write(tokens_, 4 * tokens_stride_ * slot, std::as_bytes(tokens));
   uint32_t record[kSlotArgmax + 1] = {};
   record[0] = fed;
   record[kSlotActive] = 1;
@@ -297,6 +342,7 @@ DecodeProfile BatchDecoder::profile(uint32_t reps) {
 }
 
 void BatchDecoder::stop(uint32_t slot) {
+  if (joining_ && joining_->slot == slot) joining_.reset();
   if (!active_.at(slot)) return;
   const uint32_t idle[2] = {0, 0};  // kSlotActive, kSlotArgmax
   ctx_.write(slots_, 4ull * (kSlotWords * slot + kSlotActive), std::as_bytes(std::span(idle)));

@@ -42,6 +42,21 @@ class BatchDecoder {
   // sampler unless params.temperature is 0 (greedy). Uses the model's decode state (resets it).
   void start(uint32_t slot, std::span<const uint32_t> prompt,
              const SamplingParams& params = {.temperature = 0});
+  // start() in parts, so that the running slots keep stepping while a long prompt is fed: begin()
+  // takes the idle slot (it stays out of the steps) and resets the model's decode state; each
+  // prefill(max_tokens) feeds up to max_tokens more of its prompt through the model's prompt path
+  // and returns how many; the call that has fed all but the last token puts the slot in the
+  // steps. One prompt joins at a time; stop() abandons it.
+  void begin(uint32_t slot, std::span<const uint32_t> prompt,
+             const SamplingParams& params = {.temperature = 0});
+  uint32_t prefill(uint32_t max_tokens);
+  // The slot begin() took, until its prompt is fed.
+  std::optional<uint32_t> joining() const { return joining_ ? std::optional(joining_->slot) : std::nullopt; }
+  // Moves the model's sequence into the idle `slot`, where its decoding goes on: after a
+  // generation on the model (Model::generate, Session::decode), its KV cache rows, its tokens and
+  // its position; the next step feeds its last token. Sampled tokens go on as they would have:
+  // the sampler's draw depends on the seed and the position only (llm/sampler.h).
+  void adopt(uint32_t slot, const SamplingParams& params = {.temperature = 0});
   void stop(uint32_t slot);  // idle from the next step
   static constexpr uint32_t kMaxStepsPerSubmit = 16;
   // `count` positions of every active slot in one submit and one read-back: out[i][b] is the
@@ -72,6 +87,10 @@ class BatchDecoder {
   gpu::Binding slot_tokens(uint32_t b) const;
   gpu::Binding slot_logits(uint32_t b) const;
   void write_records();  // every slot's record from pos_ and active_
+  void check_idle(uint32_t slot) const;
+  // Puts `tokens` (0..fed in the model's KV cache, the next step feeds tokens[fed]) into the slot
+  // with its picker: the one way a sequence enters a slot (start, adopt).
+  void occupy(uint32_t slot, std::span<const uint32_t> tokens, uint32_t fed, const SamplingParams& params);
 
   Model& model_;
   gpu::Context& ctx_;
@@ -90,6 +109,13 @@ class BatchDecoder {
   std::vector<SlotSampler> samplers_;  // per slot; no plan: greedy
   std::vector<uint32_t> pos_;
   std::vector<bool> active_;
+  struct Joining {  // begin()'s prompt, fed in parts
+    uint32_t slot;
+    std::vector<uint32_t> prompt;
+    SamplingParams params;
+    uint32_t fed = 0;
+  };
+  std::optional<Joining> joining_;
 };
 
 }  // namespace wgfuse::llm

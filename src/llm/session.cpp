@@ -263,16 +263,19 @@ void Session::warm_up(std::span<const uint32_t> prompt, uint32_t n) {
   decoder().reset();
 }
 
-Reply Session::generate(std::span<const uint32_t> prompt, uint32_t n, const Stream& stream) {
+std::vector<uint32_t> Session::decode(std::span<const uint32_t> prompt, uint32_t n,
+                                      const std::function<bool(uint32_t)>& on_token,
+                                      const std::function<void(std::span<const float>)>& on_logits) {
   choose_decoder(prompt, n);
   GenerateOptions go;
   go.steps_per_submit = opt_.steps_per_submit;
   go.eos_ids = stop_ids_;
   go.picker = picker_ ? &*picker_ : nullptr;
-  if (stream.logits)
-    go.on_logits = [&](std::span<const float> l) {
-      stream.logits->insert(stream.logits->end(), l.begin(), l.end());
-    };
+  go.on_logits = on_logits;
+  return decoder().generate(prompt, n, on_token, go);
+}
+
+Reply Session::generate(std::span<const uint32_t> prompt, uint32_t n, const Stream& stream) {
   StreamDecoder text(tokenizer_, /*skip_special=*/true);
   Reply r;
   const auto on_token = [&](uint32_t id) {
@@ -283,7 +286,12 @@ Reply Session::generate(std::span<const uint32_t> prompt, uint32_t n, const Stre
     if (stream.on_text && id < tokenizer_.vocab_size()) stream.on_text(text.push(int32_t(id)));
     return !(stream.stop && stream.stop->load());
   };
-  r.ids = decoder().generate(prompt, n, on_token, go);
+  std::function<void(std::span<const float>)> on_logits;
+  if (stream.logits)
+    on_logits = [&](std::span<const float> l) {
+      stream.logits->insert(stream.logits->end(), l.begin(), l.end());
+    };
+  r.ids = decode(prompt, n, on_token, on_logits);
   if (stream.on_text) stream.on_text(text.finish());
   r.text = text_of(tokenizer_, r.ids);
   return r;

@@ -133,6 +133,11 @@ class Session {
 
   // Generates up to n tokens after `prompt` (continuing the decoder's sequence), streamed.
   Reply generate(std::span<const uint32_t> prompt, uint32_t n, const Stream& stream = {});
+  // The same generation as token ids: each is passed to on_token (false stops; a stop id stops
+  // after it) and returned, the stop id included; the decoder's sequence holds them after.
+  std::vector<uint32_t> decode(std::span<const uint32_t> prompt, uint32_t n,
+                               const std::function<bool(uint32_t)>& on_token,
+                               const std::function<void(std::span<const float>)>& on_logits = {});
   Reply generate(std::string_view text, uint32_t n, const Stream& stream = {});
   // Generates up to n tokens after `prompt`, greedy and unshown, then resets the decoder: the
   // timed run then finds the pipelines compiled and the GPU at its working clocks.

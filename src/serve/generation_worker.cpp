@@ -27,8 +27,13 @@ void Generation::update(const std::function<void(News&)>& change) {
 }
 
 GenerationWorker::GenerationWorker(llm::Session& session, size_t max_queue, std::mutex& device,
-                                   uint32_t parallel)
-    : session_(session), device_(device), max_queue_(max_queue), parallel_(parallel) {
+                                   uint32_t parallel, uint32_t join_chunk)
+    : session_(session),
+      device_(device),
+      max_queue_(max_queue),
+      parallel_(parallel),
+      join_chunk_(join_chunk) {
+  if (join_chunk_ == 0) throw Error("serve: the prompt chunk of a joining request must be at least 1 token");
   if (parallel_ > 1) {
     std::lock_guard gpu(device_);
     batch_ = std::make_unique<llm::BatchDecoder>(session_.step_decoder(), parallel_);
@@ -72,7 +77,9 @@ WorkerStatus GenerationWorker::status() const {
           .max_queue = max_queue_,
           .served = served_,
           .cancelled = cancelled_,
-          .parallel = parallel_};
+          .parallel = parallel_,
+          .alone = alone_,
+          .moved = moved_};
 }
 
 void GenerationWorker::stop() {
@@ -106,6 +113,7 @@ void GenerationWorker::run() {
       g = queue_.front();
       queue_.pop_front();
       running_.push_back(g);
+      alone_ = true;
       announce_positions();
     }
     if (g->cancelled())
@@ -115,6 +123,8 @@ void GenerationWorker::run() {
       });
     else
       serve(*g);
+    std::lock_guard lock(mutex_);
+    alone_ = false;
   }
 }
 
@@ -130,11 +140,7 @@ void GenerationWorker::retire(Generation& g, const std::function<void(Generation
 
 void GenerationWorker::serve(Generation& g) {
   const GenerationRequest& r = g.request_;
-  g.update([&](Generation::News& n) {
-    n.queue_position = 0;
-    n.started = true;
-    n.prompt_tokens = uint32_t(r.prompt.size());
-  });
+  announce_start(g);
   StopStrings stops(r.stop);
   bool first = true;
   try {
@@ -175,13 +181,21 @@ void GenerationWorker::serve(Generation& g) {
 
 void GenerationWorker::run_batched() {
   for (;;) {
-    std::vector<std::pair<uint32_t, std::shared_ptr<Generation>>> joining;
     std::vector<std::shared_ptr<Generation>> dropped;  // cancelled while queued
+    std::shared_ptr<Generation> alone;
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running_.empty(); });
       if (stopping_) break;
-      for (uint32_t b = 0; b < parallel_ && !queue_.empty(); ++b) {
+      const bool idle =
+          std::none_of(slots_.begin(), slots_.end(), [](const auto& s) { return s.has_value(); });
+      if (idle && queue_.size() == 1 && !queue_.front()->cancelled()) {
+        alone = queue_.front();
+        queue_.pop_front();
+        running_.push_back(alone);
+        alone_ = true;
+      }
+      for (uint32_t b = 0; b < parallel_ && !queue_.empty() && !alone; ++b) {
         if (slots_[b]) continue;
         auto g = queue_.front();
         queue_.pop_front();
@@ -190,51 +204,135 @@ void GenerationWorker::run_batched() {
           dropped.push_back(g);
           --b;  // the slot is still free
         } else {
-          joining.push_back({b, g});
-          slots_[b].emplace(Slot{g, llm::StreamDecoder(session_.tokenizer(), /*skip_special=*/true),
-                                 StopStrings(g->request_.stop)});
+          joins_.push_back(b);
+          slots_[b].emplace(slot_for(g));
         }
       }
       announce_positions();
+    }
+    if (alone) {
+      serve_alone(alone);
+      continue;
     }
     for (auto& g : dropped)
       retire(*g, [](Generation::News& n) {
         n.queue_position = 0;
         n.finish = FinishReason::Cancelled;
       });
-    for (auto& [b, g] : joining) join(b, g);
+    prefill_joining();
     bool any = false;
-    for (auto& s : slots_) any = any || s.has_value();
+    for (uint32_t b = 0; b < parallel_; ++b) any = any || batch_->active(b);
     if (!any) continue;
-    std::vector<uint32_t> ids;
+    // Up to kStepsPerSubmit steps in one submit, no more than any running request may take.
+    uint32_t count = kStepsPerSubmit;
+    for (uint32_t b = 0; b < parallel_; ++b)
+      if (batch_->active(b))
+        count = std::min({count, slots_[b]->g->request_.max_tokens - slots_[b]->tokens,
+                          batch_->capacity() - batch_->position(b)});
+    std::vector<std::vector<uint32_t>> ids;
     try {
       std::lock_guard gpu(device_);
-      ids = batch_->step();
+      ids = batch_->steps(count);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "wgfuse serve: a batched decode step failed: %s\n", e.what());
       for (uint32_t b = 0; b < parallel_; ++b)
         if (slots_[b]) finish(b, FinishReason::Error, e.what());
       continue;
     }
-    for (uint32_t b = 0; b < parallel_; ++b)
-      if (slots_[b] && ids[b] != llm::BatchDecoder::kNoToken) deliver(b, ids[b]);
+    // A request that ends mid-way frees its slot; the tokens computed after its end are dropped.
+    for (uint32_t i = 0; i < count; ++i)
+      for (uint32_t b = 0; b < parallel_; ++b)
+        if (slots_[b] && ids[i][b] != llm::BatchDecoder::kNoToken) deliver(b, ids[i][b], count - 1 - i);
   }
   // Stopping: the running requests end as cancelled (stop() cancelled them).
   for (uint32_t b = 0; b < parallel_; ++b)
     if (slots_[b]) finish(b, FinishReason::Cancelled, "the server is stopping");
 }
 
-bool GenerationWorker::join(uint32_t b, const std::shared_ptr<Generation>& g) {
-  const GenerationRequest& r = g->request_;
-  g->update([&](Generation::News& n) {
+GenerationWorker::Slot GenerationWorker::slot_for(const std::shared_ptr<Generation>& g) const {
+  return Slot{g, llm::StreamDecoder(session_.tokenizer(), /*skip_special=*/true),
+              StopStrings(g->request_.stop)};
+}
+
+void GenerationWorker::announce_start(Generation& g) {
+  g.update([&](Generation::News& n) {
     n.queue_position = 0;
     n.started = true;
-    n.prompt_tokens = uint32_t(r.prompt.size());
+    n.prompt_tokens = uint32_t(g.request_.prompt.size());
   });
+}
+
+void GenerationWorker::serve_alone(const std::shared_ptr<Generation>& g) {
+  const GenerationRequest& r = g->request_;
+  announce_start(*g);
+  Slot s = slot_for(g);
+  std::optional<FinishReason> reason;
+  try {
+    std::lock_guard gpu(device_);
+    session_.set_sampling(r.sampling);
+    session_.decoder().reset();
+    // The prompt and max_tokens fit the context (the caller checked), so the step decoder has room
+    // for every token. Stops when the request ends or another one waits.
+    bool company = false;
+    session_.decode(r.prompt, r.max_tokens, [&](uint32_t id) {
+      reason = take(s, id, /*room=*/true);
+      if (reason) return false;
+      std::lock_guard lock(mutex_);
+      company = !queue_.empty();
+      return !company;
+    });
+    if (!reason && !company) reason = FinishReason::Length;  // (take() says so first)
+    if (!reason) batch_->adopt(0, session_.resolve_sampling(r.sampling));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "wgfuse serve: a generation failed: %s\n", e.what());
+    {
+      std::lock_guard lock(mutex_);
+      alone_ = false;
+    }
+    return end(s, FinishReason::Error, e.what());
+  }
+  {
+    std::lock_guard lock(mutex_);
+    alone_ = false;
+    if (!reason) ++moved_;
+  }
+  if (reason) return end(s, *reason);
+  slots_[0].emplace(std::move(s));
+}
+
+void GenerationWorker::prefill_joining() {
+  // A request that left while its prompt waits or is fed frees its slot now.
+  for (uint32_t b = 0; b < parallel_; ++b)
+    if (slots_[b] && !batch_->active(b) && slots_[b]->g->cancelled()) {
+      std::erase(joins_, b);
+      finish(b, FinishReason::Cancelled);
+    }
+  uint32_t budget = join_chunk_;
+  while (budget > 0 && (batch_->joining() || !joins_.empty())) {
+    if (!batch_->joining()) {
+      const uint32_t b = joins_.front();
+      joins_.pop_front();
+      join(b);
+      continue;
+    }
+    const uint32_t b = *batch_->joining();
+    try {
+      std::lock_guard gpu(device_);
+      budget -= batch_->prefill(budget);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "wgfuse serve: a prompt's prefill failed: %s\n", e.what());
+      finish(b, FinishReason::Error, e.what());
+    }
+  }
+}
+
+bool GenerationWorker::join(uint32_t b) {
+  const GenerationRequest& r = slots_[b]->g->request_;
+  announce_start(*slots_[b]->g);
   try {
     const llm::SamplingParams params = session_.resolve_sampling(r.sampling);
     std::lock_guard gpu(device_);
-    batch_->start(b, r.prompt, params);
+    batch_->begin(b, r.prompt, params);
     return true;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "wgfuse serve: a generation failed: %s\n", e.what());
@@ -243,8 +341,7 @@ bool GenerationWorker::join(uint32_t b, const std::shared_ptr<Generation>& g) {
   }
 }
 
-void GenerationWorker::deliver(uint32_t b, uint32_t id) {
-  Slot& s = *slots_[b];
+std::optional<FinishReason> GenerationWorker::take(Slot& s, uint32_t id, bool room) {
   Generation& g = *s.g;
   ++s.tokens;
   const auto& stop_ids = session_.stop_ids();
@@ -258,10 +355,15 @@ void GenerationWorker::deliver(uint32_t b, uint32_t id) {
         n.first_token_ms = std::chrono::duration<double, std::milli>(now - g.submitted_).count();
     });
   }
-  if (g.cancelled()) return finish(b, FinishReason::Cancelled);
-  if (eos || s.stops.hit()) return finish(b, FinishReason::Stop);
-  if (s.tokens >= g.request_.max_tokens || batch_->position(b) >= batch_->capacity())
-    return finish(b, FinishReason::Length);
+  if (g.cancelled()) return FinishReason::Cancelled;
+  if (eos || s.stops.hit()) return FinishReason::Stop;
+  if (s.tokens >= g.request_.max_tokens || !room) return FinishReason::Length;
+  return std::nullopt;
+}
+
+void GenerationWorker::deliver(uint32_t b, uint32_t id, uint32_t later) {
+  const bool room = batch_->position(b) - later < batch_->capacity();
+  if (const auto reason = take(*slots_[b], id, room)) finish(b, *reason);
 }
 
 void GenerationWorker::finish(uint32_t b, FinishReason reason, const std::string& error) {
@@ -271,6 +373,10 @@ void GenerationWorker::finish(uint32_t b, FinishReason reason, const std::string
     std::lock_guard gpu(device_);
     batch_->stop(b);
   }
+  end(s, reason, error);
+}
+
+void GenerationWorker::end(Slot& s, FinishReason reason, const std::string& error) {
   std::string tail;
   if (reason != FinishReason::Error) {
     tail = s.stops.push(s.text.finish());

@@ -6,10 +6,14 @@
 // Scheduling: with parallel = 1 one request at a time, first come first served, each from an
 // empty KV cache through the session's own decoder (K steps per submit). With parallel = N > 1
 // up to N requests are decoded together (llm::BatchDecoder): a request joins a free slot between
-// steps (its prompt prefilled then), each step gives every running request its next token, and a
+// steps, its prompt prefilled in chunks of join_chunk tokens between steps (so that the running
+// requests keep receiving tokens), each step gives every running request its next token, and a
 // request that ends or whose client left frees its slot at the next step; the others wait, first
-// come first served. Either way a request's greedy tokens are those `wgfuse generate` gives for
-// the same prompt, whatever runs beside it.
+// come first served. A request that finds the batch empty and nobody waiting runs alone through
+// the session's decoder, as with parallel = 1, looking at the queue after every read-back: when
+// another arrives it moves into a slot of the batch (BatchDecoder::adopt) and goes on there.
+// Either way a request's tokens are those `wgfuse generate` gives for the same prompt (and seed),
+// whatever runs beside it.
 #pragma once
 
 #include <atomic>
@@ -86,6 +90,8 @@ struct WorkerStatus {
   size_t queued = 0, running = 0, max_queue = 0;
   uint64_t served = 0, cancelled = 0;  // requests finished, and those cut short (client left, stop)
   uint32_t parallel = 1;               // sequences decoded at once
+  bool alone = false;                  // a request runs alone through the session's decoder now
+  uint64_t moved = 0;                  // requests begun alone and moved into the batch
 };
 
 class GenerationWorker {
@@ -93,7 +99,13 @@ class GenerationWorker {
   // `session` is loaded; from now on only the worker's thread uses it for generation, holding
   // `device` while it uses the GPU. `parallel`: requests decoded together, 1 to
   // llm::BatchDecoder::kMaxSlots (an Error otherwise).
-  GenerationWorker(llm::Session& session, size_t max_queue, std::mutex& device, uint32_t parallel = 1);
+  // join_chunk: prompt tokens of a joining request prefilled between two batched steps.
+  static constexpr uint32_t kJoinChunk = 256;
+  // Batched steps per submit (BatchDecoder::steps): one read-back for several tokens; a request
+  // that arrives waits for one submit at most.
+  static constexpr uint32_t kStepsPerSubmit = 4;
+  GenerationWorker(llm::Session& session, size_t max_queue, std::mutex& device, uint32_t parallel = 1,
+                   uint32_t join_chunk = kJoinChunk);
   ~GenerationWorker();
   GenerationWorker(const GenerationWorker&) = delete;
   GenerationWorker& operator=(const GenerationWorker&) = delete;
@@ -115,25 +127,39 @@ class GenerationWorker {
   void run();                 // parallel = 1
   void run_batched();         // parallel > 1
   void serve(Generation& g);  // ends with retire()
-  // Starts the request in the batch's free slot b; false (the request retired) when it failed.
-  bool join(uint32_t b, const std::shared_ptr<Generation>& g);
-  // Hands slot b its token; ends the request (and frees the slot) when it is done.
-  void deliver(uint32_t b, uint32_t id);
+  // parallel > 1, the batch empty and nobody waiting: decodes the request through the session's
+  // decoder until it ends or another request arrives, then moves it into the batch's slot 0.
+  void serve_alone(const std::shared_ptr<Generation>& g);
+  // Begins the prompt of slot b's request in the batch; false (the request retired) when it failed.
+  bool join(uint32_t b);
+  // Up to join_chunk prompt tokens of the joining requests, in slot order of arrival.
+  void prefill_joining();
+  Slot slot_for(const std::shared_ptr<Generation>& g) const;
+  void announce_start(Generation& g);
+  // Hands the request its next token: its text so far goes to its client. The reason it ends, if
+  // it does (`room`: the context has no room for another token).
+  std::optional<FinishReason> take(Slot& s, uint32_t id, bool room);
+  // Hands slot b its token, computed `later` steps before the last of the submit; ends the request
+  // (and frees the slot) when it is done.
+  void deliver(uint32_t b, uint32_t id, uint32_t later);
   void finish(uint32_t b, FinishReason reason, const std::string& error = {});
+  void end(Slot& s, FinishReason reason, const std::string& error = {});
   void retire(Generation& g, const std::function<void(Generation::News&)>& last);
   void announce_positions();  // under mutex_
 
   llm::Session& session_;
   std::mutex& device_;
   const size_t max_queue_;
-  const uint32_t parallel_;
+  const uint32_t parallel_, join_chunk_;
   std::unique_ptr<llm::BatchDecoder> batch_;
   std::vector<std::optional<Slot>> slots_;  // parallel > 1: the batch's slots, worker thread only
+  std::deque<uint32_t> joins_;              // slots whose request waits to begin its prompt
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Generation>> queue_;
   std::vector<std::shared_ptr<Generation>> running_;
-  uint64_t served_ = 0, cancelled_ = 0;
+  uint64_t served_ = 0, cancelled_ = 0, moved_ = 0;
+  bool alone_ = false;
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -225,6 +225,11 @@ void OpenAiApi::mount(httplib::Server& http) {
                {"scheduling", s.parallel > 1 ? "batched" : "sequential"},
                {"parallel", s.parallel},
                {"parallel_requested", options_.parallel},
+               // batched: a lone request runs alone through the step decoder until company comes
+               {"decoding", s.alone     ? "alone"
+                            : s.running ? "batched"
+                                        : "idle"},
+               {"moved_to_batch", s.moved},
                {"running", s.running},
                {"queued", s.queued},
                {"max_queue", s.max_queue},
