@@ -32,7 +32,7 @@ const {values: opts} = parseArgs({
     chromium: {type: 'string', default: '/usr/bin/chromium'},
     'chromium-arg': {type: 'string', multiple: true, default: []},
     'serve-arg': {type: 'string', multiple: true, default: []},
-    tokens: {type: 'string', default: '4'},
+    tokens: {type: 'string', default: '6'},
     cases: {type: 'string', default: 'greedy,sampled,long'},
     'skip-ui': {type: 'boolean', default: false},
     'weight-formats': {type: 'string'},
@@ -148,6 +148,14 @@ try {
     }
     step(`${tag} logits: max relative difference ${worst.toExponential(2)} (tolerance ${LOGIT_RTOL})`);
     assert.ok(worst <= LOGIT_RTOL, `${tag} logits within ${LOGIT_RTOL}: ${worst}`);
+    // Without logits, as the chat decodes: several steps per command buffer, the next command
+    // buffer queued before the last one's tokens are read back, the same tokens.
+    const piped = await page.evaluate(([ids, n, s]) => window.wgfuseChat.generateIds(ids, n, s, {withLogits: false, stepsPerSubmit: 2}),
+                                      [prompt, N, sample]);
+    step(`browser ${tag} tokens, 2 steps per command buffer, pipelined: ${piped.tokens.join(' ')}: ${JSON.stringify(piped.timing)}`);
+    assert.deepEqual(piped.tokens, expected.tokens, `the browser's pipelined ${tag} tokens equal wgfuse generate's`);
+    if (expected.tokens.length > 3)
+      assert.equal(piped.timing.max_in_flight, 2, 'two command buffers in flight');
   }
 
   // The page's tokenizer gives the native tokenizer's ids on the tokenizer corpus.

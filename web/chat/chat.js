@@ -25,6 +25,8 @@ const showError = (message) => {
   $('errors').append(li);
 };
 
+const STEPS_PER_SUBMIT = 8;  // decode steps per command buffer, as `wgfuse generate` (llm::GenerateOptions)
+
 let index, runner, tokenizer;
 let fed = [];      // the ids whose keys and values the cache holds, by position
 let history = [];  // [{role, content}] of this conversation
@@ -79,8 +81,21 @@ async function start() {
     tokenizer = loadTokenizer(TokenizerLoader, tokenizerJSON, tokenizerConfig);
   })());
   runner = new PlanRunner(device, kernels.get);
-  const plan = await timed('plan', loadPlan(1));
-  const pipelinesReady = timed('pipelines', runner.use(plan));  // creates the buffers at once
+  // The cached shards are read while the plan comes; each is uploaded once the plan's buffers exist.
+  const t0 = performance.now();
+  const plan = timed('plan', loadPlan(1));
+  const prepared = plan.then((p) => runner.prepare(p));  // the buffers (or the limit the plan exceeds)
+  const planned = prepared.then(async () => timed('pipelines', runner.use(await plan)));
+  const weightsLoaded = timed('weights', loadShards(index, async (s, b) => {
+    await prepared;
+    runner.uploadShard(s, b);
+  }, (done, total, fromCache) => {
+    $('progress').value = done / total;
+    $('progress-label').textContent = `weights ${(done / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB` +
+        (fromCache ? ` (${(fromCache / 1e6).toFixed(1)} MB from the cache)` : '');
+  }));
+  // Awaited below; a failure of either is the error told, whichever comes first.
+  [planned, weightsLoaded].forEach((p) => p.catch(() => {}));
   const m = index.model;
   $('model-body').innerHTML = '';
   const facts = document.createElement('p');
@@ -88,14 +103,9 @@ async function start() {
       `context ${index.ctx}; GPU ${adapter.info?.vendor ?? ''} ${adapter.info?.architecture ?? ''}, ` +
       `maxStorageBufferBindingSize ${device.limits.maxStorageBufferBindingSize}`;
   $('model-body').append(facts);
-  const t0 = performance.now();
-  const {bytes, cached} = await timed('weights', loadShards(index, (s, b) => runner.uploadShard(s, b), (done, total, fromCache) => {
-    $('progress').value = done / total;
-    $('progress-label').textContent = `weights ${(done / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB` +
-        (fromCache ? ` (${(fromCache / 1e6).toFixed(1)} MB from the cache)` : '');
-  }));
+  const {bytes, cached} = await weightsLoaded;
   const loadedMs = performance.now() - t0;
-  await Promise.all([pipelinesReady, tokenizerLoaded, timed('upload_done', device.queue.onSubmittedWorkDone())]);
+  await Promise.all([planned, tokenizerLoaded, timed('upload_done', device.queue.onSubmittedWorkDone())]);
   readyMs = performance.now();  // since the page started loading
   $('progress-label').textContent = `weights ${(bytes / 1e6).toFixed(1)} MB loaded in ${(loadedMs / 1e3).toFixed(2)} s` +
       (cached ? `, ${(cached / 1e6).toFixed(1)} MB of them from the cache` : '') +
@@ -116,7 +126,7 @@ function sampling() {
 
 // Feeds `ids` (the whole conversation so far) reusing the cache's common prefix, then generates;
 // onToken(ids so far). Returns {generated, timing}.
-async function generate(ids, {maxTokens, sample, onToken, logits, signal}) {
+async function generate(ids, {maxTokens, sample, onToken, logits, signal, stepsPerSubmit = STEPS_PER_SUBMIT}) {
   for (const id of ids)
     if (id >= index.model.vocab_size)
       throw new Error(`token id ${id} is past the model's vocabulary (${index.model.vocab_size}): the tokenizer does not belong to this model`);
@@ -131,16 +141,19 @@ async function generate(ids, {maxTokens, sample, onToken, logits, signal}) {
   runner.prefill(fresh, start);
   fed = ids.slice();
   const generated = [];
-  let tFirst = 0, decodeDispatches = 0, decodeSteps = 0;
+  let tFirst = 0, decodeDispatches = 0, decodeSteps = 0, encodeMs = 0, maxInFlight = 0;
   const stop = new Set(index.stop_ids);
   for await (const {id} of runner.generate(ids.length - 1, {
     maxTokens,
     stop: (id) => stop.has(id),
     signal,
     logits,
-    onBatch: (d, n) => {
+    stepsPerSubmit,
+    onBatch: (d, n, ms, inFlight) => {
       decodeDispatches += d;
       decodeSteps += n;
+      encodeMs += ms;
+      maxInFlight = Math.max(maxInFlight, inFlight);
     },
   })) {
     if (!tFirst) tFirst = performance.now();
@@ -162,6 +175,8 @@ async function generate(ids, {maxTokens, sample, onToken, logits, signal}) {
       generated: generated.length,
       decode_tok_s: steps > 0 ? (1e3 * steps) / decodeMs : 0,
       dispatches_per_token: decodeSteps ? decodeDispatches / decodeSteps : 0,
+      encode_ms_per_token: decodeSteps ? encodeMs / decodeSteps : 0,  // JS recording and submitting
+      max_in_flight: maxInFlight,  // command buffers queued at once (the first token's read-back one)
     },
   };
 }
@@ -229,14 +244,15 @@ async function send() {
 }
 
 // For the tests (tests/web/chat_e2e.mjs): a generation from ids (greedy unless `sample` says),
-// from an empty cache, with the logits of every token.
+// from an empty cache, with the logits of every token unless `withLogits` is false (then
+// `stepsPerSubmit` decode steps per command buffer).
 window.wgfuseChat = {
-  async generateIds(ids, n, sample = {temperature: 0}) {
+  async generateIds(ids, n, sample = {temperature: 0}, {withLogits = true, stepsPerSubmit} = {}) {
     fed = [];
-    const logits = [];
-    const {generated, timing} = await generate(ids, {maxTokens: n, sample, logits});
+    const logits = withLogits ? [] : undefined;
+    const {generated, timing} = await generate(ids, {maxTokens: n, sample, logits, stepsPerSubmit});
     fed = [];
-    return {tokens: generated, logits: logits.map((l) => Array.from(l)), timing};
+    return {tokens: generated, logits: logits?.map((l) => Array.from(l)), timing};
   },
   encode: (texts) => texts.map((t) => tokenizer.encode(t)),
   readyMs: () => readyMs,

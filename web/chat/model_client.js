@@ -26,11 +26,11 @@ export async function loadPlan(promptLength, sampling = {}) {
   return r.json();
 }
 
-// Calls upload(shard, bytes) for every shard, from the cache where it holds the shard's hash, else
+// Awaits upload(shard, bytes) for every shard, from the cache where it holds the shard's hash, else
 // from the server (checked against the index's hash, then cached); `inFlight` shards at a time,
 // so that reading, hashing and uploading overlap. progress(doneBytes, totalBytes, fromCache).
 // A cached shard is not hashed again: its key is its hash, and it was stored only once checked.
-export async function loadShards(index, upload, progress = () => {}, inFlight = 4) {
+export async function loadShards(index, upload, progress = () => {}, inFlight = 8) {
   const cache = globalThis.caches ? await caches.open(CACHE).catch(() => null) : null;
   const total = index.shards.reduce((a, s) => a + s.bytes, 0);
   let done = 0, cached = 0, next = 0;
@@ -39,14 +39,14 @@ export async function loadShards(index, upload, progress = () => {}, inFlight = 
     const hit = await cache?.match(key);
     let bytes = hit ? new Uint8Array(await hit.arrayBuffer()) : null;
     if (bytes?.byteLength === s.bytes) {
-      upload(s, bytes);
+      await upload(s, bytes);
       cached += s.bytes;
     } else {
       const r = await fetchOk(`/model/shards/${s.buffer}/${s.index}`, `shard ${s.buffer}/${s.index}`);
       bytes = new Uint8Array(await r.arrayBuffer());
       const got = await sha256Hex(bytes);
       if (got !== s.sha256) throw new Error(`shard ${s.buffer}/${s.index}: sha256 ${got} differs from the index's ${s.sha256}`);
-      upload(s, bytes);
+      await upload(s, bytes);
       await cache?.put(key, new Response(bytes)).catch(() => {});
     }
     done += s.bytes;

@@ -40,13 +40,16 @@ export class PlanRunner {
     this.pipelines = new Map();  // kernel key -> Promise<GPUComputePipeline>
     this.plan = null;
     this.submits = 0;  // command buffers submitted so far
+    this.staging = [];  // read-back buffers free for the next read (readBack)
   }
 
   // Frees the buffers (the device outlives the runner: the benchmark page's llm suite).
   destroy() {
     for (const b of this.buffers.values()) b.destroy();
     this.buffers.clear();
-    this.groups = new Map();
+    for (const slot of this.staging) for (const b of Object.values(slot)) b.destroy();
+    this.staging = [];
+    this.commands = new Map();
   }
 
   submit(encoder) {
@@ -54,11 +57,20 @@ export class PlanRunner {
     ++this.submits;
   }
 
-  // Takes `plan` as the one to run: checks it against the device's limits, creates the buffers
-  // it names that do not exist yet (zeros, the rope table, params words), writes params words
-  // again (sampling settings change them) and compiles its kernels. Buffers persist across plans
-  // (the KV cache holds the conversation); the weights are the caller's (uploadShard).
+  // Takes `plan` as the one to run: prepare(), then its kernels compiled.
   async use(plan) {
+    if (this.prepared !== plan) this.prepare(plan);
+    this.kernels = await Promise.all(plan.kernels.map((k) => this.pipeline(k)));
+    this.plan = plan;
+    this.commands = new Map();  // plan name -> its commands (commandsOf)
+  }
+
+  // Checks `plan` against the device's limits, creates the buffers it names that do not exist yet
+  // (zeros, the rope table, params words) and writes params words again (sampling settings change
+  // them): synchronous, so that the weights can be uploaded (uploadShard) as soon as it returns.
+  // Buffers persist across plans (the KV cache holds the conversation); the weights are the
+  // caller's.
+  prepare(plan) {
     if (plan.format !== 'wgfuse-plan' || plan.version !== 1)
       throw new Error(`plan: format ${plan.format} version ${plan.version}; this page reads wgfuse-plan 1`);
     this.checkLimits(plan);
@@ -80,9 +92,7 @@ export class PlanRunner {
       else if (!['zeros', 'rope', 'weights'].includes(b.contents.kind))
         throw new Error(`plan: buffer ${b.name} holds "${b.contents.kind}", unknown to this page`);
     }
-    this.kernels = await Promise.all(plan.kernels.map((k) => this.pipeline(k)));
-    this.plan = plan;
-    this.groups = new Map();  // plan name -> bind group per step
+    this.prepared = plan;
   }
 
   // The plan's `device` needs (docs/PLAN.md) against this device; then each buffer and binding, so
@@ -142,42 +152,55 @@ export class PlanRunner {
     this.device.queue.writeBuffer(this.buffer(shard.buffer), shard.offset, bytes);
   }
 
-  stepsOf(name) {
+  // Plan `name` as the commands encode() records, built once per plan: per compute step its
+  // pipeline, bind group and grid; a copy or an end_pass as a pass boundary.
+  commandsOf(name) {
+    let commands = this.commands.get(name);
+    if (commands) return commands;
     const steps = this.plan.plans[name];
     if (!steps) throw new Error(`plan: no plan named ${name}`);
-    if (!this.groups.has(name))
-      this.groups.set(name, steps.map((s) => s.kernel === undefined ? null : this.device.createBindGroup({
-        label: `${name}/${s.name}`,
-        layout: this.kernels[s.kernel].getBindGroupLayout(0),
-        entries: s.bindings.map((g, i) => ({binding: i, resource: {buffer: this.buffer(g.buffer), offset: g.offset, size: g.size}})),
-      })));
-    return {steps, groups: this.groups.get(name)};
+    commands = steps.map((s) => {
+      if (s.copy) return {copy: s.copy};
+      if (s.end_pass) return {endPass: true};
+      const pipeline = this.kernels[s.kernel];
+      const [x, y = 1, z = 1] = s.grid;
+      return {
+        pipeline,
+        group: this.device.createBindGroup({
+          label: `${name}/${s.name}`,
+          layout: pipeline.getBindGroupLayout(0),
+          entries: s.bindings.map((g, i) => ({binding: i, resource: {buffer: this.buffer(g.buffer), offset: g.offset, size: g.size}})),
+        }),
+        x, y, z,
+      };
+    });
+    commands.dispatches = commands.filter((c) => c.pipeline).length;
+    this.commands.set(name, commands);
+    return commands;
   }
 
-  // Records plan `name` into `encoder`; the number of dispatches.
+  // Records plan `name` into `encoder`; the number of dispatches. A pipeline or bind group the pass
+  // already has is not set again.
   encode(encoder, name) {
-    const {steps, groups} = this.stepsOf(name);
-    let pass = null, dispatches = 0;
-    const end = () => {
-      pass?.end();
-      pass = null;
-    };
-    steps.forEach((s, i) => {
-      if (s.copy) {
-        end();
-        this.copy(encoder, s.copy, {});
-      } else if (s.end_pass) {
-        end();
+    const commands = this.commandsOf(name);
+    let pass = null, pipeline = null, group = null;
+    for (const c of commands) {
+      if (c.pipeline) {
+        if (!pass) {
+          pass = encoder.beginComputePass({label: name});
+          pipeline = group = null;
+        }
+        if (c.pipeline !== pipeline) pass.setPipeline(pipeline = c.pipeline);
+        if (c.group !== group) pass.setBindGroup(0, group = c.group);
+        pass.dispatchWorkgroups(c.x, c.y, c.z);
       } else {
-        pass ??= encoder.beginComputePass({label: name});
-        pass.setPipeline(this.kernels[s.kernel]);
-        pass.setBindGroup(0, groups[i]);
-        pass.dispatchWorkgroups(...s.grid);
-        ++dispatches;
+        pass?.end();
+        pass = null;
+        if (c.copy) this.copy(encoder, c.copy, {});
       }
-    });
-    end();
-    return dispatches;
+    }
+    pass?.end();
+    return commands.dispatches;
   }
 
   // A copy step; an offset may be {row_bytes, row: "chunk_length - 1"} (after a prefill chunk).
@@ -252,52 +275,94 @@ export class PlanRunner {
   // and the picker (tokens[pos + 1]). Returns the dispatches.
   encodeToken(encoder, pos) {
     let dispatches = 0;
-    for (const name of this.plan.decode.token) dispatches += this.run(encoder, {plan: name}, pos);
+    for (const name of this.plan.decode.token) dispatches += this.encode(encoder, name === 'decode' ? this.decodePlan(pos) : name);
     return dispatches;
   }
 
-  // Reads u32 words [first, first + count) of a buffer.
-  async readWords(name, first, count) {
-    const staging = this.device.createBuffer({size: 4 * count, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST});
-    const encoder = this.device.createCommandEncoder();
-    encoder.copyBufferToBuffer(this.buffer(name), 4 * first, staging, 0, 4 * count);
-    this.submit(encoder);
-    await staging.mapAsync(GPUMapMode.READ);
-    const out = new Uint32Array(staging.getMappedRange().slice(0));
-    staging.destroy();
-    return out;
-  }
-
-  async readLogits() {
-    const words = await this.readWords(this.plan.logits, 0, this.plan.model.vocab_size);
-    return new Float32Array(words.buffer);
+  // A read-back of `count` token ids (and, with `logits`, the logits), recorded into `encoder`
+  // after the steps that write them: {ids: Promise<Uint32Array>} once the encoder is submitted and
+  // started(). The staging buffers are kept for the next read (release()).
+  readBack(encoder, first, count, logits) {
+    const plan = this.plan, vocab = plan.model.vocab_size;
+    const slot = this.staging.pop() ?? {};
+    if (!(slot.words?.size >= 4 * count)) {
+      slot.words?.destroy();
+      slot.words = this.device.createBuffer({label: 'read-back ids', size: 4 * Math.max(count, 8), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST});
+    }
+    if (logits && !slot.logits)
+      slot.logits = this.device.createBuffer({label: 'read-back logits', size: 4 * vocab, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST});
+    encoder.copyBufferToBuffer(this.buffer(plan.tokens.buffer), 4 * first, slot.words, 0, 4 * count);
+    if (logits) encoder.copyBufferToBuffer(this.buffer(plan.logits), 0, slot.logits, 0, 4 * vocab);
+    const read = {
+      // Called right after the submit: the maps are queued behind this command buffer only.
+      start: () => {
+        read.done = Promise.all([slot.words.mapAsync(GPUMapMode.READ, 0, 4 * count),
+                                 logits && slot.logits.mapAsync(GPUMapMode.READ, 0, 4 * vocab)]);
+        return read;
+      },
+      // The ids (and logits) copied out; the staging buffers go back to the pool.
+      result: async () => {
+        await read.done;
+        const ids = new Uint32Array(slot.words.getMappedRange(0, 4 * count).slice(0));
+        const row = logits ? new Float32Array(slot.logits.getMappedRange(0, 4 * vocab).slice(0)) : null;
+        read.release();
+        return {ids, logits: row};
+      },
+      // For a read whose result is not wanted (a generation that stopped first).
+      release: () => {
+        if (read.released) return;
+        read.released = true;
+        slot.words.unmap();
+        if (logits) slot.logits.unmap();
+        this.staging.push(slot);
+      },
+    };
+    return read;
   }
 
   // Generates after a prefill that fed positions ..last and picked tokens[last + 1]: yields
-  // {id, pos} per token, `stepsPerSubmit` decode steps per command buffer, until `stop(id)`,
-  // `maxTokens` or the context's end. `onBatch(dispatches)` after each submit.
-  async *generate(last, {maxTokens, stepsPerSubmit = 4, stop = () => false, signal, onBatch, logits}) {
-    const tokens = this.plan.tokens.buffer;
-    let pos = last + 1, emitted = 0;
-    const [first] = await this.readWords(tokens, pos, 1);
-    if (logits) logits.push(await this.readLogits());
-    yield {id: first, pos};
-    if (stop(first) || ++emitted >= maxTokens) return;
+  // {id, pos} per token until `stop(id)`, `maxTokens` or the context's end. As native decoding
+  // does, up to `inFlight` command buffers of `stepsPerSubmit` decode steps are queued ahead of the
+  // read-back being awaited: the picker leaves each token in the tokens buffer, so a step needs
+  // nothing from the host, and the steps past a stop are discarded (the cache past what was fed
+  // is written over by the next prefill). With `logits` (an array), each token's logits are
+  // pushed too (one step per command buffer). `onBatch(dispatches, steps, encodeMs, inFlight)`
+  // after each submit (encodeMs: the JS time spent recording and submitting it; inFlight: the
+  // command buffers whose read-backs are pending, this one's included).
+  async *generate(last, {maxTokens, stepsPerSubmit = 8, inFlight = 2, stop = () => false, signal, onBatch, logits}) {
     const k = logits ? 1 : stepsPerSubmit;
-    while (emitted < maxTokens && pos + 1 < this.plan.ctx && !signal?.aborted) {
-      const count = Math.min(k, maxTokens - emitted, this.plan.ctx - 1 - pos);
-      const encoder = this.device.createCommandEncoder();
-      let dispatches = 0;
-      for (let i = 0; i < count; ++i) dispatches += this.encodeToken(encoder, pos + i);
+    const final = Math.min(last + maxTokens, this.plan.ctx - 1);  // the last position whose token is read
+    const pending = [];
+    let encoder = this.device.createCommandEncoder();
+    const queue = (read) => {
       this.submit(encoder);
-      onBatch?.(dispatches, count);
-      const ids = await this.readWords(tokens, pos + 1, count);
-      if (logits) logits.push(await this.readLogits());
-      for (const id of ids) {
-        ++pos;
-        yield {id, pos};
-        if (stop(id) || ++emitted >= maxTokens) return;
+      pending.push(read.start());
+    };
+    queue(this.readBack(encoder, last + 1, 1, logits));  // the prefill's token
+    let encoded = last + 1;  // the steps submitted feed positions up to `encoded` (exclusive)
+    let pos = last, emitted = 0;
+    try {
+      while (pending.length) {
+        while (pending.length < inFlight && encoded < final && !signal?.aborted) {
+          const t0 = performance.now(), count = Math.min(k, final - encoded);
+          encoder = this.device.createCommandEncoder();
+          let dispatches = 0;
+          for (let i = 0; i < count; ++i) dispatches += this.encodeToken(encoder, encoded + i);
+          queue(this.readBack(encoder, encoded + 1, count, logits));
+          encoded += count;
+          onBatch?.(dispatches, count, performance.now() - t0, pending.length);
+        }
+        const read = pending.shift();
+        const {ids, logits: row} = await read.result();
+        if (logits) logits.push(row);
+        for (const id of ids) {
+          yield {id, pos: ++pos};
+          if (stop(id) || ++emitted >= maxTokens) return;
+        }
+        if (signal?.aborted) return;
       }
+    } finally {
+      for (const read of pending) read.done.then(read.release, read.release);
     }
   }
 }

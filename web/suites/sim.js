@@ -2,12 +2,17 @@
 // workload's modules are the native SimProgram's (fuse::generated_source), composed by the server's
 // native loader from the workload's file (lib/sim_workload.js: POST /api/sim/workload).
 // The initial population comes from the same counter-based RNG (src/sim/rng.h), gene-major; the
-// start states are drawn in the kernels. For each workload one evaluation (generation 0, one
+// start states are drawn in the kernels. For each workload the evaluation of generation 0 (one
 // episode) is timed per strategy:
 //   perstep  init, one dispatch per step, fitness, with a submit and a wait after each
-//   batched  the same dispatches in one compute pass, one submit
+//   batched  the same dispatches in one compute pass
 //   fused    one dispatch, the step loop in the shader
 //   team     one dispatch, a team of invocations per individual (where the device has subgroups)
+// Per-step is timed one evaluation at a time (its waits are the strategy). The others are timed as
+// `wgfuse sim` times generations (src/sim/runner.cpp): PER_SUBMIT evaluations per command buffer,
+// IN_FLIGHT command buffers queued before the oldest one's read-back is awaited; a sample is the
+// interval between two read-backs over the evaluations in it. gen/s here is evaluations/s: native
+// generations also run the GA (browser_report.py compares with both).
 // Equivalence: each strategy's fitness of every individual against per-step's: batched bitwise,
 // fused and team within 1e-5 relative (src/fuse/strategy.cpp's check_rtol), the individuals over
 // it judged by the workload's reference tolerance (its header's "reference") as native --check
@@ -33,6 +38,9 @@ function marketDeviceRecords(records) {
 }
 
 const SEED = 1;
+// As `wgfuse sim`'s defaults (src/sim/runner.h kDefaultPerSubmit, kDefaultInFlight).
+const PER_SUBMIT = 8, IN_FLIGHT = 2;
+const BATCHES = 4;  // command buffers per repetition: the first one's interval (filling the queue) is not a sample
 
 // The built-in workloads this suite runs, by their files (kernels/sim_NAME.wgsl, whose headers
 // hold the rest: lib/sim_workload.js), and the sizes of this suite.
@@ -152,40 +160,51 @@ export async function runWorkload(device, kernelVersion, w, sizes, reps, label, 
     pass.dispatchWorkgroups(n);
   };
   const stepList = [init, ...Array(steps).fill(step), fitnessMain];
-  const submitPass = (fill) => {
-    const enc = device.createCommandEncoder();
-    const pass = enc.beginComputePass();
-    fill(pass);
-    pass.end();
-    device.queue.submit([enc.finish()]);
+  // `evaluations` times `fill`, each in a pass of its own (as native ends the evaluation's pass).
+  const encodePasses = (enc, fill, evaluations = 1) => {
+    for (let i = 0; i < evaluations; ++i) {
+      const pass = enc.beginComputePass();
+      fill(pass);
+      pass.end();
+    }
+    return enc;
   };
+  const submitPass = (fill) => device.queue.submit([encodePasses(device.createCommandEncoder(), fill).finish()]);
   const strategies = [
-    {
-      name: 'perstep',
-      dispatches: steps + 2,
-      submits: steps + 2,
-      issue: async () => {
-        for (const p of stepList) {
-          submitPass((pass) => record(pass, p));
-          await device.queue.onSubmittedWorkDone();
-        }
-      }
-    },
-    {
-      name: 'batched',
-      dispatches: steps + 2,
-      submits: 1,
-      issue: () => submitPass((pass) => stepList.forEach((p) => record(pass, p)))
-    },
-    {name: 'fused', dispatches: 1, submits: 1, issue: () => submitPass((pass) => record(pass, fused))},
+    {name: 'perstep', dispatches: steps + 2, submits: steps + 2},
+    {name: 'batched', dispatches: steps + 2, submits: 1, fill: (pass) => stepList.forEach((p) => record(pass, p))},
+    {name: 'fused', dispatches: 1, submits: 1, fill: (pass) => record(pass, fused)},
   ];
   if (teamPipe)
-    strategies.push({
-      name: 'team',
-      dispatches: 1,
-      submits: 1,
-      issue: () => submitPass((pass) => record(pass, teamPipe, teamGroups))
-    });
+    strategies.push({name: 'team', dispatches: 1, submits: 1, fill: (pass) => record(pass, teamPipe, teamGroups)});
+  // One evaluation, to the queue's end.
+  const evaluate = async (s) => {
+    if (s.fill) return submitPass(s.fill);
+    for (const p of stepList) {
+      submitPass((pass) => record(pass, p));
+      await device.queue.onSubmittedWorkDone();
+    }
+  };
+  // The read-back buffers of the command buffers in flight (a word of the fitness each).
+  const marks = Array.from({length: IN_FLIGHT}, () => device.createBuffer({size: 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST}));
+  // Evaluations/s of each read-back interval after the first (`wgfuse sim`'s pipelined timing).
+  const pipelinedRates = async (s) => {
+    const rates = [], pending = [];
+    let submitted = 0, last = performance.now();
+    for (let b = 0; b < BATCHES; ++b) {
+      for (; submitted < BATCHES && submitted < b + IN_FLIGHT; ++submitted) {
+        const mark = marks[submitted % IN_FLIGHT], enc = encodePasses(device.createCommandEncoder(), s.fill, PER_SUBMIT);
+        enc.copyBufferToBuffer(fitness, 0, mark, 0, 4);
+        device.queue.submit([enc.finish()]);
+        pending.push(mark.mapAsync(GPUMapMode.READ).then(() => mark.unmap()));
+      }
+      await pending.shift();
+      const now = performance.now();
+      if (b > 0) rates.push((1e3 * PER_SUBMIT) / (now - last));
+      last = now;
+    }
+    return rates;
+  };
 
   // Fitness of each strategy from NaN-poisoned output: an individual a strategy did not write fails.
   const poison = new Float32Array(pop).fill(NaN);
@@ -193,16 +212,17 @@ export async function runWorkload(device, kernelVersion, w, sizes, reps, label, 
   for (const s of strategies) {
     label(`sim ${w.name}: ${s.name}, equivalence`);
     device.queue.writeBuffer(fitness, 0, poison);
-    await wallMs(device, s.issue);
+    await evaluate(s);
     fitnessOf[s.name] = await read(device, fitness, Float32Array, 0, pop);
   }
-  const samples = strategies.map(() => []);
+  const rates = strategies.map(() => []);
   for (let r = 0; r <= reps; ++r)  // the first round is a warm-up
     for (const [i, s] of strategies.entries()) {
       label(`sim ${w.name}: ${s.name}, repetition ${r} of ${reps}`);
-      const ms = await wallMs(device, s.issue);
-      if (r > 0) samples[i].push(ms);
+      const got = s.fill ? await pipelinedRates(s) : [1e3 / await wallMs(device, () => evaluate(s))];
+      if (r > 0) rates[i].push(...got);
     }
+  marks.forEach((m) => m.destroy());
   if (outputs)
     outputs[w.name] = {
       pop,
@@ -214,9 +234,7 @@ export async function runWorkload(device, kernelVersion, w, sizes, reps, label, 
       fitness: Object.fromEntries(Object.entries(fitnessOf).map(([k, v]) => [k, Array.from(v)]))
     };
 
-  const perstep = fitnessOf.perstep;
-  // Generations per second, as native runs submit them (docs/WEB_API.md: one vocabulary).
-  const rates = samples.map((ms) => ms.map((v) => 1000 / v));
+  // Generations (evaluations) per second, as native runs submit them (docs/WEB_API.md: one vocabulary).
   const perstepMedian = summarize(rates[0]).median;
   return strategies.map((s, i) => {
     // per-step is compared with fused (the check is symmetric), the others with per-step
@@ -226,7 +244,8 @@ export async function runWorkload(device, kernelVersion, w, sizes, reps, label, 
       suite: suiteId,
       name: `${w.name} ${s.name}`,
       kernelVersion,
-      sizes: {pop, steps, genome_len: len, episodes: 1, ...(s.name === 'team' ? {team} : {})},
+      sizes: {pop, steps, genome_len: len, episodes: 1, ...(s.name === 'team' ? {team} : {}),
+              ...(s.fill ? {per_submit: PER_SUBMIT, in_flight: IN_FLIGHT} : {})},
       unit: 'gen/s',
       samples: rates[i],
       dispatches: s.dispatches,
