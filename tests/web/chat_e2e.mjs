@@ -7,9 +7,9 @@
 // corpus; a chat turn streams a reply with its timing line; Stop ends a reply.
 //
 //   node tests/web/chat_e2e.mjs --wgfuse build/wgfuse --model DIR|FILE.gguf --out DIR [--chromium PATH]
-//        [--chromium-arg ARG]... [--tokens N] [--serve-arg ARG]... [--cases greedy,sampled,long]
+//        [--chromium-arg ARG]... [--tokens N] [--serve-arg ARG]... [--cases greedy,sampled,long,hot]
 //        [--skip-ui] [--weight-formats q8_0,q4_0]
-// --cases: the generations compared with wgfuse generate (default all three); --skip-ui: only
+// --cases: the generations compared with wgfuse generate (default all four); --skip-ui: only
 // they, the tokenizer and two chat turns (not Stop, the limit refusal, the cached reload and the
 // page without WebGPU); --weight-formats: storage formats the served plan must use.
 // On a GPU machine (a real model, its timing lines compared with the native run's):
@@ -33,7 +33,7 @@ const {values: opts} = parseArgs({
     'chromium-arg': {type: 'string', multiple: true, default: []},
     'serve-arg': {type: 'string', multiple: true, default: []},
     tokens: {type: 'string', default: '6'},
-    cases: {type: 'string', default: 'greedy,sampled,long'},
+    cases: {type: 'string', default: 'greedy,sampled,long,hot'},
     'skip-ui': {type: 'boolean', default: false},
     'weight-formats': {type: 'string'},
   },
@@ -96,6 +96,10 @@ const ALL_CASES = {
   greedy: {tag: 'greedy', prompt: PROMPT, flags: ['--temp', '0']},
   sampled: {tag: 'sampled', prompt: PROMPT, flags: SAMPLE_FLAGS, sample: SAMPLE},
   long: {tag: 'long prompt', prompt: LONG_PROMPT, flags: ['--temp', '0']},
+  // The random model's greedy and mildly sampled tokens repeat the prompt's last one; hot sampling
+  // gives tokens that differ from step to step, so that a token read from the wrong position fails.
+  hot: {tag: 'hot sampled', prompt: PROMPT, flags: ['--temp', '50', '--top-k', '0', '--top-p', '1', '--seed', '7'],
+        sample: {temperature: 50, top_k: 0, top_p: 1, repeat_penalty: 1, seed: 7}},
 };
 const CASES = opts.cases.split(',').map((name) => {
   if (!ALL_CASES[name]) throw new Error(`--cases: "${name}" is not one of ${Object.keys(ALL_CASES).join(', ')}`);
