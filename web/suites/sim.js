@@ -39,18 +39,20 @@ function marketDeviceRecords(records) {
 }
 
 const SEED = 1;
-// As `wgfuse sim`'s defaults (src/sim/runner.h kDefaultPerSubmit, kDefaultInFlight).
-const PER_SUBMIT = 8, IN_FLIGHT = 2;
-const BATCHES = 5;  // command buffers per repetition, timed from the first one's read-back
+// As `wgfuse sim`'s defaults (src/sim/runner.h kDefaultPerSubmit, kDefaultInFlight); a size's
+// `per_submit` and `batches` (command buffers per repetition, timed from the first one's
+// read-back) may make a quick run shorter.
+const PER_SUBMIT = 8, IN_FLIGHT = 2, BATCHES = 5;
+const QUICK_TIMING = {per_submit: 2, batches: 2};
 
 // The built-in workloads this suite runs, by their files (kernels/sim_NAME.wgsl, whose headers
 // hold the rest: lib/sim_workload.js), and the sizes of this suite.
 export const WORKLOADS = [
-  {family: 'sim_acrobot', quick: {pop: 256, steps: 100}, full: {pop: 1024, steps: 500}},
-  {family: 'sim_cartpole', quick: {pop: 256, steps: 100}, full: {pop: 1024, steps: 500}},
-  {family: 'sim_mountaincar', quick: {pop: 256, steps: 100}, full: {pop: 1024, steps: 200}},
-  {family: 'sim_rastrigin', quick: {pop: 256, steps: 64}, full: {pop: 1024, steps: 1000}},
-  {family: 'sim_market', quick: {pop: 128, steps: 100}, full: {pop: 1024, steps: 500}},
+  {family: 'sim_acrobot', quick: {pop: 256, steps: 100, ...QUICK_TIMING}, full: {pop: 1024, steps: 500}},
+  {family: 'sim_cartpole', quick: {pop: 256, steps: 100, ...QUICK_TIMING}, full: {pop: 1024, steps: 500}},
+  {family: 'sim_mountaincar', quick: {pop: 256, steps: 100, ...QUICK_TIMING}, full: {pop: 1024, steps: 200}},
+  {family: 'sim_rastrigin', quick: {pop: 256, steps: 64, ...QUICK_TIMING}, full: {pop: 1024, steps: 1000}},
+  {family: 'sim_market', quick: {pop: 128, steps: 100, ...QUICK_TIMING}, full: {pop: 1024, steps: 500}},
 ];
 
 // The per-step data generators a header may name ("data"; src/sim/workloads.cpp): the device
@@ -112,11 +114,11 @@ function teamWorkgroup(device, w) {
   return size;
 }
 
-// Times every strategy of workload `w` (lib/sim_workload.js) at `sizes` ({pop, steps}) and checks
-// each against per-step; its results are named "NAME STRATEGY" in suite `suiteId` ('sim' for the
-// built-ins, 'sim-file' for a visitor's file).
+// Times every strategy of workload `w` (lib/sim_workload.js) at `sizes` ({pop, steps, per_submit?,
+// batches?}) and checks each against per-step; its results are named "NAME STRATEGY" in suite
+// `suiteId` ('sim' for the built-ins, 'sim-file' for a visitor's file).
 export async function runWorkload(device, kernelVersion, w, sizes, reps, label, outputs, suiteId = 'sim') {
-  const {pop, steps} = sizes;
+  const {pop, steps, per_submit: perSubmit = PER_SUBMIT, batches = BATCHES} = sizes;
   const len = w.genomeLen || steps;
   const pipes = new Pipelines(device);
   const hasTeam = device.features.has('subgroups');
@@ -193,9 +195,9 @@ export async function runWorkload(device, kernelVersion, w, sizes, reps, label, 
   const pipelinedRate = async (s) => {
     const pending = [];
     let submitted = 0, first = 0;
-    for (let b = 0; b < BATCHES; ++b) {
-      for (; submitted < BATCHES && submitted < b + IN_FLIGHT; ++submitted) {
-        const mark = marks[submitted % IN_FLIGHT], enc = encodePasses(device.createCommandEncoder(), s.fill, PER_SUBMIT);
+    for (let b = 0; b < batches; ++b) {
+      for (; submitted < batches && submitted < b + IN_FLIGHT; ++submitted) {
+        const mark = marks[submitted % IN_FLIGHT], enc = encodePasses(device.createCommandEncoder(), s.fill, perSubmit);
         enc.copyBufferToBuffer(fitness, 0, mark, 0, 4);
         device.queue.submit([enc.finish()]);
         pending.push(mark.mapAsync(GPUMapMode.READ).then(() => mark.unmap()));
@@ -203,7 +205,7 @@ export async function runWorkload(device, kernelVersion, w, sizes, reps, label, 
       await pending.shift();
       if (b === 0) first = performance.now();
     }
-    return (1e3 * PER_SUBMIT * (BATCHES - 1)) / (performance.now() - first);
+    return (1e3 * perSubmit * (batches - 1)) / (performance.now() - first);
   };
 
   // Fitness of each strategy from NaN-poisoned output: an individual a strategy did not write fails.
@@ -245,7 +247,7 @@ export async function runWorkload(device, kernelVersion, w, sizes, reps, label, 
       name: `${w.name} ${s.name}`,
       kernelVersion,
       sizes: {pop, steps, genome_len: len, episodes: 1, ...(s.name === 'team' ? {team} : {}),
-              ...(s.fill ? {per_submit: PER_SUBMIT, in_flight: IN_FLIGHT} : {})},
+              ...(s.fill ? {per_submit: perSubmit, in_flight: IN_FLIGHT} : {})},
       unit: 'gen/s',
       samples: rates[i],
       dispatches: s.dispatches,
