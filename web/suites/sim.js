@@ -41,9 +41,10 @@ function marketDeviceRecords(records) {
 const SEED = 1;
 // As `wgfuse sim`'s defaults (src/sim/runner.h kDefaultPerSubmit, kDefaultInFlight); a size's
 // `per_submit` and `batches` (command buffers per repetition, timed from the first one's
-// read-back) may make a quick run shorter.
+// read-back) may make a quick run shorter. At least 3 batches: the second command buffer may be
+// done by the first read-back (both then read in one task), the third is submitted after it.
 const PER_SUBMIT = 8, IN_FLIGHT = 2, BATCHES = 5;
-const QUICK_TIMING = {per_submit: 2, batches: 2};
+const QUICK_TIMING = {per_submit: 2, batches: 3};
 
 // The built-in workloads this suite runs, by their files (kernels/sim_NAME.wgsl, whose headers
 // hold the rest: lib/sim_workload.js), and the sizes of this suite.
@@ -119,6 +120,7 @@ function teamWorkgroup(device, w) {
 // `suiteId` ('sim' for the built-ins, 'sim-file' for a visitor's file).
 export async function runWorkload(device, kernelVersion, w, sizes, reps, label, outputs, suiteId = 'sim') {
   const {pop, steps, per_submit: perSubmit = PER_SUBMIT, batches = BATCHES} = sizes;
+  if (!(batches >= 3)) throw new Error(`sim: ${batches} command buffers per repetition; the timing needs 3 at least`);
   const len = w.genomeLen || steps;
   const pipes = new Pipelines(device);
   const hasTeam = device.features.has('subgroups');
