@@ -148,10 +148,13 @@ TEST(WebChat, QuantizedGgufPageMatchesNativeGenerate) {
 // Test that the benchmark page's llm suite reproduces the server's native check generation,
 // measures the served model and submits, and that the server checks llm results itself; the model
 // a GGUF file, served for a limit of 150,000 bytes per buffer and binding (its weights split over
-// several buffers), and refused below what a buffer needs whole.
+// several buffers), and refused below what a buffer needs whole. A context of 512: the prefill's
+// buffers hold a chunk of up to the context's rows, and at 1024 they would need more.
 TEST(WebChat, LlmSuiteChecksMeasuresAndSubmits) {
   if (!fs::exists("/usr/bin/chromium")) GTEST_SKIP() << "no /usr/bin/chromium (scripts/setup installs it)";
-  EXPECT_EQ(run_page_script("llm_suite_e2e.mjs", "web-llm-suite-e2e", "--limits 150000", PageModel::Gguf), 0);
+  EXPECT_EQ(run_page_script("llm_suite_e2e.mjs", "web-llm-suite-e2e",
+                            "--limits 150000 --serve-arg=--ctx --serve-arg=512", PageModel::Gguf),
+            0);
 }
 
 }  // namespace

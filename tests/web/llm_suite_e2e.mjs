@@ -10,7 +10,7 @@
 // needs whole is refused, naming it.
 //
 //   node tests/web/llm_suite_e2e.mjs --wgfuse build/wgfuse --model DIR --out DIR [--chromium PATH]
-//        [--chromium-arg ARG]... [--full] [--limits BYTES]
+//        [--chromium-arg ARG]... [--full] [--limits BYTES] [--serve-arg ARG]...
 // On a GPU machine (a real model; --full: the full sizes and repetitions):
 //   --chromium-arg=--enable-features=Vulkan --chromium-arg=--use-vulkan --full
 import assert from 'node:assert/strict';
@@ -32,6 +32,7 @@ const {values: opts} = parseArgs({
     'chromium-arg': {type: 'string', multiple: true, default: []},
     full: {type: 'boolean', default: false},
     limits: {type: 'string'},
+    'serve-arg': {type: 'string', multiple: true, default: []},
   },
 });
 if (!opts.wgfuse || !opts.model || !opts.out) {
@@ -166,7 +167,7 @@ async function checkLimits(base, index) {
   step(`--limits 8192 refused: ${refused.stderr.trim().split('\n').at(-1)}`);
 }
 
-const serveArgs = ['--model', opts.model, ...(opts.limits ? ['--limits', opts.limits] : [])];
+const serveArgs = ['--model', opts.model, ...(opts.limits ? ['--limits', opts.limits] : []), ...opts['serve-arg']];
 const server = await startServer(opts.wgfuse, serveArgs, step, 180_000);
 let browser;
 try {
