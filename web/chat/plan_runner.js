@@ -275,7 +275,7 @@ export class PlanRunner {
   // and the picker (tokens[pos + 1]). Returns the dispatches.
   encodeToken(encoder, pos) {
     let dispatches = 0;
-    for (const name of this.plan.decode.token) dispatches += this.encode(encoder, name === 'decode' ? this.decodePlan(pos) : name);
+    for (const name of this.plan.decode.token) dispatches += this.run(encoder, {plan: name}, pos);
     return dispatches;
   }
 
