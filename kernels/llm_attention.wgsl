@@ -361,3 +361,153 @@ fn attend_prompt(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_i
     }
   }
 }
+
+// ==== Prefill, tiled (attend_prompt_tiled) ====
+// One workgroup per (head, tile of TQ queries); keys in tiles of TK = 32 with an online softmax.
+// q, K and V are read as vec4s (q4, k4_cache, v4_cache: HEAD_DIM % 4 == 0, checked by the host).
+// Threads: TQ / 4 row groups x 8 column groups (TQ * 2 threads). A thread owns 4 queries (rows
+// 4 rg .. 4 rg + 3) and, per key tile,
+//   scores  keys cg + 8 j (j < 4): 16 dot products from the staged q and k rows, 64 FMAs for 8
+//           workgroup vec4 loads;
+//   output  vec4s cg + 8 n (n < TV = ceil(HD4 / 8), at most 4: HEAD_DIM <= 128) of its 4 rows,
+//           accumulated from the tile's probabilities and V rows.
+// Its 4 rows' running max m and sum l stay in registers; every thread of a row group computes the
+// same m from the row's 32 scores, so no reduction is needed, and l accumulates in the p v loop
+// from the probabilities that loop reads anyway. K and V share one staging tile (V is loaded
+// once the scores are taken). Four barriers a key tile: K staged, scores written, probabilities
+// written (and V staged), p v done.
+// Causal: tiles past the workgroup's last query are never loaded; in the others a key k counts
+// for query t only if k <= state[1] + t (the diagonal tile and the chunk's own positions), keys
+// past the last are staged as zeros (cache slots there may hold anything). Earlier chunks'
+// positions (k < state[1]) are read from the cache like the chunk's own.
+// Budgets. Workgroup memory 4 (TQ + TK)(HEAD_DIM + 4) + 8 TQ (TK + 1) bytes: head_dim 64: 43,008
+// (TQ 64), 25,856 (32), 17,280 (16); head_dim 128: 67,584, 42,240, 29,568. The host takes the largest
+// TQ that fits maxComputeWorkgroupStorageSize (the device's maximum is requested: 49,152 on an
+// H100, so head_dim 128 runs at most 32) and still gives a large GPU enough workgroups, else
+// smaller ones (DecodeKernels::prompt_attention_queries). Registers a thread: 16 TV output floats
+// (at most 64), 16 scores, 4 q vec4s, 4 V vec4s, 8 of m and l. FMAs per key tile and thread:
+// 16 HEAD_DIM for the scores and as many for p v; each staged key serves TQ queries (the blocks
+// kernel's 16), and 4 barriers serve TQ x 32 query-key pairs (the blocks kernel's 16 x 16).
+// Query heads of a kv group read the same K/V tiles from separate workgroups (L2 serves the
+// repeats): staging a group's heads in one workgroup would multiply the q tile by GROUP (7 for
+// Qwen2.5-0.5B) and not fit. Tiles are dispatched last first: the causal tiles near the end of
+// the prompt have the most keys.
+override TQ: u32 = 64u;
+const TK: u32 = 32u;
+override TV: u32 = (HD4 + 7u) / 8u;  // output vec4s a thread, per row
+
+var<workgroup> tq_tile: array<vec4<f32>, TQ * QK_STRIDE>;  // scaled by SCALE
+var<workgroup> tkv_tile: array<vec4<f32>, TK * QK_STRIDE>;  // K, then V, of the key tile
+// Rows of TK + 1: the 4 row groups of a subgroup read 4 rows at once, in 4 banks.
+var<workgroup> ts_tile: array<array<f32, TK + 1u>, TQ>;  // scores (masked: -3.4e38)
+var<workgroup> tp_tile: array<array<f32, TK + 1u>, TQ>;  // probabilities exp(s - m)
+
+// K (values false) or V rows k0 .. k0 + TK - 1 of the kv head whose vec4s start at kv4 (zeros
+// from `keys` on) into tkv_tile.
+fn stage_keys(kv4: u32, k0: u32, keys: u32, lid: u32, values: bool) {
+  for (var e = lid; e < TK * HD4; e += TQ * 2u) {
+    let j = e / HD4;
+    let at = kv4 + (k0 + j) * HD4 + e % HD4;
+    var r = vec4<f32>(0.0);
+    if (k0 + j < keys && values) {
+      r = v4_cache[at];
+    } else if (k0 + j < keys) {
+      r = k4_cache[at];
+    }
+    tkv_tile[j * QK_STRIDE + e % HD4] = r;
+  }
+}
+
+@compute @workgroup_size(TQ * 2u)
+fn attend_prompt_tiled(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+                       @builtin(num_workgroups) groups: vec3<u32>) {
+  let h = wid.x;
+  let heads = groups.x;
+  let q_first = (groups.y - 1u - wid.y) * TQ;  // the longest (last) tiles start first
+  let T = state[2];
+  let start = state[1];
+  let keys = start + min(q_first + TQ, T);  // positions the tile's queries attend to, at most
+  let kv4 = (h / GROUP) * CTX * HD4;
+  for (var e = lid; e < TQ * HD4; e += TQ * 2u) {
+    let i = e / HD4;
+    var v = vec4<f32>(0.0);
+    if (q_first + i < T) {
+      v = q4[((q_first + i) * heads + h) * HD4 + e % HD4] * SCALE;
+    }
+    tq_tile[i * QK_STRIDE + e % HD4] = v;
+  }
+  let rg = lid / 8u;
+  let cg = lid % 8u;
+  let pos0 = start + q_first + 4u * rg;  // the position of the thread's first query
+  var m = array<f32, 4>(-3.4e38, -3.4e38, -3.4e38, -3.4e38);
+  var l = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
+  var acc: array<array<vec4<f32>, 4>, 4>;  // [row][output vec4 cg + 8 n]
+  for (var k0 = 0u; k0 < keys; k0 += TK) {
+    workgroupBarrier();  // the previous tile's V and probabilities are read (and tq_tile written)
+    stage_keys(kv4, k0, keys, lid, false);
+    workgroupBarrier();
+    var s = array<array<f32, 4>, 4>();  // [row][key cg + 8 j]
+    for (var d = 0u; d < HD4; d++) {
+      var qv: array<vec4<f32>, 4>;
+      for (var i = 0u; i < 4u; i++) {
+        qv[i] = tq_tile[(4u * rg + i) * QK_STRIDE + d];
+      }
+      for (var j = 0u; j < 4u; j++) {
+        let kr = tkv_tile[(cg + 8u * j) * QK_STRIDE + d];
+        for (var i = 0u; i < 4u; i++) {
+          s[i][j] += dot(qv[i], kr);
+        }
+      }
+    }
+    for (var i = 0u; i < 4u; i++) {
+      for (var j = 0u; j < 4u; j++) {
+        let key = k0 + cg + 8u * j;
+        ts_tile[4u * rg + i][cg + 8u * j] = select(-3.4e38, s[i][j], key <= pos0 + i);
+      }
+    }
+    workgroupBarrier();  // scores written; K read by everyone
+    stage_keys(kv4, k0, keys, lid, true);
+    for (var i = 0u; i < 4u; i++) {
+      var m_new = m[i];
+      for (var j = 0u; j < TK; j++) {
+        m_new = max(m_new, ts_tile[4u * rg + i][j]);
+      }
+      for (var j = 0u; j < 4u; j++) {
+        let key = k0 + cg + 8u * j;
+        tp_tile[4u * rg + i][cg + 8u * j] =
+            select(0.0, exp(ts_tile[4u * rg + i][cg + 8u * j] - m_new), key <= pos0 + i);
+      }
+      let correction = exp(m[i] - m_new);
+      m[i] = m_new;
+      l[i] *= correction;
+      for (var n = 0u; n < TV; n++) {
+        acc[i][n] *= correction;
+      }
+    }
+    workgroupBarrier();  // probabilities written, V staged
+    for (var j = 0u; j < TK; j++) {
+      var vr: array<vec4<f32>, 4>;
+      for (var n = 0u; n < TV; n++) {
+        vr[n] = tkv_tile[j * QK_STRIDE + min(cg + 8u * n, HD4 - 1u)];
+      }
+      for (var i = 0u; i < 4u; i++) {
+        let p = tp_tile[4u * rg + i][j];
+        l[i] += p;
+        for (var n = 0u; n < TV; n++) {
+          acc[i][n] += p * vr[n];
+        }
+      }
+    }
+  }
+  for (var i = 0u; i < 4u; i++) {
+    let t = q_first + 4u * rg + i;
+    if (t < T) {
+      for (var n = 0u; n < TV; n++) {
+        let d = cg + 8u * n;
+        if (d < HD4) {
+          out_rows[t * (OUT_STRIDE / 4u) + h * HD4 + d] = acc[i][n] / l[i];
+        }
+      }
+    }
+  }
+}

@@ -881,17 +881,26 @@ TEST(LlmKernels, PromptTileChoiceAndLimits) {
   }
 }
 
-// Test prefill attention: T queries at positions 5 .. 5 + T - 1 (state word 1 = 5), each over
-// positions 0 .. its own: cache slots from 5 + T on hold NaN, and each query must ignore its
-// successors' keys (causal). Heads 4 on kv heads 2 at head_dim 12 or 128, or 14 on 2 at 64
-// (Qwen2.5-0.5B). Blocks of 32 queries and 32 keys (16 at head_dim 128): several of each.
-class LlmPromptAttention : public ::testing::TestWithParam<std::pair<uint32_t, uint32_t>> {};
+// Test prefill attention, both kernels (the tiled one at each tile it has): T queries at positions p0 .. p0 +
+// T - 1 (state word 1 = p0: the chunk starts after p0 cached positions), each over positions 0 .. its own:
+// cache slots from p0 + T on hold NaN, and each query must ignore its successors' keys (causal). Heads on kv
+// heads: 4 on 2 at head_dim 12 or 128, 14 on 2 at 64 (Qwen2.5-0.5B), or as many kv heads as heads
+// (no grouping). Several query and key blocks (16 x 16) and tiles (up to 64 x 32), a chunk start
+// inside a key tile, lengths that fill no tile.
+struct PromptAttentionCase {
+  uint32_t T, hd, p0;
+  bool grouped = true;
+};
+// The kernel: 0 = blocks, else tiled with this many queries a workgroup.
+class LlmPromptAttention : public ::testing::TestWithParam<std::tuple<PromptAttentionCase, uint32_t>> {};
 TEST_P(LlmPromptAttention, IsCausalOverTheCache) {
-  const auto [T, hd] = GetParam();
+  const auto [param, tiled_queries] = GetParam();
+  const auto [T, hd, p0, grouped] = param;
   auto c = attention_config();
   if (hd == 64) c.num_heads = 14, c.head_dim = 64;
-  if (hd == 128) c.head_dim = 128;  // workgroups of 64 threads (workgroup memory), 2 output vec4s a thread
-  const uint32_t q_rows = c.num_heads * hd, p0 = 5, ctx_len = p0 + T + 3;
+  if (hd == 128) c.head_dim = 128;
+  if (!grouped) c.num_heads = c.num_kv_heads = 3;
+  const uint32_t q_rows = c.num_heads * hd, ctx_len = p0 + T + 3;
   auto q = test::random_floats(T * q_rows, 23, -1, 1);
   auto kc = test::random_floats(c.num_kv_heads * ctx_len * hd, 24, -1, 1);
   auto vc = test::random_floats(c.num_kv_heads * ctx_len * hd, 25, -1, 1);
@@ -904,10 +913,14 @@ TEST_P(LlmPromptAttention, IsCausalOverTheCache) {
   const uint32_t state[4] = {0, p0, T, 0};
   auto out = token_rows(std::vector<float>(T * q_rows, kNaN), T, q_rows);
   llm::DecodeKernels k(context());
+  if (tiled_queries && !k.prompt_attention_fits(tiled_queries, hd))
+    GTEST_SKIP() << "tiles of " << tiled_queries << " queries at head_dim " << hd
+                 << " do not fit this device's workgroup memory";
+  const auto kind = tiled_queries ? llm::PromptAttention::Tiled : llm::PromptAttention::Blocks;
   run({k.attend_prompt(llm::upload_padded(context(), "q", q), llm::upload_padded(context(), "k", kc),
                        llm::upload_padded(context(), "v", vc),
-                       context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"), out, c, ctx_len,
-                       T)});
+                       context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"), out, c, ctx_len, T,
+                       kind, tiled_queries)});
   std::vector<double> want;
   for (uint32_t t = 0; t < T; ++t) {
     auto o = ref::attention(as_double({q.begin() + t * q_rows, q.begin() + (t + 1) * q_rows}), as_double(kc),
@@ -916,14 +929,42 @@ TEST_P(LlmPromptAttention, IsCausalOverTheCache) {
   }
   EXPECT_TRUE(close_normalised(read_rows(out, T, q_rows), want, 1e-5));
 }
-INSTANTIATE_TEST_SUITE_P(Queries, LlmPromptAttention,
-                         ::testing::Values(std::pair{1u, 12u}, std::pair{31u, 12u}, std::pair{33u, 12u},
-                                           std::pair{100u, 12u}, std::pair{33u, 64u}, std::pair{133u, 64u},
-                                           std::pair{40u, 128u}),
-                         [](const auto& info) {
-                           return std::to_string(info.param.first) + "tokens_hd" +
-                                  std::to_string(info.param.second);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Queries, LlmPromptAttention,
+    ::testing::Combine(::testing::Values(PromptAttentionCase{1, 12, 5}, PromptAttentionCase{31, 12, 5},
+                                         PromptAttentionCase{33, 12, 5}, PromptAttentionCase{100, 12, 5},
+                                         PromptAttentionCase{7, 64, 5, false}, PromptAttentionCase{33, 64, 5},
+                                         PromptAttentionCase{133, 64, 5}, PromptAttentionCase{300, 64, 70},
+                                         PromptAttentionCase{40, 128, 5},
+                                         PromptAttentionCase{133, 128, 37, false}),
+                       ::testing::Values(0u, 16u, 32u, 64u)),
+    [](const auto& info) {
+      const auto& p = std::get<0>(info.param);
+      return std::to_string(p.T) + "tokens_hd" + std::to_string(p.hd) + "_from" + std::to_string(p.p0) +
+             (p.grouped ? "" : "_ungrouped") +
+             (std::get<1>(info.param) ? "_tiled" + std::to_string(std::get<1>(info.param)) : "_blocks");
+    });
+
+// Test that the prefill attention's option and tile size are checked: an unknown kernel name and
+// a tile of queries the tiled kernel does not have are errors naming what was given.
+TEST(LlmKernels, PromptAttentionChoiceIsChecked) {
+  EXPECT_EQ(llm::parse_prompt_attention("tiled", "--prefill-attention"), llm::PromptAttention::Tiled);
+  EXPECT_EQ(llm::parse_prompt_attention("blocks", "--prefill-attention"), llm::PromptAttention::Blocks);
+  try {
+    llm::parse_prompt_attention("flash", "--prefill-attention");
+    FAIL() << "'flash' was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--prefill-attention 'flash'"), std::string::npos) << e.what();
+  }
+  auto b = poisoned(8);
+  llm::DecodeKernels k(context());
+  try {
+    k.attend_prompt(b, b, b, b, b, attention_config(), 4, 1, llm::PromptAttention::Tiled, 48);
+    FAIL() << "tiles of 48 queries were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not 48"), std::string::npos) << e.what();
+  }
+}
 
 // Test that a head_dim the prefill attention cannot tile is a clear error.
 TEST(LlmKernels, AttentionPromptRefusesAnOddHeadDim) {

@@ -94,11 +94,16 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
                 "tokens x rows of output per workgroup of every prefill product: auto (by the product's "
                 "size) or one of 32x64, 64x64, 64x128")
       ->capture_default_str();
+  c->add_option("--prefill-attention", o.prefill_attention,
+                "prefill attention kernel: blocks (16 queries x 16 keys a workgroup) or tiled (up to 64 "
+                "queries x 32 keys, online softmax)")
+      ->capture_default_str();
 }
 std::unique_ptr<llm::Session> open_session(LlmOptions lo, const std::string& decode) {
   if (lo.dtype != "auto") lo.s.dtype = gpu::parse_weight_format(lo.dtype, "--dtype");
   lo.s.fusion = llm::parse_fusion(lo.fusion);
   lo.s.prefill_tile = llm::parse_prompt_tile(lo.prefill_tile, "--prefill-tile");
+  lo.s.prefill_attention = llm::parse_prompt_attention(lo.prefill_attention, "--prefill-attention");
   lo.s.decoder = llm::parse_decoder_kind(decode);
   lo.s.progress = progress_bar("loading " + lo.s.model_dir);
   lo.s.notice = [](const std::string& s) { std::fprintf(stderr, "wgfuse: %s\n", s.c_str()); };

@@ -306,7 +306,8 @@ gpu::Dispatch DecodeKernels::gate_up_silu_sum(const gpu::TensorView& w, const gp
 }
 
 const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const ModelConfig& c, uint32_t ctx_len,
-                                            AttentionSplit split, uint32_t short_max) {
+                                            AttentionSplit split, uint32_t short_max,
+                                            uint32_t prompt_queries) {
   // attend_chunk: a power of two >= head_dim. attend_combine and attend_short: 256 threads, several
   // per output vec4, that share the chunks or positions (or one per vec4 of a larger head).
   const bool wide = entry == "attend_combine" || entry == "attend_short";
@@ -338,7 +339,8 @@ const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const Mode
                                             {"OUT_STRIDE", pad8(c.num_heads * c.head_dim)},
                                             {"CHUNK", split.chunk},
                                             {"CHUNKS", chunks},
-                                            {"HEADS_PER_WG", split.heads_per_wg}}));
+                                            {"HEADS_PER_WG", split.heads_per_wg},
+                                            {"TQ", prompt_queries}}));
 }
 
 uint32_t DecodeKernels::attend_chunks(const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
@@ -393,17 +395,53 @@ gpu::Dispatch DecodeKernels::attend_short(const gpu::Binding& q, const gpu::Bind
 gpu::Dispatch DecodeKernels::attend_prompt(const gpu::Binding& q, const gpu::Binding& k_cache,
                                            const gpu::Binding& v_cache, const gpu::Binding& state,
                                            const gpu::Binding& out, const ModelConfig& c, uint32_t ctx_len,
-                                           uint32_t T) {
+                                           uint32_t T, PromptAttention kind, uint32_t tiled_queries) {
   if (c.head_dim % 4 != 0 || c.head_dim > 128)
     throw Error("prefill attention needs head_dim a multiple of 4 and at most 128 (head_dim " +
                 std::to_string(c.head_dim) +
                 "); feed the prompt through decode steps instead (prefill chunk 0)");
+  if (kind == PromptAttention::Tiled) {
+    const uint32_t tq = tiled_queries ? tiled_queries : prompt_attention_queries(c.head_dim, c.num_heads, T);
+    if (tq != 16 && tq != 32 && tq != 64 && tq != 0)
+      throw Error("tiled prefill attention takes 16, 32 or 64 queries a workgroup, not " +
+                  std::to_string(tq));
+    if (tq == 0 || !prompt_attention_fits(tq, c.head_dim))
+      throw Error("tiled prefill attention at head_dim " + std::to_string(c.head_dim) +
+                  " needs more than maxComputeWorkgroupStorageSize = " +
+                  std::to_string(ctx_->limits().max_compute_workgroup_storage_size) +
+                  " bytes of workgroup memory; use --prefill-attention blocks");
+    auto& k = attention("attend_prompt_tiled", c, ctx_len, {}, 0, tq);
+    return gpu::Dispatch{&k, {q, k_cache, v_cache, state, out}, {c.num_heads, ceil_div(T, tq)}};
+  }
   // Blocks of 16 queries x 16 keys (llm_attention.wgsl PQ, PK), q and k rows padded by a vec4.
   constexpr uint32_t block = 16;
   const uint64_t hd4 = c.head_dim / 4;
   check_workgroup_memory("attend_prompt", c.head_dim, 16 * block * (3 * hd4 + 2) + 2 * 4 * block * block);
   auto& k = attention("attend_prompt", c, ctx_len);
   return gpu::Dispatch{&k, {q, k_cache, v_cache, state, out}, {c.num_heads, ceil_div(T, block)}};
+}
+
+bool DecodeKernels::prompt_attention_fits(uint32_t queries, uint32_t head_dim) const {
+  // llm_attention.wgsl attend_prompt_tiled: q and K/V tiles of (head_dim + 4) floats a row, scores
+  // and probabilities of queries x 33.
+  return 4ull * (queries + 32) * (head_dim + 4) + 8ull * queries * 33 <=
+         ctx_->limits().max_compute_workgroup_storage_size;
+}
+
+uint32_t DecodeKernels::prompt_attention_queries(uint32_t head_dim, uint32_t heads, uint32_t T) const {
+  uint32_t fits = 0;
+  for (uint32_t tq : {64u, 32u, 16u}) {
+    if (!prompt_attention_fits(tq, head_dim)) continue;
+    if (uint64_t(heads) * ceil_div(T, tq) >= kPromptMinWorkgroups) return tq;
+    fits = tq;
+  }
+  return fits;
+}
+
+PromptAttention parse_prompt_attention(std::string_view s, std::string_view what) {
+  if (s == "blocks") return PromptAttention::Blocks;
+  if (s == "tiled") return PromptAttention::Tiled;
+  throw Error(std::string(what) + " '" + std::string(s) + "': expected blocks or tiled");
 }
 
 PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t T) {

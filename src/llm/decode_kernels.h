@@ -56,6 +56,12 @@ struct PromptTile {
 // `what` (an option's name) goes into the error.
 PromptTile parse_prompt_tile(std::string_view s, std::string_view what);
 
+// Which kernel attends a prompt's queries (kernels/llm_attention.wgsl): attend_prompt (blocks of
+// 16 queries x 16 keys) or attend_prompt_tiled (tiles of up to 64 queries x 32 keys, 4 x 4 a thread).
+enum class PromptAttention { Blocks, Tiled };
+// "blocks" or "tiled"; `what` (an option's name) goes into the error.
+PromptAttention parse_prompt_attention(std::string_view s, std::string_view what);
+
 // How a decode matrix-vector kernel spreads a matrix over threads (kernels/llm_matvec.wgsl): a
 // team of `team` threads per row (a power of two, at least the adapter's largest subgroup), each
 // team computing `rows_per_team` rows at once (1..4), `workgroup` threads (a multiple of team).
@@ -180,7 +186,13 @@ class DecodeKernels {
                                 uint32_t rows, uint32_t cols, uint32_t T);
   gpu::Dispatch attend_prompt(const gpu::Binding& q, const gpu::Binding& k_cache, const gpu::Binding& v_cache,
                               const gpu::Binding& state, const gpu::Binding& out, const ModelConfig& cfg,
-                              uint32_t ctx_len, uint32_t T);
+                              uint32_t ctx_len, uint32_t T, PromptAttention kind = PromptAttention::Blocks,
+                              uint32_t tiled_queries = 0);  // Tiled: 16, 32 or 64; 0 = the rule below
+  // attend_prompt_tiled's queries per workgroup: the largest of 64, 32, 16 whose tiles fit the
+  // device's workgroup memory and that still makes kPromptMinWorkgroups workgroups for `heads`
+  // heads over T queries, else the smallest that fits; 0 if none fits.
+  uint32_t prompt_attention_queries(uint32_t head_dim, uint32_t heads, uint32_t T) const;
+  bool prompt_attention_fits(uint32_t queries, uint32_t head_dim) const;
 
   static constexpr uint32_t kArgmaxChunk = 2048;
   static constexpr uint32_t kPromptTokenTile = 128;  // the most tokens of a PromptTile
@@ -229,7 +241,8 @@ class DecodeKernels {
                                uint32_t cols, std::map<std::string, double>& o);
   // short_max > 0: attend_short's kernel for that many positions (its CHUNK).
   const gpu::Kernel& attention(const std::string& entry, const ModelConfig& cfg, uint32_t ctx_len,
-                               AttentionSplit split = {}, uint32_t short_max = 0);
+                               AttentionSplit split = {}, uint32_t short_max = 0,
+                               uint32_t prompt_queries = 64);
   void check_workgroup_memory(const std::string& entry, uint32_t cols, uint64_t bytes) const;
   gpu::Context* ctx_;
   PromptTile forced_tile_{};  // tokens == 0: prompt_tile() decides

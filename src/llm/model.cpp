@@ -430,7 +430,8 @@ gpu::Plan& Model::prompt_chunk(uint32_t T) {
     if (qk_norm)
       plan.dispatch(k.qk_norm_rope(l.qk_norm, rope_, state_, q_rows_, l.k_cache, c, ctx_len_, T),
                     {"qk_norm_rope"});
-    plan.dispatch(k.attend_prompt(q_rows_, l.k_cache, l.v_cache, state_, att_rows_, c, ctx_len_, T),
+    plan.dispatch(k.attend_prompt(q_rows_, l.k_cache, l.v_cache, state_, att_rows_, c, ctx_len_, T,
+                                  opt_.prefill_attention),
                   {"attention"});
     plan.dispatch(k.residual_prompt(l.o, att_rows_, x_rows_, c.hidden_size, q_rows, T), {"o_proj+residual"});
     plan.dispatch(k.gate_up_silu_prompt(l.gate_up, x_rows_, l.post_norm, act_rows_, c.intermediate_size,

@@ -65,7 +65,8 @@ struct ModelOptions {
   // Prompt tokens per prefill submit (tiled matrix-matrix kernels); 0 feeds prompts through
   // decode steps instead, one position at a time.
   uint32_t prefill_chunk = 4096;
-  PromptTile prefill_tile;   // forced on every prompt product; tokens == 0: DecodeKernels::prompt_tile
+  PromptTile prefill_tile;  // forced on every prompt product; tokens == 0: DecodeKernels::prompt_tile
+  PromptAttention prefill_attention = PromptAttention::Blocks;
   AttentionSplit attention;  // how decode attention is split along the cache
   // Plans for a device granting at most this many bytes per buffer and per binding (a browser's
   // limits: `serve --limits`); 0: this device's. The weight arena is split into buffers within it;

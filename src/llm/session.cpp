@@ -120,6 +120,7 @@ void Session::load(gpu::Context& ctx) {
   mo.prefill_chunk = opt_.prefill_chunk;
   mo.binding_limit = opt_.binding_limit;
   mo.prefill_tile = opt_.prefill_tile;
+  mo.prefill_attention = opt_.prefill_attention;
   mo.progress = opt_.progress;
   model_ = std::make_unique<Model>(
       ctx, files_.config(), [this](std::string_view name) { return files_.find(name); }, mo);

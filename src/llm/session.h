@@ -68,6 +68,7 @@ struct SessionOptions {
   uint32_t prefill_chunk = ModelOptions{}.prefill_chunk;
   uint64_t binding_limit = 0;  // ModelOptions::binding_limit: plan for a browser's limits (serve --limits)
   PromptTile prefill_tile;     // tokens == 0: the rule (DecodeKernels::prompt_tile)
+  PromptAttention prefill_attention = ModelOptions{}.prefill_attention;
   SamplingOverrides sampling;
   DecoderKind decoder = DecoderKind::Steps;
   PersistentChoice persistent;
