@@ -274,24 +274,29 @@ TEST(LlmModelRun, PrefillThenDecodeEqualsDecodeOnly) {
 
 // Test that a 70-token prompt fed in chunks of 33 (33, 33, 4: whole and partial tiles, chunks
 // attending to earlier chunks' cache) leaves the logits of decoding it position by position, for
-// both storage dtypes.
+// both storage dtypes and both prefill attention kernels.
 TEST(LlmModelRun, PrefillChunksMatchDecodingEachPosition) {
   const auto cfg = small_llm_config(false);
   const auto weights = llm::HostWeights::random(cfg, 61);
   std::vector<uint32_t> prompt(70);
   for (uint32_t i = 0; i < prompt.size(); ++i) prompt[i] = (i * 37 + 11) % cfg.vocab_size;
+  auto ref = reference(cfg, weights, 96);
+  const auto ref_logits = ref.prefill(prompt);
   for (WeightFormat dtype : {WeightFormat::F32, WeightFormat::F16}) {
-    llm::Model chunked(context(), cfg, weights.lookup(), {.dtype = dtype, .ctx = 96, .prefill_chunk = 33});
-    chunked.prefill(prompt);
     llm::Model stepwise(context(), cfg, weights.lookup(), {.dtype = dtype, .ctx = 96, .prefill_chunk = 0});
     stepwise.prefill(prompt);
     const auto want = stepwise.read_logits();
-    EXPECT_LE(normalised_error(chunked.read_logits(), want), 1e-5) << gpu::to_string(dtype);
-    // Against the unrounded weights, as LogitsAndGreedyTokensMatchTheReference.
-    auto ref = reference(cfg, weights, 96);
-    EXPECT_LE(normalised_error(chunked.read_logits(), ref.prefill(prompt)),
-              dtype == WeightFormat::F32 ? 1e-4 : 1e-2)
-        << gpu::to_string(dtype);
+    for (auto attention : {llm::PromptAttention::Blocks, llm::PromptAttention::Tiled}) {
+      const std::string what = std::string(gpu::to_string(dtype)) +
+                               (attention == llm::PromptAttention::Tiled ? " tiled" : " blocks");
+      llm::Model chunked(context(), cfg, weights.lookup(),
+                         {.dtype = dtype, .ctx = 96, .prefill_chunk = 33, .prefill_attention = attention});
+      chunked.prefill(prompt);
+      EXPECT_LE(normalised_error(chunked.read_logits(), want), 1e-5) << what;
+      // Against the unrounded weights, as LogitsAndGreedyTokensMatchTheReference.
+      EXPECT_LE(normalised_error(chunked.read_logits(), ref_logits), dtype == WeightFormat::F32 ? 1e-4 : 1e-2)
+          << what;
+    }
   }
 }
 
