@@ -948,6 +948,7 @@ INSTANTIATE_TEST_SUITE_P(
 // Test that the prefill attention's option and tile size are checked: an unknown kernel name and
 // a tile of queries the tiled kernel does not have are errors naming what was given.
 TEST(LlmKernels, PromptAttentionChoiceIsChecked) {
+  EXPECT_EQ(llm::parse_prompt_attention("auto", "--prefill-attention"), llm::PromptAttention::Auto);
   EXPECT_EQ(llm::parse_prompt_attention("tiled", "--prefill-attention"), llm::PromptAttention::Tiled);
   EXPECT_EQ(llm::parse_prompt_attention("blocks", "--prefill-attention"), llm::PromptAttention::Blocks);
   try {

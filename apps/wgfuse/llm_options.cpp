@@ -95,8 +95,8 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
                 "size) or one of 32x64, 64x64, 64x128")
       ->capture_default_str();
   c->add_option("--prefill-attention", o.prefill_attention,
-                "prefill attention kernel: blocks (16 queries x 16 keys a workgroup) or tiled (up to 64 "
-                "queries x 32 keys, online softmax)")
+                "prefill attention kernel: auto (tiled for chunks of 2,048 tokens or more, else blocks), "
+                "blocks (16 queries x 16 keys a workgroup) or tiled (up to 64 queries x 32 keys)")
       ->capture_default_str();
 }
 std::unique_ptr<llm::Session> open_session(LlmOptions lo, const std::string& decode) {

@@ -15,7 +15,7 @@ namespace wgfuse::cli {
 // The session's options, with the flags that name an enum kept as given.
 struct LlmOptions {
   llm::SessionOptions s;
-  std::string dtype = "auto", fusion = "none", prefill_tile = "auto", prefill_attention = "blocks";
+  std::string dtype = "auto", fusion = "none", prefill_tile = "auto", prefill_attention = "auto";
 };
 
 void add_llm_options(CLI::App* c, LlmOptions& o);

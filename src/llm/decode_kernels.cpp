@@ -400,6 +400,10 @@ gpu::Dispatch DecodeKernels::attend_prompt(const gpu::Binding& q, const gpu::Bin
     throw Error("prefill attention needs head_dim a multiple of 4 and at most 128 (head_dim " +
                 std::to_string(c.head_dim) +
                 "); feed the prompt through decode steps instead (prefill chunk 0)");
+  if (kind == PromptAttention::Auto)
+    kind = T >= kPromptTiledMinTokens && prompt_attention_queries(c.head_dim, c.num_heads, T)
+               ? PromptAttention::Tiled
+               : PromptAttention::Blocks;
   if (kind == PromptAttention::Tiled) {
     const uint32_t tq = tiled_queries ? tiled_queries : prompt_attention_queries(c.head_dim, c.num_heads, T);
     if (tq != 16 && tq != 32 && tq != 64 && tq != 0)
@@ -439,9 +443,10 @@ uint32_t DecodeKernels::prompt_attention_queries(uint32_t head_dim, uint32_t hea
 }
 
 PromptAttention parse_prompt_attention(std::string_view s, std::string_view what) {
+  if (s == "auto") return PromptAttention::Auto;
   if (s == "blocks") return PromptAttention::Blocks;
   if (s == "tiled") return PromptAttention::Tiled;
-  throw Error(std::string(what) + " '" + std::string(s) + "': expected blocks or tiled");
+  throw Error(std::string(what) + " '" + std::string(s) + "': expected auto, blocks or tiled");
 }
 
 PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t T) {

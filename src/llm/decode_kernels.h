@@ -58,8 +58,9 @@ PromptTile parse_prompt_tile(std::string_view s, std::string_view what);
 
 // Which kernel attends a prompt's queries (kernels/llm_attention.wgsl): attend_prompt (blocks of
 // 16 queries x 16 keys) or attend_prompt_tiled (tiles of up to 64 queries x 32 keys, 4 x 4 a thread).
-enum class PromptAttention { Blocks, Tiled };
-// "blocks" or "tiled"; `what` (an option's name) goes into the error.
+// Auto: Tiled for chunks of at least DecodeKernels::kPromptTiledMinTokens queries, else Blocks.
+enum class PromptAttention { Auto, Blocks, Tiled };
+// "auto", "blocks" or "tiled"; `what` (an option's name) goes into the error.
 PromptAttention parse_prompt_attention(std::string_view s, std::string_view what);
 
 // How a decode matrix-vector kernel spreads a matrix over threads (kernels/llm_matvec.wgsl): a
@@ -186,7 +187,7 @@ class DecodeKernels {
                                 uint32_t rows, uint32_t cols, uint32_t T);
   gpu::Dispatch attend_prompt(const gpu::Binding& q, const gpu::Binding& k_cache, const gpu::Binding& v_cache,
                               const gpu::Binding& state, const gpu::Binding& out, const ModelConfig& cfg,
-                              uint32_t ctx_len, uint32_t T, PromptAttention kind = PromptAttention::Blocks,
+                              uint32_t ctx_len, uint32_t T, PromptAttention kind = PromptAttention::Auto,
                               uint32_t tiled_queries = 0);  // Tiled: 16, 32 or 64; 0 = the rule below
   // attend_prompt_tiled's queries per workgroup: the largest of 64, 32, 16 whose tiles fit the
   // device's workgroup memory and that still makes kPromptMinWorkgroups workgroups for `heads`
@@ -205,6 +206,10 @@ class DecodeKernels {
   // 32x64x4 forces it.
   static uint32_t prompt_k_split(PromptTile tile);
   static constexpr uint32_t kPromptMinWorkgroups = 256;
+  // PromptAttention::Auto takes the tiled kernel from this chunk length on. The H100 measured
+  // blocks faster at 512 and 1,024 tokens and tiled faster at 4,000 (docs/RESULTS.md); 2,048 is a
+  // guess between, not a measured crossing.
+  static constexpr uint32_t kPromptTiledMinTokens = 2048;
   // Every later prompt product uses `tile` instead of prompt_tile() (tests: each tile shape).
   // Throws Error for an unsupported tile.
   void force_prompt_tile(PromptTile tile);

@@ -66,7 +66,7 @@ struct ModelOptions {
   // decode steps instead, one position at a time.
   uint32_t prefill_chunk = 4096;
   PromptTile prefill_tile;  // forced on every prompt product; tokens == 0: DecodeKernels::prompt_tile
-  PromptAttention prefill_attention = PromptAttention::Blocks;
+  PromptAttention prefill_attention = PromptAttention::Auto;
   AttentionSplit attention;  // how decode attention is split along the cache
   // Plans for a device granting at most this many bytes per buffer and per binding (a browser's
   // limits: `serve --limits`); 0: this device's. The weight arena is split into buffers within it;
