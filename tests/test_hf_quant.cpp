@@ -217,7 +217,7 @@ TEST(HfQuantLayout, WriterPackingReadsBackAndConvertsExactly) {
         for (uint64_t i = g * group; i < (g + 1) * group; ++i)
           ASSERT_LE(std::abs(got[o * c.in + i] - w[o * c.in + i]), 1.01 * step) << o << ", " << i;
       }
-    const auto rows = quantized_linear_to_rows(c.q, layer, "model.layers.0.mlp.up_proj");
+    const auto rows = quantized_linear_to_rows(c.q, layer);
     EXPECT_EQ(rows.type, c.q.bits == 8 ? DType::Q8_0 : DType::Q4_ZP);
     const uint64_t rb = gpu::source_row_bytes(rows.type, c.in);
     ASSERT_EQ(rows.bytes.size(), c.out * rb);
@@ -278,8 +278,8 @@ TEST(HfQuantLayout, BadTensorsNamed) {
     const auto positive = test::random_floats(16 * 96, 7, 0.1f, 1.0f);  // every group's zero point 0
     const Tensors t(quantize_linear(asym8, "p", positive, 16, 96).tensors);
     const QuantizedLinear l = quantized_linear(asym8, t.lookup(), "p", 16, 96, "dir");
-    EXPECT_TRUE(throws_error([&] { quantized_linear_to_rows(asym8, l, "p"); },
-                             {"layer \"p\"", "8-bit GPTQ zero point 0", "sym true"}));
+    EXPECT_TRUE(throws_error([&] { quantized_linear_to_rows(asym8, l); },
+                             {"dir: layer \"p\" [16, 96] (GPTQ)", "8-bit GPTQ zero point 0", "sym true"}));
   }
 }
 

@@ -192,6 +192,7 @@ QuantizedLinear quantized_linear(const HfQuantConfig& q, const WeightLookup& loo
   };
   QuantizedLinear t;
   t.out = out, t.in = in;
+  t.layer = layer;
   const uint64_t groups = in / group;
   t.qweight =
       tensor("qweight", DType::I32, awq ? std::vector{in, out / 8} : std::vector{in / per_word, out}, true);
@@ -223,8 +224,7 @@ std::vector<float> dequantize_linear(const HfQuantConfig& q, const QuantizedLine
   return w;
 }
 
-QuantizedRows quantized_linear_to_rows(const HfQuantConfig& q, const QuantizedLinear& t,
-                                       const std::string& prefix) {
+QuantizedRows quantized_linear_to_rows(const HfQuantConfig& q, const QuantizedLinear& t) {
   const LayerReader r(q, t);
   const bool eight = q.bits == 8;
   const DType type = eight ? DType::Q8_0 : DType::Q4_ZP;
@@ -240,7 +240,7 @@ QuantizedRows quantized_linear_to_rows(const HfQuantConfig& q, const QuantizedLi
       b.d = r.scale(g, o);
       if (eight) {  // q8_0 holds q - z as int8: the symmetric zero point 128 only
         if (z != 128)
-          throw Error("layer \"" + prefix + "\": 8-bit GPTQ zero point " + std::to_string(z) + " (group " +
+          throw Error(t.layer + ": 8-bit GPTQ zero point " + std::to_string(z) + " (group " +
                       std::to_string(g) + ", output " + std::to_string(o) +
                       "): wgfuse reads 8-bit GPTQ with sym true (zero point 128) only, as q8_0");
         for (uint32_t j = 0; j < 32; ++j) b.q[j] = uint8_t(int32_t(r.quant(o, 32 * k + j)) - 128);

@@ -60,6 +60,7 @@ struct QuantizedLinear {
   const TensorRef* scales = nullptr;
   const TensorRef* g_idx = nullptr;  // GPTQ's, optional
   uint64_t out = 0, in = 0;
+  std::string layer;  // for messages: the file, the layer's name and shape, the method
 };
 // Finds and checks P.qweight, P.qzeros, P.scales (and P.g_idx) for a layer of [out, in]: dtypes,
 // shapes, group size and g_idx; `lookup` finds tensors by name, `where` names the folder in errors.
@@ -71,12 +72,11 @@ QuantizedLinear quantized_linear(const HfQuantConfig& q, const WeightLookup& loo
 // definition above: the CPU dequantizer.
 std::vector<float> dequantize_linear(const HfQuantConfig& q, const QuantizedLinear& t);
 // The layer as rows [out, in] of a GPU block format with the same values: 4-bit as q4_zp,
-// 8-bit (sym, zero point 128) as q8_0 (an Error naming the layer `prefix` otherwise).
+// 8-bit (sym, zero point 128) as q8_0 (an Error naming the file and layer otherwise).
 struct QuantizedRows {
   DType type;
   std::vector<std::byte> bytes;
 };
-QuantizedRows quantized_linear_to_rows(const HfQuantConfig& q, const QuantizedLinear& t,
-                                       const std::string& prefix);
+QuantizedRows quantized_linear_to_rows(const HfQuantConfig& q, const QuantizedLinear& t);
 
 }  // namespace wgfuse::llm

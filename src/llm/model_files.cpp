@@ -476,8 +476,7 @@ void ModelFiles::convert_quantized(const std::vector<ExpectedTensor>& table) {
   if (layers.empty()) return;
   std::vector<QuantizedRows> rows(layers.size());
   util::WorkerPool pool;
-  pool.run(layers.size(),
-           [&](size_t i) { rows[i] = quantized_linear_to_rows(*quant_, layers[i].t, layers[i].prefix); });
+  pool.run(layers.size(), [&](size_t i) { rows[i] = quantized_linear_to_rows(*quant_, layers[i].t); });
   for (size_t i = 0; i < layers.size(); ++i) {
     const Layer& l = layers[i];
     const size_t file = by_name_.at(l.t.qweight->name).file;
