@@ -3,8 +3,7 @@
 // position (word 0: the position this step computes; the token picker advances it: the batched
 // argmax of llm_step.wgsl for greedy slots, a sampler on the record's first 4 words for the
 // others) and whether it decodes (word SLOT_ACTIVE). The matrix products read each weight row
-// from memory once for all slots: block_totals (short matrices: Q/K/V, o, down) and tall_totals
-// (gate/up, the LM head) say how.
+// from memory once for all slots (block_totals says how).
 //   embed_rows     x[b] = embedding[tokens[b][pos_b]]
 //   qkv_rows       raw[b] = W_qkv rmsnorm(x[b]) + bias (rows packed as llm_common.wgsl says)
 //   rope_rows      per (head, b): q heads rotated into q[b], k and v heads into slot b's caches at
@@ -35,14 +34,10 @@ override WG: u32 = 256u;
 override ROWS_PER_WG: u32 = 8u;  // WG / TEAM / SLOT_GROUPS * RPT
 override RED_LEN: u32 = 256u;    // (WG / the smallest subgroup) * (RPT + 1) * SPT
 override TOT_LEN: u32 = 8u;      // ROWS_PER_WG * SLOTS
-override TALL: bool = false;     // tall_totals instead of block_totals
-override PARTS: u32 = 1u;        // tall_totals: WG / ROWS_PER_WG parts of a row's columns
-override SPAN8: u32 = 1u;        // tall_totals: ceil(COLS8 / PARTS) column groups per part
 
-const MAX_RPT: u32 = 2u;
-const MAX_SLOTS: u32 = 16u;
-const MAX_SPT: u32 = 8u;
-const MAX_SUMS: u32 = 8u;
+const MAX_RPT: u32 = 8u;
+const MAX_SPT: u32 = 16u;
+const MAX_SUMS: u32 = 32u;
 
 @group(0) @binding(1) var<storage, read> xin4: array<vec4<f32>>;    // [SLOTS][X_STRIDE]
 @group(0) @binding(2) var<storage, read> norm4: array<vec4<f32>>;   // padded to 8 (unread: products without norm)
@@ -53,7 +48,6 @@ const MAX_SUMS: u32 = 8u;
 // Per subgroup: RPT * SLOTS dot partials, then SLOTS sums of squares of x (normed products).
 var<workgroup> red: array<f32, RED_LEN>;
 var<workgroup> tot: array<f32, TOT_LEN>;  // [ROWS_PER_WG][SLOTS]: the block's row totals
-var<workgroup> mask_wg: u32;
 
 // A thread's own inputs (the workgroup's, uniform, are passed apart: the uniformity analysis
 // treats a struct as a whole).
@@ -67,18 +61,16 @@ fn is_active(mask: u32, b: u32) -> bool {
   return ((mask >> b) & 1u) != 0u;
 }
 
-// Bit b: slot b decodes this step (the same value in every thread).
-fn active_mask(lid: u32) -> u32 {
-  if (lid == 0u) {
-    var m = 0u;
-    for (var b = 0u; b < SLOTS; b++) {
-      if (slots[b * SLOT_WORDS + SLOT_ACTIVE] != 0u) {
-        m |= 1u << b;
-      }
+// Bit b: slot b decodes this step. Each thread reads the records itself (cached loads, no
+// barrier), so that the weight loads, which do not wait for it, go out first.
+fn active_mask() -> u32 {
+  var m = 0u;
+  for (var b = 0u; b < SLOTS; b++) {
+    if (slots[b * SLOT_WORDS + SLOT_ACTIVE] != 0u) {
+      m |= 1u << b;
     }
-    mask_wg = m;
   }
-  return workgroupUniformLoad(&mask_wg);
+  return m;
 }
 
 // tot[r * SLOTS + b] = row r0 + r of W times x[b] (normed: times norm_w and 1 / rms(x[b])), for
@@ -92,44 +84,44 @@ fn block_totals(ids: Ids, r0: u32, normed: bool, mask: u32) {
   let team = ids.lid / TEAM;
   let row0 = r0 + team / SLOT_GROUPS * RPT;
   let slot0 = team % SLOT_GROUPS;
-  // A team whose slots are all idle skips the products: with one request on a server of several
-  // slots, one team of each row block works.
-  var team_slots = 0u;
-  for (var j = 0u; j < SPT; j++) {
-    team_slots |= 1u << min(slot0 + j * SLOT_GROUPS, 31u);
-  }
   var acc: array<f32, MAX_SUMS>;  // [k][j]
   var ss: array<f32, MAX_SPT>;
-  if (row0 < ROWS && (team_slots & mask) != 0u) {
-    // ITERS trips and no branch (past COLS8 a lane re-reads the last group with x = 0; a slot
-    // past SLOTS re-reads the last one, never stored): with the trip counts pipeline constants
-    // the compiler can unroll the loops and issue every load before the first FMA.
+  // The weight loads do not wait for the slot records: an idle slot's FMAs are skipped, its team's
+  // loads are L1 hits of the block's busy teams.
+  if (row0 < ROWS) {
+    // ITERS trips and no branch on the columns (past COLS8 a lane re-reads the last group, its
+    // weights zeroed; a slot past SLOTS re-reads the last one, never stored): with the trip counts
+    // pipeline constants the compiler can unroll the loops and issue every load before the first
+    // FMA. RMSNorm's weights multiply the RPT weight groups once (W (x * nw) = (W * nw) x), so a
+    // slot costs two x loads and 8 x RPT FMAs per column group.
     for (var it = 0u; it < ITERS; it++) {
       let c8_lane = ids.lid % TEAM + it * TEAM;
       let c8 = min(c8_lane, COLS8 - 1u);
       let live = select(0.0, 1.0, c8_lane < COLS8);
+      var n0 = vec4<f32>(live);
+      var n1 = n0;
+      if (normed) {
+        n0 *= norm4[2u * c8];
+        n1 *= norm4[2u * c8 + 1u];
+      }
       var w: array<array<vec4<f32>, 2>, MAX_RPT>;
       for (var k = 0u; k < RPT; k++) {
-        w[k] = weight_group(0u, min(row0 + k, ROWS - 1u), COLS8, c8);
-      }
-      var n0 = vec4<f32>(1.0);
-      var n1 = vec4<f32>(1.0);
-      if (normed) {
-        n0 = norm4[2u * c8];
-        n1 = norm4[2u * c8 + 1u];
+        let g = weight_group(0u, min(row0 + k, ROWS - 1u), COLS8, c8);
+        w[k] = array<vec4<f32>, 2>(g[0] * n0, g[1] * n1);
       }
       for (var j = 0u; j < SPT; j++) {
         let b = min(slot0 + j * SLOT_GROUPS, SLOTS - 1u);
-        let at = b * X_STRIDE / 4u + 2u * c8;
-        let x0 = xin4[at] * live;
-        let x1 = xin4[at + 1u] * live;
-        if (normed) {
-          ss[j] += dot(x0, x0) + dot(x1, x1);
+        if (!is_active(mask, b)) {
+          continue;
         }
-        let y0 = x0 * n0;
-        let y1 = x1 * n1;
+        let at = b * X_STRIDE / 4u + 2u * c8;
+        let x0 = xin4[at];
+        let x1 = xin4[at + 1u];
+        if (normed) {
+          ss[j] += live * (dot(x0, x0) + dot(x1, x1));
+        }
         for (var k = 0u; k < RPT; k++) {
-          acc[k * SPT + j] += dot(w[k][0], y0) + dot(w[k][1], y1);
+          acc[k * SPT + j] += dot(w[k][0], x0) + dot(w[k][1], x1);
         }
       }
     }
@@ -172,97 +164,6 @@ fn block_totals(ids: Ids, r0: u32, normed: bool, mask: u32) {
   workgroupBarrier();
 }
 
-// 1 / rms(x[b]) of every active slot into inv_rms_wg, once per workgroup (tall_totals' RMSNorm:
-// the sums of squares are not redone per row block). x's padding is zero (never written).
-var<workgroup> inv_rms_wg: array<f32, MAX_SLOTS>;
-fn slot_inv_rms(ids: Ids, mask: u32) {
-  let sg = ids.lid / ids.sg_size;
-  for (var b = 0u; b < SLOTS; b++) {
-    var ss = 0.0;
-    if (is_active(mask, b)) {
-      for (var i = ids.lid; i < 2u * COLS8; i += WG) {
-        let v = xin4[b * X_STRIDE / 4u + i];
-        ss += dot(v, v);
-      }
-    }
-    let t = subgroupAdd(ss);
-    if (ids.sg_lane == 0u) {
-      red[sg * SLOTS + b] = t;
-    }
-  }
-  workgroupBarrier();
-  if (ids.lid < SLOTS) {
-    var t = 0.0;
-    for (var g = 0u; g < WG / ids.sg_size; g++) {
-      t += red[g * SLOTS + ids.lid];
-    }
-    inv_rms_wg[ids.lid] = inverseSqrt(t / f32(COLS) + EPS);
-  }
-  workgroupBarrier();
-}
-
-// block_totals for tall matrices (gate/up, the LM head: rows enough to fill the GPU): thread
-// (row r, part p) of the workgroup (r = lid % ROWS_PER_WG: consecutive lanes, consecutive rows)
-// computes row r0 + r's dots with every active slot over column groups [p * SPAN8, (p + 1) *
-// SPAN8), so the lanes of a subgroup read the same x words (one broadcast load each). Per weight
-// group and slot that is two loads and eight FMAs: RMSNorm's weights multiply the weight group
-// once (W (x * nw) = (W * nw) x), its 1 / rms(x[b]) comes from slot_inv_rms and scales the totals.
-// The parts' sums meet in workgroup memory once per block of ROWS_PER_WG rows.
-fn tall_totals(ids: Ids, r0: u32, normed: bool, mask: u32) {
-  let r = ids.lid % ROWS_PER_WG;
-  let part = ids.lid / ROWS_PER_WG;
-  let row = min(r0 + r, ROWS - 1u);  // rows past ROWS re-read the last one, never stored
-  var acc: array<f32, MAX_SLOTS>;
-  // SPAN8 trips and no branch on the columns (past COLS8 a thread re-reads the last group, its
-  // weights zeroed), so that the compiler can unroll the loop and issue the weight loads early.
-  for (var i = 0u; i < SPAN8; i++) {
-    let c8_part = part * SPAN8 + i;
-    let c8 = min(c8_part, COLS8 - 1u);
-    var n0 = vec4<f32>(select(0.0, 1.0, c8_part < COLS8));
-    var n1 = n0;
-    if (normed) {
-      n0 *= norm4[2u * c8];
-      n1 *= norm4[2u * c8 + 1u];
-    }
-    let w = weight_group(0u, row, COLS8, c8);
-    let w0 = w[0] * n0;
-    let w1 = w[1] * n1;
-    for (var b = 0u; b < SLOTS; b++) {
-      if (is_active(mask, b)) {
-        let at = b * X_STRIDE / 4u + 2u * c8;
-        acc[b] += dot(w0, xin4[at]) + dot(w1, xin4[at + 1u]);
-      }
-    }
-  }
-  // red: [part][slot][row] dot partials.
-  for (var b = 0u; b < SLOTS; b++) {
-    red[(part * SLOTS + b) * ROWS_PER_WG + r] = acc[b];
-  }
-  workgroupBarrier();
-  for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
-    let ri = i / SLOTS;
-    let b = i % SLOTS;
-    var t = 0.0;
-    for (var p = 0u; p < PARTS; p++) {
-      t += red[(p * SLOTS + b) * ROWS_PER_WG + ri];
-    }
-    if (normed) {
-      t *= inv_rms_wg[b];
-    }
-    tot[i] = t;
-  }
-  workgroupBarrier();
-}
-
-// tot = the block's row totals from r0 (block_totals or, TALL, tall_totals).
-fn totals(ids: Ids, r0: u32, normed: bool, mask: u32) {
-  if (TALL) {
-    tall_totals(ids, r0, normed, mask);
-  } else {
-    block_totals(ids, r0, normed, mask);
-  }
-}
-
 // The row and slot of block entry i (an index into tot) from r0; valid: inside W and active.
 struct Out {
   row: u32,
@@ -277,12 +178,9 @@ fn out_of(i: u32, r0: u32, mask: u32) -> Out {
 
 @compute @workgroup_size(WG)
 fn qkv_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-  let mask = active_mask(ids.lid);
-  if (TALL) {
-    slot_inv_rms(ids, mask);
-  }
+  let mask = active_mask();
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    totals(ids, r0, true, mask);
+    block_totals(ids, r0, true, mask);
     for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
       let o = out_of(i, r0, mask);
       if (o.valid) {
@@ -295,12 +193,9 @@ fn qkv_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
 
 @compute @workgroup_size(WG)
 fn logits_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-  let mask = active_mask(ids.lid);
-  if (TALL) {
-    slot_inv_rms(ids, mask);
-  }
+  let mask = active_mask();
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    totals(ids, r0, true, mask);
+    block_totals(ids, r0, true, mask);
     for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
       let o = out_of(i, r0, mask);
       if (o.valid) {
@@ -313,9 +208,9 @@ fn logits_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
 
 @compute @workgroup_size(WG)
 fn residual_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-  let mask = active_mask(ids.lid);
+  let mask = active_mask();
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    totals(ids, r0, false, mask);
+    block_totals(ids, r0, false, mask);
     for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
       let o = out_of(i, r0, mask);
       if (o.valid) {
@@ -329,12 +224,9 @@ fn residual_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_w
 // Rows 2j (gate) and 2j + 1 (up) give act[j]; ROWS_PER_WG is even, so a pair is in one block.
 @compute @workgroup_size(WG)
 fn gate_up_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-  let mask = active_mask(ids.lid);
-  if (TALL) {
-    slot_inv_rms(ids, mask);
-  }
+  let mask = active_mask();
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    totals(ids, r0, true, mask);
+    block_totals(ids, r0, true, mask);
     for (var i = ids.lid; i < ROWS_PER_WG / 2u * SLOTS; i += WG) {
       let j = i / SLOTS;
       let b = i % SLOTS;

@@ -23,8 +23,7 @@ constexpr uint32_t kWorkgroup = 256;
 constexpr uint32_t kHeadWorkgroup = 64;  // HWG
 constexpr uint32_t kMaxHeadDim = 4 * kHeadWorkgroup;
 constexpr uint32_t kMaxProductGroups = 2048;  // the products loop over row blocks beyond it
-constexpr uint32_t kMaxSums = 8;              // MAX_SUMS: RPT x SPT
-constexpr uint32_t kTallRows = 32;            // tall_totals' rows per block
+constexpr uint32_t kMaxSums = 32;             // MAX_SUMS: RPT x SPT
 
 uint64_t pad64(uint64_t n) {
   return (n + 63) / 64 * 64;
@@ -106,8 +105,7 @@ gpu::Binding BatchDecoder::slot_logits(uint32_t b) const {
 gpu::Dispatch BatchDecoder::product(const char* entry, const gpu::TensorView& w, const gpu::Binding& x,
                                     uint32_t x_stride, const gpu::Binding& norm, const gpu::Binding& out,
                                     uint32_t out_stride, std::optional<gpu::Binding> bias) {
-  // Tall matrices (gate/up, the LM head: rows >= 4 x cols) have rows enough to fill the GPU.
-  ProductShape shape = w.rows >= 4ull * w.cols ? tall_shape(w) : block_shape(entry, w);
+  ProductShape shape = product_shape(entry, w);
   shape.constants.insert({{gpu::kWeightFormatConstant, double(w.format)},
                           {"SLOTS", slots()},
                           {"ROWS", w.rows},
@@ -122,21 +120,36 @@ gpu::Dispatch BatchDecoder::product(const char* entry, const gpu::TensorView& w,
   return {&k, std::move(b), {std::min(ceil_div(w.rows, shape.rows_per_wg), kMaxProductGroups)}};
 }
 
-// block_totals: short matrices (Q/K/V, o, down) need every thread on their few rows: one row per
-// team, teams as wide as leave each lane about eight column groups. The slots are spread over a
-// row block's teams, at most kMaxSums sums per thread. gate_up_rows pairs rows 2j and 2j + 1 in a
-// block: its teams keep two rows (gate/up is short only in small models), so that a block's rows
-// are even however many teams the slots take.
-BatchDecoder::ProductShape BatchDecoder::block_shape(const char* entry, const gpu::TensorView& w) const {
+// The shape of block_totals per matrix (H100 sweep at 8 slots, docs/RESULTS.md "Session 11"): a
+// team of a row block reads the block's weights with the x of its slots, so rows per team (RPT)
+// save x loads and slot groups (teams of one row block, each for its own slots) put more
+// workgroups on the matrix:
+// - far taller than wide (the LM head: rows enough to fill the GPU many times): every slot in one
+//   team, up to 4 rows a team;
+// - taller than wide (Q/K/V, gate/up): 2 rows a team, the slots in up to 4 groups;
+// - others (o, down): a row a team, teams as wide as leave each lane about eight column groups,
+//   the slots spread over as many groups as the workgroup has teams.
+// gate_up_rows pairs rows 2j and 2j + 1 in a block: its blocks have 2 or 4 rows a team, so even.
+BatchDecoder::ProductShape BatchDecoder::product_shape(const char* entry, const gpu::TensorView& w) const {
   const uint32_t n = slots(), cols8 = ceil_div(w.cols, 8);
-  const uint32_t min_subgroup = std::max(1u, ctx_.adapter().subgroup_min_size);
-  const uint32_t rpt = std::string_view(entry) == "gate_up_rows" ? 2 : 1;
+  if (w.rows >= 64ull * w.cols) return block_shape(w, team_, std::clamp(kMaxSums / n, 2u, 4u), 1);
+  if (w.rows > w.cols || std::string_view(entry) == "gate_up_rows")
+    return block_shape(w, team_, 2, std::bit_floor(std::min(n, 4u)));
   // A power of two of teams per row block, one per slot group, so that the row teams divide too.
   auto slot_groups_of = [&](uint32_t t) { return std::bit_floor(std::min(n, kWorkgroup / t)); };
-  auto slots_per_team = [&](uint32_t t) { return ceil_div(n, slot_groups_of(t)); };
   uint32_t team = team_;
-  while (team < kWorkgroup / 2 && team * 8 <= cols8 && slots_per_team(2 * team) * rpt <= kMaxSums) team *= 2;
-  const uint32_t slot_groups = slot_groups_of(team), spt = slots_per_team(team);
+  while (team < kWorkgroup / 2 && team * 8 <= cols8 && ceil_div(n, slot_groups_of(2 * team)) <= kMaxSums)
+    team *= 2;
+  return block_shape(w, team, 1, slot_groups_of(team));
+}
+
+// block_totals' constants for teams of `team` threads keeping `rpt` rows each, the slots over
+// `slot_groups` teams of a row block.
+BatchDecoder::ProductShape BatchDecoder::block_shape(const gpu::TensorView& w, uint32_t team, uint32_t rpt,
+                                                     uint32_t slot_groups) const {
+  const uint32_t n = slots(), cols8 = ceil_div(w.cols, 8);
+  const uint32_t min_subgroup = std::max(1u, ctx_.adapter().subgroup_min_size);
+  const uint32_t spt = ceil_div(n, slot_groups);
   if (spt * rpt > kMaxSums)
     throw Error("batched decoding: " + std::to_string(n) + " slots need " + std::to_string(spt * rpt) +
                 " sums per thread on " + w.name + ", above " + std::to_string(kMaxSums));
@@ -153,25 +166,6 @@ BatchDecoder::ProductShape BatchDecoder::block_shape(const char* entry, const gp
            {"RED_LEN", red_len},
            {"TOT_LEN", rows_per_wg * n}},
           rows_per_wg};
-}
-
-// tall_totals: a block of kTallRows rows per workgroup, its threads split into parts of the
-// columns, each keeping a sum per slot; fewer threads for many slots, so that a partial per thread
-// and slot fits the workgroup memory.
-BatchDecoder::ProductShape BatchDecoder::tall_shape(const gpu::TensorView& w) const {
-  const uint32_t n = slots(), cols8 = ceil_div(w.cols, 8);
-  uint32_t wg = kWorkgroup;
-  auto words = [&](uint32_t g) { return uint64_t(g) * n + uint64_t(kTallRows) * n + kMaxSlots; };
-  while (wg > kTallRows && 4 * words(wg) > ctx_.limits().max_compute_workgroup_storage_size) wg /= 2;
-  const uint32_t parts = wg / kTallRows;
-  return {{{"TALL", 1},
-           {"PARTS", parts},
-           {"SPAN8", ceil_div(cols8, parts)},
-           {"WG", wg},
-           {"ROWS_PER_WG", kTallRows},
-           {"RED_LEN", wg * n},
-           {"TOT_LEN", kTallRows * n}},
-          kTallRows};
 }
 
 void BatchDecoder::build_step() {

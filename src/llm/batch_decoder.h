@@ -26,7 +26,7 @@ namespace wgfuse::llm {
 
 class BatchDecoder {
  public:
-  static constexpr uint32_t kMaxSlots = 16;  // MAX_SLOTS of kernels/llm_batch.wgsl
+  static constexpr uint32_t kMaxSlots = 16;  // MAX_SPT of kernels/llm_batch.wgsl
   static constexpr uint32_t kNoToken = 0xffffffffu;
 
   // The step's plan and the slots' buffers on `model`'s weights; the model's own decode state is
@@ -80,8 +80,8 @@ class BatchDecoder {
     std::map<std::string, double> constants;
     uint32_t rows_per_wg;
   };
-  ProductShape block_shape(const char* entry, const gpu::TensorView& w) const;
-  ProductShape tall_shape(const gpu::TensorView& w) const;
+  ProductShape product_shape(const char* entry, const gpu::TensorView& w) const;
+  ProductShape block_shape(const gpu::TensorView& w, uint32_t team, uint32_t rpt, uint32_t slot_groups) const;
   void build_step();
   gpu::Binding slot_state(uint32_t b) const;
   gpu::Binding slot_tokens(uint32_t b) const;
