@@ -5,9 +5,11 @@
 // others) and whether it decodes (word SLOT_ACTIVE). The matrix products read each weight row
 // from memory once for all slots (block_totals says how).
 //   embed_rows     x[b] = embedding[tokens[b][pos_b]]
-//   qkv_rows       raw[b] = W_qkv rmsnorm(x[b]) + bias (rows packed as llm_common.wgsl says)
-//   rope_rows      per (head, b): q heads rotated into q[b], k and v heads into slot b's caches at
-//                  pos_b (QK_NORM: q and k heads normalised first)
+//   qkv_rope_rows  W_qkv rmsnorm(x[b]) + bias, rows packed as llm_common.wgsl says, RoPE'd at pos_b:
+//                  q heads into q[b], k and v heads into slot b's caches (models without q/k norms)
+//   qkv_rows       raw[b] = W_qkv rmsnorm(x[b]) + bias, then
+//   rope_rows      per (head, b): q and k heads normalised (q/k norms) and rotated, q into q[b], k and
+//                  v heads into slot b's caches at pos_b
 //   attend_rows    per (head, b): softmax(q k^T / sqrt(hd)) v over positions 0..pos_b of slot b
 //   gate_up_rows   act[b] = silu(W_gate xn) * (W_up xn), xn = rmsnorm(x[b]), rows interleaved
 //   residual_rows  resid[b] += W x[b]
@@ -263,19 +265,18 @@ fn embed_rows(@builtin(global_invocation_id) gid: vec3<u32>) {
   }
 }
 
-// ---- Q/K/V heads: a workgroup per (head of q, k or v, slot).
+// ---- Q/K/V heads of models with q/k norms: a workgroup per (head of q, k or v, slot).
 override HEAD_DIM: u32 = 2u;
 override HEADS: u32 = 1u;
 override KV_HEADS: u32 = 1u;
 override CTX: u32 = 1u;        // cache positions per slot
 override RAW_STRIDE: u32 = 1u; // floats per slot of qkv_rows' output
 override Q_STRIDE: u32 = 1u;   // floats per slot of q and of the attention output
-override QK_NORM: bool = false;
 override HWG: u32 = 64u;       // threads of rope_rows and attend_rows
 
 // Bindings of rope_rows: raw, qk_norm, rope_cs, slots, q_rows, k_cache, v_cache.
 @group(0) @binding(0) var<storage, read> raw: array<f32>;          // [SLOTS][RAW_STRIDE]
-@group(0) @binding(1) var<storage, read> qk_norm: array<f32>;      // q_norm then k_norm (QK_NORM)
+@group(0) @binding(1) var<storage, read> qk_norm: array<f32>;      // q_norm then k_norm
 @group(0) @binding(2) var<storage, read> rope_cs: array<vec2<f32>>;  // [CTX][hd / 2] (cos, sin)
 @group(0) @binding(4) var<storage, read_write> q_rows: array<f32>;   // [SLOTS][Q_STRIDE]
 @group(0) @binding(5) var<storage, read_write> k_cache: array<f32>;  // [SLOTS][KV_HEADS][CTX][hd]
@@ -328,23 +329,16 @@ fn rope_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) w
   }
   let is_k = h >= HEADS;
   let base = b * RAW_STRIDE + select(h * HEAD_DIM, q_rows_n + (h - HEADS) * HEAD_DIM, is_k);
-  var scale = 1.0;
-  if (QK_NORM) {
-    var ss = 0.0;
-    for (var e = lid; e < HEAD_DIM; e += HWG) {
-      ss += raw[base + e] * raw[base + e];
-    }
-    scale = inverseSqrt(head_sum(lid, ss) / f32(HEAD_DIM) + EPS);
+  var ss = 0.0;
+  for (var e = lid; e < HEAD_DIM; e += HWG) {
+    ss += raw[base + e] * raw[base + e];
   }
+  let scale = inverseSqrt(head_sum(lid, ss) / f32(HEAD_DIM) + EPS);
   // Packed rows 2i, 2i + 1 are the head's elements i and i + hd/2.
   for (var i = lid; i < half_dim; i += HWG) {
-    var a = raw[base + 2u * i];
-    var c = raw[base + 2u * i + 1u];
-    if (QK_NORM) {
-      let nb = select(0u, HEAD_DIM, is_k);
-      a *= scale * qk_norm[nb + i];
-      c *= scale * qk_norm[nb + i + half_dim];
-    }
+    let nb = select(0u, HEAD_DIM, is_k);
+    let a = raw[base + 2u * i] * scale * qk_norm[nb + i];
+    let c = raw[base + 2u * i + 1u] * scale * qk_norm[nb + i + half_dim];
     let cs = rope_cs[pos * half_dim + i];
     let ya = a * cs.x - c * cs.y;
     let yc = c * cs.x + a * cs.y;
@@ -356,6 +350,61 @@ fn rope_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) w
       q_rows[b * Q_STRIDE + h * HEAD_DIM + i] = ya;
       q_rows[b * Q_STRIDE + h * HEAD_DIM + i + half_dim] = yc;
     }
+  }
+}
+
+// ---- Q/K/V with RoPE in the epilogue (no q/k norms): the products' block of rows, then each
+// packed pair (2j, 2j + 1: a head's elements i and i + hd/2, or two V elements) of each active slot
+// rotated at the slot's position and stored. Bindings: weights, x, norm, slots, q_rows, k_cache,
+// v_cache, rope_table, qkv_bias (ROWS_PER_WG even: a pair is in one block).
+@group(0) @binding(7) var<storage, read> rope_table: array<vec2<f32>>;  // [CTX][hd / 2] (cos, sin)
+@group(0) @binding(8) var<storage, read> qkv_bias: array<f32>;
+
+fn store_rotated(ra: u32, b: u32, a_dot: f32, c_dot: f32) {
+  let pos = slots[b * SLOT_WORDS];
+  let a = a_dot + qkv_bias[ra];
+  let c = c_dot + qkv_bias[ra + 1u];
+  let half_dim = HEAD_DIM / 2u;
+  let q_rows_n = HEADS * HEAD_DIM;
+  let kv_rows_n = KV_HEADS * HEAD_DIM;
+  if (ra >= q_rows_n + kv_rows_n) {
+    let r = ra - q_rows_n - kv_rows_n;
+    let at = ((b * KV_HEADS + r / HEAD_DIM) * CTX + pos) * HEAD_DIM + r % HEAD_DIM;
+    v_cache[at] = a;
+    v_cache[at + 1u] = c;
+    return;
+  }
+  let is_k = ra >= q_rows_n;
+  let r = select(ra, ra - q_rows_n, is_k);
+  let head = r / HEAD_DIM;
+  let i = (r % HEAD_DIM) / 2u;
+  let cs = rope_table[pos * half_dim + i];
+  let ya = a * cs.x - c * cs.y;
+  let yc = c * cs.x + a * cs.y;
+  if (is_k) {
+    let at = ((b * KV_HEADS + head) * CTX + pos) * HEAD_DIM + i;
+    k_cache[at] = ya;
+    k_cache[at + half_dim] = yc;
+  } else {
+    q_rows[b * Q_STRIDE + head * HEAD_DIM + i] = ya;
+    q_rows[b * Q_STRIDE + head * HEAD_DIM + i + half_dim] = yc;
+  }
+}
+
+@compute @workgroup_size(WG)
+fn qkv_rope_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let mask = active_mask();
+  for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
+    block_totals(ids, r0, true, mask);
+    for (var i = ids.lid; i < ROWS_PER_WG / 2u * SLOTS; i += WG) {
+      let j = i / SLOTS;
+      let b = i % SLOTS;
+      let ra = r0 + 2u * j;
+      if (ra + 1u < ROWS && is_active(mask, b)) {
+        store_rotated(ra, b, tot[2u * j * SLOTS + b], tot[(2u * j + 1u) * SLOTS + b]);
+      }
+    }
+    workgroupBarrier();
   }
 }
 

@@ -196,8 +196,7 @@ TEST(GenerateCli, ParallelDecodesThePromptAgainAsSeveralSequences) {
     std::map<std::string, uint32_t> calls;
     for (const auto& k : par.at("profile")["kernels"]) calls[k["kernel"]] = k["calls_per_token"];
     const uint32_t layers = tiny_config(kSmallVocab).num_layers;
-    for (const char* per_layer :
-         {"qkv_rows", "rope_rows", "attend_rows", "o_proj_rows", "gate_up_rows", "down_rows"})
+    for (const char* per_layer : {"qkv_rope_rows", "attend_rows", "o_proj_rows", "gate_up_rows", "down_rows"})
       EXPECT_EQ(calls[per_layer], layers) << per_layer;
     for (const char* once : {"embed_rows", "logits_rows", "argmax_partial", "argmax_final"})
       EXPECT_EQ(calls[once], 1u) << once;

@@ -103,20 +103,21 @@ gpu::Binding BatchDecoder::slot_logits(uint32_t b) const {
 }
 
 gpu::Dispatch BatchDecoder::product(const char* entry, const gpu::TensorView& w, const gpu::Binding& x,
-                                    uint32_t x_stride, const gpu::Binding& norm, const gpu::Binding& out,
-                                    uint32_t out_stride, std::optional<gpu::Binding> bias) {
+                                    uint32_t x_stride, const gpu::Binding& norm,
+                                    std::vector<gpu::Binding> outputs,
+                                    std::map<std::string, double> constants) {
   ProductShape shape = product_shape(entry, w);
-  shape.constants.insert({{gpu::kWeightFormatConstant, double(w.format)},
-                          {"SLOTS", slots()},
-                          {"ROWS", w.rows},
-                          {"COLS", w.cols},
-                          {"COLS8", ceil_div(w.cols, 8)},
-                          {"X_STRIDE", x_stride},
-                          {"OUT_STRIDE", out_stride},
-                          {"EPS", cfg_.rms_norm_eps}});
-  auto& k = ctx_.kernel(gpu::embedded_kernel("llm_batch", entry, std::move(shape.constants)));
-  std::vector<gpu::Binding> b{w, x, norm, slots_, out};
-  if (bias) b.push_back(*bias);
+  constants.insert(shape.constants.begin(), shape.constants.end());
+  constants.insert({{gpu::kWeightFormatConstant, double(w.format)},
+                    {"SLOTS", slots()},
+                    {"ROWS", w.rows},
+                    {"COLS", w.cols},
+                    {"COLS8", ceil_div(w.cols, 8)},
+                    {"X_STRIDE", x_stride},
+                    {"EPS", cfg_.rms_norm_eps}});
+  auto& k = ctx_.kernel(gpu::embedded_kernel("llm_batch", entry, std::move(constants)));
+  std::vector<gpu::Binding> b{w, x, norm, slots_};
+  b.insert(b.end(), outputs.begin(), outputs.end());
   return {&k, std::move(b), {std::min(ceil_div(w.rows, shape.rows_per_wg), kMaxProductGroups)}};
 }
 
@@ -129,11 +130,11 @@ gpu::Dispatch BatchDecoder::product(const char* entry, const gpu::TensorView& w,
 // - taller than wide (Q/K/V, gate/up): 2 rows a team, the slots in up to 4 groups;
 // - others (o, down): a row a team, teams as wide as leave each lane about eight column groups,
 //   the slots spread over as many groups as the workgroup has teams.
-// gate_up_rows pairs rows 2j and 2j + 1 in a block: its blocks have 2 or 4 rows a team, so even.
+// gate_up_rows and qkv_rope_rows pair rows 2j and 2j + 1 in a block: 2 or 4 rows a team, so even.
 BatchDecoder::ProductShape BatchDecoder::product_shape(const char* entry, const gpu::TensorView& w) const {
   const uint32_t n = slots(), cols8 = ceil_div(w.cols, 8);
   if (w.rows >= 64ull * w.cols) return block_shape(w, team_, std::clamp(kMaxSums / n, 2u, 4u), 1);
-  if (w.rows > w.cols || std::string_view(entry) == "gate_up_rows")
+  if (w.rows > w.cols || std::string_view(entry) != "residual_rows")
     return block_shape(w, team_, 2, std::bit_floor(std::min(n, 4u)));
   // A power of two of teams per row block, one per slot group, so that the row teams divide too.
   auto slot_groups_of = [&](uint32_t t) { return std::bit_floor(std::min(n, kWorkgroup / t)); };
@@ -198,31 +199,48 @@ void BatchDecoder::build_step() {
   step_.dispatch(embed, {model_.embedding_, x_, tokens_, slots_},
                  {ceil_div(ceil_div(c.hidden_size, 8), kWorkgroup), n}, {"embed_rows"});
   const bool qk_norm = architecture_of(c).qk_norm;
-  const gpu::Kernel& rope = heads_kernel("rope_rows", {{"QK_NORM", qk_norm}});
   const gpu::Kernel& attend = heads_kernel(
       "attend_rows", {{"SCALE", 1.0 / std::sqrt(double(hd))},
                       {"GROUP", heads / kv_heads},
                       {"HEAD_V4", hd / 4},
                       {"SLICES", kHeadWorkgroup / (hd / 4)},
                       {"SG_PARTS", kHeadWorkgroup / std::max(1u, ctx_.adapter().subgroup_min_size)}});
+  // Without q/k norms, RoPE is the Q/K/V product's epilogue; with them (Qwen3) a head's norm needs
+  // the whole head first: rope_rows.
+  const gpu::Kernel* rope = qk_norm ? &heads_kernel("rope_rows", {}) : nullptr;
+  const std::map<std::string, double> rope_constants{{"HEAD_DIM", hd},
+                                                     {"HEADS", heads},
+                                                     {"KV_HEADS", kv_heads},
+                                                     {"CTX", ctx_len_},
+                                                     {"Q_STRIDE", double(q_stride_)}};
+  auto out_stride = [](uint64_t floats) {
+    return std::map<std::string, double>{{"OUT_STRIDE", double(floats)}};
+  };
   for (uint32_t l = 0; l < c.num_layers; ++l) {
     const Model::Layer& L = model_.layers_[l];
-    step_.dispatch(product("qkv_rows", L.qkv, x_, x_stride_, L.input_norm, raw_, raw_stride_, L.qkv_bias),
-                   {"qkv_rows", L.qkv.bytes});
-    const gpu::Binding norms = qk_norm ? gpu::Binding(L.qk_norm) : gpu::Binding(L.input_norm);
-    step_.dispatch(rope, {raw_, norms, model_.rope_, slots_, q_, k_cache_[l], v_cache_[l]},
-                   {heads + 2 * kv_heads, n}, {"rope_rows"});
+    if (rope) {
+      step_.dispatch(product("qkv_rows", L.qkv, x_, x_stride_, L.input_norm, {raw_, L.qkv_bias},
+                             out_stride(raw_stride_)),
+                     {"qkv_rows", L.qkv.bytes});
+      step_.dispatch(*rope, {raw_, L.qk_norm, model_.rope_, slots_, q_, k_cache_[l], v_cache_[l]},
+                     {heads + 2 * kv_heads, n}, {"rope_rows"});
+    } else {
+      step_.dispatch(product("qkv_rope_rows", L.qkv, x_, x_stride_, L.input_norm,
+                             {q_, k_cache_[l], v_cache_[l], model_.rope_, L.qkv_bias}, rope_constants),
+                     {"qkv_rope_rows", L.qkv.bytes});
+    }
     step_.dispatch(attend, {q_, k_cache_[l], v_cache_[l], slots_, att_}, {heads, n}, {"attend_rows"});
-    step_.dispatch(product("residual_rows", L.o, att_, q_stride_, att_, x_, x_stride_),
+    step_.dispatch(product("residual_rows", L.o, att_, q_stride_, att_, {x_}, out_stride(x_stride_)),
                    {"o_proj_rows", L.o.bytes});
-    step_.dispatch(product("gate_up_rows", L.gate_up, x_, x_stride_, L.post_norm, act_, act_stride_),
-                   {"gate_up_rows", L.gate_up.bytes});
-    step_.dispatch(product("residual_rows", L.down, act_, act_stride_, act_, x_, x_stride_),
+    step_.dispatch(
+        product("gate_up_rows", L.gate_up, x_, x_stride_, L.post_norm, {act_}, out_stride(act_stride_)),
+        {"gate_up_rows", L.gate_up.bytes});
+    step_.dispatch(product("residual_rows", L.down, act_, act_stride_, act_, {x_}, out_stride(x_stride_)),
                    {"down_rows", L.down.bytes});
   }
-  step_.dispatch(
-      product("logits_rows", model_.lm_head_, x_, x_stride_, model_.final_norm_, logits_, logits_stride_),
-      {"logits_rows", model_.lm_head_.bytes});
+  step_.dispatch(product("logits_rows", model_.lm_head_, x_, x_stride_, model_.final_norm_, {logits_},
+                         out_stride(logits_stride_)),
+                 {"logits_rows", model_.lm_head_.bytes});
   step_.build();
 }
 

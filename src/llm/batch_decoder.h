@@ -73,9 +73,10 @@ class BatchDecoder {
   DecodeProfile profile(uint32_t reps);
 
  private:
+  // A product kernel of llm_batch.wgsl (bindings: w, x, norm, the slot records, then `outputs`).
   gpu::Dispatch product(const char* entry, const gpu::TensorView& w, const gpu::Binding& x, uint32_t x_stride,
-                        const gpu::Binding& norm, const gpu::Binding& out, uint32_t out_stride,
-                        std::optional<gpu::Binding> bias = std::nullopt);
+                        const gpu::Binding& norm, std::vector<gpu::Binding> outputs,
+                        std::map<std::string, double> constants);
   struct ProductShape {  // a product kernel's shape constants and rows per workgroup
     std::map<std::string, double> constants;
     uint32_t rows_per_wg;
