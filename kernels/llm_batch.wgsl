@@ -223,20 +223,34 @@ fn residual_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_w
   }
 }
 
-// Rows 2j (gate) and 2j + 1 (up) give act[j]; ROWS_PER_WG is even, so a pair is in one block.
+// Block pair j's rows (2j: gate or a packed Q/K/V row a; 2j + 1: up or its partner) for slot b,
+// from block entry i of the pairs (ROWS_PER_WG is even, so a pair is in one block); valid: inside W
+// and active.
+struct Pair {
+  row: u32,
+  b: u32,
+  first: f32,
+  second: f32,
+  valid: bool,
+}
+fn pair_of(i: u32, r0: u32, mask: u32) -> Pair {
+  let j = i / SLOTS;
+  let b = i % SLOTS;
+  let row = r0 + 2u * j;
+  return Pair(row, b, tot[2u * j * SLOTS + b], tot[(2u * j + 1u) * SLOTS + b],
+              row + 1u < ROWS && is_active(mask, b));
+}
+
+// act[j] = silu(gate j) * up j.
 @compute @workgroup_size(WG)
 fn gate_up_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask();
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
     block_totals(ids, r0, true, mask);
     for (var i = ids.lid; i < ROWS_PER_WG / 2u * SLOTS; i += WG) {
-      let j = i / SLOTS;
-      let b = i % SLOTS;
-      let row = r0 + 2u * j;
-      if (row + 1u < ROWS && is_active(mask, b)) {
-        let g = tot[2u * j * SLOTS + b];
-        let u = tot[(2u * j + 1u) * SLOTS + b];
-        out_rows[b * OUT_STRIDE + row / 2u] = g / (1.0 + exp(-g)) * u;
+      let p = pair_of(i, r0, mask);
+      if (p.valid) {
+        out_rows[p.b * OUT_STRIDE + p.row / 2u] = p.first / (1.0 + exp(-p.first)) * p.second;
       }
     }
     workgroupBarrier();
@@ -397,11 +411,9 @@ fn qkv_rope_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_w
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
     block_totals(ids, r0, true, mask);
     for (var i = ids.lid; i < ROWS_PER_WG / 2u * SLOTS; i += WG) {
-      let j = i / SLOTS;
-      let b = i % SLOTS;
-      let ra = r0 + 2u * j;
-      if (ra + 1u < ROWS && is_active(mask, b)) {
-        store_rotated(ra, b, tot[2u * j * SLOTS + b], tot[(2u * j + 1u) * SLOTS + b]);
+      let p = pair_of(i, r0, mask);
+      if (p.valid) {
+        store_rotated(p.row, p.b, p.first, p.second);
       }
     }
     workgroupBarrier();
