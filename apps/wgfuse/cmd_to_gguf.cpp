@@ -2,11 +2,8 @@
 // llama.cpp's converter lays it out (llm/gguf_writer.h), its matrices in one type (q8_0, q4_0 or
 // f16; norms and biases f32) and its tokenizer.json and chat template as GGUF tokenizer metadata,
 // so that a GPU machine without llama.cpp can serve the same weights quantized to the chat page
-// (bench/baselines/browser_gpu.sh). A BPE tokenizer only, as Qwen's.
+// (bench/baselines/browser_gpu.sh). A BPE tokenizer only, as Qwen's (llm::add_hf_tokenizer).
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "llm/architecture.h"
@@ -17,55 +14,6 @@
 #include "util/error.h"
 
 namespace wgfuse::cli {
-
-namespace {
-
-namespace fs = std::filesystem;
-
-nlohmann::json read_json(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in)
-    throw Error("to-gguf: cannot read " + file.string() + " (the folder's tokenizer files are needed)");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error("to-gguf: " + file.string() + ": " + e.what());
-  }
-}
-
-// The folder's BPE tokenizer as the GGUF tokenizer keys llama.cpp's converter writes for Qwen2.
-void add_tokenizer(llm::GgufWriter& w, const fs::path& dir, uint32_t vocab_size) {
-  const nlohmann::json tok = read_json(dir / "tokenizer.json");
-  const nlohmann::json cfg = read_json(dir / "tokenizer_config.json");
-  if (tok.value("/model/type"_json_pointer, "") != "BPE")
-    throw Error("to-gguf: " + (dir / "tokenizer.json").string() +
-                ": model.type is not BPE (only BPE tokenizers are written)");
-  std::vector<std::string> tokens(vocab_size), merges;
-  std::vector<int32_t> types(vocab_size, 5);  // unused padding
-  for (uint32_t i = 0; i < vocab_size; ++i) tokens[i] = "[PAD" + std::to_string(i) + "]";
-  auto put = [&](size_t id, const std::string& text, int32_t type) {
-    if (id >= vocab_size)
-      throw Error("to-gguf: token id " + std::to_string(id) + " (" + text +
-                  ") is past the model's vocabulary of " + std::to_string(vocab_size));
-    tokens[id] = text;
-    types[id] = type;
-  };
-  for (const auto& [text, id] : tok["model"]["vocab"].items()) put(id.get<size_t>(), text, 1);  // normal
-  for (const auto& a : tok["added_tokens"])
-    put(a["id"].get<size_t>(), a["content"].get<std::string>(), 3);  // control
-  for (const auto& m : tok["model"]["merges"])
-    merges.push_back(m.is_string() ? m.get<std::string>()
-                                   : m[0].get<std::string>() + " " + m[1].get<std::string>());
-  w.add_string("tokenizer.ggml.model", "gpt2");
-  w.add_string("tokenizer.ggml.pre", "qwen2");
-  w.add_strings("tokenizer.ggml.tokens", tokens);
-  w.add_i32s("tokenizer.ggml.token_type", types);
-  w.add_strings("tokenizer.ggml.merges", merges);
-  if (cfg.contains("chat_template") && cfg["chat_template"].is_string())
-    w.add_string("tokenizer.chat_template", cfg["chat_template"].get<std::string>());
-}
-
-}  // namespace
 
 void add_to_gguf(CLI::App& app) {
   auto* cmd =
@@ -92,7 +40,7 @@ void add_to_gguf(CLI::App& app) {
     llm::GgufWriter w = llm::gguf_model_writer(c, tensors, [&](const llm::ExpectedTensor& e) {
       return e.shape.size() == 2 ? matrices : llm::DType::F32;
     });
-    add_tokenizer(w, model, c.vocab_size);
+    add_hf_tokenizer(w, model, c.vocab_size);
     w.write(out);
     std::printf("to-gguf: %s (%zu tensors, matrices %s)\n", out.c_str(), tensors.size(), type.c_str());
   });
