@@ -678,51 +678,12 @@ TEST(GgufModel, Llama3RopeFactors) {
 
 // ---- The tokenizer from GGUF metadata ----
 
-// Qwen's tokenizer.json and tokenizer_config.json as convert_hf_to_gguf.py writes them into a
-// GGUF file (get_vocab_base, SpecialVocab): ids up to the model's vocabulary (padding rows as
-// unused [PAD<id>] tokens), added tokens as control (special, or looking like <|...|>) or
-// user-defined, merges as "left right", the special ids, the chat template (`add_bos`: the file
-// asks for a BOS on every encode, as Llama 3's do).
-void add_converted_tokenizer(GgufWriter& w, uint32_t model_vocab, const std::string& pre = "qwen2",
-                             bool add_bos = false) {
-  const json tok = json::parse(std::ifstream(kQwenDir / "tokenizer.json"));
-  const json cfg = json::parse(std::ifstream(kQwenDir / "tokenizer_config.json"));
-  std::vector<std::string> tokens(model_vocab);
-  std::vector<int32_t> types(model_vocab, 5);
-  for (uint32_t i = 0; i < model_vocab; ++i) tokens[i] = "[PAD" + std::to_string(i) + "]";
-  for (const auto& [text, id] : tok["model"]["vocab"].items()) {
-    tokens[id.get<size_t>()] = text;
-    types[id.get<size_t>()] = 1;
-  }
-  std::map<std::string, int32_t> ids;
-  for (const json& a : tok["added_tokens"]) {
-    const std::string text = a["content"];
-    const size_t id = a["id"];
-    const bool looks_special = text.starts_with("<|") && text.ends_with("|>");
-    tokens[id] = text;
-    types[id] = a["special"].get<bool>() || looks_special ? 3 : 4;
-    ids[text] = int32_t(id);
-  }
-  std::vector<std::string> merges;
-  for (const json& m : tok["model"]["merges"])
-    merges.push_back(m[0].get<std::string>() + " " + m[1].get<std::string>());
-  w.add_string("tokenizer.ggml.model", "gpt2");
-  w.add_string("tokenizer.ggml.pre", pre);
-  w.add_strings("tokenizer.ggml.tokens", tokens);
-  w.add_i32s("tokenizer.ggml.token_type", types);
-  w.add_strings("tokenizer.ggml.merges", merges);
-  w.add_u32("tokenizer.ggml.eos_token_id", uint32_t(ids.at(cfg["eos_token"].get<std::string>())));
-  w.add_u32("tokenizer.ggml.padding_token_id", uint32_t(ids.at(cfg["pad_token"].get<std::string>())));
-  w.add_bool("tokenizer.ggml.add_bos_token", add_bos || cfg["add_bos_token"].get<bool>());
-  w.add_string("tokenizer.chat_template", cfg["chat_template"].get<std::string>());
-}
-
 struct ConvertedTokenizer {
   TempDir dir;
   fs::path path;
   ConvertedTokenizer() : path(dir.path / "tok.gguf") {
     GgufWriter w;
-    add_converted_tokenizer(w, 151936);  // Qwen3's vocab_size: 267 padding rows
+    add_hf_tokenizer(w, kQwenDir, 151936);  // Qwen3's vocab_size: 267 padding rows
     w.write(path);
   }
 };
@@ -793,7 +754,7 @@ TEST(GgufTokenizer, PreTokenizerNamesEqualTheirTokenizerJson) {
     const Tokenizer from_json = Tokenizer::from_json_text(edited.dump(), pre);
     TempDir dir;
     GgufWriter w;
-    add_converted_tokenizer(w, 151936, pre);
+    add_hf_tokenizer(w, kQwenDir, 151936, pre);
     w.write(dir.path / "t.gguf");
     const Tokenizer from_gguf = load_tokenizer(dir.path / "t.gguf");
     for (const std::string& text : texts) {
@@ -819,7 +780,7 @@ TEST(GgufTokenizer, PageTokenizerOnTheGeneratedFilesEqualsNative) {
     SCOPED_TRACE(pre);
     TempDir dir;
     GgufWriter w;
-    add_converted_tokenizer(w, 151936, pre);
+    add_hf_tokenizer(w, kQwenDir, 151936, pre);
     w.write(dir.path / "t.gguf");
     const GgufFile f((dir.path / "t.gguf").string());
     const Tokenizer native = gguf_tokenizer(f);
@@ -859,7 +820,7 @@ TEST(GgufTokenizer, PageTokenizerOnTheGeneratedFilesEqualsNative) {
 TEST(GgufTokenizer, NoTokenizerJsonWhereEncodeIsRefused) {
   TempDir dir;
   GgufWriter w;
-  add_converted_tokenizer(w, 151936, "qwen2", true);
+  add_hf_tokenizer(w, kQwenDir, 151936, "qwen2", true);
   w.write(dir.path / "t.gguf");
   const GgufFile f((dir.path / "t.gguf").string());
   EXPECT_TRUE(throws_error([&] { tokenizer_json_text(gguf_tokenizer_spec(f)); },
@@ -948,7 +909,7 @@ TEST(GgufModel, GenerateCliEqualsTheFolder) {
   const auto tensors = write_random_model(folder, c, DType::F32, 17);
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) fs::copy_file(kQwenDir / f, folder / f);
   GgufWriter w = gguf_model_writer(c, tensors, DType::F32);
-  add_converted_tokenizer(w, 151936);  // the session needs a tokenizer; the prompt is ids
+  add_hf_tokenizer(w, kQwenDir, 151936);  // the session needs a tokenizer; the prompt is ids
   w.write(gguf);
   json report[2];
   std::string logits[2];
@@ -972,6 +933,33 @@ TEST(GgufModel, GenerateCliEqualsTheFolder) {
   EXPECT_EQ(report[1]["model"]["format"], "gguf");
   EXPECT_EQ(report[1]["model"]["tensor_types"], "F32 x 38");
   EXPECT_EQ(report[0]["model"]["tensor_types"], "F32 x 38");
+}
+
+// Test `wgfuse to-gguf` (what bench/baselines/browser_gpu.sh serves quantized): the file is the
+// writer's own for the folder's values, matrices in Q8_0 and the rest F32, with the folder's
+// tokenizer as metadata; a folder without tokenizer.json is refused by name.
+TEST(GgufModel, ToGgufCliWritesTheFolderAsTheWriterDoes) {
+  ModelConfig c = gguf_test_config("Qwen2ForCausalLM", true);
+  c.vocab_size = 151936;                                          // Qwen's tokenizer fits
+  c.hidden_size = 64, c.intermediate_size = 96, c.head_dim = 16;  // whole Q8_0 blocks
+  TempDir dir;
+  const fs::path folder = dir.path / "folder", gguf = dir.path / "m.gguf";
+  const auto tensors = write_random_model(folder, c, DType::F16, 19);
+  const auto refused = test::run_wgfuse("to-gguf -m '" + folder.string() + "' -o '" + gguf.string() + "'");
+  EXPECT_EQ(refused.rc, 1);
+  EXPECT_NE(refused.out.find("tokenizer.json"), std::string::npos) << refused.out;
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) fs::copy_file(kQwenDir / f, folder / f);
+  const auto r =
+      test::run_wgfuse("to-gguf -m '" + folder.string() + "' -o '" + gguf.string() + "' --type q8_0");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  GgufWriter w = gguf_model_writer(
+      c, tensors, [](const ExpectedTensor& e) { return e.shape.size() == 2 ? DType::Q8_0 : DType::F32; });
+  add_hf_tokenizer(w, kQwenDir, c.vocab_size);
+  std::ifstream in(gguf, std::ios::binary);
+  const std::string written{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  EXPECT_TRUE(written == w.bytes()) << "to-gguf's file differs from the writer's (" << written.size()
+                                    << " bytes)";
+  EXPECT_EQ(ModelFiles(gguf).find("model.layers.0.mlp.up_proj.weight")->dtype, DType::Q8_0);
 }
 
 }  // namespace

@@ -243,7 +243,7 @@ void ModelAssets::routes(httplib::Server& http) {
       if (it == generated_.end())
         return send_error(res, 404, "no model file " + name + " (GET /model/index.json lists them)");
       res.set_header("Cache-Control", "no-cache");
-      return res.set_content(it->second, "application/json");
+      return send_json(req, res, it->second);  // (brotli at quality 11 took seconds on a tokenizer.json)
     }
     if (!listed || !fs::is_regular_file(dir_ / name))
       return send_error(res, 404, "no model file " + name + " (GET /model/index.json lists them)");

@@ -34,6 +34,7 @@ void add_bench(CLI::App& app, GlobalOptions& g);
 void add_sim(CLI::App& app, GlobalOptions& g);
 void add_tokenize(CLI::App& app);
 void add_dequantize(CLI::App& app);
+void add_to_gguf(CLI::App& app);
 void add_generate(CLI::App& app, GlobalOptions& g);
 void add_chat(CLI::App& app, GlobalOptions& g);
 void add_tiny(CLI::App& app, GlobalOptions& g);

@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   add_sim(app, g);
   add_tokenize(app);
   add_dequantize(app);
+  add_to_gguf(app);
   add_generate(app, g);
   add_chat(app, g);
   add_tiny(app, g);

@@ -98,7 +98,7 @@ try {
 
   // /chat: the first visit downloads the shards, the second takes them from the cache.
   if (await page.evaluate(async () => (await fetch('/model/index.json')).ok)) {
-    await page.evaluate(() => caches.delete('wgfuse-model-shards'));  // the llm suite cached them
+    await page.evaluate(async () => (await import('/chat/model_client.js')).clearCache());  // the llm suite cached them
     for (const visit of ['first', 'cached']) {
       if (visit === 'first') await page.goto(`${opts.base}/chat`);
       else await page.reload();

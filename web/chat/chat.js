@@ -6,9 +6,9 @@
 import {openDevice, WebGPUUnavailable} from '../app/adapter.js';
 import {loadKernels} from '../app/kernels.js';
 
-import {clearCache, loadFile, loadIndex, loadPlan, loadShards} from './model_client.js';
+import {clearCache, loadIndex, loadPlan, loadShards, verifyCachedShards} from './model_client.js';
 import {LimitError, PlanRunner} from './plan_runner.js';
-import {loadTokenizer} from './tokenizer.js';
+import {tokenizerWorker} from './tokenizer.js';
 
 const $ = (id) => document.getElementById(id);
 const setState = (s) => {
@@ -31,6 +31,8 @@ let index, runner, tokenizer;
 let fed = [];      // the ids whose keys and values the cache holds, by position
 let history = [];  // [{role, content}] of this conversation
 let aborter = null;
+let shardStats = null;  // loadShards' stats, and write_buffer_ms: the main thread's time in writeBuffer
+let verified = null;  // the cached shards hashed again after the load (verifyCachedShards)
 let readyMs = 0;   // when the page became ready, in ms since it started loading
 
 function explain(e) {
@@ -50,6 +52,10 @@ function explain(e) {
 // What the load spends its time on: {name: [start, end]} in ms since the page started loading
 // (phases overlap: they run concurrently where they can); first_token_* from the first turn.
 const phases = {};
+const longTasks = [];  // the main thread's tasks over 50 ms, [start, duration] (issue 25: none over 100)
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) longTasks.push([Math.round(e.startTime), Math.round(e.duration)]);
+}).observe({type: 'longtask', buffered: true});
 async function timed(name, work) {
   const t0 = performance.now();
   try {
@@ -74,28 +80,29 @@ async function start() {
                                 (index.tokenizer_unavailable ?? 'the server lists no tokenizer.json'),
                                 ['Start wgfuse serve --model with the model\'s Hugging Face folder to chat here; ' +
                                  'the benchmark page\'s llm suite and the OpenAI API at /v1/ run the model as it is.']);
-  // The tokenizer, the kernels' pipelines and the weights load side by side.
-  const tokenizerLoaded = timed('tokenizer', (async () => {
-    const {TokenizerLoader} = await import('/vendor/tokenizers/main.mjs');
-    const [tokenizerJSON, tokenizerConfig] = await Promise.all([loadFile('tokenizer.json'), loadFile('tokenizer_config.json')]);
-    tokenizer = loadTokenizer(TokenizerLoader, tokenizerJSON, tokenizerConfig);
-  })());
+  // The tokenizer (in its worker), the kernels' pipelines and the weights load side by side.
+  tokenizer = tokenizerWorker();
+  const tokenizerLoaded = timed('tokenizer', tokenizer.loaded);
   runner = new PlanRunner(device, kernels.get);
   // The cached shards are read while the plan comes; each is uploaded once the plan's buffers exist.
   const t0 = performance.now();
   const plan = timed('plan', loadPlan(1));
   const prepared = plan.then((p) => runner.prepare(p));  // the buffers (or the limit the plan exceeds)
   const planned = prepared.then(async () => timed('pipelines', runner.use(await plan)));
-  const weightsLoaded = timed('weights', loadShards(index, async (s, b) => {
+  let writeMs = 0;
+  const upload = async (s, b) => {
     await prepared;
+    const t = performance.now();
     runner.uploadShard(s, b);
-  }, (done, total, fromCache) => {
+    writeMs += performance.now() - t;
+  };
+  const weightsLoaded = timed('weights', loadShards(index, upload, (done, total, fromCache) => {
     $('progress').value = done / total;
     $('progress-label').textContent = `weights ${(done / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB` +
         (fromCache ? ` (${(fromCache / 1e6).toFixed(1)} MB from the cache)` : '');
   }));
-  // Awaited below; a failure of either is the error told, whichever comes first.
-  [planned, weightsLoaded].forEach((p) => p.catch(() => {}));
+  // Awaited below; a failure of any is the error told, whichever comes first.
+  [planned, weightsLoaded, tokenizerLoaded].forEach((p) => p.catch(() => {}));
   const m = index.model;
   $('model-body').innerHTML = '';
   const facts = document.createElement('p');
@@ -103,13 +110,24 @@ async function start() {
       `context ${index.ctx}; GPU ${adapter.info?.vendor ?? ''} ${adapter.info?.architecture ?? ''}, ` +
       `maxStorageBufferBindingSize ${device.limits.maxStorageBufferBindingSize}`;
   $('model-body').append(facts);
-  const {bytes, cached} = await weightsLoaded;
+  const {bytes, cached, fromCache, stats} = await weightsLoaded;
+  shardStats = {...stats, write_buffer_ms: writeMs};
   const loadedMs = performance.now() - t0;
   await Promise.all([planned, tokenizerLoaded, timed('upload_done', device.queue.onSubmittedWorkDone())]);
   readyMs = performance.now();  // since the page started loading
   $('progress-label').textContent = `weights ${(bytes / 1e6).toFixed(1)} MB loaded in ${(loadedMs / 1e3).toFixed(2)} s` +
       (cached ? `, ${(cached / 1e6).toFixed(1)} MB of them from the cache` : '') +
       `; ready ${(readyMs / 1e3).toFixed(2)} s after the page started loading`;
+  // The shards taken from the cache unhashed are hashed now, off the main thread; a damaged one
+  // is fetched and uploaded again (a generation begun before then may have read it).
+  verified = timed('verify', verifyCachedShards(fromCache, upload)).then((refetched) => {
+    if (refetched.length)
+      showError(`${refetched.length} cached weight shard(s) were damaged (${refetched.join(', ')}): fetched again and uploaded`);
+    return {refetched};
+  }, (e) => {
+    showError(e.message);
+    return {error: e.message};
+  });
 }
 
 function sampling() {
@@ -196,11 +214,11 @@ function addMessage(role, text) {
 }
 
 // The conversation's ids, dropping the oldest turns while it and the reply would not fit.
-function conversationIds(maxTokens) {
+async function conversationIds(maxTokens) {
   const system = $('system').value.trim();
   for (;;) {
     const messages = system ? [{role: 'system', content: system}, ...history] : history;
-    const ids = tokenizer.encode(tokenizer.render(messages, true));
+    const ids = await tokenizer.encode(await tokenizer.render(messages, true));
     if (ids.length + maxTokens <= index.ctx || history.length <= 1) {
       if (ids.length >= index.ctx)
         throw new Error(`the message is ${ids.length} tokens; the context holds ${index.ctx}: shorten it`);
@@ -222,17 +240,20 @@ async function send() {
   aborter = new AbortController();
   try {
     const maxTokens = Math.max(1, Math.floor(Number($('max-tokens').value)));
-    const ids = conversationIds(maxTokens);
+    const ids = await conversationIds(maxTokens);
     const stop = new Set(index.stop_ids);
     const {generated, timing} = await generate(ids, {
       maxTokens: Math.min(maxTokens, index.ctx - ids.length),
       sample: sampling(),
       signal: aborter.signal,
       onToken: (g) => {
-        out.textContent = tokenizer.decode(g.filter((id) => !stop.has(id)));
+        // (Answered in the order asked: the last text shown is the latest.)
+        tokenizer.decode(g.filter((id) => !stop.has(id))).then((text) => (out.textContent = text), () => {});
       },
     });
-    history.push({role: 'assistant', content: tokenizer.decode(generated.filter((id) => !stop.has(id)))});
+    const reply = await tokenizer.decode(generated.filter((id) => !stop.has(id)));
+    out.textContent = reply;
+    history.push({role: 'assistant', content: reply});
     $('timing').textContent = timingLine(timing);
   } catch (e) {
     showError(e.message);
@@ -254,9 +275,12 @@ window.wgfuseChat = {
     fed = [];
     return {tokens: generated, logits: logits?.map((l) => Array.from(l)), timing};
   },
-  encode: (texts) => texts.map((t) => tokenizer.encode(t)),
+  encode: (texts) => Promise.all(texts.map((t) => tokenizer.encode(t))),
   readyMs: () => readyMs,
   phases: () => phases,
+  // What the load did: phases, the main thread's long tasks [start, duration] (ms), shard stats.
+  loadReport: () => ({phases, long_tasks: longTasks, shards: shardStats}),
+  verified: () => verified,
 };
 
 $('send').addEventListener('click', send);
@@ -272,8 +296,8 @@ $('new-chat').addEventListener('click', () => {
   $('messages').replaceChildren();
   $('timing').textContent = '';
 });
-$('clear-cache').addEventListener('click', async () => {
-  $('cache-status').textContent = (await clearCache()) ? 'cleared' : 'nothing cached';
+$('clear-cache').addEventListener('click', () => {
+  clearCache().then(() => ($('cache-status').textContent = 'cleared'), (e) => ($('cache-status').textContent = e.message));
 });
 
 start().then(() => setState('ready'), (e) => {
