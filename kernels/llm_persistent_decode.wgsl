@@ -36,6 +36,14 @@ enable subgroups;
 override WG: u32 = 256u;            // threads per workgroup (a power of two, >= HEAD_DIM, >= TEAM)
 override TEAM: u32 = 32u;           // threads per row (a power of two >= the largest subgroup)
 override SPIN_LIMIT: u32 = 1048576u;
+// The variants (llm::PersistentVariant, chosen at run time). PREFETCH bit 1: workgroups with nothing
+// to do in the next stage load a later stage's weights (into L2) between arriving at a barrier and
+// waiting; bit 2: every workgroup loads the weights of its first trip of the next product (16-bit
+// formats) into registers before it waits. ATT_BLOCKS 0: attention takes a head per workgroup;
+// n >= 1: a head's positions in up to n blocks over the grid, whose partials the o_proj stage
+// combines as it stages its input (HEAD_DIM % 4 == 0, HEADS * ATT_BLOCKS <= WG).
+override PREFETCH: u32 = 0u;
+override ATT_BLOCKS: u32 = 0u;
 override HIDDEN: u32 = 8u;
 override INTER: u32 = 8u;
 override LAYERS: u32 = 1u;
@@ -56,6 +64,11 @@ override GU_V4: u32 = 0u;
 override DOWN_V4: u32 = 0u;
 override EMBED_V4: u32 = 0u;
 override HEAD_V4: u32 = 0u;
+// Sizes in vec4s of a layer's matrices (for PREFETCH bit 1).
+override QKV_N4: u32 = 0u;
+override O_N4: u32 = 0u;
+override GU_N4: u32 = 0u;
+override DOWN_N4: u32 = 0u;
 // Offsets, in floats of `vecs`: layer l's at l * LAYER_F + *_F; the final norm; the RoPE table.
 override LAYER_F: u32 = 0u;
 override IN_NORM_F: u32 = 0u;
@@ -70,6 +83,7 @@ override ATT_W: u32 = 0u;     // attention output [HEADS * HEAD_DIM]
 override ACT_W: u32 = 0u;     // silu(gate) * up [INTER]
 override LOGITS_W: u32 = 0u;  // [VOCAB]
 override BEST_W: u32 = 0u;    // per workgroup: best logit (bits), its index
+override PART_W: u32 = 0u;    // attention blocks' partials [HEADS][ATT_BLOCKS][HEAD_DIM + 2]: sums, max, sum of exp
 
 const STALL = -3.4e38;
 const FAILED_BASE = 0x10000u;  // above any barrier count (5 * layers + 1)  // below every logit and score, as the step kernels' initial maximum
@@ -109,13 +123,93 @@ fn store_f(at: u32, v: f32) {
   atomicStore(&live[at], bitcast<u32>(v));
 }
 
+// What a workgroup loads between arriving at a barrier and waiting (the PREFETCH variants).
+// L2: workgroups `first` onwards share vec4s [at, at + n) and [at2, at2 + n2) of `weights`.
+struct L2Prefetch {
+  first: u32,
+  at: u32,
+  n: u32,
+  at2: u32,
+  n2: u32,
+}
+const NO_L2 = L2Prefetch(0xffffffffu, 0u, 0u, 0u, 0u);
+// The product after the barrier (units == 0: none): its weights at vec4 `mat`, pairs of its `rows`
+// rows of `cols` columns.
+struct NextProduct {
+  mat: u32,
+  units: u32,
+  rows: u32,
+  cols: u32,
+}
+// A team lane's first trip of its first unit (team_dots' four column groups of two rows), raw.
+struct Pre {
+  on: bool,
+  w: array<vec4<u32>, 8>,
+}
+
+// This workgroup's share of [at, at + n) folded into one word: eight loads per thread and trip in
+// flight together.
+fn touch(ids: Ids, at: u32, n: u32, me: u32, helpers: u32) -> vec4<u32> {
+  let share = (n + helpers - 1u) / helpers;
+  let lo = at + min(n, me * share);
+  let hi = at + min(n, (me + 1u) * share);
+  var f = vec4<u32>(0u);
+  for (var i = lo + ids.lid; i < hi; i += 8u * WG) {
+    let last = hi - 1u;
+    f ^= (weights[i] ^ weights[min(i + WG, last)]) ^ (weights[min(i + 2u * WG, last)] ^ weights[min(i + 3u * WG, last)]) ^
+         (weights[min(i + 4u * WG, last)] ^ weights[min(i + 5u * WG, last)]) ^
+         (weights[min(i + 6u * WG, last)] ^ weights[min(i + 7u * WG, last)]);
+  }
+  return f;
+}
+
+fn l2_prefetch(ids: Ids, grid: Grid, pf: L2Prefetch) {
+  if ((PREFETCH & 1u) == 0u || grid.wid < pf.first) {
+    return;
+  }
+  let f = touch(ids, pf.at, pf.n, grid.wid - pf.first, grid.groups - pf.first) ^
+          touch(ids, pf.at2, pf.n2, grid.wid - pf.first, grid.groups - pf.first);
+  // The loads must not be dropped as unused: their fold picks a store that changes nothing.
+  if (f.x == 0x9e3779b9u && f.y == 0x7f4a7c15u) {
+    atomicMax(&ctl[1], 0u);
+  }
+}
+
+fn first_unit(ids: Ids, grid: Grid, next: NextProduct) -> Pre {
+  var pre = Pre();
+  if ((PREFETCH & 2u) == 0u || (WEIGHT_FORMAT != 1u && WEIGHT_FORMAT != 2u) || next.units == 0u ||
+      workgroup_idle(grid, 0u, next.units)) {
+    return pre;
+  }
+  let r0 = 2u * min(unit_of(ids, grid, 0u), next.units - 1u);
+  let r1 = min(r0 + 1u, next.rows - 1u);
+  let c8n = (next.cols + 7u) / 8u;
+  let lane = ids.lid % TEAM;
+  // As team_dots' first trip: groups lane + j * TEAM, clamped.
+  pre.w[0] = weights[next.mat + r0 * c8n + min(lane, c8n - 1u)];
+  pre.w[1] = weights[next.mat + r1 * c8n + min(lane, c8n - 1u)];
+  pre.w[2] = weights[next.mat + r0 * c8n + min(lane + TEAM, c8n - 1u)];
+  pre.w[3] = weights[next.mat + r1 * c8n + min(lane + TEAM, c8n - 1u)];
+  pre.w[4] = weights[next.mat + r0 * c8n + min(lane + 2u * TEAM, c8n - 1u)];
+  pre.w[5] = weights[next.mat + r1 * c8n + min(lane + 2u * TEAM, c8n - 1u)];
+  pre.w[6] = weights[next.mat + r0 * c8n + min(lane + 3u * TEAM, c8n - 1u)];
+  pre.w[7] = weights[next.mat + r1 * c8n + min(lane + 3u * TEAM, c8n - 1u)];
+  pre.on = true;
+  return pre;
+}
+
 // Grid barrier number k of this dispatch. ctl[0] only grows within a dispatch: barrier k is
-// passed when it reaches (k + 1) * groups.
-fn grid_barrier(ids: Ids, grid: Grid, k: u32) {
+// passed when it reaches (k + 1) * groups. Between arriving and waiting the workgroup requests
+// weights (`pf`, `next`: the PREFETCH variants); returns the registers' share (Pre.on false without).
+fn grid_barrier(ids: Ids, grid: Grid, k: u32, pf: L2Prefetch, next: NextProduct) -> Pre {
   storageBarrier();
   workgroupBarrier();
   if (ids.lid == 0u) {
     atomicAdd(&ctl[0], 1u);
+  }
+  let pre = first_unit(ids, grid, next);
+  l2_prefetch(ids, grid, pf);
+  if (ids.lid == 0u) {
     let everyone = (k + 1u) * grid.groups;
     var met = false;
     if (atomicLoad(&ctl[1]) == 0u) {  // after a failure nobody waits
@@ -132,6 +226,7 @@ fn grid_barrier(ids: Ids, grid: Grid, k: u32) {
   }
   storageBarrier();
   workgroupBarrier();
+  return pre;
 }
 
 // A word every thread needs uniformly (pos), read once by thread 0.
@@ -204,29 +299,41 @@ fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u3
   return select(1.0, inverseSqrt(total / f32(cols) + EPS), norm_at != NO_NORM);
 }
 
-// Column group c of rows r0 and r1 dotted with xs; zero past c8n (the clamped group re-read).
-fn group_dots(mat: u32, r0: u32, r1: u32, c8n: u32, c: u32) -> vec2<f32> {
+// Column group c of two rows (weights a, b) dotted with xs; zero past c8n (the clamped group re-read).
+fn dots_of(a: array<vec4<f32>, 2>, b: array<vec4<f32>, 2>, c8n: u32, c: u32) -> vec2<f32> {
   let c8 = min(c, c8n - 1u);
   let z = vec4<f32>(0.0);
   let xa = select(z, vec4<f32>(xs[8u * c8], xs[8u * c8 + 1u], xs[8u * c8 + 2u], xs[8u * c8 + 3u]), c < c8n);
   let xb = select(z, vec4<f32>(xs[8u * c8 + 4u], xs[8u * c8 + 5u], xs[8u * c8 + 6u], xs[8u * c8 + 7u]), c < c8n);
-  let a = weight_group(mat, r0, c8n, c8);
-  let b = weight_group(mat, r1, c8n, c8);
   return vec2<f32>(dot(a[0], xa) + dot(a[1], xb), dot(b[0], xa) + dot(b[1], xb));
+}
+
+// Column group c of rows r0 and r1 dotted with xs.
+fn group_dots(mat: u32, r0: u32, r1: u32, c8n: u32, c: u32) -> vec2<f32> {
+  let c8 = min(c, c8n - 1u);
+  return dots_of(weight_group(mat, r0, c8n, c8), weight_group(mat, r1, c8n, c8), c8n, c);
 }
 
 // Dots of rows r0 and r0 + 1 (clamped to the matrix's `rows`) of the matrix at `mat` with xs, by
 // this thread's team: two rows at once, twice the loads in flight. Each subgroup's partials in
 // red[sg * 2 + r], after a barrier. Uniform trip count (subgroupAdd follows): lanes past the row
-// re-read its last word and multiply it by zero.
-fn team_dots(ids: Ids, mat: u32, r0: u32, rows: u32, cols: u32) {
+// re-read its last word and multiply it by zero. With pre.on, the first trip's weights are pre's.
+fn team_dots(ids: Ids, mat: u32, r0: u32, rows: u32, cols: u32, pre: Pre) {
   let c8n = (cols + 7u) / 8u;
   let lane = ids.lid % TEAM;
   let r1 = min(r0 + 1u, rows - 1u);
   // Four column groups per lane and trip, in four sums: their eight weight loads are independent,
   // so they are in flight together (the trip count is not a constant the compiler could unroll).
   var acc = array<vec2<f32>, 4>();
-  for (var c0 = 0u; c0 < c8n; c0 += 4u * TEAM) {
+  var c0 = 0u;
+  if (pre.on) {
+    acc[0] = dots_of(decode_group16(pre.w[0]), decode_group16(pre.w[1]), c8n, lane);
+    acc[1] = dots_of(decode_group16(pre.w[2]), decode_group16(pre.w[3]), c8n, TEAM + lane);
+    acc[2] = dots_of(decode_group16(pre.w[4]), decode_group16(pre.w[5]), c8n, 2u * TEAM + lane);
+    acc[3] = dots_of(decode_group16(pre.w[6]), decode_group16(pre.w[7]), c8n, 3u * TEAM + lane);
+    c0 = 4u * TEAM;
+  }
+  for (; c0 < c8n; c0 += 4u * TEAM) {
     acc[0] += group_dots(mat, r0, r1, c8n, c0 + lane);
     acc[1] += group_dots(mat, r0, r1, c8n, c0 + TEAM + lane);
     acc[2] += group_dots(mat, r0, r1, c8n, c0 + 2u * TEAM + lane);
@@ -309,6 +416,22 @@ fn kvf(at: u32) -> f32 {
   return bitcast<f32>(atomicLoad(&kv[at]));
 }
 
+// One output dimension's share of a tile's V sum: positions part, part + parts, ... below n of the
+// tile whose dimension's first word is at `v`, weighted by probs; four loads in flight per trip.
+fn v_sum(v: u32, part: u32, parts: u32, n: u32) -> f32 {
+  var a4 = vec4<f32>(0.0);
+  var j = part;
+  for (; j + 3u * parts < n; j += 4u * parts) {
+    a4 += vec4<f32>(probs[j], probs[j + parts], probs[j + 2u * parts], probs[j + 3u * parts]) *
+          vec4<f32>(kvf(v + j * HEAD_DIM), kvf(v + (j + parts) * HEAD_DIM), kvf(v + (j + 2u * parts) * HEAD_DIM),
+                    kvf(v + (j + 3u * parts) * HEAD_DIM));
+  }
+  for (; j < n; j += parts) {
+    a4.x += probs[j] * kvf(v + j * HEAD_DIM);
+  }
+  return a4.x + a4.y + a4.z + a4.w;
+}
+
 // Attention of the query heads at pos over cache positions 0..pos: a head per workgroup and
 // iteration (workgroups past the heads wait at the next barrier), positions in tiles of WG threads
 // with a running maximum (one pass over K and V). Atomic loads are one L2 round trip each and a
@@ -354,19 +477,7 @@ fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32) {
       l = l * corr + reduce(ids, ex, false);
       acc *= corr;
       if (part < parts) {
-        let n = min(WG, len - t0);
-        let v = kv_at(layer, 1u, kvh, t0) + d;
-        var a4 = vec4<f32>(0.0);
-        var j = part;
-        for (; j + 3u * parts < n; j += 4u * parts) {
-          a4 += vec4<f32>(probs[j], probs[j + parts], probs[j + 2u * parts], probs[j + 3u * parts]) *
-                vec4<f32>(kvf(v + j * HEAD_DIM), kvf(v + (j + parts) * HEAD_DIM), kvf(v + (j + 2u * parts) * HEAD_DIM),
-                          kvf(v + (j + 3u * parts) * HEAD_DIM));
-        }
-        for (; j < n; j += parts) {
-          a4.x += probs[j] * kvf(v + j * HEAD_DIM);
-        }
-        acc += a4.x + a4.y + a4.z + a4.w;
+        acc += v_sum(kv_at(layer, 1u, kvh, t0) + d, part, parts, min(WG, len - t0));
       }
       m = m_new;
       workgroupBarrier();  // probs is rewritten by the next tile
@@ -385,22 +496,178 @@ fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32) {
   }
 }
 
-// x += W v (o_proj, down_proj; v = live[at..], staged), rows in pairs over the grid's teams; a row's
-// residual word is only touched by its team. Workgroups without a unit skip it, the staging too:
-// every staging workgroup reads all of v from L2.
-fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32) {
+// ATT_BLOCKS >= 1: the blocks of a head at `len` positions, and the positions per block (whole
+// tiles of the K dot, at most ATT_BLOCKS blocks).
+fn att_split(len: u32) -> vec2<u32> {
+  let tile = WG / (HEAD_DIM / 4u);
+  let tiles = (len + tile - 1u) / tile;
+  let most = max(ATT_BLOCKS, 1u);  // (never called with 0; keeps the constant division defined)
+  let per = (tiles + most - 1u) / most * tile;
+  return vec2<u32>((len + per - 1u) / per, per);
+}
+
+// Workgroups the attention stage keeps busy (the others are free to prefetch).
+fn attention_units(pos: u32) -> u32 {
+  if (ATT_BLOCKS == 0u) {
+    return HEADS;
+  }
+  return HEADS * att_split(pos + 1u).x;
+}
+
+fn part_at(h: u32, b: u32) -> u32 {
+  return PART_W + (h * ATT_BLOCKS + b) * (HEAD_DIM + 2u);
+}
+
+// Attention split over positions (ATT_BLOCKS >= 1, flash-decoding): unit (head, block) per
+// workgroup and iteration; its tiles of positions take HEAD_DIM / 4 threads a position for the K
+// dot (four loads in flight each, summed through red), then the running max and sum as attention()
+// does. The block's unnormalised sums, max and sum of exp go to part_at(head, block);
+// stage_attention combines them.
+fn attention_split(ids: Ids, grid: Grid, layer: u32, pos: u32) {
+  let lid = ids.lid;
+  let len = pos + 1u;
+  let split = att_split(len);
+  let quads = HEAD_DIM / 4u;
+  let tile = WG / quads;
+  let slot = lid / quads;
+  let c = lid % quads;
+  let parts = WG / HEAD_DIM;
+  let d = lid % HEAD_DIM;
+  let part = lid / HEAD_DIM;
+  for (var u = grid.wid; u < HEADS * split.x; u += grid.groups) {  // uniform
+    let h = u / split.x;
+    let kvh = h / (HEADS / KV_HEADS);
+    let p0 = (u % split.x) * split.y;
+    let p1 = min(len, p0 + split.y);
+    var q = vec4<f32>(0.0);
+    if (slot < tile) {
+      let at = Q_W + h * HEAD_DIM + 4u * c;
+      q = vec4<f32>(load_f(at), load_f(at + 1u), load_f(at + 2u), load_f(at + 3u));
+    }
+    var m = STALL;
+    var l = 0.0;
+    var acc = 0.0;
+    for (var t0 = p0; t0 < p1; t0 += tile) {
+      var part_dot = 0.0;
+      if (slot < tile && t0 + slot < p1) {
+        let k = kv_at(layer, 0u, kvh, t0 + slot) + 4u * c;
+        part_dot = dot(q, vec4<f32>(kvf(k), kvf(k + 1u), kvf(k + 2u), kvf(k + 3u)));
+      }
+      red[lid] = part_dot;
+      workgroupBarrier();
+      let mine = lid < tile && t0 + lid < p1;
+      var s = STALL;
+      if (mine) {
+        var dsum = 0.0;
+        for (var j = 0u; j < quads; j++) {
+          dsum += red[lid * quads + j];
+        }
+        s = dsum * SCALE;
+      }
+      workgroupBarrier();  // reduce() rewrites red
+      let m_new = max(m, reduce(ids, s, true));
+      let ex = select(0.0, exp(s - m_new), mine);
+      probs[lid] = ex;
+      let corr = exp(m - m_new);
+      l = l * corr + reduce(ids, ex, false);
+      acc *= corr;
+      if (part < parts) {
+        acc += v_sum(kv_at(layer, 1u, kvh, t0) + d, part, parts, min(tile, p1 - t0));
+      }
+      m = m_new;
+      workgroupBarrier();  // probs and red are rewritten by the next tile
+    }
+    red[lid] = acc;
+    workgroupBarrier();
+    let at = part_at(h, u % split.x);
+    if (lid < HEAD_DIM) {
+      var o = 0.0;
+      for (var r = 0u; r < parts; r++) {
+        o += red[r * HEAD_DIM + lid];
+      }
+      store_f(at + lid, o);
+    }
+    if (lid == 0u) {
+      store_f(at + HEAD_DIM, m);
+      store_f(at + HEAD_DIM + 1u, l);
+    }
+    workgroupBarrier();
+  }
+}
+
+// xs = the attention output from attention_split's partials (zero past HEADS * HEAD_DIM): per head
+// the blocks' maxima and sums give each block's weight exp(m_b - m) / l, in probs; each output
+// element is the weighted sum of its blocks' (independent loads).
+fn stage_attention(ids: Ids, pos: u32) {
+  let lid = ids.lid;
+  let nb = att_split(pos + 1u).x;
+  for (var i = lid; i < HEADS * nb; i += WG) {
+    let at = part_at(i / nb, i % nb);
+    probs[i] = load_f(at + HEAD_DIM);
+    red[i] = load_f(at + HEAD_DIM + 1u);
+  }
+  workgroupBarrier();
+  for (var h = lid; h < HEADS; h += WG) {
+    var m = STALL;
+    for (var b = 0u; b < nb; b++) {
+      m = max(m, probs[h * nb + b]);
+    }
+    var l = 0.0;
+    for (var b = 0u; b < nb; b++) {
+      l += red[h * nb + b] * exp(probs[h * nb + b] - m);
+    }
+    for (var b = 0u; b < nb; b++) {
+      probs[h * nb + b] = exp(probs[h * nb + b] - m) / l;
+    }
+  }
+  workgroupBarrier();
+  let cols = HEADS * HEAD_DIM;
+  for (var i4 = lid; i4 < 2u * ((cols + 7u) / 8u); i4 += WG) {
+    let i = 4u * i4;
+    var o = vec4<f32>(0.0);
+    if (i < cols) {  // HEAD_DIM % 4 == 0: the four elements are one head's
+      let h = i / HEAD_DIM;
+      for (var b = 0u; b < nb; b++) {
+        let at = part_at(h, b) + i % HEAD_DIM;
+        o += probs[h * nb + b] * vec4<f32>(load_f(at), load_f(at + 1u), load_f(at + 2u), load_f(at + 3u));
+      }
+    }
+    xs[i] = o.x;
+    xs[i + 1u] = o.y;
+    xs[i + 2u] = o.z;
+    xs[i + 3u] = o.w;
+  }
+  workgroupBarrier();
+}
+
+// Workgroups busy in o_proj and down_proj (their row pairs over the teams).
+fn add_product_groups() -> u32 {
+  return ((HIDDEN + 1u) / 2u + WG / TEAM - 1u) / (WG / TEAM);
+}
+
+// x += W v (o_proj, down_proj; v = live[at..], staged; or with `attention_parts` the combined
+// attention blocks), rows in pairs over the grid's teams; a row's residual word is only touched by
+// its team. Workgroups without a unit skip it, the staging too: every staging workgroup reads all
+// of v from L2. `first`: the first unit's prefetched weights.
+fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, first: Pre, attention_parts: bool, pos: u32) {
   let units = (HIDDEN + 1u) / 2u;
   if (workgroup_idle(grid, 0u, units)) {
     return;
   }
-  stage(ids, grid, at, cols, NO_NORM, VOCAB);
+  if (attention_parts) {
+    stage_attention(ids, pos);
+  } else {
+    stage(ids, grid, at, cols, NO_NORM, VOCAB);
+  }
+  var pre = first;
   for (var it = 0u; it < unit_iters(grid, units); it++) {
     let u = unit_of(ids, grid, it);
     let r0 = 2u * min(u, units - 1u);
     if (workgroup_idle(grid, it, units)) {
       break;
     }
-    team_dots(ids, mat, r0, HIDDEN, cols);
+    team_dots(ids, mat, r0, HIDDEN, cols, pre);
+    pre.on = false;
     if (ids.lid % TEAM == 0u && u < units) {
       store_f(X_W + r0, load_f(X_W + r0) + team_total(ids, 0u));
       if (r0 + 1u < HIDDEN) {
@@ -438,10 +705,13 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
   let token = tokens[pos];
   let q_rows = HEADS * HEAD_DIM;
   let qkv_rows = q_rows + 2u * KV_HEADS * HEAD_DIM;
+  let none = NextProduct(0u, 0u, 0u, 0u);
   var k = 0u;  // grid barriers passed
+  var pre = Pre();  // the first unit's weights of the product after a barrier (PREFETCH bit 2)
   for (var layer = 0u; layer < LAYERS; layer++) {
     let mats = layer * LAYER_V4;
     let vs = layer * LAYER_F;
+    let next_mats = select(mats, mats + LAYER_V4, layer + 1u < LAYERS);
     // 1: Q/K/V. Layer 0 stages the embedding row, and workgroup 0 stores it as the residual.
     // Workgroups without a Q/K/V unit skip the stage (workgroup 0 never does: it stores the embedding).
     if (!workgroup_idle(grid, 0u, qkv_rows / 2u)) {
@@ -452,22 +722,30 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
         }
         let u = unit_of(ids, grid, it);
         let ra = 2u * min(u, qkv_rows / 2u - 1u);
-        team_dots(ids, mats + QKV_V4, ra, qkv_rows, HIDDEN);
+        team_dots(ids, mats + QKV_V4, ra, qkv_rows, HIDDEN, pre);
+        pre.on = false;
         if (lane == 0u && u < qkv_rows / 2u) {
           store_qkv(layer, ra, team_total(ids, 0u) * inv, team_total(ids, 1u) * inv, pos);
         }
         workgroupBarrier();
       }
     }
-    grid_barrier(ids, grid, k);
+    // The workgroups without attention work fetch this layer's gate/up into L2.
+    grid_barrier(ids, grid, k, L2Prefetch(attention_units(pos), mats + GU_V4, GU_N4, 0u, 0u), none);
     k++;
     // 2: attention.
-    attention(ids, grid, layer, pos);
-    grid_barrier(ids, grid, k);
+    if (ATT_BLOCKS == 0u) {
+      attention(ids, grid, layer, pos);
+    } else {
+      attention_split(ids, grid, layer, pos);
+    }
+    // Those without o_proj work fetch down_proj.
+    pre = grid_barrier(ids, grid, k, L2Prefetch(add_product_groups(), mats + DOWN_V4, DOWN_N4, 0u, 0u),
+                       NextProduct(mats + O_V4, (HIDDEN + 1u) / 2u, HIDDEN, q_rows));
     k++;
     // 3: o_proj + residual.
-    add_product(ids, grid, mats + O_V4, ATT_W, q_rows);
-    grid_barrier(ids, grid, k);
+    add_product(ids, grid, mats + O_V4, ATT_W, q_rows, pre, ATT_BLOCKS != 0u, pos);
+    pre = grid_barrier(ids, grid, k, NO_L2, NextProduct(mats + GU_V4, INTER, 2u * INTER, HIDDEN));
     k++;
     // 4: gate/up + SiLU.
     let inv2 = stage(ids, grid, X_W, HIDDEN, vs + POST_NORM_F, VOCAB);
@@ -476,18 +754,28 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
         break;
       }
       let u = unit_of(ids, grid, it);
-      team_dots(ids, mats + GU_V4, 2u * min(u, INTER - 1u), 2u * INTER, HIDDEN);
+      team_dots(ids, mats + GU_V4, 2u * min(u, INTER - 1u), 2u * INTER, HIDDEN, pre);
+      pre.on = false;
       if (lane == 0u && u < INTER) {
         let g = team_total(ids, 0u) * inv2;
         store_f(ACT_W + u, g / (1.0 + exp(-g)) * (team_total(ids, 1u) * inv2));
       }
       workgroupBarrier();
     }
-    grid_barrier(ids, grid, k);
+    // Those without down_proj work fetch the next layer's Q/K/V and o_proj.
+    var pf = NO_L2;
+    if (layer + 1u < LAYERS) {
+      pf = L2Prefetch(add_product_groups(), next_mats + QKV_V4, QKV_N4, next_mats + O_V4, O_N4);
+    }
+    pre = grid_barrier(ids, grid, k, pf, NextProduct(mats + DOWN_V4, (HIDDEN + 1u) / 2u, HIDDEN, INTER));
     k++;
     // 5: down_proj + residual.
-    add_product(ids, grid, mats + DOWN_V4, ACT_W, INTER);
-    grid_barrier(ids, grid, k);
+    add_product(ids, grid, mats + DOWN_V4, ACT_W, INTER, pre, false, pos);
+    var next = NextProduct(HEAD_V4, (VOCAB + 1u) / 2u, VOCAB, HIDDEN);
+    if (layer + 1u < LAYERS) {
+      next = NextProduct(next_mats + QKV_V4, qkv_rows / 2u, qkv_rows, HIDDEN);
+    }
+    pre = grid_barrier(ids, grid, k, NO_L2, next);
     k++;
   }
   // Final norm + LM head; each team's lane 0 keeps its best logit.
@@ -501,7 +789,8 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     }
     let u = unit_of(ids, grid, it);
     let r0 = 2u * min(u, units - 1u);
-    team_dots(ids, HEAD_V4, r0, VOCAB, HIDDEN);
+    team_dots(ids, HEAD_V4, r0, VOCAB, HIDDEN, pre);
+    pre.on = false;
     if (lane == 0u && u < units) {
       for (var r = 0u; r < 2u; r++) {
         let logit = team_total(ids, r) * inv;
@@ -521,7 +810,7 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     store_f(BEST_W + 2u * grid.wid, red[0]);
     atomicStore(&live[BEST_W + 2u * grid.wid + 1u], best_i[0]);
   }
-  grid_barrier(ids, grid, k);
+  grid_barrier(ids, grid, k, NO_L2, none);
   if (grid.wid != 0u) {
     return;
   }

@@ -5,6 +5,7 @@
 // One workgroup is always co-resident with itself, so the grid barriers are exercised without
 // depending on SwiftShader's scheduling; several workgroups run where the probe passes, and a
 // barrier that then times out must be reported, never give wrong tokens.
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <ostream>
@@ -112,6 +113,127 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(gpu::to_string(info.param.dtype)) + (info.param.tied ? "_tied" : "_untied") + "_wg" +
              std::to_string(info.param.workgroup_size);
     });
+
+// Test every variant of the dispatch (llm::PersistentVariant) against the step decoder, as above:
+// registers' prefetch (16-bit formats read it, others ignore it), the L2 prefetch (one workgroup
+// has no idle one to do it: see the next test), attention split over positions (split=3: 31
+// positions in tiles of 10 (32 threads, 3 per position) or 21 give 2 blocks of 2 tiles or 2 of 1,
+// combined by o_proj's staging; split=1 one block; split: the grid's choice, 1 block here).
+struct VariantCase {
+  const char* variant;
+  WeightFormat dtype;
+  uint32_t workgroup_size;
+};
+class LlmPersistentVariant : public ::testing::TestWithParam<VariantCase> {};
+
+TEST_P(LlmPersistentVariant, MatchesStepDecoder) {
+  const auto [variant, dtype, wg] = GetParam();
+  const auto cfg = small_llm_config(false, kVocab);
+  const auto weights = llm::HostWeights::random(cfg, 38);
+  const uint32_t n = 24;
+  llm::PersistentDecoder d(
+      context(), cfg, weights.lookup(),
+      {.dtype = dtype, .ctx = 64, .workgroup_size = wg, .variant = llm::parse_persistent_variant(variant)});
+  const Decoded got = run_persistent(d, n, 8);
+  const Decoded steps = run_steps(cfg, weights, dtype, n);
+  EXPECT_EQ(got.tokens, steps.tokens);
+  ASSERT_EQ(got.logits.size(), steps.logits.size());
+  for (uint32_t i = 0; i < n; ++i)
+    EXPECT_LE(normalised_error<float>(got.logits[i], steps.logits[i]), 1e-5) << "step " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, LlmPersistentVariant,
+                         ::testing::Values(VariantCase{"reg", WeightFormat::F16, 32},
+                                           VariantCase{"reg", WeightFormat::BF16, 64},
+                                           VariantCase{"reg", WeightFormat::Q8_0, 32},
+                                           VariantCase{"l2", WeightFormat::F16, 64},
+                                           VariantCase{"split=3", WeightFormat::F32, 32},
+                                           VariantCase{"split=3", WeightFormat::F16, 64},
+                                           VariantCase{"split=1", WeightFormat::F16, 32},
+                                           VariantCase{"split", WeightFormat::F16, 32},
+                                           VariantCase{"l2+reg+split=2", WeightFormat::F16, 32}),
+                         [](const auto& info) {
+                           std::string name = std::string(info.param.variant) + "_" +
+                                              gpu::to_string(info.param.dtype) + "_wg" +
+                                              std::to_string(info.param.workgroup_size);
+                           for (char& ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
+
+// Test the variants where workgroups are idle in a stage (they run the L2 prefetch): a model of one
+// head, hidden 16, gives 2 workgroups of 256 threads one idle in attention, o_proj and down_proj.
+// Where the probe passes, the tokens equal the step decoder's or a timeout is reported.
+TEST(LlmPersistentDecodeRun, VariantsWithIdleWorkgroupsMatchTheStepDecoder) {
+  auto cfg = small_llm_config(false, kVocab);
+  cfg.hidden_size = 16;
+  cfg.intermediate_size = 40;
+  cfg.num_heads = 1;
+  cfg.num_kv_heads = 1;
+  cfg.head_dim = 16;
+  const auto weights = llm::HostWeights::random(cfg, 39);
+  const Decoded steps = run_steps(cfg, weights, WeightFormat::F16, 12);
+  const auto probe = llm::check_grid_sync(context(), 2, 256, 4, 1u << 22);
+  if (!probe.ok()) GTEST_SKIP() << "2 workgroups not co-resident here: " << probe.message;
+  for (const char* variant : {"base", "l2", "l2+reg+split=1"}) {
+    SCOPED_TRACE(variant);
+    llm::PersistentDecoder d(context(), cfg, weights.lookup(),
+                             {.dtype = WeightFormat::F16,
+                              .ctx = 64,
+                              .workgroups = 2,
+                              .workgroup_size = 256,
+                              .variant = llm::parse_persistent_variant(variant)});
+    try {
+      EXPECT_EQ(run_persistent(d, 12, 4, false).tokens, steps.tokens);
+      std::printf("[ info ] %s with 2 workgroups: ran, tokens compared\n", variant);
+    } catch (const Error& e) {
+      std::printf("[ info ] %s with 2 workgroups: %s\n", variant, e.what());
+      EXPECT_NE(std::string(e.what()).find("timed out"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Test the variant names: every part, their combinations, the grid's choice of blocks, and clear
+// errors for what is not a variant or cannot run.
+TEST(LlmPersistentDecodeRun, VariantNamesAndLimits) {
+  EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("base")), "base");
+  EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("split+l2")), "l2+split");
+  EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("reg+split=18")), "reg+split=18");
+  for (const char* bad : {"", "l3", "split=0", "split=x", "l2+", "split=99999999999"}) {
+    try {
+      llm::parse_persistent_variant(bad);
+      ADD_FAILURE() << "'" << bad << "' accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("expected base, or l2, reg, split, split=N"), std::string::npos)
+          << e.what();
+    }
+  }
+  const auto cfg = small_llm_config(true, kVocab);
+  const auto weights = llm::HostWeights::random(cfg, 40);
+  llm::PersistentDecoder autos(
+      context(), cfg, weights.lookup(),
+      {.ctx = 8, .workgroups = 3, .workgroup_size = 32, .variant = llm::parse_persistent_variant("split")});
+  EXPECT_EQ(llm::to_string(autos.variant()), "split=1");  // min(32, 3) workgroups / 4 heads, at least 1
+  try {
+    llm::PersistentDecoder d(
+        context(), cfg, weights.lookup(),
+        {.ctx = 8, .workgroup_size = 32, .variant = llm::parse_persistent_variant("split=9")});
+    ADD_FAILURE() << "9 blocks of 4 heads in a workgroup of 32 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("at most the workgroup size (32) blocks"), std::string::npos)
+        << e.what();
+  }
+  auto odd = cfg;
+  odd.head_dim = 10;
+  const auto odd_weights = llm::HostWeights::random(odd, 41);
+  try {
+    llm::PersistentDecoder d(context(), odd, odd_weights.lookup(),
+                             {.ctx = 8, .variant = llm::parse_persistent_variant("split=2")});
+    ADD_FAILURE() << "head_dim 10 accepted for the split";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("head_dim (10) a multiple of 4"), std::string::npos) << e.what();
+  }
+}
 
 // Test the long-row and long-cache paths of the dispatch against the step decoder: a down_proj row
 // of 1,101 columns (138 column groups: two trips of four groups per lane of a 32-thread team, the

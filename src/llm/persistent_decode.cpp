@@ -34,6 +34,42 @@ void need(bool ok, const std::string& what) {
 
 }  // namespace
 
+PersistentVariant parse_persistent_variant(std::string_view s) {
+  PersistentVariant v;
+  if (s == "base") return v;
+  size_t at = 0;
+  while (at <= s.size()) {
+    const size_t end = std::min(s.find('+', at), s.size());
+    const std::string_view part = s.substr(at, end - at);
+    if (part == "l2") {
+      v.prefetch_l2 = true;
+    } else if (part == "reg") {
+      v.prefetch_registers = true;
+    } else if (part == "split") {
+      v.split_auto = true;
+    } else if (part.starts_with("split=") && part.size() > 6 && part.size() < 12 &&
+               part.substr(6).find_first_not_of("0123456789") == std::string_view::npos &&
+               std::stoul(std::string(part.substr(6))) >= 1) {
+      v.attention_blocks = uint32_t(std::stoul(std::string(part.substr(6))));
+    } else {
+      throw Error("--persistent-variant '" + std::string(s) + "': unknown part '" + std::string(part) +
+                  "'; expected base, or l2, reg, split, split=N (N >= 1) joined by '+'");
+    }
+    at = end + 1;
+  }
+  return v;
+}
+
+std::string to_string(const PersistentVariant& v) {
+  std::string s;
+  auto add = [&](const std::string& part) { s += (s.empty() ? "" : "+") + part; };
+  if (v.prefetch_l2) add("l2");
+  if (v.prefetch_registers) add("reg");
+  if (v.split_auto) add("split");
+  if (v.attention_blocks) add("split=" + std::to_string(v.attention_blocks));
+  return s.empty() ? "base" : s;
+}
+
 std::string persistent_unsupported(const ModelConfig& c) {
   if (architecture_of(c).qk_norm)
     return c.architecture +
@@ -80,6 +116,23 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
            " bytes of workgroup memory, above maxComputeWorkgroupStorageSize (" +
            std::to_string(lim.max_compute_workgroup_storage_size) + ")");
 
+  // Attention blocks per head: split_auto gives each (head, block) a workgroup, half the grid with
+  // the L2 prefetch (the other half prefetches); stage_attention weighs a head's blocks in probs[WG].
+  PersistentVariant& var = opt_.variant;
+  if (var.split_auto) {
+    var.attention_blocks =
+        std::max<uint32_t>(1, std::min(wg, opt_.workgroups) / (var.prefetch_l2 ? 2 : 1) / c.num_heads);
+    var.split_auto = false;  // resolved: variant() names the blocks
+  }
+  if (var.attention_blocks) {
+    need(c.head_dim % 4 == 0, "attention split over positions needs head_dim (" + std::to_string(c.head_dim) +
+                                  ") a multiple of 4 (--persistent-variant without split)");
+    need(uint64_t(var.attention_blocks) * c.num_heads <= wg,
+         "attention split into " + std::to_string(var.attention_blocks) + " blocks of " +
+             std::to_string(c.num_heads) + " heads: at most the workgroup size (" + std::to_string(wg) +
+             ") blocks in all");
+  }
+
   const auto t0 = SteadyClock::now();
   upload_weights(weights);
   stats_.upload_ms = ms_since(t0);
@@ -97,6 +150,7 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   logits_word_ = uint32_t(words);
   region("LOGITS_W", c.vocab_size);
   region("BEST_W", 2ull * opt_.workgroups);
+  region("PART_W", uint64_t(c.num_heads) * var.attention_blocks * (c.head_dim + 2));
   const uint64_t kv_words = 2ull * c.num_layers * c.num_kv_heads * opt_.ctx * c.head_dim;
   need(4 * kv_words <= lim.max_storage_buffer_binding_size,
        "the KV cache (" + std::to_string(4 * kv_words) + " bytes at --ctx " + std::to_string(opt_.ctx) +
@@ -128,6 +182,8 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   o["EPS"] = c.rms_norm_eps;
   o["SCALE"] = 1.0 / std::sqrt(double(c.head_dim));
   o["XS_LEN"] = xs_len;
+  o["PREFETCH"] = (var.prefetch_l2 ? 1 : 0) | (var.prefetch_registers ? 2 : 0);
+  o["ATT_BLOCKS"] = var.attention_blocks;
   kernel_ = &ctx.kernel(gpu::embedded_kernel("llm_persistent_decode", "decode_token", layout_));
   group_ = ctx.bind(*kernel_, {weights_, vectors_, live_, kv_, tokens_, control_});
 }
@@ -208,6 +264,11 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   layout_["DOWN_V4"] = double(v4(ids[0].down));
   layout_["EMBED_V4"] = double(v4(embed_id));
   layout_["HEAD_V4"] = double(v4(head_id));
+  auto n4 = [&](WeightLoader::TensorId id) { return double((w.arena().view(id).bytes + 15) / 16); };
+  layout_["QKV_N4"] = n4(ids[0].qkv);
+  layout_["O_N4"] = n4(ids[0].o);
+  layout_["GU_N4"] = n4(ids[0].gu);
+  layout_["DOWN_N4"] = n4(ids[0].down);
   w.load(opt_.progress);
   for (const LayerIds& m : ids)
     for (auto id : {m.qkv, m.o, m.gu, m.down}) stats_.weight_bytes_per_token += w.view(id).bytes;

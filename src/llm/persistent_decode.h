@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpu/context.h"
@@ -25,6 +26,25 @@
 
 namespace wgfuse::llm {
 
+// The decode's variants, chosen at run time (pipeline constants) so one build measures them against
+// each other: `wgfuse generate --decode persistent --persistent-variant l2+reg+split`.
+struct PersistentVariant {
+  // Workgroups with no work in the next stage load later stages' weights (into L2) while they wait
+  // at a barrier: gate/up during attention, down_proj during o_proj, the next layer's Q/K/V and
+  // o_proj during down_proj.
+  bool prefetch_l2 = false;
+  // Every workgroup loads its first trip of the next product's weights into registers between
+  // arriving at a barrier and waiting (16-bit formats; others ignore it).
+  bool prefetch_registers = false;
+  // Attention over (head, block of positions) units in up to this many blocks per head, combined
+  // where o_proj stages its input; 0: a head per workgroup. split_auto picks it from the grid.
+  uint32_t attention_blocks = 0;
+  bool split_auto = false;
+};
+// "base", or '+'-joined "l2", "reg", "split", "split=N"; throws Error naming the bad part.
+PersistentVariant parse_persistent_variant(std::string_view s);
+std::string to_string(const PersistentVariant& v);
+
 struct PersistentOptions {
   std::optional<gpu::WeightFormat> dtype;  // nullopt: the checkpoint's own 16-bit type
   uint32_t ctx = 4096;                     // KV-cache positions
@@ -33,6 +53,7 @@ struct PersistentOptions {
   // Atomic loads a workgroup spends waiting at one grid barrier before the dispatch gives up (an
   // Error after the submit, not a hang).
   uint32_t spin_limit = 1u << 22;
+  PersistentVariant variant;
   std::function<void(uint64_t done, uint64_t total)> progress;  // upload bytes
 };
 
@@ -52,6 +73,7 @@ class PersistentDecoder : public Decoder {
   const ModelConfig& config() const override { return cfg_; }
   uint32_t capacity() const override { return opt_.ctx; }
   uint32_t workgroups() const { return opt_.workgroups; }
+  const PersistentVariant& variant() const { return opt_.variant; }  // split_auto resolved into blocks
   uint32_t barriers_per_token() const;        // grid barriers inside one dispatch: 5 per layer + 1
   std::vector<float> read_logits() override;  // the logits of the last position computed
 
