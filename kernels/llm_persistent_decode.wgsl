@@ -432,6 +432,23 @@ fn v_sum(v: u32, part: u32, parts: u32, n: u32) -> f32 {
   return a4.x + a4.y + a4.z + a4.w;
 }
 
+// One tile of the online softmax: the scores s (of positions where `valid`) update the running max
+// st.x, sum of exp st.y and this thread's output share st.z, whose V rows are n positions from `v`.
+// Ends with a barrier: probs and red are rewritten by the next tile.
+fn softmax_tile(ids: Ids, s: f32, valid: bool, st: ptr<function, vec3<f32>>, v: u32, part: u32, parts: u32, n: u32) {
+  let m_new = max((*st).x, reduce(ids, s, true));
+  let ex = select(0.0, exp(s - m_new), valid);
+  probs[ids.lid] = ex;
+  let corr = exp((*st).x - m_new);
+  (*st).y = (*st).y * corr + reduce(ids, ex, false);
+  (*st).z *= corr;
+  if (part < parts) {
+    (*st).z += v_sum(v, part, parts, n);
+  }
+  (*st).x = m_new;
+  workgroupBarrier();
+}
+
 // Attention of the query heads at pos over cache positions 0..pos: a head per workgroup and
 // iteration (workgroups past the heads wait at the next barrier), positions in tiles of WG threads
 // with a running maximum (one pass over K and V). Atomic loads are one L2 round trip each and a
@@ -451,9 +468,7 @@ fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32) {
       qh[e] = load_f(Q_W + h * HEAD_DIM + e);
     }
     workgroupBarrier();
-    var m = STALL;
-    var l = 0.0;
-    var acc = 0.0;
+    var st = vec3<f32>(STALL, 0.0, 0.0);  // running max, sum of exp, this thread's output share
     for (var t0 = 0u; t0 < len; t0 += WG) {
       let p = t0 + lid;
       var s = STALL;
@@ -470,27 +485,17 @@ fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32) {
         }
         s = dsum * SCALE;
       }
-      let m_new = max(m, reduce(ids, s, true));
-      let ex = select(0.0, exp(s - m_new), p < len);
-      probs[lid] = ex;
-      let corr = exp(m - m_new);
-      l = l * corr + reduce(ids, ex, false);
-      acc *= corr;
-      if (part < parts) {
-        acc += v_sum(kv_at(layer, 1u, kvh, t0) + d, part, parts, min(WG, len - t0));
-      }
-      m = m_new;
-      workgroupBarrier();  // probs is rewritten by the next tile
+      softmax_tile(ids, s, p < len, &st, kv_at(layer, 1u, kvh, t0) + d, part, parts, min(WG, len - t0));
     }
     // The parts' sums of output dimension d, through red.
-    red[lid] = acc;
+    red[lid] = st.z;
     workgroupBarrier();
     if (lid < HEAD_DIM) {
       var o = 0.0;
       for (var q = 0u; q < parts; q++) {
         o += red[q * HEAD_DIM + lid];
       }
-      store_f(ATT_W + h * HEAD_DIM + lid, o / l);
+      store_f(ATT_W + h * HEAD_DIM + lid, o / st.y);
     }
     workgroupBarrier();
   }
@@ -544,9 +549,7 @@ fn attention_split(ids: Ids, grid: Grid, layer: u32, pos: u32) {
       let at = Q_W + h * HEAD_DIM + 4u * c;
       q = vec4<f32>(load_f(at), load_f(at + 1u), load_f(at + 2u), load_f(at + 3u));
     }
-    var m = STALL;
-    var l = 0.0;
-    var acc = 0.0;
+    var st = vec3<f32>(STALL, 0.0, 0.0);  // running max, sum of exp, this thread's output share
     for (var t0 = p0; t0 < p1; t0 += tile) {
       var part_dot = 0.0;
       if (slot < tile && t0 + slot < p1) {
@@ -565,19 +568,9 @@ fn attention_split(ids: Ids, grid: Grid, layer: u32, pos: u32) {
         s = dsum * SCALE;
       }
       workgroupBarrier();  // reduce() rewrites red
-      let m_new = max(m, reduce(ids, s, true));
-      let ex = select(0.0, exp(s - m_new), mine);
-      probs[lid] = ex;
-      let corr = exp(m - m_new);
-      l = l * corr + reduce(ids, ex, false);
-      acc *= corr;
-      if (part < parts) {
-        acc += v_sum(kv_at(layer, 1u, kvh, t0) + d, part, parts, min(tile, p1 - t0));
-      }
-      m = m_new;
-      workgroupBarrier();  // probs and red are rewritten by the next tile
+      softmax_tile(ids, s, mine, &st, kv_at(layer, 1u, kvh, t0) + d, part, parts, min(tile, p1 - t0));
     }
-    red[lid] = acc;
+    red[lid] = st.z;
     workgroupBarrier();
     let at = part_at(h, u % split.x);
     if (lid < HEAD_DIM) {
@@ -588,8 +581,8 @@ fn attention_split(ids: Ids, grid: Grid, layer: u32, pos: u32) {
       store_f(at + lid, o);
     }
     if (lid == 0u) {
-      store_f(at + HEAD_DIM, m);
-      store_f(at + HEAD_DIM + 1u, l);
+      store_f(at + HEAD_DIM, st.x);
+      store_f(at + HEAD_DIM + 1u, st.y);
     }
     workgroupBarrier();
   }

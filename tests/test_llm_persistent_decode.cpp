@@ -162,18 +162,18 @@ INSTANTIATE_TEST_SUITE_P(Variants, LlmPersistentVariant,
                          });
 
 // Test the variants where workgroups are idle in a stage (they run the L2 prefetch): a model of one
-// head, hidden 16, gives 2 workgroups of 256 threads one idle in attention, o_proj and down_proj.
-// Where the probe passes, the tokens equal the step decoder's or a timeout is reported.
+// head, hidden 4, gives 2 workgroups of 64 threads (2 teams) one idle in attention, o_proj and
+// down_proj. Where the probe passes, the tokens equal the step decoder's or a timeout is reported.
 TEST(LlmPersistentDecodeRun, VariantsWithIdleWorkgroupsMatchTheStepDecoder) {
   auto cfg = small_llm_config(false, kVocab);
-  cfg.hidden_size = 16;
+  cfg.hidden_size = 4;
   cfg.intermediate_size = 40;
   cfg.num_heads = 1;
   cfg.num_kv_heads = 1;
-  cfg.head_dim = 16;
+  cfg.head_dim = 4;
   const auto weights = llm::HostWeights::random(cfg, 39);
   const Decoded steps = run_steps(cfg, weights, WeightFormat::F16, 12);
-  const auto probe = llm::check_grid_sync(context(), 2, 256, 4, 1u << 22);
+  const auto probe = llm::check_grid_sync(context(), 2, 64, 4, 1u << 22);
   if (!probe.ok()) GTEST_SKIP() << "2 workgroups not co-resident here: " << probe.message;
   for (const char* variant : {"base", "l2", "l2+reg+split=1"}) {
     SCOPED_TRACE(variant);
@@ -181,7 +181,7 @@ TEST(LlmPersistentDecodeRun, VariantsWithIdleWorkgroupsMatchTheStepDecoder) {
                              {.dtype = WeightFormat::F16,
                               .ctx = 64,
                               .workgroups = 2,
-                              .workgroup_size = 256,
+                              .workgroup_size = 64,
                               .variant = llm::parse_persistent_variant(variant)});
     try {
       EXPECT_EQ(run_persistent(d, 12, 4, false).tokens, steps.tokens);
