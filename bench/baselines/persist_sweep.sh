@@ -11,7 +11,8 @@
 #   first 8 tokens and their logits checked against the step decoder before the run; a failed
 #   check is an error, a barrier that timed out falls back to the step decoder, and the table says
 #   so). REPS runs of each, interleaved (rep 1 of every variant, then rep 2, ...).
-# VARIANTS: space-separated; "steps" is the step decoder, anything else a --persistent-variant.
+# VARIANTS: space-separated; "steps" is the step decoder, anything else a --persistent-variant,
+# optionally with "@G" for a grid of G workgroups (--persistent-wg G; default: the probe's choice, 256).
 # PROMPT (comma-separated ids), N, REPS, DTYPE, EXTRA (more generate options, e.g. --persistent-wg 132).
 # Results: $OUT/runs/*.json and *.log, the table in $OUT/persist.md (also printed).
 set -uo pipefail
@@ -38,7 +39,8 @@ prompt=${PROMPT:-$(seq -s, 1000 1015)}  # ab_decode.sh's 16 ids
 for rep in $(seq 1 "$REPS"); do
   for v in $VARIANTS; do
     name="$v~$rep"
-    args=(--decode persistent --decode-check 8 --persistent-variant "$v")
+    args=(--decode persistent --decode-check 8 --persistent-variant "${v%@*}")
+    [[ $v == *@* ]] && args+=(--persistent-wg "${v#*@}")
     [[ $v == steps ]] && args=(--decode steps)
     # shellcheck disable=SC2086  # EXTRA: several words
     "$WGFUSE" generate -m "$MODEL" --prompt-ids "$prompt" -n "$N" --temp 0 --dtype "$DTYPE" --warmup 64 \
