@@ -42,8 +42,12 @@ override SPIN_LIMIT: u32 = 1048576u;
 // formats) into registers before it waits. ATT_BLOCKS 0: attention takes a head per workgroup;
 // n >= 1: a head's positions in up to n blocks over the grid, whose partials the o_proj stage
 // combines as it stages its input (HEAD_DIM % 4 == 0, HEADS * ATT_BLOCKS <= WG).
+// DOWN_SPLIT >= 2: down_proj over (row pair, column chunk) units, DOWN_SPLIT chunks a row; the
+// chunks' partial dots go to PDOWN_W and the next stage adds them to the residual as it stages it
+// (workgroup 0 storing the sum in the other of two residual words, X_W and X2_W, layer by layer).
 override PREFETCH: u32 = 0u;
 override ATT_BLOCKS: u32 = 0u;
+override DOWN_SPLIT: u32 = 0u;
 override HIDDEN: u32 = 8u;
 override INTER: u32 = 8u;
 override LAYERS: u32 = 1u;
@@ -83,6 +87,8 @@ override ATT_W: u32 = 0u;     // attention output [HEADS * HEAD_DIM]
 override ACT_W: u32 = 0u;     // silu(gate) * up [INTER]
 override LOGITS_W: u32 = 0u;  // [VOCAB]
 override BEST_W: u32 = 0u;    // per workgroup: best logit (bits), its index
+override X2_W: u32 = 0u;      // DOWN_SPLIT: the residual stream of odd layers [HIDDEN]
+override PDOWN_W: u32 = 0u;   // DOWN_SPLIT: down_proj's partial dots [DOWN_SPLIT][HIDDEN padded to 8]
 override PART_W: u32 = 0u;    // attention blocks' partials [HEADS][ATT_BLOCKS][HEAD_DIM + 2]: sums, max, sum of exp
 
 const STALL = -3.4e38;
@@ -263,7 +269,10 @@ fn reduce(ids: Ids, v: f32, take_max: bool) -> f32 {
 // norm, else 1 (norm_at = NO_NORM). Four elements per thread and step: four independent loads in
 // flight (atomic loads go to L2, whose latency dominates this staging).
 const NO_NORM = 0xffffffffu;
-fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u32) -> f32 {
+// With `down_parts` (DOWN_SPLIT), v is live[at..] plus down_proj's partial dots, and workgroup 0
+// stores that sum, the new residual, at `store_at` (unless NOWHERE).
+const NOWHERE = 0xffffffffu;
+fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u32, down_parts: bool, store_at: u32) -> f32 {
   let c8n = (cols + 7u) / 8u;
   var ss = 0.0;
   for (var i4 = ids.lid; i4 < 2u * c8n; i4 += WG) {
@@ -285,6 +294,19 @@ fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u3
       // Clamped reads past cols (inside the live buffer: every region is padded to 8), zeroed.
       v = select(vec4<f32>(0.0), vec4<f32>(load_f(at + i), load_f(at + i + 1u), load_f(at + i + 2u), load_f(at + i + 3u)),
                  inside);
+      if (down_parts) {
+        for (var c = 0u; c < DOWN_SPLIT; c++) {
+          let p = PDOWN_W + c * ((HIDDEN + 7u) / 8u * 8u) + i;
+          v += select(vec4<f32>(0.0), vec4<f32>(load_f(p), load_f(p + 1u), load_f(p + 2u), load_f(p + 3u)), inside);
+        }
+        if (grid.wid == 0u && store_at != NOWHERE) {
+          for (var j = 0u; j < 4u; j++) {
+            if (inside[j]) {
+              store_f(store_at + i + j, v[j]);
+            }
+          }
+        }
+      }
     }
     ss += dot(v, v);
     if (norm_at != NO_NORM) {
@@ -299,19 +321,20 @@ fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u3
   return select(1.0, inverseSqrt(total / f32(cols) + EPS), norm_at != NO_NORM);
 }
 
-// Column group c of two rows (weights a, b) dotted with xs; zero past c8n (the clamped group re-read).
-fn dots_of(a: array<vec4<f32>, 2>, b: array<vec4<f32>, 2>, c8n: u32, c: u32) -> vec2<f32> {
-  let c8 = min(c, c8n - 1u);
+// Column group c of two rows (weights a, b) dotted with xs; zero from group `lim` on (the clamped
+// group re-read).
+fn dots_of(a: array<vec4<f32>, 2>, b: array<vec4<f32>, 2>, lim: u32, c: u32) -> vec2<f32> {
+  let c8 = min(c, lim - 1u);
   let z = vec4<f32>(0.0);
-  let xa = select(z, vec4<f32>(xs[8u * c8], xs[8u * c8 + 1u], xs[8u * c8 + 2u], xs[8u * c8 + 3u]), c < c8n);
-  let xb = select(z, vec4<f32>(xs[8u * c8 + 4u], xs[8u * c8 + 5u], xs[8u * c8 + 6u], xs[8u * c8 + 7u]), c < c8n);
+  let xa = select(z, vec4<f32>(xs[8u * c8], xs[8u * c8 + 1u], xs[8u * c8 + 2u], xs[8u * c8 + 3u]), c < lim);
+  let xb = select(z, vec4<f32>(xs[8u * c8 + 4u], xs[8u * c8 + 5u], xs[8u * c8 + 6u], xs[8u * c8 + 7u]), c < lim);
   return vec2<f32>(dot(a[0], xa) + dot(a[1], xb), dot(b[0], xa) + dot(b[1], xb));
 }
 
-// Column group c of rows r0 and r1 dotted with xs.
-fn group_dots(mat: u32, r0: u32, r1: u32, c8n: u32, c: u32) -> vec2<f32> {
-  let c8 = min(c, c8n - 1u);
-  return dots_of(weight_group(mat, r0, c8n, c8), weight_group(mat, r1, c8n, c8), c8n, c);
+// Column group c of rows r0 and r1 (c8n groups long) dotted with xs, zero from group lim <= c8n on.
+fn group_dots(mat: u32, r0: u32, r1: u32, c8n: u32, lim: u32, c: u32) -> vec2<f32> {
+  let c8 = min(c, lim - 1u);
+  return dots_of(weight_group(mat, r0, c8n, c8), weight_group(mat, r1, c8n, c8), lim, c);
 }
 
 // Dots of rows r0 and r0 + 1 (clamped to the matrix's `rows`) of the matrix at `mat` with xs, by
@@ -319,25 +342,30 @@ fn group_dots(mat: u32, r0: u32, r1: u32, c8n: u32, c: u32) -> vec2<f32> {
 // red[sg * 2 + r], after a barrier. Uniform trip count (subgroupAdd follows): lanes past the row
 // re-read its last word and multiply it by zero. With pre.on, the first trip's weights are pre's.
 fn team_dots(ids: Ids, mat: u32, r0: u32, rows: u32, cols: u32, pre: Pre) {
+  team_dots_in(ids, mat, r0, rows, cols, 0u, (cols + 7u) / 8u, pre);
+}
+
+// team_dots over column groups [g0, g1) only (pre: with g0 = 0).
+fn team_dots_in(ids: Ids, mat: u32, r0: u32, rows: u32, cols: u32, g0: u32, g1: u32, pre: Pre) {
   let c8n = (cols + 7u) / 8u;
   let lane = ids.lid % TEAM;
   let r1 = min(r0 + 1u, rows - 1u);
   // Four column groups per lane and trip, in four sums: their eight weight loads are independent,
   // so they are in flight together (the trip count is not a constant the compiler could unroll).
   var acc = array<vec2<f32>, 4>();
-  var c0 = 0u;
+  var c0 = g0;
   if (pre.on) {
-    acc[0] = dots_of(decode_group16(pre.w[0]), decode_group16(pre.w[1]), c8n, lane);
-    acc[1] = dots_of(decode_group16(pre.w[2]), decode_group16(pre.w[3]), c8n, TEAM + lane);
-    acc[2] = dots_of(decode_group16(pre.w[4]), decode_group16(pre.w[5]), c8n, 2u * TEAM + lane);
-    acc[3] = dots_of(decode_group16(pre.w[6]), decode_group16(pre.w[7]), c8n, 3u * TEAM + lane);
+    acc[0] = dots_of(decode_group16(pre.w[0]), decode_group16(pre.w[1]), g1, lane);
+    acc[1] = dots_of(decode_group16(pre.w[2]), decode_group16(pre.w[3]), g1, TEAM + lane);
+    acc[2] = dots_of(decode_group16(pre.w[4]), decode_group16(pre.w[5]), g1, 2u * TEAM + lane);
+    acc[3] = dots_of(decode_group16(pre.w[6]), decode_group16(pre.w[7]), g1, 3u * TEAM + lane);
     c0 = 4u * TEAM;
   }
-  for (; c0 < c8n; c0 += 4u * TEAM) {
-    acc[0] += group_dots(mat, r0, r1, c8n, c0 + lane);
-    acc[1] += group_dots(mat, r0, r1, c8n, c0 + TEAM + lane);
-    acc[2] += group_dots(mat, r0, r1, c8n, c0 + 2u * TEAM + lane);
-    acc[3] += group_dots(mat, r0, r1, c8n, c0 + 3u * TEAM + lane);
+  for (; c0 < g1; c0 += 4u * TEAM) {
+    acc[0] += group_dots(mat, r0, r1, c8n, g1, c0 + lane);
+    acc[1] += group_dots(mat, r0, r1, c8n, g1, c0 + TEAM + lane);
+    acc[2] += group_dots(mat, r0, r1, c8n, g1, c0 + 2u * TEAM + lane);
+    acc[3] += group_dots(mat, r0, r1, c8n, g1, c0 + 3u * TEAM + lane);
   }
   let t = (acc[0] + acc[1]) + (acc[2] + acc[3]);
   let s = vec2<f32>(subgroupAdd(t.x), subgroupAdd(t.y));
@@ -642,7 +670,8 @@ fn add_product_groups() -> u32 {
 // attention blocks), rows in pairs over the grid's teams; a row's residual word is only touched by
 // its team. Workgroups without a unit skip it, the staging too: every staging workgroup reads all
 // of v from L2. `first`: the first unit's prefetched weights.
-fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, first: Pre, attention_parts: bool, pos: u32) {
+fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, first: Pre, attention_parts: bool, pos: u32,
+               x_at: u32) {
   let units = (HIDDEN + 1u) / 2u;
   if (workgroup_idle(grid, 0u, units)) {
     return;
@@ -650,7 +679,7 @@ fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, first: Pre, a
   if (attention_parts) {
     stage_attention(ids, pos);
   } else {
-    stage(ids, grid, at, cols, NO_NORM, VOCAB);
+    stage(ids, grid, at, cols, NO_NORM, VOCAB, false, 0u);
   }
   var pre = first;
   for (var it = 0u; it < unit_iters(grid, units); it++) {
@@ -662,9 +691,52 @@ fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, first: Pre, a
     team_dots(ids, mat, r0, HIDDEN, cols, pre);
     pre.on = false;
     if (ids.lid % TEAM == 0u && u < units) {
-      store_f(X_W + r0, load_f(X_W + r0) + team_total(ids, 0u));
+      store_f(x_at + r0, load_f(x_at + r0) + team_total(ids, 0u));
       if (r0 + 1u < HIDDEN) {
-        store_f(X_W + r0 + 1u, load_f(X_W + r0 + 1u) + team_total(ids, 1u));
+        store_f(x_at + r0 + 1u, load_f(x_at + r0 + 1u) + team_total(ids, 1u));
+      }
+    }
+    workgroupBarrier();
+  }
+}
+
+// down_proj split over columns (DOWN_SPLIT >= 2): unit u is row pair u % pairs of chunk u / pairs
+// (a workgroup's teams mostly share a chunk, and it stages only its units' chunks of the input);
+// each team stores its two partial dots at PDOWN_W, which the next stage adds to the residual.
+fn down_split(ids: Ids, grid: Grid, mat: u32) {
+  let pairs = (HIDDEN + 1u) / 2u;
+  let units = pairs * DOWN_SPLIT;
+  let c8n = (INTER + 7u) / 8u;
+  let per = (c8n + DOWN_SPLIT - 1u) / DOWN_SPLIT;  // column groups a chunk
+  for (var it = 0u; it < unit_iters(grid, units); it++) {
+    if (workgroup_idle(grid, it, units)) {
+      break;
+    }
+    let first = (it * grid.groups + grid.wid) * (WG / TEAM);
+    let last = min(first + WG / TEAM, units) - 1u;
+    let g_lo = first / pairs * per;
+    let g_hi = min(c8n, (last / pairs + 1u) * per);
+    for (var i4 = 2u * g_lo + ids.lid; i4 < 2u * g_hi; i4 += WG) {
+      let i = 4u * i4;
+      let inside = vec4<u32>(i, i + 1u, i + 2u, i + 3u) < vec4<u32>(INTER);
+      let v = select(vec4<f32>(0.0), vec4<f32>(load_f(ACT_W + i), load_f(ACT_W + i + 1u), load_f(ACT_W + i + 2u), load_f(ACT_W + i + 3u)),
+                     inside);
+      xs[i] = v.x;
+      xs[i + 1u] = v.y;
+      xs[i + 2u] = v.z;
+      xs[i + 3u] = v.w;
+    }
+    workgroupBarrier();
+    let u = unit_of(ids, grid, it);
+    let uc = min(u, units - 1u);
+    let chunk = uc / pairs;
+    let r0 = 2u * (uc % pairs);
+    team_dots_in(ids, mat, r0, HIDDEN, INTER, chunk * per, min(c8n, (chunk + 1u) * per), Pre());
+    if (ids.lid % TEAM == 0u && u < units) {
+      let at = PDOWN_W + chunk * ((HIDDEN + 7u) / 8u * 8u) + r0;
+      store_f(at, team_total(ids, 0u));
+      if (r0 + 1u < HIDDEN) {
+        store_f(at + 1u, team_total(ids, 1u));
       }
     }
     workgroupBarrier();
@@ -705,10 +777,16 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     let mats = layer * LAYER_V4;
     let vs = layer * LAYER_F;
     let next_mats = select(mats, mats + LAYER_V4, layer + 1u < LAYERS);
+    // The residual stream: X_W, or with DOWN_SPLIT X_W and X2_W by turns (the last layer's down_proj
+    // partials are added to it where the next stage stages it).
+    let x_at = select(X_W, X2_W, DOWN_SPLIT >= 2u && layer % 2u == 1u);
+    let x_prev = select(X_W, X2_W, x_at == X_W);
+    let parts_in = DOWN_SPLIT >= 2u && layer > 0u;
     // 1: Q/K/V. Layer 0 stages the embedding row, and workgroup 0 stores it as the residual.
     // Workgroups without a Q/K/V unit skip the stage (workgroup 0 never does: it stores the embedding).
     if (!workgroup_idle(grid, 0u, qkv_rows / 2u)) {
-      let inv = stage(ids, grid, X_W, HIDDEN, vs + IN_NORM_F, select(VOCAB, token, layer == 0u));
+      let inv = stage(ids, grid, select(x_at, x_prev, parts_in), HIDDEN, vs + IN_NORM_F, select(VOCAB, token, layer == 0u),
+                      parts_in, x_at);
       for (var it = 0u; it < unit_iters(grid, qkv_rows / 2u); it++) {
         if (workgroup_idle(grid, it, qkv_rows / 2u)) {
           break;
@@ -737,11 +815,11 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
                        NextProduct(mats + O_V4, (HIDDEN + 1u) / 2u, HIDDEN, q_rows));
     k++;
     // 3: o_proj + residual.
-    add_product(ids, grid, mats + O_V4, ATT_W, q_rows, pre, ATT_BLOCKS != 0u, pos);
+    add_product(ids, grid, mats + O_V4, ATT_W, q_rows, pre, ATT_BLOCKS != 0u, pos, x_at);
     pre = grid_barrier(ids, grid, k, NO_L2, NextProduct(mats + GU_V4, INTER, 2u * INTER, HIDDEN));
     k++;
     // 4: gate/up + SiLU.
-    let inv2 = stage(ids, grid, X_W, HIDDEN, vs + POST_NORM_F, VOCAB);
+    let inv2 = stage(ids, grid, x_at, HIDDEN, vs + POST_NORM_F, VOCAB, false, 0u);
     for (var it = 0u; it < unit_iters(grid, INTER); it++) {
       if (workgroup_idle(grid, it, INTER)) {
         break;
@@ -760,10 +838,18 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     if (layer + 1u < LAYERS) {
       pf = L2Prefetch(add_product_groups(), next_mats + QKV_V4, QKV_N4, next_mats + O_V4, O_N4);
     }
-    pre = grid_barrier(ids, grid, k, pf, NextProduct(mats + DOWN_V4, (HIDDEN + 1u) / 2u, HIDDEN, INTER));
+    var down_next = NextProduct(mats + DOWN_V4, (HIDDEN + 1u) / 2u, HIDDEN, INTER);
+    if (DOWN_SPLIT >= 2u) {
+      down_next = none;  // its units start mid-row
+    }
+    pre = grid_barrier(ids, grid, k, pf, down_next);
     k++;
     // 5: down_proj + residual.
-    add_product(ids, grid, mats + DOWN_V4, ACT_W, INTER, pre, false, pos);
+    if (DOWN_SPLIT >= 2u) {
+      down_split(ids, grid, mats + DOWN_V4);
+    } else {
+      add_product(ids, grid, mats + DOWN_V4, ACT_W, INTER, pre, false, pos, x_at);
+    }
     var next = NextProduct(HEAD_V4, (VOCAB + 1u) / 2u, VOCAB, HIDDEN);
     if (layer + 1u < LAYERS) {
       next = NextProduct(next_mats + QKV_V4, qkv_rows / 2u, qkv_rows, HIDDEN);
@@ -772,7 +858,9 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     k++;
   }
   // Final norm + LM head; each team's lane 0 keeps its best logit.
-  let inv = stage(ids, grid, X_W, HIDDEN, FINAL_NORM_F, VOCAB);
+  // With DOWN_SPLIT the last layer's residual plus its down_proj partials (stored nowhere).
+  let x_last = select(X_W, X2_W, DOWN_SPLIT >= 2u && (LAYERS - 1u) % 2u == 1u);
+  let inv = stage(ids, grid, x_last, HIDDEN, FINAL_NORM_F, VOCAB, DOWN_SPLIT >= 2u, NOWHERE);
   var bv = STALL;
   var bi = 0xffffffffu;
   let units = (VOCAB + 1u) / 2u;

@@ -118,7 +118,9 @@ INSTANTIATE_TEST_SUITE_P(
 // registers' prefetch (16-bit formats read it, others ignore it), the L2 prefetch (one workgroup
 // has no idle one to do it: see the next test), attention split over positions (split=3: 31
 // positions in tiles of 10 (32 threads, 3 per position) or 21 give 2 blocks of 2 tiles or 2 of 1,
-// combined by o_proj's staging; split=1 one block; split: the grid's choice, 1 block here).
+// combined by o_proj's staging; split=1 one block; split: the grid's choice, 1 block here); down_proj
+// split over columns (down=N: 72 columns, 9 groups, in chunks of 5, 3 or 3 groups; 3 layers, so the
+// residual moves X_W, X2_W, X_W and the final norm reads the last layer's partials).
 struct VariantCase {
   const char* variant;
   WeightFormat dtype;
@@ -142,24 +144,23 @@ TEST_P(LlmPersistentVariant, MatchesStepDecoder) {
     EXPECT_LE(normalised_error<float>(got.logits[i], steps.logits[i]), 1e-5) << "step " << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, LlmPersistentVariant,
-                         ::testing::Values(VariantCase{"reg", WeightFormat::F16, 32},
-                                           VariantCase{"reg", WeightFormat::BF16, 64},
-                                           VariantCase{"reg", WeightFormat::Q8_0, 32},
-                                           VariantCase{"l2", WeightFormat::F16, 64},
-                                           VariantCase{"split=3", WeightFormat::F32, 32},
-                                           VariantCase{"split=3", WeightFormat::F16, 64},
-                                           VariantCase{"split=1", WeightFormat::F16, 32},
-                                           VariantCase{"split", WeightFormat::F16, 32},
-                                           VariantCase{"l2+reg+split=2", WeightFormat::F16, 32}),
-                         [](const auto& info) {
-                           std::string name = std::string(info.param.variant) + "_" +
-                                              gpu::to_string(info.param.dtype) + "_wg" +
-                                              std::to_string(info.param.workgroup_size);
-                           for (char& ch : name)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Variants, LlmPersistentVariant,
+    ::testing::Values(
+        VariantCase{"reg", WeightFormat::F16, 32}, VariantCase{"reg", WeightFormat::BF16, 64},
+        VariantCase{"reg", WeightFormat::Q8_0, 32}, VariantCase{"l2", WeightFormat::F16, 64},
+        VariantCase{"split=3", WeightFormat::F32, 32}, VariantCase{"split=3", WeightFormat::F16, 64},
+        VariantCase{"split=1", WeightFormat::F16, 32}, VariantCase{"split", WeightFormat::F16, 32},
+        VariantCase{"l2+reg+split=2", WeightFormat::F16, 32}, VariantCase{"down=2", WeightFormat::F32, 32},
+        VariantCase{"split=3+down=4", WeightFormat::F16, 64},
+        VariantCase{"reg+down=3", WeightFormat::Q8_0, 32}),
+    [](const auto& info) {
+      std::string name = std::string(info.param.variant) + "_" + gpu::to_string(info.param.dtype) + "_wg" +
+                         std::to_string(info.param.workgroup_size);
+      for (char& ch : name)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return name;
+    });
 
 // Test the variants where workgroups are idle in a stage (they run the L2 prefetch): a model of one
 // head, hidden 4, gives 2 workgroups of 64 threads (2 teams) one idle in attention, o_proj and
@@ -199,12 +200,14 @@ TEST(LlmPersistentDecodeRun, VariantNamesAndLimits) {
   EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("base")), "base");
   EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("split+l2")), "l2+split");
   EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("reg+split=18")), "reg+split=18");
-  for (const char* bad : {"", "l3", "split=0", "split=x", "l2+", "split=99999999999"}) {
+  EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("down=3+split")), "split+down=3");
+  for (const char* bad : {"", "l3", "split=0", "split=x", "l2+", "split=99999999999", "down=1", "down="}) {
     try {
       llm::parse_persistent_variant(bad);
       ADD_FAILURE() << "'" << bad << "' accepted";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("expected base, or l2, reg, split, split=N"), std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("expected base, or l2, reg, split, split=N (N >= 1), down=N"),
+                std::string::npos)
           << e.what();
     }
   }

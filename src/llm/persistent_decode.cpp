@@ -34,6 +34,17 @@ void need(bool ok, const std::string& what) {
 
 }  // namespace
 
+namespace {
+// N of "<prefix>N" (1 to 8 digits), or 0.
+uint32_t count_after(std::string_view part, std::string_view prefix) {
+  if (!part.starts_with(prefix)) return 0;
+  const std::string_view digits = part.substr(prefix.size());
+  if (digits.empty() || digits.size() > 8 || digits.find_first_not_of("0123456789") != std::string_view::npos)
+    return 0;
+  return uint32_t(std::stoul(std::string(digits)));
+}
+}  // namespace
+
 PersistentVariant parse_persistent_variant(std::string_view s) {
   PersistentVariant v;
   if (s == "base") return v;
@@ -47,13 +58,13 @@ PersistentVariant parse_persistent_variant(std::string_view s) {
       v.prefetch_registers = true;
     } else if (part == "split") {
       v.split_auto = true;
-    } else if (part.starts_with("split=") && part.size() > 6 && part.size() < 12 &&
-               part.substr(6).find_first_not_of("0123456789") == std::string_view::npos &&
-               std::stoul(std::string(part.substr(6))) >= 1) {
-      v.attention_blocks = uint32_t(std::stoul(std::string(part.substr(6))));
+    } else if (const uint32_t n = count_after(part, "split="); n >= 1) {
+      v.attention_blocks = n;
+    } else if (const uint32_t n = count_after(part, "down="); n >= 2) {
+      v.down_split = n;
     } else {
       throw Error("--persistent-variant '" + std::string(s) + "': unknown part '" + std::string(part) +
-                  "'; expected base, or l2, reg, split, split=N (N >= 1) joined by '+'");
+                  "'; expected base, or l2, reg, split, split=N (N >= 1), down=N (N >= 2) joined by '+'");
     }
     at = end + 1;
   }
@@ -67,6 +78,7 @@ std::string to_string(const PersistentVariant& v) {
   if (v.prefetch_registers) add("reg");
   if (v.split_auto) add("split");
   if (v.attention_blocks) add("split=" + std::to_string(v.attention_blocks));
+  if (v.down_split) add("down=" + std::to_string(v.down_split));
   return s.empty() ? "base" : s;
 }
 
@@ -151,6 +163,8 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   region("LOGITS_W", c.vocab_size);
   region("BEST_W", 2ull * opt_.workgroups);
   region("PART_W", uint64_t(c.num_heads) * var.attention_blocks * (c.head_dim + 2));
+  region("X2_W", var.down_split ? c.hidden_size : 0);
+  region("PDOWN_W", uint64_t(var.down_split) * pad8(c.hidden_size));
   const uint64_t kv_words = 2ull * c.num_layers * c.num_kv_heads * opt_.ctx * c.head_dim;
   need(4 * kv_words <= lim.max_storage_buffer_binding_size,
        "the KV cache (" + std::to_string(4 * kv_words) + " bytes at --ctx " + std::to_string(opt_.ctx) +
@@ -184,6 +198,7 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   o["XS_LEN"] = xs_len;
   o["PREFETCH"] = (var.prefetch_l2 ? 1 : 0) | (var.prefetch_registers ? 2 : 0);
   o["ATT_BLOCKS"] = var.attention_blocks;
+  o["DOWN_SPLIT"] = var.down_split;
   kernel_ = &ctx.kernel(gpu::embedded_kernel("llm_persistent_decode", "decode_token", layout_));
   group_ = ctx.bind(*kernel_, {weights_, vectors_, live_, kv_, tokens_, control_});
 }

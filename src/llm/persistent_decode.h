@@ -40,8 +40,11 @@ struct PersistentVariant {
   // where o_proj stages its input; 0: a head per workgroup. split_auto picks it from the grid.
   uint32_t attention_blocks = 0;
   bool split_auto = false;
+  // down_proj over (row pair, column chunk) units, this many chunks a row (>= 2; 0: whole rows),
+  // the partial dots added to the residual where the next stage stages it.
+  uint32_t down_split = 0;
 };
-// "base", or '+'-joined "l2", "reg", "split", "split=N"; throws Error naming the bad part.
+// "base", or '+'-joined "l2", "reg", "split", "split=N", "down=N"; throws Error naming the bad part.
 PersistentVariant parse_persistent_variant(std::string_view s);
 std::string to_string(const PersistentVariant& v);
 
