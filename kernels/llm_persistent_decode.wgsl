@@ -36,16 +36,12 @@ enable subgroups;
 override WG: u32 = 256u;            // threads per workgroup (a power of two, >= HEAD_DIM, >= TEAM)
 override TEAM: u32 = 32u;           // threads per row (a power of two >= the largest subgroup)
 override SPIN_LIMIT: u32 = 1048576u;
-// The variants (llm::PersistentVariant, chosen at run time). PREFETCH bit 1: workgroups with nothing
-// to do in the next stage load a later stage's weights (into L2) between arriving at a barrier and
-// waiting; bit 2: every workgroup loads the weights of its first trip of the next product (16-bit
-// formats) into registers before it waits. ATT_BLOCKS 0: attention takes a head per workgroup;
-// n >= 1: a head's positions in up to n blocks over the grid, whose partials the o_proj stage
-// combines as it stages its input (HEAD_DIM % 4 == 0, HEADS * ATT_BLOCKS <= WG).
+// The variants (llm::PersistentVariant, chosen at run time). ATT_BLOCKS 0: attention takes a head per
+// workgroup; n >= 1: a head's positions in up to n blocks over the grid, whose partials the o_proj
+// stage combines as it stages its input (HEAD_DIM % 4 == 0, HEADS * ATT_BLOCKS <= WG).
 // DOWN_SPLIT >= 2: down_proj over (row pair, column chunk) units, DOWN_SPLIT chunks a row; the
 // chunks' partial dots go to PDOWN_W and the next stage adds them to the residual as it stages it
 // (workgroup 0 storing the sum in the other of two residual words, X_W and X2_W, layer by layer).
-override PREFETCH: u32 = 0u;
 override ATT_BLOCKS: u32 = 0u;
 override DOWN_SPLIT: u32 = 0u;
 override HIDDEN: u32 = 8u;
@@ -68,11 +64,6 @@ override GU_V4: u32 = 0u;
 override DOWN_V4: u32 = 0u;
 override EMBED_V4: u32 = 0u;
 override HEAD_V4: u32 = 0u;
-// Sizes in vec4s of a layer's matrices (for PREFETCH bit 1).
-override QKV_N4: u32 = 0u;
-override O_N4: u32 = 0u;
-override GU_N4: u32 = 0u;
-override DOWN_N4: u32 = 0u;
 // Offsets, in floats of `vecs`: layer l's at l * LAYER_F + *_F; the final norm; the RoPE table.
 override LAYER_F: u32 = 0u;
 override IN_NORM_F: u32 = 0u;
@@ -129,93 +120,13 @@ fn store_f(at: u32, v: f32) {
   atomicStore(&live[at], bitcast<u32>(v));
 }
 
-// What a workgroup loads between arriving at a barrier and waiting (the PREFETCH variants).
-// L2: workgroups `first` onwards share vec4s [at, at + n) and [at2, at2 + n2) of `weights`.
-struct L2Prefetch {
-  first: u32,
-  at: u32,
-  n: u32,
-  at2: u32,
-  n2: u32,
-}
-const NO_L2 = L2Prefetch(0xffffffffu, 0u, 0u, 0u, 0u);
-// The product after the barrier (units == 0: none): its weights at vec4 `mat`, pairs of its `rows`
-// rows of `cols` columns.
-struct NextProduct {
-  mat: u32,
-  units: u32,
-  rows: u32,
-  cols: u32,
-}
-// A team lane's first trip of its first unit (team_dots' four column groups of two rows), raw.
-struct Pre {
-  on: bool,
-  w: array<vec4<u32>, 8>,
-}
-
-// This workgroup's share of [at, at + n) folded into one word: eight loads per thread and trip in
-// flight together.
-fn touch(ids: Ids, at: u32, n: u32, me: u32, helpers: u32) -> vec4<u32> {
-  let share = (n + helpers - 1u) / helpers;
-  let lo = at + min(n, me * share);
-  let hi = at + min(n, (me + 1u) * share);
-  var f = vec4<u32>(0u);
-  for (var i = lo + ids.lid; i < hi; i += 8u * WG) {
-    let last = hi - 1u;
-    f ^= (weights[i] ^ weights[min(i + WG, last)]) ^ (weights[min(i + 2u * WG, last)] ^ weights[min(i + 3u * WG, last)]) ^
-         (weights[min(i + 4u * WG, last)] ^ weights[min(i + 5u * WG, last)]) ^
-         (weights[min(i + 6u * WG, last)] ^ weights[min(i + 7u * WG, last)]);
-  }
-  return f;
-}
-
-fn l2_prefetch(ids: Ids, grid: Grid, pf: L2Prefetch) {
-  if ((PREFETCH & 1u) == 0u || grid.wid < pf.first) {
-    return;
-  }
-  let f = touch(ids, pf.at, pf.n, grid.wid - pf.first, grid.groups - pf.first) ^
-          touch(ids, pf.at2, pf.n2, grid.wid - pf.first, grid.groups - pf.first);
-  // The loads must not be dropped as unused: their fold picks a store that changes nothing.
-  if (f.x == 0x9e3779b9u && f.y == 0x7f4a7c15u) {
-    atomicMax(&ctl[1], 0u);
-  }
-}
-
-fn first_unit(ids: Ids, grid: Grid, next: NextProduct) -> Pre {
-  var pre = Pre();
-  if ((PREFETCH & 2u) == 0u || (WEIGHT_FORMAT != 1u && WEIGHT_FORMAT != 2u) || next.units == 0u ||
-      workgroup_idle(grid, 0u, next.units)) {
-    return pre;
-  }
-  let r0 = 2u * min(unit_of(ids, grid, 0u), next.units - 1u);
-  let r1 = min(r0 + 1u, next.rows - 1u);
-  let c8n = (next.cols + 7u) / 8u;
-  let lane = ids.lid % TEAM;
-  // As team_dots' first trip: groups lane + j * TEAM, clamped.
-  pre.w[0] = weights[next.mat + r0 * c8n + min(lane, c8n - 1u)];
-  pre.w[1] = weights[next.mat + r1 * c8n + min(lane, c8n - 1u)];
-  pre.w[2] = weights[next.mat + r0 * c8n + min(lane + TEAM, c8n - 1u)];
-  pre.w[3] = weights[next.mat + r1 * c8n + min(lane + TEAM, c8n - 1u)];
-  pre.w[4] = weights[next.mat + r0 * c8n + min(lane + 2u * TEAM, c8n - 1u)];
-  pre.w[5] = weights[next.mat + r1 * c8n + min(lane + 2u * TEAM, c8n - 1u)];
-  pre.w[6] = weights[next.mat + r0 * c8n + min(lane + 3u * TEAM, c8n - 1u)];
-  pre.w[7] = weights[next.mat + r1 * c8n + min(lane + 3u * TEAM, c8n - 1u)];
-  pre.on = true;
-  return pre;
-}
-
 // Grid barrier number k of this dispatch. ctl[0] only grows within a dispatch: barrier k is
-// passed when it reaches (k + 1) * groups. Between arriving and waiting the workgroup requests
-// weights (`pf`, `next`: the PREFETCH variants); returns the registers' share (Pre.on false without).
-fn grid_barrier(ids: Ids, grid: Grid, k: u32, pf: L2Prefetch, next: NextProduct) -> Pre {
+// passed when it reaches (k + 1) * groups.
+fn grid_barrier(ids: Ids, grid: Grid, k: u32) {
   storageBarrier();
   workgroupBarrier();
   if (ids.lid == 0u) {
     atomicAdd(&ctl[0], 1u);
-  }
-  let pre = first_unit(ids, grid, next);
-  l2_prefetch(ids, grid, pf);
-  if (ids.lid == 0u) {
     let everyone = (k + 1u) * grid.groups;
     var met = false;
     if (atomicLoad(&ctl[1]) == 0u) {  // after a failure nobody waits
@@ -232,7 +143,6 @@ fn grid_barrier(ids: Ids, grid: Grid, k: u32, pf: L2Prefetch, next: NextProduct)
   }
   storageBarrier();
   workgroupBarrier();
-  return pre;
 }
 
 // A word every thread needs uniformly (pos), read once by thread 0.
@@ -340,28 +250,20 @@ fn group_dots(mat: u32, r0: u32, r1: u32, c8n: u32, lim: u32, c: u32) -> vec2<f3
 // Dots of rows r0 and r0 + 1 (clamped to the matrix's `rows`) of the matrix at `mat` with xs, by
 // this thread's team: two rows at once, twice the loads in flight. Each subgroup's partials in
 // red[sg * 2 + r], after a barrier. Uniform trip count (subgroupAdd follows): lanes past the row
-// re-read its last word and multiply it by zero. With pre.on, the first trip's weights are pre's.
-fn team_dots(ids: Ids, mat: u32, r0: u32, rows: u32, cols: u32, pre: Pre) {
-  team_dots_in(ids, mat, r0, rows, cols, 0u, (cols + 7u) / 8u, pre);
+// re-read its last word and multiply it by zero.
+fn team_dots(ids: Ids, mat: u32, r0: u32, rows: u32, cols: u32) {
+  team_dots_in(ids, mat, r0, rows, cols, 0u, (cols + 7u) / 8u);
 }
 
-// team_dots over column groups [g0, g1) only (pre: with g0 = 0).
-fn team_dots_in(ids: Ids, mat: u32, r0: u32, rows: u32, cols: u32, g0: u32, g1: u32, pre: Pre) {
+// team_dots over column groups [g0, g1) only.
+fn team_dots_in(ids: Ids, mat: u32, r0: u32, rows: u32, cols: u32, g0: u32, g1: u32) {
   let c8n = (cols + 7u) / 8u;
   let lane = ids.lid % TEAM;
   let r1 = min(r0 + 1u, rows - 1u);
   // Four column groups per lane and trip, in four sums: their eight weight loads are independent,
   // so they are in flight together (the trip count is not a constant the compiler could unroll).
   var acc = array<vec2<f32>, 4>();
-  var c0 = g0;
-  if (pre.on) {
-    acc[0] = dots_of(decode_group16(pre.w[0]), decode_group16(pre.w[1]), g1, lane);
-    acc[1] = dots_of(decode_group16(pre.w[2]), decode_group16(pre.w[3]), g1, TEAM + lane);
-    acc[2] = dots_of(decode_group16(pre.w[4]), decode_group16(pre.w[5]), g1, 2u * TEAM + lane);
-    acc[3] = dots_of(decode_group16(pre.w[6]), decode_group16(pre.w[7]), g1, 3u * TEAM + lane);
-    c0 = 4u * TEAM;
-  }
-  for (; c0 < g1; c0 += 4u * TEAM) {
+  for (var c0 = g0; c0 < g1; c0 += 4u * TEAM) {
     acc[0] += group_dots(mat, r0, r1, c8n, g1, c0 + lane);
     acc[1] += group_dots(mat, r0, r1, c8n, g1, c0 + TEAM + lane);
     acc[2] += group_dots(mat, r0, r1, c8n, g1, c0 + 2u * TEAM + lane);
@@ -539,14 +441,6 @@ fn att_split(len: u32) -> vec2<u32> {
   return vec2<u32>((len + per - 1u) / per, per);
 }
 
-// Workgroups the attention stage keeps busy (the others are free to prefetch).
-fn attention_units(pos: u32) -> u32 {
-  if (ATT_BLOCKS == 0u) {
-    return HEADS;
-  }
-  return HEADS * att_split(pos + 1u).x;
-}
-
 fn part_at(h: u32, b: u32) -> u32 {
   return PART_W + (h * ATT_BLOCKS + b) * (HEAD_DIM + 2u);
 }
@@ -661,17 +555,11 @@ fn stage_attention(ids: Ids, pos: u32) {
   workgroupBarrier();
 }
 
-// Workgroups busy in o_proj and down_proj (their row pairs over the teams).
-fn add_product_groups() -> u32 {
-  return ((HIDDEN + 1u) / 2u + WG / TEAM - 1u) / (WG / TEAM);
-}
-
 // x += W v (o_proj, down_proj; v = live[at..], staged; or with `attention_parts` the combined
 // attention blocks), rows in pairs over the grid's teams; a row's residual word is only touched by
 // its team. Workgroups without a unit skip it, the staging too: every staging workgroup reads all
-// of v from L2. `first`: the first unit's prefetched weights.
-fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, first: Pre, attention_parts: bool, pos: u32,
-               x_at: u32) {
+// of v from L2. The residual is at x_at.
+fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, attention_parts: bool, pos: u32, x_at: u32) {
   let units = (HIDDEN + 1u) / 2u;
   if (workgroup_idle(grid, 0u, units)) {
     return;
@@ -681,15 +569,13 @@ fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, first: Pre, a
   } else {
     stage(ids, grid, at, cols, NO_NORM, VOCAB, false, 0u);
   }
-  var pre = first;
   for (var it = 0u; it < unit_iters(grid, units); it++) {
     let u = unit_of(ids, grid, it);
     let r0 = 2u * min(u, units - 1u);
     if (workgroup_idle(grid, it, units)) {
       break;
     }
-    team_dots(ids, mat, r0, HIDDEN, cols, pre);
-    pre.on = false;
+    team_dots(ids, mat, r0, HIDDEN, cols);
     if (ids.lid % TEAM == 0u && u < units) {
       store_f(x_at + r0, load_f(x_at + r0) + team_total(ids, 0u));
       if (r0 + 1u < HIDDEN) {
@@ -705,9 +591,10 @@ fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, first: Pre, a
 // each team stores its two partial dots at PDOWN_W, which the next stage adds to the residual.
 fn down_split(ids: Ids, grid: Grid, mat: u32) {
   let pairs = (HIDDEN + 1u) / 2u;
-  let units = pairs * DOWN_SPLIT;
   let c8n = (INTER + 7u) / 8u;
-  let per = (c8n + DOWN_SPLIT - 1u) / DOWN_SPLIT;  // column groups a chunk
+  let chunks = max(DOWN_SPLIT, 2u);  // (never called below 2; keeps the constant division defined)
+  let per = (c8n + chunks - 1u) / chunks;  // column groups a chunk
+  let units = pairs * chunks;
   for (var it = 0u; it < unit_iters(grid, units); it++) {
     if (workgroup_idle(grid, it, units)) {
       break;
@@ -731,7 +618,7 @@ fn down_split(ids: Ids, grid: Grid, mat: u32) {
     let uc = min(u, units - 1u);
     let chunk = uc / pairs;
     let r0 = 2u * (uc % pairs);
-    team_dots_in(ids, mat, r0, HIDDEN, INTER, chunk * per, min(c8n, (chunk + 1u) * per), Pre());
+    team_dots_in(ids, mat, r0, HIDDEN, INTER, chunk * per, min(c8n, (chunk + 1u) * per));
     if (ids.lid % TEAM == 0u && u < units) {
       let at = PDOWN_W + chunk * ((HIDDEN + 7u) / 8u * 8u) + r0;
       store_f(at, team_total(ids, 0u));
@@ -770,13 +657,10 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
   let token = tokens[pos];
   let q_rows = HEADS * HEAD_DIM;
   let qkv_rows = q_rows + 2u * KV_HEADS * HEAD_DIM;
-  let none = NextProduct(0u, 0u, 0u, 0u);
   var k = 0u;  // grid barriers passed
-  var pre = Pre();  // the first unit's weights of the product after a barrier (PREFETCH bit 2)
   for (var layer = 0u; layer < LAYERS; layer++) {
     let mats = layer * LAYER_V4;
     let vs = layer * LAYER_F;
-    let next_mats = select(mats, mats + LAYER_V4, layer + 1u < LAYERS);
     // The residual stream: X_W, or with DOWN_SPLIT X_W and X2_W by turns (the last layer's down_proj
     // partials are added to it where the next stage stages it).
     let x_at = select(X_W, X2_W, DOWN_SPLIT >= 2u && layer % 2u == 1u);
@@ -793,16 +677,14 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
         }
         let u = unit_of(ids, grid, it);
         let ra = 2u * min(u, qkv_rows / 2u - 1u);
-        team_dots(ids, mats + QKV_V4, ra, qkv_rows, HIDDEN, pre);
-        pre.on = false;
+        team_dots(ids, mats + QKV_V4, ra, qkv_rows, HIDDEN);
         if (lane == 0u && u < qkv_rows / 2u) {
           store_qkv(layer, ra, team_total(ids, 0u) * inv, team_total(ids, 1u) * inv, pos);
         }
         workgroupBarrier();
       }
     }
-    // The workgroups without attention work fetch this layer's gate/up into L2.
-    grid_barrier(ids, grid, k, L2Prefetch(attention_units(pos), mats + GU_V4, GU_N4, 0u, 0u), none);
+    grid_barrier(ids, grid, k);
     k++;
     // 2: attention.
     if (ATT_BLOCKS == 0u) {
@@ -810,13 +692,11 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     } else {
       attention_split(ids, grid, layer, pos);
     }
-    // Those without o_proj work fetch down_proj.
-    pre = grid_barrier(ids, grid, k, L2Prefetch(add_product_groups(), mats + DOWN_V4, DOWN_N4, 0u, 0u),
-                       NextProduct(mats + O_V4, (HIDDEN + 1u) / 2u, HIDDEN, q_rows));
+    grid_barrier(ids, grid, k);
     k++;
     // 3: o_proj + residual.
-    add_product(ids, grid, mats + O_V4, ATT_W, q_rows, pre, ATT_BLOCKS != 0u, pos, x_at);
-    pre = grid_barrier(ids, grid, k, NO_L2, NextProduct(mats + GU_V4, INTER, 2u * INTER, HIDDEN));
+    add_product(ids, grid, mats + O_V4, ATT_W, q_rows, ATT_BLOCKS != 0u, pos, x_at);
+    grid_barrier(ids, grid, k);
     k++;
     // 4: gate/up + SiLU.
     let inv2 = stage(ids, grid, x_at, HIDDEN, vs + POST_NORM_F, VOCAB, false, 0u);
@@ -825,36 +705,22 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
         break;
       }
       let u = unit_of(ids, grid, it);
-      team_dots(ids, mats + GU_V4, 2u * min(u, INTER - 1u), 2u * INTER, HIDDEN, pre);
-      pre.on = false;
+      team_dots(ids, mats + GU_V4, 2u * min(u, INTER - 1u), 2u * INTER, HIDDEN);
       if (lane == 0u && u < INTER) {
         let g = team_total(ids, 0u) * inv2;
         store_f(ACT_W + u, g / (1.0 + exp(-g)) * (team_total(ids, 1u) * inv2));
       }
       workgroupBarrier();
     }
-    // Those without down_proj work fetch the next layer's Q/K/V and o_proj.
-    var pf = NO_L2;
-    if (layer + 1u < LAYERS) {
-      pf = L2Prefetch(add_product_groups(), next_mats + QKV_V4, QKV_N4, next_mats + O_V4, O_N4);
-    }
-    var down_next = NextProduct(mats + DOWN_V4, (HIDDEN + 1u) / 2u, HIDDEN, INTER);
-    if (DOWN_SPLIT >= 2u) {
-      down_next = none;  // its units start mid-row
-    }
-    pre = grid_barrier(ids, grid, k, pf, down_next);
+    grid_barrier(ids, grid, k);
     k++;
     // 5: down_proj + residual.
     if (DOWN_SPLIT >= 2u) {
       down_split(ids, grid, mats + DOWN_V4);
     } else {
-      add_product(ids, grid, mats + DOWN_V4, ACT_W, INTER, pre, false, pos, x_at);
+      add_product(ids, grid, mats + DOWN_V4, ACT_W, INTER, false, pos, x_at);
     }
-    var next = NextProduct(HEAD_V4, (VOCAB + 1u) / 2u, VOCAB, HIDDEN);
-    if (layer + 1u < LAYERS) {
-      next = NextProduct(next_mats + QKV_V4, qkv_rows / 2u, qkv_rows, HIDDEN);
-    }
-    pre = grid_barrier(ids, grid, k, NO_L2, next);
+    grid_barrier(ids, grid, k);
     k++;
   }
   // Final norm + LM head; each team's lane 0 keeps its best logit.
@@ -870,8 +736,7 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     }
     let u = unit_of(ids, grid, it);
     let r0 = 2u * min(u, units - 1u);
-    team_dots(ids, HEAD_V4, r0, VOCAB, HIDDEN, pre);
-    pre.on = false;
+    team_dots(ids, HEAD_V4, r0, VOCAB, HIDDEN);
     if (lane == 0u && u < units) {
       for (var r = 0u; r < 2u; r++) {
         let logit = team_total(ids, r) * inv;
@@ -891,7 +756,7 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     store_f(BEST_W + 2u * grid.wid, red[0]);
     atomicStore(&live[BEST_W + 2u * grid.wid + 1u], best_i[0]);
   }
-  grid_barrier(ids, grid, k, NO_L2, none);
+  grid_barrier(ids, grid, k);
   if (grid.wid != 0u) {
     return;
   }

@@ -81,7 +81,7 @@ TEST(LlmPersistentCli, PersistentDecodeGivesTheStepDecodersTokens) {
   EXPECT_EQ(persistent.report["decode"]["checked_tokens"], 4);
   EXPECT_EQ(persistent.report["generated_ids"], steps.report["generated_ids"]);
   EXPECT_EQ(persistent.report["dispatches_per_token"], 1.0);
-  EXPECT_EQ(persistent.report["decode"]["variant"], "base");
+  EXPECT_EQ(persistent.report["decode"]["variant"], "split=1");  // the default: 1 workgroup, 1 block
 }
 
 // Test that --persistent-variant (a measurement tool) picks the variant, which passes the same check
@@ -90,14 +90,14 @@ TEST(LlmPersistentCli, VariantIsChosenAtRunTime) {
   const Generated& steps = steps_run();
   ASSERT_EQ(steps.run.rc, 0) << steps.run.out;
   const Generated g =
-      generate("--decode persistent --persistent-wg 1 --decode-check 4 --persistent-variant split+reg+l2");
+      generate("--decode persistent --persistent-wg 1 --decode-check 4 --persistent-variant down=2+split=3");
   ASSERT_EQ(g.run.rc, 0) << g.run.out;
-  EXPECT_NE(g.run.out.find("variant l2+reg+split=1"), std::string::npos) << g.run.out;
-  EXPECT_EQ(g.report["decode"]["variant"], "l2+reg+split=1");
+  EXPECT_NE(g.run.out.find("variant split=3+down=2"), std::string::npos) << g.run.out;
+  EXPECT_EQ(g.report["decode"]["variant"], "split=3+down=2");
   EXPECT_EQ(g.report["generated_ids"], steps.report["generated_ids"]);
-  const Generated bad = generate("--decode persistent --persistent-variant l3");
+  const Generated bad = generate("--decode persistent --persistent-variant l2");
   EXPECT_NE(bad.run.rc, 0);
-  EXPECT_NE(bad.run.out.find("unknown part 'l3'"), std::string::npos) << bad.run.out;
+  EXPECT_NE(bad.run.out.find("unknown part 'l2'"), std::string::npos) << bad.run.out;
 }
 
 // Test that a co-residency probe that fails (forced by a spin limit of 0) falls back to the step

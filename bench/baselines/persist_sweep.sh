@@ -19,8 +19,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the output directory}"
 WGFUSE=${WGFUSE:-dist/wgfuse-linux-x64/wgfuse}
-VARIANTS=${VARIANTS:-steps base split down=3 split+down=2 split+down=3 split+down=4 reg+split+down=3 split+down=3@132}
-REPS=${REPS:-3}
+VARIANTS=${VARIANTS:-steps base split split+down=3 split+down=4}
+REPS=${REPS:-2}
 DTYPE=${DTYPE:-f16}
 N=${N:-128}
 EXTRA=${EXTRA:-}

@@ -46,17 +46,13 @@ uint32_t count_after(std::string_view part, std::string_view prefix) {
 }  // namespace
 
 PersistentVariant parse_persistent_variant(std::string_view s) {
-  PersistentVariant v;
+  PersistentVariant v{.split_auto = false};
   if (s == "base") return v;
   size_t at = 0;
   while (at <= s.size()) {
     const size_t end = std::min(s.find('+', at), s.size());
     const std::string_view part = s.substr(at, end - at);
-    if (part == "l2") {
-      v.prefetch_l2 = true;
-    } else if (part == "reg") {
-      v.prefetch_registers = true;
-    } else if (part == "split") {
+    if (part == "split") {
       v.split_auto = true;
     } else if (const uint32_t n = count_after(part, "split="); n >= 1) {
       v.attention_blocks = n;
@@ -64,7 +60,7 @@ PersistentVariant parse_persistent_variant(std::string_view s) {
       v.down_split = n;
     } else {
       throw Error("--persistent-variant '" + std::string(s) + "': unknown part '" + std::string(part) +
-                  "'; expected base, or l2, reg, split, split=N (N >= 1), down=N (N >= 2) joined by '+'");
+                  "'; expected base, or split, split=N (N >= 1), down=N (N >= 2) joined by '+'");
     }
     at = end + 1;
   }
@@ -74,8 +70,6 @@ PersistentVariant parse_persistent_variant(std::string_view s) {
 std::string to_string(const PersistentVariant& v) {
   std::string s;
   auto add = [&](const std::string& part) { s += (s.empty() ? "" : "+") + part; };
-  if (v.prefetch_l2) add("l2");
-  if (v.prefetch_registers) add("reg");
   if (v.split_auto) add("split");
   if (v.attention_blocks) add("split=" + std::to_string(v.attention_blocks));
   if (v.down_split) add("down=" + std::to_string(v.down_split));
@@ -128,12 +122,12 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
            " bytes of workgroup memory, above maxComputeWorkgroupStorageSize (" +
            std::to_string(lim.max_compute_workgroup_storage_size) + ")");
 
-  // Attention blocks per head: split_auto gives each (head, block) a workgroup, half the grid with
-  // the L2 prefetch (the other half prefetches); stage_attention weighs a head's blocks in probs[WG].
+  // Attention blocks per head: split_auto gives each (head, block) a workgroup; stage_attention
+  // weighs a head's blocks in probs[WG].
   PersistentVariant& var = opt_.variant;
   if (var.split_auto) {
     var.attention_blocks =
-        std::max<uint32_t>(1, std::min(wg, opt_.workgroups) / (var.prefetch_l2 ? 2 : 1) / c.num_heads);
+        c.head_dim % 4 ? 0 : std::max<uint32_t>(1, std::min(wg, opt_.workgroups) / c.num_heads);
     var.split_auto = false;  // resolved: variant() names the blocks
   }
   if (var.attention_blocks) {
@@ -196,7 +190,6 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   o["EPS"] = c.rms_norm_eps;
   o["SCALE"] = 1.0 / std::sqrt(double(c.head_dim));
   o["XS_LEN"] = xs_len;
-  o["PREFETCH"] = (var.prefetch_l2 ? 1 : 0) | (var.prefetch_registers ? 2 : 0);
   o["ATT_BLOCKS"] = var.attention_blocks;
   o["DOWN_SPLIT"] = var.down_split;
   kernel_ = &ctx.kernel(gpu::embedded_kernel("llm_persistent_decode", "decode_token", layout_));
@@ -279,11 +272,6 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   layout_["DOWN_V4"] = double(v4(ids[0].down));
   layout_["EMBED_V4"] = double(v4(embed_id));
   layout_["HEAD_V4"] = double(v4(head_id));
-  auto n4 = [&](WeightLoader::TensorId id) { return double((w.arena().view(id).bytes + 15) / 16); };
-  layout_["QKV_N4"] = n4(ids[0].qkv);
-  layout_["O_N4"] = n4(ids[0].o);
-  layout_["GU_N4"] = n4(ids[0].gu);
-  layout_["DOWN_N4"] = n4(ids[0].down);
   w.load(opt_.progress);
   for (const LayerIds& m : ids)
     for (auto id : {m.qkv, m.o, m.gu, m.down}) stats_.weight_bytes_per_token += w.view(id).bytes;

@@ -27,24 +27,19 @@
 namespace wgfuse::llm {
 
 // The decode's variants, chosen at run time (pipeline constants) so one build measures them against
-// each other: `wgfuse generate --decode persistent --persistent-variant l2+reg+split`.
+// each other: `wgfuse generate --decode persistent --persistent-variant split+down=3`.
 struct PersistentVariant {
-  // Workgroups with no work in the next stage load later stages' weights (into L2) while they wait
-  // at a barrier: gate/up during attention, down_proj during o_proj, the next layer's Q/K/V and
-  // o_proj during down_proj.
-  bool prefetch_l2 = false;
-  // Every workgroup loads its first trip of the next product's weights into registers between
-  // arriving at a barrier and waiting (16-bit formats; others ignore it).
-  bool prefetch_registers = false;
   // Attention over (head, block of positions) units in up to this many blocks per head, combined
-  // where o_proj stages its input; 0: a head per workgroup. split_auto picks it from the grid.
+  // where o_proj stages its input; 0: a head per workgroup. split_auto (the default) picks it from
+  // the grid, or 0 where head_dim is not a multiple of 4.
   uint32_t attention_blocks = 0;
-  bool split_auto = false;
+  bool split_auto = true;
   // down_proj over (row pair, column chunk) units, this many chunks a row (>= 2; 0: whole rows),
   // the partial dots added to the residual where the next stage stages it.
   uint32_t down_split = 0;
 };
-// "base", or '+'-joined "l2", "reg", "split", "split=N", "down=N"; throws Error naming the bad part.
+// "base" (a head per workgroup, whole rows), or '+'-joined "split", "split=N", "down=N"; throws
+// Error naming the bad part.
 PersistentVariant parse_persistent_variant(std::string_view s);
 std::string to_string(const PersistentVariant& v);
 
