@@ -4,10 +4,12 @@
 // meet at grid barriers between stages:
 //   embed (no barrier: every workgroup stages the token's embedding row itself), then per layer
 //   1 RMSNorm + Q/K/V + bias + RoPE -> q, K/V appended to the cache   | barrier
-//   2 attention of q over the cache, a head per workgroup             | barrier
-//   3 o_proj + residual                                               | barrier
+//   2 attention of q over the cache, a (head, block of positions)   | barrier
+//     per workgroup (ATT_BLOCKS; or a head per workgroup)
+//   3 o_proj (its staging combines the blocks) + residual           | barrier
 //   4 RMSNorm + gate/up + SiLU * up                                   | barrier
-//   5 down_proj + residual                                            | barrier
+//   5 down_proj + residual (or, DOWN_SPLIT, its column chunks'       | barrier
+//     partials, added to the residual by the next stage's staging)
 //   final RMSNorm + LM head, each workgroup's best logit              | barrier
 //   workgroup 0: argmax of the partials -> tokens[pos + 1]; pos + 1.
 // 5 * layers + 1 grid barriers per token. The math is that of llm_matvec.wgsl, llm_attention.wgsl
