@@ -115,7 +115,8 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // Test every variant of the dispatch (llm::PersistentVariant) against the step decoder, as above
-// (whose cases run the default, split: with one workgroup one block per head, in tiles): base (a
+// (whose cases run the default, split+down=4: with one workgroup one block per head, in tiles;
+// 9 column groups in chunks of 3, the last empty): base (a
 // head per workgroup); attention split over positions (split=3: 31 positions in tiles of 10 (32
 // threads, 3 per position) or 21 give 2 blocks of 2 tiles or 2 of 1, combined by o_proj's staging;
 // split=1 one block); down_proj split over columns (down=N: 72 columns, 9 groups, in chunks of 5, 3
@@ -204,7 +205,7 @@ TEST(LlmPersistentDecodeRun, VariantNamesAndLimits) {
     EXPECT_NE(std::string(e.what()).find("head_dim (10) a multiple of 4"), std::string::npos) << e.what();
   }
   llm::PersistentDecoder by_default(context(), odd, odd_weights.lookup(), {.ctx = 8});
-  EXPECT_EQ(llm::to_string(by_default.variant()), "base");  // the default split needs head_dim % 4 == 0
+  EXPECT_EQ(llm::to_string(by_default.variant()), "down=4");  // the default split needs head_dim % 4 == 0
 }
 
 // Test the long-row and long-cache paths of the dispatch against the step decoder: a down_proj row

@@ -46,7 +46,7 @@ uint32_t count_after(std::string_view part, std::string_view prefix) {
 }  // namespace
 
 PersistentVariant parse_persistent_variant(std::string_view s) {
-  PersistentVariant v{.split_auto = false};
+  PersistentVariant v{.split_auto = false, .down_split = 0};
   if (s == "base") return v;
   size_t at = 0;
   while (at <= s.size()) {

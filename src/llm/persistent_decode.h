@@ -36,10 +36,11 @@ struct PersistentVariant {
   bool split_auto = true;
   // down_proj over (row pair, column chunk) units, this many chunks a row (>= 2; 0: whole rows),
   // the partial dots added to the residual where the next stage stages it.
-  uint32_t down_split = 0;
+  uint32_t down_split = 4;
 };
-// "base" (a head per workgroup, whole rows), or '+'-joined "split", "split=N", "down=N"; throws
-// Error naming the bad part.
+// "base" (a head per workgroup, whole rows), or '+'-joined "split", "split=N", "down=N" (what is
+// not named is off); throws Error naming the bad part. The default (PersistentVariant{}) is
+// "split+down=4", the fastest measured (docs/RESULTS.md).
 PersistentVariant parse_persistent_variant(std::string_view s);
 std::string to_string(const PersistentVariant& v);
 
