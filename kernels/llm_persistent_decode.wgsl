@@ -4,10 +4,12 @@
 // meet at grid barriers between stages:
 //   embed (no barrier: every workgroup stages the token's embedding row itself), then per layer
 //   1 RMSNorm + Q/K/V + bias + RoPE -> q, K/V appended to the cache   | barrier
-//   2 attention of q over the cache, a head per workgroup             | barrier
-//   3 o_proj + residual                                               | barrier
+//   2 attention of q over the cache, a (head, block of positions)   | barrier
+//     per workgroup (ATT_BLOCKS; or a head per workgroup)
+//   3 o_proj (its staging combines the blocks) + residual           | barrier
 //   4 RMSNorm + gate/up + SiLU * up                                   | barrier
-//   5 down_proj + residual                                            | barrier
+//   5 down_proj + residual (or, DOWN_SPLIT, its column chunks'       | barrier
+//     partials, added to the residual by the next stage's staging)
 //   final RMSNorm + LM head, each workgroup's best logit              | barrier
 //   workgroup 0: argmax of the partials -> tokens[pos + 1]; pos + 1.
 // 5 * layers + 1 grid barriers per token. The math is that of llm_matvec.wgsl, llm_attention.wgsl
@@ -36,6 +38,14 @@ enable subgroups;
 override WG: u32 = 256u;            // threads per workgroup (a power of two, >= HEAD_DIM, >= TEAM)
 override TEAM: u32 = 32u;           // threads per row (a power of two >= the largest subgroup)
 override SPIN_LIMIT: u32 = 1048576u;
+// The variants (llm::PersistentVariant, chosen at run time). ATT_BLOCKS 0: attention takes a head per
+// workgroup; n >= 1: a head's positions in up to n blocks over the grid, whose partials the o_proj
+// stage combines as it stages its input (HEAD_DIM % 4 == 0, HEADS * ATT_BLOCKS <= WG).
+// DOWN_SPLIT >= 2: down_proj over (row pair, column chunk) units, DOWN_SPLIT chunks a row; the
+// chunks' partial dots go to PDOWN_W and the next stage adds them to the residual as it stages it
+// (workgroup 0 storing the sum in the other of two residual words, X_W and X2_W, layer by layer).
+override ATT_BLOCKS: u32 = 0u;
+override DOWN_SPLIT: u32 = 0u;
 override HIDDEN: u32 = 8u;
 override INTER: u32 = 8u;
 override LAYERS: u32 = 1u;
@@ -70,6 +80,9 @@ override ATT_W: u32 = 0u;     // attention output [HEADS * HEAD_DIM]
 override ACT_W: u32 = 0u;     // silu(gate) * up [INTER]
 override LOGITS_W: u32 = 0u;  // [VOCAB]
 override BEST_W: u32 = 0u;    // per workgroup: best logit (bits), its index
+override X2_W: u32 = 0u;      // DOWN_SPLIT: the residual stream of odd layers [HIDDEN]
+override PDOWN_W: u32 = 0u;   // DOWN_SPLIT: down_proj's partial dots [DOWN_SPLIT][HIDDEN padded to 8]
+override PART_W: u32 = 0u;    // attention blocks' partials [HEADS][ATT_BLOCKS][HEAD_DIM + 2]: sums, max, sum of exp
 
 const STALL = -3.4e38;
 const FAILED_BASE = 0x10000u;  // above any barrier count (5 * layers + 1)  // below every logit and score, as the step kernels' initial maximum
@@ -168,7 +181,10 @@ fn reduce(ids: Ids, v: f32, take_max: bool) -> f32 {
 // norm, else 1 (norm_at = NO_NORM). Four elements per thread and step: four independent loads in
 // flight (atomic loads go to L2, whose latency dominates this staging).
 const NO_NORM = 0xffffffffu;
-fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u32) -> f32 {
+// With `down_parts` (DOWN_SPLIT), v is live[at..] plus down_proj's partial dots, and workgroup 0
+// stores that sum, the new residual, at `store_at` (unless NOWHERE).
+const NOWHERE = 0xffffffffu;
+fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u32, down_parts: bool, store_at: u32) -> f32 {
   let c8n = (cols + 7u) / 8u;
   var ss = 0.0;
   for (var i4 = ids.lid; i4 < 2u * c8n; i4 += WG) {
@@ -190,6 +206,19 @@ fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u3
       // Clamped reads past cols (inside the live buffer: every region is padded to 8), zeroed.
       v = select(vec4<f32>(0.0), vec4<f32>(load_f(at + i), load_f(at + i + 1u), load_f(at + i + 2u), load_f(at + i + 3u)),
                  inside);
+      if (down_parts) {
+        for (var c = 0u; c < DOWN_SPLIT; c++) {
+          let p = PDOWN_W + c * ((HIDDEN + 7u) / 8u * 8u) + i;
+          v += select(vec4<f32>(0.0), vec4<f32>(load_f(p), load_f(p + 1u), load_f(p + 2u), load_f(p + 3u)), inside);
+        }
+        if (grid.wid == 0u && store_at != NOWHERE) {
+          for (var j = 0u; j < 4u; j++) {
+            if (inside[j]) {
+              store_f(store_at + i + j, v[j]);
+            }
+          }
+        }
+      }
     }
     ss += dot(v, v);
     if (norm_at != NO_NORM) {
@@ -204,15 +233,20 @@ fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u3
   return select(1.0, inverseSqrt(total / f32(cols) + EPS), norm_at != NO_NORM);
 }
 
-// Column group c of rows r0 and r1 dotted with xs; zero past c8n (the clamped group re-read).
-fn group_dots(mat: u32, r0: u32, r1: u32, c8n: u32, c: u32) -> vec2<f32> {
-  let c8 = min(c, c8n - 1u);
+// Column group c of two rows (weights a, b) dotted with xs; zero from group `lim` on (the clamped
+// group re-read).
+fn dots_of(a: array<vec4<f32>, 2>, b: array<vec4<f32>, 2>, lim: u32, c: u32) -> vec2<f32> {
+  let c8 = min(c, lim - 1u);
   let z = vec4<f32>(0.0);
-  let xa = select(z, vec4<f32>(xs[8u * c8], xs[8u * c8 + 1u], xs[8u * c8 + 2u], xs[8u * c8 + 3u]), c < c8n);
-  let xb = select(z, vec4<f32>(xs[8u * c8 + 4u], xs[8u * c8 + 5u], xs[8u * c8 + 6u], xs[8u * c8 + 7u]), c < c8n);
-  let a = weight_group(mat, r0, c8n, c8);
-  let b = weight_group(mat, r1, c8n, c8);
+  let xa = select(z, vec4<f32>(xs[8u * c8], xs[8u * c8 + 1u], xs[8u * c8 + 2u], xs[8u * c8 + 3u]), c < lim);
+  let xb = select(z, vec4<f32>(xs[8u * c8 + 4u], xs[8u * c8 + 5u], xs[8u * c8 + 6u], xs[8u * c8 + 7u]), c < lim);
   return vec2<f32>(dot(a[0], xa) + dot(a[1], xb), dot(b[0], xa) + dot(b[1], xb));
+}
+
+// Column group c of rows r0 and r1 (c8n groups long) dotted with xs, zero from group lim <= c8n on.
+fn group_dots(mat: u32, r0: u32, r1: u32, c8n: u32, lim: u32, c: u32) -> vec2<f32> {
+  let c8 = min(c, lim - 1u);
+  return dots_of(weight_group(mat, r0, c8n, c8), weight_group(mat, r1, c8n, c8), lim, c);
 }
 
 // Dots of rows r0 and r0 + 1 (clamped to the matrix's `rows`) of the matrix at `mat` with xs, by
@@ -220,17 +254,22 @@ fn group_dots(mat: u32, r0: u32, r1: u32, c8n: u32, c: u32) -> vec2<f32> {
 // red[sg * 2 + r], after a barrier. Uniform trip count (subgroupAdd follows): lanes past the row
 // re-read its last word and multiply it by zero.
 fn team_dots(ids: Ids, mat: u32, r0: u32, rows: u32, cols: u32) {
+  team_dots_in(ids, mat, r0, rows, cols, 0u, (cols + 7u) / 8u);
+}
+
+// team_dots over column groups [g0, g1) only.
+fn team_dots_in(ids: Ids, mat: u32, r0: u32, rows: u32, cols: u32, g0: u32, g1: u32) {
   let c8n = (cols + 7u) / 8u;
   let lane = ids.lid % TEAM;
   let r1 = min(r0 + 1u, rows - 1u);
   // Four column groups per lane and trip, in four sums: their eight weight loads are independent,
   // so they are in flight together (the trip count is not a constant the compiler could unroll).
   var acc = array<vec2<f32>, 4>();
-  for (var c0 = 0u; c0 < c8n; c0 += 4u * TEAM) {
-    acc[0] += group_dots(mat, r0, r1, c8n, c0 + lane);
-    acc[1] += group_dots(mat, r0, r1, c8n, c0 + TEAM + lane);
-    acc[2] += group_dots(mat, r0, r1, c8n, c0 + 2u * TEAM + lane);
-    acc[3] += group_dots(mat, r0, r1, c8n, c0 + 3u * TEAM + lane);
+  for (var c0 = g0; c0 < g1; c0 += 4u * TEAM) {
+    acc[0] += group_dots(mat, r0, r1, c8n, g1, c0 + lane);
+    acc[1] += group_dots(mat, r0, r1, c8n, g1, c0 + TEAM + lane);
+    acc[2] += group_dots(mat, r0, r1, c8n, g1, c0 + 2u * TEAM + lane);
+    acc[3] += group_dots(mat, r0, r1, c8n, g1, c0 + 3u * TEAM + lane);
   }
   let t = (acc[0] + acc[1]) + (acc[2] + acc[3]);
   let s = vec2<f32>(subgroupAdd(t.x), subgroupAdd(t.y));
@@ -309,6 +348,39 @@ fn kvf(at: u32) -> f32 {
   return bitcast<f32>(atomicLoad(&kv[at]));
 }
 
+// One output dimension's share of a tile's V sum: positions part, part + parts, ... below n of the
+// tile whose dimension's first word is at `v`, weighted by probs; four loads in flight per trip.
+fn v_sum(v: u32, part: u32, parts: u32, n: u32) -> f32 {
+  var a4 = vec4<f32>(0.0);
+  var j = part;
+  for (; j + 3u * parts < n; j += 4u * parts) {
+    a4 += vec4<f32>(probs[j], probs[j + parts], probs[j + 2u * parts], probs[j + 3u * parts]) *
+          vec4<f32>(kvf(v + j * HEAD_DIM), kvf(v + (j + parts) * HEAD_DIM), kvf(v + (j + 2u * parts) * HEAD_DIM),
+                    kvf(v + (j + 3u * parts) * HEAD_DIM));
+  }
+  for (; j < n; j += parts) {
+    a4.x += probs[j] * kvf(v + j * HEAD_DIM);
+  }
+  return a4.x + a4.y + a4.z + a4.w;
+}
+
+// One tile of the online softmax: the scores s (of positions where `valid`) update the running max
+// st.x, sum of exp st.y and this thread's output share st.z, whose V rows are n positions from `v`.
+// Ends with a barrier: probs and red are rewritten by the next tile.
+fn softmax_tile(ids: Ids, s: f32, valid: bool, st: ptr<function, vec3<f32>>, v: u32, part: u32, parts: u32, n: u32) {
+  let m_new = max((*st).x, reduce(ids, s, true));
+  let ex = select(0.0, exp(s - m_new), valid);
+  probs[ids.lid] = ex;
+  let corr = exp((*st).x - m_new);
+  (*st).y = (*st).y * corr + reduce(ids, ex, false);
+  (*st).z *= corr;
+  if (part < parts) {
+    (*st).z += v_sum(v, part, parts, n);
+  }
+  (*st).x = m_new;
+  workgroupBarrier();
+}
+
 // Attention of the query heads at pos over cache positions 0..pos: a head per workgroup and
 // iteration (workgroups past the heads wait at the next barrier), positions in tiles of WG threads
 // with a running maximum (one pass over K and V). Atomic loads are one L2 round trip each and a
@@ -328,9 +400,7 @@ fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32) {
       qh[e] = load_f(Q_W + h * HEAD_DIM + e);
     }
     workgroupBarrier();
-    var m = STALL;
-    var l = 0.0;
-    var acc = 0.0;
+    var st = vec3<f32>(STALL, 0.0, 0.0);  // running max, sum of exp, this thread's output share
     for (var t0 = 0u; t0 < len; t0 += WG) {
       let p = t0 + lid;
       var s = STALL;
@@ -347,53 +417,160 @@ fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32) {
         }
         s = dsum * SCALE;
       }
-      let m_new = max(m, reduce(ids, s, true));
-      let ex = select(0.0, exp(s - m_new), p < len);
-      probs[lid] = ex;
-      let corr = exp(m - m_new);
-      l = l * corr + reduce(ids, ex, false);
-      acc *= corr;
-      if (part < parts) {
-        let n = min(WG, len - t0);
-        let v = kv_at(layer, 1u, kvh, t0) + d;
-        var a4 = vec4<f32>(0.0);
-        var j = part;
-        for (; j + 3u * parts < n; j += 4u * parts) {
-          a4 += vec4<f32>(probs[j], probs[j + parts], probs[j + 2u * parts], probs[j + 3u * parts]) *
-                vec4<f32>(kvf(v + j * HEAD_DIM), kvf(v + (j + parts) * HEAD_DIM), kvf(v + (j + 2u * parts) * HEAD_DIM),
-                          kvf(v + (j + 3u * parts) * HEAD_DIM));
-        }
-        for (; j < n; j += parts) {
-          a4.x += probs[j] * kvf(v + j * HEAD_DIM);
-        }
-        acc += a4.x + a4.y + a4.z + a4.w;
-      }
-      m = m_new;
-      workgroupBarrier();  // probs is rewritten by the next tile
+      softmax_tile(ids, s, p < len, &st, kv_at(layer, 1u, kvh, t0) + d, part, parts, min(WG, len - t0));
     }
     // The parts' sums of output dimension d, through red.
-    red[lid] = acc;
+    red[lid] = st.z;
     workgroupBarrier();
     if (lid < HEAD_DIM) {
       var o = 0.0;
       for (var q = 0u; q < parts; q++) {
         o += red[q * HEAD_DIM + lid];
       }
-      store_f(ATT_W + h * HEAD_DIM + lid, o / l);
+      store_f(ATT_W + h * HEAD_DIM + lid, o / st.y);
     }
     workgroupBarrier();
   }
 }
 
-// x += W v (o_proj, down_proj; v = live[at..], staged), rows in pairs over the grid's teams; a row's
-// residual word is only touched by its team. Workgroups without a unit skip it, the staging too:
-// every staging workgroup reads all of v from L2.
-fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32) {
+// ATT_BLOCKS >= 1: the blocks of a head at `len` positions, and the positions per block (whole
+// tiles of the K dot, at most ATT_BLOCKS blocks).
+fn att_split(len: u32) -> vec2<u32> {
+  let tile = WG / (HEAD_DIM / 4u);
+  let tiles = (len + tile - 1u) / tile;
+  let most = max(ATT_BLOCKS, 1u);  // (never called with 0; keeps the constant division defined)
+  let per = (tiles + most - 1u) / most * tile;
+  return vec2<u32>((len + per - 1u) / per, per);
+}
+
+fn part_at(h: u32, b: u32) -> u32 {
+  return PART_W + (h * ATT_BLOCKS + b) * (HEAD_DIM + 2u);
+}
+
+// Attention split over positions (ATT_BLOCKS >= 1, flash-decoding): unit (head, block) per
+// workgroup and iteration; its tiles of positions take HEAD_DIM / 4 threads a position for the K
+// dot (four loads in flight each, summed through red), then the running max and sum as attention()
+// does. The block's unnormalised sums, max and sum of exp go to part_at(head, block);
+// stage_attention combines them.
+fn attention_split(ids: Ids, grid: Grid, layer: u32, pos: u32) {
+  let lid = ids.lid;
+  let len = pos + 1u;
+  let split = att_split(len);
+  let quads = HEAD_DIM / 4u;
+  let tile = WG / quads;
+  let slot = lid / quads;
+  let c = lid % quads;
+  let parts = WG / HEAD_DIM;
+  let d = lid % HEAD_DIM;
+  let part = lid / HEAD_DIM;
+  for (var u = grid.wid; u < HEADS * split.x; u += grid.groups) {  // uniform
+    let h = u / split.x;
+    let kvh = h / (HEADS / KV_HEADS);
+    let p0 = (u % split.x) * split.y;
+    let p1 = min(len, p0 + split.y);
+    var q = vec4<f32>(0.0);
+    if (slot < tile) {
+      let at = Q_W + h * HEAD_DIM + 4u * c;
+      q = vec4<f32>(load_f(at), load_f(at + 1u), load_f(at + 2u), load_f(at + 3u));
+    }
+    var st = vec3<f32>(STALL, 0.0, 0.0);  // running max, sum of exp, this thread's output share
+    for (var t0 = p0; t0 < p1; t0 += tile) {
+      var part_dot = 0.0;
+      if (slot < tile && t0 + slot < p1) {
+        let k = kv_at(layer, 0u, kvh, t0 + slot) + 4u * c;
+        part_dot = dot(q, vec4<f32>(kvf(k), kvf(k + 1u), kvf(k + 2u), kvf(k + 3u)));
+      }
+      red[lid] = part_dot;
+      workgroupBarrier();
+      let mine = lid < tile && t0 + lid < p1;
+      var s = STALL;
+      if (mine) {
+        var dsum = 0.0;
+        for (var j = 0u; j < quads; j++) {
+          dsum += red[lid * quads + j];
+        }
+        s = dsum * SCALE;
+      }
+      workgroupBarrier();  // reduce() rewrites red
+      softmax_tile(ids, s, mine, &st, kv_at(layer, 1u, kvh, t0) + d, part, parts, min(tile, p1 - t0));
+    }
+    red[lid] = st.z;
+    workgroupBarrier();
+    let at = part_at(h, u % split.x);
+    if (lid < HEAD_DIM) {
+      var o = 0.0;
+      for (var r = 0u; r < parts; r++) {
+        o += red[r * HEAD_DIM + lid];
+      }
+      store_f(at + lid, o);
+    }
+    if (lid == 0u) {
+      store_f(at + HEAD_DIM, st.x);
+      store_f(at + HEAD_DIM + 1u, st.y);
+    }
+    workgroupBarrier();
+  }
+}
+
+// xs = the attention output from attention_split's partials (zero past HEADS * HEAD_DIM): per head
+// the blocks' maxima and sums give each block's weight exp(m_b - m) / l, in probs; each output
+// element is the weighted sum of its blocks' (independent loads).
+fn stage_attention(ids: Ids, pos: u32) {
+  let lid = ids.lid;
+  let nb = att_split(pos + 1u).x;
+  for (var i = lid; i < HEADS * nb; i += WG) {
+    let at = part_at(i / nb, i % nb);
+    probs[i] = load_f(at + HEAD_DIM);
+    red[i] = load_f(at + HEAD_DIM + 1u);
+  }
+  workgroupBarrier();
+  for (var h = lid; h < HEADS; h += WG) {
+    var m = STALL;
+    for (var b = 0u; b < nb; b++) {
+      m = max(m, probs[h * nb + b]);
+    }
+    var l = 0.0;
+    for (var b = 0u; b < nb; b++) {
+      l += red[h * nb + b] * exp(probs[h * nb + b] - m);
+    }
+    for (var b = 0u; b < nb; b++) {
+      probs[h * nb + b] = exp(probs[h * nb + b] - m) / l;
+    }
+  }
+  workgroupBarrier();
+  let cols = HEADS * HEAD_DIM;
+  for (var i4 = lid; i4 < 2u * ((cols + 7u) / 8u); i4 += WG) {
+    let i = 4u * i4;
+    var o = vec4<f32>(0.0);
+    if (i < cols) {  // HEAD_DIM % 4 == 0: the four elements are one head's
+      let h = i / HEAD_DIM;
+      for (var b = 0u; b < nb; b++) {
+        let at = part_at(h, b) + i % HEAD_DIM;
+        o += probs[h * nb + b] * vec4<f32>(load_f(at), load_f(at + 1u), load_f(at + 2u), load_f(at + 3u));
+      }
+    }
+    xs[i] = o.x;
+    xs[i + 1u] = o.y;
+    xs[i + 2u] = o.z;
+    xs[i + 3u] = o.w;
+  }
+  workgroupBarrier();
+}
+
+// x += W v (o_proj, down_proj; v = live[at..], staged; or with `attention_parts` the combined
+// attention blocks), rows in pairs over the grid's teams; a row's residual word is only touched by
+// its team. Workgroups without a unit skip it, the staging too: every staging workgroup reads all
+// of v from L2. The residual is at x_at.
+fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, attention_parts: bool, pos: u32, x_at: u32) {
   let units = (HIDDEN + 1u) / 2u;
   if (workgroup_idle(grid, 0u, units)) {
     return;
   }
-  stage(ids, grid, at, cols, NO_NORM, VOCAB);
+  if (attention_parts) {
+    stage_attention(ids, pos);
+  } else {
+    stage(ids, grid, at, cols, NO_NORM, VOCAB, false, 0u);
+  }
   for (var it = 0u; it < unit_iters(grid, units); it++) {
     let u = unit_of(ids, grid, it);
     let r0 = 2u * min(u, units - 1u);
@@ -402,9 +579,53 @@ fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32) {
     }
     team_dots(ids, mat, r0, HIDDEN, cols);
     if (ids.lid % TEAM == 0u && u < units) {
-      store_f(X_W + r0, load_f(X_W + r0) + team_total(ids, 0u));
+      store_f(x_at + r0, load_f(x_at + r0) + team_total(ids, 0u));
       if (r0 + 1u < HIDDEN) {
-        store_f(X_W + r0 + 1u, load_f(X_W + r0 + 1u) + team_total(ids, 1u));
+        store_f(x_at + r0 + 1u, load_f(x_at + r0 + 1u) + team_total(ids, 1u));
+      }
+    }
+    workgroupBarrier();
+  }
+}
+
+// down_proj split over columns (DOWN_SPLIT >= 2): unit u is row pair u % pairs of chunk u / pairs
+// (a workgroup's teams mostly share a chunk, and it stages only its units' chunks of the input);
+// each team stores its two partial dots at PDOWN_W, which the next stage adds to the residual.
+fn down_split(ids: Ids, grid: Grid, mat: u32) {
+  let pairs = (HIDDEN + 1u) / 2u;
+  let c8n = (INTER + 7u) / 8u;
+  let chunks = max(DOWN_SPLIT, 2u);  // (never called below 2; keeps the constant division defined)
+  let per = (c8n + chunks - 1u) / chunks;  // column groups a chunk
+  let units = pairs * chunks;
+  for (var it = 0u; it < unit_iters(grid, units); it++) {
+    if (workgroup_idle(grid, it, units)) {
+      break;
+    }
+    let first = (it * grid.groups + grid.wid) * (WG / TEAM);
+    let last = min(first + WG / TEAM, units) - 1u;
+    let g_lo = first / pairs * per;
+    let g_hi = min(c8n, (last / pairs + 1u) * per);
+    for (var i4 = 2u * g_lo + ids.lid; i4 < 2u * g_hi; i4 += WG) {
+      let i = 4u * i4;
+      let inside = vec4<u32>(i, i + 1u, i + 2u, i + 3u) < vec4<u32>(INTER);
+      let v = select(vec4<f32>(0.0), vec4<f32>(load_f(ACT_W + i), load_f(ACT_W + i + 1u), load_f(ACT_W + i + 2u), load_f(ACT_W + i + 3u)),
+                     inside);
+      xs[i] = v.x;
+      xs[i + 1u] = v.y;
+      xs[i + 2u] = v.z;
+      xs[i + 3u] = v.w;
+    }
+    workgroupBarrier();
+    let u = unit_of(ids, grid, it);
+    let uc = min(u, units - 1u);
+    let chunk = uc / pairs;
+    let r0 = 2u * (uc % pairs);
+    team_dots_in(ids, mat, r0, HIDDEN, INTER, chunk * per, min(c8n, (chunk + 1u) * per));
+    if (ids.lid % TEAM == 0u && u < units) {
+      let at = PDOWN_W + chunk * ((HIDDEN + 7u) / 8u * 8u) + r0;
+      store_f(at, team_total(ids, 0u));
+      if (r0 + 1u < HIDDEN) {
+        store_f(at + 1u, team_total(ids, 1u));
       }
     }
     workgroupBarrier();
@@ -442,10 +663,16 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
   for (var layer = 0u; layer < LAYERS; layer++) {
     let mats = layer * LAYER_V4;
     let vs = layer * LAYER_F;
+    // The residual stream: X_W, or with DOWN_SPLIT X_W and X2_W by turns (the last layer's down_proj
+    // partials are added to it where the next stage stages it).
+    let x_at = select(X_W, X2_W, DOWN_SPLIT >= 2u && layer % 2u == 1u);
+    let x_prev = select(X_W, X2_W, x_at == X_W);
+    let parts_in = DOWN_SPLIT >= 2u && layer > 0u;
     // 1: Q/K/V. Layer 0 stages the embedding row, and workgroup 0 stores it as the residual.
     // Workgroups without a Q/K/V unit skip the stage (workgroup 0 never does: it stores the embedding).
     if (!workgroup_idle(grid, 0u, qkv_rows / 2u)) {
-      let inv = stage(ids, grid, X_W, HIDDEN, vs + IN_NORM_F, select(VOCAB, token, layer == 0u));
+      let inv = stage(ids, grid, select(x_at, x_prev, parts_in), HIDDEN, vs + IN_NORM_F, select(VOCAB, token, layer == 0u),
+                      parts_in, x_at);
       for (var it = 0u; it < unit_iters(grid, qkv_rows / 2u); it++) {
         if (workgroup_idle(grid, it, qkv_rows / 2u)) {
           break;
@@ -462,15 +689,19 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     grid_barrier(ids, grid, k);
     k++;
     // 2: attention.
-    attention(ids, grid, layer, pos);
+    if (ATT_BLOCKS == 0u) {
+      attention(ids, grid, layer, pos);
+    } else {
+      attention_split(ids, grid, layer, pos);
+    }
     grid_barrier(ids, grid, k);
     k++;
     // 3: o_proj + residual.
-    add_product(ids, grid, mats + O_V4, ATT_W, q_rows);
+    add_product(ids, grid, mats + O_V4, ATT_W, q_rows, ATT_BLOCKS != 0u, pos, x_at);
     grid_barrier(ids, grid, k);
     k++;
     // 4: gate/up + SiLU.
-    let inv2 = stage(ids, grid, X_W, HIDDEN, vs + POST_NORM_F, VOCAB);
+    let inv2 = stage(ids, grid, x_at, HIDDEN, vs + POST_NORM_F, VOCAB, false, 0u);
     for (var it = 0u; it < unit_iters(grid, INTER); it++) {
       if (workgroup_idle(grid, it, INTER)) {
         break;
@@ -486,12 +717,18 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     grid_barrier(ids, grid, k);
     k++;
     // 5: down_proj + residual.
-    add_product(ids, grid, mats + DOWN_V4, ACT_W, INTER);
+    if (DOWN_SPLIT >= 2u) {
+      down_split(ids, grid, mats + DOWN_V4);
+    } else {
+      add_product(ids, grid, mats + DOWN_V4, ACT_W, INTER, false, pos, x_at);
+    }
     grid_barrier(ids, grid, k);
     k++;
   }
   // Final norm + LM head; each team's lane 0 keeps its best logit.
-  let inv = stage(ids, grid, X_W, HIDDEN, FINAL_NORM_F, VOCAB);
+  // With DOWN_SPLIT the last layer's residual plus its down_proj partials (stored nowhere).
+  let x_last = select(X_W, X2_W, DOWN_SPLIT >= 2u && (LAYERS - 1u) % 2u == 1u);
+  let inv = stage(ids, grid, x_last, HIDDEN, FINAL_NORM_F, VOCAB, DOWN_SPLIT >= 2u, NOWHERE);
   var bv = STALL;
   var bi = 0xffffffffu;
   let units = (VOCAB + 1u) / 2u;

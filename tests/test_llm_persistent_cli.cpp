@@ -81,6 +81,23 @@ TEST(LlmPersistentCli, PersistentDecodeGivesTheStepDecodersTokens) {
   EXPECT_EQ(persistent.report["decode"]["checked_tokens"], 4);
   EXPECT_EQ(persistent.report["generated_ids"], steps.report["generated_ids"]);
   EXPECT_EQ(persistent.report["dispatches_per_token"], 1.0);
+  EXPECT_EQ(persistent.report["decode"]["variant"], "split=1+down=4");  // the default; 1 workgroup: 1 block
+}
+
+// Test that --persistent-variant (a measurement tool) picks the variant, which passes the same check
+// and gives the same tokens, and that a name it does not know is a clear error.
+TEST(LlmPersistentCli, VariantIsChosenAtRunTime) {
+  const Generated& steps = steps_run();
+  ASSERT_EQ(steps.run.rc, 0) << steps.run.out;
+  const Generated g =
+      generate("--decode persistent --persistent-wg 1 --decode-check 4 --persistent-variant down=2+split=3");
+  ASSERT_EQ(g.run.rc, 0) << g.run.out;
+  EXPECT_NE(g.run.out.find("variant split=3+down=2"), std::string::npos) << g.run.out;
+  EXPECT_EQ(g.report["decode"]["variant"], "split=3+down=2");
+  EXPECT_EQ(g.report["generated_ids"], steps.report["generated_ids"]);
+  const Generated bad = generate("--decode persistent --persistent-variant l2");
+  EXPECT_NE(bad.run.rc, 0);
+  EXPECT_NE(bad.run.out.find("unknown part 'l2'"), std::string::npos) << bad.run.out;
 }
 
 // Test that a co-residency probe that fails (forced by a spin limit of 0) falls back to the step

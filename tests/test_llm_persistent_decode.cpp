@@ -5,6 +5,7 @@
 // One workgroup is always co-resident with itself, so the grid barriers are exercised without
 // depending on SwiftShader's scheduling; several workgroups run where the probe passes, and a
 // barrier that then times out must be reported, never give wrong tokens.
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <ostream>
@@ -112,6 +113,100 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(gpu::to_string(info.param.dtype)) + (info.param.tied ? "_tied" : "_untied") + "_wg" +
              std::to_string(info.param.workgroup_size);
     });
+
+// Test every variant of the dispatch (llm::PersistentVariant) against the step decoder, as above
+// (whose cases run the default, split+down=4: with one workgroup one block per head, in tiles;
+// 9 column groups in chunks of 3, the last empty): base (a
+// head per workgroup); attention split over positions (split=3: 31 positions in tiles of 10 (32
+// threads, 3 per position) or 21 give 2 blocks of 2 tiles or 2 of 1, combined by o_proj's staging;
+// split=1 one block); down_proj split over columns (down=N: 72 columns, 9 groups, in chunks of 5, 3
+// or 3 groups; 3 layers, so the residual moves X_W, X2_W, X_W and the final norm reads the last
+// layer's partials).
+struct VariantCase {
+  const char* variant;
+  WeightFormat dtype;
+  uint32_t workgroup_size;
+};
+class LlmPersistentVariant : public ::testing::TestWithParam<VariantCase> {};
+
+TEST_P(LlmPersistentVariant, MatchesStepDecoder) {
+  const auto [variant, dtype, wg] = GetParam();
+  const auto cfg = small_llm_config(false, kVocab);
+  const auto weights = llm::HostWeights::random(cfg, 38);
+  const uint32_t n = 24;
+  llm::PersistentDecoder d(
+      context(), cfg, weights.lookup(),
+      {.dtype = dtype, .ctx = 64, .workgroup_size = wg, .variant = llm::parse_persistent_variant(variant)});
+  const Decoded got = run_persistent(d, n, 8);
+  const Decoded steps = run_steps(cfg, weights, dtype, n);
+  EXPECT_EQ(got.tokens, steps.tokens);
+  ASSERT_EQ(got.logits.size(), steps.logits.size());
+  for (uint32_t i = 0; i < n; ++i)
+    EXPECT_LE(normalised_error<float>(got.logits[i], steps.logits[i]), 1e-5) << "step " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, LlmPersistentVariant,
+                         ::testing::Values(VariantCase{"base", WeightFormat::F16, 32},
+                                           VariantCase{"base", WeightFormat::Q4_K, 64},
+                                           VariantCase{"split=3", WeightFormat::F32, 32},
+                                           VariantCase{"split=3", WeightFormat::F16, 64},
+                                           VariantCase{"split=1", WeightFormat::BF16, 32},
+                                           VariantCase{"down=2", WeightFormat::F32, 32},
+                                           VariantCase{"split=3+down=4", WeightFormat::F16, 64},
+                                           VariantCase{"down=3", WeightFormat::Q8_0, 32}),
+                         [](const auto& info) {
+                           std::string name = std::string(info.param.variant) + "_" +
+                                              gpu::to_string(info.param.dtype) + "_wg" +
+                                              std::to_string(info.param.workgroup_size);
+                           for (char& ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
+
+// Test the variant names: every part, their combinations, the grid's choice of blocks, and clear
+// errors for what is not a variant or cannot run.
+TEST(LlmPersistentDecodeRun, VariantNamesAndLimits) {
+  EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("base")), "base");
+  EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("down=3+split=18")), "split=18+down=3");
+  EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("split")), "split");  // resolved by the decoder
+  for (const char* bad : {"", "l2", "split=0", "split=x", "split+", "split=99999999999", "down=1", "down="}) {
+    try {
+      llm::parse_persistent_variant(bad);
+      ADD_FAILURE() << "'" << bad << "' accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("expected base, or split, split=N (N >= 1), down=N (N >= 2)"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  const auto cfg = small_llm_config(true, kVocab);
+  const auto weights = llm::HostWeights::random(cfg, 40);
+  llm::PersistentDecoder autos(
+      context(), cfg, weights.lookup(),
+      {.ctx = 8, .workgroups = 3, .workgroup_size = 32, .variant = llm::parse_persistent_variant("split")});
+  EXPECT_EQ(llm::to_string(autos.variant()), "split=1");  // min(32, 3) workgroups / 4 heads, at least 1
+  try {
+    llm::PersistentDecoder d(
+        context(), cfg, weights.lookup(),
+        {.ctx = 8, .workgroup_size = 32, .variant = llm::parse_persistent_variant("split=9")});
+    ADD_FAILURE() << "9 blocks of 4 heads in a workgroup of 32 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("at most the workgroup size (32) blocks"), std::string::npos)
+        << e.what();
+  }
+  auto odd = cfg;
+  odd.head_dim = 10;
+  const auto odd_weights = llm::HostWeights::random(odd, 41);
+  try {
+    llm::PersistentDecoder d(context(), odd, odd_weights.lookup(),
+                             {.ctx = 8, .variant = llm::parse_persistent_variant("split=2")});
+    ADD_FAILURE() << "head_dim 10 accepted for the split";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("head_dim (10) a multiple of 4"), std::string::npos) << e.what();
+  }
+  llm::PersistentDecoder by_default(context(), odd, odd_weights.lookup(), {.ctx = 8});
+  EXPECT_EQ(llm::to_string(by_default.variant()), "down=4");  // the default split needs head_dim % 4 == 0
+}
 
 // Test the long-row and long-cache paths of the dispatch against the step decoder: a down_proj row
 // of 1,101 columns (138 column groups: two trips of four groups per lane of a 32-thread team, the

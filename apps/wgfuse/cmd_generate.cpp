@@ -32,6 +32,7 @@ struct GenerateOptions {
   uint32_t profile_prefill_reps = 0;  // --profile-prefill: repetitions of the timed prompt chunk
   uint32_t warmup = 0;                // --warmup: tokens generated (greedy, not shown) before the timed run
   uint32_t parallel = 0;              // --parallel: sequences decoded together after the run; 0 = off
+  bool dump_shaders = false;          // --dump-shaders (hidden): Dawn's toggle, for reading the SPIR-V
 };
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -136,7 +137,9 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
   if (s->files().gguf())
     std::fprintf(stderr, "wgfuse: %s: GGUF tensors %s\n", lo.s.model_dir.c_str(),
                  s->files().tensor_types().c_str());
-  s->load(ctx.emplace(g.context_options()));
+  gpu::ContextOptions copts = g.context_options();
+  if (o.dump_shaders) copts.enabled_toggles.push_back("dump_shaders");
+  s->load(ctx.emplace(copts));
   if (!o.plan_path.empty()) s->write_plan(o.plan_path, uint32_t(prompt.size()));
   if (o.warmup) s->warm_up(prompt, std::min<uint32_t>(o.warmup, uint32_t(n)));
   std::vector<float> logits;
@@ -222,6 +225,16 @@ void add_generate(CLI::App& app, GlobalOptions& g) {
                 "--decode persistent: atomic loads the co-residency probe waits per barrier (0 fails it: "
                 "tests the fallback)")
       ->capture_default_str();
+  c->add_flag("--dump-shaders", o->dump_shaders,
+              "Dawn's dump_shaders toggle: each shader as compiled for the backend, on stderr with --verbose "
+              "(a measurement tool)")
+      ->group("");
+  c->add_option_function<std::string>(
+       "--persistent-variant",
+       [lo](const std::string& v) { lo->s.persistent.variant = llm::parse_persistent_variant(v); },
+       "--decode persistent, a measurement tool: base, or split, split=N, down=N joined by '+' "
+       "(llm::PersistentVariant; default: split+down=4)")
+      ->group("");
   c->add_option("--decode-check", lo->s.persistent.check_tokens,
                 "--decode persistent: greedy tokens whose tokens and logits must equal the step decoder's "
                 "before the run (0 = no check)")

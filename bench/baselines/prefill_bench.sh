@@ -32,14 +32,8 @@ mkdir -p "$OUT/runs"
 rc=0
 
 if [[ -z ${MODEL:-} ]]; then
-  MODEL=$(python3 - "$MODELS" "$TOKENIZER_DIR" <<'EOF'
-import sys
-from pathlib import Path
-sys.path.insert(0, "bench/baselines")
-from qwen_check import build_model
-print(build_model("0.5b", Path(sys.argv[1]), Path(sys.argv[2]), 20261122))
-EOF
-  ) || { echo "prefill_bench: building the random model failed"; exit 1; }
+  MODEL=$(python3 bench/baselines/random_qwen.py "$MODELS" "$TOKENIZER_DIR") ||
+    { echo "prefill_bench: building the random model failed"; exit 1; }
   MODEL=$(tail -1 <<<"$MODEL")
 fi
 echo "prefill_bench: model $MODEL, storage $DTYPE, prompts $LENGTHS, $REPS runs each"

@@ -34,6 +34,48 @@ void need(bool ok, const std::string& what) {
 
 }  // namespace
 
+namespace {
+// N of "<prefix>N" (1 to 8 digits), or 0.
+uint32_t count_after(std::string_view part, std::string_view prefix) {
+  if (!part.starts_with(prefix)) return 0;
+  const std::string_view digits = part.substr(prefix.size());
+  if (digits.empty() || digits.size() > 8 || digits.find_first_not_of("0123456789") != std::string_view::npos)
+    return 0;
+  return uint32_t(std::stoul(std::string(digits)));
+}
+}  // namespace
+
+PersistentVariant parse_persistent_variant(std::string_view s) {
+  PersistentVariant v{.split_auto = false, .down_split = 0};
+  if (s == "base") return v;
+  size_t at = 0;
+  while (at <= s.size()) {
+    const size_t end = std::min(s.find('+', at), s.size());
+    const std::string_view part = s.substr(at, end - at);
+    if (part == "split") {
+      v.split_auto = true;
+    } else if (const uint32_t n = count_after(part, "split="); n >= 1) {
+      v.attention_blocks = n;
+    } else if (const uint32_t n = count_after(part, "down="); n >= 2) {
+      v.down_split = n;
+    } else {
+      throw Error("--persistent-variant '" + std::string(s) + "': unknown part '" + std::string(part) +
+                  "'; expected base, or split, split=N (N >= 1), down=N (N >= 2) joined by '+'");
+    }
+    at = end + 1;
+  }
+  return v;
+}
+
+std::string to_string(const PersistentVariant& v) {
+  std::string s;
+  auto add = [&](const std::string& part) { s += (s.empty() ? "" : "+") + part; };
+  if (v.split_auto) add("split");
+  if (v.attention_blocks) add("split=" + std::to_string(v.attention_blocks));
+  if (v.down_split) add("down=" + std::to_string(v.down_split));
+  return s.empty() ? "base" : s;
+}
+
 std::string persistent_unsupported(const ModelConfig& c) {
   if (architecture_of(c).qk_norm)
     return c.architecture +
@@ -80,6 +122,23 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
            " bytes of workgroup memory, above maxComputeWorkgroupStorageSize (" +
            std::to_string(lim.max_compute_workgroup_storage_size) + ")");
 
+  // Attention blocks per head: split_auto gives each (head, block) a workgroup; stage_attention
+  // weighs a head's blocks in probs[WG].
+  PersistentVariant& var = opt_.variant;
+  if (var.split_auto) {
+    var.attention_blocks =
+        c.head_dim % 4 ? 0 : std::max<uint32_t>(1, std::min(wg, opt_.workgroups) / c.num_heads);
+    var.split_auto = false;  // resolved: variant() names the blocks
+  }
+  if (var.attention_blocks) {
+    need(c.head_dim % 4 == 0, "attention split over positions needs head_dim (" + std::to_string(c.head_dim) +
+                                  ") a multiple of 4 (--persistent-variant without split)");
+    need(uint64_t(var.attention_blocks) * c.num_heads <= wg,
+         "attention split into " + std::to_string(var.attention_blocks) + " blocks of " +
+             std::to_string(c.num_heads) + " heads: at most the workgroup size (" + std::to_string(wg) +
+             ") blocks in all");
+  }
+
   const auto t0 = SteadyClock::now();
   upload_weights(weights);
   stats_.upload_ms = ms_since(t0);
@@ -97,6 +156,9 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   logits_word_ = uint32_t(words);
   region("LOGITS_W", c.vocab_size);
   region("BEST_W", 2ull * opt_.workgroups);
+  region("PART_W", uint64_t(c.num_heads) * var.attention_blocks * (c.head_dim + 2));
+  region("X2_W", var.down_split ? c.hidden_size : 0);
+  region("PDOWN_W", uint64_t(var.down_split) * pad8(c.hidden_size));
   const uint64_t kv_words = 2ull * c.num_layers * c.num_kv_heads * opt_.ctx * c.head_dim;
   need(4 * kv_words <= lim.max_storage_buffer_binding_size,
        "the KV cache (" + std::to_string(4 * kv_words) + " bytes at --ctx " + std::to_string(opt_.ctx) +
@@ -128,6 +190,8 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   o["EPS"] = c.rms_norm_eps;
   o["SCALE"] = 1.0 / std::sqrt(double(c.head_dim));
   o["XS_LEN"] = xs_len;
+  o["ATT_BLOCKS"] = var.attention_blocks;
+  o["DOWN_SPLIT"] = var.down_split;
   kernel_ = &ctx.kernel(gpu::embedded_kernel("llm_persistent_decode", "decode_token", layout_));
   group_ = ctx.bind(*kernel_, {weights_, vectors_, live_, kv_, tokens_, control_});
 }

@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpu/context.h"
@@ -25,6 +26,24 @@
 
 namespace wgfuse::llm {
 
+// The decode's variants, chosen at run time (pipeline constants) so one build measures them against
+// each other: `wgfuse generate --decode persistent --persistent-variant split+down=3`.
+struct PersistentVariant {
+  // Attention over (head, block of positions) units in up to this many blocks per head, combined
+  // where o_proj stages its input; 0: a head per workgroup. split_auto (the default) picks it from
+  // the grid, or 0 where head_dim is not a multiple of 4.
+  uint32_t attention_blocks = 0;
+  bool split_auto = true;
+  // down_proj over (row pair, column chunk) units, this many chunks a row (>= 2; 0: whole rows),
+  // the partial dots added to the residual where the next stage stages it.
+  uint32_t down_split = 4;
+};
+// "base" (a head per workgroup, whole rows), or '+'-joined "split", "split=N", "down=N" (what is
+// not named is off); throws Error naming the bad part. The default (PersistentVariant{}) is
+// "split+down=4", the fastest measured (docs/RESULTS.md).
+PersistentVariant parse_persistent_variant(std::string_view s);
+std::string to_string(const PersistentVariant& v);
+
 struct PersistentOptions {
   std::optional<gpu::WeightFormat> dtype;  // nullopt: the checkpoint's own 16-bit type
   uint32_t ctx = 4096;                     // KV-cache positions
@@ -33,6 +52,7 @@ struct PersistentOptions {
   // Atomic loads a workgroup spends waiting at one grid barrier before the dispatch gives up (an
   // Error after the submit, not a hang).
   uint32_t spin_limit = 1u << 22;
+  PersistentVariant variant;
   std::function<void(uint64_t done, uint64_t total)> progress;  // upload bytes
 };
 
@@ -52,6 +72,7 @@ class PersistentDecoder : public Decoder {
   const ModelConfig& config() const override { return cfg_; }
   uint32_t capacity() const override { return opt_.ctx; }
   uint32_t workgroups() const { return opt_.workgroups; }
+  const PersistentVariant& variant() const { return opt_.variant; }  // split_auto resolved into blocks
   uint32_t barriers_per_token() const;        // grid barriers inside one dispatch: 5 per layer + 1
   std::vector<float> read_logits() override;  // the logits of the last position computed
 

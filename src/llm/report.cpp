@@ -170,7 +170,8 @@ nlohmann::json decoder_json(const DecoderChoice& c) {
           {"workgroups", c.workgroups},
           {"workgroup_size", c.workgroup_size},
           {"barriers_per_token", c.barriers_per_token},
-          {"checked_tokens", c.checked_tokens}};
+          {"checked_tokens", c.checked_tokens},
+          {"variant", c.variant}};
 }
 
 nlohmann::json run_json(Session& s, std::span<const uint32_t> prompt, const Reply& reply) {

@@ -230,8 +230,11 @@ void Session::choose_decoder(std::span<const uint32_t> prompt, uint32_t n) {
   if (grid.workgroups == 0) return fall_back(grid.reason);
   persistent_ = std::make_unique<PersistentDecoder>(
       ctx, files_.config(), [this](std::string_view name) { return files_.find(name); },
-      PersistentOptions{
-          .dtype = opt_.dtype, .ctx = ctx_len_, .workgroups = grid.workgroups, .workgroup_size = wg});
+      PersistentOptions{.dtype = opt_.dtype,
+                        .ctx = ctx_len_,
+                        .workgroups = grid.workgroups,
+                        .workgroup_size = wg,
+                        .variant = opt_.persistent.variant});
   const uint32_t checked = std::min(opt_.persistent.check_tokens, n);
   if (checked) {
     std::string diff;
@@ -247,13 +250,14 @@ void Session::choose_decoder(std::span<const uint32_t> prompt, uint32_t n) {
   }
   notice("persistent decode: " + std::to_string(grid.workgroups) + " workgroups of " + std::to_string(wg) +
          ", " + std::to_string(persistent_->barriers_per_token()) + " grid barriers per token, " +
-         std::to_string(checked) + " tokens checked");
+         std::to_string(checked) + " tokens checked, variant " + to_string(persistent_->variant()));
   model_.reset();  // checked: the step decoder's weights and cache are not needed any more
   choice_ = {.kind = DecoderKind::Persistent,
              .workgroups = grid.workgroups,
              .workgroup_size = wg,
              .barriers_per_token = persistent_->barriers_per_token(),
-             .checked_tokens = checked};
+             .checked_tokens = checked,
+             .variant = to_string(persistent_->variant())};
 }
 
 void Session::warm_up(std::span<const uint32_t> prompt, uint32_t n) {

@@ -52,6 +52,7 @@ struct PersistentChoice {
   uint32_t workgroups = 0;         // 0 = the largest power of two up to 256 that the probe passes
   uint32_t probe_spin = 1u << 20;  // SwiftShader needs ~1M to see 2 workgroups co-resident
   uint32_t check_tokens = 8;       // 0 = no check
+  PersistentVariant variant;
 };
 
 struct SessionOptions {
@@ -81,6 +82,7 @@ struct DecoderChoice {
   DecoderKind kind = DecoderKind::Steps;
   std::string fallback_reason;  // the persistent decoder was asked for and could not run
   uint32_t workgroups = 0, workgroup_size = 0, barriers_per_token = 0, checked_tokens = 0;  // persistent
+  std::string variant;  // persistent: to_string(PersistentVariant)
 };
 
 // What a caller sees while a reply is generated.
