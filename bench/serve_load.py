@@ -50,8 +50,11 @@ def one(args, model, t0, out):
         if data == "[DONE]":
             break
         chunk = json.loads(data)
+        if chunk.get("timings"):  # wgfuse: from the request's arrival to its first token (text or not)
+            out["server_first_token_ms"] = chunk["timings"].get("first_token_ms")
         if chunk.get("usage"):
             tokens = chunk["usage"]["completion_tokens"]
+            out["prompt_tokens"] = chunk["usage"].get("prompt_tokens")
         if any((c.get("delta") or {}).get("content") for c in chunk.get("choices", [])):
             last = time.perf_counter()
             first = first or last
@@ -80,15 +83,31 @@ def join_long(args, model):
         ts = [t for t in times if lo <= t <= hi]
         return max((b - a) * 1e3 for a, b in zip(ts, ts[1:])) if len(ts) > 1 else float("nan")
 
-    row = {"join_long_words": args.join_long, "joiner_ttft_ms": joining["ttft_ms"],
+    row = {"join_long_words": args.join_long, "joiner_prompt_tokens": joining.get("prompt_tokens"),
+           "joiner_ttft_ms": joining["ttft_ms"],
            "running_gap_ms_before": longest_gap(times[0], t_join),
            "running_gap_ms_during_prefill": longest_gap(t_join, first_joined),
            "running_tokens_during_prefill": sum(t_join <= t <= first_joined for t in times)}
-    print(f"join of a {args.join_long}-word prompt: its first token after {row['joiner_ttft_ms']:.0f} ms; the "
+    print(f"join of a {args.join_long}-word prompt ({row['joiner_prompt_tokens']} tokens): its first token after "
+          f"{row['joiner_ttft_ms']:.0f} ms; the "
           f"running stream's longest gap {row['running_gap_ms_before']:.1f} ms before, "
           f"{row['running_gap_ms_during_prefill']:.1f} ms meanwhile "
           f"({row['running_tokens_during_prefill']} tokens meanwhile)", flush=True)
     return row
+
+
+def server_health(url):
+    """GET /health beside the API's /v1 (wgfuse serve and llama-server have one); None without it."""
+    u = urllib.parse.urlsplit(url)
+    try:
+        conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=10)
+        conn.request("GET", "/health")
+        resp = conn.getresponse()
+        body = json.load(resp) if resp.status == 200 else None
+        conn.close()
+        return body
+    except (OSError, ValueError):
+        return None
 
 
 def percentile(sorted_values, q):
@@ -139,16 +158,24 @@ def main():
         row = {"concurrency": c, "answered": len(ok), "failed": c - len(ok), "tokens": tokens, "wall_s": wall,
                "aggregate_tok_s": tokens / wall, "stream_tok_s_p50": percentile(per_stream, 0.5),
                "stream_tok_s_min": per_stream[0] if per_stream else float("nan"),
-               "ttft_ms_p50": percentile(ttft, 0.5), "ttft_ms_p99": percentile(ttft, 0.99)}
+               "ttft_ms_p50": percentile(ttft, 0.5), "ttft_ms_p99": percentile(ttft, 0.99),
+               # the first token, visible text or not, as the server timed it (wgfuse only)
+               "server_first_token_ms_p50": percentile(sorted(r["server_first_token_ms"] for r in ok
+                                                              if r.get("server_first_token_ms") is not None), 0.5)}
         rows.append(row)
         print(f"C={c}: {len(ok)}/{c} answered, {tokens} tokens in {wall:.2f} s = {row['aggregate_tok_s']:.1f} tok/s "
               f"aggregate; per stream p50 {row['stream_tok_s_p50']:.1f}, min {row['stream_tok_s_min']:.1f} tok/s; "
-              f"TTFT p50 {row['ttft_ms_p50']:.0f} ms, p99 {row['ttft_ms_p99']:.0f} ms", flush=True)
+              f"TTFT p50 {row['ttft_ms_p50']:.0f} ms, p99 {row['ttft_ms_p99']:.0f} ms (server's first token p50 "
+              f"{row['server_first_token_ms_p50']:.0f} ms)", flush=True)
     joined = join_long(args, model) if args.join_long else None
+    health = server_health(args.url)
+    if health and "joins" in health:  # wgfuse serve --parallel: what the joins cost (serve::WorkerStatus)
+        print(f"joins: {json.dumps(health['joins'])}; moved into the batch {health.get('moved_to_batch')}, "
+              f"out of it {health.get('moved_out_of_batch')}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"url": args.url, "model": model, "max_tokens": args.max_tokens, "rows": rows,
-                       "join_long": joined}, f, indent=2)
+                       "join_long": joined, "health": health}, f, indent=2)
             f.write("\n")
     return 0 if all(r["failed"] == 0 for r in rows) else 1
 

@@ -190,6 +190,113 @@ TEST(LlmBatchRun, PromptJoinsInChunksBetweenSteps) {
   EXPECT_TRUE(batch.active(1));
 }
 
+// Test that prompts of odd lengths join back to back, each begun right after the last is fed with
+// no step (and no wait for the GPU) between them, beside a running stream: every stream's tokens
+// are the single-sequence decoder's; the joins run on the chunk plans prepare_feed() built (chunks
+// of 13 tokens on the 16-token plan), and a prompt fed up to the end of the context is right too.
+TEST(LlmBatchRun, PromptsJoinBackToBackOnPreparedPlans) {
+  const auto cfg = test::small_llm_config(false);
+  const auto weights = llm::HostWeights::random(cfg, 75);
+  constexpr uint32_t kCtx = 64, kChunk = 13;
+  llm::Model model(context(), cfg, weights.lookup(),
+                   {.dtype = WeightFormat::F32, .ctx = kCtx, .prefill_chunk = 40});
+  auto prompt = [&](uint32_t n, uint32_t seed) {
+    std::vector<uint32_t> p(n);
+    for (uint32_t i = 0; i < n; ++i) p[i] = (i * 71 + seed * 29 + 5) % cfg.vocab_size;
+    return p;
+  };
+  const std::vector<std::vector<uint32_t>> prompts = {prompt(3, 1), prompt(37, 2), prompt(18, 3),
+                                                      prompt(1, 4), prompt(59, 5)};
+  const std::vector<uint32_t> running = prompt(6, 6);
+  constexpr uint32_t kTokens = 5;  // 59 + 5 - 1 positions: the last prompt fills the context
+  std::vector<std::vector<uint32_t>> single;
+  for (const auto& p : prompts) {
+    model.reset();
+    single.push_back(model.generate(p, kTokens));
+  }
+  model.reset();
+  const auto single_running = model.generate(running, 3 * kTokens);
+
+  llm::BatchDecoder batch(model, 6);
+  batch.start(5, running);
+  std::vector<uint32_t> got_running = {batch.step()[5]};
+  model.prepare_feed(kChunk);
+  const size_t plans = model.prompt_plans();
+  const llm::BatchDecoder::JoinStats before = batch.join_stats();  // the running stream's
+  // The first four join in rounds of kChunk tokens, one prompt after another within a round.
+  uint32_t next = 0;
+  std::vector<std::vector<uint32_t>> got(prompts.size());
+  for (uint32_t round = 0; next < 4 || batch.joining(); ++round) {
+    uint32_t budget = kChunk;
+    while (budget > 0 && (batch.joining() || next < 4)) {
+      if (!batch.joining()) batch.begin(next, prompts[next]), ++next;
+      budget -= batch.prefill(budget);
+    }
+    const auto picked = batch.step();
+    got_running.push_back(picked[5]);
+    for (uint32_t b = 0; b < 4; ++b)
+      if (batch.active(b)) got[b].push_back(picked[b]);
+    ASSERT_LT(round, 10u);
+  }
+  EXPECT_EQ(model.prompt_plans(), plans) << "a join built a plan prepare_feed() had not";
+  EXPECT_EQ(batch.join_stats().prompts - before.prompts, 4u);
+  EXPECT_EQ(batch.join_stats().tokens - before.tokens, 2u + 36 + 17 + 0);
+  // The fifth whole: its last chunk (positions 40..57) takes a plan that ends with the tokens buffer
+  // (25 tokens), not 32.
+  batch.start(4, prompts[4]);
+  EXPECT_EQ(model.prompt_plans(), plans + 1);
+  while (got[4].size() < kTokens) {
+    const auto picked = batch.step();
+    got_running.push_back(picked[5]);
+    for (uint32_t b = 0; b < 5; ++b)
+      if (batch.active(b) && got[b].size() < kTokens) got[b].push_back(picked[b]);
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    got[i].resize(std::min<size_t>(got[i].size(), kTokens));
+    EXPECT_EQ(got[i], single[i]) << "prompt " << i << " of " << prompts[i].size() << " tokens";
+  }
+  got_running.resize(std::min(got_running.size(), single_running.size()));
+  EXPECT_EQ(got_running,
+            std::vector<uint32_t>(single_running.begin(), single_running.begin() + got_running.size()));
+}
+
+// Test that a sequence moves from the step decoder into a slot (adopt) and back (release) beside
+// another stream and goes on with the tokens of one uninterrupted single-sequence run; an idle slot
+// or a prompt still joining cannot be released.
+TEST(LlmBatchRun, SequenceMovesIntoASlotAndBack) {
+  const auto cfg = test::small_llm_config(false);
+  const auto weights = llm::HostWeights::random(cfg, 76);
+  llm::Model model(context(), cfg, weights.lookup(),
+                   {.dtype = WeightFormat::F32, .ctx = 40, .prefill_chunk = 8});
+  const std::vector<uint32_t> prompt = {11, 250, 3, 97, 42, 7, 180, 66, 9, 1, 23};
+  const auto single = model.generate(prompt, 14);
+  model.reset();
+  const auto single_beside = model.generate(std::vector<uint32_t>{5, 6, 7}, 6);
+
+  model.reset();
+  std::vector<uint32_t> got = model.generate(prompt, 4);
+  llm::BatchDecoder batch(model, 3);
+  EXPECT_THROW(batch.release(1), Error);  // idle
+  batch.adopt(1);
+  batch.start(2, std::vector<uint32_t>{5, 6, 7});
+  std::vector<uint32_t> beside;
+  for (const auto& step : batch.steps(5)) {
+    got.push_back(step[1]);
+    beside.push_back(step[2]);
+  }
+  batch.begin(0, prompt);
+  EXPECT_THROW(batch.release(1), Error);  // the model holds the joining prompt
+  batch.stop(0);
+  batch.release(1);
+  EXPECT_FALSE(batch.active(1));
+  EXPECT_EQ(model.length(), prompt.size() + got.size() - 1);
+  const auto rest = model.generate({}, 5);
+  got.insert(got.end(), rest.begin(), rest.end());
+  EXPECT_EQ(got, single);
+  beside.push_back(batch.step()[2]);  // the other slot goes on, alone in the batch
+  EXPECT_EQ(beside, single_beside);
+}
+
 // Test that a slot that samples picks its tokens with its own sampler and seed: the same seed in
 // another slot beside a greedy stream gives the same tokens; a slot at the end of its context and
 // bad prompts are errors.

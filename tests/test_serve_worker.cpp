@@ -2,8 +2,9 @@
 // small random Qwen2-architecture folder (untied: a tied random model repeats its last token) with
 // the byte-level Qwen tokenizer of llm_support.h: a request that starts alone runs through the
 // session's decoder, moves into the batch when another arrives (the newcomer's prompt fed in
-// chunks between steps), and ends alone in the batch; every reply's text and token count equal
-// the session's own generation of the same prompt, greedy and sampled with a seed.
+// chunks between steps), and moves back out when it is left alone in the batch; several requests
+// join together; every reply's text and token count equal the session's own generation of the
+// same prompt, greedy and sampled with a seed. A batch refuses the persistent decoder.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "llm_support.h"
 #include "serve/generation_worker.h"
 #include "support.h"
+#include "util/error.h"
 
 namespace wgfuse {
 namespace {
@@ -85,8 +87,9 @@ void expect_same(const Outcome& got, const Outcome& want, const char* what) {
 class ServeWorker : public ::testing::TestWithParam<double> {};  // the temperature
 
 // Test that a request begun alone (the step decoder) that gets company mid-stream (moved into the
-// batch's slot with its cache, position and sampler) and ends alone in the batch gives the tokens
-// the session gives it alone, and so does its companion; a later lone request runs alone again.
+// batch's slot with its cache, position and sampler) and, left alone in the batch when its
+// companion ends, moved back to the step decoder, gives the tokens the session gives it alone, and
+// so does its companion; a later lone request runs alone again.
 TEST_P(ServeWorker, LoneRequestMovesIntoTheBatchAndKeepsItsTokens) {
   llm::Session session(options());
   session.load(test::context());
@@ -126,18 +129,76 @@ TEST_P(ServeWorker, LoneRequestMovesIntoTheBatchAndKeepsItsTokens) {
   expect_same(got_a, want_first, "the request moved into the batch");
   expect_same(got_b, want_second, "its companion");
   EXPECT_EQ(worker.status().moved, 1u);
+  EXPECT_EQ(worker.status().moved_back, 1u);
 
   // Alone again: the step decoder serves it whole.
   expect_same(collect(*worker.submit(second)), want_second, "a later lone request");
   const serve::WorkerStatus st = worker.status();
   EXPECT_EQ(st.moved, 1u);
+  EXPECT_EQ(st.moved_back, 1u);
   EXPECT_EQ(st.served, 3u);
   EXPECT_FALSE(st.alone);
+}
+
+// Test that requests arriving together fill the batch's free slots, their prompts fed one after
+// another in rounds of 11 tokens, each with the tokens the session gives it alone, on the chunk
+// plans the worker built beforehand; /health's join counters add up.
+TEST_P(ServeWorker, RequestsJoinTogetherWithTheirOwnTokens) {
+  llm::Session session(options());
+  session.load(test::context());
+  llm::SamplingOverrides sampling;
+  sampling.temperature = GetParam();
+  sampling.seed = 5;
+  std::vector<serve::GenerationRequest> requests;
+  std::vector<Outcome> want;
+  for (uint32_t i = 0; i < 4; ++i) {
+    std::vector<uint32_t> prompt(3 + 7 * i);
+    for (size_t j = 0; j < prompt.size(); ++j) prompt[j] = uint32_t(j * 31 + i * 97 + 3) % 256;
+    requests.push_back({.prompt = prompt, .max_tokens = 5 + 2 * i, .sampling = sampling});
+    want.push_back(generated(session, requests.back()));
+  }
+  std::mutex device;
+  serve::GenerationWorker worker(session, 8, device, 4, /*join_chunk=*/11);
+  const size_t plans = worker.status().prompt_plans;
+  std::vector<std::shared_ptr<serve::Generation>> gs;
+  for (const auto& r : requests) gs.push_back(worker.submit(r));
+  for (size_t i = 0; i < gs.size(); ++i) {
+    ASSERT_TRUE(gs[i]);
+    expect_same(collect(*gs[i]), want[i], ("request " + std::to_string(i)).c_str());
+  }
+  const serve::WorkerStatus st = worker.status();
+  EXPECT_EQ(st.served, 4u);
+  // The first may have begun alone (and moved in); the others joined.
+  EXPECT_EQ(st.joined + st.moved, 4u);
+  EXPECT_GE(st.joined, 3u);
+  uint64_t tokens = 0;
+  for (size_t i = 4 - st.joined; i < 4; ++i) tokens += requests[i].prompt.size() - 1;
+  EXPECT_EQ(st.join_tokens, tokens);
+  EXPECT_GE(st.join_rounds, 1u);
+  EXPECT_GE(st.join_feeds, st.joined);  // every prompt has tokens to feed before its last
+  EXPECT_GT(st.longest_join_round_ms, 0);
+  EXPECT_EQ(st.prompt_plans, plans) << "a join built a prompt plan";
 }
 
 INSTANTIATE_TEST_SUITE_P(Sampling, ServeWorker, ::testing::Values(0.0, 1.5), [](const auto& info) {
   return std::string(info.param == 0 ? "greedy" : "sampled_seed");
 });
+
+// Test that a batched worker refuses a session set to the persistent decoder, which releases the
+// step decoder the batch runs on, saying what to do.
+TEST(ServeWorkerRun, BatchRefusesThePersistentDecoder) {
+  llm::SessionOptions o = options();
+  o.decoder = llm::DecoderKind::Persistent;
+  llm::Session session(o);  // (refused before the GPU is needed)
+  std::mutex device;
+  try {
+    serve::GenerationWorker worker(session, 8, device, 3);
+    ADD_FAILURE() << "a batch on the persistent decoder was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--decode persistent"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--parallel 1"), std::string::npos) << e.what();
+  }
+}
 
 }  // namespace
 }  // namespace wgfuse

@@ -120,6 +120,11 @@ void add_model_options(CLI::App& cmd, ModelServing& m) {
                  "(1: one at a time through the single-sequence decoder)")
       ->check(CLI::Range(1u, llm::BatchDecoder::kMaxSlots))
       ->capture_default_str();
+  cmd.add_option("--join-tokens", m.api.join_tokens,
+                 "with --model and --parallel > 1: prompt tokens of joining requests fed between two "
+                 "batched steps (more: joiners start sooner, running streams wait longer)")
+      ->check(CLI::Range(1u, 1u << 20))
+      ->capture_default_str();
   cmd.add_option("--max-queue", m.api.max_queue,
                  "with --model: requests waiting at most; more are answered 503")
       ->check(CLI::Range(size_t(1), size_t(4096)))

@@ -10,6 +10,7 @@
 #include "gpu/kernel.h"
 #include "gpu/recorder.h"
 #include "gpu/weight_format.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace wgfuse::llm {
@@ -273,12 +274,17 @@ uint32_t BatchDecoder::prefill(uint32_t max_tokens) {
   const uint32_t last = uint32_t(j.prompt.size()) - 1;
   const uint32_t n = std::min(max_tokens, last - j.fed);
   if (n > 0) {
-    model_.prefill(std::span(j.prompt).subspan(j.fed, n));
+    const auto t0 = SteadyClock::now();
+    model_.feed(std::span(j.prompt).subspan(j.fed, n));
     j.fed += n;
+    join_stats_.tokens += n;
+    ++join_stats_.feeds;
+    join_stats_.feed_ms += ms_since(t0);
   }
   if (j.fed == last) {
     occupy(j.slot, j.prompt, last, j.params);
     joining_.reset();
+    ++join_stats_.prompts;
   }
   return n;
 }
@@ -312,17 +318,7 @@ void BatchDecoder::occupy(uint32_t slot, std::span<const uint32_t> tokens, uint3
     s.plan.emplace(s.sampler->plan(slot_logits(slot), slot_tokens(slot), slot_state(slot)));
     s.plan->build();
   }
-  if (fed > 0) {  // the model's cache rows 0..fed into the slot's
-    gpu::Recorder rec(ctx_);
-    const uint64_t row = 4ull * cfg_.head_dim, per_head = row * ctx_len_;
-    for (uint32_t l = 0; l < cfg_.num_layers; ++l)
-      for (uint32_t h = 0; h < cfg_.num_kv_heads; ++h) {
-        const uint64_t to = (uint64_t(slot) * cfg_.num_kv_heads + h) * per_head;
-        rec.copy(model_.layers_[l].k_cache, h * per_head, k_cache_[l], to, row * fed);
-        rec.copy(model_.layers_[l].v_cache, h * per_head, v_cache_[l], to, row * fed);
-      }
-    rec.submit();
-  }
+  copy_cache(slot, fed, /*to_slot=*/true);
   ctx_.write(tokens_, 4 * tokens_stride_ * slot, std::as_bytes(tokens));
   uint32_t record[kSlotArgmax + 1] = {};
   record[0] = fed;
@@ -331,6 +327,38 @@ void BatchDecoder::occupy(uint32_t slot, std::span<const uint32_t> tokens, uint3
   ctx_.write(slots_, 4ull * kSlotWords * slot, std::as_bytes(std::span(record)));
   pos_[slot] = fed;
   active_[slot] = true;
+}
+
+void BatchDecoder::copy_cache(uint32_t slot, uint32_t rows, bool to_slot) {
+  if (rows == 0) return;
+  gpu::Recorder rec(ctx_);
+  const uint64_t row = 4ull * cfg_.head_dim, per_head = row * ctx_len_;
+  for (uint32_t l = 0; l < cfg_.num_layers; ++l)
+    for (uint32_t h = 0; h < cfg_.num_kv_heads; ++h) {
+      const uint64_t model_at = h * per_head, slot_at = (uint64_t(slot) * cfg_.num_kv_heads + h) * per_head;
+      const Model::Layer& L = model_.layers_[l];
+      if (to_slot) {
+        rec.copy(L.k_cache, model_at, k_cache_[l], slot_at, row * rows);
+        rec.copy(L.v_cache, model_at, v_cache_[l], slot_at, row * rows);
+      } else {
+        rec.copy(k_cache_[l], slot_at, L.k_cache, model_at, row * rows);
+        rec.copy(v_cache_[l], slot_at, L.v_cache, model_at, row * rows);
+      }
+    }
+  rec.submit();
+}
+
+void BatchDecoder::release(uint32_t slot) {
+  if (slot >= slots() || !active_[slot])
+    throw Error("batched decoding: slot " + std::to_string(slot) + " holds no sequence to release");
+  if (joining_)
+    throw Error("batched decoding: slot " + std::to_string(joining_->slot) +
+                " is prefilling its prompt on the model; no sequence can move there now");
+  const uint32_t fed = pos_[slot];
+  copy_cache(slot, fed, /*to_slot=*/false);
+  // Tokens 0..fed: the next generation on the model feeds the last.
+  model_.resume(ctx_.read<uint32_t>(tokens_, tokens_stride_ * slot, uint64_t(fed) + 1), fed);
+  stop(slot);
 }
 
 void BatchDecoder::write_records() {

@@ -45,11 +45,19 @@ class BatchDecoder {
   // start() in parts, so that the running slots keep stepping while a long prompt is fed: begin()
   // takes the idle slot (it stays out of the steps) and resets the model's decode state; each
   // prefill(max_tokens) feeds up to max_tokens more of its prompt through the model's prompt path
-  // and returns how many; the call that has fed all but the last token puts the slot in the
-  // steps. One prompt joins at a time; stop() abandons it.
+  // (Model::feed: no LM head, no wait: the next steps' submit follows it on the queue) and returns
+  // how many; the call that has fed all but the last token puts the slot in the steps. One prompt
+  // joins at a time (the model's decode state holds it), but the next may begin right after
+  // without waiting for the GPU; stop() abandons it.
   void begin(uint32_t slot, std::span<const uint32_t> prompt,
              const SamplingParams& params = {.temperature = 0});
   uint32_t prefill(uint32_t max_tokens);
+  // What the joins cost the host so far.
+  struct JoinStats {
+    uint64_t prompts = 0, tokens = 0, feeds = 0;  // prompts fed whole, prompt tokens, Model::feed calls
+    double feed_ms = 0;                           // host time recording and submitting them
+  };
+  const JoinStats& join_stats() const { return join_stats_; }
   // The slot begin() took, until its prompt is fed.
   std::optional<uint32_t> joining() const { return joining_ ? std::optional(joining_->slot) : std::nullopt; }
   // Moves the model's sequence into the idle `slot`, where its decoding goes on: after a
@@ -57,6 +65,10 @@ class BatchDecoder {
   // its position; the next step feeds its last token. Sampled tokens go on as they would have:
   // the sampler's draw depends on the seed and the position only (llm/sampler.h).
   void adopt(uint32_t slot, const SamplingParams& params = {.temperature = 0});
+  // The reverse of adopt(): moves the active slot's sequence (its KV cache rows, its tokens and its
+  // position) into the model, where a generation with an empty prompt (Session::decode) goes on
+  // from it, and idles the slot. Not while a prompt joins (the model's decode state holds it).
+  void release(uint32_t slot);
   void stop(uint32_t slot);  // idle from the next step
   static constexpr uint32_t kMaxStepsPerSubmit = 16;
   // `count` positions of every active slot in one submit and one read-back: out[i][b] is the
@@ -92,6 +104,8 @@ class BatchDecoder {
   // Puts `tokens` (0..fed in the model's KV cache, the next step feeds tokens[fed]) into the slot
   // with its picker: the one way a sequence enters a slot (start, adopt).
   void occupy(uint32_t slot, std::span<const uint32_t> tokens, uint32_t fed, const SamplingParams& params);
+  // Copies KV cache rows 0..rows - 1 between the model's cache and the slot's (to_slot: into the slot).
+  void copy_cache(uint32_t slot, uint32_t rows, bool to_slot);
 
   Model& model_;
   gpu::Context& ctx_;
@@ -117,6 +131,7 @@ class BatchDecoder {
     uint32_t fed = 0;
   };
   std::optional<Joining> joining_;
+  JoinStats join_stats_;
 };
 
 }  // namespace wgfuse::llm

@@ -16,6 +16,16 @@ void Decoder::reset() {
   fed_ = written_ = 0;
 }
 
+void Decoder::resume(std::span<const uint32_t> tokens, uint32_t fed) {
+  if (fed > tokens.size())
+    throw Error("resume: " + std::to_string(fed) + " positions fed of a sequence of " +
+                std::to_string(tokens.size()) + " tokens");
+  reset();
+  push_sequence(tokens);
+  fed_ = fed;
+  set_position();
+}
+
 void Decoder::push_sequence(std::span<const uint32_t> ids) {
   const uint32_t vocab = config().vocab_size;
   for (uint32_t id : ids)

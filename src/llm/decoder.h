@@ -77,6 +77,9 @@ class Decoder {
   uint32_t length() const { return fed_; }
   const std::vector<uint32_t>& sequence() const { return seq_; }
   virtual void reset();  // an empty sequence; the next generate() starts afresh
+  // Takes `tokens` as the sequence, positions 0..fed - 1 of it already in the KV cache (written by
+  // the caller: BatchDecoder::release), so that the next generate() goes on from it.
+  void resume(std::span<const uint32_t> tokens, uint32_t fed);
 
   // Appends `prompt`, then generates up to n tokens: each is passed to on_token (false stops)
   // and returned. Stops after an EOS id; tokens computed past it in a K batch are discarded.

@@ -454,15 +454,14 @@ void Model::set_position() {
   logits_fresh_ = false;
 }
 
-void Model::record_prompt(gpu::Recorder& rec) {
+void Model::record_prompt(gpu::Recorder& rec, bool head) {
   const uint32_t last = uint32_t(seq_.size()) - 1;
   if (opt_.prefill_chunk == 0) {  // one decode step per position; state word 0 = fed_
-    for (uint32_t p = fed_; p < last; ++p) {
+    for (uint32_t p = fed_; p <= last; ++p) {
       decode_body(p).encode(rec);
-      advance_.encode(rec);
+      if (p < last || !head) advance_.encode(rec);
     }
-    decode_body(last).encode(rec);
-    head_.encode(rec);
+    if (head) head_.encode(rec);
     return;
   }
   for (uint32_t p0 = fed_; p0 <= last; p0 += opt_.prefill_chunk) {
@@ -470,10 +469,10 @@ void Model::record_prompt(gpu::Recorder& rec) {
     // The picker's position; the chunk's first position and length.
     const uint32_t words[3] = {last, p0, T};
     ctx_->write(state_, 0, std::as_bytes(std::span(words)));
-    prompt_chunk(T).encode(rec);
+    prompt_chunk(head ? T : feed_plan_tokens(p0, T)).encode(rec);
     if (p0 + T <= last) {
       rec.submit();  // the next chunk's state write must follow this chunk
-    } else {
+    } else if (head) {
       const uint64_t row = residual_row_bytes();
       rec.copy(x_rows_, row * (T - 1), x_, 0, row);  // the last token's residual stream
       head_.encode(rec);
@@ -490,6 +489,29 @@ void Model::prefill(std::span<const uint32_t> ids) {
   ctx_->wait();
   fed_ = uint32_t(seq_.size());
   logits_fresh_ = true;
+}
+
+void Model::feed(std::span<const uint32_t> ids) {
+  push_sequence(ids);
+  if (fed_ == seq_.size()) throw Error("feed: nothing to feed (empty prompt)");
+  gpu::Recorder rec(*ctx_);
+  record_prompt(rec, /*head=*/false);
+  rec.submit();
+  fed_ = uint32_t(seq_.size());
+  logits_fresh_ = false;
+}
+
+// The rows past T read tokens and write activations nobody reads, within the tokens buffer
+// (capacity + 1 words) and the prefill buffers (whole tiles of a full chunk).
+uint32_t Model::feed_plan_tokens(uint32_t first, uint32_t T) const {
+  const uint32_t most = std::min(opt_.prefill_chunk, ctx_len_ + 1 - first);
+  return std::max(T, std::min(ceil_div(T, kFeedTokenStep) * kFeedTokenStep, most));
+}
+
+void Model::prepare_feed(uint32_t tokens) {
+  const uint32_t most = std::min({tokens, opt_.prefill_chunk, ctx_len_});
+  for (uint32_t T = kFeedTokenStep; T < most + kFeedTokenStep; T += kFeedTokenStep)
+    prompt_chunk(feed_plan_tokens(0, std::min(T, most)));
 }
 
 DecodeProfile profile_plans(gpu::Context& ctx, std::span<gpu::Plan* const> plans, uint32_t reps,

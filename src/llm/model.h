@@ -154,6 +154,16 @@ class Model : public Decoder {
   // the last are then in the logits buffer (read_logits); a generate() with an empty prompt picks
   // from them. Picks no token.
   void prefill(std::span<const uint32_t> ids);
+  // prefill() for a batch's joining prompt (BatchDecoder): no LM head and no wait for the GPU (the
+  // queue keeps whatever is submitted later after it). A chunk of T tokens runs on the plan of T
+  // rounded up to kFeedTokenStep (the kernels compute the chunk's own rows: state word 2), so that
+  // a few plans serve every prompt length.
+  void feed(std::span<const uint32_t> ids);
+  static constexpr uint32_t kFeedTokenStep = 16;
+  // Builds now the plans feed() takes for chunks of up to `tokens` (and compiles their pipelines),
+  // so that no join waits for them.
+  void prepare_feed(uint32_t tokens);
+  size_t prompt_plans() const { return prompt_.size(); }  // prompt chunk plans built so far
   std::vector<float> read_logits() override;
   // Times the decode step (then `picker`, or greedy argmax when empty) at the position after the
   // last generate(), `reps` times; the device is left as it was. Needs timestamp queries.
@@ -205,8 +215,10 @@ class Model : public Decoder {
   void record_steps(gpu::Recorder& rec, uint32_t pos, uint32_t k, const GenerateOptions& opt) override;
   gpu::Plan& picker(const GenerateOptions& opt);
   // Records (and submits, but for the last chunk) every unfed position through the model and
-  // the LM head; state word 0 is left on the last position, for the picker.
-  void record_prompt(gpu::Recorder& rec);
+  // (`head`) the LM head; state word 0 is left on the last position, for the picker.
+  void record_prompt(gpu::Recorder& rec, bool head = true);
+  // The plan length feed() takes for a chunk of T tokens from position `first`.
+  uint32_t feed_plan_tokens(uint32_t first, uint32_t T) const;
 
   ModelConfig cfg_;
   ModelOptions opt_;

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "serve/stop_strings.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace wgfuse::serve {
@@ -34,9 +35,16 @@ GenerationWorker::GenerationWorker(llm::Session& session, size_t max_queue, std:
       parallel_(parallel),
       join_chunk_(join_chunk) {
   if (join_chunk_ == 0) throw Error("serve: the prompt chunk of a joining request must be at least 1 token");
+  // The batch decodes on the step decoder's weights, which the persistent decoder releases.
+  if (parallel_ > 1 && session_.options().decoder == llm::DecoderKind::Persistent)
+    throw Error("serve: " + std::to_string(parallel_) +
+                " requests decoded together (--parallel) run on the step decoder, which --decode persistent "
+                "releases after its check: serve with --parallel 1 or with --decode steps");
   if (parallel_ > 1) {
     std::lock_guard gpu(device_);
     batch_ = std::make_unique<llm::BatchDecoder>(session_.step_decoder(), parallel_);
+    session_.step_decoder().prepare_feed(join_chunk_);
+    prompt_plans_ = session_.step_decoder().prompt_plans();
     slots_.resize(parallel_);
   }
   thread_ = std::thread([this] { parallel_ > 1 ? run_batched() : run(); });
@@ -79,7 +87,15 @@ WorkerStatus GenerationWorker::status() const {
           .cancelled = cancelled_,
           .parallel = parallel_,
           .alone = alone_,
-          .moved = moved_};
+          .moved = moved_,
+          .moved_back = moved_back_,
+          .joined = join_stats_.prompts,
+          .join_tokens = join_stats_.tokens,
+          .join_feeds = join_stats_.feeds,
+          .prompt_plans = prompt_plans_,
+          .join_rounds = join_rounds_,
+          .join_feed_ms = join_stats_.feed_ms,
+          .longest_join_round_ms = longest_join_round_ms_};
 }
 
 void GenerationWorker::stop() {
@@ -211,7 +227,8 @@ void GenerationWorker::run_batched() {
       announce_positions();
     }
     if (alone) {
-      serve_alone(alone);
+      announce_start(*alone);
+      serve_alone(slot_for(alone), /*resumed=*/false);
       continue;
     }
     for (auto& g : dropped)
@@ -219,16 +236,22 @@ void GenerationWorker::run_batched() {
         n.queue_position = 0;
         n.finish = FinishReason::Cancelled;
       });
-    prefill_joining();
+    const auto round_start = SteadyClock::now();
+    const bool fed = prefill_joining();
     bool any = false;
     for (uint32_t b = 0; b < parallel_; ++b) any = any || batch_->active(b);
     if (!any) continue;
-    // Up to kStepsPerSubmit steps in one submit, no more than any running request may take.
+    // Up to kStepsPerSubmit steps in one submit, no more than any running request may take; one
+    // while prompts join or a joined request waits for its first token.
+    bool hurry = batch_->joining() || !joins_.empty();
     uint32_t count = kStepsPerSubmit;
     for (uint32_t b = 0; b < parallel_; ++b)
-      if (batch_->active(b))
+      if (batch_->active(b)) {
+        hurry = hurry || slots_[b]->tokens == 0;
         count = std::min({count, slots_[b]->g->request_.max_tokens - slots_[b]->tokens,
                           batch_->capacity() - batch_->position(b)});
+      }
+    if (hurry) count = 1;
     std::vector<std::vector<uint32_t>> ids;
     try {
       std::lock_guard gpu(device_);
@@ -239,10 +262,19 @@ void GenerationWorker::run_batched() {
         if (slots_[b]) finish(b, FinishReason::Error, e.what());
       continue;
     }
+    if (fed) {
+      const double ms = ms_since(round_start);
+      std::lock_guard lock(mutex_);
+      ++join_rounds_;
+      longest_join_round_ms_ = std::max(longest_join_round_ms_, ms);
+    }
     // A request that ends mid-way frees its slot; the tokens computed after its end are dropped.
     for (uint32_t i = 0; i < count; ++i)
       for (uint32_t b = 0; b < parallel_; ++b)
         if (slots_[b] && ids[i][b] != llm::BatchDecoder::kNoToken) deliver(b, ids[i][b], count - 1 - i);
+    // One request left and nobody waiting: it goes on through the step decoder, which decodes one
+    // sequence faster than the batch.
+    if (const auto b = last_one()) move_back(*b);
   }
   // Stopping: the running requests end as cancelled (stop() cancelled them).
   for (uint32_t b = 0; b < parallel_; ++b)
@@ -262,19 +294,20 @@ void GenerationWorker::announce_start(Generation& g) {
   });
 }
 
-void GenerationWorker::serve_alone(const std::shared_ptr<Generation>& g) {
-  const GenerationRequest& r = g->request_;
-  announce_start(*g);
-  Slot s = slot_for(g);
+void GenerationWorker::serve_alone(Slot s, bool resumed) {
+  const GenerationRequest& r = s.g->request_;
   std::optional<FinishReason> reason;
   try {
     std::lock_guard gpu(device_);
     session_.set_sampling(r.sampling);
-    session_.decoder().reset();
+    // A resumed request's sequence is on the decoder already (BatchDecoder::release): an empty
+    // prompt goes on from it.
+    if (!resumed) session_.decoder().reset();
+    const std::span<const uint32_t> prompt = resumed ? std::span<const uint32_t>() : std::span(r.prompt);
     // The prompt and max_tokens fit the context (the caller checked), so the step decoder has room
     // for every token. Stops when the request ends or another one waits.
     bool company = false;
-    session_.decode(r.prompt, r.max_tokens, [&](uint32_t id) {
+    session_.decode(prompt, r.max_tokens - s.tokens, [&](uint32_t id) {
       reason = take(s, id, /*room=*/true);
       if (reason) return false;
       std::lock_guard lock(mutex_);
@@ -300,14 +333,49 @@ void GenerationWorker::serve_alone(const std::shared_ptr<Generation>& g) {
   slots_[0].emplace(std::move(s));
 }
 
-void GenerationWorker::prefill_joining() {
+std::optional<uint32_t> GenerationWorker::last_one() {
+  if (batch_->joining() || !joins_.empty()) return std::nullopt;
+  std::optional<uint32_t> live;
+  for (uint32_t b = 0; b < parallel_; ++b)
+    if (slots_[b]) {
+      if (live || !batch_->active(b)) return std::nullopt;
+      live = b;
+    }
+  std::lock_guard lock(mutex_);
+  if (!live || !queue_.empty() || stopping_) return std::nullopt;
+  alone_ = true;
+  ++moved_back_;
+  return live;
+}
+
+void GenerationWorker::move_back(uint32_t b) {
+  Slot s = std::move(*slots_[b]);
+  slots_[b].reset();
+  try {
+    std::lock_guard gpu(device_);
+    batch_->release(b);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "wgfuse serve: moving a request out of the batch failed: %s\n", e.what());
+    {
+      std::lock_guard lock(mutex_);
+      alone_ = false;
+    }
+    std::lock_guard gpu(device_);
+    batch_->stop(b);
+    return end(s, FinishReason::Error, e.what());
+  }
+  serve_alone(std::move(s), /*resumed=*/true);
+}
+
+bool GenerationWorker::prefill_joining() {
   // A request that left while its prompt waits or is fed frees its slot now.
   for (uint32_t b = 0; b < parallel_; ++b)
     if (slots_[b] && !batch_->active(b) && slots_[b]->g->cancelled()) {
       std::erase(joins_, b);
       finish(b, FinishReason::Cancelled);
     }
-  uint32_t budget = join_chunk_;
+  const uint32_t budget0 = join_chunk_;
+  uint32_t budget = budget0;
   while (budget > 0 && (batch_->joining() || !joins_.empty())) {
     if (!batch_->joining()) {
       const uint32_t b = joins_.front();
@@ -324,6 +392,11 @@ void GenerationWorker::prefill_joining() {
       finish(b, FinishReason::Error, e.what());
     }
   }
+  std::lock_guard gpu(device_);
+  std::lock_guard lock(mutex_);
+  join_stats_ = batch_->join_stats();
+  prompt_plans_ = session_.step_decoder().prompt_plans();
+  return budget < budget0;
 }
 
 bool GenerationWorker::join(uint32_t b) {

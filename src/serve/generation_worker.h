@@ -11,7 +11,10 @@
 // request that ends or whose client left frees its slot at the next step; the others wait, first
 // come first served. A request that finds the batch empty and nobody waiting runs alone through
 // the session's decoder, as with parallel = 1, looking at the queue after every read-back: when
-// another arrives it moves into a slot of the batch (BatchDecoder::adopt) and goes on there.
+// another arrives it moves into a slot of the batch (BatchDecoder::adopt) and goes on there; when
+// the batch is down to one request and nobody waits, that one moves back out to the session's
+// decoder (BatchDecoder::release). The joining prompts of a round are fed one after another
+// without waiting for the GPU, and the round's submit takes one step while any prompt joins.
 // Either way a request's tokens are those `wgfuse generate` gives for the same prompt (and seed),
 // whatever runs beside it.
 #pragma once
@@ -92,6 +95,12 @@ struct WorkerStatus {
   uint32_t parallel = 1;               // sequences decoded at once
   bool alone = false;                  // a request runs alone through the session's decoder now
   uint64_t moved = 0;                  // requests begun alone and moved into the batch
+  uint64_t moved_back = 0;             // requests left alone in the batch and moved back out
+  // Joins (parallel > 1): prompts fed into the batch, their tokens, Model::feed calls and their host
+  // time, the prompt chunk plans built, the rounds that fed a prompt (each ends with a batched
+  // submit's read-back) and the longest of them: what a running stream waits while others join.
+  uint64_t joined = 0, join_tokens = 0, join_feeds = 0, prompt_plans = 0, join_rounds = 0;
+  double join_feed_ms = 0, longest_join_round_ms = 0;
 };
 
 class GenerationWorker {
@@ -99,10 +108,13 @@ class GenerationWorker {
   // `session` is loaded; from now on only the worker's thread uses it for generation, holding
   // `device` while it uses the GPU. `parallel`: requests decoded together, 1 to
   // llm::BatchDecoder::kMaxSlots (an Error otherwise).
-  // join_chunk: prompt tokens of a joining request prefilled between two batched steps.
-  static constexpr uint32_t kJoinChunk = 256;
+  // join_chunk: prompt tokens of the joining requests prefilled between two batched submits, one
+  // request's prompt after another's (so that every free slot fills in one round when the prompts
+  // are short); their plans are built with the worker.
+  static constexpr uint32_t kJoinChunk = 512;
   // Batched steps per submit (BatchDecoder::steps): one read-back for several tokens; a request
-  // that arrives waits for one submit at most.
+  // that arrives waits for one submit at most. While a prompt joins, or a joined request waits for
+  // its first token, each submit takes one step, so that the rounds stay short.
   static constexpr uint32_t kStepsPerSubmit = 4;
   GenerationWorker(llm::Session& session, size_t max_queue, std::mutex& device, uint32_t parallel = 1,
                    uint32_t join_chunk = kJoinChunk);
@@ -129,11 +141,19 @@ class GenerationWorker {
   void serve(Generation& g);  // ends with retire()
   // parallel > 1, the batch empty and nobody waiting: decodes the request through the session's
   // decoder until it ends or another request arrives, then moves it into the batch's slot 0.
-  void serve_alone(const std::shared_ptr<Generation>& g);
+  // resumed: the request comes out of the batch (move_back), its sequence on the decoder already.
+  void serve_alone(Slot s, bool resumed);
+  // The slot of the one request left in the batch when no prompt joins and nobody waits (then
+  // counted as alone and moved back), else nullopt.
+  std::optional<uint32_t> last_one();
+  // Moves slot b's request out of the batch into the session's decoder (BatchDecoder::release)
+  // and serves it there.
+  void move_back(uint32_t b);
   // Begins the prompt of slot b's request in the batch; false (the request retired) when it failed.
   bool join(uint32_t b);
-  // Up to join_chunk prompt tokens of the joining requests, in slot order of arrival.
-  void prefill_joining();
+  // Up to join_chunk prompt tokens of the joining requests, in slot order of arrival; true when
+  // it fed any.
+  bool prefill_joining();
   Slot slot_for(const std::shared_ptr<Generation>& g) const;
   void announce_start(Generation& g);
   // Hands the request its next token: its text so far goes to its client. The reason it ends, if
@@ -158,7 +178,11 @@ class GenerationWorker {
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Generation>> queue_;
   std::vector<std::shared_ptr<Generation>> running_;
-  uint64_t served_ = 0, cancelled_ = 0, moved_ = 0;
+  uint64_t served_ = 0, cancelled_ = 0, moved_ = 0, moved_back_ = 0;
+  uint64_t join_rounds_ = 0;  // (worker thread; status() reads them under mutex_)
+  double longest_join_round_ms_ = 0;
+  llm::BatchDecoder::JoinStats join_stats_;
+  size_t prompt_plans_ = 0;
   bool alone_ = false;
   bool stopping_ = false;
   std::thread thread_;

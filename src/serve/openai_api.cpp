@@ -133,7 +133,8 @@ OpenAiApi::OpenAiApi(llm::Session& session, OpenAiOptions options, std::mutex& d
       key_digest_(options_.api_key.empty() ? "" : sha256_hex(options_.api_key)),
       limiter_(options_.rate),
       created_(std::time(nullptr)),
-      worker_(std::make_unique<GenerationWorker>(session_, options_.max_queue, device, options_.parallel)) {}
+      worker_(std::make_unique<GenerationWorker>(session_, options_.max_queue, device, options_.parallel,
+                                                 options_.join_tokens)) {}
 
 OpenAiApi::~OpenAiApi() {
   worker_->stop();
@@ -230,6 +231,16 @@ void OpenAiApi::mount(httplib::Server& http) {
                             : s.running ? "batched"
                                         : "idle"},
                {"moved_to_batch", s.moved},
+               {"moved_out_of_batch", s.moved_back},
+               // what joining the batch cost: see serve::WorkerStatus
+               {"joins",
+                {{"prompts", s.joined},
+                 {"tokens", s.join_tokens},
+                 {"feeds", s.join_feeds},
+                 {"feed_ms", s.join_feed_ms},
+                 {"prompt_plans", s.prompt_plans},
+                 {"rounds", s.join_rounds},
+                 {"longest_round_ms", s.longest_join_round_ms}}},
                {"running", s.running},
                {"queued", s.queued},
                {"max_queue", s.max_queue},

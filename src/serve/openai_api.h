@@ -30,8 +30,10 @@ struct OpenAiOptions {
   std::string api_key;                // empty: none asked; else `Authorization: Bearer KEY` on /v1/
   RateLimit rate{.per_window = 600};  // generation requests per client address
   uint32_t parallel = 8;              // requests decoded together (--parallel; 1: one at a time)
-  size_t max_queue = 64;              // requests waiting beyond this are answered 503
-  size_t max_body_bytes = 1 << 20;    // the server's ConnectionLimits (a chunked body reaches the handler)
+  // Prompt tokens of joining requests fed between two batched submits (--join-tokens).
+  uint32_t join_tokens = GenerationWorker::kJoinChunk;
+  size_t max_queue = 64;            // requests waiting beyond this are answered 503
+  size_t max_body_bytes = 1 << 20;  // the server's ConnectionLimits (a chunked body reaches the handler)
   uint32_t max_stop_strings = 4, max_stop_bytes = 256;
 };
 
