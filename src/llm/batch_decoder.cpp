@@ -135,7 +135,8 @@ gpu::Dispatch BatchDecoder::product(const char* entry, const gpu::TensorView& w,
 BatchDecoder::ProductShape BatchDecoder::product_shape(const char* entry, const gpu::TensorView& w) const {
   const uint32_t n = slots(), cols8 = ceil_div(w.cols, 8);
   if (w.rows >= 64ull * w.cols) return block_shape(w, team_, std::clamp(kMaxSums / n, 2u, 4u), 1);
-  if (w.rows > w.cols || std::string_view(entry) != "residual_rows")
+  const std::string_view e(entry);
+  if (w.rows > w.cols || e == "gate_up_rows" || e == "qkv_rope_rows")
     return block_shape(w, team_, 2, std::bit_floor(std::min(n, 4u)));
   // A power of two of teams per row block, one per slot group, so that the row teams divide too.
   auto slot_groups_of = [&](uint32_t t) { return std::bit_floor(std::min(n, kWorkgroup / t)); };
