@@ -1,5 +1,6 @@
 // The batched decode step (src/llm/batch_decoder.h): up to SLOTS sequences share each step, one
-// row per slot in every activation buffer. Slot b's record slots[b * SLOT_WORDS ..] holds its
+// row per slot in every activation buffer. The same products serve a short prompt chunk's passes
+// (src/llm/model.h), where the slots are tokens of one sequence (prompt_pass, SHARED_CACHE). Slot b's record slots[b * SLOT_WORDS ..] holds its
 // position (word 0: the position this step computes; the token picker advances it: the batched
 // argmax of llm_step.wgsl for greedy slots, a sampler on the record's first 4 words for the
 // others) and whether it decodes (word SLOT_ACTIVE). The matrix products read each weight row
@@ -279,6 +280,32 @@ fn embed_rows(@builtin(global_invocation_id) gid: vec3<u32>) {
   }
 }
 
+// ---- a short prompt chunk's pass (src/llm/model.h): the chunk's tokens PASS_FIRST ..
+// PASS_FIRST + SLOTS - 1 as slots. Writes their records (the position; active while inside the
+// chunk) and the pass's state words as the prompt kernels read a chunk's (0: the chunk's, 1: the
+// pass's first position, 2: its length), from the chunk's state words (1: its first position, 2:
+// its length). Bindings: the chunk's state, the records, the pass's state.
+override PASS_FIRST: u32 = 0u;
+@group(0) @binding(0) var<storage, read> chunk_state: array<u32>;
+@group(0) @binding(1) var<storage, read_write> pass_records: array<u32>;
+@group(0) @binding(2) var<storage, read_write> pass_state: array<u32>;
+
+@compute @workgroup_size(64)
+fn prompt_pass(@builtin(local_invocation_index) t: u32) {
+  let chunk_length = chunk_state[2];
+  let length = min(SLOTS, chunk_length - min(chunk_length, PASS_FIRST));
+  let first = chunk_state[1] + PASS_FIRST;
+  if (t < SLOTS) {
+    pass_records[t * SLOT_WORDS] = first + t;
+    pass_records[t * SLOT_WORDS + SLOT_ACTIVE] = select(0u, 1u, t < length);
+  }
+  if (t == 0u) {
+    pass_state[0] = chunk_state[0];
+    pass_state[1] = first;
+    pass_state[2] = length;
+  }
+}
+
 // ---- Q/K/V heads of models with q/k norms: a workgroup per (head of q, k or v, slot).
 override HEAD_DIM: u32 = 2u;
 override HEADS: u32 = 1u;
@@ -287,6 +314,13 @@ override CTX: u32 = 1u;        // cache positions per slot
 override RAW_STRIDE: u32 = 1u; // floats per slot of qkv_rows' output
 override Q_STRIDE: u32 = 1u;   // floats per slot of q and of the attention output
 override HWG: u32 = 64u;       // threads of rope_rows and attend_rows
+// rope_rows and qkv_rope_rows: every slot writes cache 0 (the slots are one prompt's tokens, not
+// sequences: src/llm/model.h, short prefill passes).
+override SHARED_CACHE: bool = false;
+
+fn cache_of(b: u32) -> u32 {
+  return select(b, 0u, SHARED_CACHE);
+}
 
 // Bindings of rope_rows: raw, qk_norm, rope_cs, slots, q_rows, k_cache, v_cache.
 @group(0) @binding(0) var<storage, read> raw: array<f32>;          // [SLOTS][RAW_STRIDE]
@@ -336,7 +370,7 @@ fn rope_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) w
   if (h >= HEADS + KV_HEADS) {
     let kvh = h - HEADS - KV_HEADS;
     for (var e = lid; e < HEAD_DIM; e += HWG) {
-      v_cache[((b * KV_HEADS + kvh) * CTX + pos) * HEAD_DIM + e] =
+      v_cache[((cache_of(b) * KV_HEADS + kvh) * CTX + pos) * HEAD_DIM + e] =
           raw[b * RAW_STRIDE + q_rows_n + kv_rows_n + kvh * HEAD_DIM + e];
     }
     return;
@@ -357,7 +391,7 @@ fn rope_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) w
     let ya = a * cs.x - c * cs.y;
     let yc = c * cs.x + a * cs.y;
     if (is_k) {
-      let at = ((b * KV_HEADS + h - HEADS) * CTX + pos) * HEAD_DIM + i;
+      let at = ((cache_of(b) * KV_HEADS + h - HEADS) * CTX + pos) * HEAD_DIM + i;
       k_cache[at] = ya;
       k_cache[at + half_dim] = yc;
     } else {
@@ -383,7 +417,7 @@ fn store_rotated(ra: u32, b: u32, a_dot: f32, c_dot: f32) {
   let kv_rows_n = KV_HEADS * HEAD_DIM;
   if (ra >= q_rows_n + kv_rows_n) {
     let r = ra - q_rows_n - kv_rows_n;
-    let at = ((b * KV_HEADS + r / HEAD_DIM) * CTX + pos) * HEAD_DIM + r % HEAD_DIM;
+    let at = ((cache_of(b) * KV_HEADS + r / HEAD_DIM) * CTX + pos) * HEAD_DIM + r % HEAD_DIM;
     v_cache[at] = a;
     v_cache[at + 1u] = c;
     return;
@@ -396,7 +430,7 @@ fn store_rotated(ra: u32, b: u32, a_dot: f32, c_dot: f32) {
   let ya = a * cs.x - c * cs.y;
   let yc = c * cs.x + a * cs.y;
   if (is_k) {
-    let at = ((b * KV_HEADS + head) * CTX + pos) * HEAD_DIM + i;
+    let at = ((cache_of(b) * KV_HEADS + head) * CTX + pos) * HEAD_DIM + i;
     k_cache[at] = ya;
     k_cache[at + half_dim] = yc;
   } else {

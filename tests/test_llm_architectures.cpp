@@ -4,9 +4,10 @@
 //   Qwen3: per-head q/k RMSNorm before RoPE, no biases, heads * head_dim (72) != hidden (45),
 //          yarn RoPE (its attention factor scales cos and sin), tied head.
 //   Llama: no biases, untied head, llama3 RoPE scaling whose wavelengths fall in all three bands.
-// Both the decode path (prompt fed one decode step at a time) and the prefill path (tiled
-// matrix-matrix kernels); logits within 1e-4 (f32 storage), 1e-2 (f16) or 4e-2 (bf16; both against
-// the unrounded weights) normalised; greedy tokens equal to the reference on the stored weights.
+// The decode path (prompt fed one decode step at a time) and the prefill paths (short passes of
+// the row products, and the tiled matrix-matrix kernels); logits within 1e-4 (f32 storage), 1e-2 (f16) or
+// 4e-2 (bf16; both against the unrounded weights) normalised; greedy tokens equal to the reference on the
+// stored weights.
 #include <cmath>
 #include <numbers>
 #include <ostream>
@@ -197,10 +198,17 @@ TEST(LlmRope, YarnScaling) {
 struct Case {
   const char* arch;
   WeightFormat dtype;
-  uint32_t prefill_chunk;  // 0: the prompt through decode steps
+  uint32_t prefill_chunk;                                              // 0: the prompt through decode steps
+  uint32_t prefill_short_max = llm::ModelOptions{}.prefill_short_max;  // 0: the tiled products
 };
+std::string name_of(const Case& c) {
+  return std::string(c.arch) + "_" + gpu::to_string(c.dtype) +
+         (!c.prefill_chunk      ? "_decode"
+          : c.prefill_short_max ? "_prefill"
+                                : "_prefill_tiled");
+}
 void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.arch << " " << gpu::to_string(c.dtype) << (c.prefill_chunk ? " prefill" : " decode-steps");
+  *os << name_of(c);
 }
 class LlmArchitectureModel : public ::testing::TestWithParam<Case> {};
 
@@ -211,13 +219,17 @@ llm::ModelConfig config_of(const std::string& arch) {
 // Test 20 greedy tokens and every step's logits against the reference (decode attention in one
 // pass below position 16, in chunks of 16 from there).
 TEST_P(LlmArchitectureModel, LogitsAndGreedyTokensMatchTheReference) {
-  const auto [arch, dtype, chunk] = GetParam();
+  const auto [arch, dtype, chunk, short_max] = GetParam();
   const auto cfg = config_of(arch);
   const auto weights = llm::HostWeights::random(cfg, 71);
   const uint32_t n = 20;
-  llm::Model model(
-      context(), cfg, weights.lookup(),
-      {.dtype = dtype, .attn_short_max = 16, .ctx = 48, .prefill_chunk = chunk, .attention = {.chunk = 16}});
+  llm::Model model(context(), cfg, weights.lookup(),
+                   {.dtype = dtype,
+                    .attn_short_max = 16,
+                    .ctx = 48,
+                    .prefill_chunk = chunk,
+                    .prefill_short_max = short_max,
+                    .attention = {.chunk = 16}});
   std::vector<std::vector<float>> logits;
   llm::GenerateOptions opt;
   opt.on_logits = [&](std::span<const float> l) { logits.emplace_back(l.begin(), l.end()); };
@@ -241,14 +253,12 @@ TEST_P(LlmArchitectureModel, LogitsAndGreedyTokensMatchTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     QwenAndLlama, LlmArchitectureModel,
-    ::testing::Values(Case{"qwen3", WeightFormat::F32, 512}, Case{"qwen3", WeightFormat::F32, 0},
-                      Case{"qwen3", WeightFormat::F16, 512}, Case{"qwen3", WeightFormat::BF16, 512},
-                      Case{"llama", WeightFormat::F32, 512}, Case{"llama", WeightFormat::F32, 0},
+    ::testing::Values(Case{"qwen3", WeightFormat::F32, 512}, Case{"qwen3", WeightFormat::F32, 512, 0},
+                      Case{"qwen3", WeightFormat::F32, 0}, Case{"qwen3", WeightFormat::F16, 512},
+                      Case{"qwen3", WeightFormat::BF16, 512}, Case{"llama", WeightFormat::F32, 512},
+                      Case{"llama", WeightFormat::F32, 512, 0}, Case{"llama", WeightFormat::F32, 0},
                       Case{"llama", WeightFormat::F16, 0}),
-    [](const auto& info) {
-      return std::string(info.param.arch) + "_" + gpu::to_string(info.param.dtype) +
-             (info.param.prefill_chunk ? "_prefill" : "_decode");
-    });
+    [](const auto& info) { return name_of(info.param); });
 
 // Test that the one-dispatch decoder runs Llama (its RoPE table scaled) to the reference's tokens,
 // and refuses Qwen3's per-head norms by name.

@@ -274,7 +274,8 @@ TEST(LlmModelRun, PrefillThenDecodeEqualsDecodeOnly) {
 
 // Test that a 70-token prompt fed in chunks of 33 (33, 33, 4: whole and partial tiles, chunks
 // attending to earlier chunks' cache) leaves the logits of decoding it position by position, for
-// both storage dtypes and both prefill attention kernels.
+// both storage dtypes, both prefill attention kernels, and the tiled products or the short passes
+// (16, 16, 1 tokens; then 1).
 TEST(LlmModelRun, PrefillChunksMatchDecodingEachPosition) {
   const auto cfg = small_llm_config(false);
   const auto weights = llm::HostWeights::random(cfg, 61);
@@ -286,17 +287,24 @@ TEST(LlmModelRun, PrefillChunksMatchDecodingEachPosition) {
     llm::Model stepwise(context(), cfg, weights.lookup(), {.dtype = dtype, .ctx = 96, .prefill_chunk = 0});
     stepwise.prefill(prompt);
     const auto want = stepwise.read_logits();
-    for (auto attention : {llm::PromptAttention::Blocks, llm::PromptAttention::Tiled}) {
-      const std::string what = std::string(gpu::to_string(dtype)) +
-                               (attention == llm::PromptAttention::Tiled ? " tiled" : " blocks");
-      llm::Model chunked(context(), cfg, weights.lookup(),
-                         {.dtype = dtype, .ctx = 96, .prefill_chunk = 33, .prefill_attention = attention});
-      chunked.prefill(prompt);
-      EXPECT_LE(normalised_error(chunked.read_logits(), want), 1e-5) << what;
-      // Against the unrounded weights, as LogitsAndGreedyTokensMatchTheReference.
-      EXPECT_LE(normalised_error(chunked.read_logits(), ref_logits), dtype == WeightFormat::F32 ? 1e-4 : 1e-2)
-          << what;
-    }
+    for (uint32_t short_max : {0u, 64u})
+      for (auto attention : {llm::PromptAttention::Blocks, llm::PromptAttention::Tiled}) {
+        const std::string what = std::string(gpu::to_string(dtype)) +
+                                 (attention == llm::PromptAttention::Tiled ? " tiled" : " blocks") +
+                                 (short_max ? " short passes" : " tiled products");
+        llm::Model chunked(context(), cfg, weights.lookup(),
+                           {.dtype = dtype,
+                            .ctx = 96,
+                            .prefill_chunk = 33,
+                            .prefill_short_max = short_max,
+                            .prefill_attention = attention});
+        chunked.prefill(prompt);
+        EXPECT_LE(normalised_error(chunked.read_logits(), want), 1e-5) << what;
+        // Against the unrounded weights, as LogitsAndGreedyTokensMatchTheReference.
+        EXPECT_LE(normalised_error(chunked.read_logits(), ref_logits),
+                  dtype == WeightFormat::F32 ? 1e-4 : 1e-2)
+            << what;
+      }
   }
 }
 

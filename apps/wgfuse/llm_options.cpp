@@ -90,6 +90,11 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
                 "prompt tokens per prefill submit (tiled matrix-matrix kernels); 0 = one decode step per "
                 "prompt token")
       ->capture_default_str();
+  c->add_option("--prefill-short-max", o.s.prefill_short_max,
+                "prompt chunks of up to this many tokens go through the batched decode's row products in "
+                "passes of 16 tokens instead of the tiled kernels (short prompts: time to first token); 0 = "
+                "never; at most 128")
+      ->capture_default_str();
   c->add_option("--prefill-tile", o.prefill_tile,
                 "tokens x rows of output per workgroup of every prefill product: auto (by the product's "
                 "size) or one of 32x64, 64x64, 64x128")

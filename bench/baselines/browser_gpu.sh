@@ -176,8 +176,20 @@ N=$STORE/native
 rm -rf "$N"
 mkdir -p "$N"
 if [[ ,$SUITES, == *,llm,* ]]; then
-  prompt=$(python3 -c 'import json,sys; print(",".join(map(str, json.load(open(sys.argv[1]))["bench"]["prompt_ids"])))' "$STORE/check.json")
-  tokens=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bench"]["decode_tokens"] + 1)' "$STORE/check.json")
+  # The prompt and decode lengths the page measured (QUICK shortens both), from its decode result.
+  read -r prompt tokens < <(python3 - "$STORE/check.json" "$OUT/browser.json" <<'EOF'
+import json, sys
+bench = json.load(open(sys.argv[1]))["bench"]
+n, t = len(bench["prompt_ids"]), bench["decode_tokens"]
+try:
+    for r in json.load(open(sys.argv[2]))["suites"]["llm"]["submitted"]["results"]:
+        if r["name"].endswith(" decode"):
+            n, t = r["sizes"]["prompt_tokens"], r["sizes"]["tokens"]
+except (OSError, KeyError, TypeError, ValueError):
+    pass  # no browser result: the server's full lengths
+print(",".join(map(str, bench["prompt_ids"][:n])), t + 1)
+EOF
+)
   for rep in 1 2 3; do
     "$WGFUSE" generate -m "$MODEL" --prompt-ids "$prompt" -n "$tokens" --temp 0 --warmup 8 \
       --json "$N/llm-$rep.json" >/dev/null 2>"$N/llm-$rep.log" || say "native llm $rep failed: $(tail -2 "$N/llm-$rep.log")"

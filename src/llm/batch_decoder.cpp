@@ -1,7 +1,6 @@
 #include "llm/batch_decoder.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -17,17 +16,22 @@ namespace wgfuse::llm {
 
 namespace {
 
-constexpr uint32_t kSlotWords = 64;  // SLOT_WORDS
-constexpr uint32_t kSlotActive = 8;  // SLOT_ACTIVE
+constexpr uint32_t kSlotWords = RowProducts::kSlotWords;
+constexpr uint32_t kSlotActive = RowProducts::kSlotActive;
 constexpr uint32_t kSlotArgmax = 9;  // the batched argmax picks the slot's token (active, greedy)
-constexpr uint32_t kWorkgroup = 256;
+constexpr uint32_t kWorkgroup = RowProducts::kWorkgroup;
 constexpr uint32_t kHeadWorkgroup = 64;  // HWG
 constexpr uint32_t kMaxHeadDim = 4 * kHeadWorkgroup;
-constexpr uint32_t kMaxProductGroups = 2048;  // the products loop over row blocks beyond it
-constexpr uint32_t kMaxSums = 32;             // MAX_SUMS: RPT x SPT
 
 uint64_t pad64(uint64_t n) {
   return (n + 63) / 64 * 64;
+}
+
+uint32_t checked_slots(uint32_t slots) {
+  if (slots < 1 || slots > BatchDecoder::kMaxSlots)
+    throw Error("batched decoding: " + std::to_string(slots) + " sequences asked, 1 to " +
+                std::to_string(BatchDecoder::kMaxSlots) + " supported (--parallel)");
+  return slots;
 }
 
 }  // namespace
@@ -37,21 +41,12 @@ BatchDecoder::BatchDecoder(Model& model, uint32_t slots)
       ctx_(*model.ctx_),
       cfg_(model.cfg_),
       ctx_len_(model.ctx_len_),
+      products_(ctx_, checked_slots(slots), cfg_.rms_norm_eps),
       step_(ctx_, "batch step"),
       argmax_(ctx_, "batch argmax") {
-  if (slots < 1 || slots > kMaxSlots)
-    throw Error("batched decoding: " + std::to_string(slots) + " sequences asked, 1 to " +
-                std::to_string(kMaxSlots) + " supported (--parallel)");
   if (cfg_.head_dim > kMaxHeadDim || cfg_.head_dim % 4)
     throw Error("batched decoding: head_dim " + std::to_string(cfg_.head_dim) +
                 " is not a multiple of 4 up to " + std::to_string(kMaxHeadDim));
-  // The narrowest team: whole subgroups, and at least two teams per workgroup (gate/up pairs).
-  team_ = 32;
-  while (team_ < ctx_.adapter().subgroup_max_size) team_ *= 2;
-  if (team_ > kWorkgroup / 2)
-    throw Error("batched decoding: subgroups of " + std::to_string(ctx_.adapter().subgroup_max_size) +
-                " threads are not supported");
-
   const uint32_t q_rows = cfg_.num_heads * cfg_.head_dim, kv_rows = cfg_.num_kv_heads * cfg_.head_dim;
   tokens_stride_ = pad64(uint64_t(ctx_len_) + 1);
   logits_stride_ = pad64(cfg_.vocab_size);
@@ -101,74 +96,6 @@ gpu::Binding BatchDecoder::slot_tokens(uint32_t b) const {
 }
 gpu::Binding BatchDecoder::slot_logits(uint32_t b) const {
   return gpu::BufferBinding{logits_, 4 * logits_stride_ * b, 4ull * cfg_.vocab_size};
-}
-
-gpu::Dispatch BatchDecoder::product(const char* entry, const gpu::TensorView& w, const gpu::Binding& x,
-                                    uint32_t x_stride, const gpu::Binding& norm,
-                                    std::vector<gpu::Binding> outputs,
-                                    std::map<std::string, double> constants) {
-  ProductShape shape = product_shape(entry, w);
-  constants.insert(shape.constants.begin(), shape.constants.end());
-  constants.insert({{gpu::kWeightFormatConstant, double(w.format)},
-                    {"SLOTS", slots()},
-                    {"ROWS", w.rows},
-                    {"COLS", w.cols},
-                    {"COLS8", ceil_div(w.cols, 8)},
-                    {"X_STRIDE", x_stride},
-                    {"EPS", cfg_.rms_norm_eps}});
-  auto& k = ctx_.kernel(gpu::embedded_kernel("llm_batch", entry, std::move(constants)));
-  std::vector<gpu::Binding> b{w, x, norm, slots_};
-  b.insert(b.end(), outputs.begin(), outputs.end());
-  return {&k, std::move(b), {std::min(ceil_div(w.rows, shape.rows_per_wg), kMaxProductGroups)}};
-}
-
-// The shape of block_totals per matrix (H100 sweep at 8 slots, docs/RESULTS.md "Session 11"): a
-// team of a row block reads the block's weights with the x of its slots, so rows per team (RPT)
-// save x loads and slot groups (teams of one row block, each for its own slots) put more
-// workgroups on the matrix:
-// - far taller than wide (the LM head: rows enough to fill the GPU many times): every slot in one
-//   team, up to 4 rows a team;
-// - taller than wide (Q/K/V, gate/up): 2 rows a team, the slots in up to 4 groups;
-// - others (o, down): a row a team, teams as wide as leave each lane about eight column groups,
-//   the slots spread over as many groups as the workgroup has teams.
-// gate_up_rows and qkv_rope_rows pair rows 2j and 2j + 1 in a block: 2 or 4 rows a team, so even.
-BatchDecoder::ProductShape BatchDecoder::product_shape(const char* entry, const gpu::TensorView& w) const {
-  const uint32_t n = slots(), cols8 = ceil_div(w.cols, 8);
-  if (w.rows >= 64ull * w.cols) return block_shape(w, team_, std::clamp(kMaxSums / n, 2u, 4u), 1);
-  const std::string_view e(entry);
-  if (w.rows > w.cols || e == "gate_up_rows" || e == "qkv_rope_rows")
-    return block_shape(w, team_, 2, std::bit_floor(std::min(n, 4u)));
-  // A power of two of teams per row block, one per slot group, so that the row teams divide too.
-  auto slot_groups_of = [&](uint32_t t) { return std::bit_floor(std::min(n, kWorkgroup / t)); };
-  uint32_t team = team_;
-  while (team < kWorkgroup / 2 && team * 8 <= cols8 && ceil_div(n, slot_groups_of(2 * team)) <= kMaxSums)
-    team *= 2;
-  return block_shape(w, team, 1, slot_groups_of(team));
-}
-
-// block_totals' constants for teams of `team` threads keeping `rpt` rows each, the slots over
-// `slot_groups` teams of a row block.
-BatchDecoder::ProductShape BatchDecoder::block_shape(const gpu::TensorView& w, uint32_t team, uint32_t rpt,
-                                                     uint32_t slot_groups) const {
-  const uint32_t n = slots(), cols8 = ceil_div(w.cols, 8);
-  const uint32_t min_subgroup = std::max(1u, ctx_.adapter().subgroup_min_size);
-  const uint32_t spt = ceil_div(n, slot_groups);
-  if (spt * rpt > kMaxSums)
-    throw Error("batched decoding: " + std::to_string(n) + " slots need " + std::to_string(spt * rpt) +
-                " sums per thread on " + w.name + ", above " + std::to_string(kMaxSums));
-  const uint32_t rows_per_wg = kWorkgroup / team / slot_groups * rpt;
-  // The reduction's workgroup memory at the smallest subgroup.
-  const uint32_t red_len = kWorkgroup / min_subgroup * (rpt + 1) * spt;
-  return {{{"TEAM", team},
-           {"RPT", rpt},
-           {"SLOT_GROUPS", slot_groups},
-           {"SPT", spt},
-           {"ITERS", ceil_div(cols8, team)},
-           {"WG", kWorkgroup},
-           {"ROWS_PER_WG", rows_per_wg},
-           {"RED_LEN", red_len},
-           {"TOT_LEN", rows_per_wg * n}},
-          rows_per_wg};
 }
 
 void BatchDecoder::build_step() {

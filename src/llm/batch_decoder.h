@@ -20,13 +20,14 @@
 #include "gpu/context.h"
 #include "gpu/plan.h"
 #include "llm/model.h"
+#include "llm/row_products.h"
 #include "llm/sampler.h"
 
 namespace wgfuse::llm {
 
 class BatchDecoder {
  public:
-  static constexpr uint32_t kMaxSlots = 16;  // MAX_SPT of kernels/llm_batch.wgsl
+  static constexpr uint32_t kMaxSlots = RowProducts::kMaxSlots;
   static constexpr uint32_t kNoToken = 0xffffffffu;
 
   // The step's plan and the slots' buffers on `model`'s weights; the model's own decode state is
@@ -85,16 +86,13 @@ class BatchDecoder {
   DecodeProfile profile(uint32_t reps);
 
  private:
-  // A product kernel of llm_batch.wgsl (bindings: w, x, norm, the slot records, then `outputs`).
+  // A product of llm_batch.wgsl over the slots' rows (bindings: w, x, norm, the slot records, then
+  // `outputs`).
   gpu::Dispatch product(const char* entry, const gpu::TensorView& w, const gpu::Binding& x, uint32_t x_stride,
                         const gpu::Binding& norm, std::vector<gpu::Binding> outputs,
-                        std::map<std::string, double> constants);
-  struct ProductShape {  // a product kernel's shape constants and rows per workgroup
-    std::map<std::string, double> constants;
-    uint32_t rows_per_wg;
-  };
-  ProductShape product_shape(const char* entry, const gpu::TensorView& w) const;
-  ProductShape block_shape(const gpu::TensorView& w, uint32_t team, uint32_t rpt, uint32_t slot_groups) const;
+                        std::map<std::string, double> constants) const {
+    return products_.product(entry, w, x, x_stride, norm, slots_, std::move(outputs), std::move(constants));
+  }
   void build_step();
   gpu::Binding slot_state(uint32_t b) const;
   gpu::Binding slot_tokens(uint32_t b) const;
@@ -110,7 +108,8 @@ class BatchDecoder {
   Model& model_;
   gpu::Context& ctx_;
   const ModelConfig& cfg_;
-  uint32_t ctx_len_, team_;
+  uint32_t ctx_len_;
+  RowProducts products_;
   uint64_t tokens_stride_, logits_stride_;                  // words per slot
   uint64_t x_stride_, q_stride_, raw_stride_, act_stride_;  // floats per slot row
   gpu::Buffer slots_, tokens_, logits_, x_, raw_, q_, att_, act_, part_v_, part_i_, staging_;

@@ -5,9 +5,11 @@
 #include <limits>
 #include <optional>
 
+#include "gpu/kernel.h"
 #include "gpu/profiler.h"
 #include "llm/architecture.h"
 #include "llm/rope.h"
+#include "llm/row_products.h"
 #include "llm/safetensors.h"
 #include "llm/weight_loader.h"
 #include "util/clock.h"
@@ -17,6 +19,12 @@ namespace wgfuse::llm {
 namespace {
 
 using gpu::BufferUsage;
+
+// A short prefill pass's slot records (kernels/llm_batch.wgsl SLOT_WORDS each) and state words
+// (a 256-byte binding offset apart); HWG, the threads of rope_rows.
+constexpr uint32_t kPassRecordWords = Model::kShortPassTokens * RowProducts::kSlotWords;
+constexpr uint32_t kPassStateWords = 64;
+constexpr uint32_t kHeadWorkgroup = 64;
 
 // Every buffer the model binds whole, sized in 64 bits and checked against the device before
 // anything is allocated or uploaded: a size wrapped to 32 bits would make a smaller cache that
@@ -98,6 +106,9 @@ Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, Mo
   const auto& c = cfg_;
   check_config(c);
   if (ctx_len_ == 0) throw Error("--ctx must be at least 1");
+  if (opt_.prefill_short_max > DecodeKernels::kPromptTokenTile)
+    throw Error("--prefill-short-max " + std::to_string(opt_.prefill_short_max) + ": at most " +
+                std::to_string(DecodeKernels::kPromptTokenTile) + " (the prefill buffers' rows)");
   if (c.max_position_embeddings && ctx_len_ > c.max_position_embeddings)
     throw Error("--ctx " + std::to_string(ctx_len_) + " exceeds the model's max_position_embeddings (" +
                 std::to_string(c.max_position_embeddings) + ")");
@@ -132,6 +143,14 @@ Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, Mo
     q_rows_ = scratch("llm.prefill.q", rows * q_rows);
     att_rows_ = scratch("llm.prefill.attention", rows * pad8(q_rows));
     act_rows_ = scratch("llm.prefill.act", rows * pad8(c.intermediate_size));
+    if (opt_.prefill_short_max) {
+      const uint32_t passes = ceil_div(opt_.prefill_short_max, kShortPassTokens);
+      pass_records_ = scratch("llm.prefill.pass_records", passes * kPassRecordWords);
+      pass_state_ = scratch("llm.prefill.pass_state", passes * kPassStateWords);
+      if (architecture_of(c).qk_norm)
+        pass_qkv_ =
+            scratch("llm.prefill.pass_qkv", kShortPassTokens * (q_rows + 2ull * c.num_kv_heads * c.head_dim));
+    }
   }
   state_ = scratch("llm.state", 4);
   build_plans();
@@ -400,8 +419,11 @@ void Model::build_plans() {
   const size_t per_token = head_.dispatches() + argmax_.dispatches();
   stats_.dispatches_per_step = uint32_t(decode_body(0).dispatches() + per_token);
   stats_.dispatches_per_step_long = uint32_t(variants_.back().body.dispatches() + per_token);
-  // The prefill pipelines of a whole chunk are compiled now, not inside the first (timed) prompt.
+  // The prefill pipelines of a whole chunk and of the short passes are compiled now, not inside
+  // the first (timed) prompt.
   if (opt_.prefill_chunk) prompt_chunk(std::min(opt_.prefill_chunk, ctx_len_));
+  if (opt_.prefill_chunk && opt_.prefill_short_max)
+    prompt_chunk(std::min({opt_.prefill_short_max, opt_.prefill_chunk, ctx_len_}));
 }
 
 gpu::Plan& Model::decode_body(uint32_t pos) {
@@ -416,6 +438,7 @@ uint32_t Model::short_max() const {
 
 gpu::Plan& Model::prompt_chunk(uint32_t T) {
   if (auto it = prompt_.find(T); it != prompt_.end()) return it->second;
+  if (T <= opt_.prefill_short_max) return prompt_.emplace(T, short_prompt_chunk(T)).first->second;
   const auto& c = cfg_;
   DecodeKernels k(*ctx_);
   const uint32_t q_rows = c.num_heads * c.head_dim;
@@ -442,6 +465,74 @@ gpu::Plan& Model::prompt_chunk(uint32_t T) {
   }
   plan.build();
   return prompt_.emplace(T, std::move(plan)).first->second;
+}
+
+gpu::Plan Model::short_prompt_chunk(uint32_t T) {
+  const auto& c = cfg_;
+  DecodeKernels k(*ctx_);
+  const RowProducts rows(*ctx_, kShortPassTokens, c.rms_norm_eps);
+  const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
+  const uint32_t x_stride = uint32_t(pad8(c.hidden_size)), att_stride = uint32_t(pad8(q_rows));
+  const uint32_t act_stride = uint32_t(pad8(c.intermediate_size));
+  const bool qk_norm = architecture_of(c).qk_norm;
+  // Pass p's rows of a [chunk][stride] buffer (16 rows of a multiple of 4 floats: 256-byte offsets).
+  auto rows_of = [](const gpu::Buffer& b, uint64_t stride, uint32_t p) -> gpu::Binding {
+    const uint64_t bytes = 4ull * stride * kShortPassTokens;
+    return gpu::BufferBinding{b, bytes * p, bytes};
+  };
+  const std::map<std::string, double> cache_constants{{"HEAD_DIM", c.head_dim},     {"HEADS", c.num_heads},
+                                                      {"KV_HEADS", c.num_kv_heads}, {"CTX", ctx_len_},
+                                                      {"Q_STRIDE", q_rows},         {"SHARED_CACHE", 1}};
+  auto out_stride = [](uint64_t floats) {
+    return std::map<std::string, double>{{"OUT_STRIDE", double(floats)}};
+  };
+  gpu::Plan plan(*ctx_, "llm.prefill");
+  plan.dispatch(k.embed(embedding_, tokens_, state_, x_rows_, c.hidden_size, T), {"embed"});
+  for (uint32_t p = 0; p * kShortPassTokens < T; ++p) {
+    const gpu::Binding records{
+        gpu::BufferBinding{pass_records_, 4ull * kPassRecordWords * p, 4ull * kPassRecordWords}},
+        pass_state{gpu::BufferBinding{pass_state_, 4ull * kPassStateWords * p, 4ull * kPassStateWords}};
+    const gpu::Kernel& pass = ctx_->kernel(gpu::embedded_kernel(
+        "llm_batch", "prompt_pass", {{"SLOTS", kShortPassTokens}, {"PASS_FIRST", p * kShortPassTokens}}));
+    plan.dispatch(pass, {state_, records, pass_state}, {1}, {"pass"});
+    const gpu::Binding x = rows_of(x_rows_, x_stride, p), q = rows_of(q_rows_, q_rows, p),
+                       att = rows_of(att_rows_, att_stride, p), act = rows_of(act_rows_, act_stride, p);
+    for (const Layer& l : layers_) {
+      if (qk_norm) {
+        const uint32_t raw_stride = q_rows + 2 * kv_rows;
+        plan.dispatch(rows.product("qkv_rows", l.qkv, x, x_stride, l.input_norm, records,
+                                   {pass_qkv_, l.qkv_bias}, out_stride(raw_stride)),
+                      {"qkv_rope"});
+        std::map<std::string, double> heads = cache_constants;
+        heads.insert({{"SLOTS", kShortPassTokens},
+                      {"RAW_STRIDE", raw_stride},
+                      {"HWG", kHeadWorkgroup},
+                      {"EPS", c.rms_norm_eps}});
+        const gpu::Kernel& rope =
+            ctx_->kernel(gpu::embedded_kernel("llm_batch", "rope_rows", std::move(heads)));
+        plan.dispatch(rope, {pass_qkv_, l.qk_norm, rope_, records, q, l.k_cache, l.v_cache},
+                      {c.num_heads + 2 * c.num_kv_heads, kShortPassTokens}, {"qk_norm_rope"});
+      } else {
+        plan.dispatch(rows.product("qkv_rope_rows", l.qkv, x, x_stride, l.input_norm, records,
+                                   {q, l.k_cache, l.v_cache, rope_, l.qkv_bias}, cache_constants),
+                      {"qkv_rope"});
+      }
+      plan.dispatch(k.attend_prompt(q, l.k_cache, l.v_cache, pass_state, att, c, ctx_len_, kShortPassTokens,
+                                    opt_.prefill_attention),
+                    {"attention"});
+      plan.dispatch(
+          rows.product("residual_rows", l.o, att, att_stride, att, records, {x}, out_stride(x_stride)),
+          {"o_proj+residual"});
+      plan.dispatch(rows.product("gate_up_rows", l.gate_up, x, x_stride, l.post_norm, records, {act},
+                                 out_stride(act_stride)),
+                    {"gate_up_silu"});
+      plan.dispatch(
+          rows.product("residual_rows", l.down, act, act_stride, act, records, {x}, out_stride(x_stride)),
+          {"down+residual"});
+    }
+  }
+  plan.build();
+  return plan;
 }
 
 void Model::reset() {
@@ -578,17 +669,24 @@ PrefillProfile Model::profile_prefill(uint32_t reps) {
     throw Error("prefill profile needs GPU timestamps (the 'timestamp-query' feature), which adapter '" +
                 ctx_->adapter().description + "' does not offer");
   // Multiply-adds of each dispatch: products T x rows x cols; attention q.k and p.v over each
-  // query's keys 0 ..= its position.
-  const uint64_t T = out.tokens, q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
-  const uint64_t keys = T * out.first + T * (T + 1) / 2;
-  const std::map<std::string_view, uint64_t> macs{
-      {"qkv_rope", T * (q_rows + 2 * kv_rows) * c.hidden_size},
-      {"attention", 2 * keys * q_rows},
-      {"o_proj+residual", T * c.hidden_size * q_rows},
-      {"gate_up_silu", T * 2 * c.intermediate_size * c.hidden_size},
-      {"down+residual", T * c.hidden_size * c.intermediate_size}};
+  // query's keys 0 ..= its position. T and the first position are the chunk's, or from a short
+  // pass's step on that pass's.
+  const uint64_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
+  uint64_t T = out.tokens, first = out.first, passes = 0;
   for (size_t i = 0; i < plan.steps(); ++i) {
     const std::string_view name = plan.step_name(i);
+    if (name == "pass") {
+      const uint64_t skip = kShortPassTokens * passes++;
+      first = out.first + skip;
+      T = std::min<uint64_t>(kShortPassTokens, out.tokens - skip);
+    }
+    const uint64_t keys = T * first + T * (T + 1) / 2;
+    const std::map<std::string_view, uint64_t> macs{
+        {"qkv_rope", T * (q_rows + 2 * kv_rows) * c.hidden_size},
+        {"attention", 2 * keys * q_rows},
+        {"o_proj+residual", T * c.hidden_size * q_rows},
+        {"gate_up_silu", T * 2 * c.intermediate_size * c.hidden_size},
+        {"down+residual", T * c.hidden_size * c.intermediate_size}};
     const auto it = macs.find(name);
     out.steps.push_back({std::string(name), it == macs.end() ? 0 : 2 * it->second, {}});
   }

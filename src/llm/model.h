@@ -65,6 +65,12 @@ struct ModelOptions {
   // Prompt tokens per prefill submit (tiled matrix-matrix kernels); 0 feeds prompts through
   // decode steps instead, one position at a time.
   uint32_t prefill_chunk = 4096;
+  // Chunks of up to this many tokens go through the row products of kernels/llm_batch.wgsl
+  // instead, in passes of kShortPassTokens: each weight row is read once for a pass's tokens by
+  // enough workgroups for the whole GPU, where the tiled products give a short chunk a handful of
+  // workgroups that each loop over all of K. 0 = always the tiled products; at most
+  // kPromptTokenTile.
+  uint32_t prefill_short_max = 64;
   PromptTile prefill_tile;  // forced on every prompt product; tokens == 0: DecodeKernels::prompt_tile
   PromptAttention prefill_attention = PromptAttention::Auto;
   AttentionSplit attention;  // how decode attention is split along the cache
@@ -189,8 +195,10 @@ class Model : public Decoder {
   gpu::Plan& advance() { return advance_; }
   // A prompt chunk of T tokens, embedding .. last layer (built once per T); then the last
   // token's row of the chunk's residual stream (residual_row_bytes()) is copied into the decode
-  // step's before the LM head.
+  // step's before the LM head. Up to options().prefill_short_max tokens: short passes.
   gpu::Plan& prompt_chunk(uint32_t T);
+  // Tokens per short prefill pass: the row products' slots.
+  static constexpr uint32_t kShortPassTokens = 16;
   uint64_t residual_row_bytes() const { return 4ull * pad8(cfg_.hidden_size); }
   uint32_t short_max() const;  // attend_short's positions: 0 = not used
 
@@ -207,6 +215,11 @@ class Model : public Decoder {
   gpu::Buffer keep(gpu::Buffer b, std::string name, BufferContents contents = {});
   void build_plans();
   gpu::Plan layers_plan(LayerVariant v);
+  // prompt_chunk() of T <= prefill_short_max: the chunk's tokens in passes of kShortPassTokens
+  // through every layer, each pass's records and state words made on the GPU from the chunk's
+  // (kernels/llm_batch.wgsl prompt_pass), so the host writes the same state words as for a tiled
+  // chunk.
+  gpu::Plan short_prompt_chunk(uint32_t T);
   // Decoder's hooks: the device position is state word 0; the picker is options.picker or argmax.
   bool logits_ready() const override { return logits_fresh_ && fed_ == seq_.size(); }
   const gpu::Buffer& tokens_buffer() const override { return tokens_; }
@@ -229,6 +242,8 @@ class Model : public Decoder {
   gpu::Buffer x_, q_, att_, act_, att_partials_, logits_, part_v_, part_i_, tokens_, state_;
   gpu::Buffer x_next_, o_parts_;  // the fused layer: the residual stream after attention, attend_o's partials
   gpu::Buffer x_rows_, q_rows_, att_rows_, act_rows_;  // prefill activations [chunk][width]
+  // Short prefill passes: each pass's slot records and state words; Q/K/V before the q/k norms.
+  gpu::Buffer pass_records_, pass_state_, pass_qkv_;
   std::vector<DecodeVariant> variants_;
   gpu::Plan head_, argmax_, advance_;
   std::map<uint32_t, gpu::Plan> prompt_;  // by chunk length

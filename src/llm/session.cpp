@@ -118,6 +118,7 @@ void Session::load(gpu::Context& ctx) {
   mo.attn_fuse_max = opt_.attn_fuse_max;
   mo.attn_short_max = opt_.attn_short_max;
   mo.prefill_chunk = opt_.prefill_chunk;
+  mo.prefill_short_max = opt_.prefill_short_max;
   mo.binding_limit = opt_.binding_limit;
   mo.prefill_tile = opt_.prefill_tile;
   mo.prefill_attention = opt_.prefill_attention;

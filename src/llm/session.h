@@ -67,6 +67,7 @@ struct SessionOptions {
   uint32_t attn_fuse_max = ModelOptions{}.attn_fuse_max;
   uint32_t attn_short_max = ModelOptions{}.attn_short_max;
   uint32_t prefill_chunk = ModelOptions{}.prefill_chunk;
+  uint32_t prefill_short_max = ModelOptions{}.prefill_short_max;
   uint64_t binding_limit = 0;  // ModelOptions::binding_limit: plan for a browser's limits (serve --limits)
   PromptTile prefill_tile;     // tokens == 0: the rule (DecodeKernels::prompt_tile)
   PromptAttention prefill_attention = ModelOptions{}.prefill_attention;

@@ -1,0 +1,100 @@
+#include "llm/row_products.h"
+
+#include <algorithm>
+#include <bit>
+#include <string_view>
+
+#include "gpu/kernel.h"
+#include "gpu/weight_format.h"
+#include "llm/decode_kernels.h"
+#include "util/error.h"
+
+namespace wgfuse::llm {
+
+namespace {
+constexpr uint32_t kMaxProductGroups = 2048;  // the products loop over row blocks beyond it
+constexpr uint32_t kMaxSums = 32;             // MAX_SUMS: RPT x SPT
+}  // namespace
+
+RowProducts::RowProducts(gpu::Context& ctx, uint32_t slots, double rms_norm_eps)
+    : ctx_(ctx), slots_(slots), eps_(rms_norm_eps) {
+  if (slots < 1 || slots > kMaxSlots)
+    throw Error("row products: " + std::to_string(slots) + " rows at once asked, 1 to " +
+                std::to_string(kMaxSlots) + " supported");
+  // The narrowest team: whole subgroups, and at least two teams per workgroup (gate/up pairs).
+  team_ = 32;
+  while (team_ < ctx_.adapter().subgroup_max_size) team_ *= 2;
+  if (team_ > kWorkgroup / 2)
+    throw Error("row products: subgroups of " + std::to_string(ctx_.adapter().subgroup_max_size) +
+                " threads are not supported");
+}
+
+gpu::Dispatch RowProducts::product(const char* entry, const gpu::TensorView& w, const gpu::Binding& x,
+                                   uint32_t x_stride, const gpu::Binding& norm, const gpu::Binding& records,
+                                   std::vector<gpu::Binding> outputs,
+                                   std::map<std::string, double> constants) const {
+  Shape s = shape(entry, w);
+  constants.insert(s.constants.begin(), s.constants.end());
+  constants.insert({{gpu::kWeightFormatConstant, double(w.format)},
+                    {"SLOTS", slots_},
+                    {"ROWS", w.rows},
+                    {"COLS", w.cols},
+                    {"COLS8", ceil_div(w.cols, 8)},
+                    {"X_STRIDE", x_stride},
+                    {"EPS", eps_}});
+  auto& k = ctx_.kernel(gpu::embedded_kernel("llm_batch", entry, std::move(constants)));
+  std::vector<gpu::Binding> b{w, x, norm, records};
+  b.insert(b.end(), outputs.begin(), outputs.end());
+  return {&k, std::move(b), {std::min(ceil_div(w.rows, s.rows_per_wg), kMaxProductGroups)}};
+}
+
+// The shape of block_totals per matrix (H100 sweep at 8 slots, docs/RESULTS.md "Session 11"): a
+// team of a row block reads the block's weights with the x of its slots, so rows per team (RPT)
+// save x loads and slot groups (teams of one row block, each for its own slots) put more
+// workgroups on the matrix:
+// - far taller than wide (the LM head: rows enough to fill the GPU many times): every slot in one
+//   team, up to 4 rows a team;
+// - taller than wide (Q/K/V, gate/up): 2 rows a team, the slots in up to 4 groups;
+// - others (o, down): a row a team, teams as wide as leave each lane about eight column groups,
+//   the slots spread over as many groups as the workgroup has teams.
+// gate_up_rows and qkv_rope_rows pair rows 2j and 2j + 1 in a block: 2 or 4 rows a team, so even.
+RowProducts::Shape RowProducts::shape(const char* entry, const gpu::TensorView& w) const {
+  const uint32_t n = slots_, cols8 = ceil_div(w.cols, 8);
+  if (w.rows >= 64ull * w.cols) return block_shape(w, team_, std::clamp(kMaxSums / n, 2u, 4u), 1);
+  const std::string_view e(entry);
+  if (w.rows > w.cols || e == "gate_up_rows" || e == "qkv_rope_rows")
+    return block_shape(w, team_, 2, std::bit_floor(std::min(n, 4u)));
+  // A power of two of teams per row block, one per slot group, so that the row teams divide too.
+  auto slot_groups_of = [&](uint32_t t) { return std::bit_floor(std::min(n, kWorkgroup / t)); };
+  uint32_t team = team_;
+  while (team < kWorkgroup / 2 && team * 8 <= cols8 && ceil_div(n, slot_groups_of(2 * team)) <= kMaxSums)
+    team *= 2;
+  return block_shape(w, team, 1, slot_groups_of(team));
+}
+
+// block_totals' constants for teams of `team` threads keeping `rpt` rows each, the slots over
+// `slot_groups` teams of a row block.
+RowProducts::Shape RowProducts::block_shape(const gpu::TensorView& w, uint32_t team, uint32_t rpt,
+                                            uint32_t slot_groups) const {
+  const uint32_t n = slots_, cols8 = ceil_div(w.cols, 8);
+  const uint32_t min_subgroup = std::max(1u, ctx_.adapter().subgroup_min_size);
+  const uint32_t spt = ceil_div(n, slot_groups);
+  if (spt * rpt > kMaxSums)
+    throw Error("row products: " + std::to_string(n) + " rows need " + std::to_string(spt * rpt) +
+                " sums per thread on " + w.name + ", above " + std::to_string(kMaxSums));
+  const uint32_t rows_per_wg = kWorkgroup / team / slot_groups * rpt;
+  // The reduction's workgroup memory at the smallest subgroup.
+  const uint32_t red_len = kWorkgroup / min_subgroup * (rpt + 1) * spt;
+  return {{{"TEAM", team},
+           {"RPT", rpt},
+           {"SLOT_GROUPS", slot_groups},
+           {"SPT", spt},
+           {"ITERS", ceil_div(cols8, team)},
+           {"WG", kWorkgroup},
+           {"ROWS_PER_WG", rows_per_wg},
+           {"RED_LEN", red_len},
+           {"TOT_LEN", rows_per_wg * n}},
+          rows_per_wg};
+}
+
+}  // namespace wgfuse::llm

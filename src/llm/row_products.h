@@ -1,0 +1,48 @@
+// RowProducts: the matrix products of kernels/llm_batch.wgsl over a few rows of activations at
+// once — a batch's sequences (BatchDecoder) or a short prompt chunk's tokens (Model's short
+// prefill passes). Each weight row is read once for all rows: a team of threads per weight row
+// keeps a dot product per activation row ("slot"), and a slot record (position, active) says which
+// rows are live. The shape of the teams per matrix is one rule (shape()), measured on the H100.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpu/arena.h"
+#include "gpu/context.h"
+#include "gpu/plan.h"
+
+namespace wgfuse::llm {
+
+class RowProducts {
+ public:
+  static constexpr uint32_t kMaxSlots = 16;    // MAX_SPT of kernels/llm_batch.wgsl
+  static constexpr uint32_t kSlotWords = 64;   // SLOT_WORDS: a record is 256 bytes
+  static constexpr uint32_t kSlotActive = 8;   // SLOT_ACTIVE
+  static constexpr uint32_t kWorkgroup = 256;  // WG of the products
+  // Throws Error for slots outside 1..kMaxSlots or subgroups wider than the products support.
+  RowProducts(gpu::Context& ctx, uint32_t slots, double rms_norm_eps);
+  uint32_t slots() const { return slots_; }
+
+  // A product kernel of llm_batch.wgsl (qkv_rows, qkv_rope_rows, residual_rows, gate_up_rows,
+  // logits_rows): bindings w, x (rows of x_stride floats), norm, the slot records, then `outputs`;
+  // `constants` adds the entry's own (OUT_STRIDE, the RoPE epilogue's).
+  gpu::Dispatch product(const char* entry, const gpu::TensorView& w, const gpu::Binding& x, uint32_t x_stride,
+                        const gpu::Binding& norm, const gpu::Binding& records,
+                        std::vector<gpu::Binding> outputs, std::map<std::string, double> constants) const;
+
+ private:
+  struct Shape {  // a product kernel's shape constants and rows per workgroup
+    std::map<std::string, double> constants;
+    uint32_t rows_per_wg;
+  };
+  Shape shape(const char* entry, const gpu::TensorView& w) const;
+  Shape block_shape(const gpu::TensorView& w, uint32_t team, uint32_t rpt, uint32_t slot_groups) const;
+
+  gpu::Context& ctx_;
+  uint32_t slots_, team_;
+  double eps_;
+};
+
+}  // namespace wgfuse::llm
