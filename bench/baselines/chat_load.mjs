@@ -1,7 +1,8 @@
 // The chat page's load to first token, first and cached visits, against a running
 // `wgfuse serve --model`: headless chromium loads /chat once with an empty cache, then reloads it
 // --visits times (every shard from the cache), and reports per visit page load to first token, the
-// page's phases and load statistics (window.wgfuseChat) and its main-thread long tasks.
+// page's phases and load statistics (window.wgfuseChat) and its main-thread long tasks; then the
+// main thread's long tasks while the last visit generates GENERATE_TOKENS tokens.
 // --profile persistent: a user data folder on disk (the cache a returning visitor has);
 // incognito: an off-the-record context (the cache in memory, as browser_gpu.mjs's visits).
 // --storage-mb MB: first, the ways a page can keep and upload that many MB of 8 MiB shards, each
@@ -35,15 +36,18 @@ if (!opts.base || !opts.out || !['persistent', 'incognito'].includes(opts.profil
 const step = (what) => console.log(`chat_load: ${what}`);
 const PROMPT = [5, 17, 301, 44, 9, 230, 7];
 const TIMEOUT_MS = 540_000;
+const GENERATE_TOKENS = 128;
 
 const args = ['--enable-unsafe-webgpu', ...opts['chromium-arg']];
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wgfuse-chat-load-'));
-let context, browser;
-if (opts.profile === 'persistent') {
-  context = await chromium.launchPersistentContext(dataDir, {executablePath: opts.chromium, headless: true, args});
-} else {
-  browser = await chromium.launch({executablePath: opts.chromium, headless: true, args});
-  context = await browser.newContext();
+// A fresh browser (and, persistent, a fresh user data folder): {context, close()}.
+async function launch() {
+  if (opts.profile === 'persistent') {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wgfuse-chat-load-'));
+    const context = await chromium.launchPersistentContext(dataDir, {executablePath: opts.chromium, headless: true, args});
+    return {context, close: async () => { await context.close(); fs.rmSync(dataDir, {recursive: true, force: true}); }};
+  }
+  const browser = await chromium.launch({executablePath: opts.chromium, headless: true, args});
+  return {context: await browser.newContext(), close: () => browser.close()};
 }
 // In a page of the server's origin: writes `mb` MB of 8 MiB shards of random bytes to Cache
 // Storage and to OPFS, then times (ms) reading them all back from each, `inFlight` at a time (OPFS
@@ -132,9 +136,21 @@ async function storageBench(mb, inFlight = 8) {
 }
 
 const report = {profile: opts.profile, chromium_args: args, visits: [], errors: []};
-try {
+// What chromium says about its GPU (chrome://gpu's WebGPU and Vulkan lines), for a page that got no adapter.
+async function gpuStatus(context) {
   const page = await context.newPage();
-  if (Number(opts['storage-mb']) > 0) {
+  try {
+    await page.goto('chrome://gpu');
+    await page.waitForTimeout(1000);
+    const text = await page.evaluate(() => document.querySelector('info-view')?.shadowRoot?.textContent ?? document.body.innerText);
+    return text.split(/\n|\*/).map((l) => l.trim()).filter((l) => /webgpu|vulkan/i.test(l)).map((l) => l.slice(0, 300)).slice(0, 40);
+  } finally {
+    await page.close();
+  }
+}
+async function measure(context) {
+  const page = await context.newPage();
+  if (Number(opts['storage-mb']) > 0 && !report.storage) {
     await page.goto(`${opts.base}/kernels/index.json`);  // any page of the origin
     report.storage = await page.evaluate(storageBench, Number(opts['storage-mb']));
     step(`storage: ${JSON.stringify(report.storage)}`);
@@ -146,8 +162,10 @@ try {
     else await page.reload();
     await page.waitForFunction(() => ['ready', 'unavailable', 'failed'].includes(document.body.dataset.state), null,
                                {timeout: TIMEOUT_MS});
-    if (await page.evaluate(() => document.body.dataset.state) !== 'ready')
-      throw new Error(`visit ${visit}: ${await page.textContent('#model-body')}`);
+    if (await page.evaluate(() => document.body.dataset.state) !== 'ready') {
+      const why = (await page.innerText('#model-body')).replace(/\s+/g, ' ');
+      throw Object.assign(new Error(`visit ${visit}: ${why}`), {noAdapter: /no adapter/i.test(why)});
+    }
     const ready = await page.evaluate(() => window.wgfuseChat.readyMs());
     const first = await page.evaluate((ids) => window.wgfuseChat.generateIds(ids, 1, {temperature: 0}, {withLogits: false}), PROMPT);
     const v = {
@@ -164,13 +182,31 @@ try {
   const cached = report.visits.filter((v) => v.visit === 'cached').map((v) => v.load_to_first_token_s).sort((a, b) => a - b);
   report.cached_median_s = cached[Math.floor(cached.length / 2)];
   step(`cached visits, page load to first token: ${cached.map((s) => s.toFixed(2)).join(', ')} s (median ${report.cached_median_s?.toFixed(2)})`);
-} catch (e) {
-  report.errors.push(`driver: ${e.message}`);
-} finally {
-  fs.writeFileSync(opts.out, JSON.stringify(report, null, 1));
-  await context.close();
-  await browser?.close();
-  fs.rmSync(dataDir, {recursive: true, force: true});
+  // The main thread while generating (issue 25: no task over 100 ms): GENERATE_TOKENS on the last visit's page,
+  // its long tasks those that start after the call (the observer reports them a moment later).
+  const t0 = await page.evaluate(() => performance.now());
+  const gen = await page.evaluate(({ids, n}) => window.wgfuseChat.generateIds(ids, n, {temperature: 0}, {withLogits: false}),
+                                  {ids: PROMPT, n: GENERATE_TOKENS});
+  await page.waitForTimeout(500);
+  const tasks = (await page.evaluate(() => window.wgfuseChat.loadReport().long_tasks)).filter(([start]) => start >= t0);
+  report.generation = {tokens: gen.tokens.length, decode_tok_s: gen.timing.decode_tok_s, long_tasks: tasks,
+                       longest_task_ms: Math.max(0, ...tasks.map(([, d]) => d))};
+  step(`generating ${gen.tokens.length} tokens: ${gen.timing.decode_tok_s.toFixed(1)} tok/s, main-thread tasks over 50 ms: ${JSON.stringify(tasks)}`);
 }
+// A page that gets no adapter is retried once in a fresh browser (both attempts are in the report).
+for (let attempt = 0; attempt < 2; ++attempt) {
+  const browser = await launch();
+  try {
+    await measure(browser.context);
+    break;
+  } catch (e) {
+    report.errors.push(`driver (attempt ${attempt + 1}): ${e.message}`);
+    if (!e.noAdapter) break;
+    report.gpu_status = await gpuStatus(browser.context).catch((g) => [`chrome://gpu: ${g.message}`]);
+    report.visits = [];
+  } finally {
+    await browser.close();
+  }
+}
+fs.writeFileSync(opts.out, JSON.stringify(report, null, 1));
 if (report.errors.length) step(`errors: ${report.errors.join(' | ')}`);
-process.exit(report.errors.length ? 1 : 0);
