@@ -48,28 +48,21 @@ gpu::Dispatch RowProducts::product(const char* entry, const gpu::TensorView& w, 
   return {&k, std::move(b), {std::min(ceil_div(w.rows, s.rows_per_wg), kMaxProductGroups)}};
 }
 
-// The shape of block_totals per matrix (H100 sweep at 8 slots, docs/RESULTS.md "Session 11"): a
-// team of a row block reads the block's weights with the x of its slots, so rows per team (RPT)
-// save x loads and slot groups (teams of one row block, each for its own slots) put more
-// workgroups on the matrix:
-// - far taller than wide (the LM head: rows enough to fill the GPU many times): every slot in one
-//   team, up to 4 rows a team;
-// - taller than wide (Q/K/V, gate/up): 2 rows a team, the slots in up to 4 groups;
-// - others (o, down): a row a team, teams as wide as leave each lane about eight column groups,
-//   the slots spread over as many groups as the workgroup has teams.
+// The shape of block_totals per matrix (H100 sweeps at 8 and 16 slots, docs/RESULTS.md "Session
+// 12"): a team of a row block reads the block's weights with the x of its slots, so rows per team
+// (RPT) save x loads, and slot groups (teams of one row block, each for its own slots) put more
+// workgroups on the matrix and cut each thread's sums:
+// - gate/up and the LM head (the most rows): narrow teams of 4 rows, the slots two per group;
+// - the others (Q/K/V, o, down): teams of 64 threads and 2 rows, the slots in up to 4 groups.
 // gate_up_rows and qkv_rope_rows pair rows 2j and 2j + 1 in a block: 2 or 4 rows a team, so even.
 RowProducts::Shape RowProducts::shape(const char* entry, const gpu::TensorView& w) const {
-  const uint32_t n = slots_, cols8 = ceil_div(w.cols, 8);
-  if (w.rows >= 64ull * w.cols) return block_shape(w, team_, std::clamp(kMaxSums / n, 2u, 4u), 1);
-  const std::string_view e(entry);
-  if (w.rows > w.cols || e == "gate_up_rows" || e == "qkv_rope_rows")
-    return block_shape(w, team_, 2, std::bit_floor(std::min(n, 4u)));
-  // A power of two of teams per row block, one per slot group, so that the row teams divide too.
-  auto slot_groups_of = [&](uint32_t t) { return std::bit_floor(std::min(n, kWorkgroup / t)); };
-  uint32_t team = team_;
-  while (team < kWorkgroup / 2 && team * 8 <= cols8 && ceil_div(n, slot_groups_of(2 * team)) <= kMaxSums)
-    team *= 2;
-  return block_shape(w, team, 1, slot_groups_of(team));
+  const uint32_t n = slots_;
+  // Slot groups: a power of two (the row teams divide the workgroup too), at most the teams.
+  auto groups = [](uint32_t team, uint32_t g) { return std::bit_floor(std::min(g, kWorkgroup / team)); };
+  if (std::string_view(entry) == "gate_up_rows" || w.rows >= 64ull * w.cols)
+    return block_shape(w, team_, 4, groups(team_, std::max(1u, n / 2)));
+  const uint32_t team = std::max(team_, 64u);
+  return block_shape(w, team, 2, groups(team, std::min(n, 4u)));
 }
 
 // block_totals' constants for teams of `team` threads keeping `rpt` rows each, the slots over

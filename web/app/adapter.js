@@ -51,6 +51,8 @@ function browserAdvice() {
   return ['Use a browser with WebGPU: Chrome or Edge 113+, Firefox 141+ (Windows), Safari 26+.'];
 }
 
+const ADAPTER_ATTEMPTS = 4, ADAPTER_RETRY_MS = 500;
+
 // Resolves to {adapter, device}, or throws WebGPUUnavailable explaining why not.
 export async function openDevice() {
   if (!window.isSecureContext) {
@@ -63,7 +65,14 @@ export async function openDevice() {
     throw new WebGPUUnavailable(
         'This browser does not offer WebGPU (navigator.gpu is missing).', browserAdvice());
   }
-  const adapter = await navigator.gpu.requestAdapter({powerPreference: 'high-performance'});
+  // A browser whose GPU process is still starting can answer null (seen in a fresh headless
+  // chromium on an NVIDIA machine when the chat page was its first page): asked again a few
+  // times before the page gives up.
+  let adapter = null;
+  for (let attempt = 0; attempt < ADAPTER_ATTEMPTS && !adapter; ++attempt) {
+    if (attempt) await new Promise((resolve) => setTimeout(resolve, ADAPTER_RETRY_MS));
+    adapter = await navigator.gpu.requestAdapter({powerPreference: 'high-performance'});
+  }
   if (!adapter) {
     throw new WebGPUUnavailable(
         'The browser has WebGPU but gave no adapter: no usable GPU or driver, or the ' +
