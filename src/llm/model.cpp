@@ -438,7 +438,9 @@ uint32_t Model::short_max() const {
 
 gpu::Plan& Model::prompt_chunk(uint32_t T) {
   if (auto it = prompt_.find(T); it != prompt_.end()) return it->second;
-  if (T <= opt_.prefill_short_max) return prompt_.emplace(T, short_prompt_chunk(T)).first->second;
+  // A pass binds 16 rows of q from a 256-byte offset: heads x head_dim a multiple of 4.
+  if (T <= opt_.prefill_short_max && cfg_.num_heads * cfg_.head_dim % 4 == 0)
+    return prompt_.emplace(T, short_prompt_chunk(T)).first->second;
   const auto& c = cfg_;
   DecodeKernels k(*ctx_);
   const uint32_t q_rows = c.num_heads * c.head_dim;

@@ -195,7 +195,8 @@ class Model : public Decoder {
   gpu::Plan& advance() { return advance_; }
   // A prompt chunk of T tokens, embedding .. last layer (built once per T); then the last
   // token's row of the chunk's residual stream (residual_row_bytes()) is copied into the decode
-  // step's before the LM head. Up to options().prefill_short_max tokens: short passes.
+  // step's before the LM head. Up to options().prefill_short_max tokens: short passes (where
+  // heads x head_dim is a multiple of 4).
   gpu::Plan& prompt_chunk(uint32_t T);
   // Tokens per short prefill pass: the row products' slots.
   static constexpr uint32_t kShortPassTokens = 16;
