@@ -283,6 +283,7 @@ std::optional<uint32_t> GenerationWorker::next_count() const {
 
 bool GenerationWorker::submit_round(uint32_t count, std::optional<SteadyClock::time_point> fed_at) {
   const auto t0 = SteadyClock::now();
+  const bool overlapped = batch_->in_flight() > 0;
   try {
     std::lock_guard gpu(device_);
     batch_->submit(count);
@@ -296,6 +297,7 @@ bool GenerationWorker::submit_round(uint32_t count, std::optional<SteadyClock::t
   std::lock_guard lock(mutex_);
   ++decode_.rounds;
   decode_.steps += count;
+  decode_.overlapped += overlapped;
   decode_.submit_ms += ms_since(t0);
   return true;
 }

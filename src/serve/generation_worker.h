@@ -105,10 +105,11 @@ struct WorkerStatus {
   // submit's read-back) and the longest of them: what a running stream waits while others join.
   uint64_t joined = 0, join_tokens = 0, join_feeds = 0, prompt_plans = 0, join_rounds = 0;
   double join_feed_ms = 0, longest_join_round_ms = 0;
-  // The batched rounds (parallel > 1) and the worker's time on them: recording and submitting,
-  // waiting for the read-backs, handing out the tokens (text, stop strings, the clients' news).
+  // The batched rounds (parallel > 1), those submitted while another was in flight, and the
+  // worker's time on them: recording and submitting, waiting for the read-backs, handing out the
+  // tokens (text, stop strings, the clients' news).
   struct Rounds {
-    uint64_t rounds = 0, steps = 0;
+    uint64_t rounds = 0, steps = 0, overlapped = 0;
     double submit_ms = 0, wait_ms = 0, deliver_ms = 0;
   } decode;
 };
