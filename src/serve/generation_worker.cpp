@@ -264,20 +264,21 @@ void GenerationWorker::run_batched() {
 }
 
 std::optional<uint32_t> GenerationWorker::next_count() const {
-  bool any = false, hurry = batch_->joining() || !joins_.empty();
+  bool wanted = false, hurry = batch_->joining() || !joins_.empty();
   uint32_t count = kStepsPerSubmit;
   for (uint32_t b = 0; b < parallel_; ++b)
     if (batch_->active(b)) {
       const Slot& s = *slots_[b];
-      any = true;
       count = std::min(count, batch_->capacity() - batch_->position(b));
-      // A request whose last token is in flight already bounds nothing (its rounds end it; the
-      // next one's tokens for it are dropped).
-      if (s.scheduled < s.g->request_.max_tokens)
+      // A request whose last token is in flight already wants nothing more: the rounds in flight
+      // end it, and the tokens a later round computes for it are dropped.
+      if (s.scheduled < s.g->request_.max_tokens) {
+        wanted = true;
         count = std::min(count, s.g->request_.max_tokens - s.scheduled);
+      }
       hurry = hurry || s.scheduled == 0;
     }
-  if (!any || count == 0) return std::nullopt;  // 0: a full context, ended by a round in flight
+  if (!wanted || count == 0) return std::nullopt;  // 0: a full context, ended by a round in flight
   return hurry ? 1 : count;
 }
 

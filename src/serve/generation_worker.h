@@ -168,8 +168,8 @@ class GenerationWorker {
   std::optional<uint32_t> last_one();
   // The steps of the next round: up to kStepsPerSubmit, as many as every running request has
   // room for in the context and still wants (one while prompts join or a joined request awaits
-  // the round of its first token); nullopt when none runs or one's context is full until the
-  // rounds in flight end it.
+  // the round of its first token); nullopt when no running request wants more than the rounds in
+  // flight give it, or one's context is full until they end it.
   std::optional<uint32_t> next_count() const;
   // Submits a round; false when it failed (every request ended with the error).
   bool submit_round(uint32_t count, std::optional<std::chrono::steady_clock::time_point> fed_at);
