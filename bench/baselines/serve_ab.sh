@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# `wgfuse serve --parallel 8` before and after (issue 26): packaged builds given by folder, served in
+# turns (A B A B ... for ROUNDS rounds) on one model folder (served as f16), each after a warm-up
+# round of 8: this tree's bench/serve_load.py at CONCURRENCY x MAX_TOKENS (the same client for every
+# server, so the figures compare), /health's counters after; then each build's `wgfuse generate`
+# alone and with --parallel 8 (the batch's ceiling: it times steps only) on PROMPT_IDS (16 ids).
+# Prints a summary per build and round.
+#
+#   OUT=/some/dir FOLDER=/tmp/qwen/qwen2.5-0.5b-random-... \
+#     BUILDS="main=dist-main/wgfuse-linux-x64 branch=dist/wgfuse-linux-x64" bench/baselines/serve_ab.sh
+#
+# Writes $OUT/NAME-rR.json (serve_load.py's, with /health), NAME-rR.server.log, NAME.generate.txt.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+: "${OUT:?set OUT to the output directory}"
+: "${FOLDER:?set FOLDER to a model folder}"
+: "${BUILDS:?set BUILDS to NAME=DIR pairs (DIR holds wgfuse and wgfuse-serve)}"
+ROUNDS=${ROUNDS:-2}
+CONCURRENCY=${CONCURRENCY:-1,8,32}
+MAX_TOKENS=${MAX_TOKENS:-256}
+PORT=${PORT:-8080}
+PROMPT_IDS=${PROMPT_IDS:-$(seq -s, 1000 1015)}
+mkdir -p "$OUT"
+rc=0
+
+wait_for() {  # the server at $PORT lists its model (at most 5 minutes)
+  for _ in $(seq 1 300); do
+    curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null && return 0
+    sleep 1
+  done
+  return 1
+}
+
+for r in $(seq 1 "$ROUNDS"); do
+  for build in $BUILDS; do
+    name=${build%%=*} dir=${build#*=}
+    "$dir/wgfuse-serve" --model "$FOLDER" --dtype f16 --parallel 8 --api-rate off --max-queue 256 \
+      --port "$PORT" --db "$OUT/$name-r$r.sqlite" >"$OUT/$name-r$r.server.log" 2>&1 &
+    pid=$!
+    if wait_for; then
+      url=http://127.0.0.1:$PORT/v1
+      python3 bench/serve_load.py --url "$url" --concurrency 8 --max-tokens 32 >/dev/null 2>&1
+      echo "== $name round $r"
+      python3 bench/serve_load.py --url "$url" --concurrency "$CONCURRENCY" --max-tokens "$MAX_TOKENS" \
+        --json "$OUT/$name-r$r.json" || rc=1
+    else
+      echo "serve_ab: $name did not start:"; tail -5 "$OUT/$name-r$r.server.log"; rc=1
+    fi
+    kill "$pid"; wait "$pid" 2>/dev/null
+  done
+done
+
+for build in $BUILDS; do
+  name=${build%%=*} dir=${build#*=}
+  for parallel in 1 8; do
+    extra=()
+    [[ $parallel == 8 ]] && extra=(--parallel 8)
+    "$dir/wgfuse" generate -m "$FOLDER" --dtype f16 --prompt-ids "$PROMPT_IDS" -n "$MAX_TOKENS" --temp 0 --warmup 16 \
+      "${extra[@]}" 2>&1 >/dev/null | grep -E "decode [0-9]|^parallel" || rc=1
+  done >"$OUT/$name.generate.txt"
+done
+
+echo "== summary"
+python3 - "$OUT" "$ROUNDS" $BUILDS <<'PY'
+import json, re, sys
+from pathlib import Path
+out, rounds, builds = Path(sys.argv[1]), int(sys.argv[2]), [b.split("=")[0] for b in sys.argv[3:]]
+for name in builds:
+    gen = (out / f"{name}.generate.txt").read_text() if (out / f"{name}.generate.txt").exists() else ""
+    single = re.search(r"decode ([0-9.]+) tok/s", gen)
+    batch = re.search(r"([0-9.]+) tok/s in all", gen)
+    print(f"{name}: generate single {single.group(1) if single else '?'} tok/s, --parallel 8 "
+          f"{batch.group(1) if batch else '?'} tok/s in all")
+    for r in range(1, rounds + 1):
+        f = out / f"{name}-r{r}.json"
+        if not f.exists():
+            print(f"  round {r}: no result")
+            continue
+        j = json.load(open(f))
+        for row in j["rows"]:
+            print(f"  round {r} C={row['concurrency']:>2}: {row['answered']}/{row['concurrency']} answered, served "
+                  f"{row['aggregate_tok_s']:7.1f}, decode {row['decode_tok_s']:7.1f} tok/s "
+                  f"({row['decode_together']:.0%} together), per stream p50 {row['stream_tok_s_p50']:6.1f}, "
+                  f"TTFT p50 {row['ttft_ms_p50']:5.0f} / p99 {row['ttft_ms_p99']:5.0f} ms")
+        h = j.get("health") or {}
+        print(f"  round {r} health: joins {json.dumps(h.get('joins'))}; rounds {json.dumps(h.get('rounds'))}")
+PY
+exit $rc
