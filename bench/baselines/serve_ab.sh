@@ -2,14 +2,17 @@
 # `wgfuse serve --parallel 8` before and after (issue 26): packaged builds given by folder, served in
 # turns (A B A B ... for ROUNDS rounds) on one model folder (served as f16), each after a warm-up
 # round of 8: this tree's bench/serve_load.py at CONCURRENCY x MAX_TOKENS (the same client for every
-# server, so the figures compare), /health's counters after; then each build's `wgfuse generate`
+# server, so the figures compare), then a prompt of JOIN_WORDS words joining a stream of
+# RUNNING_TOKENS (1,024) tokens (its time to first token, the running stream's longest gap;
+# JOIN_WORDS=0 skips it), /health's counters after; then each build's `wgfuse generate`
 # alone and with --parallel 8 (the batch's ceiling: it times steps only) on PROMPT_IDS (16 ids).
 # Prints a summary per build and round.
 #
 #   OUT=/some/dir FOLDER=/tmp/qwen/qwen2.5-0.5b-random-... \
 #     BUILDS="main=dist-main/wgfuse-linux-x64 branch=dist/wgfuse-linux-x64" bench/baselines/serve_ab.sh
 #
-# Writes $OUT/NAME-rR.json (serve_load.py's, with /health), NAME-rR.server.log, NAME.generate.txt.
+# Writes $OUT/NAME-rR.json and NAME-rR.join.json (serve_load.py's, with /health), NAME-rR.server.log,
+# NAME.generate.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the output directory}"
@@ -19,6 +22,8 @@ ROUNDS=${ROUNDS:-2}
 CONCURRENCY=${CONCURRENCY:-1,8,32}
 MAX_TOKENS=${MAX_TOKENS:-256}
 PORT=${PORT:-8080}
+JOIN_WORDS=${JOIN_WORDS:-2000}
+RUNNING_TOKENS=${RUNNING_TOKENS:-1024}  # the stream the long prompt joins
 PROMPT_IDS=${PROMPT_IDS:-$(seq -s, 1000 1015)}
 mkdir -p "$OUT"
 rc=0
@@ -43,6 +48,10 @@ for r in $(seq 1 "$ROUNDS"); do
       echo "== $name round $r"
       python3 bench/serve_load.py --url "$url" --concurrency "$CONCURRENCY" --max-tokens "$MAX_TOKENS" \
         --json "$OUT/$name-r$r.json" || rc=1
+      if [[ $JOIN_WORDS != 0 ]]; then
+        python3 bench/serve_load.py --url "$url" --concurrency 1 --max-tokens "$RUNNING_TOKENS" --join-long "$JOIN_WORDS" \
+          --json "$OUT/$name-r$r.join.json" || rc=1
+      fi
     else
       echo "serve_ab: $name did not start:"; tail -5 "$OUT/$name-r$r.server.log"; rc=1
     fi
@@ -82,6 +91,13 @@ for name in builds:
                   f"{row['aggregate_tok_s']:7.1f}, decode {row['decode_tok_s']:7.1f} tok/s "
                   f"({row['decode_together']:.0%} together), per stream p50 {row['stream_tok_s_p50']:6.1f}, "
                   f"TTFT p50 {row['ttft_ms_p50']:5.0f} / p99 {row['ttft_ms_p99']:5.0f} ms")
+        jf = out / f"{name}-r{r}.join.json"
+        if jf.exists():
+            j = json.load(open(jf))  # its /health is the later one
+            jl = j["join_long"]
+            print(f"  round {r} join of {jl['joiner_prompt_tokens']} tokens: its TTFT {jl['joiner_ttft_ms']:.0f} ms, the "
+                  f"running stream's longest gap {jl['running_gap_ms_before']:.1f} ms before, "
+                  f"{jl['running_gap_ms_during_prefill']:.1f} ms meanwhile")
         h = j.get("health") or {}
         print(f"  round {r} health: joins {json.dumps(h.get('joins'))}; rounds {json.dumps(h.get('rounds'))}")
 PY
