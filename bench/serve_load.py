@@ -6,8 +6,10 @@ answered, the aggregate and per-stream decode rates and the time to first token 
 --json FILE the same as JSON. Two aggregates: "served" counts every token from the start (the time
 to first token, the prompts' prefill, included), "decode" counts the tokens after each stream's
 first from the first stream's first token to the last stream's last one, with the share of that
-span in which all C streams decoded together: near 100% (streams of equal length), the decode
-aggregate compares with `wgfuse generate --parallel C`'s tok/s in all, which times steps only. Python's standard library only, so that it runs on the GPU machine,
+span in which all C streams decoded together: near 100% (streams of equal length, begun together),
+the decode aggregate compares with `wgfuse generate --parallel C`'s tok/s in all, which times steps
+only. A stream's own rate (its tokens after the first over its first to last token) compares with
+generate's tok/s per sequence at C up to the server's --parallel. Python's standard library only, so that it runs on the GPU machine,
 which has no node (the official `openai` npm client is exercised by the ctest suite).
 
   python3 bench/serve_load.py --url http://127.0.0.1:8080/v1 [--concurrency 1,8,32]

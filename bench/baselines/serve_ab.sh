@@ -77,9 +77,9 @@ out, rounds, builds = Path(sys.argv[1]), int(sys.argv[2]), [b.split("=")[0] for 
 for name in builds:
     gen = (out / f"{name}.generate.txt").read_text() if (out / f"{name}.generate.txt").exists() else ""
     single = re.search(r"decode ([0-9.]+) tok/s", gen)
-    batch = re.search(r"([0-9.]+) tok/s in all", gen)
+    batch = re.search(r"([0-9.]+) tok/s per sequence, ([0-9.]+) tok/s in all", gen)
     print(f"{name}: generate single {single.group(1) if single else '?'} tok/s, --parallel 8 "
-          f"{batch.group(1) if batch else '?'} tok/s in all")
+          f"{batch.group(1) if batch else '?'} tok/s per sequence, {batch.group(2) if batch else '?'} in all")
     for r in range(1, rounds + 1):
         f = out / f"{name}-r{r}.json"
         if not f.exists():
