@@ -11,13 +11,16 @@
 #   OUT=/some/dir FOLDER=/tmp/qwen/qwen2.5-0.5b-random-... \
 #     BUILDS="main=dist-main/wgfuse-linux-x64 branch=dist/wgfuse-linux-x64" bench/baselines/serve_ab.sh
 #
+# A build is NAME=DIR (DIR/wgfuse and DIR/wgfuse-serve) or NAME=WGFUSE,WGFUSE_SERVE (two paths, e.g.
+# main's binaries renamed beside this tree's in one dist folder, where they find the same Dawn).
+#
 # Writes $OUT/NAME-rR.json and NAME-rR.join.json (serve_load.py's, with /health), NAME-rR.server.log,
 # NAME.generate.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the output directory}"
 : "${FOLDER:?set FOLDER to a model folder}"
-: "${BUILDS:?set BUILDS to NAME=DIR pairs (DIR holds wgfuse and wgfuse-serve)}"
+: "${BUILDS:?set BUILDS to NAME=DIR or NAME=WGFUSE,WGFUSE_SERVE entries}"
 ROUNDS=${ROUNDS:-2}
 CONCURRENCY=${CONCURRENCY:-1,8,32}
 MAX_TOKENS=${MAX_TOKENS:-256}
@@ -27,6 +30,12 @@ RUNNING_TOKENS=${RUNNING_TOKENS:-1024}  # the stream the long prompt joins
 PROMPT_IDS=${PROMPT_IDS:-$(seq -s, 1000 1015)}
 mkdir -p "$OUT"
 rc=0
+
+binaries() {  # NAME=DIR or NAME=WGFUSE,WGFUSE_SERVE -> name, cli, serve
+  name=${1%%=*}
+  local spec=${1#*=}
+  if [[ $spec == *,* ]]; then cli=${spec%%,*} serve=${spec#*,}; else cli=$spec/wgfuse serve=$spec/wgfuse-serve; fi
+}
 
 wait_for() {  # the server at $PORT lists its model (at most 5 minutes)
   for _ in $(seq 1 300); do
@@ -38,8 +47,8 @@ wait_for() {  # the server at $PORT lists its model (at most 5 minutes)
 
 for r in $(seq 1 "$ROUNDS"); do
   for build in $BUILDS; do
-    name=${build%%=*} dir=${build#*=}
-    "$dir/wgfuse-serve" --model "$FOLDER" --dtype f16 --parallel 8 --api-rate off --max-queue 256 \
+    binaries "$build"
+    "$serve" --model "$FOLDER" --dtype f16 --parallel 8 --api-rate off --max-queue 256 \
       --port "$PORT" --db "$OUT/$name-r$r.sqlite" >"$OUT/$name-r$r.server.log" 2>&1 &
     pid=$!
     if wait_for; then
@@ -60,11 +69,11 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 for build in $BUILDS; do
-  name=${build%%=*} dir=${build#*=}
+  binaries "$build"
   for parallel in 1 8; do
     extra=()
     [[ $parallel == 8 ]] && extra=(--parallel 8)
-    "$dir/wgfuse" generate -m "$FOLDER" --dtype f16 --prompt-ids "$PROMPT_IDS" -n "$MAX_TOKENS" --temp 0 --warmup 16 \
+    "$cli" generate -m "$FOLDER" --dtype f16 --prompt-ids "$PROMPT_IDS" -n "$MAX_TOKENS" --temp 0 --warmup 16 \
       "${extra[@]}" 2>&1 >/dev/null | grep -E "decode [0-9]|^parallel" || rc=1
   done >"$OUT/$name.generate.txt"
 done
