@@ -13,12 +13,12 @@
 // the session's decoder, as with parallel = 1, looking at the queue after every read-back: when
 // another arrives it moves into a slot of the batch (BatchDecoder::adopt) and goes on there; when
 // the batch is down to one request and nobody waits, that one moves back out to the session's
-// decoder (BatchDecoder::release). The batch decodes in rounds of a few steps with two rounds in
-// flight: the next round is submitted before the last is read back, so the GPU runs it while the
-// worker hands out the last's tokens (one news update per request and round); a request that ends
-// mid-round frees its slot at once, its tokens in the round still in flight dropped. The joining
-// prompts of a round are fed one after another without waiting for the GPU, and the round takes
-// one step while any prompt joins.
+// decoder once its rounds in flight are read back (BatchDecoder::release). The batch decodes in
+// rounds of a few steps with two rounds in flight: the next round is submitted before the last is
+// read back, so the GPU runs it while the worker hands out the last's tokens (one news update per
+// request and round); a request that ends mid-round frees its slot at once, its tokens in the round
+// still in flight dropped. The joining prompts of a round are fed one after another without
+// waiting for the GPU, and the round takes one step while any prompt joins.
 // Either way a request's tokens are those `wgfuse generate` gives for the same prompt (and seed),
 // whatever runs beside it.
 #pragma once
