@@ -100,14 +100,13 @@ for name in builds:
                   f"{row['aggregate_tok_s']:7.1f}, decode {row['decode_tok_s']:7.1f} tok/s "
                   f"({row['decode_together']:.0%} together), per stream p50 {row['stream_tok_s_p50']:6.1f}, "
                   f"TTFT p50 {row['ttft_ms_p50']:5.0f} / p99 {row['ttft_ms_p99']:5.0f} ms")
+        h = j.get("health") or {}  # after the warm-up and the CONCURRENCY rows, before the join
+        print(f"  round {r} health: joins {json.dumps(h.get('joins'))}; rounds {json.dumps(h.get('rounds'))}")
         jf = out / f"{name}-r{r}.join.json"
         if jf.exists():
-            j = json.load(open(jf))  # its /health is the later one
-            jl = j["join_long"]
+            jl = json.load(open(jf))["join_long"]
             print(f"  round {r} join of {jl['joiner_prompt_tokens']} tokens: its TTFT {jl['joiner_ttft_ms']:.0f} ms, the "
                   f"running stream's longest gap {jl['running_gap_ms_before']:.1f} ms before, "
                   f"{jl['running_gap_ms_during_prefill']:.1f} ms meanwhile")
-        h = j.get("health") or {}
-        print(f"  round {r} health: joins {json.dumps(h.get('joins'))}; rounds {json.dumps(h.get('rounds'))}")
 PY
 exit $rc
