@@ -3,7 +3,13 @@
 
 For each concurrency C, C streamed chat completions start at once; prints per C the requests
 answered, the aggregate and per-stream decode rates and the time to first token (p50, p99); with
---json FILE the same as JSON. Python's standard library only, so that it runs on the GPU machine,
+--json FILE the same as JSON. Two aggregates: "served" counts every token from the start (the time
+to first token, the prompts' prefill, included), "decode" counts the tokens after each stream's
+first from the first stream's first token to the last stream's last one, with the share of that
+span in which all C streams decoded together: near 100% (streams of equal length, begun together),
+the decode aggregate compares with `wgfuse generate --parallel C`'s tok/s in all, which times steps
+only. A stream's own rate (its tokens after the first over its first to last token) compares with
+generate's tok/s per sequence at C up to the server's --parallel. Python's standard library only, so that it runs on the GPU machine,
 which has no node (the official `openai` npm client is exercised by the ctest suite).
 
   python3 bench/serve_load.py --url http://127.0.0.1:8080/v1 [--concurrency 1,8,32]
@@ -62,7 +68,8 @@ def one(args, model, t0, out):
     conn.close()
     if first is None:
         raise RuntimeError("the stream carried no content")
-    out.update(ttft_ms=(first - t0) * 1e3, decode_ms=(last - first) * 1e3, tokens=tokens, end=last, times=times)
+    out.update(ttft_ms=(first - t0) * 1e3, decode_ms=(last - first) * 1e3, tokens=tokens, first=first, end=last,
+               times=times)
 
 
 def join_long(args, model):
@@ -153,10 +160,15 @@ def main():
             print(e, file=sys.stderr)
         wall = (max(r["end"] for r in ok) - t0) if ok else float("nan")
         tokens = sum(r["tokens"] for r in ok)
+        # Decoding: from the first stream's first token to the last stream's last one.
+        span = (max(r["end"] for r in ok) - min(r["first"] for r in ok)) if ok else float("nan")
+        together = max(0.0, min(r["end"] for r in ok) - max(r["first"] for r in ok)) / span if span > 0 else float("nan")
+        decode_tok_s = sum(r["tokens"] - 1 for r in ok) / span if span > 0 else float("nan")
         ttft = sorted(r["ttft_ms"] for r in ok)
         per_stream = sorted((r["tokens"] - 1) / (r["decode_ms"] / 1e3) for r in ok if r["decode_ms"] > 0)
         row = {"concurrency": c, "answered": len(ok), "failed": c - len(ok), "tokens": tokens, "wall_s": wall,
-               "aggregate_tok_s": tokens / wall, "stream_tok_s_p50": percentile(per_stream, 0.5),
+               "aggregate_tok_s": tokens / wall, "decode_tok_s": decode_tok_s, "decode_span_s": span,
+               "decode_together": together, "stream_tok_s_p50": percentile(per_stream, 0.5),
                "stream_tok_s_min": per_stream[0] if per_stream else float("nan"),
                "ttft_ms_p50": percentile(ttft, 0.5), "ttft_ms_p99": percentile(ttft, 0.99),
                # the first token, visible text or not, as the server timed it (wgfuse only)
@@ -164,7 +176,8 @@ def main():
                                                               if r.get("server_first_token_ms") is not None), 0.5)}
         rows.append(row)
         print(f"C={c}: {len(ok)}/{c} answered, {tokens} tokens in {wall:.2f} s = {row['aggregate_tok_s']:.1f} tok/s "
-              f"aggregate; per stream p50 {row['stream_tok_s_p50']:.1f}, min {row['stream_tok_s_min']:.1f} tok/s; "
+              f"served; decode {decode_tok_s:.1f} tok/s in all over {span:.2f} s ({together:.0%} of it all {c} "
+              f"streams together); per stream p50 {row['stream_tok_s_p50']:.1f}, min {row['stream_tok_s_min']:.1f} tok/s; "
               f"TTFT p50 {row['ttft_ms_p50']:.0f} ms, p99 {row['ttft_ms_p99']:.0f} ms (server's first token p50 "
               f"{row['server_first_token_ms_p50']:.0f} ms)", flush=True)
     joined = join_long(args, model) if args.join_long else None
@@ -172,6 +185,8 @@ def main():
     if health and "joins" in health:  # wgfuse serve --parallel: what the joins cost (serve::WorkerStatus)
         print(f"joins: {json.dumps(health['joins'])}; moved into the batch {health.get('moved_to_batch')}, "
               f"out of it {health.get('moved_out_of_batch')}", flush=True)
+    if health and "rounds" in health:  # the batched rounds and the worker's time on them
+        print(f"rounds: {json.dumps(health['rounds'])}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"url": args.url, "model": model, "max_tokens": args.max_tokens, "rows": rows,

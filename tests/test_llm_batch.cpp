@@ -297,6 +297,91 @@ TEST(LlmBatchRun, SequenceMovesIntoASlotAndBack) {
   EXPECT_EQ(beside, single_beside);
 }
 
+// Test that rounds submitted before the last is read back (two in flight) chain each slot's tokens
+// and positions on the GPU: a stream's tokens across rounds are the single-sequence decoder's; a
+// slot stopped while a round is in flight gets none of that round's tokens and takes a new prompt
+// at once, begun and fed while the round runs, whose tokens are its own single run's; a third round,
+// steps() or release() with rounds in flight, a slot without room for the steps in flight and a
+// collect() with none are errors.
+TEST(LlmBatchRun, RoundsInFlight) {
+  const auto cfg = test::small_llm_config(false);
+  const auto weights = llm::HostWeights::random(cfg, 77);
+  constexpr uint32_t kCtx = 40;
+  llm::Model model(context(), cfg, weights.lookup(),
+                   {.dtype = WeightFormat::F32, .ctx = kCtx, .prefill_chunk = 8});
+  auto prompt = [&](uint32_t n, uint32_t seed) {
+    std::vector<uint32_t> p(n);
+    for (uint32_t i = 0; i < n; ++i) p[i] = (i * 67 + seed * 31 + 9) % cfg.vocab_size;
+    return p;
+  };
+  auto single = [&](const std::vector<uint32_t>& p, uint32_t n) {
+    model.reset();
+    return model.generate(p, n);
+  };
+  const auto a = prompt(5, 1), b = prompt(13, 2), c = prompt(11, 3);
+  // a: 3 + 2 steps, then 5 rounds of 4 while c takes its 16 tokens (and one more round in flight).
+  const auto single_a = single(a, 25), single_b = single(b, 3), single_c = single(c, 16);
+  constexpr uint32_t kNo = llm::BatchDecoder::kNoToken;
+  auto take = [](const llm::BatchDecoder::Round& r, uint32_t slot, std::vector<uint32_t>& into) {
+    for (const auto& step : r.tokens)
+      if (step[slot] != kNo) into.push_back(step[slot]);
+  };
+
+  llm::BatchDecoder batch(model, 3);
+  batch.start(0, a);
+  batch.start(2, b);
+  batch.submit(3);
+  batch.submit(2);  // before the first is read back
+  EXPECT_EQ(batch.in_flight(), 2u);
+  EXPECT_EQ(batch.position(0), a.size() - 1 + 5) << "positions count the steps submitted";
+  EXPECT_THROW(batch.submit(1), Error);  // a third round
+  EXPECT_THROW(batch.steps(1), Error);
+  EXPECT_THROW(batch.release(0), Error);
+  const auto r1 = batch.collect();
+  ASSERT_EQ(r1.tokens.size(), 3u);
+  EXPECT_EQ(r1.first[0], a.size() - 1);
+  EXPECT_EQ(r1.first[2], b.size() - 1);
+  std::vector<uint32_t> got_a, got_b, got_c;
+  take(r1, 0, got_a);
+  take(r1, 2, got_b);
+  for (const auto& step : r1.tokens) EXPECT_EQ(step[1], kNo) << "an idle slot";
+  EXPECT_EQ(got_b, single_b);
+  // b is done: its slot stops while the second round (two more of its steps) is in flight, and c
+  // takes it at once, fed in two parts while that round runs.
+  batch.stop(2);
+  batch.begin(2, c);
+  EXPECT_EQ(batch.prefill(6), 6u);
+  EXPECT_EQ(batch.prefill(6), 4u);
+  ASSERT_TRUE(batch.active(2));
+  batch.submit(4);
+  const auto r2 = batch.collect();
+  ASSERT_EQ(r2.tokens.size(), 2u);
+  for (const auto& step : r2.tokens) EXPECT_EQ(step[2], kNo) << "a stopped slot's tokens in flight";
+  take(r2, 0, got_a);
+  while (got_c.size() < single_c.size()) {
+    batch.submit(4);
+    const auto r = batch.collect();  // the older of the two in flight
+    take(r, 0, got_a);
+    take(r, 2, got_c);
+  }
+  const auto last = batch.collect();
+  take(last, 0, got_a);
+  EXPECT_EQ(got_a, single_a);
+  EXPECT_EQ(got_c, single_c);
+  EXPECT_EQ(batch.in_flight(), 0u);
+  EXPECT_THROW(batch.collect(), Error);
+
+  // Room counts the steps in flight: positions 34..37 submitted, 38..40 do not fit.
+  batch.stop(0);
+  batch.stop(2);
+  batch.start(1, prompt(35, 4));
+  batch.submit(4);
+  EXPECT_THROW(batch.submit(3), Error);
+  batch.submit(2);
+  EXPECT_EQ(batch.collect().tokens.size(), 4u);
+  EXPECT_EQ(batch.collect().tokens.size(), 2u);
+}
+
 // Test that a slot that samples picks its tokens with its own sampler and seed: the same seed in
 // another slot beside a greedy stream gives the same tokens; a slot at the end of its context and
 // bad prompts are errors.

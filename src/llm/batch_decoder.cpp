@@ -68,8 +68,9 @@ BatchDecoder::BatchDecoder(Model& model, uint32_t slots)
   const uint32_t partials = ceil_div(cfg_.vocab_size, DecodeKernels::kArgmaxChunk);
   part_v_ = ctx_.buffer(4ull * partials * slots, gpu::BufferUsage::StorageIO, "batch argmax values");
   part_i_ = ctx_.buffer(4ull * partials * slots, gpu::BufferUsage::StorageIO, "batch argmax indices");
-  staging_ = ctx_.buffer(4ull * slots * kMaxStepsPerSubmit,
-                         gpu::BufferUsage::MapRead | gpu::BufferUsage::CopyDst, "batch tokens read");
+  for (auto& b : staging_)
+    b = ctx_.buffer(4ull * slots * kMaxStepsPerSubmit, gpu::BufferUsage::MapRead | gpu::BufferUsage::CopyDst,
+                    "batch tokens read");
   const uint64_t cache_words = uint64_t(cfg_.num_kv_heads) * ctx_len_ * cfg_.head_dim;
   for (uint32_t l = 0; l < cfg_.num_layers; ++l) {
     k_cache_.push_back(storage("batch k cache", cache_words));
@@ -77,6 +78,7 @@ BatchDecoder::BatchDecoder(Model& model, uint32_t slots)
   }
   pos_.assign(slots, 0);
   active_.assign(slots, false);
+  tenure_.assign(slots, 1);
   samplers_.resize(slots);
   build_step();
 
@@ -255,6 +257,7 @@ void BatchDecoder::occupy(uint32_t slot, std::span<const uint32_t> tokens, uint3
   ctx_.write(slots_, 4ull * kSlotWords * slot, std::as_bytes(std::span(record)));
   pos_[slot] = fed;
   active_[slot] = true;
+  ++tenure_[slot];
 }
 
 void BatchDecoder::copy_cache(uint32_t slot, uint32_t rows, bool to_slot) {
@@ -282,6 +285,7 @@ void BatchDecoder::release(uint32_t slot) {
   if (joining_)
     throw Error("batched decoding: slot " + std::to_string(joining_->slot) +
                 " is prefilling its prompt on the model; no sequence can move there now");
+  check_none_in_flight("moving a sequence out of its slot");
   const uint32_t fed = pos_[slot];
   copy_cache(slot, fed, /*to_slot=*/false);
   // Tokens 0..fed: the next generation on the model feeds the last.
@@ -302,6 +306,7 @@ void BatchDecoder::write_records() {
 DecodeProfile BatchDecoder::profile(uint32_t reps) {
   const auto first = std::find(active_.begin(), active_.end(), true);
   if (first == active_.end()) throw Error("batched decoding profile: no sequence is active");
+  check_none_in_flight("profiling a step");
   std::vector<gpu::Plan*> plans{&step_, &argmax_};
   for (uint32_t b = 0; b < slots(); ++b)
     if (active_[b] && samplers_[b].plan) plans.push_back(&*samplers_[b].plan);
@@ -315,47 +320,89 @@ void BatchDecoder::stop(uint32_t slot) {
   const uint32_t idle[2] = {0, 0};  // kSlotActive, kSlotArgmax
   ctx_.write(slots_, 4ull * (kSlotWords * slot + kSlotActive), std::as_bytes(std::span(idle)));
   active_[slot] = false;
+  ++tenure_[slot];
 }
 
-std::vector<std::vector<uint32_t>> BatchDecoder::steps(uint32_t count) {
+void BatchDecoder::check_none_in_flight(const char* what) const {
+  if (!rounds_.empty())
+    throw Error(std::string("batched decoding: ") + what + " needs the rounds in flight collected first (" +
+                std::to_string(rounds_.size()) + " in flight)");
+}
+
+void BatchDecoder::submit(uint32_t count) {
   if (count < 1 || count > kMaxStepsPerSubmit)
     throw Error("batched decoding: " + std::to_string(count) + " steps in one submit; 1 to " +
                 std::to_string(kMaxStepsPerSubmit));
-  std::vector<std::vector<uint32_t>> out(count, std::vector<uint32_t>(slots(), kNoToken));
+  if (rounds_.size() >= kMaxRoundsInFlight)
+    throw Error("batched decoding: " + std::to_string(rounds_.size()) + " rounds in flight already, " +
+                std::to_string(kMaxRoundsInFlight) + " at most: collect one first");
+  for (uint32_t b = 0; b < slots(); ++b)
+    if (active_[b] && pos_[b] + count > ctx_len_)
+      throw Error("batched decoding: slot " + std::to_string(b) + " at position " + std::to_string(pos_[b]) +
+                  " has room for " + std::to_string(ctx_len_ - std::min(pos_[b], ctx_len_)) + " of " +
+                  std::to_string(count) + " steps (a context of " + std::to_string(ctx_len_) +
+                  " positions); stop it first");
+  InFlight round{count, next_staging_, pos_, std::vector<uint64_t>(slots(), 0)};
+  next_staging_ = (next_staging_ + 1) % kMaxRoundsInFlight;
   bool any = false;
   for (uint32_t b = 0; b < slots(); ++b)
     if (active_[b]) {
-      if (pos_[b] + count > ctx_len_)
-        throw Error("batched decoding: slot " + std::to_string(b) + " at position " +
-                    std::to_string(pos_[b]) + " has room for " +
-                    std::to_string(ctx_len_ - std::min(pos_[b], ctx_len_)) + " of " + std::to_string(count) +
-                    " steps (a context of " + std::to_string(ctx_len_) + " positions); stop it first");
+      round.tenure[b] = tenure_[b];
       any = true;
     }
-  if (!any) return out;
-  // The pickers write each slot's token and advance its position on the GPU, so the steps chain
-  // without the host; the tokens are read back once. A command buffer per step: the GPU runs one
-  // while the host records the next.
-  for (uint32_t i = 0; i < count; ++i) {
-    gpu::Recorder rec(ctx_);
-    step_.encode(rec);
-    argmax_.encode(rec);
-    for (uint32_t b = 0; b < slots(); ++b)
-      if (active_[b] && samplers_[b].plan) samplers_[b].plan->encode(rec);
-    rec.end_pass();
-    if (i + 1 == count)
+  if (any) {
+    // The pickers write each slot's token and advance its position on the GPU, so the steps chain
+    // without the host; the tokens are read back once. A command buffer per step: the GPU runs one
+    // while the host records the next.
+    const gpu::Buffer& staging = staging_[round.staging];
+    for (uint32_t i = 0; i < count; ++i) {
+      gpu::Recorder rec(ctx_);
+      step_.encode(rec);
+      argmax_.encode(rec);
       for (uint32_t b = 0; b < slots(); ++b)
-        if (active_[b])
-          rec.copy(tokens_, 4 * (tokens_stride_ * b + pos_[b] + 1), staging_, 4ull * b * count, 4 * count);
-    rec.submit();
-  }
-  const auto bytes = ctx_.map_read(staging_, 4ull * slots() * count);
-  for (uint32_t b = 0; b < slots(); ++b)
-    if (active_[b]) {
-      for (uint32_t i = 0; i < count; ++i) std::memcpy(&out[i][b], bytes.data() + 4ull * (b * count + i), 4);
-      pos_[b] += count;
+        if (active_[b] && samplers_[b].plan) samplers_[b].plan->encode(rec);
+      rec.end_pass();
+      if (i + 1 == count)
+        for (uint32_t b = 0; b < slots(); ++b)
+          if (active_[b])
+            rec.copy(tokens_, 4 * (tokens_stride_ * b + pos_[b] + 1), staging, 4ull * b * count, 4 * count);
+      rec.submit();
     }
+    for (uint32_t b = 0; b < slots(); ++b)
+      if (active_[b]) pos_[b] += count;
+  }
+  rounds_.push_back(std::move(round));
+}
+
+BatchDecoder::Round BatchDecoder::collect() {
+  if (rounds_.empty()) throw Error("batched decoding: no round in flight to collect");
+  const InFlight round = std::move(rounds_.front());
+  rounds_.pop_front();
+  Round out{std::vector<std::vector<uint32_t>>(round.count, std::vector<uint32_t>(slots(), kNoToken)),
+            round.first};
+  const bool any = std::any_of(round.tenure.begin(), round.tenure.end(), [](uint64_t t) { return t != 0; });
+  if (!any) return out;
+  gpu::Buffer& staging = staging_[round.staging];
+  std::vector<std::byte> bytes;
+  try {
+    bytes = ctx_.map_read(staging, 4ull * slots() * round.count);
+  } catch (...) {
+    // A map that failed or timed out may still complete into it later.
+    staging = ctx_.buffer(staging.size(), gpu::BufferUsage::MapRead | gpu::BufferUsage::CopyDst,
+                          "batch tokens read");
+    throw;
+  }
+  for (uint32_t b = 0; b < slots(); ++b)
+    if (round.tenure[b] != 0 && round.tenure[b] == tenure_[b])
+      for (uint32_t i = 0; i < round.count; ++i)
+        std::memcpy(&out.tokens[i][b], bytes.data() + 4ull * (b * round.count + i), 4);
   return out;
+}
+
+std::vector<std::vector<uint32_t>> BatchDecoder::steps(uint32_t count) {
+  check_none_in_flight("a round of steps read back at once");
+  submit(count);
+  return collect().tokens;
 }
 
 std::vector<float> BatchDecoder::read_logits(uint32_t slot) {

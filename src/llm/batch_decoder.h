@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -70,15 +71,35 @@ class BatchDecoder {
   // position) into the model, where a generation with an empty prompt (Session::decode) goes on
   // from it, and idles the slot. Not while a prompt joins (the model's decode state holds it).
   void release(uint32_t slot);
-  void stop(uint32_t slot);  // idle from the next step
+  // Idle from the next step submitted; its tokens in the rounds in flight are dropped (collect()
+  // gives kNoToken), so the slot may take a new sequence at once.
+  void stop(uint32_t slot);
   static constexpr uint32_t kMaxStepsPerSubmit = 16;
-  // `count` positions of every active slot in one submit and one read-back: out[i][b] is the
-  // token picked for slot b at step i (kNoToken for idle slots). A slot without room for `count`
-  // more positions must be stopped first (an Error otherwise). A slot that reaches an end of
-  // sequence mid-way keeps decoding to the last step: its caller drops the tokens after it.
+  // Rounds: submit(count) records `count` positions of every active slot and submits them without
+  // waiting; collect() waits for the oldest round in flight and reads its tokens back. The
+  // pickers chain each slot's tokens and position on the GPU, so the next round may be submitted
+  // before the last is read back, and the GPU need not wait while the host takes the tokens.
+  // position() counts the steps submitted. While rounds are in flight a prompt may begin, be fed
+  // and enter its slot (the model's own buffers; the queue orders it after them) and a slot may
+  // stop; release() and profile() need none in flight (an Error otherwise).
+  static constexpr uint32_t kMaxRoundsInFlight = 2;
+  struct Round {
+    // tokens[i][b]: the token picked for slot b at step i, at position first[b] + i; kNoToken
+    // where the slot was idle at the submit or stopped since.
+    std::vector<std::vector<uint32_t>> tokens;
+    std::vector<uint32_t> first;
+  };
+  // A slot without room for `count` more positions must be stopped first (an Error otherwise). A
+  // slot that reaches an end of sequence mid-way keeps decoding to the last step: its caller drops
+  // the tokens after it.
+  void submit(uint32_t count);
+  uint32_t in_flight() const { return uint32_t(rounds_.size()); }
+  // Throws Error when none is in flight, or the GPU's error (the round is dropped either way).
+  Round collect();
+  // One round, submitted and collected: out[i][b] as Round::tokens. None may be in flight before.
   std::vector<std::vector<uint32_t>> steps(uint32_t count);
   std::vector<uint32_t> step() { return steps(1)[0]; }
-  // The logits the last step picked the slot's token from.
+  // The logits the last step submitted picked the slot's token from.
   std::vector<float> read_logits(uint32_t slot);
   // Times the next step `reps` times with GPU timestamps, each dispatch in its own pass and the
   // whole step (with the pickers) in one, without advancing any slot. position: the first active
@@ -99,6 +120,7 @@ class BatchDecoder {
   gpu::Binding slot_logits(uint32_t b) const;
   void write_records();  // every slot's record from pos_ and active_
   void check_idle(uint32_t slot) const;
+  void check_none_in_flight(const char* what) const;
   // Puts `tokens` (0..fed in the model's KV cache, the next step feeds tokens[fed]) into the slot
   // with its picker: the one way a sequence enters a slot (start, adopt).
   void occupy(uint32_t slot, std::span<const uint32_t> tokens, uint32_t fed, const SamplingParams& params);
@@ -112,7 +134,8 @@ class BatchDecoder {
   RowProducts products_;
   uint64_t tokens_stride_, logits_stride_;                  // words per slot
   uint64_t x_stride_, q_stride_, raw_stride_, act_stride_;  // floats per slot row
-  gpu::Buffer slots_, tokens_, logits_, x_, raw_, q_, att_, act_, part_v_, part_i_, staging_;
+  gpu::Buffer slots_, tokens_, logits_, x_, raw_, q_, att_, act_, part_v_, part_i_;
+  gpu::Buffer staging_[kMaxRoundsInFlight];     // a round's tokens, read back; by turns
   std::vector<gpu::Buffer> k_cache_, v_cache_;  // per layer
   gpu::Plan step_;
   gpu::Plan argmax_;  // every greedy slot's token
@@ -123,6 +146,16 @@ class BatchDecoder {
   std::vector<SlotSampler> samplers_;  // per slot; no plan: greedy
   std::vector<uint32_t> pos_;
   std::vector<bool> active_;
+  // Per slot, changed whenever a sequence enters or leaves it: a round's tokens go to the sequence
+  // that was in the slot when it was submitted, or nowhere.
+  std::vector<uint64_t> tenure_;  // from 1
+  struct InFlight {
+    uint32_t count, staging;
+    std::vector<uint32_t> first;   // per slot: the position of step 0
+    std::vector<uint64_t> tenure;  // per slot: tenure_ at the submit, 0 for a slot idle then
+  };
+  std::deque<InFlight> rounds_;
+  uint32_t next_staging_ = 0;
   struct Joining {  // begin()'s prompt, fed in parts
     uint32_t slot;
     std::vector<uint32_t> prompt;

@@ -95,7 +95,8 @@ WorkerStatus GenerationWorker::status() const {
           .prompt_plans = prompt_plans_,
           .join_rounds = join_rounds_,
           .join_feed_ms = join_stats_.feed_ms,
-          .longest_join_round_ms = longest_join_round_ms_};
+          .longest_join_round_ms = longest_join_round_ms_,
+          .decode = decode_};
 }
 
 void GenerationWorker::stop() {
@@ -201,17 +202,20 @@ void GenerationWorker::run_batched() {
     std::shared_ptr<Generation> alone;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running_.empty(); });
+      wake_.wait(
+          lock, [&] { return stopping_ || !queue_.empty() || !running_.empty() || batch_->in_flight() > 0; });
       if (stopping_) break;
       const bool idle =
           std::none_of(slots_.begin(), slots_.end(), [](const auto& s) { return s.has_value(); });
-      if (idle && queue_.size() == 1 && !queue_.front()->cancelled()) {
+      // A batch left empty collects its rounds first, so that a lone request may run alone.
+      if (idle && batch_->in_flight() == 0 && queue_.size() == 1 && !queue_.front()->cancelled()) {
         alone = queue_.front();
         queue_.pop_front();
         running_.push_back(alone);
         alone_ = true;
       }
-      for (uint32_t b = 0; b < parallel_ && !queue_.empty() && !alone; ++b) {
+      for (uint32_t b = 0; b < parallel_ && !queue_.empty() && !alone && !(idle && batch_->in_flight());
+           ++b) {
         if (slots_[b]) continue;
         auto g = queue_.front();
         queue_.pop_front();
@@ -238,47 +242,102 @@ void GenerationWorker::run_batched() {
       });
     const auto round_start = SteadyClock::now();
     const bool fed = prefill_joining();
-    bool any = false;
-    for (uint32_t b = 0; b < parallel_; ++b) any = any || batch_->active(b);
-    if (!any) continue;
-    // Up to kStepsPerSubmit steps in one submit, no more than any running request may take; one
-    // while prompts join or a joined request waits for its first token.
-    bool hurry = batch_->joining() || !joins_.empty();
-    uint32_t count = kStepsPerSubmit;
-    for (uint32_t b = 0; b < parallel_; ++b)
-      if (batch_->active(b)) {
-        hurry = hurry || slots_[b]->tokens == 0;
-        count = std::min({count, slots_[b]->g->request_.max_tokens - slots_[b]->tokens,
-                          batch_->capacity() - batch_->position(b)});
-      }
-    if (hurry) count = 1;
-    std::vector<std::vector<uint32_t>> ids;
-    try {
-      std::lock_guard gpu(device_);
-      ids = batch_->steps(count);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "wgfuse serve: a batched decode step failed: %s\n", e.what());
-      for (uint32_t b = 0; b < parallel_; ++b)
-        if (slots_[b]) finish(b, FinishReason::Error, e.what());
-      continue;
+    // Two rounds in flight: the next is submitted before the last is read back, so that the GPU
+    // runs it while this thread hands out the last's tokens. One request left with nobody waiting
+    // gets no new round: its rounds are collected and it moves back to the step decoder.
+    bool submitted = false;
+    if (const auto count = next_count();
+        count && batch_->in_flight() < llm::BatchDecoder::kMaxRoundsInFlight && !lone()) {
+      submitted = submit_round(*count, fed ? std::optional(round_start) : std::nullopt);
+      if (!submitted) continue;  // it failed: every request ended
     }
-    if (fed) {
-      const double ms = ms_since(round_start);
-      std::lock_guard lock(mutex_);
-      ++join_rounds_;
-      longest_join_round_ms_ = std::max(longest_join_round_ms_, ms);
-    }
-    // A request that ends mid-way frees its slot; the tokens computed after its end are dropped.
-    for (uint32_t i = 0; i < count; ++i)
-      for (uint32_t b = 0; b < parallel_; ++b)
-        if (slots_[b] && ids[i][b] != llm::BatchDecoder::kNoToken) deliver(b, ids[i][b], count - 1 - i);
-    // One request left and nobody waiting: it goes on through the step decoder, which decodes one
-    // sequence faster than the batch.
+    if (batch_->in_flight() > 0 &&
+        (batch_->in_flight() == llm::BatchDecoder::kMaxRoundsInFlight || !submitted))
+      collect_round();
     if (const auto b = last_one()) move_back(*b);
   }
-  // Stopping: the running requests end as cancelled (stop() cancelled them).
+  // Stopping: the running requests end as cancelled (stop() cancelled them), the rounds in flight
+  // are collected (nothing left to hand out) before the batch goes.
   for (uint32_t b = 0; b < parallel_; ++b)
     if (slots_[b]) finish(b, FinishReason::Cancelled, "the server is stopping");
+  while (batch_->in_flight() > 0) collect_round();
+}
+
+std::optional<uint32_t> GenerationWorker::next_count() const {
+  bool wanted = false, hurry = batch_->joining() || !joins_.empty();
+  uint32_t count = kStepsPerSubmit;
+  for (uint32_t b = 0; b < parallel_; ++b)
+    if (batch_->active(b)) {
+      const Slot& s = *slots_[b];
+      count = std::min(count, batch_->capacity() - batch_->position(b));
+      // A request whose last token is in flight already wants nothing more: the rounds in flight
+      // end it, and the tokens a later round computes for it are dropped.
+      if (s.scheduled < s.g->request_.max_tokens) {
+        wanted = true;
+        count = std::min(count, s.g->request_.max_tokens - s.scheduled);
+      }
+      hurry = hurry || s.scheduled == 0;
+    }
+  if (!wanted || count == 0) return std::nullopt;  // 0: a full context, ended by a round in flight
+  return hurry ? 1 : count;
+}
+
+bool GenerationWorker::submit_round(uint32_t count, std::optional<SteadyClock::time_point> fed_at) {
+  const auto t0 = SteadyClock::now();
+  const bool overlapped = batch_->in_flight() > 0;
+  try {
+    std::lock_guard gpu(device_);
+    batch_->submit(count);
+  } catch (const std::exception& e) {
+    fail_all("a batched decode step failed", e.what());
+    return false;
+  }
+  for (uint32_t b = 0; b < parallel_; ++b)
+    if (batch_->active(b)) slots_[b]->scheduled += count;
+  rounds_.push_back({fed_at});
+  std::lock_guard lock(mutex_);
+  ++decode_.rounds;
+  decode_.steps += count;
+  decode_.overlapped += overlapped;
+  decode_.submit_ms += ms_since(t0);
+  return true;
+}
+
+void GenerationWorker::collect_round() {
+  const RoundInfo info = rounds_.front();
+  rounds_.pop_front();
+  const auto t0 = SteadyClock::now();
+  llm::BatchDecoder::Round round;
+  try {
+    std::lock_guard gpu(device_);
+    round = batch_->collect();
+  } catch (const std::exception& e) {
+    fail_all("a batched decode step failed", e.what());
+    return;
+  }
+  const auto t1 = SteadyClock::now();
+  // A request that ends mid-way frees its slot; the tokens computed after its end are dropped.
+  for (size_t i = 0; i < round.tokens.size(); ++i)
+    for (uint32_t b = 0; b < parallel_; ++b)
+      if (const uint32_t id = round.tokens[i][b]; slots_[b] && id != llm::BatchDecoder::kNoToken) {
+        const bool room = round.first[b] + i + 1 < batch_->capacity();
+        if (const auto reason = take(*slots_[b], id, room)) finish(b, *reason);
+      }
+  for (auto& s : slots_)
+    if (s) flush(*s);
+  std::lock_guard lock(mutex_);
+  decode_.wait_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
+  decode_.deliver_ms += ms_since(t1);
+  if (info.fed_at) {
+    ++join_rounds_;
+    longest_join_round_ms_ = std::max(longest_join_round_ms_, ms_since(*info.fed_at));
+  }
+}
+
+void GenerationWorker::fail_all(const char* what, const std::string& error) {
+  std::fprintf(stderr, "wgfuse serve: %s: %s\n", what, error.c_str());
+  for (uint32_t b = 0; b < parallel_; ++b)
+    if (slots_[b]) finish(b, FinishReason::Error, error);
 }
 
 GenerationWorker::Slot GenerationWorker::slot_for(const std::shared_ptr<Generation>& g) const {
@@ -310,6 +369,7 @@ void GenerationWorker::serve_alone(Slot s, bool resumed) {
     session_.decode(prompt, r.max_tokens - s.tokens, [&](uint32_t id) {
       reason = take(s, id, /*room=*/true);
       if (reason) return false;
+      flush(s);
       std::lock_guard lock(mutex_);
       company = !queue_.empty();
       return !company;
@@ -330,10 +390,11 @@ void GenerationWorker::serve_alone(Slot s, bool resumed) {
     if (!reason) ++moved_;
   }
   if (reason) return end(s, *reason);
+  s.scheduled = s.tokens;
   slots_[0].emplace(std::move(s));
 }
 
-std::optional<uint32_t> GenerationWorker::last_one() {
+std::optional<uint32_t> GenerationWorker::lone() {
   if (batch_->joining() || !joins_.empty()) return std::nullopt;
   std::optional<uint32_t> live;
   for (uint32_t b = 0; b < parallel_; ++b)
@@ -343,6 +404,14 @@ std::optional<uint32_t> GenerationWorker::last_one() {
     }
   std::lock_guard lock(mutex_);
   if (!live || !queue_.empty() || stopping_) return std::nullopt;
+  return live;
+}
+
+std::optional<uint32_t> GenerationWorker::last_one() {
+  if (batch_->in_flight() > 0) return std::nullopt;
+  const auto live = lone();
+  if (!live) return std::nullopt;
+  std::lock_guard lock(mutex_);
   alone_ = true;
   ++moved_back_;
   return live;
@@ -370,10 +439,7 @@ void GenerationWorker::move_back(uint32_t b) {
 bool GenerationWorker::prefill_joining() {
   // A request that left while its prompt waits or is fed frees its slot now.
   for (uint32_t b = 0; b < parallel_; ++b)
-    if (slots_[b] && !batch_->active(b) && slots_[b]->g->cancelled()) {
-      std::erase(joins_, b);
-      finish(b, FinishReason::Cancelled);
-    }
+    if (slots_[b] && !batch_->active(b) && slots_[b]->g->cancelled()) finish(b, FinishReason::Cancelled);
   const uint32_t budget0 = join_chunk_;
   uint32_t budget = budget0;
   while (budget > 0 && (batch_->joining() || !joins_.empty())) {
@@ -416,32 +482,33 @@ bool GenerationWorker::join(uint32_t b) {
 
 std::optional<FinishReason> GenerationWorker::take(Slot& s, uint32_t id, bool room) {
   Generation& g = *s.g;
-  ++s.tokens;
+  if (++s.tokens == 1) s.first_token = std::chrono::steady_clock::now();
   const auto& stop_ids = session_.stop_ids();
   const bool eos = std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end();
-  if (!eos && id < session_.tokenizer().vocab_size()) {
-    const std::string shown = s.stops.push(s.text.push(int32_t(id)));
-    const auto now = std::chrono::steady_clock::now();
-    g.update([&](Generation::News& n) {
-      n.text += shown;
-      if (s.tokens == 1)
-        n.first_token_ms = std::chrono::duration<double, std::milli>(now - g.submitted_).count();
-    });
-  }
+  if (!eos && id < session_.tokenizer().vocab_size()) s.shown += s.stops.push(s.text.push(int32_t(id)));
   if (g.cancelled()) return FinishReason::Cancelled;
   if (eos || s.stops.hit()) return FinishReason::Stop;
   if (s.tokens >= g.request_.max_tokens || !room) return FinishReason::Length;
   return std::nullopt;
 }
 
-void GenerationWorker::deliver(uint32_t b, uint32_t id, uint32_t later) {
-  const bool room = batch_->position(b) - later < batch_->capacity();
-  if (const auto reason = take(*slots_[b], id, room)) finish(b, *reason);
+void GenerationWorker::tell(Slot& s, Generation::News& n) {
+  n.text += s.shown;
+  s.shown.clear();
+  if (s.tokens > 0 && !s.first_told)
+    n.first_token_ms = std::chrono::duration<double, std::milli>(s.first_token - s.g->submitted_).count();
+  s.first_told = s.tokens > 0;
+}
+
+void GenerationWorker::flush(Slot& s) {
+  if (!s.shown.empty() || (s.tokens > 0 && !s.first_told))
+    s.g->update([&](Generation::News& n) { tell(s, n); });
 }
 
 void GenerationWorker::finish(uint32_t b, FinishReason reason, const std::string& error) {
   Slot s = std::move(*slots_[b]);
   slots_[b].reset();
+  std::erase(joins_, b);
   {
     std::lock_guard gpu(device_);
     batch_->stop(b);
@@ -450,14 +517,13 @@ void GenerationWorker::finish(uint32_t b, FinishReason reason, const std::string
 }
 
 void GenerationWorker::end(Slot& s, FinishReason reason, const std::string& error) {
-  std::string tail;
   if (reason != FinishReason::Error) {
-    tail = s.stops.push(s.text.finish());
-    tail += s.stops.finish();
+    s.shown += s.stops.push(s.text.finish());
+    s.shown += s.stops.finish();
   }
   retire(*s.g, [&](Generation::News& n) {
+    tell(s, n);
     n.queue_position = 0;
-    n.text += tail;
     n.completion_tokens = s.tokens;
     n.finish = reason;
     n.error = error;

@@ -13,8 +13,12 @@
 // the session's decoder, as with parallel = 1, looking at the queue after every read-back: when
 // another arrives it moves into a slot of the batch (BatchDecoder::adopt) and goes on there; when
 // the batch is down to one request and nobody waits, that one moves back out to the session's
-// decoder (BatchDecoder::release). The joining prompts of a round are fed one after another
-// without waiting for the GPU, and the round's submit takes one step while any prompt joins.
+// decoder once its rounds in flight are read back (BatchDecoder::release). The batch decodes in
+// rounds of a few steps with two rounds in flight: the next round is submitted before the last is
+// read back, so the GPU runs it while the worker hands out the last's tokens (one news update per
+// request and round); a request that ends mid-round frees its slot at once, its tokens in the round
+// still in flight dropped. The joining prompts of a round are fed one after another without
+// waiting for the GPU, and the round takes one step while any prompt joins.
 // Either way a request's tokens are those `wgfuse generate` gives for the same prompt (and seed),
 // whatever runs beside it.
 #pragma once
@@ -101,6 +105,13 @@ struct WorkerStatus {
   // submit's read-back) and the longest of them: what a running stream waits while others join.
   uint64_t joined = 0, join_tokens = 0, join_feeds = 0, prompt_plans = 0, join_rounds = 0;
   double join_feed_ms = 0, longest_join_round_ms = 0;
+  // The batched rounds (parallel > 1), those submitted while another was in flight, and the
+  // worker's time on them: recording and submitting, waiting for the read-backs, handing out the
+  // tokens (text, stop strings, the clients' news).
+  struct Rounds {
+    uint64_t rounds = 0, steps = 0, overlapped = 0;
+    double submit_ms = 0, wait_ms = 0, deliver_ms = 0;
+  } decode;
 };
 
 class GenerationWorker {
@@ -112,9 +123,10 @@ class GenerationWorker {
   // request's prompt after another's (so that every free slot fills in one round when the prompts
   // are short); their plans are built with the worker.
   static constexpr uint32_t kJoinChunk = 512;
-  // Batched steps per submit (BatchDecoder::steps): one read-back for several tokens; a request
-  // that arrives waits for one submit at most. While a prompt joins, or a joined request waits for
-  // its first token, each submit takes one step, so that the rounds stay short.
+  // Batched steps per round (BatchDecoder::submit): one read-back for several tokens. Two rounds
+  // are in flight, so a request that arrives waits for two at most before its prompt is fed.
+  // While a prompt joins each round takes one step, so that the rounds stay short, and so does
+  // the round of a joined request's first token.
   static constexpr uint32_t kStepsPerSubmit = 4;
   GenerationWorker(llm::Session& session, size_t max_queue, std::mutex& device, uint32_t parallel = 1,
                    uint32_t join_chunk = kJoinChunk);
@@ -134,7 +146,14 @@ class GenerationWorker {
     std::shared_ptr<Generation> g;
     llm::StreamDecoder text;
     StopStrings stops;
-    uint32_t tokens = 0;  // generated, an EOS id included
+    uint32_t tokens = 0;     // generated, an EOS id included
+    uint32_t scheduled = 0;  // tokens once the rounds in flight are read back (in the batch)
+    std::string shown;       // text not yet handed to the client
+    std::chrono::steady_clock::time_point first_token;
+    bool first_told = false;  // the client has its first token's time
+  };
+  struct RoundInfo {                                              // the worker's record of a round in flight
+    std::optional<std::chrono::steady_clock::time_point> fed_at;  // it fed prompts: the feeds' start
   };
   void run();                 // parallel = 1
   void run_batched();         // parallel > 1
@@ -143,9 +162,20 @@ class GenerationWorker {
   // decoder until it ends or another request arrives, then moves it into the batch's slot 0.
   // resumed: the request comes out of the batch (move_back), its sequence on the decoder already.
   void serve_alone(Slot s, bool resumed);
-  // The slot of the one request left in the batch when no prompt joins and nobody waits (then
-  // counted as alone and moved back), else nullopt.
+  // The slot of the one request left in the batch when no prompt joins and nobody waits.
+  std::optional<uint32_t> lone();
+  // lone() once no round is in flight (then counted as alone and moved back), else nullopt.
   std::optional<uint32_t> last_one();
+  // The steps of the next round: up to kStepsPerSubmit, as many as every running request has
+  // room for in the context and still wants (one while prompts join or a joined request awaits
+  // the round of its first token); nullopt when no running request wants more than the rounds in
+  // flight give it, or one's context is full until they end it.
+  std::optional<uint32_t> next_count() const;
+  // Submits a round; false when it failed (every request ended with the error).
+  bool submit_round(uint32_t count, std::optional<std::chrono::steady_clock::time_point> fed_at);
+  // Reads the oldest round back and hands its tokens out; ends the requests that are done.
+  void collect_round();
+  void fail_all(const char* what, const std::string& error);
   // Moves slot b's request out of the batch into the session's decoder (BatchDecoder::release)
   // and serves it there.
   void move_back(uint32_t b);
@@ -156,12 +186,13 @@ class GenerationWorker {
   bool prefill_joining();
   Slot slot_for(const std::shared_ptr<Generation>& g) const;
   void announce_start(Generation& g);
-  // Hands the request its next token: its text so far goes to its client. The reason it ends, if
-  // it does (`room`: the context has no room for another token).
+  // Takes the request's next token into its text; the reason it ends, if it does (`room`: the
+  // context has no room for another token).
   std::optional<FinishReason> take(Slot& s, uint32_t id, bool room);
-  // Hands slot b its token, computed `later` steps before the last of the submit; ends the request
-  // (and frees the slot) when it is done.
-  void deliver(uint32_t b, uint32_t id, uint32_t later);
+  // What the client has not heard yet (text, the first token's time) into its news: one update for
+  // all the tokens of a round.
+  void tell(Slot& s, Generation::News& n);
+  void flush(Slot& s);
   void finish(uint32_t b, FinishReason reason, const std::string& error = {});
   void end(Slot& s, FinishReason reason, const std::string& error = {});
   void retire(Generation& g, const std::function<void(Generation::News&)>& last);
@@ -174,6 +205,7 @@ class GenerationWorker {
   std::unique_ptr<llm::BatchDecoder> batch_;
   std::vector<std::optional<Slot>> slots_;  // parallel > 1: the batch's slots, worker thread only
   std::deque<uint32_t> joins_;              // slots whose request waits to begin its prompt
+  std::deque<RoundInfo> rounds_;            // the batch's rounds in flight, oldest first
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Generation>> queue_;
@@ -181,6 +213,7 @@ class GenerationWorker {
   uint64_t served_ = 0, cancelled_ = 0, moved_ = 0, moved_back_ = 0;
   uint64_t join_rounds_ = 0;  // (worker thread; status() reads them under mutex_)
   double longest_join_round_ms_ = 0;
+  WorkerStatus::Rounds decode_;
   llm::BatchDecoder::JoinStats join_stats_;
   size_t prompt_plans_ = 0;
   bool alone_ = false;
