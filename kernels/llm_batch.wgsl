@@ -3,8 +3,8 @@
 // (src/llm/model.h), where the slots are tokens of one sequence (prompt_pass, SHARED_CACHE).
 // Slot b's record slots[b * SLOT_WORDS ..] holds its position (word 0: the position this step
 // computes; the token picker advances it: the batched argmax of llm_step.wgsl for greedy slots, a
-// sampler on the record's first 4 words for the others) and whether it decodes (word SLOT_ACTIVE). The matrix products read each weight row
-// from memory once for all slots (block_totals says how).
+// sampler on the record's first 4 words for the others) and whether it decodes (word SLOT_ACTIVE).
+// The matrix products read each weight row from memory once for all slots (block_totals says how).
 //   embed_rows     x[b] = embedding[tokens[b][pos_b]]
 //   qkv_rope_rows  W_qkv rmsnorm(x[b]) + bias, rows packed as llm_common.wgsl says, RoPE'd at pos_b:
 //                  q heads into q[b], k and v heads into slot b's caches (models without q/k norms)
