@@ -20,7 +20,7 @@ constexpr uint32_t kSlotWords = RowProducts::kSlotWords;
 constexpr uint32_t kSlotActive = RowProducts::kSlotActive;
 constexpr uint32_t kSlotArgmax = 9;  // the batched argmax picks the slot's token (active, greedy)
 constexpr uint32_t kWorkgroup = RowProducts::kWorkgroup;
-constexpr uint32_t kHeadWorkgroup = 64;  // HWG
+constexpr uint32_t kHeadWorkgroup = RowProducts::kHeadWorkgroup;
 constexpr uint32_t kMaxHeadDim = 4 * kHeadWorkgroup;
 
 uint64_t pad64(uint64_t n) {
@@ -104,20 +104,7 @@ void BatchDecoder::build_step() {
   const ModelConfig& c = cfg_;
   const uint32_t n = slots();
   const uint32_t heads = c.num_heads, kv_heads = c.num_kv_heads, hd = c.head_dim;
-  std::map<std::string, double> head_constants{{"SLOTS", n},
-                                               {"HEAD_DIM", hd},
-                                               {"HEADS", heads},
-                                               {"KV_HEADS", kv_heads},
-                                               {"CTX", ctx_len_},
-                                               {"RAW_STRIDE", double(raw_stride_)},
-                                               {"Q_STRIDE", double(q_stride_)},
-                                               {"OUT_STRIDE", double(q_stride_)},
-                                               {"HWG", kHeadWorkgroup},
-                                               {"EPS", c.rms_norm_eps}};
-  auto heads_kernel = [&](const char* entry, std::map<std::string, double> more) -> const gpu::Kernel& {
-    more.insert(head_constants.begin(), head_constants.end());
-    return ctx_.kernel(gpu::embedded_kernel("llm_batch", entry, std::move(more)));
-  };
+  const RowProducts::QkvLayout qkv_at{ctx_len_, q_stride_, /*shared_cache=*/false};
   const gpu::Kernel& embed =
       ctx_.kernel(gpu::embedded_kernel("llm_batch", "embed_rows",
                                        {{gpu::kWeightFormatConstant, double(model_.embedding_.format)},
@@ -130,23 +117,26 @@ void BatchDecoder::build_step() {
   step_.dispatch(embed, {model_.embedding_, x_, tokens_, slots_},
                  {ceil_div(ceil_div(c.hidden_size, 8), kWorkgroup), n}, {"embed_rows"});
   const bool qk_norm = architecture_of(c).qk_norm;
-  const gpu::Kernel& attend = heads_kernel(
-      "attend_rows", {{"SCALE", 1.0 / std::sqrt(double(hd))},
-                      {"GROUP", heads / kv_heads},
-                      {"HEAD_V4", hd / 4},
-                      {"SLICES", kHeadWorkgroup / (hd / 4)},
-                      {"SG_PARTS", kHeadWorkgroup / std::max(1u, ctx_.adapter().subgroup_min_size)}});
+  const gpu::Kernel& attend = ctx_.kernel(
+      gpu::embedded_kernel("llm_batch", "attend_rows",
+                           {{"SLOTS", n},
+                            {"HEAD_DIM", hd},
+                            {"HEADS", heads},
+                            {"KV_HEADS", kv_heads},
+                            {"CTX", ctx_len_},
+                            {"Q_STRIDE", double(q_stride_)},
+                            {"OUT_STRIDE", double(q_stride_)},
+                            {"HWG", kHeadWorkgroup},
+                            {"SCALE", 1.0 / std::sqrt(double(hd))},
+                            {"GROUP", heads / kv_heads},
+                            {"HEAD_V4", hd / 4},
+                            {"SLICES", kHeadWorkgroup / (hd / 4)},
+                            {"SG_PARTS", kHeadWorkgroup / std::max(1u, ctx_.adapter().subgroup_min_size)}}));
   // Without q/k norms, RoPE is the Q/K/V product's epilogue; with them (Qwen3) a head's norm needs
   // the whole head first: rope_rows.
-  const gpu::Kernel* rope = qk_norm ? &heads_kernel("rope_rows", {}) : nullptr;
-  const std::map<std::string, double> rope_constants{{"HEAD_DIM", hd},
-                                                     {"HEADS", heads},
-                                                     {"KV_HEADS", kv_heads},
-                                                     {"CTX", ctx_len_},
-                                                     {"Q_STRIDE", double(q_stride_)}};
-  auto out_stride = [](uint64_t floats) {
-    return std::map<std::string, double>{{"OUT_STRIDE", double(floats)}};
-  };
+  const gpu::Kernel* rope = qk_norm ? &products_.rope_rows(c, qkv_at) : nullptr;
+  const auto rope_epilogue = RowProducts::rope_epilogue(c, qkv_at);
+  const auto out_stride = RowProducts::out_stride;
   for (uint32_t l = 0; l < c.num_layers; ++l) {
     const Model::Layer& L = model_.layers_[l];
     if (rope) {
@@ -157,7 +147,7 @@ void BatchDecoder::build_step() {
                      {heads + 2 * kv_heads, n}, {"rope_rows"});
     } else {
       step_.dispatch(product("qkv_rope_rows", L.qkv, x_, x_stride_, L.input_norm,
-                             {q_, k_cache_[l], v_cache_[l], model_.rope_, L.qkv_bias}, rope_constants),
+                             {q_, k_cache_[l], v_cache_[l], model_.rope_, L.qkv_bias}, rope_epilogue),
                      {"qkv_rope_rows", L.qkv.bytes});
     }
     step_.dispatch(attend, {q_, k_cache_[l], v_cache_[l], slots_, att_}, {heads, n}, {"attend_rows"});

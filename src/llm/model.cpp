@@ -21,10 +21,9 @@ namespace {
 using gpu::BufferUsage;
 
 // A short prefill pass's slot records (kernels/llm_batch.wgsl SLOT_WORDS each) and state words
-// (a 256-byte binding offset apart); HWG, the threads of rope_rows.
+// (a 256-byte binding offset apart).
 constexpr uint32_t kPassRecordWords = Model::kShortPassTokens * RowProducts::kSlotWords;
 constexpr uint32_t kPassStateWords = 64;
-constexpr uint32_t kHeadWorkgroup = 64;
 
 // Every buffer the model binds whole, sized in 64 bits and checked against the device before
 // anything is allocated or uploaded: a size wrapped to 32 bits would make a smaller cache that
@@ -482,12 +481,11 @@ gpu::Plan Model::short_prompt_chunk(uint32_t T) {
     const uint64_t bytes = 4ull * stride * kShortPassTokens;
     return gpu::BufferBinding{b, bytes * p, bytes};
   };
-  const std::map<std::string, double> cache_constants{{"HEAD_DIM", c.head_dim},     {"HEADS", c.num_heads},
-                                                      {"KV_HEADS", c.num_kv_heads}, {"CTX", ctx_len_},
-                                                      {"Q_STRIDE", q_rows},         {"SHARED_CACHE", 1}};
-  auto out_stride = [](uint64_t floats) {
-    return std::map<std::string, double>{{"OUT_STRIDE", double(floats)}};
-  };
+  // Q/K/V: q into the pass's rows of q_rows_, k and v into the one cache.
+  const RowProducts::QkvLayout qkv_at{ctx_len_, q_rows, /*shared_cache=*/true};
+  const gpu::Kernel* rope = qk_norm ? &rows.rope_rows(c, qkv_at) : nullptr;
+  const auto rope_epilogue = RowProducts::rope_epilogue(c, qkv_at);
+  const auto out_stride = RowProducts::out_stride;
   gpu::Plan plan(*ctx_, "llm.prefill");
   plan.dispatch(k.embed(embedding_, tokens_, state_, x_rows_, c.hidden_size, T), {"embed"});
   for (uint32_t p = 0; p * kShortPassTokens < T; ++p) {
@@ -500,23 +498,15 @@ gpu::Plan Model::short_prompt_chunk(uint32_t T) {
     const gpu::Binding x = rows_of(x_rows_, x_stride, p), q = rows_of(q_rows_, q_rows, p),
                        att = rows_of(att_rows_, att_stride, p), act = rows_of(act_rows_, act_stride, p);
     for (const Layer& l : layers_) {
-      if (qk_norm) {
-        const uint32_t raw_stride = q_rows + 2 * kv_rows;
+      if (rope) {
         plan.dispatch(rows.product("qkv_rows", l.qkv, x, x_stride, l.input_norm, records,
-                                   {pass_qkv_, l.qkv_bias}, out_stride(raw_stride)),
+                                   {pass_qkv_, l.qkv_bias}, out_stride(q_rows + 2 * kv_rows)),
                       {"qkv_rope"});
-        std::map<std::string, double> heads = cache_constants;
-        heads.insert({{"SLOTS", kShortPassTokens},
-                      {"RAW_STRIDE", raw_stride},
-                      {"HWG", kHeadWorkgroup},
-                      {"EPS", c.rms_norm_eps}});
-        const gpu::Kernel& rope =
-            ctx_->kernel(gpu::embedded_kernel("llm_batch", "rope_rows", std::move(heads)));
-        plan.dispatch(rope, {pass_qkv_, l.qk_norm, rope_, records, q, l.k_cache, l.v_cache},
+        plan.dispatch(*rope, {pass_qkv_, l.qk_norm, rope_, records, q, l.k_cache, l.v_cache},
                       {c.num_heads + 2 * c.num_kv_heads, kShortPassTokens}, {"qk_norm_rope"});
       } else {
         plan.dispatch(rows.product("qkv_rope_rows", l.qkv, x, x_stride, l.input_norm, records,
-                                   {q, l.k_cache, l.v_cache, rope_, l.qkv_bias}, cache_constants),
+                                   {q, l.k_cache, l.v_cache, rope_, l.qkv_bias}, rope_epilogue),
                       {"qkv_rope"});
       }
       plan.dispatch(k.attend_prompt(q, l.k_cache, l.v_cache, pass_state, att, c, ctx_len_, kShortPassTokens,

@@ -48,6 +48,25 @@ gpu::Dispatch RowProducts::product(const char* entry, const gpu::TensorView& w, 
   return {&k, std::move(b), {std::min(ceil_div(w.rows, s.rows_per_wg), kMaxProductGroups)}};
 }
 
+std::map<std::string, double> RowProducts::out_stride(uint64_t floats) {
+  return {{"OUT_STRIDE", double(floats)}};
+}
+
+std::map<std::string, double> RowProducts::rope_epilogue(const ModelConfig& c, QkvLayout at) {
+  return {{"HEAD_DIM", c.head_dim},          {"HEADS", c.num_heads},
+          {"KV_HEADS", c.num_kv_heads},      {"CTX", at.ctx},
+          {"Q_STRIDE", double(at.q_stride)}, {"SHARED_CACHE", at.shared_cache}};
+}
+
+const gpu::Kernel& RowProducts::rope_rows(const ModelConfig& c, QkvLayout at) const {
+  auto constants = rope_epilogue(c, at);
+  constants.insert({{"SLOTS", slots_},
+                    {"RAW_STRIDE", double(c.num_heads + 2ull * c.num_kv_heads) * c.head_dim},
+                    {"HWG", kHeadWorkgroup},
+                    {"EPS", eps_}});
+  return ctx_.kernel(gpu::embedded_kernel("llm_batch", "rope_rows", std::move(constants)));
+}
+
 // The shape of block_totals per matrix (H100 sweeps at 8 and 16 slots, docs/RESULTS.md "Session
 // 12"): a team of a row block reads the block's weights with the x of its slots, so rows per team
 // (RPT) save x loads, and slot groups (teams of one row block, each for its own slots) put more

@@ -12,15 +12,17 @@
 #include "gpu/arena.h"
 #include "gpu/context.h"
 #include "gpu/plan.h"
+#include "llm/config.h"
 
 namespace wgfuse::llm {
 
 class RowProducts {
  public:
-  static constexpr uint32_t kMaxSlots = 16;    // MAX_SPT of kernels/llm_batch.wgsl
-  static constexpr uint32_t kSlotWords = 64;   // SLOT_WORDS: a record is 256 bytes
-  static constexpr uint32_t kSlotActive = 8;   // SLOT_ACTIVE
-  static constexpr uint32_t kWorkgroup = 256;  // WG of the products
+  static constexpr uint32_t kMaxSlots = 16;       // MAX_SPT of kernels/llm_batch.wgsl
+  static constexpr uint32_t kSlotWords = 64;      // SLOT_WORDS: a record is 256 bytes
+  static constexpr uint32_t kSlotActive = 8;      // SLOT_ACTIVE
+  static constexpr uint32_t kWorkgroup = 256;     // WG of the products
+  static constexpr uint32_t kHeadWorkgroup = 64;  // HWG: threads of rope_rows and attend_rows
   // Throws Error for slots outside 1..kMaxSlots or subgroups wider than the products support.
   RowProducts(gpu::Context& ctx, uint32_t slots, double rms_norm_eps);
   uint32_t slots() const { return slots_; }
@@ -31,6 +33,22 @@ class RowProducts {
   gpu::Dispatch product(const char* entry, const gpu::TensorView& w, const gpu::Binding& x, uint32_t x_stride,
                         const gpu::Binding& norm, const gpu::Binding& records,
                         std::vector<gpu::Binding> outputs, std::map<std::string, double> constants) const;
+  // A product's OUT_STRIDE: floats per slot row of its output.
+  static std::map<std::string, double> out_stride(uint64_t floats);
+
+  // Where the Q/K/V epilogues write: q into rows of q_stride floats per slot; k and v into slot
+  // b's cache of ctx positions, or every slot's into cache 0 (shared_cache: a prompt's tokens as
+  // slots, one sequence).
+  struct QkvLayout {
+    uint32_t ctx;
+    uint64_t q_stride;
+    bool shared_cache;
+  };
+  // qkv_rope_rows' own constants (RoPE in the product's epilogue: models without q/k norms).
+  static std::map<std::string, double> rope_epilogue(const ModelConfig& c, QkvLayout at);
+  // rope_rows (models with q/k norms): a workgroup per (head, slot) over the qkv_rows output, rows
+  // of q_rows + 2 kv_rows floats.
+  const gpu::Kernel& rope_rows(const ModelConfig& c, QkvLayout at) const;
 
  private:
   struct Shape {  // a product kernel's shape constants and rows per workgroup
