@@ -4,7 +4,8 @@
 // Slot b's record slots[b * SLOT_WORDS ..] holds its position (word 0: the position this step
 // computes; the token picker advances it: the batched argmax of llm_step.wgsl for greedy slots, a
 // sampler on the record's first 4 words for the others) and whether it decodes (word SLOT_ACTIVE).
-// The matrix products read each weight row from memory once for all slots (block_totals says how).
+// The matrix products read each weight row from memory once for all slots (block_totals and
+// xreg_totals say how).
 //   embed_rows     x[b] = embedding[tokens[b][pos_b]]
 //   qkv_rope_rows  W_qkv rmsnorm(x[b]) + bias, rows packed as llm_common.wgsl says, RoPE'd at pos_b:
 //                  q heads into q[b], k and v heads into slot b's caches (models without q/k norms)
@@ -37,6 +38,8 @@ override WG: u32 = 256u;
 override ROWS_PER_WG: u32 = 8u;  // WG / TEAM / SLOT_GROUPS * RPT
 override RED_LEN: u32 = 256u;    // (WG / the smallest subgroup) * (RPT + 1) * SPT
 override TOT_LEN: u32 = 8u;      // ROWS_PER_WG * SLOTS
+override XREG: bool = false;     // xreg_totals, not block_totals (then ROWS_PER_WG * SLOTS <= XREG_SUMS)
+override BFLY: u32 = 32u;        // xreg_totals' butterfly lanes: a power of two, at most the smallest subgroup
 
 const MAX_RPT: u32 = 8u;
 const MAX_SPT: u32 = 16u;
@@ -51,6 +54,13 @@ const MAX_SUMS: u32 = 32u;
 // Per subgroup: RPT * SLOTS dot partials, then SLOTS sums of squares of x (normed products).
 var<workgroup> red: array<f32, RED_LEN>;
 var<workgroup> tot: array<f32, TOT_LEN>;  // [ROWS_PER_WG][SLOTS]: the block's row totals
+
+// xreg_totals: a thread's 8 columns of each slot's x (times the norm's weights), and the slots'
+// 1 / rms(x) (1 for products without norm).
+const XREG_SLOTS: u32 = 8u;
+const XREG_SUMS: u32 = 32u;
+var<private> xr: array<array<vec4<f32>, 2>, XREG_SLOTS>;
+var<workgroup> row_scale: array<f32, XREG_SLOTS>;
 
 // A thread's own inputs (the workgroup's, uniform, are passed apart: the uniformity analysis
 // treats a struct as a whole).
@@ -167,6 +177,142 @@ fn block_totals(ids: Ids, r0: u32, normed: bool, mask: u32) {
   workgroupBarrier();
 }
 
+// The other shape of the products, for up to XREG_SLOTS slots and COLS8 <= WG: thread t keeps
+// column group t of every slot's x in registers (xreg_load, once per workgroup), and the
+// workgroup streams row blocks through them: a thread reads its 8 weights of each of the block's
+// rows (one coalesced load per row) and keeps ROWS_PER_WG x SLOTS sums, reduced over each BFLY
+// lanes by a transposing butterfly (lane l ends with sum l of its lanes: XREG_SUMS - 1 shuffles
+// for XREG_SUMS sums, not 5 per sum) and over the lane groups in total(). block_totals instead
+// reloads x for every block (from L1), which at 8 slots bounds the LM head by L1 loads.
+fn xreg_load(ids: Ids, normed: bool) {
+  let c8 = min(ids.lid, COLS8 - 1u);
+  var n0 = vec4<f32>(select(0.0, 1.0, ids.lid < COLS8));
+  var n1 = n0;
+  if (normed) {
+    n0 *= norm4[2u * c8];
+    n1 *= norm4[2u * c8 + 1u];
+  }
+  let sg = ids.lid / ids.sg_size;
+  for (var b = 0u; b < SLOTS; b++) {
+    let at = b * X_STRIDE / 4u + 2u * c8;
+    let x0 = xin4[at];
+    let x1 = xin4[at + 1u];
+    xr[b] = array<vec4<f32>, 2>(x0 * n0, x1 * n1);
+    let q = subgroupAdd(select(0.0, dot(x0, x0) + dot(x1, x1), ids.lid < COLS8));
+    if (ids.sg_lane == 0u) {
+      red[sg * SLOTS + b] = q;
+    }
+  }
+  workgroupBarrier();
+  if (ids.lid < SLOTS) {
+    var q = 0.0;
+    for (var g = 0u; g < WG / ids.sg_size; g++) {
+      q += red[g * SLOTS + ids.lid];
+    }
+    row_scale[ids.lid] = select(1.0, inverseSqrt(q / f32(COLS) + EPS), normed);
+  }
+  workgroupBarrier();
+}
+
+// red[g * XREG_SUMS + r * SLOTS + b] = lane group g's part of row r0 + r times x[b]; ends with a
+// barrier.
+fn xreg_weights(ids: Ids, r0: u32) -> array<array<vec4<f32>, 2>, MAX_RPT> {
+  let c8 = min(ids.lid, COLS8 - 1u);
+  var w: array<array<vec4<f32>, 2>, MAX_RPT>;
+  for (var k = 0u; k < ROWS_PER_WG; k++) {
+    w[k] = weight_group(0u, min(r0 + k, ROWS - 1u), COLS8, c8);
+  }
+  return w;
+}
+// The next block's weights, loaded before this block's sums: their loads are in flight through
+// the butterfly and the barriers.
+var<private> w_next: array<array<vec4<f32>, 2>, MAX_RPT>;
+fn xreg_totals(ids: Ids, next: u32) {
+  let w = w_next;
+  w_next = xreg_weights(ids, next);
+  var acc: array<f32, XREG_SUMS>;
+  for (var k = 0u; k < ROWS_PER_WG; k++) {
+    for (var b = 0u; b < SLOTS; b++) {
+      acc[k * SLOTS + b] = dot(w[k][0], xr[b][0]) + dot(w[k][1], xr[b][1]);
+    }
+  }
+  // Step o (BFLY / 2, BFLY / 4, .. 1): the lanes with bit o keep the upper half of their 2n sums
+  // and send the lower half to the lane o apart, which keeps the lower; after the step with o = 1,
+  // lane l holds sums (l % BFLY) * n .. + n - 1 of its BFLY lanes. Five steps written out with
+  // literal trip counts: as one loop over o the compiler kept acc in memory (docs/RESULTS.md
+  // "Session 13", run 1).
+  if (BFLY >= 2u) {
+    let o = BFLY / 2u;
+    let up = (ids.sg_lane & o) != 0u;
+    for (var i = 0u; i < 16u; i++) {
+      let sent = subgroupShuffleXor(select(acc[i + 16u], acc[i], up), o);
+      acc[i] = select(acc[i], acc[i + 16u], up) + sent;
+    }
+  }
+  if (BFLY >= 4u) {
+    let o = BFLY / 4u;
+    let up = (ids.sg_lane & o) != 0u;
+    for (var i = 0u; i < 8u; i++) {
+      let sent = subgroupShuffleXor(select(acc[i + 8u], acc[i], up), o);
+      acc[i] = select(acc[i], acc[i + 8u], up) + sent;
+    }
+  }
+  if (BFLY >= 8u) {
+    let o = BFLY / 8u;
+    let up = (ids.sg_lane & o) != 0u;
+    for (var i = 0u; i < 4u; i++) {
+      let sent = subgroupShuffleXor(select(acc[i + 4u], acc[i], up), o);
+      acc[i] = select(acc[i], acc[i + 4u], up) + sent;
+    }
+  }
+  if (BFLY >= 16u) {
+    let o = BFLY / 16u;
+    let up = (ids.sg_lane & o) != 0u;
+    for (var i = 0u; i < 2u; i++) {
+      let sent = subgroupShuffleXor(select(acc[i + 2u], acc[i], up), o);
+      acc[i] = select(acc[i], acc[i + 2u], up) + sent;
+    }
+  }
+  if (BFLY >= 32u) {
+    let up = (ids.sg_lane & 1u) != 0u;
+    let sent = subgroupShuffleXor(select(acc[1], acc[0], up), 1u);
+    acc[0] = select(acc[0], acc[1], up) + sent;
+  }
+  let n = XREG_SUMS / BFLY;
+  let at = ids.lid / BFLY * XREG_SUMS + ids.lid % BFLY * n;
+  for (var i = 0u; i < n; i++) {
+    red[at + i] = acc[i];
+  }
+  workgroupBarrier();
+}
+
+// Block entry i (row i / SLOTS, slot i % SLOTS) after block_totals or xreg_totals.
+fn total(i: u32) -> f32 {
+  if (!XREG) {
+    return tot[i];
+  }
+  var t = 0.0;
+  for (var g = 0u; g < WG / BFLY; g++) {
+    t += red[g * XREG_SUMS + i];
+  }
+  return t * row_scale[i % SLOTS];
+}
+
+// The entries' blocks: one of the two shapes.
+fn prepare(ids: Ids, r0: u32, normed: bool) {
+  if (XREG) {
+    w_next = xreg_weights(ids, r0);
+    xreg_load(ids, normed);
+  }
+}
+fn block(ids: Ids, r0: u32, next: u32, normed: bool, mask: u32) {
+  if (XREG) {
+    xreg_totals(ids, next);
+  } else {
+    block_totals(ids, r0, normed, mask);
+  }
+}
+
 // The row and slot of block entry i (an index into tot) from r0; valid: inside W and active.
 struct Out {
   row: u32,
@@ -182,12 +328,13 @@ fn out_of(i: u32, r0: u32, mask: u32) -> Out {
 @compute @workgroup_size(WG)
 fn qkv_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask();
+  prepare(ids, wid.x * ROWS_PER_WG, true);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    block_totals(ids, r0, true, mask);
+    block(ids, r0, r0 + groups.x * ROWS_PER_WG, true, mask);
     for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
       let o = out_of(i, r0, mask);
       if (o.valid) {
-        out_rows[o.b * OUT_STRIDE + o.row] = tot[i] + bias[o.row];
+        out_rows[o.b * OUT_STRIDE + o.row] = total(i) + bias[o.row];
       }
     }
     workgroupBarrier();
@@ -197,12 +344,13 @@ fn qkv_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
 @compute @workgroup_size(WG)
 fn logits_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask();
+  prepare(ids, wid.x * ROWS_PER_WG, true);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    block_totals(ids, r0, true, mask);
+    block(ids, r0, r0 + groups.x * ROWS_PER_WG, true, mask);
     for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
       let o = out_of(i, r0, mask);
       if (o.valid) {
-        out_rows[o.b * OUT_STRIDE + o.row] = tot[i];
+        out_rows[o.b * OUT_STRIDE + o.row] = total(i);
       }
     }
     workgroupBarrier();
@@ -212,12 +360,13 @@ fn logits_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
 @compute @workgroup_size(WG)
 fn residual_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask();
+  prepare(ids, wid.x * ROWS_PER_WG, false);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    block_totals(ids, r0, false, mask);
+    block(ids, r0, r0 + groups.x * ROWS_PER_WG, false, mask);
     for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
       let o = out_of(i, r0, mask);
       if (o.valid) {
-        out_rows[o.b * OUT_STRIDE + o.row] += tot[i];
+        out_rows[o.b * OUT_STRIDE + o.row] += total(i);
       }
     }
     workgroupBarrier();
@@ -238,7 +387,7 @@ fn pair_of(i: u32, r0: u32, mask: u32) -> Pair {
   let j = i / SLOTS;
   let b = i % SLOTS;
   let row = r0 + 2u * j;
-  return Pair(row, b, tot[2u * j * SLOTS + b], tot[(2u * j + 1u) * SLOTS + b],
+  return Pair(row, b, total(2u * j * SLOTS + b), total((2u * j + 1u) * SLOTS + b),
               row + 1u < ROWS && is_active(mask, b));
 }
 
@@ -246,8 +395,9 @@ fn pair_of(i: u32, r0: u32, mask: u32) -> Pair {
 @compute @workgroup_size(WG)
 fn gate_up_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask();
+  prepare(ids, wid.x * ROWS_PER_WG, true);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    block_totals(ids, r0, true, mask);
+    block(ids, r0, r0 + groups.x * ROWS_PER_WG, true, mask);
     for (var i = ids.lid; i < ROWS_PER_WG / 2u * SLOTS; i += WG) {
       let p = pair_of(i, r0, mask);
       if (p.valid) {
@@ -442,8 +592,9 @@ fn store_rotated(ra: u32, b: u32, a_dot: f32, c_dot: f32) {
 @compute @workgroup_size(WG)
 fn qkv_rope_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask();
+  prepare(ids, wid.x * ROWS_PER_WG, true);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
-    block_totals(ids, r0, true, mask);
+    block(ids, r0, r0 + groups.x * ROWS_PER_WG, true, mask);
     for (var i = ids.lid; i < ROWS_PER_WG / 2u * SLOTS; i += WG) {
       let p = pair_of(i, r0, mask);
       if (p.valid) {

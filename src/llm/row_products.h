@@ -51,12 +51,13 @@ class RowProducts {
   const gpu::Kernel& rope_rows(const ModelConfig& c, QkvLayout at) const;
 
  private:
-  struct Shape {  // a product kernel's shape constants and rows per workgroup
+  struct Shape {  // a product kernel's shape constants, rows per workgroup and most workgroups
     std::map<std::string, double> constants;
-    uint32_t rows_per_wg;
+    uint32_t rows_per_wg, max_groups;
   };
   Shape shape(const char* entry, const gpu::TensorView& w) const;
   Shape block_shape(const gpu::TensorView& w, uint32_t team, uint32_t rpt, uint32_t slot_groups) const;
+  Shape xreg_shape(const gpu::TensorView& w) const;
 
   gpu::Context& ctx_;
   uint32_t slots_, team_;
