@@ -22,6 +22,10 @@ constexpr uint32_t kSlotArgmax = 9;  // the batched argmax picks the slot's toke
 constexpr uint32_t kWorkgroup = RowProducts::kWorkgroup;
 constexpr uint32_t kHeadWorkgroup = RowProducts::kHeadWorkgroup;
 constexpr uint32_t kMaxHeadDim = 4 * kHeadWorkgroup;
+// attend_rows' threads: a position each in a round of 256 (ROUND), so a short context's scores take
+// one trip and the p v sums 16 slices (64 threads: a quarter of the slices, four times the trips;
+// docs/RESULTS.md "Session 13").
+constexpr uint32_t kAttendWorkgroup = 256;
 
 uint64_t pad64(uint64_t n) {
   return (n + 63) / 64 * 64;
@@ -117,21 +121,21 @@ void BatchDecoder::build_step() {
   step_.dispatch(embed, {model_.embedding_, x_, tokens_, slots_},
                  {ceil_div(ceil_div(c.hidden_size, 8), kWorkgroup), n}, {"embed_rows"});
   const bool qk_norm = architecture_of(c).qk_norm;
-  const gpu::Kernel& attend = ctx_.kernel(
-      gpu::embedded_kernel("llm_batch", "attend_rows",
-                           {{"SLOTS", n},
-                            {"HEAD_DIM", hd},
-                            {"HEADS", heads},
-                            {"KV_HEADS", kv_heads},
-                            {"CTX", ctx_len_},
-                            {"Q_STRIDE", double(q_stride_)},
-                            {"OUT_STRIDE", double(q_stride_)},
-                            {"HWG", kHeadWorkgroup},
-                            {"SCALE", 1.0 / std::sqrt(double(hd))},
-                            {"GROUP", heads / kv_heads},
-                            {"HEAD_V4", hd / 4},
-                            {"SLICES", kHeadWorkgroup / (hd / 4)},
-                            {"SG_PARTS", kHeadWorkgroup / std::max(1u, ctx_.adapter().subgroup_min_size)}}));
+  const gpu::Kernel& attend = ctx_.kernel(gpu::embedded_kernel(
+      "llm_batch", "attend_rows",
+      {{"SLOTS", n},
+       {"HEAD_DIM", hd},
+       {"HEADS", heads},
+       {"KV_HEADS", kv_heads},
+       {"CTX", ctx_len_},
+       {"Q_STRIDE", double(q_stride_)},
+       {"OUT_STRIDE", double(q_stride_)},
+       {"HWG", kAttendWorkgroup},
+       {"SCALE", 1.0 / std::sqrt(double(hd))},
+       {"GROUP", heads / kv_heads},
+       {"HEAD_V4", hd / 4},
+       {"SLICES", kAttendWorkgroup / (hd / 4)},
+       {"SG_PARTS", kAttendWorkgroup / std::max(1u, ctx_.adapter().subgroup_min_size)}}));
   // Without q/k norms, RoPE is the Q/K/V product's epilogue; with them (Qwen3) a head's norm needs
   // the whole head first: rope_rows.
   const gpu::Kernel* rope = qk_norm ? &products_.rope_rows(c, qkv_at) : nullptr;

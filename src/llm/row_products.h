@@ -22,7 +22,7 @@ class RowProducts {
   static constexpr uint32_t kSlotWords = 64;      // SLOT_WORDS: a record is 256 bytes
   static constexpr uint32_t kSlotActive = 8;      // SLOT_ACTIVE
   static constexpr uint32_t kWorkgroup = 256;     // WG of the products
-  static constexpr uint32_t kHeadWorkgroup = 64;  // HWG: threads of rope_rows and attend_rows
+  static constexpr uint32_t kHeadWorkgroup = 64;  // HWG: threads of rope_rows
   // Throws Error for slots outside 1..kMaxSlots or subgroups wider than the products support.
   RowProducts(gpu::Context& ctx, uint32_t slots, double rms_norm_eps);
   uint32_t slots() const { return slots_; }
