@@ -38,7 +38,8 @@ override WG: u32 = 256u;
 override ROWS_PER_WG: u32 = 8u;  // WG / TEAM / SLOT_GROUPS * RPT
 override RED_LEN: u32 = 256u;    // (WG / the smallest subgroup) * (RPT + 1) * SPT
 override TOT_LEN: u32 = 8u;      // ROWS_PER_WG * SLOTS
-override XREG: bool = false;     // xreg_totals, not block_totals (then ROWS_PER_WG * SLOTS <= XREG_SUMS)
+override XREG: bool = false;     // xreg_totals, not block_totals (then ROWS_PER_WG * BSLOTS <= XREG_SUMS)
+override BSLOTS: u32 = 1u;       // slots of a workgroup's blocks: SLOTS, or xreg_totals' slot group (grid y)
 override BFLY: u32 = 32u;        // xreg_totals' butterfly lanes: a power of two, at most the smallest subgroup
 
 const MAX_RPT: u32 = 8u;
@@ -177,14 +178,15 @@ fn block_totals(ids: Ids, r0: u32, normed: bool, mask: u32) {
   workgroupBarrier();
 }
 
-// The other shape of the products, for up to XREG_SLOTS slots and COLS8 <= WG: thread t keeps
-// column group t of every slot's x in registers (xreg_load, once per workgroup), and the
-// workgroup streams row blocks through them: a thread reads its 8 weights of each of the block's
-// rows (one coalesced load per row) and keeps ROWS_PER_WG x SLOTS sums, reduced over each BFLY
+// The other shape of the products, for COLS8 <= WG: the slots in groups of up to XREG_SLOTS
+// (BSLOTS, from `base`; grid y = the group), thread t keeps column group t of its group's x rows in
+// registers (xreg_load, once per workgroup), and the workgroup streams row blocks through them: a
+// thread reads its 8 weights of each of the block's rows (one coalesced load per row; a second
+// slot group's from L2) and keeps ROWS_PER_WG x BSLOTS sums, reduced over each BFLY
 // lanes by a transposing butterfly (lane l ends with sum l of its lanes: XREG_SUMS - 1 shuffles
 // for XREG_SUMS sums, not 5 per sum) and over the lane groups in total(). block_totals instead
 // reloads x for every block (from L1), which at 8 slots bounds the LM head by L1 loads.
-fn xreg_load(ids: Ids, normed: bool) {
+fn xreg_load(ids: Ids, base: u32, normed: bool) {
   let c8 = min(ids.lid, COLS8 - 1u);
   var n0 = vec4<f32>(select(0.0, 1.0, ids.lid < COLS8));
   var n1 = n0;
@@ -193,29 +195,27 @@ fn xreg_load(ids: Ids, normed: bool) {
     n1 *= norm4[2u * c8 + 1u];
   }
   let sg = ids.lid / ids.sg_size;
-  for (var b = 0u; b < SLOTS; b++) {
-    let at = b * X_STRIDE / 4u + 2u * c8;
+  for (var b = 0u; b < BSLOTS; b++) {
+    let at = min(base + b, SLOTS - 1u) * X_STRIDE / 4u + 2u * c8;
     let x0 = xin4[at];
     let x1 = xin4[at + 1u];
     xr[b] = array<vec4<f32>, 2>(x0 * n0, x1 * n1);
     let q = subgroupAdd(select(0.0, dot(x0, x0) + dot(x1, x1), ids.lid < COLS8));
     if (ids.sg_lane == 0u) {
-      red[sg * SLOTS + b] = q;
+      red[sg * BSLOTS + b] = q;
     }
   }
   workgroupBarrier();
-  if (ids.lid < SLOTS) {
+  if (ids.lid < BSLOTS) {
     var q = 0.0;
     for (var g = 0u; g < WG / ids.sg_size; g++) {
-      q += red[g * SLOTS + ids.lid];
+      q += red[g * BSLOTS + ids.lid];
     }
     row_scale[ids.lid] = select(1.0, inverseSqrt(q / f32(COLS) + EPS), normed);
   }
   workgroupBarrier();
 }
 
-// red[g * XREG_SUMS + r * SLOTS + b] = lane group g's part of row r0 + r times x[b]; ends with a
-// barrier.
 fn xreg_weights(ids: Ids, r0: u32) -> array<array<vec4<f32>, 2>, MAX_RPT> {
   let c8 = min(ids.lid, COLS8 - 1u);
   var w: array<array<vec4<f32>, 2>, MAX_RPT>;
@@ -227,13 +227,15 @@ fn xreg_weights(ids: Ids, r0: u32) -> array<array<vec4<f32>, 2>, MAX_RPT> {
 // The next block's weights, loaded before this block's sums: their loads are in flight through
 // the butterfly and the barriers.
 var<private> w_next: array<array<vec4<f32>, 2>, MAX_RPT>;
+// red[g * XREG_SUMS + r * BSLOTS + b] = lane group g's part of row r0 + r times x[base + b]; ends
+// with a barrier.
 fn xreg_totals(ids: Ids, next: u32) {
   let w = w_next;
   w_next = xreg_weights(ids, next);
   var acc: array<f32, XREG_SUMS>;
   for (var k = 0u; k < ROWS_PER_WG; k++) {
-    for (var b = 0u; b < SLOTS; b++) {
-      acc[k * SLOTS + b] = dot(w[k][0], xr[b][0]) + dot(w[k][1], xr[b][1]);
+    for (var b = 0u; b < BSLOTS; b++) {
+      acc[k * BSLOTS + b] = dot(w[k][0], xr[b][0]) + dot(w[k][1], xr[b][1]);
     }
   }
   // Step o (BFLY / 2, BFLY / 4, .. 1): the lanes with bit o keep the upper half of their 2n sums
@@ -286,7 +288,7 @@ fn xreg_totals(ids: Ids, next: u32) {
   workgroupBarrier();
 }
 
-// Block entry i (row i / SLOTS, slot i % SLOTS) after block_totals or xreg_totals.
+// Block entry i (row i / BSLOTS, slot i % BSLOTS of the group) after block_totals or xreg_totals.
 fn total(i: u32) -> f32 {
   if (!XREG) {
     return tot[i];
@@ -295,14 +297,14 @@ fn total(i: u32) -> f32 {
   for (var g = 0u; g < WG / BFLY; g++) {
     t += red[g * XREG_SUMS + i];
   }
-  return t * row_scale[i % SLOTS];
+  return t * row_scale[i % BSLOTS];
 }
 
 // The entries' blocks: one of the two shapes.
-fn prepare(ids: Ids, r0: u32, normed: bool) {
+fn prepare(ids: Ids, r0: u32, base: u32, normed: bool) {
   if (XREG) {
     w_next = xreg_weights(ids, r0);
-    xreg_load(ids, normed);
+    xreg_load(ids, base, normed);
   }
 }
 fn block(ids: Ids, r0: u32, next: u32, normed: bool, mask: u32) {
@@ -313,26 +315,28 @@ fn block(ids: Ids, r0: u32, next: u32, normed: bool, mask: u32) {
   }
 }
 
-// The row and slot of block entry i (an index into tot) from r0; valid: inside W and active.
+// The row and slot of block entry i from r0, the block's first slot `base`; valid: inside W, a
+// slot, active.
 struct Out {
   row: u32,
   b: u32,
   valid: bool,
 }
-fn out_of(i: u32, r0: u32, mask: u32) -> Out {
-  let row = r0 + i / SLOTS;
-  let b = i % SLOTS;
-  return Out(row, b, row < ROWS && is_active(mask, b));
+fn out_of(i: u32, r0: u32, base: u32, mask: u32) -> Out {
+  let row = r0 + i / BSLOTS;
+  let b = base + i % BSLOTS;
+  return Out(row, b, row < ROWS && b < SLOTS && is_active(mask, b));
 }
 
 @compute @workgroup_size(WG)
 fn qkv_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask();
-  prepare(ids, wid.x * ROWS_PER_WG, true);
+  let base = wid.y * BSLOTS;
+  prepare(ids, wid.x * ROWS_PER_WG, base, true);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
     block(ids, r0, r0 + groups.x * ROWS_PER_WG, true, mask);
-    for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
-      let o = out_of(i, r0, mask);
+    for (var i = ids.lid; i < ROWS_PER_WG * BSLOTS; i += WG) {
+      let o = out_of(i, r0, base, mask);
       if (o.valid) {
         out_rows[o.b * OUT_STRIDE + o.row] = total(i) + bias[o.row];
       }
@@ -344,11 +348,12 @@ fn qkv_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
 @compute @workgroup_size(WG)
 fn logits_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask();
-  prepare(ids, wid.x * ROWS_PER_WG, true);
+  let base = wid.y * BSLOTS;
+  prepare(ids, wid.x * ROWS_PER_WG, base, true);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
     block(ids, r0, r0 + groups.x * ROWS_PER_WG, true, mask);
-    for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
-      let o = out_of(i, r0, mask);
+    for (var i = ids.lid; i < ROWS_PER_WG * BSLOTS; i += WG) {
+      let o = out_of(i, r0, base, mask);
       if (o.valid) {
         out_rows[o.b * OUT_STRIDE + o.row] = total(i);
       }
@@ -360,11 +365,12 @@ fn logits_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
 @compute @workgroup_size(WG)
 fn residual_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask();
-  prepare(ids, wid.x * ROWS_PER_WG, false);
+  let base = wid.y * BSLOTS;
+  prepare(ids, wid.x * ROWS_PER_WG, base, false);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
     block(ids, r0, r0 + groups.x * ROWS_PER_WG, false, mask);
-    for (var i = ids.lid; i < ROWS_PER_WG * SLOTS; i += WG) {
-      let o = out_of(i, r0, mask);
+    for (var i = ids.lid; i < ROWS_PER_WG * BSLOTS; i += WG) {
+      let o = out_of(i, r0, base, mask);
       if (o.valid) {
         out_rows[o.b * OUT_STRIDE + o.row] += total(i);
       }
@@ -383,23 +389,25 @@ struct Pair {
   second: f32,
   valid: bool,
 }
-fn pair_of(i: u32, r0: u32, mask: u32) -> Pair {
-  let j = i / SLOTS;
-  let b = i % SLOTS;
+fn pair_of(i: u32, r0: u32, base: u32, mask: u32) -> Pair {
+  let j = i / BSLOTS;
+  let k = i % BSLOTS;
   let row = r0 + 2u * j;
-  return Pair(row, b, total(2u * j * SLOTS + b), total((2u * j + 1u) * SLOTS + b),
-              row + 1u < ROWS && is_active(mask, b));
+  let b = base + k;
+  return Pair(row, b, total(2u * j * BSLOTS + k), total((2u * j + 1u) * BSLOTS + k),
+              row + 1u < ROWS && b < SLOTS && is_active(mask, b));
 }
 
 // act[j] = silu(gate j) * up j.
 @compute @workgroup_size(WG)
 fn gate_up_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask();
-  prepare(ids, wid.x * ROWS_PER_WG, true);
+  let base = wid.y * BSLOTS;
+  prepare(ids, wid.x * ROWS_PER_WG, base, true);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
     block(ids, r0, r0 + groups.x * ROWS_PER_WG, true, mask);
-    for (var i = ids.lid; i < ROWS_PER_WG / 2u * SLOTS; i += WG) {
-      let p = pair_of(i, r0, mask);
+    for (var i = ids.lid; i < ROWS_PER_WG / 2u * BSLOTS; i += WG) {
+      let p = pair_of(i, r0, base, mask);
       if (p.valid) {
         out_rows[p.b * OUT_STRIDE + p.row / 2u] = p.first / (1.0 + exp(-p.first)) * p.second;
       }
@@ -592,11 +600,12 @@ fn store_rotated(ra: u32, b: u32, a_dot: f32, c_dot: f32) {
 @compute @workgroup_size(WG)
 fn qkv_rope_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let mask = active_mask();
-  prepare(ids, wid.x * ROWS_PER_WG, true);
+  let base = wid.y * BSLOTS;
+  prepare(ids, wid.x * ROWS_PER_WG, base, true);
   for (var r0 = wid.x * ROWS_PER_WG; r0 < ROWS; r0 += groups.x * ROWS_PER_WG) {
     block(ids, r0, r0 + groups.x * ROWS_PER_WG, true, mask);
-    for (var i = ids.lid; i < ROWS_PER_WG / 2u * SLOTS; i += WG) {
-      let p = pair_of(i, r0, mask);
+    for (var i = ids.lid; i < ROWS_PER_WG / 2u * BSLOTS; i += WG) {
+      let p = pair_of(i, r0, base, mask);
       if (p.valid) {
         store_rotated(p.row, p.b, p.first, p.second);
       }

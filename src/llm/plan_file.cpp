@@ -167,15 +167,19 @@ json formats_json(const Model& model) {
 }
 
 // What a device must offer to run the plan: the WebGPU features its kernels enable, the largest
-// subgroup its matvec teams cover (TEAM, a power of two: a subgroup must not span two teams), and
-// the largest buffer and binding it creates and binds, and the alignment of its binding offsets.
+// subgroup its matvec teams cover (TEAM, a power of two: a subgroup must not span two teams), the
+// smallest subgroup its row products' butterflies fit in (BFLY lanes: llm_batch.wgsl's
+// xreg_totals), and the largest buffer and binding it creates and binds, and the alignment of its
+// binding offsets.
 json device_json(const json& buffers, const json& kernels, const json& plans) {
   std::set<std::string> families, features;
-  std::optional<double> team;
+  std::optional<double> team, butterfly;
   for (const json& k : kernels) {
     families.insert(k["family"].get<std::string>());
     if (auto it = k["overrides"].find("TEAM"); it != k["overrides"].end())
       team = std::min(team.value_or(it->get<double>()), it->get<double>());
+    if (auto it = k["overrides"].find("BFLY"); it != k["overrides"].end())
+      butterfly = std::max(butterfly.value_or(it->get<double>()), it->get<double>());
   }
   for (const std::string& f : families) {
     const std::string_view source = gpu::kernel_source(f);
@@ -198,6 +202,7 @@ json device_json(const json& buffers, const json& kernels, const json& plans) {
              // the largest power of two dividing every binding offset
              {"minStorageBufferOffsetAlignment", alignment ? alignment & -alignment : 0}}}};
   out["subgroup_max_size"] = team ? json(uint64_t(*team)) : json(nullptr);
+  out["subgroup_min_size"] = butterfly ? json(uint64_t(*butterfly)) : json(nullptr);
   return out;
 }
 

@@ -52,7 +52,7 @@ gpu::Dispatch RowProducts::product(const char* entry, const gpu::TensorView& w, 
   auto& k = ctx_.kernel(gpu::embedded_kernel("llm_batch", entry, std::move(constants)));
   std::vector<gpu::Binding> b{w, x, norm, records};
   b.insert(b.end(), outputs.begin(), outputs.end());
-  return {&k, std::move(b), {std::min(ceil_div(w.rows, s.rows_per_wg), s.max_groups)}};
+  return {&k, std::move(b), {std::min(ceil_div(w.rows, s.rows_per_wg), s.max_groups), s.slot_groups}};
 }
 
 std::map<std::string, double> RowProducts::out_stride(uint64_t floats) {
@@ -79,8 +79,8 @@ const gpu::Kernel& RowProducts::rope_rows(const ModelConfig& c, QkvLayout at) co
 // (RPT) save x loads, and slot groups (teams of one row block, each for its own slots) put more
 // workgroups on the matrix and cut each thread's sums:
 // - gate/up and the LM head (the most rows): narrow teams of 4 rows, the slots two per group;
-//   up to 8 slots and 2,048 columns, xreg_totals instead (session 13: the LM head at 8 slots half
-//   the time, gate/up −15%; Q/K/V and o, one block per workgroup, slower in it);
+//   up to 2,048 columns, xreg_totals instead, the slots in groups of up to 8 (session 13: the LM
+//   head at 8 slots 40% less time, gate/up −13%; Q/K/V and o, one block per workgroup, slower in it);
 // - the others (Q/K/V, o, down): teams of 64 threads and 2 rows, the slots in up to 4 groups.
 // gate_up_rows and qkv_rope_rows pair rows 2j and 2j + 1 in a block: 2 or 4 rows a team, so even.
 RowProducts::Shape RowProducts::shape(const char* entry, const gpu::TensorView& w) const {
@@ -88,7 +88,7 @@ RowProducts::Shape RowProducts::shape(const char* entry, const gpu::TensorView& 
   // Slot groups: a power of two (the row teams divide the workgroup too), at most the teams.
   auto groups = [](uint32_t team, uint32_t g) { return std::bit_floor(std::min(g, kWorkgroup / team)); };
   if (std::string_view(entry) == "gate_up_rows" || w.rows >= 64ull * w.cols) {
-    if (n <= kXregSlots && ceil_div(w.cols, 8) <= kWorkgroup) return xreg_shape(w);
+    if (ceil_div(w.cols, 8) <= kWorkgroup) return xreg_shape(w);
     return block_shape(w, team_, 4, groups(team_, std::max(1u, n / 2)));
   }
   const uint32_t team = std::max(team_, 64u);
@@ -116,28 +116,32 @@ RowProducts::Shape RowProducts::block_shape(const gpu::TensorView& w, uint32_t t
            {"WG", kWorkgroup},
            {"ROWS_PER_WG", rows_per_wg},
            {"RED_LEN", red_len},
-           {"TOT_LEN", rows_per_wg * n}},
+           {"TOT_LEN", rows_per_wg * n},
+           {"BSLOTS", n}},
           rows_per_wg,
           kMaxProductGroups};
 }
 
-// xreg_totals' constants: a workgroup of whole subgroups over the column groups, blocks of as many
-// rows as XREG_SUMS holds sums of (even: the pairs of gate_up_rows and qkv_rope_rows).
+// xreg_totals' constants: a workgroup of whole subgroups over the column groups, the slots in
+// groups of up to XREG_SLOTS (grid y), blocks of as many rows as XREG_SUMS holds sums of (even: the
+// pairs of gate_up_rows and qkv_rope_rows).
 RowProducts::Shape RowProducts::xreg_shape(const gpu::TensorView& w) const {
-  const uint32_t n = slots_, cols8 = ceil_div(w.cols, 8);
+  const uint32_t cols8 = ceil_div(w.cols, 8);
   const uint32_t min_subgroup = std::max(1u, ctx_.adapter().subgroup_min_size);
   const uint32_t wg = ceil_div(cols8, team_) * team_;
   const uint32_t bfly = std::bit_floor(std::min(kXregSums, min_subgroup));
-  const uint32_t rows_per_wg = std::min(kMaxRpt, kXregSums / n) & ~1u;
+  const uint32_t groups = ceil_div(slots_, kXregSlots), bslots = ceil_div(slots_, groups);
+  const uint32_t rows_per_wg = std::min(kMaxRpt, kXregSums / bslots) & ~1u;
   return {{{"XREG", 1},
+           {"BSLOTS", bslots},
            {"BFLY", bfly},
-           {"TEAM", wg},
            {"WG", wg},
            {"ROWS_PER_WG", rows_per_wg},
-           {"RED_LEN", std::max(wg / min_subgroup * n, wg / bfly * kXregSums)},
+           {"RED_LEN", std::max(wg / min_subgroup * bslots, wg / bfly * kXregSums)},
            {"TOT_LEN", 1}},
           rows_per_wg,
-          kXregGroups};
+          kXregGroups,
+          groups};
 }
 
 }  // namespace wgfuse::llm

@@ -51,9 +51,10 @@ class RowProducts {
   const gpu::Kernel& rope_rows(const ModelConfig& c, QkvLayout at) const;
 
  private:
-  struct Shape {  // a product kernel's shape constants, rows per workgroup and most workgroups
+  struct Shape {  // a product kernel's shape constants, rows per workgroup, most workgroups a slot
+                 // group and the slot groups (grid y)
     std::map<std::string, double> constants;
-    uint32_t rows_per_wg, max_groups;
+    uint32_t rows_per_wg, max_groups, slot_groups = 1;
   };
   Shape shape(const char* entry, const gpu::TensorView& w) const;
   Shape block_shape(const gpu::TensorView& w, uint32_t team, uint32_t rpt, uint32_t slot_groups) const;

@@ -109,6 +109,11 @@ export class PlanRunner {
       throw new LimitError(`this GPU's subgroups have up to ${subgroup} invocations; the plan's kernels were tuned ` +
                            `for at most ${need.subgroup_max_size} (a subgroup must not span two rows' teams): ` +
                            'serve the model from a machine whose GPU has subgroups at least this large');
+    const smallest = this.device.adapterInfo?.subgroupMinSize ?? 4;  // unknown: WebGPU's minimum
+    if (need.subgroup_min_size && smallest < need.subgroup_min_size)
+      throw new LimitError(`this GPU's subgroups can have as few as ${smallest} invocations; ` +
+                           `the plan's kernels reduce across ${need.subgroup_min_size} lanes of one subgroup: ` +
+                           'serve the model from a machine whose GPU has subgroups at most this small');
     for (const b of plan.buffers)
       if (b.size > limits.maxBufferSize)
         throw new LimitError(`buffer ${b.name} needs ${b.size} bytes; maxBufferSize is ${limits.maxBufferSize}: ${fix}`);
