@@ -392,7 +392,8 @@ TEST(PlanFile, NamesTheDeviceNeedsAndTheSamplerFields) {
   EXPECT_TRUE(std::has_single_bit(team) && team >= context().adapter().subgroup_max_size) << team;
   // The short prefill passes' gate/up product reduces across BFLY lanes of one subgroup.
   const uint64_t butterfly = device.at("subgroup_min_size");
-  EXPECT_TRUE(std::has_single_bit(butterfly) && butterfly <= context().adapter().subgroup_min_size) << butterfly;
+  EXPECT_TRUE(std::has_single_bit(butterfly) && butterfly <= context().adapter().subgroup_min_size)
+      << butterfly;
   uint64_t buffer = 0, binding = 0;
   for (const json& b : plan.at("buffers")) buffer = std::max(buffer, b.at("size").get<uint64_t>());
   const uint64_t alignment = device.at("limits").at("minStorageBufferOffsetAlignment");

@@ -51,8 +51,9 @@ class RowProducts {
   const gpu::Kernel& rope_rows(const ModelConfig& c, QkvLayout at) const;
 
  private:
-  struct Shape {  // a product kernel's shape constants, rows per workgroup, most workgroups a slot
-                 // group and the slot groups (grid y)
+  // A product kernel's shape constants, rows per workgroup, most workgroups per slot group and the
+  // slot groups (grid y).
+  struct Shape {
     std::map<std::string, double> constants;
     uint32_t rows_per_wg, max_groups, slot_groups = 1;
   };
