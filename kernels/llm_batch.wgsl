@@ -52,7 +52,8 @@ const MAX_SUMS: u32 = 32u;
 @group(0) @binding(4) var<storage, read_write> out_rows: array<f32>;  // [SLOTS][OUT_STRIDE]
 @group(0) @binding(5) var<storage, read> bias: array<f32>;          // qkv_rows
 
-// Per subgroup: RPT * SLOTS dot partials, then SLOTS sums of squares of x (normed products).
+// Per subgroup: RPT * SLOTS dot partials, then SLOTS sums of squares of x (normed products);
+// xreg_totals: per lane group, its XREG_SUMS sums.
 var<workgroup> red: array<f32, RED_LEN>;
 var<workgroup> tot: array<f32, TOT_LEN>;  // [ROWS_PER_WG][SLOTS]: the block's row totals
 

@@ -113,7 +113,7 @@ export class PlanRunner {
     if (need.subgroup_min_size && smallest < need.subgroup_min_size)
       throw new LimitError(`this GPU's subgroups can have as few as ${smallest} invocations; ` +
                            `the plan's kernels reduce across ${need.subgroup_min_size} lanes of one subgroup: ` +
-                           'serve the model from a machine whose GPU has subgroups at most this small');
+                           'serve the model from a machine whose GPU\'s subgroups can be as small as this one\'s');
     for (const b of plan.buffers)
       if (b.size > limits.maxBufferSize)
         throw new LimitError(`buffer ${b.name} needs ${b.size} bytes; maxBufferSize is ${limits.maxBufferSize}: ${fix}`);
