@@ -4,6 +4,7 @@
 // double-precision reference decoder (llm::ref::Decoder) fed the same tokens — the CPU reference
 // of every batched kernel — and each stream's greedy tokens with the single-sequence step
 // decoder's (llm::Model::generate) for the same prompt, whatever runs beside it.
+#include <array>
 #include <map>
 #include <ostream>
 
@@ -36,8 +37,9 @@ struct Stream {
   uint32_t join_step, tokens;
 };
 
-TEST_P(LlmBatch, StreamsMatchTheReferenceAndSingleSequenceRuns) {
-  const Case& c = GetParam();
+// Three streams joining at different steps in the given slots of a batch of `slots`: each step's
+// logits against the float64 reference, the tokens against each prompt's single-sequence run.
+void check_streams(const Case& c, uint32_t slots, const std::array<uint32_t, 3>& slot_order) {
   const auto weights = llm::HostWeights::random(c.cfg, 71);
   constexpr uint32_t kCtx = 48;
   llm::Model model(context(), c.cfg, weights.lookup(), {.dtype = c.dtype, .ctx = kCtx, .prefill_chunk = 4});
@@ -52,15 +54,12 @@ TEST_P(LlmBatch, StreamsMatchTheReferenceAndSingleSequenceRuns) {
     single.push_back(model.generate(s.prompt, s.tokens));
   }
 
-  // 8 slots: a row block's teams are all slot groups (one row block of the products per team's
-  // rows), the case where gate/up's row pairs need two rows per team.
-  llm::BatchDecoder batch(model, 8);
+  llm::BatchDecoder batch(model, slots);
   const auto stored = as_stored(weights, c.dtype);
   std::vector<llm::ref::Decoder> refs;
   std::vector<llm::ref::Vec> want(streams.size());
   std::vector<std::vector<uint32_t>> got(streams.size());
   std::map<size_t, uint32_t> slot_of;  // stream -> slot
-  const uint32_t slot_order[] = {6, 0, 3};
   const double tol = c.dtype == WeightFormat::F32 ? 1e-4 : 1e-2;
   double worst = 0;
   for (uint32_t step = 0; step < 20; ++step) {
@@ -99,7 +98,17 @@ TEST_P(LlmBatch, StreamsMatchTheReferenceAndSingleSequenceRuns) {
     EXPECT_EQ(got[i], single[i]) << "stream " << i << ": tokens differ from the single-sequence run";
   char text[32];
   std::snprintf(text, sizeof text, "%.2e", worst);
-  RecordProperty("max_normalised_logit_error", text);
+  ::testing::Test::RecordProperty("max_normalised_logit_error", text);
+}
+
+// 8 slots: block_totals' row blocks are all slot groups (Q/K/V, o, down), the case where a row
+// pair needs two rows per team; gate/up and the LM head in xreg_totals, one slot group.
+TEST_P(LlmBatch, StreamsMatchTheReferenceAndSingleSequenceRuns) { check_streams(GetParam(), 8, {6, 0, 3}); }
+
+// 13 slots: xreg_totals in two slot groups of 7 (grid y), the second one's last entry past the
+// slots; the streams at both groups' edges.
+TEST(LlmBatchRun, SlotGroupsOfTheRowProductsKeepTheirStreams) {
+  check_streams({"qwen2_tied", test::small_llm_config(true), WeightFormat::F16}, 13, {12, 6, 7});
 }
 
 INSTANTIATE_TEST_SUITE_P(
