@@ -103,7 +103,9 @@ void check_streams(const Case& c, uint32_t slots, const std::array<uint32_t, 3>&
 
 // 8 slots: block_totals' row blocks are all slot groups (Q/K/V, o, down), the case where a row
 // pair needs two rows per team; gate/up and the LM head in xreg_totals, one slot group.
-TEST_P(LlmBatch, StreamsMatchTheReferenceAndSingleSequenceRuns) { check_streams(GetParam(), 8, {6, 0, 3}); }
+TEST_P(LlmBatch, StreamsMatchTheReferenceAndSingleSequenceRuns) {
+  check_streams(GetParam(), 8, {6, 0, 3});
+}
 
 // 13 slots: xreg_totals in two slot groups of 7 (grid y), the second one's last entry past the
 // slots; the streams at both groups' edges.
