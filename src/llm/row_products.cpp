@@ -18,8 +18,10 @@ constexpr uint32_t kMaxRpt = 8;               // MAX_RPT
 constexpr uint32_t kXregSlots = 8;            // XREG_SLOTS
 constexpr uint32_t kXregSums = 32;            // XREG_SUMS
 // xreg_totals' workgroups (each loads every slot's x once): two per SM of a 132-SM H100 (264 and 396
-// alike there, 512 and 768 slower: docs/RESULTS.md "Session 13").
+// alike there, 512 and 768 slower: docs/RESULTS.md "Session 13"); the LM head's 151,936 rows do
+// better in twice as many (runs 5 and 10).
 constexpr uint32_t kXregGroups = 264;
+constexpr uint32_t kXregHeadGroups = 528;
 
 }  // namespace
 
@@ -80,7 +82,7 @@ const gpu::Kernel& RowProducts::rope_rows(const ModelConfig& c, QkvLayout at) co
 // workgroups on the matrix and cut each thread's sums:
 // - gate/up and the LM head (the most rows): narrow teams of 4 rows, the slots two per group;
 //   up to 2,048 columns, xreg_totals instead, the slots in groups of up to 8 (session 13: the LM
-//   head at 8 slots 40% less time, gate/up −13%; Q/K/V and o, one block per workgroup, slower in it);
+//   head at 8 slots half the time, gate/up −13%; Q/K/V and o, one block per workgroup, slower in it);
 // - the others (Q/K/V, o, down): teams of 64 threads and 2 rows, the slots in up to 4 groups.
 // gate_up_rows and qkv_rope_rows pair rows 2j and 2j + 1 in a block: 2 or 4 rows a team, so even.
 RowProducts::Shape RowProducts::shape(const char* entry, const gpu::TensorView& w) const {
@@ -88,7 +90,8 @@ RowProducts::Shape RowProducts::shape(const char* entry, const gpu::TensorView& 
   // Slot groups: a power of two (the row teams divide the workgroup too), at most the teams.
   auto groups = [](uint32_t team, uint32_t g) { return std::bit_floor(std::min(g, kWorkgroup / team)); };
   if (std::string_view(entry) == "gate_up_rows" || w.rows >= 64ull * w.cols) {
-    if (ceil_div(w.cols, 8) <= kWorkgroup) return xreg_shape(w);
+    if (ceil_div(w.cols, 8) <= kWorkgroup)
+      return xreg_shape(w, w.rows >= 64ull * w.cols ? kXregHeadGroups : kXregGroups);
     return block_shape(w, team_, 4, groups(team_, std::max(1u, n / 2)));
   }
   const uint32_t team = std::max(team_, 64u);
@@ -124,8 +127,8 @@ RowProducts::Shape RowProducts::block_shape(const gpu::TensorView& w, uint32_t t
 
 // xreg_totals' constants: a workgroup of whole subgroups over the column groups, the slots in
 // groups of up to XREG_SLOTS (grid y), blocks of as many rows as XREG_SUMS holds sums of (even: the
-// pairs of gate_up_rows and qkv_rope_rows).
-RowProducts::Shape RowProducts::xreg_shape(const gpu::TensorView& w) const {
+// pairs of gate_up_rows and qkv_rope_rows), at most max_groups workgroups per slot group.
+RowProducts::Shape RowProducts::xreg_shape(const gpu::TensorView& w, uint32_t max_groups) const {
   const uint32_t cols8 = ceil_div(w.cols, 8);
   const uint32_t min_subgroup = std::max(1u, ctx_.adapter().subgroup_min_size);
   const uint32_t wg = ceil_div(cols8, team_) * team_;
@@ -140,7 +143,7 @@ RowProducts::Shape RowProducts::xreg_shape(const gpu::TensorView& w) const {
            {"RED_LEN", std::max(wg / min_subgroup * bslots, wg / bfly * kXregSums)},
            {"TOT_LEN", 1}},
           rows_per_wg,
-          kXregGroups,
+          max_groups,
           groups};
 }
 

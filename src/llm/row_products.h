@@ -59,7 +59,7 @@ class RowProducts {
   };
   Shape shape(const char* entry, const gpu::TensorView& w) const;
   Shape block_shape(const gpu::TensorView& w, uint32_t team, uint32_t rpt, uint32_t slot_groups) const;
-  Shape xreg_shape(const gpu::TensorView& w) const;
+  Shape xreg_shape(const gpu::TensorView& w, uint32_t max_groups) const;
 
   gpu::Context& ctx_;
   uint32_t slots_, team_;
