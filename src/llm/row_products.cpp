@@ -89,9 +89,9 @@ RowProducts::Shape RowProducts::shape(const char* entry, const gpu::TensorView& 
   const uint32_t n = slots_;
   // Slot groups: a power of two (the row teams divide the workgroup too), at most the teams.
   auto groups = [](uint32_t team, uint32_t g) { return std::bit_floor(std::min(g, kWorkgroup / team)); };
-  if (std::string_view(entry) == "gate_up_rows" || w.rows >= 64ull * w.cols) {
-    if (ceil_div(w.cols, 8) <= kWorkgroup)
-      return xreg_shape(w, w.rows >= 64ull * w.cols ? kXregHeadGroups : kXregGroups);
+  const bool lm_head = w.rows >= 64ull * w.cols;
+  if (std::string_view(entry) == "gate_up_rows" || lm_head) {
+    if (ceil_div(w.cols, 8) <= kWorkgroup) return xreg_shape(w, lm_head ? kXregHeadGroups : kXregGroups);
     return block_shape(w, team_, 4, groups(team_, std::max(1u, n / 2)));
   }
   const uint32_t team = std::max(team_, 64u);
