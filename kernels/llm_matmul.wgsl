@@ -1,50 +1,48 @@
 // #include "llm_common.wgsl"
 
 // Prefill: the same products for a prompt chunk of T tokens, C[T, ROWS] = A[T, COLS] W^T ====
-// Register tiling: TILE_WG threads compute TILE_T tokens x TILE_R rows; each thread 4 adjacent
+// Register tiling: WG threads compute TILE_T tokens x TILE_R rows; each thread 4 adjacent
 // tokens (or 2 such groups TILE_T / 2 apart: TOKEN_GROUPS) x 8 rows, in two groups of 4 adjacent
 // rows TILE_R / 2 apart (a group holds two RoPE or gate/up pairs). Per k that is 32 FMAs from 3
 // vec4 workgroup loads (1 of A, 2 of W), or with 2 token groups 64 FMAs from 4.
 // K goes through workgroup memory KSTEP columns at a time, transposed ([k][token], [k][row]) so
 // those loads are vec4s; weights are decoded (llm_weights.wgsl) once, when staged. The next
 // step's global loads are issued before the current step's products (register prefetch).
-// Split K: a workgroup of KSPLIT x TILE_WG threads computes one tile, slice s of its threads
-// taking steps s, s + KSPLIT, ... (each slice its own staging); the slices' sums are then added
-// into slice 0 in order through workgroup memory (deterministic), which alone writes the tile.
-// Small products (the o and down projections of a short prompt) so keep every SM busy with
-// enough threads instead of a few long-running workgroups.
+// Split K (KSLICES > 1, the residual products only): workgroup z of the grid's third dimension
+// takes steps z SLICE_STEPS .. + SLICE_STEPS - 1 and writes its tile's sums into parts[z]
+// (residual_parts_prompt); residual_sum_prompt then adds the slices in order to the residual
+// (deterministic). The o and down products of a short prompt so keep every SM busy without
+// falling back to a few long-running workgroups of small tiles.
 // A has rows of COLS8 * 8 floats (COLS padded); the grid is ceil(ROWS / TILE_R) x
-// ceil(T / TILE_T), and a tile's tokens past T compute on stale rows of A whose results nobody
-// reads: activation buffers hold whole tiles of tokens (DecodeKernels::kPromptTokenTile).
+// ceil(T / TILE_T) x KSLICES, and a tile's tokens past T compute on stale rows of A whose results
+// nobody reads: activation buffers hold whole tiles of tokens (DecodeKernels::kPromptTokenTile).
 // The chunk's first position is state word 1, its length T word 2 (word 0 stays the decode
 // position); only qkv_rope_prompt reads them, to write the caches at the chunk's positions only.
 override OUT_STRIDE: u32 = 8u;  // floats per row of the output (act, resid): ROWS padded
-override WG: u32 = 256u;        // KSPLIT x TILE_WG threads
-override KSPLIT: u32 = 1u;      // 1, 2 or 4; more than 1 needs TILE_T <= 16 KSPLIT (see red below)
-override THREADS_R: u32 = 16u;  // a slice is THREADS_R threads along rows x TILE_WG / THREADS_R
-override TILE_WG: u32 = WG / KSPLIT;
-// Groups of 4 adjacent tokens per thread: 1, or 2 (KSPLIT 1 only) TILE_T / 2 apart, so that a
-// thread computes 8 x 8 outputs from 4 vec4 workgroup loads per k.
+override WG: u32 = 256u;        // threads of a tile
+override KSLICES: u32 = 1u;     // workgroups along K (grid z)
+override THREADS_R: u32 = 16u;  // a tile is THREADS_R threads along rows x WG / THREADS_R
+// Groups of 4 adjacent tokens per thread: 1, or 2 TILE_T / 2 apart, so that a thread computes
+// 8 x 8 outputs from 4 vec4 workgroup loads per k.
 override TOKEN_GROUPS: u32 = 1u;
 const KSTEP: u32 = 16u;
-override THREADS_T: u32 = TILE_WG / THREADS_R;
+override THREADS_T: u32 = WG / THREADS_R;
 override TILE_T: u32 = 4u * TOKEN_GROUPS * THREADS_T;
 override TILE_R: u32 = 8u * THREADS_R;
 // Global loads per thread and step (the host allows tiles where both are 1 or 2): vec4s of A,
 // and groups of 8 weights (one row's KSTEP columns are 2 groups).
-override A_LOADS: u32 = TILE_T * KSTEP / 4u / TILE_WG;
-override W_LOADS: u32 = TILE_R * KSTEP / 8u / TILE_WG;
+override A_LOADS: u32 = TILE_T * KSTEP / 4u / WG;
+override W_LOADS: u32 = TILE_R * KSTEP / 8u / WG;
 override K_END: u32 = (COLS8 + 1u) / 2u * KSTEP;  // the padded row length rounded up to KSTEP
-override ROUNDS: u32 = (K_END / KSTEP + KSPLIT - 1u) / KSPLIT;  // steps per slice
-override A_V4: u32 = TILE_T * KSTEP / 4u;  // one slice's staging, in vec4s
+override STEPS: u32 = K_END / KSTEP;
+override SLICE_STEPS: u32 = (STEPS + KSLICES - 1u) / KSLICES;
+override A_V4: u32 = TILE_T * KSTEP / 4u;  // the staging, in vec4s
 override W_V4: u32 = TILE_R * KSTEP / 4u;
 
-var<workgroup> a_tile: array<vec4<f32>, KSPLIT * A_V4>;  // per slice [k][token / 4]
-// Per slice [k][row / 4]; after the products, the partial sums of one slice at a time (8 vec4s
-// per thread of a slice: TILE_T * TILE_R / 4 vec4s, which fit when TILE_T <= 16 KSPLIT).
-var<workgroup> w_tile: array<vec4<f32>, KSPLIT * W_V4>;
-var<workgroup> ss_part: array<f32, KSPLIT * TILE_T * 4u>;  // [slice][token][quad]: sums of squares
-var<workgroup> xs: array<vec4<f32>, XS_V4>;                // the RMSNorm weight
+var<workgroup> a_tile: array<vec4<f32>, A_V4>;  // [k][token / 4]
+var<workgroup> w_tile: array<vec4<f32>, W_V4>;  // [k][row / 4]
+var<workgroup> ss_part: array<f32, TILE_T * 4u>;  // [token][quad]: sums of squares
+var<workgroup> xs: array<vec4<f32>, XS_V4>;       // the RMSNorm weight
 
 // The RMSNorm weight into xs (workgroup memory), for tile_products(normed = true): the residual
 // entry has no norm weight to bind.
@@ -54,31 +52,23 @@ fn stage_norm_weight(lid: u32) {
   }
 }
 
-// Thread lid's place in its slice and its slice.
-fn tile_lid(lid: u32) -> u32 {
-  return lid % TILE_WG;
-}
-fn slice_of(lid: u32) -> u32 {
-  return lid / TILE_WG;
-}
-
 // One step's global loads, held in registers until staged.
 struct StepLoads {
   a: array<vec4<f32>, 2>,  // A_LOADS vec4s of A
   w: array<vec4<f32>, 4>,  // W_LOADS groups of 8 weights
 }
 
-// Thread lid's loads of columns k0 .. k0 + KSTEP (zeros past the row): A's vec4 e = lid + i TILE_WG
-// (lid in the slice) is token e / 4, columns
+// Thread lid's loads of columns k0 .. k0 + KSTEP (zeros past the row): A's vec4 e = lid + i WG is
+// token e / 4, columns
 // 4 (e % 4) .. + 3 of the step (a fixed token and quad for a thread across steps, so its sums of
 // squares gather in ss[i]); W's group e is row e / 2, columns 8 (e % 2) .. + 7. When normed, A
 // is multiplied by the norm weight here and by 1/rms at the end.
 fn load_step(ids: Ids, k0: u32, normed: bool, ss: ptr<function, array<f32, 2>>) -> StepLoads {
   var s: StepLoads;
   let t0 = ids.wid.y * TILE_T;
-  let lid = tile_lid(ids.lid);
+  let lid = ids.lid;
   for (var i = 0u; i < A_LOADS; i++) {
-    let e = lid + i * TILE_WG;
+    let e = lid + i * WG;
     let k = k0 + 4u * (e % 4u);
     var v = vec4<f32>(0.0);
     if (k < COLS8 * 8u) {
@@ -94,7 +84,7 @@ fn load_step(ids: Ids, k0: u32, normed: bool, ss: ptr<function, array<f32, 2>>) 
   }
   let r0 = ids.wid.x * TILE_R;
   for (var i = 0u; i < W_LOADS; i++) {
-    let e = lid + i * TILE_WG;
+    let e = lid + i * WG;
     let c8 = k0 / 8u + e % 2u;
     var w2 = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
     if (r0 + e / 2u < ROWS && c8 < COLS8) {
@@ -106,39 +96,33 @@ fn load_step(ids: Ids, k0: u32, normed: bool, ss: ptr<function, array<f32, 2>>) 
   return s;
 }
 
-// The loads into the slice's workgroup tiles, transposed.
-fn stage_step(lid_in_wg: u32, s: StepLoads) {
-  let lid = tile_lid(lid_in_wg);
-  let a0 = slice_of(lid_in_wg) * A_V4;
-  let w0 = slice_of(lid_in_wg) * W_V4;
+// The loads into the workgroup tiles, transposed.
+fn stage_step(lid: u32, s: StepLoads) {
   for (var i = 0u; i < A_LOADS; i++) {
-    let e = lid + i * TILE_WG;
+    let e = lid + i * WG;
     let t = e / 4u;
     for (var c = 0u; c < 4u; c++) {
-      a_tile[a0 + (4u * (e % 4u) + c) * (TILE_T / 4u) + t / 4u][t % 4u] = s.a[i][c];
+      a_tile[(4u * (e % 4u) + c) * (TILE_T / 4u) + t / 4u][t % 4u] = s.a[i][c];
     }
   }
   for (var i = 0u; i < W_LOADS; i++) {
-    let e = lid + i * TILE_WG;
+    let e = lid + i * WG;
     let r = e / 2u;
     for (var c = 0u; c < 8u; c++) {
-      w_tile[w0 + (8u * (e % 2u) + c) * (TILE_R / 4u) + r / 4u][r % 4u] = s.w[2u * i + c / 4u][c % 4u];
+      w_tile[(8u * (e % 2u) + c) * (TILE_R / 4u) + r / 4u][r % 4u] = s.w[2u * i + c / 4u][c % 4u];
     }
   }
 }
 
 // acc[2i + g][j] += the step's products for token out_token(i), row 4 tx + j + g TILE_R / 2.
-fn multiply_step(lid_in_wg: u32, acc: ptr<function, array<vec4<f32>, 16>>) {
-  let lid = tile_lid(lid_in_wg);
+fn multiply_step(lid: u32, acc: ptr<function, array<vec4<f32>, 16>>) {
   let tx = lid % THREADS_R;
   let ty = lid / THREADS_R;
-  let a0 = slice_of(lid_in_wg) * A_V4;
-  let w0_at = slice_of(lid_in_wg) * W_V4;
   for (var k = 0u; k < KSTEP; k++) {
-    let w0 = w_tile[w0_at + k * (TILE_R / 4u) + tx];
-    let w1 = w_tile[w0_at + k * (TILE_R / 4u) + tx + THREADS_R];
+    let w0 = w_tile[k * (TILE_R / 4u) + tx];
+    let w1 = w_tile[k * (TILE_R / 4u) + tx + THREADS_R];
     for (var n = 0u; n < TOKEN_GROUPS; n++) {
-      let a = a_tile[a0 + k * (TILE_T / 4u) + ty + n * THREADS_T];
+      let a = a_tile[k * (TILE_T / 4u) + ty + n * THREADS_T];
       for (var i = 0u; i < 4u; i++) {
         (*acc)[8u * n + 2u * i] += a[i] * w0;
         (*acc)[8u * n + 2u * i + 1u] += a[i] * w1;
@@ -147,8 +131,8 @@ fn multiply_step(lid_in_wg: u32, acc: ptr<function, array<vec4<f32>, 16>>) {
   }
 }
 
-// This thread's outputs (slice 0's threads: the others return zeros and must not write):
-// acc[2i + g][j] is token out_token(i), row out_row(g) + j. When normed, A's rows are
+// This thread's outputs, acc[2i + g][j]: token out_token(i), row out_row(g) + j, summed over the
+// workgroup's K slice (all of K unless KSLICES > 1). When normed (never split), A's rows are
 // RMS-normalised with the weight staged in xs.
 fn tile_products(ids: Ids, normed: bool) -> array<vec4<f32>, 16> {
   var acc: array<vec4<f32>, 16>;
@@ -156,45 +140,27 @@ fn tile_products(ids: Ids, normed: bool) -> array<vec4<f32>, 16> {
   if (normed) {
     workgroupBarrier();  // xs staged
   }
-  let slice = slice_of(ids.lid);
-  let lid = tile_lid(ids.lid);
-  var next = load_step(ids, slice * KSTEP, normed, &ss);
-  for (var r = 0u; r < ROUNDS; r++) {
+  // SLICE_STEPS steps for every slice (a trip count the uniformity analysis accepts: wid comes in
+  // a struct with non-uniform members); steps past K load zeros.
+  let first = select(0u, ids.wid.z * SLICE_STEPS, KSLICES > 1u);  // a constant 0 when unsplit
+  var next = load_step(ids, first * KSTEP, normed, &ss);
+  for (var s = 0u; s < SLICE_STEPS; s++) {
     stage_step(ids.lid, next);
     workgroupBarrier();
-    if (r + 1u < ROUNDS) {
-      next = load_step(ids, ((r + 1u) * KSPLIT + slice) * KSTEP, normed, &ss);
+    if (s + 1u < SLICE_STEPS) {
+      next = load_step(ids, (first + s + 1u) * KSTEP, normed, &ss);
     }
     multiply_step(ids.lid, &acc);
     workgroupBarrier();
   }
-  // Slices 1 .. KSPLIT - 1 add their sums into slice 0's, in order, through w_tile.
-  for (var s = 1u; s < KSPLIT; s++) {
-    if (slice == s) {
-      for (var i = 0u; i < 8u; i++) {
-        w_tile[i * TILE_WG + lid] = acc[i];
-      }
-    }
-    workgroupBarrier();
-    if (slice == 0u) {
-      for (var i = 0u; i < 8u; i++) {
-        acc[i] += w_tile[i * TILE_WG + lid];
-      }
-    }
-    workgroupBarrier();
-  }
   if (normed) {
     for (var i = 0u; i < A_LOADS; i++) {
-      ss_part[slice * TILE_T * 4u + lid + i * TILE_WG] = ss[i];
+      ss_part[ids.lid + i * WG] = ss[i];
     }
     workgroupBarrier();
     for (var i = 0u; i < 4u * TOKEN_GROUPS; i++) {
-      let t = 4u * (lid / THREADS_R + (i / 4u) * THREADS_T) + i % 4u;
-      var sum = 0.0;
-      for (var s = 0u; s < KSPLIT; s++) {
-        let at = s * TILE_T * 4u + 4u * t;
-        sum += ss_part[at] + ss_part[at + 1u] + ss_part[at + 2u] + ss_part[at + 3u];
-      }
+      let at = 4u * (4u * (ids.lid / THREADS_R + (i / 4u) * THREADS_T) + i % 4u);
+      let sum = ss_part[at] + ss_part[at + 1u] + ss_part[at + 2u] + ss_part[at + 3u];
       let scale = inverseSqrt(sum / f32(COLS) + EPS);
       acc[2u * i] *= scale;
       acc[2u * i + 1u] *= scale;
@@ -214,9 +180,6 @@ fn out_row(ids: Ids, g: u32) -> u32 {
 fn qkv_rope_prompt(ids: Ids) {
   stage_norm_weight(ids.lid);
   let acc = tile_products(ids, true);
-  if (slice_of(ids.lid) != 0u) {
-    return;
-  }
   for (var i = 0u; i < 4u * TOKEN_GROUPS; i++) {
     let t = out_token(ids, i);
     let pos = state[1] + t;
@@ -239,9 +202,6 @@ fn qkv_rope_prompt(ids: Ids) {
 fn gate_up_silu_prompt(ids: Ids) {
   stage_norm_weight(ids.lid);
   let acc = tile_products(ids, true);
-  if (slice_of(ids.lid) != 0u) {
-    return;
-  }
   for (var i = 0u; i < 4u * TOKEN_GROUPS; i++) {
     let at = out_token(ids, i) * OUT_STRIDE;
     for (var g = 0u; g < 2u; g++) {
@@ -260,9 +220,6 @@ fn gate_up_silu_prompt(ids: Ids) {
 @compute @workgroup_size(WG)
 fn residual_prompt(ids: Ids) {
   let acc = tile_products(ids, false);
-  if (slice_of(ids.lid) != 0u) {
-    return;
-  }
   for (var i = 0u; i < 4u * TOKEN_GROUPS; i++) {
     let at = out_token(ids, i) * OUT_STRIDE;
     for (var g = 0u; g < 2u; g++) {
@@ -274,4 +231,47 @@ fn residual_prompt(ids: Ids) {
       }
     }
   }
+}
+
+// Split K: slice z's sums of every tile, [KSLICES][PART_TOKENS][OUT_STRIDE] (tokens of whole
+// tiles; rows past ROWS are not written).
+override PART_TOKENS: u32 = 1u;
+@group(0) @binding(2) var<storage, read_write> parts: array<f32>;
+
+@compute @workgroup_size(WG)
+fn residual_parts_prompt(ids: Ids) {
+  let acc = tile_products(ids, false);
+  let slice = ids.wid.z * PART_TOKENS;
+  for (var i = 0u; i < 4u * TOKEN_GROUPS; i++) {
+    let at = (slice + out_token(ids, i)) * OUT_STRIDE;
+    for (var g = 0u; g < 2u; g++) {
+      let r = out_row(ids, g);
+      for (var j = 0u; j < 4u; j++) {
+        if (r + j < ROWS) {
+          parts[at + r + j] = acc[2u * i + g][j];
+        }
+      }
+    }
+  }
+}
+
+// resid += the slices' sums, added in slice order: a thread per output of tokens 0 .. TOKENS - 1
+// (grid ceil(ROWS / SUM_WG) x TOKENS).
+const SUM_WG: u32 = 128u;
+override TOKENS: u32 = 1u;
+@group(0) @binding(0) var<storage, read> slice_sums: array<f32>;  // residual_parts_prompt's parts
+@group(0) @binding(1) var<storage, read_write> resid_rows: array<f32>;
+
+@compute @workgroup_size(SUM_WG)
+fn residual_sum_prompt(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let r = gid.x;
+  let t = gid.y;
+  if (r >= ROWS || t >= TOKENS) {
+    return;
+  }
+  var sum = slice_sums[t * OUT_STRIDE + r];
+  for (var z = 1u; z < KSLICES; z++) {
+    sum += slice_sums[(z * PART_TOKENS + t) * OUT_STRIDE + r];
+  }
+  resid_rows[t * OUT_STRIDE + r] += sum;
 }

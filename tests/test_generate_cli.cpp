@@ -209,9 +209,10 @@ TEST(GenerateCli, ParallelDecodesThePromptAgainAsSeveralSequences) {
 }
 
 // --prefill-chunk and --prefill-tile change how the prompt is fed, not the tokens (against one
-// decode step per prompt token); --profile-prefill times each dispatch of the last chunk (10
-// prompt tokens in chunks of 7: positions 7..9) with its FLOPs; an unsupported tile is refused
-// naming the supported ones.
+// decode step per prompt token; the tiles with the short passes off, a K split of 3 over down's 5
+// steps of 16 columns); --profile-prefill times each dispatch of the last chunk (10 prompt tokens
+// in chunks of 7: positions 7..9) with its FLOPs; an unsupported tile is refused naming the
+// supported ones.
 TEST(GenerateCli, PrefillOptionsKeepTheTokensAndProfileTheLastChunk) {
   const fs::path out = fs::temp_directory_path() / ("wgfuse_prefill_" + std::to_string(getpid()) + ".json");
   auto run = [&](const std::string& opts) {
@@ -225,9 +226,11 @@ TEST(GenerateCli, PrefillOptionsKeepTheTokensAndProfileTheLastChunk) {
   EXPECT_NE(bad.out.find("32 x 64, 64 x 64 and 64 x 128"), std::string::npos) << bad.out;
   const auto [steps, want] = run("--prefill-chunk 0");
   ASSERT_EQ(steps.rc, 0) << steps.out;
-  const auto [tiled, j64] = run("--prefill-tile 64x128");
-  ASSERT_EQ(tiled.rc, 0) << tiled.out;
-  EXPECT_EQ(j64["generated_ids"], want["generated_ids"]);
+  for (const char* tile : {"64x128", "64x64x3", "128x128x2"}) {
+    const auto [tiled, jt] = run(std::string("--prefill-short-max 0 --prefill-tile ") + tile);
+    ASSERT_EQ(tiled.rc, 0) << tiled.out;
+    EXPECT_EQ(jt["generated_ids"], want["generated_ids"]) << tile;
+  }
   const bool timestamps = test::context().features().timestamp_query;
   const auto [r, j] = run(std::string("--prefill-chunk 7") + (timestamps ? " --profile-prefill=2" : ""));
   ASSERT_EQ(r.rc, 0) << r.out;

@@ -745,8 +745,8 @@ struct PromptCase {
 };
 std::string prompt_case_name(const PromptCase& p) {
   return std::string(gpu::to_string(p.dtype)) + "_tile" + std::to_string(p.tile.tokens) + "x" +
-         std::to_string(p.tile.rows) + "_split" + std::to_string(llm::DecodeKernels::prompt_k_split(p.tile)) +
-         "_groups" + std::to_string(p.tile.token_groups) + "_T" + std::to_string(p.T);
+         std::to_string(p.tile.rows) + "_split" + std::to_string(p.tile.k_split) + "_groups" +
+         std::to_string(p.tile.token_groups) + "_T" + std::to_string(p.T);
 }
 void PrintTo(const PromptCase& p, std::ostream* os) {
   *os << prompt_case_name(p);
@@ -792,14 +792,20 @@ TEST_P(LlmPromptKernel, QkvRope) {
     if (p < p0 || p >= p0 + T) s.expect_cache_at(kg, vg, ctx_len, p, {}, {});
 }
 
-// Test the prefill product with residual: T tokens x 150 rows x 50 columns (several row tiles,
-// the last partial; columns neither a multiple of 16 nor of 8).
+// Test the prefill product with residual: T tokens x 150 rows x 130 columns (several row tiles,
+// the last partial; columns neither a multiple of 16 nor of 8; 9 steps of 16 columns, so a K
+// split of 4 or 8 leaves slices without a step). The slices' buffer starts as NaN.
 TEST_P(LlmPromptKernel, Residual) {
-  const uint32_t T = GetParam().T, rows = 150, cols = 50;
+  const uint32_t T = GetParam().T, rows = 150, cols = 130;
   Matrix w = random_matrix(GetParam().dtype, rows, cols, 40);
   auto a = test::random_floats(T * cols, 41, -1, 1), resid = test::random_floats(T * rows, 42, -1, 1);
   auto r_buf = token_rows(resid, T, rows);
-  run({kernels().residual_prompt(w.view, token_rows(a, T, cols), r_buf, rows, cols, T)});
+  const uint32_t part_tokens = 8 * 128 * llm::ceil_div(T, 128);  // room for any split
+  const auto steps = kernels().residual_prompt(w.view, token_rows(a, T, cols), r_buf,
+                                               poisoned(uint64_t(part_tokens) * llm::pad8(rows)), part_tokens,
+                                               rows, cols, T);
+  EXPECT_EQ(steps.size(), GetParam().tile.k_split > 1 ? 2u : 1u);
+  run(steps);
   std::vector<double> want;
   for (uint32_t i = 0; i < T; ++i) {
     auto y =
@@ -835,50 +841,72 @@ TEST_P(LlmPromptKernel, GateUpSilu) {
 }
 
 // Every tile at T = 100 (several token tiles, the last partial); the smallest at 1 and 31 (one
-// partial tile), the middle one at 33 (a whole tile and one token). The smallest also splits K 4
-// ways (its 4 or 5 steps of 16 columns: slices with no step, or one more than the others) and 2.
+// partial tile), the middle one at 33 (a whole tile and one token). K splits (the residual
+// product; the normed ones ignore them): 4 and 8 (slices without a step), 3 and 2 on the 8 x 8
+// tiles.
 std::vector<PromptCase> prompt_cases() {
-  const llm::PromptTile small{32, 64}, middle{64, 64}, large{64, 128}, quarters{32, 64, 4}, halves{32, 64, 2},
-      eights{128, 128, 0, 2}, eights_half{64, 128, 0, 2};
+  const llm::PromptTile small{32, 64, 1}, middle{64, 64, 1}, large{64, 128, 1}, quarters{32, 64, 4},
+      eighths{64, 64, 8}, eights{128, 128, 1, 2}, eights_thirds{128, 128, 3, 2}, eights_half{64, 128, 1, 2},
+      eights_half_halves{64, 128, 2, 2};
   std::vector<PromptCase> cases;
   for (WeightFormat t : {WeightFormat::F32, WeightFormat::F16, WeightFormat::BF16})
-    for (auto [tile, T] : {std::pair{small, 1u}, std::pair{small, 31u}, std::pair{middle, 33u},
-                           std::pair{small, 100u}, std::pair{middle, 100u}, std::pair{large, 100u},
-                           std::pair{quarters, 100u}, std::pair{quarters, 31u}, std::pair{halves, 33u},
-                           std::pair{eights, 133u}, std::pair{eights_half, 37u}})
+    for (auto [tile, T] :
+         {std::pair{small, 1u}, std::pair{small, 31u}, std::pair{middle, 33u}, std::pair{small, 100u},
+          std::pair{middle, 100u}, std::pair{large, 100u}, std::pair{quarters, 100u},
+          std::pair{quarters, 31u}, std::pair{eighths, 33u}, std::pair{eights, 133u},
+          std::pair{eights_thirds, 133u}, std::pair{eights_half, 37u}, std::pair{eights_half_halves, 37u}})
       cases.push_back({t, tile, T});
   for (WeightFormat t : {WeightFormat::Q4_1, WeightFormat::Q5_K, WeightFormat::Q6_K})
     cases.push_back({t, small, 31});
+  cases.push_back({WeightFormat::Q8_0, eights_thirds, 133});
   return cases;
 }
 INSTANTIATE_TEST_SUITE_P(Tiles, LlmPromptKernel, ::testing::ValuesIn(prompt_cases()),
                          [](const auto& info) { return prompt_case_name(info.param); });
 
-// Test the choice of tile (the largest that still gives 256 workgroups) and that an unsupported
-// tile is refused with an error naming the supported ones.
+// Test the choice of tile (docs: DecodeKernels::prompt_tile) and that an unsupported tile is
+// refused with an error naming the supported ones.
 TEST(LlmKernels, PromptTileChoiceAndLimits) {
   using llm::DecodeKernels;
-  auto is = [](llm::PromptTile t, uint32_t tokens, uint32_t rows) {
-    return t.tokens == tokens && t.rows == rows;
+  auto is = [](llm::PromptTile t, uint32_t tokens, uint32_t rows, uint32_t split, uint32_t groups) {
+    return t.tokens == tokens && t.rows == rows && t.k_split == split && t.token_groups == groups;
   };
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 512), 128, 128));  // 76 x 4 workgroups
-  EXPECT_EQ(DecodeKernels::prompt_tile(9728, 512).token_groups, 2u);
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 4000), 64, 128));  // 7 x 63; 128 x 128: 7 x 32
-  EXPECT_EQ(DecodeKernels::prompt_tile(896, 4000).token_groups, 2u);
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(2048, 512), 64, 64));  // 16 x 8 at 64 x 128: too few
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 512), 32, 64));
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 5), 32, 64));
-  EXPECT_EQ(DecodeKernels::prompt_k_split({32, 64}), 1u);
-  EXPECT_EQ(DecodeKernels::prompt_k_split({64, 128}), 1u);
-  EXPECT_EQ(DecodeKernels::prompt_k_split({32, 64, 2}), 2u);
+  // Normed products (Qwen2.5-0.5B): gate/up 76 x 4 workgroups of 128 x 128 at 512 tokens; at 384 only
+  // 76 x 3, so 64 x 128 with 2 token groups. Q/K/V: 9 x 32 of 128 x 128 at 4,000 tokens; 64 x 64 at
+  // 1,024 (9 x 16 at 64 x 128: too few), 32 x 64 at 512.
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 512, false), 128, 128, 1, 2));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 384, false), 64, 128, 1, 2));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(1152, 896, 4000, false), 128, 128, 1, 2));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(1152, 896, 1024, false), 64, 64, 1, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(1152, 896, 512, false), 32, 64, 1, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 64, 5, false), 32, 64, 1, 1));
+  // Residual products, 64 x 64 split along K in 8 slices; 896 columns are 56 steps, 7 slices of 8.
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 4864, 512, true), 64, 64, 8, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 896, 512, true), 64, 64, 7, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 4864, 4000, true), 64, 64, 8, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 400, 5, true), 64, 64, 3, 1));  // 25 steps: 3 of 8
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 64, 5, true), 64, 64, 1, 1));   // 4 steps: no split
   DecodeKernels k(context());
-  EXPECT_THROW(k.force_prompt_tile({64, 64, 2}), Error);  // 64 tokens > 16 x 2: its sums do not fit
+  EXPECT_THROW(k.force_prompt_tile({64, 64, 9}), Error);  // K split over 8
   try {
     k.force_prompt_tile({32, 128});
     FAIL() << "a 32 x 128 tile was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("32 x 64, 64 x 64 and 64 x 128"), std::string::npos) << e.what();
   }
+  EXPECT_TRUE(is(llm::parse_prompt_tile("128x128x4", "t"), 128, 128, 4, 2));
+  EXPECT_TRUE(is(llm::parse_prompt_tile("64x128", "t"), 64, 128, 1, 1));
+  EXPECT_TRUE(is(llm::parse_prompt_tile("64x128x2x2", "t"), 64, 128, 2, 2));
+  EXPECT_THROW(llm::parse_prompt_tile("64x128x0", "t"), Error);
+  EXPECT_THROW(llm::parse_prompt_tile("32x64x1x2", "t"), Error);
+  // A split is the most: 4,096 rows of sums hold 4 slices of 1,000 tokens in 128-token tiles, 512
+  // rows hold none (so no split); the rule's 8 slices of 64-token tiles over 512 tokens fit 4,096.
+  auto w = random_matrix(WeightFormat::F32, 96, 400, 1);
+  auto buf = poisoned(16);
+  EXPECT_EQ(k.residual_prompt(w.view, buf, buf, buf, 4096, 96, 400, 512).at(0).grid.z, 3u);  // 25 steps
+  k.force_prompt_tile({128, 128, 8, 2});
+  EXPECT_EQ(k.residual_prompt(w.view, buf, buf, buf, 4096, 96, 400, 1000).at(0).grid.z, 4u);
+  EXPECT_EQ(k.residual_prompt(w.view, buf, buf, buf, 512, 96, 400, 1000).size(), 1u);
 }
 
 // Test prefill attention, both kernels (the tiled one at each tile it has): T queries at positions p0 .. p0 +

@@ -97,7 +97,9 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
       ->capture_default_str();
   c->add_option("--prefill-tile", o.prefill_tile,
                 "tokens x rows of output per workgroup of every prefill product: auto (by the product's "
-                "size) or one of 32x64, 64x64, 64x128")
+                "size) or TOKENSxROWS[xSPLIT[xGROUPS]], one of 32x64, 64x64, 64x128, 128x128 (8 tokens a "
+                "thread) or 64x128x1x2 (the same); SPLIT: workgroups along K of the o and down products, "
+                "1 to 8 (at most as many as their sums fit)")
       ->capture_default_str();
   c->add_option("--prefill-attention", o.prefill_attention,
                 "prefill attention kernel: auto (tiled for chunks of 2,048 tokens or more, else blocks), "

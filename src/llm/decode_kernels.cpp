@@ -449,76 +449,81 @@ PromptAttention parse_prompt_attention(std::string_view s, std::string_view what
   throw Error(std::string(what) + " '" + std::string(s) + "': expected auto, blocks or tiled");
 }
 
-PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t T) {
-  // 8 x 8 outputs a thread first (the most FMAs per workgroup load), then 4 x 8 in ever smaller
-  // tiles: the largest that still gives every SM a few workgroups.
+PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t cols, uint32_t T, bool residual) {
+  // Measured on the H100 (docs/RESULTS.md, session 14's tile sweeps, 0.5B and 1.5B at 512 to 4,000
+  // tokens): the residual products run fastest in 64 x 64 tiles split along K as far as their sums
+  // fit their buffer (0.5B at 512 tokens: down 429 -> 186 us); the normed ones in the largest tile
+  // that still gives every SM a few workgroups, 8 x 8 outputs a thread first (the most FMAs per
+  // workgroup load), then 4 x 8 in ever smaller tiles.
+  if (residual) return {64, 64, std::clamp(ceil_div(cols, 16) / kPromptMinSliceSteps, 1u, kPromptMaxKSplit)};
   for (PromptTile t :
-       {PromptTile{128, 128, 0, 2}, PromptTile{64, 128, 0, 2}, PromptTile{64, 128}, PromptTile{64, 64}})
+       {PromptTile{128, 128, 1, 2}, PromptTile{64, 128, 1, 2}, PromptTile{64, 128, 1}, PromptTile{64, 64, 1}})
     if (uint64_t(ceil_div(rows, t.rows)) * ceil_div(T, t.tokens) >= kPromptMinWorkgroups) return t;
-  return {32, 64};
-}
-
-uint32_t DecodeKernels::prompt_k_split(PromptTile tile) {
-  if (tile.k_split) return tile.k_split;
-  return 1;
+  return {32, 64, 1};
 }
 
 namespace {
-constexpr PromptTile kPromptTiles[] = {{32, 64}, {64, 64}, {64, 128}};
+constexpr PromptTile kPromptTiles[] = {{32, 64}, {64, 64}, {64, 128}, {128, 128, 0, 2}, {64, 128, 0, 2}};
 const char* const kPromptTileNames =
-    "32 x 64, 64 x 64 and 64 x 128, each with K split 1, 2 or 4 where tokens <= 16 x split";
+    "32 x 64, 64 x 64 and 64 x 128, 128 x 128 and 64 x 128 with 2 token groups (TOKENSxROWSxSPLITx2), "
+    "each with a K split of 1 to 8 (the residual products only)";
 bool supported(PromptTile t) {
-  if (t.token_groups == 2) return t.rows == 128 && (t.tokens == 128 || t.tokens == 64) && t.k_split <= 1;
-  if (t.token_groups != 1) return false;
-  const bool shape = std::ranges::any_of(
-      kPromptTiles, [&](PromptTile s) { return s.tokens == t.tokens && s.rows == t.rows; });
-  const bool split =
-      t.k_split == 0 || t.k_split == 1 || ((t.k_split == 2 || t.k_split == 4) && t.tokens <= 16 * t.k_split);
-  return shape && split;
+  return t.k_split <= DecodeKernels::kPromptMaxKSplit && std::ranges::any_of(kPromptTiles, [&](PromptTile s) {
+           return s.tokens == t.tokens && s.rows == t.rows && s.token_groups == t.token_groups;
+         });
 }
 }  // namespace
 
 PromptTile parse_prompt_tile(std::string_view s, std::string_view what) {
   if (s == "auto") return {};
-  uint32_t v[3] = {0, 0, 0};
+  uint32_t v[4] = {0, 0, 1, 0};
   size_t n = 0;
   bool ok = true;
   for (size_t at = 0; ok && at <= s.size(); ++n) {
     const size_t x = std::min(s.find('x', at), s.size());
     const std::string_view d = s.substr(at, x - at);
-    ok = n < 3 && !d.empty() &&
+    ok = n < 4 && !d.empty() &&
          std::from_chars(d.data(), d.data() + d.size(), v[n]).ptr == d.data() + d.size();
     at = x + 1;
   }
-  const PromptTile t{v[0], v[1], v[2]};
-  if (!ok || n < 2 || !supported(t) || (n == 3 && t.k_split == 0))
+  // 128 tokens come only in 2 groups of 4 a thread.
+  const PromptTile t{v[0], v[1], v[2], v[3] ? v[3] : (v[0] == 128 ? 2u : 1u)};
+  if (!ok || n < 2 || !supported(t) || t.k_split == 0)
     throw Error(std::string(what) + " '" + std::string(s) +
-                "': expected auto, TOKENSxROWS or TOKENSxROWSxSPLIT: " + kPromptTileNames);
+                "': expected auto or TOKENSxROWS[xSPLIT[xGROUPS]]: " + kPromptTileNames);
   return t;
 }
 
 void DecodeKernels::force_prompt_tile(PromptTile tile) {
   if (!supported(tile))
     throw Error("prompt tile " + std::to_string(tile.tokens) + " tokens x " + std::to_string(tile.rows) +
-                " rows, K split " + std::to_string(tile.k_split) + ": supported are " + kPromptTileNames);
+                " rows, K split " + std::to_string(tile.k_split) + ", " + std::to_string(tile.token_groups) +
+                " token groups: supported are " + kPromptTileNames);
   forced_tile_ = tile;
+  forced_tile_.k_split = std::max(tile.k_split, 1u);
 }
 
-gpu::Dispatch DecodeKernels::matmul(const std::string& entry, const gpu::TensorView& w, uint32_t rows,
-                                    uint32_t cols, uint32_t T, bool norm, double eps,
+PromptTile DecodeKernels::prompt_tile_of(uint32_t rows, uint32_t cols, uint32_t T, bool residual,
+                                         uint32_t part_tokens) const {
+  PromptTile t = forced_tile_.tokens ? forced_tile_ : prompt_tile(rows, cols, T, residual);
+  const uint32_t fit = part_tokens / (ceil_div(T, t.tokens) * t.tokens);
+  t.k_split = residual ? std::clamp(std::min(t.k_split, fit), 1u, kPromptMaxKSplit) : 1;
+  return t;
+}
+
+gpu::Dispatch DecodeKernels::matmul(const std::string& entry, const gpu::TensorView& w, PromptTile tile,
+                                    uint32_t rows, uint32_t cols, uint32_t T, bool norm, double eps,
                                     std::map<std::string, double> o, std::initializer_list<gpu::Binding> b) {
-  const PromptTile tile = forced_tile_.tokens ? forced_tile_ : prompt_tile(rows, T);
-  const uint32_t cols8 = ceil_div(cols, 8), split = prompt_k_split(tile);
-  const uint32_t threads = tile.tokens * tile.rows / (32 * tile.token_groups) * split;
+  const uint32_t cols8 = ceil_div(cols, 8);
+  const uint32_t threads = tile.tokens * tile.rows / (32 * tile.token_groups);
   if (threads > ctx_->limits().max_compute_invocations_per_workgroup)
     throw Error("kernel " + entry + ": a tile of " + std::to_string(tile.tokens) + " x " +
-                std::to_string(tile.rows) + " split " + std::to_string(split) + " ways along K needs " +
-                std::to_string(threads) + " invocations, over maxComputeInvocationsPerWorkgroup = " +
+                std::to_string(tile.rows) + " needs " + std::to_string(threads) +
+                " invocations, over maxComputeInvocationsPerWorkgroup = " +
                 std::to_string(ctx_->limits().max_compute_invocations_per_workgroup));
-  // Per slice: tiles of A and W for 16 columns, the sums of squares of A's rows; the norm weight.
+  // Tiles of A and W for 16 columns, the sums of squares of A's rows; the norm weight.
   check_workgroup_memory(
-      entry, cols,
-      split * (64ull * (tile.tokens + tile.rows) + 16ull * tile.tokens) + (norm ? 32ull * cols8 : 32));
+      entry, cols, 64ull * (tile.tokens + tile.rows) + 16ull * tile.tokens + (norm ? 32ull * cols8 : 32));
   weight_constants(entry, w, rows, cols, o);
   o.insert({{"ROWS", rows},
             {"COLS", cols},
@@ -526,11 +531,12 @@ gpu::Dispatch DecodeKernels::matmul(const std::string& entry, const gpu::TensorV
             {"XS_V4", norm ? 2 * cols8 : 2},
             {"EPS", eps},
             {"WG", threads},
-            {"KSPLIT", split},
+            {"KSLICES", tile.k_split},
             {"THREADS_R", tile.rows / 8},
             {"TOKEN_GROUPS", tile.token_groups}});
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matmul", entry, std::move(o)));
-  return gpu::Dispatch{&k, with_weights(w, b), {ceil_div(rows, tile.rows), ceil_div(T, tile.tokens)}};
+  return gpu::Dispatch{
+      &k, with_weights(w, b), {ceil_div(rows, tile.rows), ceil_div(T, tile.tokens), tile.k_split}};
 }
 
 gpu::Dispatch DecodeKernels::qkv_rope_prompt(const gpu::TensorView& w, const gpu::Binding& x,
@@ -540,21 +546,34 @@ gpu::Dispatch DecodeKernels::qkv_rope_prompt(const gpu::TensorView& w, const gpu
                                              const gpu::Binding& v_cache, const ModelConfig& c,
                                              uint32_t ctx_len, uint32_t T) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
-  return matmul("qkv_rope_prompt", w, q_rows + 2 * kv_rows, c.hidden_size, T, true, c.rms_norm_eps,
-                qkv_overrides(c, ctx_len), {x, norm, bias, rope, state, q_out, k_cache, v_cache});
+  const uint32_t rows = q_rows + 2 * kv_rows;
+  return matmul("qkv_rope_prompt", w, prompt_tile_of(rows, c.hidden_size, T, false), rows, c.hidden_size, T,
+                true, c.rms_norm_eps, qkv_overrides(c, ctx_len),
+                {x, norm, bias, rope, state, q_out, k_cache, v_cache});
 }
 
 gpu::Dispatch DecodeKernels::gate_up_silu_prompt(const gpu::TensorView& w, const gpu::Binding& x,
                                                  const gpu::Binding& norm, const gpu::Binding& act,
                                                  uint32_t inter, uint32_t hidden, double eps, uint32_t T) {
-  return matmul("gate_up_silu_prompt", w, 2 * inter, hidden, T, true, eps, {{"OUT_STRIDE", pad8(inter)}},
-                {x, norm, act});
+  return matmul("gate_up_silu_prompt", w, prompt_tile_of(2 * inter, hidden, T, false), 2 * inter, hidden, T,
+                true, eps, {{"OUT_STRIDE", pad8(inter)}}, {x, norm, act});
 }
 
-gpu::Dispatch DecodeKernels::residual_prompt(const gpu::TensorView& w, const gpu::Binding& x,
-                                             const gpu::Binding& resid, uint32_t rows, uint32_t cols,
-                                             uint32_t T) {
-  return matmul("residual_prompt", w, rows, cols, T, false, 0.0, {{"OUT_STRIDE", pad8(rows)}}, {x, resid});
+std::vector<gpu::Dispatch> DecodeKernels::residual_prompt(const gpu::TensorView& w, const gpu::Binding& x,
+                                                          const gpu::Binding& resid,
+                                                          const gpu::Binding& parts, uint32_t part_tokens,
+                                                          uint32_t rows, uint32_t cols, uint32_t T) {
+  const PromptTile tile = prompt_tile_of(rows, cols, T, true, part_tokens);
+  if (tile.k_split == 1)
+    return {matmul("residual_prompt", w, tile, rows, cols, T, false, 0.0, {{"OUT_STRIDE", pad8(rows)}},
+                   {x, resid})};
+  const uint32_t whole_tiles = ceil_div(T, tile.tokens) * tile.tokens;  // a slice's rows of sums
+  std::map<std::string, double> o{{"OUT_STRIDE", pad8(rows)}, {"PART_TOKENS", whole_tiles}};
+  gpu::Dispatch products = matmul("residual_parts_prompt", w, tile, rows, cols, T, false, 0.0, o, {x, parts});
+  o.insert({{"ROWS", rows}, {"KSLICES", tile.k_split}, {"TOKENS", T}});
+  auto& sum = ctx_->kernel(gpu::embedded_kernel("llm_matmul", "residual_sum_prompt", std::move(o)));
+  constexpr uint32_t kSumWorkgroup = 128;  // llm_matmul.wgsl SUM_WG
+  return {std::move(products), gpu::Dispatch{&sum, {parts, resid}, {ceil_div(rows, kSumWorkgroup), T}}};
 }
 
 gpu::Dispatch DecodeKernels::embed(const gpu::TensorView& embedding, const gpu::Binding& tokens,

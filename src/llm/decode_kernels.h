@@ -43,14 +43,15 @@ struct AttentionSplit {
 };
 
 // A tile of the prefill products (kernels/llm_matmul.wgsl): tokens x rows of the output per
-// workgroup of tokens * rows / 32 threads, each thread 4 tokens x 8 rows, times k_split: the
-// threads of a workgroup split K into k_split slices whose sums it adds. Supported: 32 x 64,
-// 64 x 64 and 64 x 128 (the kernel also needs 1 or 2 loads of A and of W per thread and step);
-// k_split 1, 2 or 4 with tokens <= 16 k_split (its sums are added through the W staging) or 0:
-// the rule (DecodeKernels::prompt_k_split).
+// workgroup of tokens * rows / (32 token_groups) threads, each thread 4 tokens (8 with 2 token
+// groups) x 8 rows. Supported: 32 x 64, 64 x 64 and 64 x 128, and with 2 token groups 128 x 128
+// and 64 x 128. k_split: workgroups along K of the residual products (o, down), 1 ..
+// DecodeKernels::kPromptMaxKSplit, whose sums a second dispatch adds; 0: the rule
+// (DecodeKernels::prompt_tile). The normed products (Q/K/V, gate/up) never split: their RMSNorm
+// needs whole rows.
 struct PromptTile {
   uint32_t tokens = 0, rows = 0, k_split = 0;
-  uint32_t token_groups = 1;  // 2: 8 tokens x 8 rows a thread (128 x 128 and 64 x 128, no K split)
+  uint32_t token_groups = 1;
 };
 // "auto" (tokens 0: the size rule) or "TOKENSxROWS" or "TOKENSxROWSxSPLIT", a supported tile;
 // `what` (an option's name) goes into the error.
@@ -183,8 +184,12 @@ class DecodeKernels {
   gpu::Dispatch gate_up_silu_prompt(const gpu::TensorView& w, const gpu::Binding& x, const gpu::Binding& norm,
                                     const gpu::Binding& act, uint32_t inter, uint32_t hidden, double eps,
                                     uint32_t T);
-  gpu::Dispatch residual_prompt(const gpu::TensorView& w, const gpu::Binding& x, const gpu::Binding& resid,
-                                uint32_t rows, uint32_t cols, uint32_t T);
+  // resid += W x over T tokens: one dispatch, or with a K split the slices' sums into `parts`
+  // (part_tokens rows of pad8(rows) floats: as many slices as whole tiles of tokens fit there) and
+  // a second dispatch that adds them to resid in order.
+  std::vector<gpu::Dispatch> residual_prompt(const gpu::TensorView& w, const gpu::Binding& x,
+                                             const gpu::Binding& resid, const gpu::Binding& parts,
+                                             uint32_t part_tokens, uint32_t rows, uint32_t cols, uint32_t T);
   gpu::Dispatch attend_prompt(const gpu::Binding& q, const gpu::Binding& k_cache, const gpu::Binding& v_cache,
                               const gpu::Binding& state, const gpu::Binding& out, const ModelConfig& cfg,
                               uint32_t ctx_len, uint32_t T, PromptAttention kind = PromptAttention::Auto,
@@ -197,21 +202,23 @@ class DecodeKernels {
 
   static constexpr uint32_t kArgmaxChunk = 2048;
   static constexpr uint32_t kPromptTokenTile = 128;  // the most tokens of a PromptTile
-  // The tile of a prompt product of `rows` outputs per token over T tokens: the first of 128 x 128
-  // and 64 x 128 with 2 token groups, 64 x 128 and 64 x 64 that still makes kPromptMinWorkgroups
-  // workgroups (work for every core of a large GPU), else the smallest.
-  static PromptTile prompt_tile(uint32_t rows, uint32_t T);
-  // The K split of a tile whose k_split is 0 (the rule): 1, none; measured on the H100 with flash
-  // attention at once (docs/RESULTS.md session 7), its own gain is unknown: --prefill-tile
-  // 32x64x4 forces it.
-  static uint32_t prompt_k_split(PromptTile tile);
+  // The tile of a prompt product of `rows` outputs per token over T tokens, `cols` long rows (the
+  // rule measured on the H100, in decode_kernels.cpp): a residual product 64 x 64 split along K
+  // into kPromptMaxKSplit slices, or fewer so that each has at least kPromptMinSliceSteps steps of
+  // 16 columns (residual_prompt: fewer still where its buffer of sums is full); a normed one the
+  // first of 128 x 128 and 64 x 128 with 2 token groups, 64 x 128 and 64 x 64 that still makes
+  // kPromptMinWorkgroups workgroups (work for every core of a large GPU), else 32 x 64.
+  static PromptTile prompt_tile(uint32_t rows, uint32_t cols, uint32_t T, bool residual);
   static constexpr uint32_t kPromptMinWorkgroups = 256;
+  static constexpr uint32_t kPromptMaxKSplit = 8;
+  static constexpr uint32_t kPromptMinSliceSteps = 8;
   // PromptAttention::Auto takes the tiled kernel from this chunk length on. The H100 measured
   // blocks faster at 512 and 1,024 tokens and tiled faster at 4,000 (docs/RESULTS.md); 2,048 is a
   // guess between, not a measured crossing.
   static constexpr uint32_t kPromptTiledMinTokens = 2048;
-  // Every later prompt product uses `tile` instead of prompt_tile() (tests: each tile shape).
-  // Throws Error for an unsupported tile.
+  // Every later prompt product uses `tile` instead of prompt_tile() (tests: each tile shape), the
+  // residual ones split K at most tile.k_split ways (0: 1; fewer where the slices' sums would not
+  // fit their buffer). Throws Error for an unsupported tile.
   void force_prompt_tile(PromptTile tile);
 
   // The tuning the matrix-vector kernels use for a matrix of rows x cols: the forced one if set,
@@ -237,8 +244,12 @@ class DecodeKernels {
                              uint64_t extra_wg_bytes, std::map<std::string, double> extra,
                              std::initializer_list<gpu::Binding> b);
   void check_tuning(const std::string& entry, const MatvecTuning& t, bool pairs) const;
-  gpu::Dispatch matmul(const std::string& entry, const gpu::TensorView& w, uint32_t rows, uint32_t cols,
-                       uint32_t T, bool norm, double eps, std::map<std::string, double> extra,
+  // The tile of a prompt product: the forced one or the rule's; the split for residual products
+  // only, at most as many slices as part_tokens rows hold sums of.
+  PromptTile prompt_tile_of(uint32_t rows, uint32_t cols, uint32_t T, bool residual,
+                            uint32_t part_tokens = 0) const;
+  gpu::Dispatch matmul(const std::string& entry, const gpu::TensorView& w, PromptTile tile, uint32_t rows,
+                       uint32_t cols, uint32_t T, bool norm, double eps, std::map<std::string, double> extra,
                        std::initializer_list<gpu::Binding> b);
   // The pipeline constants of the weights `w` (WEIGHT_FORMAT); throws Error when w is not a
   // matrix of `rows` (0: any) x `cols`.

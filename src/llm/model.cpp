@@ -33,6 +33,12 @@ struct BufferSize {
   uint64_t words, ctx_words;
 };
 
+// A prefill residual product: its products, and with a K split the sum of the slices (NAME_sum).
+void dispatch_residual(gpu::Plan& plan, std::vector<gpu::Dispatch> steps, const std::string& name) {
+  plan.dispatch(steps[0], {name});
+  if (steps.size() > 1) plan.dispatch(steps[1], {name + "_sum"});
+}
+
 uint64_t binding_cap(const gpu::Limits& lim, uint64_t binding_limit) {
   const uint64_t device = std::min(lim.max_buffer_size, lim.max_storage_buffer_binding_size);
   return binding_limit ? std::min(device, binding_limit) : device;
@@ -142,6 +148,10 @@ Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, Mo
     q_rows_ = scratch("llm.prefill.q", rows * q_rows);
     att_rows_ = scratch("llm.prefill.attention", rows * pad8(q_rows));
     act_rows_ = scratch("llm.prefill.act", rows * pad8(c.intermediate_size));
+    // The residual products' sums per K slice: as many rows as the activations (the K split of a
+    // chunk of T tokens is at most rows / T).
+    prompt_rows_ = uint32_t(rows);
+    k_slices_ = scratch("llm.prefill.k_slices", rows * pad8(c.hidden_size));
     if (opt_.prefill_short_max) {
       const uint32_t passes = ceil_div(opt_.prefill_short_max, kShortPassTokens);
       pass_records_ = scratch("llm.prefill.pass_records", passes * kPassRecordWords);
@@ -457,12 +467,16 @@ gpu::Plan& Model::prompt_chunk(uint32_t T) {
     plan.dispatch(k.attend_prompt(q_rows_, l.k_cache, l.v_cache, state_, att_rows_, c, ctx_len_, T,
                                   opt_.prefill_attention),
                   {"attention"});
-    plan.dispatch(k.residual_prompt(l.o, att_rows_, x_rows_, c.hidden_size, q_rows, T), {"o_proj+residual"});
+    dispatch_residual(
+        plan, k.residual_prompt(l.o, att_rows_, x_rows_, k_slices_, prompt_rows_, c.hidden_size, q_rows, T),
+        "o_proj+residual");
     plan.dispatch(k.gate_up_silu_prompt(l.gate_up, x_rows_, l.post_norm, act_rows_, c.intermediate_size,
                                         c.hidden_size, c.rms_norm_eps, T),
                   {"gate_up_silu"});
-    plan.dispatch(k.residual_prompt(l.down, act_rows_, x_rows_, c.hidden_size, c.intermediate_size, T),
-                  {"down+residual"});
+    dispatch_residual(plan,
+                      k.residual_prompt(l.down, act_rows_, x_rows_, k_slices_, prompt_rows_, c.hidden_size,
+                                        c.intermediate_size, T),
+                      "down+residual");
   }
   plan.build();
   return prompt_.emplace(T, std::move(plan)).first->second;

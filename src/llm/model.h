@@ -243,6 +243,8 @@ class Model : public Decoder {
   gpu::Buffer x_, q_, att_, act_, att_partials_, logits_, part_v_, part_i_, tokens_, state_;
   gpu::Buffer x_next_, o_parts_;  // the fused layer: the residual stream after attention, attend_o's partials
   gpu::Buffer x_rows_, q_rows_, att_rows_, act_rows_;  // prefill activations [chunk][width]
+  gpu::Buffer k_slices_;                               // prefill: the residual products' sums per K slice
+  uint32_t prompt_rows_ = 0;  // token rows of the prefill activations and of k_slices_
   // Short prefill passes: each pass's slot records and state words; Q/K/V before the q/k norms.
   gpu::Buffer pass_records_, pass_state_, pass_qkv_;
   std::vector<DecodeVariant> variants_;
