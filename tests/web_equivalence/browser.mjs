@@ -183,7 +183,8 @@ export async function runInBrowser({
         `--user-data-dir=${profile}`,
         'about:blank',
       ],
-      {stdio: ['ignore', 'ignore', 'pipe']});
+      // Its own process group: Chromium's helper processes (GPU, crashpad) go with it.
+      {stdio: ['ignore', 'ignore', 'pipe'], detached: true});
   let stderr = '';
   browser.stderr.on('data', (d) => {
     stderr += d;
@@ -213,10 +214,17 @@ export async function runInBrowser({
     e.message += `\nChromium's stderr (tail):\n${stderr.slice(-2000)}`;
     throw e;
   } finally {
-    // The profile can go once Chromium has exited (it writes there until then).
+    // The profile can go once Chromium and its helpers have exited (they write there until then).
     const exited =
         new Promise((resolve) => browser.exitCode !== null ? resolve() : browser.once('exit', resolve));
-    browser.kill();
+    const killGroup = (signal) => {
+      try {
+        process.kill(-browser.pid, signal);
+      } catch {
+        // the group is gone
+      }
+    };
+    killGroup('SIGTERM');
     server.close();
     let grace;
     await Promise.race([
@@ -225,6 +233,13 @@ export async function runInBrowser({
       })
     ]);
     clearTimeout(grace);
-    rmSync(profile, {recursive: true, force: true, maxRetries: 5, retryDelay: 200});
+    killGroup('SIGKILL');
+    // Removing the profile is cleanup, not part of the result: a helper that still writes there
+    // leaves it behind with a warning rather than failing a run whose results are in.
+    try {
+      rmSync(profile, {recursive: true, force: true, maxRetries: 10, retryDelay: 500});
+    } catch (e) {
+      console.error(`browser: could not remove Chromium's profile ${profile}: ${e.message}`);
+    }
   }
 }
