@@ -880,7 +880,8 @@ TEST(LlmKernels, PromptTileChoiceAndLimits) {
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(1152, 896, 1024, false), 64, 64, 1, 1));
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(1152, 896, 512, false), 32, 64, 1, 1));
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 64, 5, false), 32, 64, 1, 1));
-  // Residual products, 64 x 64 split along K in 8 slices; 896 columns are 56 steps, 7 slices of 8.
+  // Residual products, 64 x 64 split along K in 8 slices (residual_prompt: fewer where its buffer
+  // of sums is full); 896 columns are 56 steps, 7 slices of 8.
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 4864, 512, true), 64, 64, 8, 1));
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 896, 512, true), 64, 64, 7, 1));
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 4864, 4000, true), 64, 64, 8, 1));
@@ -899,8 +900,8 @@ TEST(LlmKernels, PromptTileChoiceAndLimits) {
   EXPECT_TRUE(is(llm::parse_prompt_tile("64x128x2x2", "t"), 64, 128, 2, 2));
   EXPECT_THROW(llm::parse_prompt_tile("64x128x0", "t"), Error);
   EXPECT_THROW(llm::parse_prompt_tile("32x64x1x2", "t"), Error);
-  // A split is the most: 4,096 rows of sums hold 4 slices of 1,000 tokens in 128-token tiles, 512
-  // rows hold none (so no split); the rule's 8 slices of 64-token tiles over 512 tokens fit 4,096.
+  // A split is the most: the rule's 3 slices (400 columns: 25 steps) over 512 tokens fit 4,096 rows
+  // of sums; a forced 8 over 1,000 tokens in 128-token tiles only 4, and in 512 rows none.
   auto w = random_matrix(WeightFormat::F32, 96, 400, 1);
   auto buf = poisoned(16);
   EXPECT_EQ(k.residual_prompt(w.view, buf, buf, buf, 4096, 96, 400, 512).at(0).grid.z, 3u);  // 25 steps
