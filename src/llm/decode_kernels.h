@@ -46,15 +46,14 @@ struct AttentionSplit {
 // workgroup of tokens * rows / (32 token_groups) threads, each thread 4 tokens (8 with 2 token
 // groups) x 8 rows. Supported: 32 x 64, 64 x 64 and 64 x 128, and with 2 token groups 128 x 128
 // and 64 x 128. k_split: workgroups along K of the residual products (o, down), 1 ..
-// DecodeKernels::kPromptMaxKSplit, whose sums a second dispatch adds; 0: the rule
-// (DecodeKernels::prompt_tile). The normed products (Q/K/V, gate/up) never split: their RMSNorm
-// needs whole rows.
+// DecodeKernels::kPromptMaxKSplit, whose sums a second dispatch adds (a forced tile's 0 is 1).
+// The normed products (Q/K/V, gate/up) never split: their RMSNorm needs whole rows.
 struct PromptTile {
   uint32_t tokens = 0, rows = 0, k_split = 0;
   uint32_t token_groups = 1;
 };
-// "auto" (tokens 0: the size rule) or "TOKENSxROWS" or "TOKENSxROWSxSPLIT", a supported tile;
-// `what` (an option's name) goes into the error.
+// "auto" (tokens 0: the size rule) or "TOKENSxROWS[xSPLIT[xGROUPS]]", a supported tile (SPLIT 1 and
+// GROUPS 2 for 128 tokens, else 1, when left out); `what` (an option's name) goes into the error.
 PromptTile parse_prompt_tile(std::string_view s, std::string_view what);
 
 // Which kernel attends a prompt's queries (kernels/llm_attention.wgsl): attend_prompt (blocks of
@@ -245,7 +244,7 @@ class DecodeKernels {
                              std::initializer_list<gpu::Binding> b);
   void check_tuning(const std::string& entry, const MatvecTuning& t, bool pairs) const;
   // The tile of a prompt product: the forced one or the rule's; the split for residual products
-  // only, at most as many slices as part_tokens rows hold sums of.
+  // only, at most as many slices as part_tokens rows hold sums of (normed ones: unused).
   PromptTile prompt_tile_of(uint32_t rows, uint32_t cols, uint32_t T, bool residual,
                             uint32_t part_tokens = 0) const;
   gpu::Dispatch matmul(const std::string& entry, const gpu::TensorView& w, PromptTile tile, uint32_t rows,
