@@ -368,26 +368,28 @@ fn attend_prompt(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_i
 // Threads: TQ / 4 row groups x 8 column groups (TQ * 2 threads). A thread owns 4 queries (rows
 // 4 rg .. 4 rg + 3) and, per key tile,
 //   scores  keys cg + 8 j (j < 4): 16 dot products from the staged q and k rows, 64 FMAs for 8
-//           workgroup vec4 loads;
+//           workgroup vec4 loads, kept in registers;
 //   output  vec4s cg + 8 n (n < TV = ceil(HD4 / 8), at most 4: HEAD_DIM <= 128) of its 4 rows,
-//           accumulated from the tile's probabilities and V rows.
-// Its 4 rows' running max m and sum l stay in registers; every thread of a row group computes the
-// same m from the row's 32 scores, so no reduction is needed, and l accumulates in the p v loop
-// from the probabilities that loop reads anyway. K and V share one staging tile (V is loaded
-// once the scores are taken). Four barriers a key tile: K staged, scores written, probabilities
-// written (and V staged), p v done.
+//           accumulated from the tile's probabilities (one vec4 load gives a key's 4 rows) and V rows.
+// A row's max over the tile comes from its 8 column groups, adjacent lanes: subgroup shuffles over
+// BFLY of them (the host's min(8, smallest subgroup)), through row_max when subgroups are narrower.
+// The running max m and sum l of the 4 rows stay in registers (l accumulates in the p v loop from
+// the probabilities that loop reads anyway). K and V share one staging tile. When a thread's part
+// of a tile is at most 4 vec4s (KV_PARTS 1: head_dim <= 64 at TQ 64), the next tile's K and V are
+// requested into registers as soon as this tile's are staged, so that their latency hides behind
+// this tile's products; else each is loaded and staged in turn. Four barriers a key tile: K
+// staged, probabilities written (K read), V staged, p v done.
 // Causal: tiles past the workgroup's last query are never loaded; in the others a key k counts
 // for query t only if k <= state[1] + t (the diagonal tile and the chunk's own positions), keys
 // past the last are staged as zeros (cache slots there may hold anything). Earlier chunks'
 // positions (k < state[1]) are read from the cache like the chunk's own.
-// Budgets. Workgroup memory 4 (TQ + TK)(HEAD_DIM + 4) + 8 TQ (TK + 1) bytes: head_dim 64: 43,008
-// (TQ 64), 25,856 (32), 17,280 (16); head_dim 128: 67,584, 42,240, 29,568. The host takes the largest
-// TQ that fits maxComputeWorkgroupStorageSize (the device's maximum is requested: 49,152 on an
-// H100, so head_dim 128 runs at most 32) and still gives a large GPU enough workgroups, else
-// smaller ones (DecodeKernels::prompt_attention_queries). Registers a thread: 16 TV output floats
-// (at most 64), 16 scores, 4 q vec4s, 4 V vec4s, 8 of m and l. FMAs per key tile and thread:
-// 16 HEAD_DIM for the scores and as many for p v; each staged key serves TQ queries (the blocks
-// kernel's 16), and 4 barriers serve TQ x 32 query-key pairs (the blocks kernel's 16 x 16).
+// Budgets. Workgroup memory 4 (TQ + TK)(HEAD_DIM + 4) + 16 TK (TQ / 4 + 1) + 4 TQ 8 / BFLY bytes
+// (DecodeKernels::prompt_attention_fits): head_dim 64: 35,072 (TQ 64, BFLY 8); head_dim 128:
+// 59,648 (TQ 64), 38,528 (32). The host takes the largest TQ that fits
+// maxComputeWorkgroupStorageSize (the device's maximum is requested: 49,152 on an H100, so head_dim
+// 128 runs at most 32) and still gives a large GPU enough workgroups, else smaller ones
+// (DecodeKernels::prompt_attention_queries). Registers a thread: 16 TV output floats (at most 64),
+// 16 scores, 4 q vec4s, 4 V vec4s, 8 of m and l, and with KV_PARTS 1 the next tile's 8 vec4s.
 // Query heads of a kv group read the same K/V tiles from separate workgroups (L2 serves the
 // repeats): staging a group's heads in one workgroup would multiply the q tile by GROUP (7 for
 // Qwen2.5-0.5B) and not fit. Tiles are dispatched last first: the causal tiles near the end of
@@ -395,26 +397,54 @@ fn attend_prompt(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_i
 override TQ: u32 = 64u;
 const TK: u32 = 32u;
 override TV: u32 = (HD4 + 7u) / 8u;  // output vec4s a thread, per row
+override BFLY: u32 = 8u;             // lanes of a row's max through shuffles: 1, 2, 4 or 8
+override ROW_PARTS: u32 = 8u / BFLY;  // a row's partial maxima through row_max
+override KV_PARTS: u32 = (TK * HD4 + TQ * 8u - 1u) / (TQ * 8u);  // 4 vec4s a thread each
+override TP_STRIDE: u32 = TQ / 4u + 1u;  // vec4s per key of tp_tile: one more against bank conflicts
 
 var<workgroup> tq_tile: array<vec4<f32>, TQ * QK_STRIDE>;  // scaled by SCALE
 var<workgroup> tkv_tile: array<vec4<f32>, TK * QK_STRIDE>;  // K, then V, of the key tile
-// Rows of TK + 1: the 4 row groups of a subgroup read 4 rows at once, in 4 banks.
-var<workgroup> ts_tile: array<array<f32, TK + 1u>, TQ>;  // scores (masked: -3.4e38)
-var<workgroup> tp_tile: array<array<f32, TK + 1u>, TQ>;  // probabilities exp(s - m)
+var<workgroup> tp_tile: array<vec4<f32>, TK * TP_STRIDE>;   // [key][row group]: exp(s - m) of 4 rows
+var<workgroup> row_max: array<f32, TQ * ROW_PARTS>;        // BFLY < 8 only
 
-// K (values false) or V rows k0 .. k0 + TK - 1 of the kv head whose vec4s start at kv4 (zeros
-// from `keys` on) into tkv_tile.
-fn stage_keys(kv4: u32, k0: u32, keys: u32, lid: u32, values: bool) {
-  for (var e = lid; e < TK * HD4; e += TQ * 2u) {
-    let j = e / HD4;
-    let at = kv4 + (k0 + j) * HD4 + e % HD4;
-    var r = vec4<f32>(0.0);
-    if (k0 + j < keys && values) {
-      r = v4_cache[at];
-    } else if (k0 + j < keys) {
-      r = k4_cache[at];
+// Part `part` (4 vec4s a thread) of the K (values false) or V rows k0 .. k0 + TK - 1 of the kv
+// head whose vec4s start at kv4; zeros from `keys` on.
+fn load_kv(kv4: u32, k0: u32, keys: u32, lid: u32, part: u32, values: bool) -> array<vec4<f32>, 4> {
+  var r: array<vec4<f32>, 4>;
+  for (var i = 0u; i < 4u; i++) {
+    let e = lid + (4u * part + i) * TQ * 2u;
+    let at = kv4 + (k0 + e / HD4) * HD4 + e % HD4;
+    r[i] = vec4<f32>(0.0);
+    if (e < TK * HD4 && k0 + e / HD4 < keys) {
+      if (values) {
+        r[i] = v4_cache[at];
+      } else {
+        r[i] = k4_cache[at];
+      }
     }
-    tkv_tile[j * QK_STRIDE + e % HD4] = r;
+  }
+  return r;
+}
+
+fn store_kv(r: array<vec4<f32>, 4>, lid: u32, part: u32) {
+  for (var i = 0u; i < 4u; i++) {
+    let e = lid + (4u * part + i) * TQ * 2u;
+    if (e < TK * HD4) {
+      tkv_tile[(e / HD4) * QK_STRIDE + e % HD4] = r[i];
+    }
+  }
+}
+
+// Stages this tile's K or V: from the registers `next` (KV_PARTS 1), which then receive the next
+// tile's rows (k0 + TK: those past `keys` are zeros, never read), else part by part from memory.
+fn stage_kv(next: ptr<function, array<vec4<f32>, 4>>, kv4: u32, k0: u32, keys: u32, lid: u32, values: bool) {
+  if (KV_PARTS == 1u) {
+    store_kv(*next, lid, 0u);
+    *next = load_kv(kv4, k0 + TK, keys, lid, 0u, values);
+  } else {
+    for (var part = 0u; part < KV_PARTS; part++) {
+      store_kv(load_kv(kv4, k0, keys, lid, part, values), lid, part);
+    }
   }
 }
 
@@ -428,6 +458,12 @@ fn attend_prompt_tiled(@builtin(local_invocation_index) lid: u32, @builtin(workg
   let start = state[1];
   let keys = start + min(q_first + TQ, T);  // positions the tile's queries attend to, at most
   let kv4 = (h / GROUP) * CTX * HD4;
+  var k_next: array<vec4<f32>, 4>;
+  var v_next: array<vec4<f32>, 4>;
+  if (KV_PARTS == 1u) {
+    k_next = load_kv(kv4, 0u, keys, lid, 0u, false);
+    v_next = load_kv(kv4, 0u, keys, lid, 0u, true);
+  }
   for (var e = lid; e < TQ * HD4; e += TQ * 2u) {
     let i = e / HD4;
     var v = vec4<f32>(0.0);
@@ -444,7 +480,7 @@ fn attend_prompt_tiled(@builtin(local_invocation_index) lid: u32, @builtin(workg
   var acc: array<array<vec4<f32>, 4>, 4>;  // [row][output vec4 cg + 8 n]
   for (var k0 = 0u; k0 < keys; k0 += TK) {
     workgroupBarrier();  // the previous tile's V and probabilities are read (and tq_tile written)
-    stage_keys(kv4, k0, keys, lid, false);
+    stage_kv(&k_next, kv4, k0, keys, lid, false);
     workgroupBarrier();
     var s = array<array<f32, 4>, 4>();  // [row][key cg + 8 j]
     for (var d = 0u; d < HD4; d++) {
@@ -459,42 +495,61 @@ fn attend_prompt_tiled(@builtin(local_invocation_index) lid: u32, @builtin(workg
         }
       }
     }
+    var mx: array<f32, 4>;
     for (var i = 0u; i < 4u; i++) {
       for (var j = 0u; j < 4u; j++) {
-        let key = k0 + cg + 8u * j;
-        ts_tile[4u * rg + i][cg + 8u * j] = select(-3.4e38, s[i][j], key <= pos0 + i);
+        s[i][j] = select(-3.4e38, s[i][j], k0 + cg + 8u * j <= pos0 + i);
+      }
+      mx[i] = max(max(s[i][0], s[i][1]), max(s[i][2], s[i][3]));
+    }
+    for (var o = 1u; o < BFLY; o *= 2u) {
+      for (var i = 0u; i < 4u; i++) {
+        mx[i] = max(mx[i], subgroupShuffleXor(mx[i], o));
       }
     }
-    workgroupBarrier();  // scores written; K read by everyone
-    stage_keys(kv4, k0, keys, lid, true);
+    if (BFLY < 8u) {
+      if (cg % BFLY == 0u) {
+        for (var i = 0u; i < 4u; i++) {
+          row_max[(4u * rg + i) * ROW_PARTS + cg / BFLY] = mx[i];
+        }
+      }
+      workgroupBarrier();
+      for (var i = 0u; i < 4u; i++) {
+        for (var p = 0u; p < ROW_PARTS; p++) {
+          mx[i] = max(mx[i], row_max[(4u * rg + i) * ROW_PARTS + p]);
+        }
+      }
+    }
+    var m_new: array<f32, 4>;
     for (var i = 0u; i < 4u; i++) {
-      var m_new = m[i];
-      for (var j = 0u; j < TK; j++) {
-        m_new = max(m_new, ts_tile[4u * rg + i][j]);
-      }
-      for (var j = 0u; j < 4u; j++) {
-        let key = k0 + cg + 8u * j;
-        tp_tile[4u * rg + i][cg + 8u * j] =
-            select(0.0, exp(ts_tile[4u * rg + i][cg + 8u * j] - m_new), key <= pos0 + i);
-      }
-      let correction = exp(m[i] - m_new);
-      m[i] = m_new;
+      m_new[i] = max(m[i], mx[i]);
+      let correction = exp(m[i] - m_new[i]);
+      m[i] = m_new[i];
       l[i] *= correction;
       for (var n = 0u; n < TV; n++) {
         acc[i][n] *= correction;
       }
     }
-    workgroupBarrier();  // probabilities written, V staged
+    for (var j = 0u; j < 4u; j++) {
+      var p: vec4<f32>;
+      for (var i = 0u; i < 4u; i++) {
+        p[i] = select(0.0, exp(s[i][j] - m_new[i]), k0 + cg + 8u * j <= pos0 + i);
+      }
+      tp_tile[(cg + 8u * j) * TP_STRIDE + rg] = p;
+    }
+    workgroupBarrier();  // probabilities written; K read by everyone
+    stage_kv(&v_next, kv4, k0, keys, lid, true);
+    workgroupBarrier();
     for (var j = 0u; j < TK; j++) {
       var vr: array<vec4<f32>, 4>;
       for (var n = 0u; n < TV; n++) {
         vr[n] = tkv_tile[j * QK_STRIDE + min(cg + 8u * n, HD4 - 1u)];
       }
+      let p = tp_tile[j * TP_STRIDE + rg];
       for (var i = 0u; i < 4u; i++) {
-        let p = tp_tile[4u * rg + i][j];
-        l[i] += p;
+        l[i] += p[i];
         for (var n = 0u; n < TV; n++) {
-          acc[i][n] += p * vr[n];
+          acc[i][n] += p[i] * vr[n];
         }
       }
     }

@@ -33,6 +33,7 @@ struct GenerateOptions {
   uint32_t warmup = 0;                // --warmup: tokens generated (greedy, not shown) before the timed run
   uint32_t parallel = 0;              // --parallel: sequences decoded together after the run; 0 = off
   bool dump_shaders = false;          // --dump-shaders (hidden): Dawn's toggle, for reading the SPIR-V
+  bool no_robustness = false;         // --unsafe-no-robustness (hidden): what Dawn's bounds clamps cost
 };
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -139,6 +140,10 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
                  s->files().tensor_types().c_str());
   gpu::ContextOptions copts = g.context_options();
   if (o.dump_shaders) copts.enabled_toggles.push_back("dump_shaders");
+  if (o.no_robustness) {
+    copts.enabled_toggles.push_back("disable_robustness");
+    std::fputs("wgfuse: UNSAFE: Dawn's shader robustness is disabled (--unsafe-no-robustness)\n", stderr);
+  }
   s->load(ctx.emplace(copts));
   if (!o.plan_path.empty()) s->write_plan(o.plan_path, uint32_t(prompt.size()));
   if (o.warmup) s->warm_up(prompt, std::min<uint32_t>(o.warmup, uint32_t(n)));
@@ -163,6 +168,7 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
   }
   if (!o.json_path.empty()) {
     j["adapter"] = adapter_json(*ctx);
+    j["robustness"] = !o.no_robustness;
     if (!prof.is_null()) j["profile"] = prof;
     if (!prefill_prof.is_null()) j["prefill_profile"] = prefill_prof;
     std::ofstream f(o.json_path);
@@ -228,6 +234,10 @@ void add_generate(CLI::App& app, GlobalOptions& g) {
   c->add_flag("--dump-shaders", o->dump_shaders,
               "Dawn's dump_shaders toggle: each shader as compiled for the backend, on stderr with --verbose "
               "(a measurement tool)")
+      ->group("");
+  c->add_flag("--unsafe-no-robustness", o->no_robustness,
+              "native only, to measure its cost: Dawn's disable_robustness toggle (out-of-bounds shader "
+              "accesses become undefined; \"robustness\": false in the JSON)")
       ->group("");
   c->add_option_function<std::string>(
        "--persistent-variant",

@@ -102,7 +102,7 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
                 "1 to 8 (at most as many as their sums fit)")
       ->capture_default_str();
   c->add_option("--prefill-attention", o.prefill_attention,
-                "prefill attention kernel: auto (tiled for chunks of 2,048 tokens or more, else blocks), "
+                "prefill attention kernel: auto (tiled for chunks of 1,024 tokens or more, else blocks), "
                 "blocks (16 queries x 16 keys a workgroup) or tiled (up to 64 queries x 32 keys)")
       ->capture_default_str();
 }

@@ -164,12 +164,12 @@ def prompts_for(prompt_ids, vocab):
     return {name: [i % vocab for i in ids] for name, ids in prompt_ids.items()}
 
 
-def run_wgfuse(wgfuse, model_dir, ids, dtype, work, extra, vocab):
+def run_wgfuse(wgfuse, model_dir, ids, dtype, work, extra, vocab, generate_extra=()):
     npy, js = work / "logits.npy", work / "run.json"
     for f in (npy, js):
         f.unlink(missing_ok=True)
     cmd = [str(wgfuse), *extra, "generate", "-m", str(model_dir), "--prompt-ids", ",".join(map(str, ids)),
-           "-n", str(STEPS), "--temp", "0", "--dtype", dtype, "--dump-logits", str(npy), "--json", str(js)]
+           "-n", str(STEPS), "--temp", "0", "--dtype", dtype, "--dump-logits", str(npy), "--json", str(js), *generate_extra]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     if r.returncode != 0:
         raise RuntimeError(f"wgfuse failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
@@ -308,6 +308,8 @@ def main():
     ap.add_argument("--tol-f16", type=float, default=1e-2)
     ap.add_argument("--wgfuse-arg", action="append", default=[],
                     help="an argument placed before 'generate' (e.g. --wgfuse-arg=--adapter=gpu); repeatable")
+    ap.add_argument("--generate-arg", action="append", default=[],
+                    help="an argument of 'generate' (e.g. --generate-arg=--prefill-attention=tiled); repeatable")
     ap.add_argument("--json", type=Path, help="write every result here")
     args = ap.parse_args()
 
@@ -348,7 +350,7 @@ def main():
             for name, ids in prompts_for(prompt_ids, vocab).items():
                 work = args.out / f"run-{size}-{dtype}-{name}"
                 work.mkdir(exist_ok=True)
-                wg = run_wgfuse(args.wgfuse, model_dir, ids, dtype, work, args.wgfuse_arg, vocab)
+                wg = run_wgfuse(args.wgfuse, model_dir, ids, dtype, work, args.wgfuse_arg, vocab, args.generate_arg)
                 r = compare(size, dtype, name, ids, model, eos, wg, device, tol)
                 results.append(r)
                 log(f"[{size} {dtype} {name}] {r['status']}: max rel err {r['max_rel_err']:.3g} (tol {tol:g}), "
@@ -367,7 +369,7 @@ def main():
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
             "transformers": transformers.__version__, "ref_dtype": args.ref_dtype, "seed": args.seed,
-            "wgfuse": str(args.wgfuse), "wgfuse_args": args.wgfuse_arg,
+            "wgfuse": str(args.wgfuse), "wgfuse_args": args.wgfuse_arg, "generate_args": args.generate_arg,
         }
         args.json.write_text(json.dumps({"environment": env, "results": results}, indent=1))
     failed = [r for r in results if r["status"] == "fail"]

@@ -330,17 +330,21 @@ const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const Mode
   // attend_chunk's workgroup memory: its heads' queries, their chunk of scores, the reductions.
   check_workgroup_memory(entry, c.head_dim,
                          4ull * split.heads_per_wg * (c.head_dim + uint64_t(split.chunk)) + 20ull * wg);
-  return ctx_->kernel(gpu::embedded_kernel("llm_attention", entry,
-                                           {{"HEAD_DIM", c.head_dim},
-                                            {"GROUP", group},
-                                            {"CTX", ctx_len},
-                                            {"WG", wg},
-                                            {"SCALE", 1.0 / std::sqrt(double(c.head_dim))},
-                                            {"OUT_STRIDE", pad8(c.num_heads * c.head_dim)},
-                                            {"CHUNK", split.chunk},
-                                            {"CHUNKS", chunks},
-                                            {"HEADS_PER_WG", split.heads_per_wg},
-                                            {"TQ", prompt_queries}}));
+  return ctx_->kernel(
+      gpu::embedded_kernel("llm_attention", entry,
+                           {{"HEAD_DIM", c.head_dim},
+                            {"GROUP", group},
+                            {"CTX", ctx_len},
+                            {"WG", wg},
+                            {"SCALE", 1.0 / std::sqrt(double(c.head_dim))},
+                            {"OUT_STRIDE", pad8(c.num_heads * c.head_dim)},
+                            {"CHUNK", split.chunk},
+                            {"CHUNKS", chunks},
+                            {"HEADS_PER_WG", split.heads_per_wg},
+                            {"TQ", prompt_queries},
+                            // Only the kernel that shuffles: a plan file's device
+                            // needs subgroups of the largest BFLY of its kernels.
+                            {"BFLY", entry == "attend_prompt_tiled" ? prompt_row_lanes() : 1}}));
 }
 
 uint32_t DecodeKernels::attend_chunks(const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
@@ -425,10 +429,15 @@ gpu::Dispatch DecodeKernels::attend_prompt(const gpu::Binding& q, const gpu::Bin
   return gpu::Dispatch{&k, {q, k_cache, v_cache, state, out}, {c.num_heads, ceil_div(T, block)}};
 }
 
+uint32_t DecodeKernels::prompt_row_lanes() const {
+  return std::bit_floor(std::clamp(ctx_->adapter().subgroup_min_size, 1u, 8u));
+}
+
 bool DecodeKernels::prompt_attention_fits(uint32_t queries, uint32_t head_dim) const {
-  // llm_attention.wgsl attend_prompt_tiled: q and K/V tiles of (head_dim + 4) floats a row, scores
-  // and probabilities of queries x 33.
-  return 4ull * (queries + 32) * (head_dim + 4) + 8ull * queries * 33 <=
+  // llm_attention.wgsl attend_prompt_tiled: q and K/V tiles of (head_dim + 4) floats a row, the
+  // probabilities of 32 keys x (queries + 4), and the rows' partial maxima of narrow subgroups.
+  return 4ull * (queries + 32) * (head_dim + 4) + 16ull * 32 * (queries / 4 + 1) +
+             4ull * queries * (8 / prompt_row_lanes()) <=
          ctx_->limits().max_compute_workgroup_storage_size;
 }
 

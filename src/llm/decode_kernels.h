@@ -198,6 +198,9 @@ class DecodeKernels {
   // heads over T queries, else the smallest that fits; 0 if none fits.
   uint32_t prompt_attention_queries(uint32_t head_dim, uint32_t heads, uint32_t T) const;
   bool prompt_attention_fits(uint32_t queries, uint32_t head_dim) const;
+  // attend_prompt_tiled's lanes that take a row's max through subgroup shuffles: min(8, the
+  // adapter's smallest subgroup), a power of two.
+  uint32_t prompt_row_lanes() const;
 
   static constexpr uint32_t kArgmaxChunk = 2048;
   static constexpr uint32_t kPromptTokenTile = 128;  // the most tokens of a PromptTile
@@ -212,9 +215,9 @@ class DecodeKernels {
   static constexpr uint32_t kPromptMaxKSplit = 8;
   static constexpr uint32_t kPromptMinSliceSteps = 8;
   // PromptAttention::Auto takes the tiled kernel from this chunk length on. The H100 measured
-  // blocks faster at 512 and 1,024 tokens and tiled faster at 4,000 (docs/RESULTS.md); 2,048 is a
-  // guess between, not a measured crossing.
-  static constexpr uint32_t kPromptTiledMinTokens = 2048;
+  // tiled faster at 1,024 and 4,000 tokens, blocks as fast (0.5B) or faster (1.5B) at 512
+  // (docs/RESULTS.md, session 15); the crossing between 512 and 1,024 was not measured.
+  static constexpr uint32_t kPromptTiledMinTokens = 1024;
   // Every later prompt product uses `tile` instead of prompt_tile() (tests: each tile shape), the
   // residual ones split K at most tile.k_split ways (0: 1; fewer where the slices' sums would not
   // fit their buffer). Throws Error for an unsupported tile.
