@@ -322,6 +322,26 @@ TEST(GenerateCli, FusionNoneAndFullGiveTheSameTokens) {
   fs::remove(out);
 }
 
+// Test the measurement flag --unsafe-no-robustness: it is named on stderr and in the JSON
+// ("robustness": false, true without it), and the tokens stay those of the default run.
+TEST(GenerateCli, NoRobustnessIsNamedAndKeepsTheTokens) {
+  const fs::path out = fs::temp_directory_path() / ("wgfuse_robust_" + std::to_string(getpid()) + ".json");
+  auto run = [&](const std::string& flag) {
+    auto r = test::run_wgfuse(generate_cmd(
+        kSmallVocab, "--prompt-ids 5,17,301 -n 6 --temp 0 " + flag + " --json '" + out.string() + "'"));
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_EQ(r.out.find("UNSAFE: Dawn's shader robustness is disabled") != std::string::npos, !flag.empty())
+        << r.out;
+    return json::parse(std::ifstream(out));
+  };
+  const json safe = run(""), unsafe = run("--unsafe-no-robustness");
+  EXPECT_TRUE(safe["robustness"].get<bool>());
+  EXPECT_FALSE(unsafe["robustness"].get<bool>());
+  EXPECT_EQ(safe["generated_ids"].size(), 6u);
+  EXPECT_EQ(unsafe["generated_ids"], safe["generated_ids"]);
+  fs::remove(out);
+}
+
 // Test that --write-plan writes the plan the run used: version 1, the decode step's dispatches as
 // many as --json counts, every kernel an embedded family; an unwritable path and --decode
 // persistent are clear errors.
