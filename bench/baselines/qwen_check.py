@@ -169,7 +169,8 @@ def run_wgfuse(wgfuse, model_dir, ids, dtype, work, extra, vocab, generate_extra
     for f in (npy, js):
         f.unlink(missing_ok=True)
     cmd = [str(wgfuse), *extra, "generate", "-m", str(model_dir), "--prompt-ids", ",".join(map(str, ids)),
-           "-n", str(STEPS), "--temp", "0", "--dtype", dtype, "--dump-logits", str(npy), "--json", str(js), *generate_extra]
+           "-n", str(STEPS), "--temp", "0", "--dtype", dtype, "--dump-logits", str(npy), "--json", str(js),
+           *generate_extra]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     if r.returncode != 0:
         raise RuntimeError(f"wgfuse failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
@@ -350,7 +351,8 @@ def main():
             for name, ids in prompts_for(prompt_ids, vocab).items():
                 work = args.out / f"run-{size}-{dtype}-{name}"
                 work.mkdir(exist_ok=True)
-                wg = run_wgfuse(args.wgfuse, model_dir, ids, dtype, work, args.wgfuse_arg, vocab, args.generate_arg)
+                wg = run_wgfuse(args.wgfuse, model_dir, ids, dtype, work, args.wgfuse_arg, vocab,
+                                args.generate_arg)
                 r = compare(size, dtype, name, ids, model, eos, wg, device, tol)
                 results.append(r)
                 log(f"[{size} {dtype} {name}] {r['status']}: max rel err {r['max_rel_err']:.3g} (tol {tol:g}), "
