@@ -330,21 +330,19 @@ const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const Mode
   // attend_chunk's workgroup memory: its heads' queries, their chunk of scores, the reductions.
   check_workgroup_memory(entry, c.head_dim,
                          4ull * split.heads_per_wg * (c.head_dim + uint64_t(split.chunk)) + 20ull * wg);
-  return ctx_->kernel(
-      gpu::embedded_kernel("llm_attention", entry,
-                           {{"HEAD_DIM", c.head_dim},
-                            {"GROUP", group},
-                            {"CTX", ctx_len},
-                            {"WG", wg},
-                            {"SCALE", 1.0 / std::sqrt(double(c.head_dim))},
-                            {"OUT_STRIDE", pad8(c.num_heads * c.head_dim)},
-                            {"CHUNK", split.chunk},
-                            {"CHUNKS", chunks},
-                            {"HEADS_PER_WG", split.heads_per_wg},
-                            {"TQ", prompt_queries},
-                            // Only the kernel that shuffles: a plan file's device
-                            // needs subgroups of the largest BFLY of its kernels.
-                            {"BFLY", entry == "attend_prompt_tiled" ? prompt_row_lanes() : 1}}));
+  std::map<std::string, double> o{{"HEAD_DIM", c.head_dim},
+                                  {"GROUP", group},
+                                  {"CTX", ctx_len},
+                                  {"WG", wg},
+                                  {"SCALE", 1.0 / std::sqrt(double(c.head_dim))},
+                                  {"OUT_STRIDE", pad8(c.num_heads * c.head_dim)},
+                                  {"CHUNK", split.chunk},
+                                  {"CHUNKS", chunks},
+                                  {"HEADS_PER_WG", split.heads_per_wg},
+                                  {"TQ", prompt_queries}};
+  // Only for the kernel that shuffles: a plan file's device needs subgroups of its largest BFLY.
+  if (entry == "attend_prompt_tiled") o["BFLY"] = prompt_row_lanes();
+  return ctx_->kernel(gpu::embedded_kernel("llm_attention", entry, std::move(o)));
 }
 
 uint32_t DecodeKernels::attend_chunks(const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
