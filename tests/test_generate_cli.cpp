@@ -16,6 +16,7 @@
 #include "llm/model_files.h"
 #include "llm/reference.h"
 #include "llm/safetensors_writer.h"
+#include "llm/session.h"
 #include "llm/tokenizer.h"
 #include "support.h"
 
@@ -339,6 +340,28 @@ TEST(GenerateCli, NoRobustnessIsNamedAndKeepsTheTokens) {
   EXPECT_FALSE(unsafe["robustness"].get<bool>());
   EXPECT_EQ(safe["generated_ids"].size(), 6u);
   EXPECT_EQ(unsafe["generated_ids"], safe["generated_ids"]);
+  fs::remove(out);
+}
+
+// Test --warmup: the timed run's tokens and counts are those of a run without it, and the JSON
+// names the warm-up (its tokens, and the prompt rounds after them: at least one, at most the cap).
+TEST(GenerateCli, WarmupKeepsTheTokensAndRepeatsThePrompt) {
+  const fs::path out = fs::temp_directory_path() / ("wgfuse_warmup_" + std::to_string(getpid()) + ".json");
+  auto run = [&](const std::string& flag) {
+    auto r = test::run_wgfuse(generate_cmd(
+        kSmallVocab, "--prompt-ids 5,17,301,44 -n 6 --temp 0 " + flag + " --json '" + out.string() + "'"));
+    EXPECT_EQ(r.rc, 0) << r.out;
+    return json::parse(std::ifstream(out));
+  };
+  const json cold = run(""), warm = run("--warmup 3");
+  EXPECT_EQ(cold["warmup"]["tokens"], 0);
+  EXPECT_EQ(cold["warmup"]["prompt_rounds"], 0);
+  EXPECT_EQ(warm["warmup"]["tokens"], 3);
+  EXPECT_GE(warm["warmup"]["prompt_rounds"].get<uint32_t>(), 1u);
+  EXPECT_LE(warm["warmup"]["prompt_rounds"].get<uint32_t>(), llm::Session::kWarmUpMaxRounds);
+  EXPECT_EQ(cold["generated_ids"].size(), 6u);
+  EXPECT_EQ(warm["generated_ids"], cold["generated_ids"]);
+  EXPECT_EQ(warm["prompt_tokens"], cold["prompt_tokens"]);
   fs::remove(out);
 }
 

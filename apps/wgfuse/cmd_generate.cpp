@@ -146,7 +146,7 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
   }
   s->load(ctx.emplace(copts));
   if (!o.plan_path.empty()) s->write_plan(o.plan_path, uint32_t(prompt.size()));
-  if (o.warmup) s->warm_up(prompt, std::min<uint32_t>(o.warmup, uint32_t(n)));
+  const uint32_t warmup_rounds = o.warmup ? s->warm_up(prompt, std::min<uint32_t>(o.warmup, uint32_t(n))) : 0;
   std::vector<float> logits;
   const llm::Reply r = s->generate(prompt, uint32_t(n), to_stdout(o.logits_path.empty() ? nullptr : &logits));
   std::fputs(llm::timing_line(s->decoder().stats(), s->load_ms()).c_str(), stderr);
@@ -169,6 +169,7 @@ void generate(const LlmOptions& lo, const GenerateOptions& o, const GlobalOption
   if (!o.json_path.empty()) {
     j["adapter"] = adapter_json(*ctx);
     j["robustness"] = !o.no_robustness;
+    j["warmup"] = {{"tokens", o.warmup}, {"prompt_rounds", warmup_rounds}};
     if (!prof.is_null()) j["profile"] = prof;
     if (!prefill_prof.is_null()) j["prefill_profile"] = prefill_prof;
     std::ofstream f(o.json_path);
@@ -196,7 +197,9 @@ void add_generate(CLI::App& app, GlobalOptions& g) {
   c->add_option("--system", o->system, "system prompt for --chat (default: the template's own)");
   c->add_option("--json", o->json_path, "write prompt/generated ids, timings and counts as JSON");
   c->add_option("--warmup", o->warmup,
-                "first generate this many tokens from the same prompt, unshown and untimed (benchmarks)")
+                "first generate this many tokens from the same prompt, unshown and untimed, then feed the "
+                "prompt again until those rounds took 250 ms, so that the timed run starts at the GPU's "
+                "working clock (benchmarks)")
       ->capture_default_str();
   c->add_flag("--profile{5}", o->profile_reps,
               "after generating, time one decode step per kernel with GPU timestamps (--profile=N: N "

@@ -143,9 +143,13 @@ class Session {
                                const std::function<bool(uint32_t)>& on_token,
                                const std::function<void(std::span<const float>)>& on_logits = {});
   Reply generate(std::string_view text, uint32_t n, const Stream& stream = {});
-  // Generates up to n tokens after `prompt`, greedy and unshown, then resets the decoder: the
-  // timed run then finds the pipelines compiled and the GPU at its working clocks.
-  void warm_up(std::span<const uint32_t> prompt, uint32_t n);
+  // Generates up to n tokens after `prompt`, greedy and unshown, then repeats the prompt phase
+  // until those rounds have taken kWarmUpBusyMs (at most kWarmUpMaxRounds), and resets the
+  // decoder: the timed run then finds the pipelines compiled and the GPU at its working clocks.
+  // Returns the prompt rounds after the first.
+  uint32_t warm_up(std::span<const uint32_t> prompt, uint32_t n);
+  static constexpr double kWarmUpBusyMs = 250;
+  static constexpr uint32_t kWarmUpMaxRounds = 32;
 
   // Chat: the history is rendered through the chat template every turn and fed whole; the
   // decoder keeps the KV cache of the common prefix. When a turn does not fit in --ctx, the
