@@ -233,8 +233,8 @@ fn residual_prompt(ids: Ids) {
   }
 }
 
-// Split K: slice z's sums of every tile, [KSLICES][PART_TOKENS][OUT_STRIDE] (tokens of whole
-// tiles; rows past ROWS are not written).
+// Split K: slice z's sums of every tile, [KSLICES][PART_TOKENS][OUT_STRIDE] (PART_TOKENS at least
+// the chunk's tokens in whole tiles; rows past ROWS are not written).
 override PART_TOKENS: u32 = 1u;
 @group(0) @binding(2) var<storage, read_write> parts: array<f32>;
 
@@ -255,10 +255,9 @@ fn residual_parts_prompt(ids: Ids) {
   }
 }
 
-// resid += the slices' sums, added in slice order: a thread per output of tokens 0 .. TOKENS - 1
-// (grid ceil(ROWS / SUM_WG) x TOKENS).
+// resid += the slices' sums, added in slice order: a thread per output of the chunk's tokens (grid
+// ceil(ROWS / SUM_WG) x the chunk's tokens: no constant depends on the prompt's length).
 const SUM_WG: u32 = 128u;
-override TOKENS: u32 = 1u;
 @group(0) @binding(0) var<storage, read> slice_sums: array<f32>;  // residual_parts_prompt's parts
 @group(0) @binding(1) var<storage, read_write> resid_rows: array<f32>;
 
@@ -266,7 +265,7 @@ override TOKENS: u32 = 1u;
 fn residual_sum_prompt(@builtin(global_invocation_id) gid: vec3<u32>) {
   let r = gid.x;
   let t = gid.y;
-  if (r >= ROWS || t >= TOKENS) {
+  if (r >= ROWS) {
     return;
   }
   var sum = slice_sums[t * OUT_STRIDE + r];

@@ -308,6 +308,37 @@ TEST(LlmModelRun, PrefillChunksMatchDecodingEachPosition) {
   }
 }
 
+// Test that prompts of other lengths reuse the prefill's pipelines (a new pipeline is a driver
+// compile in the first prompt of that length, e.g. every chat turn): 33, 40 and 57 tokens in the same
+// tiles and K split (forced: 32 x 64, split 2) compile nothing after the first, and each prefill
+// leaves the logits of decoding the prompt position by position.
+TEST(LlmModelRun, PromptLengthsShareThePrefillPipelines) {
+  const auto cfg = small_llm_config(false);
+  const auto weights = llm::HostWeights::random(cfg, 62);
+  llm::Model chunked(context(), cfg, weights.lookup(),
+                     {.dtype = WeightFormat::F32,
+                      .ctx = 96,
+                      .prefill_chunk = 64,
+                      .prefill_short_max = 0,
+                      .prefill_tile = llm::parse_prompt_tile("32x64x2", "test")});
+  llm::Model stepwise(context(), cfg, weights.lookup(),
+                      {.dtype = WeightFormat::F32, .ctx = 96, .prefill_chunk = 0});
+  size_t compiled = 0;
+  for (uint32_t length : {33u, 40u, 57u}) {
+    std::vector<uint32_t> prompt(length);
+    for (uint32_t i = 0; i < length; ++i) prompt[i] = (i * 29 + length) % cfg.vocab_size;
+    chunked.reset();
+    chunked.prefill(prompt);
+    stepwise.reset();
+    stepwise.prefill(prompt);
+    EXPECT_LE(normalised_error(chunked.read_logits(), stepwise.read_logits()), 1e-5) << length << " tokens";
+    if (length == 33)
+      compiled = context().kernels_compiled();
+    else
+      EXPECT_EQ(context().kernels_compiled(), compiled) << length << " tokens compiled new pipelines";
+  }
+}
+
 // Test that bad weights and options are clear errors naming the problem, and that loading
 // reports its progress up to the total.
 TEST(LlmModelRun, BadInputIsAClearError) {

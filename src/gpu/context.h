@@ -136,6 +136,8 @@ class Context {
   // Compiled once per key (name, entry point, overrides) and cached. A WGSL error throws with the
   // kernel's name, line, column and message.
   Kernel& kernel(const KernelDesc& desc);
+  // Kernels compiled so far (each a pipeline: a new key costs the driver a compile).
+  size_t kernels_compiled() const;
   // A bind group for group 0 of `kernel`, binding i = buffers[i], cached (LRU). Each binding is
   // checked here, naming the kernel, the binding, the sizes and the limit: its range lies in the
   // buffer; its size is at most maxStorageBufferBindingSize (maxUniformBufferBindingSize for a

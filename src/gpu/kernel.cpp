@@ -62,6 +62,10 @@ KernelDesc embedded_kernel(std::string_view family, std::string entry,
   return {std::string(family), std::string(kernel_source(family)), std::move(entry), std::move(overrides)};
 }
 
+size_t Context::kernels_compiled() const {
+  return s_->kernels.size();
+}
+
 Kernel& Context::kernel(const KernelDesc& desc) {
   KernelKey key{desc.name, desc.entry, desc.overrides, std::hash<std::string>{}(desc.source),
                 desc.enable_f16};

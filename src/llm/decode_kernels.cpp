@@ -574,10 +574,12 @@ std::vector<gpu::Dispatch> DecodeKernels::residual_prompt(const gpu::TensorView&
   if (tile.k_split == 1)
     return {matmul("residual_prompt", w, tile, rows, cols, T, false, 0.0, {{"OUT_STRIDE", pad8(rows)}},
                    {x, resid})};
-  const uint32_t whole_tiles = ceil_div(T, tile.tokens) * tile.tokens;  // a slice's rows of sums
-  std::map<std::string, double> o{{"OUT_STRIDE", pad8(rows)}, {"PART_TOKENS", whole_tiles}};
+  // A slice's rows of sums: the buffer's share, at least the chunk's whole tiles (the split is
+  // chosen so), whatever T, so that a prompt of another length reuses these pipelines.
+  const uint32_t slice_rows = part_tokens / tile.k_split;
+  std::map<std::string, double> o{{"OUT_STRIDE", pad8(rows)}, {"PART_TOKENS", slice_rows}};
   gpu::Dispatch products = matmul("residual_parts_prompt", w, tile, rows, cols, T, false, 0.0, o, {x, parts});
-  o.insert({{"ROWS", rows}, {"KSLICES", tile.k_split}, {"TOKENS", T}});
+  o.insert({{"ROWS", rows}, {"KSLICES", tile.k_split}});
   auto& sum = ctx_->kernel(gpu::embedded_kernel("llm_matmul", "residual_sum_prompt", std::move(o)));
   constexpr uint32_t kSumWorkgroup = 128;  // llm_matmul.wgsl SUM_WG
   return {std::move(products), gpu::Dispatch{&sum, {parts, resid}, {ceil_div(rows, kSumWorkgroup), T}}};
