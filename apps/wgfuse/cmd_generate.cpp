@@ -198,8 +198,9 @@ void add_generate(CLI::App& app, GlobalOptions& g) {
   c->add_option("--json", o->json_path, "write prompt/generated ids, timings and counts as JSON");
   c->add_option("--warmup", o->warmup,
                 "first generate this many tokens from the same prompt, unshown and untimed, then feed the "
-                "prompt again until those rounds took 250 ms, so that the timed run starts at the GPU's "
-                "working clock (benchmarks)")
+                "prompt again until those rounds took " +
+                    std::to_string(int(llm::Session::kWarmUpBusyMs)) +
+                    " ms, so that the timed run starts at the GPU's working clock (benchmarks)")
       ->capture_default_str();
   c->add_flag("--profile{5}", o->profile_reps,
               "after generating, time one decode step per kernel with GPU timestamps (--profile=N: N "

@@ -146,7 +146,7 @@ class Session {
   // Generates up to n tokens after `prompt`, greedy and unshown, then repeats the prompt phase
   // until those rounds have taken kWarmUpBusyMs (at most kWarmUpMaxRounds), and resets the
   // decoder: the timed run then finds the pipelines compiled and the GPU at its working clocks.
-  // Returns the prompt rounds after the first.
+  // Returns how many prompt rounds followed the n tokens.
   uint32_t warm_up(std::span<const uint32_t> prompt, uint32_t n);
   static constexpr double kWarmUpBusyMs = 250;
   static constexpr uint32_t kWarmUpMaxRounds = 32;
