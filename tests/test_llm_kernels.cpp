@@ -871,12 +871,17 @@ TEST(LlmKernels, PromptTileChoiceAndLimits) {
   auto is = [](llm::PromptTile t, uint32_t tokens, uint32_t rows, uint32_t split, uint32_t groups) {
     return t.tokens == tokens && t.rows == rows && t.k_split == split && t.token_groups == groups;
   };
-  // Normed products (Qwen2.5-0.5B): gate/up 76 x 4 workgroups of 128 x 128 at 512 tokens; at 384 only
-  // 76 x 3, so 64 x 128 with 2 token groups. Q/K/V: 9 x 32 of 128 x 128 at 4,000 tokens; 64 x 64 at
-  // 1,024 (9 x 16 at 64 x 128: too few), 32 x 64 at 512.
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 512, false), 128, 128, 1, 2));
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 384, false), 64, 128, 1, 2));
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(1152, 896, 4000, false), 128, 128, 1, 2));
+  // Normed products (Qwen2.5-0.5B): gate/up 76 x 8 workgroups of 128 x 128 at 1,024 tokens, too few
+  // for q8_0 (64 x 128 then; 128 x 128 from 2,048: 76 x 32 at 4,000); 76 x 4 at 512 and 76 x 3 at
+  // 384, too few, so 64 x 128. Q/K/V: 9 x 32 of 128 x 128 at 4,000 tokens, too few, so 64 x 128;
+  // 64 x 64 at 1,024 (9 x 16 at 64 x 128: too few), 32 x 64 at 512.
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 1024, false), 128, 128, 1, 2));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 1024, false, WeightFormat::Q8_0), 64, 128, 1, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 1024, false, WeightFormat::Q4_K), 128, 128, 1, 2));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 4000, false, WeightFormat::Q8_0), 128, 128, 1, 2));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 512, false), 64, 128, 1, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 384, false), 64, 128, 1, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(1152, 896, 4000, false), 64, 128, 1, 1));
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(1152, 896, 1024, false), 64, 64, 1, 1));
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(1152, 896, 512, false), 32, 64, 1, 1));
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 64, 5, false), 32, 64, 1, 1));

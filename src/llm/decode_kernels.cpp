@@ -456,16 +456,23 @@ PromptAttention parse_prompt_attention(std::string_view s, std::string_view what
   throw Error(std::string(what) + " '" + std::string(s) + "': expected auto, blocks or tiled");
 }
 
-PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t cols, uint32_t T, bool residual) {
-  // Measured on the H100 (docs/RESULTS.md, session 14's tile sweeps, 0.5B and 1.5B at 512 to 4,000
-  // tokens): the residual products run fastest in 64 x 64 tiles split along K as far as their sums
-  // fit their buffer (0.5B at 512 tokens: down 429 -> 186 us); the normed ones in the largest tile
-  // that still gives every SM a few workgroups, 8 x 8 outputs a thread first (the most FMAs per
-  // workgroup load), then 4 x 8 in ever smaller tiles.
+PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t cols, uint32_t T, bool residual,
+                                      gpu::WeightFormat format) {
+  // Measured on the H100 (docs/RESULTS.md, sessions 14 and 17: tile sweeps of 0.5B and 1.5B at 512
+  // to 4,000 tokens): the residual products run fastest in 64 x 64 tiles split along K as far as
+  // their sums fit their buffer (0.5B at 512 tokens: down 429 -> 186 us); the normed ones in
+  // 128 x 128 tiles (8 x 8 outputs a thread: the most FMAs per workgroup load) where those alone
+  // give every SM a few workgroups, else in ever smaller tiles of 4 x 8 (0.5B gate/up at 512
+  // tokens 411 -> 382 us in 64 x 128). q8_0 weights need more of the large tiles to gain from
+  // them: 64 x 128 was 13-27% faster at 304 and 560 workgroups (0.5B and 1.5B gate/up at 512
+  // tokens), 128 x 128 5% faster at 2,432 (0.5B at 4,000).
   if (residual) return {64, 64, std::clamp(ceil_div(cols, 16) / kPromptMinSliceSteps, 1u, kPromptMaxKSplit)};
-  for (PromptTile t :
-       {PromptTile{128, 128, 1, 2}, PromptTile{64, 128, 1, 2}, PromptTile{64, 128, 1}, PromptTile{64, 64, 1}})
-    if (uint64_t(ceil_div(rows, t.rows)) * ceil_div(T, t.tokens) >= kPromptMinWorkgroups) return t;
+  auto groups = [&](PromptTile t) { return uint64_t(ceil_div(rows, t.rows)) * ceil_div(T, t.tokens); };
+  const uint32_t large =
+      format == gpu::WeightFormat::Q8_0 ? kPromptLargeTileWorkgroupsQ8_0 : kPromptLargeTileWorkgroups;
+  if (const PromptTile t{128, 128, 1, 2}; groups(t) >= large) return t;
+  for (PromptTile t : {PromptTile{64, 128, 1}, PromptTile{64, 64, 1}})
+    if (groups(t) >= kPromptMinWorkgroups) return t;
   return {32, 64, 1};
 }
 
@@ -510,9 +517,9 @@ void DecodeKernels::force_prompt_tile(PromptTile tile) {
   forced_tile_.k_split = std::max(tile.k_split, 1u);
 }
 
-PromptTile DecodeKernels::prompt_tile_of(uint32_t rows, uint32_t cols, uint32_t T, bool residual,
-                                         uint32_t part_tokens) const {
-  PromptTile t = forced_tile_.tokens ? forced_tile_ : prompt_tile(rows, cols, T, residual);
+PromptTile DecodeKernels::prompt_tile_of(const gpu::TensorView& w, uint32_t rows, uint32_t cols, uint32_t T,
+                                         bool residual, uint32_t part_tokens) const {
+  PromptTile t = forced_tile_.tokens ? forced_tile_ : prompt_tile(rows, cols, T, residual, w.format);
   const uint32_t fit = part_tokens / (ceil_div(T, t.tokens) * t.tokens);
   t.k_split = residual ? std::clamp(std::min(t.k_split, fit), 1u, kPromptMaxKSplit) : 1;
   return t;
@@ -554,7 +561,7 @@ gpu::Dispatch DecodeKernels::qkv_rope_prompt(const gpu::TensorView& w, const gpu
                                              uint32_t ctx_len, uint32_t T) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
   const uint32_t rows = q_rows + 2 * kv_rows;
-  return matmul("qkv_rope_prompt", w, prompt_tile_of(rows, c.hidden_size, T, false), rows, c.hidden_size, T,
+  return matmul("qkv_rope_prompt", w, prompt_tile_of(w, rows, c.hidden_size, T, false), rows, c.hidden_size, T,
                 true, c.rms_norm_eps, qkv_overrides(c, ctx_len),
                 {x, norm, bias, rope, state, q_out, k_cache, v_cache});
 }
@@ -562,7 +569,7 @@ gpu::Dispatch DecodeKernels::qkv_rope_prompt(const gpu::TensorView& w, const gpu
 gpu::Dispatch DecodeKernels::gate_up_silu_prompt(const gpu::TensorView& w, const gpu::Binding& x,
                                                  const gpu::Binding& norm, const gpu::Binding& act,
                                                  uint32_t inter, uint32_t hidden, double eps, uint32_t T) {
-  return matmul("gate_up_silu_prompt", w, prompt_tile_of(2 * inter, hidden, T, false), 2 * inter, hidden, T,
+  return matmul("gate_up_silu_prompt", w, prompt_tile_of(w, 2 * inter, hidden, T, false), 2 * inter, hidden, T,
                 true, eps, {{"OUT_STRIDE", pad8(inter)}}, {x, norm, act});
 }
 
@@ -570,7 +577,7 @@ std::vector<gpu::Dispatch> DecodeKernels::residual_prompt(const gpu::TensorView&
                                                           const gpu::Binding& resid,
                                                           const gpu::Binding& parts, uint32_t part_tokens,
                                                           uint32_t rows, uint32_t cols, uint32_t T) {
-  const PromptTile tile = prompt_tile_of(rows, cols, T, true, part_tokens);
+  const PromptTile tile = prompt_tile_of(w, rows, cols, T, true, part_tokens);
   if (tile.k_split == 1)
     return {matmul("residual_prompt", w, tile, rows, cols, T, false, 0.0, {{"OUT_STRIDE", pad8(rows)}},
                    {x, resid})};

@@ -204,14 +204,19 @@ class DecodeKernels {
 
   static constexpr uint32_t kArgmaxChunk = 2048;
   static constexpr uint32_t kPromptTokenTile = 128;  // the most tokens of a PromptTile
-  // The tile of a prompt product of `rows` outputs per token over T tokens, `cols` long rows (the
-  // rule measured on the H100, in decode_kernels.cpp): a residual product 64 x 64 split along K
-  // into kPromptMaxKSplit slices, or fewer so that each has at least kPromptMinSliceSteps steps of
-  // 16 columns (residual_prompt: fewer still where its buffer of sums is full); a normed one the
-  // first of 128 x 128 and 64 x 128 with 2 token groups, 64 x 128 and 64 x 64 that still makes
-  // kPromptMinWorkgroups workgroups (work for every core of a large GPU), else 32 x 64.
-  static PromptTile prompt_tile(uint32_t rows, uint32_t cols, uint32_t T, bool residual);
+  // The tile of a prompt product of `rows` outputs per token over T tokens, `cols` long rows, of
+  // weights stored as `format` (the rule measured on the H100, in decode_kernels.cpp): a residual
+  // product 64 x 64 split along K into kPromptMaxKSplit slices, or fewer so that each has at least
+  // kPromptMinSliceSteps steps of 16 columns (residual_prompt: fewer still where its buffer of sums
+  // is full); a normed one 128 x 128 with 2 token groups where that makes
+  // kPromptLargeTileWorkgroups workgroups (q8_0: kPromptLargeTileWorkgroupsQ8_0), else the first
+  // of 64 x 128 and 64 x 64
+  // that still makes kPromptMinWorkgroups (work for every core of a large GPU), else 32 x 64.
+  static PromptTile prompt_tile(uint32_t rows, uint32_t cols, uint32_t T, bool residual,
+                                gpu::WeightFormat format = gpu::WeightFormat::F16);
   static constexpr uint32_t kPromptMinWorkgroups = 256;
+  static constexpr uint32_t kPromptLargeTileWorkgroups = 512;
+  static constexpr uint32_t kPromptLargeTileWorkgroupsQ8_0 = 2048;
   static constexpr uint32_t kPromptMaxKSplit = 8;
   static constexpr uint32_t kPromptMinSliceSteps = 8;
   // PromptAttention::Auto takes the tiled kernel from this chunk length on. The H100 measured
@@ -248,7 +253,7 @@ class DecodeKernels {
   void check_tuning(const std::string& entry, const MatvecTuning& t, bool pairs) const;
   // The tile of a prompt product: the forced one or the rule's; the split for residual products
   // only, at most as many slices as part_tokens rows hold sums of (normed ones: unused).
-  PromptTile prompt_tile_of(uint32_t rows, uint32_t cols, uint32_t T, bool residual,
+  PromptTile prompt_tile_of(const gpu::TensorView& w, uint32_t rows, uint32_t cols, uint32_t T, bool residual,
                             uint32_t part_tokens = 0) const;
   gpu::Dispatch matmul(const std::string& entry, const gpu::TensorView& w, PromptTile tile, uint32_t rows,
                        uint32_t cols, uint32_t T, bool norm, double eps, std::map<std::string, double> extra,
