@@ -872,13 +872,14 @@ TEST(LlmKernels, PromptTileChoiceAndLimits) {
     return t.tokens == tokens && t.rows == rows && t.k_split == split && t.token_groups == groups;
   };
   // Normed products (Qwen2.5-0.5B): gate/up 76 x 8 workgroups of 128 x 128 at 1,024 tokens, too few
-  // for q8_0 (64 x 128 then; 128 x 128 from 2,048: 76 x 32 at 4,000); 76 x 4 at 512 and 76 x 3 at
+  // for q8_0 (64 x 128 then; 128 x 128 from 1,200: 76 x 16 at 2,048); 76 x 4 at 512 and 76 x 3 at
   // 384, too few, so 64 x 128. Q/K/V: 9 x 32 of 128 x 128 at 4,000 tokens, too few, so 64 x 128;
   // 64 x 64 at 1,024 (9 x 16 at 64 x 128: too few), 32 x 64 at 512.
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 1024, false), 128, 128, 1, 2));
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 1024, false, WeightFormat::Q8_0), 64, 128, 1, 1));
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 1024, false, WeightFormat::Q4_K), 128, 128, 1, 2));
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 4000, false, WeightFormat::Q8_0), 128, 128, 1, 2));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 2048, false, WeightFormat::Q8_0), 128, 128, 1, 2));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(17920, 1536, 1024, false, WeightFormat::Q8_0), 64, 128, 1, 1));
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 512, false), 64, 128, 1, 1));
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 384, false), 64, 128, 1, 1));
   EXPECT_TRUE(is(DecodeKernels::prompt_tile(1152, 896, 4000, false), 64, 128, 1, 1));

@@ -216,7 +216,7 @@ class DecodeKernels {
                                 gpu::WeightFormat format = gpu::WeightFormat::F16);
   static constexpr uint32_t kPromptMinWorkgroups = 256;
   static constexpr uint32_t kPromptLargeTileWorkgroups = 512;
-  static constexpr uint32_t kPromptLargeTileWorkgroupsQ8_0 = 2048;
+  static constexpr uint32_t kPromptLargeTileWorkgroupsQ8_0 = 1200;
   static constexpr uint32_t kPromptMaxKSplit = 8;
   static constexpr uint32_t kPromptMinSliceSteps = 8;
   // PromptAttention::Auto takes the tiled kernel from this chunk length on. The H100 measured
