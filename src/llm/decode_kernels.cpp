@@ -561,16 +561,16 @@ gpu::Dispatch DecodeKernels::qkv_rope_prompt(const gpu::TensorView& w, const gpu
                                              uint32_t ctx_len, uint32_t T) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
   const uint32_t rows = q_rows + 2 * kv_rows;
-  return matmul("qkv_rope_prompt", w, prompt_tile_of(w, rows, c.hidden_size, T, false), rows, c.hidden_size, T,
-                true, c.rms_norm_eps, qkv_overrides(c, ctx_len),
+  return matmul("qkv_rope_prompt", w, prompt_tile_of(w, rows, c.hidden_size, T, false), rows, c.hidden_size,
+                T, true, c.rms_norm_eps, qkv_overrides(c, ctx_len),
                 {x, norm, bias, rope, state, q_out, k_cache, v_cache});
 }
 
 gpu::Dispatch DecodeKernels::gate_up_silu_prompt(const gpu::TensorView& w, const gpu::Binding& x,
                                                  const gpu::Binding& norm, const gpu::Binding& act,
                                                  uint32_t inter, uint32_t hidden, double eps, uint32_t T) {
-  return matmul("gate_up_silu_prompt", w, prompt_tile_of(w, 2 * inter, hidden, T, false), 2 * inter, hidden, T,
-                true, eps, {{"OUT_STRIDE", pad8(inter)}}, {x, norm, act});
+  return matmul("gate_up_silu_prompt", w, prompt_tile_of(w, 2 * inter, hidden, T, false), 2 * inter, hidden,
+                T, true, eps, {{"OUT_STRIDE", pad8(inter)}}, {x, norm, act});
 }
 
 std::vector<gpu::Dispatch> DecodeKernels::residual_prompt(const gpu::TensorView& w, const gpu::Binding& x,
