@@ -460,12 +460,12 @@ PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t cols, uint32_t T, 
                                       gpu::WeightFormat format) {
   // Measured on the H100 (docs/RESULTS.md, sessions 14 and 17: tile sweeps of 0.5B and 1.5B at 512
   // to 4,000 tokens): the residual products run fastest in 64 x 64 tiles split along K as far as
-  // their sums fit their buffer (0.5B at 512 tokens: down 429 -> 186 us); the normed ones in
-  // 128 x 128 tiles (8 x 8 outputs a thread: the most FMAs per workgroup load) where those alone
-  // give every SM a few workgroups, else in ever smaller tiles of 4 x 8 (0.5B gate/up at 512
-  // tokens 411 -> 382 us in 64 x 128). q8_0 weights need more of the large tiles to gain from
-  // them: in gate/up 64 x 128 was faster up to 1,120 workgroups (0.5B at 512 and 1,024 tokens,
-  // 1.5B at 512 and 1,024), 128 x 128 from 1,216 (0.5B at 2,048 to 4,000 tokens, 1.5B at 2,048).
+  // their sums fit their buffer; the normed ones in 128 x 128 tiles (8 x 8 outputs a thread: the
+  // most FMAs per workgroup load) where those alone give every SM a few workgroups, else in ever
+  // smaller tiles of 4 x 8 (0.5B gate/up at 512 tokens: 64 x 128). q8_0 weights need more of the
+  // large tiles to gain from them: in gate/up 64 x 128 was faster up to 1,120 workgroups (0.5B at
+  // 512 and 1,024 tokens, 1.5B at 512 and 1,024), 128 x 128 from 1,216 (0.5B at 2,048 to 4,000
+  // tokens, 1.5B at 2,048).
   if (residual) return {64, 64, std::clamp(ceil_div(cols, 16) / kPromptMinSliceSteps, 1u, kPromptMaxKSplit)};
   auto groups = [&](PromptTile t) { return uint64_t(ceil_div(rows, t.rows)) * ceil_div(T, t.tokens); };
   const uint32_t large =

@@ -210,8 +210,8 @@ class DecodeKernels {
   // kPromptMinSliceSteps steps of 16 columns (residual_prompt: fewer still where its buffer of sums
   // is full); a normed one 128 x 128 with 2 token groups where that makes
   // kPromptLargeTileWorkgroups workgroups (q8_0: kPromptLargeTileWorkgroupsQ8_0), else the first
-  // of 64 x 128 and 64 x 64
-  // that still makes kPromptMinWorkgroups (work for every core of a large GPU), else 32 x 64.
+  // of 64 x 128 and 64 x 64 that still makes kPromptMinWorkgroups (work for every core of a large
+  // GPU), else 32 x 64.
   static PromptTile prompt_tile(uint32_t rows, uint32_t cols, uint32_t T, bool residual,
                                 gpu::WeightFormat format = gpu::WeightFormat::F16);
   static constexpr uint32_t kPromptMinWorkgroups = 256;
