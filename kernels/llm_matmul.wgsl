@@ -114,19 +114,46 @@ fn stage_step(lid: u32, s: StepLoads) {
   }
 }
 
-// acc[2i + g][j] += the step's products for token out_token(i), row 4 tx + j + g TILE_R / 2.
+// acc[2i + g][j] += column k's products for token out_token(i), row 4 tx + j + g TILE_R / 2.
+fn multiply_k(tx: u32, ty: u32, k: u32, acc: ptr<function, array<vec4<f32>, 16>>) {
+  let w0 = w_tile[k * (TILE_R / 4u) + tx];
+  let w1 = w_tile[k * (TILE_R / 4u) + tx + THREADS_R];
+  for (var n = 0u; n < TOKEN_GROUPS; n++) {
+    let a = a_tile[k * (TILE_T / 4u) + ty + n * THREADS_T];
+    for (var i = 0u; i < 4u; i++) {
+      (*acc)[8u * n + 2u * i] += a[i] * w0;
+      (*acc)[8u * n + 2u * i + 1u] += a[i] * w1;
+    }
+  }
+}
+
+// The step's KSTEP columns, in a loop that the driver unrolls as it sees fit, or (UNROLL_K)
+// written out: faster for the residual products' 64 x 64 tiles; in the normed products' tiles
+// it costs registers (128 x 128 beyond 128 a thread, one workgroup an SM instead of two).
+override UNROLL_K: bool = false;
 fn multiply_step(lid: u32, acc: ptr<function, array<vec4<f32>, 16>>) {
   let tx = lid % THREADS_R;
   let ty = lid / THREADS_R;
-  for (var k = 0u; k < KSTEP; k++) {
-    let w0 = w_tile[k * (TILE_R / 4u) + tx];
-    let w1 = w_tile[k * (TILE_R / 4u) + tx + THREADS_R];
-    for (var n = 0u; n < TOKEN_GROUPS; n++) {
-      let a = a_tile[k * (TILE_T / 4u) + ty + n * THREADS_T];
-      for (var i = 0u; i < 4u; i++) {
-        (*acc)[8u * n + 2u * i] += a[i] * w0;
-        (*acc)[8u * n + 2u * i + 1u] += a[i] * w1;
-      }
+  if (UNROLL_K) {
+    multiply_k(tx, ty, 0u, acc);
+    multiply_k(tx, ty, 1u, acc);
+    multiply_k(tx, ty, 2u, acc);
+    multiply_k(tx, ty, 3u, acc);
+    multiply_k(tx, ty, 4u, acc);
+    multiply_k(tx, ty, 5u, acc);
+    multiply_k(tx, ty, 6u, acc);
+    multiply_k(tx, ty, 7u, acc);
+    multiply_k(tx, ty, 8u, acc);
+    multiply_k(tx, ty, 9u, acc);
+    multiply_k(tx, ty, 10u, acc);
+    multiply_k(tx, ty, 11u, acc);
+    multiply_k(tx, ty, 12u, acc);
+    multiply_k(tx, ty, 13u, acc);
+    multiply_k(tx, ty, 14u, acc);
+    multiply_k(tx, ty, 15u, acc);
+  } else {
+    for (var k = 0u; k < KSTEP; k++) {
+      multiply_k(tx, ty, k, acc);
     }
   }
 }

@@ -432,6 +432,7 @@ void Context::request_device(const ContextOptions& options) {
 Context::Context(const ContextOptions& options) : s_(std::make_unique<State>()) {
   auto t0 = SteadyClock::now();
   s_->timeout = options.timeout;
+  for (auto& t : options.enabled_toggles) s_->dump_shaders |= t == "dump_shaders";
   s_->bind_groups = BindGroupCache(options.bind_group_cache_capacity);
   const std::string fallback_note = AdapterChooser(*s_, options).choose();
   s_->info = read_adapter_info(s_->adapter.get());

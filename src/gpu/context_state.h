@@ -66,6 +66,9 @@ struct Context::State {
   Limits limits;
   double creation_ms = 0;
   std::chrono::milliseconds timeout{};
+  // Dawn's dump_shaders toggle is on: each kernel's label goes to stderr before Dawn logs its shader,
+  // so that a dump says which kernel and constants each module is.
+  bool dump_shaders = false;
   uint64_t next_buffer_id = 1;
   bool writes_pending = false;  // queue writes not yet followed by a submit
   Buffer staging;               // MapRead buffer reused by read_bytes, grown on demand

@@ -1,3 +1,4 @@
+#include <cstdio>
 #include <functional>
 #include <sstream>
 
@@ -79,6 +80,7 @@ Kernel& Context::kernel(const KernelDesc& desc) {
   const std::string source = desc.enable_f16 ? "enable f16;\n" + desc.source : desc.source;
 
   const std::string label = key.label();
+  if (s_->dump_shaders) std::fprintf(stderr, "wgfuse: compiling kernel '%s'\n", label.c_str());
   WGPUDevice device = raw_device();
   Handle<WGPUShaderModule> module;
   Handle<WGPUComputePipeline> pipeline;

@@ -547,7 +547,10 @@ gpu::Dispatch DecodeKernels::matmul(const std::string& entry, const gpu::TensorV
             {"WG", threads},
             {"KSLICES", tile.k_split},
             {"THREADS_R", tile.rows / 8},
-            {"TOKEN_GROUPS", tile.token_groups}});
+            {"TOKEN_GROUPS", tile.token_groups},
+            // Measured on the H100 (docs/RESULTS.md, session 18): the residual products' 64 x 64 tiles
+            // faster with their columns written out, every other tile slower.
+            {"UNROLL_K", !norm && tile.tokens == 64 && tile.rows == 64}});
   auto& k = ctx_->kernel(gpu::embedded_kernel("llm_matmul", entry, std::move(o)));
   return gpu::Dispatch{
       &k, with_weights(w, b), {ceil_div(rows, tile.rows), ceil_div(T, tile.tokens), tile.k_split}};
