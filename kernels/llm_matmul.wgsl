@@ -128,9 +128,11 @@ fn multiply_k(tx: u32, ty: u32, k: u32, acc: ptr<function, array<vec4<f32>, 16>>
 }
 
 // The step's KSTEP columns, in a loop that the driver unrolls as it sees fit, or (UNROLL_K)
-// written out: faster for the residual products' 64 x 64 tiles; in the normed products' tiles
-// it costs registers (128 x 128 beyond 128 a thread, one workgroup an SM instead of two).
+// written out: faster for the residual products' 64 x 64 tiles, slower in the others, where the
+// written-out columns take more registers and so fewer workgroups fit an SM (docs/RESULTS.md,
+// session 18).
 override UNROLL_K: bool = false;
+const_assert KSTEP == 16u;  // UNROLL_K writes out 16 columns
 fn multiply_step(lid: u32, acc: ptr<function, array<vec4<f32>, 16>>) {
   let tx = lid % THREADS_R;
   let ty = lid / THREADS_R;
