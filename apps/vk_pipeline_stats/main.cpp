@@ -1,5 +1,5 @@
 // What the Vulkan driver made of a compute shader: registers, local memory (spills), shared memory,
-// instruction counts, as the driver reports them through VK_KHR_pipeline_executable_properties.
+// binary size, as the driver reports them through VK_KHR_pipeline_executable_properties.
 // WebGPU shows none of this, and Dawn compiles through Vulkan, so this tool builds a pipeline from
 // the SPIR-V that Dawn generated (`wgfuse generate --dump-shaders --verbose`, split and assembled
 // by bench/baselines/vk_pipeline_stats.py) and prints the driver's statistics for it. A
@@ -65,7 +65,10 @@ Module parse(const std::string& path) {
     const uint32_t n = m.words[i] >> 16, op = m.words[i] & 0xffffu;
     if (n == 0 || i + n > m.words.size()) fail(path + ": malformed instruction at word " + std::to_string(i));
     const uint32_t* w = &m.words[i];
-    if (op == kOpEntryPoint && m.entry.empty()) m.entry = reinterpret_cast<const char*>(&w[3]);
+    if (op == kOpEntryPoint && m.entry.empty() && n > 3) {  // the name: a NUL-ended string in words 3..
+      const char* name = reinterpret_cast<const char*>(&w[3]);
+      m.entry.assign(name, strnlen(name, 4 * (n - 3)));
+    }
     if (op == kOpDecorate && n >= 3) {
       if (w[2] == kDecSet && n >= 4) set_of[w[1]] = w[3];
       if (w[2] == kDecBinding && n >= 4) binding_of[w[1]] = w[3];
