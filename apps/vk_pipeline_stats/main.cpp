@@ -28,6 +28,8 @@
 
 namespace {
 
+constexpr const char* kUsage = "usage: vk_pipeline_stats [--device N] [--no-robust] [--ir] FILE.spv...";
+
 [[noreturn]] void fail(const std::string& what) {
   std::fprintf(stderr, "vk_pipeline_stats: %s\n", what.c_str());
   std::exit(1);
@@ -149,13 +151,12 @@ int main(int argc, char** argv) {
     } else if (a == "--ir") {
       ir = true;
     } else if (a.rfind("--", 0) == 0) {
-      fail("unknown option " + a +
-           " (usage: vk_pipeline_stats [--device N] [--no-robust] [--ir] FILE.spv...)");
+      fail("unknown option " + a + " (" + kUsage + ")");
     } else {
       files.push_back(a);
     }
   }
-  if (files.empty()) fail("usage: vk_pipeline_stats [--device N] [--no-robust] [--ir] FILE.spv...");
+  if (files.empty()) fail(kUsage);
   std::vector<Module> modules;
   for (const std::string& path : files) modules.push_back(parse(path));  // bad input fails before the device
 
@@ -299,17 +300,19 @@ int main(int argc, char** argv) {
                     stat_value(stats[s]).c_str());
       std::printf("}");
       if (ir) {
-        uint32_t n_ir = 0;
-        check(get_irs(device, &ei, &n_ir, nullptr), "vkGetPipelineExecutableInternalRepresentationsKHR");
-        std::vector<VkPipelineExecutableInternalRepresentationKHR> irs(
-            n_ir, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR});
-        check(get_irs(device, &ei, &n_ir, irs.data()), "vkGetPipelineExecutableInternalRepresentationsKHR");
+        auto get = [&](uint32_t* n, VkPipelineExecutableInternalRepresentationKHR* p) {
+          return get_irs(device, &ei, n, p);
+        };
+        auto irs = enumerate<VkPipelineExecutableInternalRepresentationKHR>(
+            get, VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR,
+            "vkGetPipelineExecutableInternalRepresentationsKHR");
+        uint32_t n_ir = uint32_t(irs.size());  // a third call fills the data, sized by the second
         std::vector<std::vector<char>> data(n_ir);
         for (uint32_t k = 0; k < n_ir; ++k) {
           data[k].resize(irs[k].dataSize);
           irs[k].pData = data[k].data();
         }
-        check(get_irs(device, &ei, &n_ir, irs.data()), "vkGetPipelineExecutableInternalRepresentationsKHR");
+        check(get(&n_ir, irs.data()), "vkGetPipelineExecutableInternalRepresentationsKHR");
         std::printf(", \"internal\": [");
         for (uint32_t k = 0; k < n_ir; ++k) {
           const std::string out = path + ".ir" + std::to_string(k) + (irs[k].isText ? ".txt" : ".bin");
