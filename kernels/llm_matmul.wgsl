@@ -8,11 +8,12 @@
 // K goes through workgroup memory KSTEP columns at a time, transposed ([k][token], [k][row]) so
 // those loads are vec4s; weights are decoded (llm_weights.wgsl) once, when staged. The next
 // step's global loads are issued before the current step's products (register prefetch).
-// Split K (KSLICES > 1, the residual products only): workgroup z of the grid's third dimension
-// takes steps z SLICE_STEPS .. + SLICE_STEPS - 1 and writes its tile's sums into parts[z]
-// (residual_parts_prompt); residual_sum_prompt then adds the slices in order to the residual
-// (deterministic). The o and down products of a short prompt so keep every SM busy without
-// falling back to a few long-running workgroups of small tiles.
+// Split K (KSLICES > 1; the residual products and Q/K/V): workgroup z of the grid's third
+// dimension takes steps z SLICE_STEPS .. + SLICE_STEPS - 1 and writes its tile's sums into slice z
+// of a buffer (residual_parts_prompt, normed_parts_prompt); a second dispatch then adds the slices
+// in order (deterministic) and finishes (residual_sum_prompt, qkv_sum_prompt). The products of a
+// short prompt so keep every SM busy without falling back to a few long-running workgroups of
+// small tiles.
 // A has rows of COLS8 * 8 floats (COLS padded); the grid is ceil(ROWS / TILE_R) x
 // ceil(T / TILE_T) x KSLICES, and a tile's tokens past T compute on stale rows of A whose results
 // nobody reads: activation buffers hold whole tiles of tokens (DecodeKernels::kPromptTokenTile).
@@ -160,37 +161,54 @@ fn multiply_step(lid: u32, acc: ptr<function, array<vec4<f32>, 16>>) {
   }
 }
 
-// This thread's outputs, acc[2i + g][j]: token out_token(i), row out_row(g) + j, summed over the
-// workgroup's K slice (all of K unless KSLICES > 1). When normed (never split), A's rows are
-// RMS-normalised with the weight staged in xs.
-fn tile_products(ids: Ids, normed: bool) -> array<vec4<f32>, 16> {
+// This thread's sums acc[2i + g][j] (token out_token(i), row out_row(g) + j) over the workgroup's
+// K slice (all of K unless KSLICES > 1), not scaled. When normed, A's columns are multiplied by
+// the norm weight staged in xs, and *ss gathers the thread's sums of squares of A.
+fn tile_sums(ids: Ids, normed: bool, ss: ptr<function, array<f32, 2>>) -> array<vec4<f32>, 16> {
   var acc: array<vec4<f32>, 16>;
-  var ss = array<f32, 2>(0.0, 0.0);
   if (normed) {
     workgroupBarrier();  // xs staged
   }
   // SLICE_STEPS steps for every slice (a trip count the uniformity analysis accepts: wid comes in
   // a struct with non-uniform members); steps past K load zeros.
   let first = select(0u, ids.wid.z * SLICE_STEPS, KSLICES > 1u);  // a constant 0 when unsplit
-  var next = load_step(ids, first * KSTEP, normed, &ss);
+  var next = load_step(ids, first * KSTEP, normed, ss);
   for (var s = 0u; s < SLICE_STEPS; s++) {
     stage_step(ids.lid, next);
     workgroupBarrier();
     if (s + 1u < SLICE_STEPS) {
-      next = load_step(ids, (first + s + 1u) * KSTEP, normed, &ss);
+      next = load_step(ids, (first + s + 1u) * KSTEP, normed, ss);
     }
     multiply_step(ids.lid, &acc);
     workgroupBarrier();
   }
+  return acc;
+}
+
+// Token out_token(i)'s sum of squares over the workgroup's K slice, for i < 4 TOKEN_GROUPS: the
+// threads' sums (tile_sums) gathered through workgroup memory.
+fn token_sums_of_squares(ids: Ids, ss: array<f32, 2>) -> array<f32, 8> {
+  for (var i = 0u; i < A_LOADS; i++) {
+    ss_part[ids.lid + i * WG] = ss[i];
+  }
+  workgroupBarrier();
+  var sums: array<f32, 8>;
+  for (var i = 0u; i < 4u * TOKEN_GROUPS; i++) {
+    let at = 4u * (4u * (ids.lid / THREADS_R + (i / 4u) * THREADS_T) + i % 4u);
+    sums[i] = ss_part[at] + ss_part[at + 1u] + ss_part[at + 2u] + ss_part[at + 3u];
+  }
+  return sums;
+}
+
+// This thread's outputs, acc[2i + g][j]: tile_sums, and when normed (never split) A's rows
+// RMS-normalised.
+fn tile_products(ids: Ids, normed: bool) -> array<vec4<f32>, 16> {
+  var ss = array<f32, 2>(0.0, 0.0);
+  var acc = tile_sums(ids, normed, &ss);
   if (normed) {
-    for (var i = 0u; i < A_LOADS; i++) {
-      ss_part[ids.lid + i * WG] = ss[i];
-    }
-    workgroupBarrier();
+    let sums = token_sums_of_squares(ids, ss);
     for (var i = 0u; i < 4u * TOKEN_GROUPS; i++) {
-      let at = 4u * (4u * (ids.lid / THREADS_R + (i / 4u) * THREADS_T) + i % 4u);
-      let sum = ss_part[at] + ss_part[at + 1u] + ss_part[at + 2u] + ss_part[at + 3u];
-      let scale = inverseSqrt(sum / f32(COLS) + EPS);
+      let scale = inverseSqrt(sums[i] / f32(COLS) + EPS);
       acc[2u * i] *= scale;
       acc[2u * i + 1u] *= scale;
     }
@@ -287,7 +305,7 @@ fn residual_parts_prompt(ids: Ids) {
 // resid += the slices' sums, added in slice order: a thread per output of the chunk's tokens (grid
 // ceil(ROWS / SUM_WG) x the chunk's tokens: no constant depends on the prompt's length).
 const SUM_WG: u32 = 128u;
-@group(0) @binding(0) var<storage, read> slice_sums: array<f32>;  // residual_parts_prompt's parts
+@group(0) @binding(0) var<storage, read> slice_sums: array<f32>;  // the *_parts_prompt slices
 @group(0) @binding(1) var<storage, read_write> resid_rows: array<f32>;
 
 @compute @workgroup_size(SUM_WG)
@@ -302,4 +320,57 @@ fn residual_sum_prompt(@builtin(global_invocation_id) gid: vec3<u32>) {
     sum += slice_sums[(z * PART_TOKENS + t) * OUT_STRIDE + r];
   }
   resid_rows[t * OUT_STRIDE + r] += sum;
+}
+
+// Split K of Q/K/V (KSLICES > 1): slice z's sums of every tile, not yet scaled by 1/rms, into
+// normed_parts[z] ([KSLICES][PART_TOKENS][OUT_STRIDE]), and each token's sum of squares over the
+// slice's columns in word ROWS of its row (OUT_STRIDE > ROWS). qkv_sum_prompt then adds the
+// slices in order and finishes as qkv_rope_prompt does: short prompts' Q/K/V get as many
+// workgroups as the residual products instead of a few long-running ones.
+@group(0) @binding(3) var<storage, read_write> normed_parts: array<f32>;
+
+@compute @workgroup_size(WG)
+fn normed_parts_prompt(ids: Ids) {
+  stage_norm_weight(ids.lid);
+  var ss = array<f32, 2>(0.0, 0.0);
+  let acc = tile_sums(ids, true, &ss);
+  let sums = token_sums_of_squares(ids, ss);
+  let slice = ids.wid.z * PART_TOKENS;
+  for (var i = 0u; i < 4u * TOKEN_GROUPS; i++) {
+    let at = (slice + out_token(ids, i)) * OUT_STRIDE;
+    if (ids.wid.x == 0u && ids.lid % THREADS_R == 0u) {  // one thread of the tokens' first row tile
+      normed_parts[at + ROWS] = sums[i];
+    }
+    for (var g = 0u; g < 2u; g++) {
+      let r = out_row(ids, g);
+      for (var j = 0u; j < 4u; j++) {
+        if (r + j < ROWS) {
+          normed_parts[at + r + j] = acc[2u * i + g][j];
+        }
+      }
+    }
+  }
+}
+
+// Q/K/V of the chunk's tokens from normed_parts_prompt's slices: a thread per pair of rows (a
+// RoPE pair), grid ceil(ROWS / 2 / SUM_WG) x the chunk's tokens.
+@compute @workgroup_size(SUM_WG)
+fn qkv_sum_prompt(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let ra = 2u * gid.x;
+  let t = gid.y;
+  let pos = state[1] + t;
+  if (ra >= ROWS || t >= state[2] || pos >= CTX) {
+    return;
+  }
+  var a = 0.0;
+  var b = 0.0;
+  var ss = 0.0;
+  for (var z = 0u; z < KSLICES; z++) {
+    let at = (z * PART_TOKENS + t) * OUT_STRIDE;
+    a += slice_sums[at + ra];
+    b += slice_sums[at + ra + 1u];
+    ss += slice_sums[at + ROWS];
+  }
+  let scale = inverseSqrt(ss / f32(COLS) + EPS);
+  store_qkv(ra, a * scale, b * scale, pos, t * Q_ROWS);
 }

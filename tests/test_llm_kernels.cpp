@@ -776,9 +776,13 @@ TEST_P(LlmPromptKernel, QkvRope) {
        nw = test::random_floats(c.hidden_size, 15, 0.5, 1.5);
   auto q = token_rows(std::vector<float>(T * s.q_rows, kNaN), T, s.q_rows);
   auto kc = poisoned(s.kv_rows * ctx_len), vc = poisoned(s.kv_rows * ctx_len);
-  run({kernels().qkv_rope_prompt(s.w.view, token_rows(x, T, c.hidden_size),
-                                 llm::upload_padded(context(), "nw", nw), s.packed_bias, s.rope, state(p0), q,
-                                 kc, vc, c, ctx_len, T)});
+  // Room for any split: 8 slices of whole 128-token tiles, rows of the Q/K/V sums and a sum of squares.
+  const uint64_t parts_words = 8ull * 128 * llm::ceil_div(T, 128) * llm::pad8(s.q_rows + 2 * s.kv_rows + 1);
+  const auto steps = kernels().qkv_rope_prompt(
+      s.w.view, token_rows(x, T, c.hidden_size), llm::upload_padded(context(), "nw", nw), s.packed_bias,
+      s.rope, state(p0), q, kc, vc, poisoned(parts_words), parts_words, c, ctx_len, T);
+  EXPECT_EQ(steps.size(), GetParam().tile.k_split > 1 ? 2u : 1u);
+  run(steps);
   auto qg = context().read_all<float>(q), kg = context().read_all<float>(kc),
        vg = context().read_all<float>(vc);
   for (uint32_t t = 0; t < T; ++t) {
@@ -874,25 +878,36 @@ TEST(LlmKernels, PromptTileChoiceAndLimits) {
   // Normed products (Qwen2.5-0.5B): gate/up 76 x 8 workgroups of 128 x 128 at 1,024 tokens, too few
   // for q8_0 (64 x 128 then; 128 x 128 from 1,200: 76 x 16 at 2,048); 76 x 4 at 512 and 76 x 3 at
   // 384, too few, so 64 x 128. Q/K/V: 9 x 32 of 128 x 128 at 4,000 tokens, too few, so 64 x 128;
-  // 64 x 64 at 1,024 (9 x 16 at 64 x 128: too few), 32 x 64 at 512.
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 1024, false), 128, 128, 1, 2));
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 1024, false, WeightFormat::Q8_0), 64, 128, 1, 1));
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 1024, false, WeightFormat::Q4_K), 128, 128, 1, 2));
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 2048, false, WeightFormat::Q8_0), 128, 128, 1, 2));
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(17920, 1536, 1024, false, WeightFormat::Q8_0), 64, 128, 1, 1));
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 512, false), 64, 128, 1, 1));
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 384, false), 64, 128, 1, 1));
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(1152, 896, 4000, false), 64, 128, 1, 1));
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(1152, 896, 1024, false), 64, 64, 1, 1));
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(1152, 896, 512, false), 32, 64, 1, 1));
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 64, 5, false), 32, 64, 1, 1));
+  // 64 x 64 at 1,024 (9 x 16 at 64 x 128: too few); at 512 64 x 64 split 4 ways (its 896 columns
+  // would allow 7 slices of 8 steps), where gate/up's rule takes 32 x 64; split in 3 for 400
+  // columns (25 steps), not at all for 64 (4 steps).
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 1024, llm::PromptProduct::GateUp), 128, 128, 1, 2));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 1024, llm::PromptProduct::GateUp, WeightFormat::Q8_0),
+                 64, 128, 1, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 1024, llm::PromptProduct::GateUp, WeightFormat::Q4_K),
+                 128, 128, 1, 2));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 2048, llm::PromptProduct::GateUp, WeightFormat::Q8_0),
+                 128, 128, 1, 2));
+  EXPECT_TRUE(
+      is(DecodeKernels::prompt_tile(17920, 1536, 1024, llm::PromptProduct::GateUp, WeightFormat::Q8_0), 64,
+         128, 1, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 512, llm::PromptProduct::GateUp), 64, 128, 1, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(9728, 896, 384, llm::PromptProduct::GateUp), 64, 128, 1, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(1152, 896, 4000, llm::PromptProduct::Qkv), 64, 128, 1, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(1152, 896, 1024, llm::PromptProduct::Qkv), 64, 64, 1, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(1152, 896, 512, llm::PromptProduct::Qkv), 64, 64, 4, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(1152, 896, 512, llm::PromptProduct::GateUp), 32, 64, 1, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 64, 5, llm::PromptProduct::Qkv), 32, 64, 1, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 400, 5, llm::PromptProduct::Qkv), 64, 64, 3, 1));
   // Residual products, 64 x 64 split along K in 8 slices (residual_prompt: fewer where its buffer
   // of sums is full); 896 columns are 56 steps, 7 slices of 8.
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 4864, 512, true), 64, 64, 8, 1));
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 896, 512, true), 64, 64, 7, 1));
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 4864, 4000, true), 64, 64, 8, 1));
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 400, 5, true), 64, 64, 3, 1));  // 25 steps: 3 of 8
-  EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 64, 5, true), 64, 64, 1, 1));   // 4 steps: no split
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 4864, 512, llm::PromptProduct::Residual), 64, 64, 8, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 896, 512, llm::PromptProduct::Residual), 64, 64, 7, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(896, 4864, 4000, llm::PromptProduct::Residual), 64, 64, 8, 1));
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 400, 5, llm::PromptProduct::Residual), 64, 64, 3,
+                 1));  // 25 steps: 3 of 8
+  EXPECT_TRUE(is(DecodeKernels::prompt_tile(96, 64, 5, llm::PromptProduct::Residual), 64, 64, 1,
+                 1));  // 4 steps: no split
   DecodeKernels k(context());
   EXPECT_THROW(k.force_prompt_tile({64, 64, 9}), Error);  // K split over 8
   try {

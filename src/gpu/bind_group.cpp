@@ -46,12 +46,13 @@ BindGroup Context::bind(const Kernel& kernel, std::initializer_list<BufferBindin
 
 BindGroup Context::bind(const Kernel& kernel, std::span<const BufferBinding> buffers) {
   BindGroupCache::Key key{reinterpret_cast<uint64_t>(kernel.raw_pipeline())};
-  for (auto& b : buffers) key.insert(key.end(), {b.buffer->id(), b.offset, b.size});
+  for (auto& b : buffers) key.insert(key.end(), {b.buffer ? b.buffer->id() : 0, b.offset, b.size});
   if (auto hit = s_->bind_groups.find(key)) return BindGroup(std::move(hit));
 
   auto state = std::make_shared<BindGroupState>();
   std::vector<WGPUBindGroupEntry> entries;
   for (size_t i = 0; i < buffers.size(); ++i) {
+    if (!buffers[i].buffer) continue;  // a number the kernel does not declare
     check_binding(s_->limits, kernel.key().label(), i, buffers[i]);
     WGPUBindGroupEntry e{};
     e.binding = uint32_t(i);

@@ -54,13 +54,18 @@ class Buffer {
   uint64_t id_ = 0;
 };
 
-// One binding: a buffer, or a byte range of it.
+// One binding: a buffer, or a byte range of it; or an unused slot (buffer null): bindings are
+// numbered by position, and a kernel need not declare every number below its highest.
 struct BufferBinding {
   BufferBinding(const Buffer& b) : buffer(&b), offset(0), size(b.size()) {}  // NOLINT: implicit
   BufferBinding(const Buffer& b, uint64_t off, uint64_t sz) : buffer(&b), offset(off), size(sz) {}
+  static BufferBinding unused() { return BufferBinding(); }
   const Buffer* buffer;
   uint64_t offset;
   uint64_t size;
+
+ private:
+  BufferBinding() : buffer(nullptr), offset(0), size(0) {}
 };
 
 // A bind group and the buffers it binds: Dawn destroys a buffer when its last external reference

@@ -130,6 +130,8 @@ void Plan::build() {
       if (b.is_params()) {
         const Record& r = records_[b.params().index];
         resolved.emplace_back(params_buffer_, r.offset, r.size);
+      } else if (b.is_unused()) {
+        resolved.push_back(BufferBinding::unused());
       } else {
         resolved.emplace_back(b.buffer(), b.offset(), b.size());
       }

@@ -45,25 +45,29 @@ struct ParamsSlot {
   uint32_t index = 0;
 };
 
-// One binding of a planned dispatch: a buffer, a byte range of one (a weight arena's tensor), or
-// one of the plan's params records.
+// One binding of a planned dispatch: a buffer, a byte range of one (a weight arena's tensor), one
+// of the plan's params records, or unused (a binding number the kernel does not declare).
 class Binding {
  public:
   Binding(const Buffer& b) : buffer_(b), offset_(0), size_(b.size()) {}  // NOLINT: implicit
   Binding(const BufferBinding& b) : buffer_(*b.buffer), offset_(b.offset), size_(b.size) {}  // NOLINT
   Binding(const TensorView& v) : Binding(v.binding()) {}  // NOLINT: implicit
   Binding(ParamsSlot p) : params_(int64_t(p.index)) {}    // NOLINT: implicit
+  static Binding unused() { return Binding(); }
 
   bool is_params() const { return params_ >= 0; }
+  bool is_unused() const { return unused_; }
   ParamsSlot params() const { return {uint32_t(params_)}; }
   const Buffer& buffer() const { return buffer_; }  // held: the plan may outlive the caller's handle
   uint64_t offset() const { return offset_; }
   uint64_t size() const { return size_; }
 
  private:
+  Binding() : unused_(true) {}
   Buffer buffer_;
   uint64_t offset_ = 0, size_ = 0;
   int64_t params_ = -1;
+  bool unused_ = false;
 };
 
 // A dispatch not yet in a plan: what code that chooses kernels and grids (llm::DecodeKernels)

@@ -456,7 +456,7 @@ PromptAttention parse_prompt_attention(std::string_view s, std::string_view what
   throw Error(std::string(what) + " '" + std::string(s) + "': expected auto, blocks or tiled");
 }
 
-PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t cols, uint32_t T, bool residual,
+PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t cols, uint32_t T, PromptProduct product,
                                       gpu::WeightFormat format) {
   // Measured on the H100 (docs/RESULTS.md, sessions 14 and 17: tile sweeps of 0.5B and 1.5B at 512
   // to 4,000 tokens): the residual products run fastest in 64 x 64 tiles split along K as far as
@@ -465,14 +465,18 @@ PromptTile DecodeKernels::prompt_tile(uint32_t rows, uint32_t cols, uint32_t T, 
   // smaller tiles of 4 x 8 (0.5B gate/up at 512 tokens: 64 x 128). q8_0 weights need more of the
   // large tiles to gain from them: in gate/up 64 x 128 was faster up to 1,120 workgroups (0.5B at
   // 512 and 1,024 tokens, 1.5B at 512 and 1,024), 128 x 128 from 1,216 (0.5B at 2,048 to 4,000
-  // tokens, 1.5B at 2,048).
-  if (residual) return {64, 64, std::clamp(ceil_div(cols, 16) / kPromptMinSliceSteps, 1u, kPromptMaxKSplit)};
+  // tokens, 1.5B at 2,048). Q/K/V where even 64 x 64 tiles leave SMs idle (0.5B at 512 tokens):
+  // 64 x 64 in 4 slices, with their sum faster than unsplit 32 x 64, than 7 slices and than 32 x 64
+  // in 4 (session 19); at 1,024 tokens a split of 64 x 64 did not gain.
+  const uint32_t slices = std::clamp(ceil_div(cols, 16) / kPromptMinSliceSteps, 1u, kPromptMaxKSplit);
+  if (product == PromptProduct::Residual) return {64, 64, slices};
   auto groups = [&](PromptTile t) { return uint64_t(ceil_div(rows, t.rows)) * ceil_div(T, t.tokens); };
   const uint32_t large =
       format == gpu::WeightFormat::Q8_0 ? kPromptLargeTileWorkgroupsQ8_0 : kPromptLargeTileWorkgroups;
   if (const PromptTile t{128, 128, 1, 2}; groups(t) >= large) return t;
   for (PromptTile t : {PromptTile{64, 128, 1}, PromptTile{64, 64, 1}})
     if (groups(t) >= kPromptMinWorkgroups) return t;
+  if (product == PromptProduct::Qkv && slices > 1) return {64, 64, std::min(slices, kPromptQkvKSplit)};
   return {32, 64, 1};
 }
 
@@ -518,10 +522,10 @@ void DecodeKernels::force_prompt_tile(PromptTile tile) {
 }
 
 PromptTile DecodeKernels::prompt_tile_of(const gpu::TensorView& w, uint32_t rows, uint32_t cols, uint32_t T,
-                                         bool residual, uint32_t part_tokens) const {
-  PromptTile t = forced_tile_.tokens ? forced_tile_ : prompt_tile(rows, cols, T, residual, w.format);
+                                         PromptProduct product, uint32_t part_tokens) const {
+  PromptTile t = forced_tile_.tokens ? forced_tile_ : prompt_tile(rows, cols, T, product, w.format);
   const uint32_t fit = part_tokens / (ceil_div(T, t.tokens) * t.tokens);
-  t.k_split = residual ? std::clamp(std::min(t.k_split, fit), 1u, kPromptMaxKSplit) : 1;
+  t.k_split = part_tokens ? std::clamp(std::min(t.k_split, fit), 1u, kPromptMaxKSplit) : 1;
   return t;
 }
 
@@ -556,31 +560,45 @@ gpu::Dispatch DecodeKernels::matmul(const std::string& entry, const gpu::TensorV
       &k, with_weights(w, b), {ceil_div(rows, tile.rows), ceil_div(T, tile.tokens), tile.k_split}};
 }
 
-gpu::Dispatch DecodeKernels::qkv_rope_prompt(const gpu::TensorView& w, const gpu::Binding& x,
-                                             const gpu::Binding& norm, const gpu::Binding& bias,
-                                             const gpu::Binding& rope, const gpu::Binding& state,
-                                             const gpu::Binding& q_out, const gpu::Binding& k_cache,
-                                             const gpu::Binding& v_cache, const ModelConfig& c,
-                                             uint32_t ctx_len, uint32_t T) {
+std::vector<gpu::Dispatch> DecodeKernels::qkv_rope_prompt(
+    const gpu::TensorView& w, const gpu::Binding& x, const gpu::Binding& norm, const gpu::Binding& bias,
+    const gpu::Binding& rope, const gpu::Binding& state, const gpu::Binding& q_out,
+    const gpu::Binding& k_cache, const gpu::Binding& v_cache, const gpu::Binding& parts, uint64_t parts_words,
+    const ModelConfig& c, uint32_t ctx_len, uint32_t T) {
   const uint32_t q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
   const uint32_t rows = q_rows + 2 * kv_rows;
-  return matmul("qkv_rope_prompt", w, prompt_tile_of(w, rows, c.hidden_size, T, false), rows, c.hidden_size,
-                T, true, c.rms_norm_eps, qkv_overrides(c, ctx_len),
-                {x, norm, bias, rope, state, q_out, k_cache, v_cache});
+  // A slice's row of sums per token: the rows', then the token's sum of squares.
+  const uint32_t stride = pad8(rows + 1);
+  const auto part_tokens = uint32_t(std::min<uint64_t>(parts_words / stride, UINT32_MAX));
+  const PromptTile tile = prompt_tile_of(w, rows, c.hidden_size, T, PromptProduct::Qkv, part_tokens);
+  auto o = qkv_overrides(c, ctx_len);
+  if (tile.k_split == 1)
+    return {matmul("qkv_rope_prompt", w, tile, rows, c.hidden_size, T, true, c.rms_norm_eps, o,
+                   {x, norm, bias, rope, state, q_out, k_cache, v_cache})};
+  o.insert({{"OUT_STRIDE", stride}, {"PART_TOKENS", part_tokens / tile.k_split}});
+  gpu::Dispatch products = matmul("normed_parts_prompt", w, tile, rows, c.hidden_size, T, true,
+                                  c.rms_norm_eps, o, {x, norm, parts});
+  o.insert({{"ROWS", rows}, {"COLS", c.hidden_size}, {"EPS", c.rms_norm_eps}, {"KSLICES", tile.k_split}});
+  auto& sum = ctx_->kernel(gpu::embedded_kernel("llm_matmul", "qkv_sum_prompt", std::move(o)));
+  constexpr uint32_t kSumWorkgroup = 128;  // llm_matmul.wgsl SUM_WG
+  return {std::move(products), gpu::Dispatch{&sum,
+                                             {parts, gpu::Binding::unused(), gpu::Binding::unused(), bias,
+                                              rope, state, q_out, k_cache, v_cache},
+                                             {ceil_div(rows / 2, kSumWorkgroup), T}}};
 }
 
 gpu::Dispatch DecodeKernels::gate_up_silu_prompt(const gpu::TensorView& w, const gpu::Binding& x,
                                                  const gpu::Binding& norm, const gpu::Binding& act,
                                                  uint32_t inter, uint32_t hidden, double eps, uint32_t T) {
-  return matmul("gate_up_silu_prompt", w, prompt_tile_of(w, 2 * inter, hidden, T, false), 2 * inter, hidden,
-                T, true, eps, {{"OUT_STRIDE", pad8(inter)}}, {x, norm, act});
+  return matmul("gate_up_silu_prompt", w, prompt_tile_of(w, 2 * inter, hidden, T, PromptProduct::GateUp),
+                2 * inter, hidden, T, true, eps, {{"OUT_STRIDE", pad8(inter)}}, {x, norm, act});
 }
 
 std::vector<gpu::Dispatch> DecodeKernels::residual_prompt(const gpu::TensorView& w, const gpu::Binding& x,
                                                           const gpu::Binding& resid,
                                                           const gpu::Binding& parts, uint32_t part_tokens,
                                                           uint32_t rows, uint32_t cols, uint32_t T) {
-  const PromptTile tile = prompt_tile_of(w, rows, cols, T, true, part_tokens);
+  const PromptTile tile = prompt_tile_of(w, rows, cols, T, PromptProduct::Residual, part_tokens);
   if (tile.k_split == 1)
     return {matmul("residual_prompt", w, tile, rows, cols, T, false, 0.0, {{"OUT_STRIDE", pad8(rows)}},
                    {x, resid})};

@@ -45,13 +45,16 @@ struct AttentionSplit {
 // A tile of the prefill products (kernels/llm_matmul.wgsl): tokens x rows of the output per
 // workgroup of tokens * rows / (32 token_groups) threads, each thread 4 tokens (8 with 2 token
 // groups) x 8 rows. Supported: 32 x 64, 64 x 64 and 64 x 128, and with 2 token groups 128 x 128
-// and 64 x 128. k_split: workgroups along K of the residual products (o, down), 1 ..
-// DecodeKernels::kPromptMaxKSplit, whose sums a second dispatch adds (a forced tile's 0 is 1).
-// The normed products (Q/K/V, gate/up) never split: their RMSNorm needs whole rows.
+// and 64 x 128. k_split: workgroups along K of the residual products (o, down) and Q/K/V, 1 ..
+// DecodeKernels::kPromptMaxKSplit, whose sums a second dispatch adds (a forced tile's 0 is 1);
+// Q/K/V's slices carry their tokens' sums of squares, for the RMSNorm. Gate/up never splits (its
+// sums would be 11x Q/K/V's).
 struct PromptTile {
   uint32_t tokens = 0, rows = 0, k_split = 0;
   uint32_t token_groups = 1;
 };
+// Which prefill product a tile is for: each has its own rule (DecodeKernels::prompt_tile).
+enum class PromptProduct { Qkv, GateUp, Residual };
 // "auto" (tokens 0: the size rule) or "TOKENSxROWS[xSPLIT[xGROUPS]]", a supported tile (SPLIT 1 and
 // GROUPS 2 for 128 tokens, else 1, when left out); `what` (an option's name) goes into the error.
 PromptTile parse_prompt_tile(std::string_view s, std::string_view what);
@@ -175,11 +178,16 @@ class DecodeKernels {
   // products. The products compute whole tiles of tokens: activation buffers (x, q_out, act,
   // the attention output) hold ceil(T / kPromptTokenTile) * kPromptTokenTile rows; rows past T
   // are computed from stale rows and read by nobody; the caches are written for t < T only.
-  gpu::Dispatch qkv_rope_prompt(const gpu::TensorView& w, const gpu::Binding& x, const gpu::Binding& norm,
-                                const gpu::Binding& bias, const gpu::Binding& rope, const gpu::Binding& state,
-                                const gpu::Binding& q_out, const gpu::Binding& k_cache,
-                                const gpu::Binding& v_cache, const ModelConfig& cfg, uint32_t ctx_len,
-                                uint32_t T);  // q_out: [T][heads * hd], unpadded
+  // q_out: [T][heads * hd], unpadded. One dispatch, or with a K split (the rule, or a forced tile's)
+  // the slices' sums into `parts` (parts_words floats) and a second dispatch that adds them in order
+  // and finishes.
+  std::vector<gpu::Dispatch> qkv_rope_prompt(const gpu::TensorView& w, const gpu::Binding& x,
+                                             const gpu::Binding& norm, const gpu::Binding& bias,
+                                             const gpu::Binding& rope, const gpu::Binding& state,
+                                             const gpu::Binding& q_out, const gpu::Binding& k_cache,
+                                             const gpu::Binding& v_cache, const gpu::Binding& parts,
+                                             uint64_t parts_words, const ModelConfig& cfg, uint32_t ctx_len,
+                                             uint32_t T);
   gpu::Dispatch gate_up_silu_prompt(const gpu::TensorView& w, const gpu::Binding& x, const gpu::Binding& norm,
                                     const gpu::Binding& act, uint32_t inter, uint32_t hidden, double eps,
                                     uint32_t T);
@@ -211,21 +219,23 @@ class DecodeKernels {
   // is full); a normed one 128 x 128 with 2 token groups where that makes
   // kPromptLargeTileWorkgroups workgroups (q8_0: kPromptLargeTileWorkgroupsQ8_0), else the first
   // of 64 x 128 and 64 x 64 that still makes kPromptMinWorkgroups (work for every core of a large
-  // GPU), else 32 x 64.
-  static PromptTile prompt_tile(uint32_t rows, uint32_t cols, uint32_t T, bool residual,
+  // GPU), else 32 x 64; Q/K/V instead 64 x 64 split along K into kPromptQkvKSplit slices where
+  // kPromptMinSliceSteps allow two or more (qkv_rope_prompt: fewer where its buffer is full).
+  static PromptTile prompt_tile(uint32_t rows, uint32_t cols, uint32_t T, PromptProduct product,
                                 gpu::WeightFormat format = gpu::WeightFormat::F16);
   static constexpr uint32_t kPromptMinWorkgroups = 256;
   static constexpr uint32_t kPromptLargeTileWorkgroups = 512;
   static constexpr uint32_t kPromptLargeTileWorkgroupsQ8_0 = 1200;
   static constexpr uint32_t kPromptMaxKSplit = 8;
   static constexpr uint32_t kPromptMinSliceSteps = 8;
+  static constexpr uint32_t kPromptQkvKSplit = 4;
   // PromptAttention::Auto takes the tiled kernel from this chunk length on. The H100 measured
   // tiled faster at 1,024 and 4,000 tokens, blocks as fast (0.5B) or faster (1.5B) at 512
   // (docs/RESULTS.md, session 15); the crossing between 512 and 1,024 was not measured.
   static constexpr uint32_t kPromptTiledMinTokens = 1024;
   // Every later prompt product uses `tile` instead of prompt_tile() (tests: each tile shape), the
-  // residual ones split K at most tile.k_split ways (0: 1; fewer where the slices' sums would not
-  // fit their buffer). Throws Error for an unsupported tile.
+  // residual ones and Q/K/V split K at most tile.k_split ways (0: 1; fewer where the slices' sums
+  // would not fit their buffer). Throws Error for an unsupported tile.
   void force_prompt_tile(PromptTile tile);
 
   // The tuning the matrix-vector kernels use for a matrix of rows x cols: the forced one if set,
@@ -251,10 +261,10 @@ class DecodeKernels {
                              uint64_t extra_wg_bytes, std::map<std::string, double> extra,
                              std::initializer_list<gpu::Binding> b);
   void check_tuning(const std::string& entry, const MatvecTuning& t, bool pairs) const;
-  // The tile of a prompt product: the forced one or the rule's; the split for residual products
-  // only, at most as many slices as part_tokens rows hold sums of (normed ones: unused).
-  PromptTile prompt_tile_of(const gpu::TensorView& w, uint32_t rows, uint32_t cols, uint32_t T, bool residual,
-                            uint32_t part_tokens = 0) const;
+  // The tile of a prompt product: the forced one or the rule's, split at most as many ways as
+  // part_tokens rows hold sums of (0: gate/up, never split).
+  PromptTile prompt_tile_of(const gpu::TensorView& w, uint32_t rows, uint32_t cols, uint32_t T,
+                            PromptProduct product, uint32_t part_tokens = 0) const;
   gpu::Dispatch matmul(const std::string& entry, const gpu::TensorView& w, PromptTile tile, uint32_t rows,
                        uint32_t cols, uint32_t T, bool norm, double eps, std::map<std::string, double> extra,
                        std::initializer_list<gpu::Binding> b);

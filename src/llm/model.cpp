@@ -33,8 +33,9 @@ struct BufferSize {
   uint64_t words, ctx_words;
 };
 
-// A prefill residual product: its products, and with a K split the sum of the slices (NAME_sum).
-void dispatch_residual(gpu::Plan& plan, std::vector<gpu::Dispatch> steps, const std::string& name) {
+// A prefill product that may be split along K (Q/K/V, o, down): its products, and with a split the
+// sum of the slices (NAME_sum).
+void dispatch_split(gpu::Plan& plan, std::vector<gpu::Dispatch> steps, const std::string& name) {
   plan.dispatch(steps[0], {name});
   if (steps.size() > 1) plan.dispatch(steps[1], {name + "_sum"});
 }
@@ -148,8 +149,8 @@ Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, Mo
     q_rows_ = scratch("llm.prefill.q", rows * q_rows);
     att_rows_ = scratch("llm.prefill.attention", rows * pad8(q_rows));
     act_rows_ = scratch("llm.prefill.act", rows * pad8(c.intermediate_size));
-    // The residual products' sums per K slice: as many rows as the activations (the K split of a
-    // chunk of T tokens is at most rows / T).
+    // The K-split products' sums per slice (o, down; Q/K/V with a word more a row): as many rows
+    // of hidden_size as the activations (the K split of a chunk of T tokens is at most rows / T).
     prompt_rows_ = uint32_t(rows);
     k_slices_ = scratch("llm.prefill.k_slices", rows * pad8(c.hidden_size));
     if (opt_.prefill_short_max) {
@@ -456,29 +457,34 @@ gpu::Plan& Model::prompt_chunk(uint32_t T) {
   const bool qk_norm = architecture_of(c).qk_norm;
   if (opt_.prefill_tile.tokens) k.force_prompt_tile(opt_.prefill_tile);
   gpu::Plan plan(*ctx_, "llm.prefill");
+  std::vector<size_t> layer_ends;
   plan.dispatch(k.embed(embedding_, tokens_, state_, x_rows_, c.hidden_size, T), {"embed"});
   for (const Layer& l : layers_) {
-    plan.dispatch(k.qkv_rope_prompt(l.qkv, x_rows_, l.input_norm, l.qkv_bias, rope_, state_, q_rows_,
-                                    l.k_cache, l.v_cache, c, ctx_len_, T),
-                  {"qkv_rope"});
+    dispatch_split(
+        plan,
+        k.qkv_rope_prompt(l.qkv, x_rows_, l.input_norm, l.qkv_bias, rope_, state_, q_rows_, l.k_cache,
+                          l.v_cache, k_slices_, uint64_t(prompt_rows_) * pad8(c.hidden_size), c, ctx_len_, T),
+        "qkv_rope");
     if (qk_norm)
       plan.dispatch(k.qk_norm_rope(l.qk_norm, rope_, state_, q_rows_, l.k_cache, c, ctx_len_, T),
                     {"qk_norm_rope"});
     plan.dispatch(k.attend_prompt(q_rows_, l.k_cache, l.v_cache, state_, att_rows_, c, ctx_len_, T,
                                   opt_.prefill_attention),
                   {"attention"});
-    dispatch_residual(
+    dispatch_split(
         plan, k.residual_prompt(l.o, att_rows_, x_rows_, k_slices_, prompt_rows_, c.hidden_size, q_rows, T),
         "o_proj+residual");
     plan.dispatch(k.gate_up_silu_prompt(l.gate_up, x_rows_, l.post_norm, act_rows_, c.intermediate_size,
                                         c.hidden_size, c.rms_norm_eps, T),
                   {"gate_up_silu"});
-    dispatch_residual(plan,
+    dispatch_split(plan,
                       k.residual_prompt(l.down, act_rows_, x_rows_, k_slices_, prompt_rows_, c.hidden_size,
                                         c.intermediate_size, T),
                       "down+residual");
+    layer_ends.push_back(plan.steps());
   }
   plan.build();
+  prompt_layer_ends_[T] = std::move(layer_ends);
   return prompt_.emplace(T, std::move(plan)).first->second;
 }
 
@@ -566,7 +572,7 @@ void Model::record_prompt(gpu::Recorder& rec, bool head) {
     // The picker's position; the chunk's first position and length.
     const uint32_t words[3] = {last, p0, T};
     ctx_->write(state_, 0, std::as_bytes(std::span(words)));
-    prompt_chunk(head ? T : feed_plan_tokens(p0, T)).encode(rec);
+    encode_prompt_chunk(rec, head ? T : feed_plan_tokens(p0, T));
     if (p0 + T <= last) {
       rec.submit();  // the next chunk's state write must follow this chunk
     } else if (head) {
@@ -575,6 +581,19 @@ void Model::record_prompt(gpu::Recorder& rec, bool head) {
       head_.encode(rec);
     }
   }
+}
+
+void Model::encode_prompt_chunk(gpu::Recorder& rec, uint32_t T) {
+  gpu::Plan& plan = prompt_chunk(T);
+  size_t done = 0;
+  if (auto it = prompt_layer_ends_.find(T); it != prompt_layer_ends_.end())
+    for (size_t layers = 1; layers <= it->second.size() / 2; layers *= 2) {
+      const size_t end = it->second[layers - 1];
+      plan.encode(rec, done, end - done);
+      rec.submit();
+      done = end;
+    }
+  plan.encode(rec, done, plan.steps() - done);
 }
 
 void Model::prefill(std::span<const uint32_t> ids) {

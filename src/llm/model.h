@@ -231,6 +231,10 @@ class Model : public Decoder {
   // Records (and submits, but for the last chunk) every unfed position through the model and
   // (`head`) the LM head; state word 0 is left on the last position, for the picker.
   void record_prompt(gpu::Recorder& rec, bool head = true);
+  // Records prompt_chunk(T), submitting a tiled chunk after its first 1, 2, 4, ... layers (up to
+  // half of them) as soon as they are recorded: the GPU starts while the host records (and Dawn
+  // translates) the rest.
+  void encode_prompt_chunk(gpu::Recorder& rec, uint32_t T);
   // The plan length feed() takes for a chunk of T tokens from position `first`.
   uint32_t feed_plan_tokens(uint32_t first, uint32_t T) const;
 
@@ -243,13 +247,15 @@ class Model : public Decoder {
   gpu::Buffer x_, q_, att_, act_, att_partials_, logits_, part_v_, part_i_, tokens_, state_;
   gpu::Buffer x_next_, o_parts_;  // the fused layer: the residual stream after attention, attend_o's partials
   gpu::Buffer x_rows_, q_rows_, att_rows_, act_rows_;  // prefill activations [chunk][width]
-  gpu::Buffer k_slices_;                               // prefill: the residual products' sums per K slice
+  gpu::Buffer k_slices_;                               // prefill: the K-split products' sums per slice
   uint32_t prompt_rows_ = 0;  // token rows of the prefill activations and of k_slices_
   // Short prefill passes: each pass's slot records and state words; Q/K/V before the q/k norms.
   gpu::Buffer pass_records_, pass_state_, pass_qkv_;
   std::vector<DecodeVariant> variants_;
   gpu::Plan head_, argmax_, advance_;
   std::map<uint32_t, gpu::Plan> prompt_;  // by chunk length
+  // The tiled chunks' step counts up to the end of each layer (short chunks: none).
+  std::map<uint32_t, std::vector<size_t>> prompt_layer_ends_;
   std::vector<NamedBuffer> named_;
   bool logits_fresh_ = false;  // prefill() left the logits of the last fed token
 };

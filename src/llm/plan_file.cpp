@@ -64,6 +64,10 @@ class Writer {
           for (const auto& b : s.bindings) {
             if (b.is_params())
               throw Error("plan '" + p.label() + "': params records are not written down (none expected)");
+            if (b.is_unused()) {
+              bindings.push_back(nullptr);
+              continue;
+            }
             bindings.push_back(
                 {{"buffer", buffer(b.buffer(), p, i)}, {"offset", b.offset()}, {"size", b.size()}});
           }
@@ -192,6 +196,7 @@ json device_json(const json& buffers, const json& kernels, const json& plans) {
     for (const json& s : steps)
       if (s.contains("bindings"))
         for (const json& g : s["bindings"]) {
+          if (g.is_null()) continue;  // unused
           binding = std::max(binding, g["size"].get<uint64_t>());
           alignment = std::gcd(alignment, g["offset"].get<uint64_t>());
         }

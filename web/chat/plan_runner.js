@@ -119,7 +119,7 @@ export class PlanRunner {
         throw new LimitError(`buffer ${b.name} needs ${b.size} bytes; maxBufferSize is ${limits.maxBufferSize}: ${fix}`);
     for (const [name, steps] of Object.entries(plan.plans))
       for (const s of steps)
-        for (const g of s.bindings ?? []) {
+        for (const g of (s.bindings ?? []).filter((g) => g)) {  // null: an unused binding number
           if (g.size > limits.maxStorageBufferBindingSize)
             throw new LimitError(`${name}/${s.name} binds ${g.size} bytes of ${g.buffer}; ` +
                                  `maxStorageBufferBindingSize is ${limits.maxStorageBufferBindingSize}: ${fix}`);
@@ -174,7 +174,7 @@ export class PlanRunner {
         group: this.device.createBindGroup({
           label: `${name}/${s.name}`,
           layout: pipeline.getBindGroupLayout(0),
-          entries: s.bindings.map((g, i) => ({binding: i, resource: {buffer: this.buffer(g.buffer), offset: g.offset, size: g.size}})),
+          entries: s.bindings.flatMap((g, i) => g ? [{binding: i, resource: {buffer: this.buffer(g.buffer), offset: g.offset, size: g.size}}] : []),
         }),
         x, y, z,
       };
