@@ -478,6 +478,29 @@ TEST(Plan, AppendsPlansAndDescribesItsSteps) {
   EXPECT_NE(m2.find("has params records"), std::string::npos) << m2;
 }
 
+// Test that an unused binding number (a kernel need not declare every number below its highest)
+// is left out of the bind group and changes nothing: the same words as without it, and a
+// BufferBinding::unused() converts to an unused Binding.
+TEST(Plan, UnusedBindingNumbersAreLeftOut) {
+  PlanFixture f;
+  auto run = [&](std::vector<gpu::Binding> bindings) {
+    f.reset();
+    gpu::Plan p(f.ctx, "test.unused");
+    p.dispatch(gpu::Dispatch{&f.step, std::move(bindings), {2}});
+    p.build();
+    gpu::Recorder rec(f.ctx);
+    p.encode(rec);
+    rec.submit();
+    return f.ctx.read_all<uint32_t>(f.w);
+  };
+  const auto plain = run({f.w});
+  EXPECT_NE(plain, f.w0);
+  EXPECT_EQ(run({f.w, gpu::Binding::unused()}), plain);
+  EXPECT_EQ(run({f.w, gpu::BufferBinding::unused()}), plain);
+  EXPECT_TRUE(gpu::Binding(gpu::BufferBinding::unused()).is_unused());
+  EXPECT_FALSE(gpu::Binding(f.w).is_unused());
+}
+
 // Test that building errors name the plan and the step, and that a built plan takes no steps.
 TEST(Plan, ClearErrors) {
   PlanFixture f;

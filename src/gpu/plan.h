@@ -50,7 +50,8 @@ struct ParamsSlot {
 class Binding {
  public:
   Binding(const Buffer& b) : buffer_(b), offset_(0), size_(b.size()) {}  // NOLINT: implicit
-  Binding(const BufferBinding& b) : buffer_(*b.buffer), offset_(b.offset), size_(b.size) {}  // NOLINT
+  Binding(const BufferBinding& b)  // NOLINT: implicit; BufferBinding::unused() stays unused
+      : buffer_(b.buffer ? *b.buffer : Buffer()), offset_(b.offset), size_(b.size), unused_(!b.buffer) {}
   Binding(const TensorView& v) : Binding(v.binding()) {}  // NOLINT: implicit
   Binding(ParamsSlot p) : params_(int64_t(p.index)) {}    // NOLINT: implicit
   static Binding unused() { return Binding(); }
