@@ -478,9 +478,9 @@ gpu::Plan& Model::prompt_chunk(uint32_t T) {
                                         c.hidden_size, c.rms_norm_eps, T),
                   {"gate_up_silu"});
     dispatch_split(plan,
-                      k.residual_prompt(l.down, act_rows_, x_rows_, k_slices_, prompt_rows_, c.hidden_size,
-                                        c.intermediate_size, T),
-                      "down+residual");
+                   k.residual_prompt(l.down, act_rows_, x_rows_, k_slices_, prompt_rows_, c.hidden_size,
+                                     c.intermediate_size, T),
+                   "down+residual");
     layer_ends.push_back(plan.steps());
   }
   plan.build();
