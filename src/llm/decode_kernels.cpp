@@ -26,6 +26,9 @@ std::vector<gpu::Binding> with_weights(const gpu::TensorView& w, std::initialize
   return all;
 }
 
+// Threads of the kernels that add a K split's slices (llm_matmul.wgsl SUM_WG).
+constexpr uint32_t kSumWorkgroup = 128;
+
 // The Q/K/V projection's epilogue constants, the same for decode and prefill.
 std::map<std::string, double> qkv_overrides(const ModelConfig& c, uint32_t ctx_len) {
   return {{"Q_ROWS", c.num_heads * c.head_dim},
@@ -580,7 +583,6 @@ std::vector<gpu::Dispatch> DecodeKernels::qkv_rope_prompt(
                                   c.rms_norm_eps, o, {x, norm, parts});
   o.insert({{"ROWS", rows}, {"COLS", c.hidden_size}, {"EPS", c.rms_norm_eps}, {"KSLICES", tile.k_split}});
   auto& sum = ctx_->kernel(gpu::embedded_kernel("llm_matmul", "qkv_sum_prompt", std::move(o)));
-  constexpr uint32_t kSumWorkgroup = 128;  // llm_matmul.wgsl SUM_WG
   return {std::move(products), gpu::Dispatch{&sum,
                                              {parts, gpu::Binding::unused(), gpu::Binding::unused(), bias,
                                               rope, state, q_out, k_cache, v_cache},
@@ -609,7 +611,6 @@ std::vector<gpu::Dispatch> DecodeKernels::residual_prompt(const gpu::TensorView&
   gpu::Dispatch products = matmul("residual_parts_prompt", w, tile, rows, cols, T, false, 0.0, o, {x, parts});
   o.insert({{"ROWS", rows}, {"KSLICES", tile.k_split}});
   auto& sum = ctx_->kernel(gpu::embedded_kernel("llm_matmul", "residual_sum_prompt", std::move(o)));
-  constexpr uint32_t kSumWorkgroup = 128;  // llm_matmul.wgsl SUM_WG
   return {std::move(products), gpu::Dispatch{&sum, {parts, resid}, {ceil_div(rows, kSumWorkgroup), T}}};
 }
 

@@ -447,10 +447,10 @@ uint32_t Model::short_max() const {
 }
 
 gpu::Plan& Model::prompt_chunk(uint32_t T) {
-  if (auto it = prompt_.find(T); it != prompt_.end()) return it->second;
+  if (auto it = prompt_.find(T); it != prompt_.end()) return it->second.plan;
   // A pass binds 16 rows of q from a 256-byte offset: heads x head_dim a multiple of 4.
   if (T <= opt_.prefill_short_max && cfg_.num_heads * cfg_.head_dim % 4 == 0)
-    return prompt_.emplace(T, short_prompt_chunk(T)).first->second;
+    return prompt_.emplace(T, PromptPlan{short_prompt_chunk(T), {}}).first->second.plan;
   const auto& c = cfg_;
   DecodeKernels k(*ctx_);
   const uint32_t q_rows = c.num_heads * c.head_dim;
@@ -484,8 +484,7 @@ gpu::Plan& Model::prompt_chunk(uint32_t T) {
     layer_ends.push_back(plan.steps());
   }
   plan.build();
-  prompt_layer_ends_[T] = std::move(layer_ends);
-  return prompt_.emplace(T, std::move(plan)).first->second;
+  return prompt_.emplace(T, PromptPlan{std::move(plan), std::move(layer_ends)}).first->second.plan;
 }
 
 gpu::Plan Model::short_prompt_chunk(uint32_t T) {
@@ -585,14 +584,14 @@ void Model::record_prompt(gpu::Recorder& rec, bool head) {
 
 void Model::encode_prompt_chunk(gpu::Recorder& rec, uint32_t T) {
   gpu::Plan& plan = prompt_chunk(T);
+  const std::vector<size_t>& ends = prompt_.at(T).layer_ends;
   size_t done = 0;
-  if (auto it = prompt_layer_ends_.find(T); it != prompt_layer_ends_.end())
-    for (size_t layers = 1; layers <= it->second.size() / 2; layers *= 2) {
-      const size_t end = it->second[layers - 1];
-      plan.encode(rec, done, end - done);
-      rec.submit();
-      done = end;
-    }
+  for (size_t layers = 1; layers <= ends.size() / 2; layers *= 2) {
+    const size_t end = ends[layers - 1];
+    plan.encode(rec, done, end - done);
+    rec.submit();
+    done = end;
+  }
   plan.encode(rec, done, plan.steps() - done);
 }
 

@@ -253,9 +253,11 @@ class Model : public Decoder {
   gpu::Buffer pass_records_, pass_state_, pass_qkv_;
   std::vector<DecodeVariant> variants_;
   gpu::Plan head_, argmax_, advance_;
-  std::map<uint32_t, gpu::Plan> prompt_;  // by chunk length
-  // The tiled chunks' step counts up to the end of each layer (short chunks: none).
-  std::map<uint32_t, std::vector<size_t>> prompt_layer_ends_;
+  struct PromptPlan {
+    gpu::Plan plan;
+    std::vector<size_t> layer_ends;  // a tiled chunk's step counts up to each layer's end (short: none)
+  };
+  std::map<uint32_t, PromptPlan> prompt_;  // by chunk length
   std::vector<NamedBuffer> named_;
   bool logits_fresh_ = false;  // prefill() left the logits of the last fed token
 };
