@@ -341,6 +341,26 @@ TEST(LlmModelRun, PromptLengthsShareThePrefillPipelines) {
 
 // Test that bad weights and options are clear errors naming the problem, and that loading
 // reports its progress up to the total.
+// Test that decode attention takes one dispatch per head (attend_short) for at most
+// Model::kAttendShortSpan / head_dim positions, whatever larger --attn-short-max asks for, and
+// for what a smaller one asks for; never with the fused layer.
+TEST(LlmModelRun, OnePassAttentionBoundFollowsHeadDim) {
+  for (const uint32_t hd : {64u, 128u}) {
+    auto cfg = small_llm_config(true);
+    cfg.num_layers = 1, cfg.head_dim = hd, cfg.max_position_embeddings = 1024;
+    const auto weights = llm::HostWeights::random(cfg, 13);
+    auto short_max = [&](llm::ModelOptions o) {
+      o.ctx = 1024, o.prefill_chunk = 0;
+      return llm::Model(context(), cfg, weights.lookup(), o).short_max();
+    };
+    SCOPED_TRACE("head_dim " + std::to_string(hd));
+    EXPECT_EQ(short_max({}), llm::Model::kAttendShortSpan / hd);
+    EXPECT_EQ(short_max({.attn_short_max = 1000}), llm::Model::kAttendShortSpan / hd);
+    EXPECT_EQ(short_max({.attn_short_max = 100}), 100u);
+    EXPECT_EQ(short_max({.fusion = llm::Fusion::Full}), 0u);
+  }
+}
+
 TEST(LlmModelRun, BadInputIsAClearError) {
   const auto cfg = small_llm_config(false);
   auto weights = llm::HostWeights::random(cfg, 51);

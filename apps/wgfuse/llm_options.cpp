@@ -79,9 +79,11 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
                 "fused with o_proj, 4 a layer; slower on the H100, docs/RESULTS.md)")
       ->check(CLI::IsMember({"none", "full"}))
       ->capture_default_str();
-  c->add_option("--attn-short-max", o.s.attn_short_max,
-                "with --fusion none: positions below which decode attention is one dispatch per layer "
-                "(a workgroup per head; at most 4096 by workgroup memory); 0 = always split along the cache")
+  c->add_option(
+       "--attn-short-max", o.s.attn_short_max,
+       "with --fusion none: positions below which decode attention is one dispatch per layer "
+       "(a workgroup per head; at most 32768 / head_dim: 512 at head_dim 64, 256 at 128, and 4096 by "
+       "workgroup memory); 0 = always split along the cache")
       ->capture_default_str();
   c->add_option("--attn-fuse-max", o.s.attn_fuse_max,
                 "with --fusion full: positions from which decode attention is split along the cache again")

@@ -443,7 +443,8 @@ gpu::Plan& Model::decode_body(uint32_t pos) {
 }
 
 uint32_t Model::short_max() const {
-  return opt_.fusion == Fusion::None ? std::min(opt_.attn_short_max, ctx_len_) : 0;
+  if (opt_.fusion != Fusion::None) return 0;
+  return std::min({opt_.attn_short_max, ctx_len_, kAttendShortSpan / cfg_.head_dim});
 }
 
 gpu::Plan& Model::prompt_chunk(uint32_t T) {

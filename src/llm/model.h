@@ -57,9 +57,8 @@ struct ModelOptions {
   // with `generate --attn-fuse-max`).
   uint32_t attn_fuse_max = 512;
   // Fusion::None: positions below which each layer's decode attention is one dispatch per head
-  // (attend_short) instead of chunks and their combination (2 dispatches); 0 = always split. On
-  // the H100 (0.5B f16): 1,099 tok/s at positions 16-143 against 960 with 0; 930 against 901 at
-  // positions 448-507.
+  // (attend_short) instead of chunks and their combination (2 dispatches); 0 = always split.
+  // Capped at Model::kAttendShortSpan / head_dim (docs/RESULTS.md, sessions 4 and 20).
   uint32_t attn_short_max = 512;
   uint32_t ctx = 4096;  // KV-cache positions; at most max_position_embeddings
   // Prompt tokens per prefill submit (tiled matrix-matrix kernels); 0 feeds prompts through
@@ -201,6 +200,10 @@ class Model : public Decoder {
   // Tokens per short prefill pass: the row products' slots.
   static constexpr uint32_t kShortPassTokens = 16;
   uint64_t residual_row_bytes() const { return 4ull * pad8(cfg_.hidden_size); }
+  // attend_short's workgroup reads a head's K and V rows alone: positions x head_dim floats of
+  // each. Past this many the split along the cache is as fast or faster (0.5B, head_dim 64:
+  // 512 positions; 1.5B, head_dim 128: from ~256 on).
+  static constexpr uint32_t kAttendShortSpan = 512 * 64;
   uint32_t short_max() const;  // attend_short's positions: 0 = not used
 
  private:
