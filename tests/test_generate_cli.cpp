@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -298,7 +299,7 @@ TEST(GenerateCli, QuantizedAtLoadMovesFewerBytes) {
 // Test that --fusion none (split layers, attention in one pass), none switching to attention in
 // chunks of 3 positions at position 6 (--attn-short-max 6), full (fused) and full switching to split
 // attention with o_proj_combine at position 6 generate the same greedy tokens, with the dispatch
-// counts in --json.
+// counts and the position where the second count starts in --json.
 TEST(GenerateCli, FusionNoneAndFullGiveTheSameTokens) {
   const fs::path out = fs::temp_directory_path() / ("wgfuse_fusion_" + std::to_string(getpid()) + ".json");
   auto run = [&](const std::string& fusion) {
@@ -314,7 +315,10 @@ TEST(GenerateCli, FusionNoneAndFullGiveTheSameTokens) {
   EXPECT_EQ(none["dispatches_per_step"], 1 + 5 * layers + 3);       // attend_short
   EXPECT_EQ(none["dispatches_per_step_long"], 1 + 6 * layers + 3);  // chunks + combine
   EXPECT_EQ(full["dispatches_per_step"], 1 + 4 * layers + 3);
-  EXPECT_EQ(full["dispatches_per_step_long"], 1 + 5 * layers + 3);  // o_proj_combine
+  EXPECT_EQ(full["dispatches_per_step_long"], 1 + 5 * layers + 3);                       // o_proj_combine
+  EXPECT_EQ(none["dispatches_long_from"], std::min(512u, none["ctx"].get<uint32_t>()));  // --attn-short-max
+  EXPECT_EQ(crossing["dispatches_long_from"], 6);
+  EXPECT_EQ(mixed["dispatches_long_from"], 6);
   EXPECT_EQ(full["fusion"], "full");
   EXPECT_EQ(none["generated_ids"].size(), 8u);
   EXPECT_EQ(full["generated_ids"], none["generated_ids"]);

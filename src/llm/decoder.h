@@ -50,8 +50,9 @@ struct DecoderStats {
   uint64_t weight_bytes_per_token = 0;
   double upload_ms = 0;
   // Dispatches that decode one token (embedding .. picker): the step decoder's list, 1 for the
-  // persistent decoder; _long: the same from attn_fuse_max (attn_short_max) positions on.
-  uint32_t dispatches_per_step = 0, dispatches_per_step_long = 0;
+  // persistent decoder; _long: the same from position long_from on (attn_fuse_max, or
+  // attn_short_max as capped by head_dim; 0: one list throughout).
+  uint32_t dispatches_per_step = 0, dispatches_per_step_long = 0, long_from = 0;
   // The prompt phase (prompt positions + the first generated token) and the decode phase (every
   // later token).
   uint64_t prompt_tokens = 0, generated_tokens = 0;

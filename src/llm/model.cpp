@@ -429,6 +429,7 @@ void Model::build_plans() {
   const size_t per_token = head_.dispatches() + argmax_.dispatches();
   stats_.dispatches_per_step = uint32_t(decode_body(0).dispatches() + per_token);
   stats_.dispatches_per_step_long = uint32_t(variants_.back().body.dispatches() + per_token);
+  stats_.long_from = variants_.back().from;
   // The prefill pipelines of a whole chunk and of the short passes are compiled now, not inside
   // the first (timed) prompt.
   if (opt_.prefill_chunk) prompt_chunk(std::min(opt_.prefill_chunk, ctx_len_));

@@ -190,6 +190,7 @@ nlohmann::json run_json(Session& s, std::span<const uint32_t> prompt, const Repl
   j["decode_steps"] = st.decode_steps;
   j["dispatches_per_step"] = st.dispatches_per_step;
   j["dispatches_per_step_long"] = st.dispatches_per_step_long;
+  j["dispatches_long_from"] = st.long_from;
   j["fusion"] = fusion_name(o.fusion);
   j["attn_fuse_max"] = o.attn_fuse_max;
   j["attn_short_max"] = o.attn_short_max;
