@@ -46,6 +46,10 @@ override SPIN_LIMIT: u32 = 1048576u;
 // (workgroup 0 storing the sum in the other of two residual words, X_W and X2_W, layer by layer).
 override ATT_BLOCKS: u32 = 0u;
 override DOWN_SPLIT: u32 = 0u;
+// AHEAD (16-bit weights only): each product's first trip of weights is loaded before it is needed,
+// while the workgroup waits at the grid barrier before the stage, and each later unit's during the
+// previous unit's dots (fetch_ahead).
+override AHEAD: bool = false;
 override HIDDEN: u32 = 8u;
 override INTER: u32 = 8u;
 override LAYERS: u32 = 1u;
@@ -96,7 +100,10 @@ const FAILED_BASE = 0x10000u;  // above any barrier count (5 * layers + 1)  // b
 // 2 pos, 3 tokens known (a position whose next token is known picks none).
 @group(0) @binding(5) var<storage, read_write> ctl: array<atomic<u32>>;
 
-var<workgroup> xs: array<f32, XS_LEN>;     // the staged input vector of a product
+// The staged input vector of a product, by column group of 8: the group's first four elements at
+// xs[c8], its last four at xs[XS_LEN / 8 + c8], so that a team's lanes, which take consecutive
+// groups, read consecutive vec4s (scalar floats at a stride of 8 would meet in 4 of the 32 banks).
+var<workgroup> xs: array<vec4<f32>, XS_LEN / 4u>;
 var<workgroup> red: array<f32, 2u * WG>;   // subgroup partials (2 rows); tree reductions
 var<workgroup> best_i: array<u32, WG>;
 var<workgroup> probs: array<f32, WG>;      // attention: exp(s - m) of one tile of positions
@@ -124,11 +131,23 @@ fn store_f(at: u32, v: f32) {
 
 // Grid barrier number k of this dispatch. ctl[0] only grows within a dispatch: barrier k is
 // passed when it reaches (k + 1) * groups.
+// Split in two, arrive() and depart(), so that loads which do not depend on the barrier (the next
+// stage's weights) can be issued between them and complete while thread 0 waits.
 fn grid_barrier(ids: Ids, grid: Grid, k: u32) {
+  arrive(ids);
+  depart(ids, grid, k);
+}
+
+fn arrive(ids: Ids) {
   storageBarrier();
   workgroupBarrier();
   if (ids.lid == 0u) {
     atomicAdd(&ctl[0], 1u);
+  }
+}
+
+fn depart(ids: Ids, grid: Grid, k: u32) {
+  if (ids.lid == 0u) {
     let everyone = (k + 1u) * grid.groups;
     var met = false;
     if (atomicLoad(&ctl[1]) == 0u) {  // after a failure nobody waits
@@ -224,13 +243,15 @@ fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u3
     if (norm_at != NO_NORM) {
       v *= select(vec4<f32>(0.0), vec4<f32>(vecs[norm_at + i], vecs[norm_at + i + 1u], vecs[norm_at + i + 2u], vecs[norm_at + i + 3u]), inside);
     }
-    xs[i] = v.x;
-    xs[i + 1u] = v.y;
-    xs[i + 2u] = v.z;
-    xs[i + 3u] = v.w;
+    put_xs(i4, v);
   }
   let total = reduce(ids, ss, false);  // its barriers also publish xs
   return select(1.0, inverseSqrt(total / f32(cols) + EPS), norm_at != NO_NORM);
+}
+
+// Elements 4 i4 .. 4 i4 + 3 of the staged vector.
+fn put_xs(i4: u32, v: vec4<f32>) {
+  xs[i4 % 2u * (XS_LEN / 8u) + i4 / 2u] = v;
 }
 
 // Column group c of two rows (weights a, b) dotted with xs; zero from group `lim` on (the clamped
@@ -238,8 +259,8 @@ fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u3
 fn dots_of(a: array<vec4<f32>, 2>, b: array<vec4<f32>, 2>, lim: u32, c: u32) -> vec2<f32> {
   let c8 = min(c, lim - 1u);
   let z = vec4<f32>(0.0);
-  let xa = select(z, vec4<f32>(xs[8u * c8], xs[8u * c8 + 1u], xs[8u * c8 + 2u], xs[8u * c8 + 3u]), c < lim);
-  let xb = select(z, vec4<f32>(xs[8u * c8 + 4u], xs[8u * c8 + 5u], xs[8u * c8 + 6u], xs[8u * c8 + 7u]), c < lim);
+  let xa = select(z, xs[c8], c < lim);
+  let xb = select(z, xs[XS_LEN / 8u + c8], c < lim);
   return vec2<f32>(dot(a[0], xa) + dot(a[1], xb), dot(b[0], xa) + dot(b[1], xb));
 }
 
@@ -249,27 +270,61 @@ fn group_dots(mat: u32, r0: u32, r1: u32, c8n: u32, lim: u32, c: u32) -> vec2<f3
   return dots_of(weight_group(mat, r0, c8n, c8), weight_group(mat, r1, c8n, c8), lim, c);
 }
 
-// Dots of rows r0 and r0 + 1 (clamped to the matrix's `rows`) of the matrix at `mat` with xs, by
-// this thread's team: two rows at once, twice the loads in flight. Each subgroup's partials in
-// red[sg * 2 + r], after a barrier. Uniform trip count (subgroupAdd follows): lanes past the row
-// re-read its last word and multiply it by zero.
-fn team_dots(ids: Ids, mat: u32, r0: u32, rows: u32, cols: u32) {
-  team_dots_in(ids, mat, r0, rows, cols, 0u, (cols + 7u) / 8u);
+// A team's unit of a product: rows r0 and r1 (r0 + 1, clamped to the matrix) of the matrix at
+// `mat`, whose rows are c8n column groups long, over column groups [g0, g1).
+struct Unit {
+  mat: u32,
+  r0: u32,
+  r1: u32,
+  c8n: u32,
+  g0: u32,
+  g1: u32,
 }
 
-// team_dots over column groups [g0, g1) only.
-fn team_dots_in(ids: Ids, mat: u32, r0: u32, rows: u32, cols: u32, g0: u32, g1: u32) {
+// The unit of rows r0, r0 + 1 of a `rows` x `cols` matrix, all its columns.
+fn whole_rows(mat: u32, r0: u32, rows: u32, cols: u32) -> Unit {
   let c8n = (cols + 7u) / 8u;
+  return Unit(mat, r0, min(r0 + 1u, rows - 1u), c8n, 0u, c8n);
+}
+
+// The first trip of team_dots over a unit (per lane four column groups of both rows), as raw
+// 16-bit words, loaded ahead of their use (AHEAD; zeros otherwise).
+alias Ahead = array<vec4<u32>, 8>;
+
+fn fetch_ahead(ids: Ids, u: Unit) -> Ahead {
+  var w = Ahead();
+  if (AHEAD) {
+    let lane = ids.lid % TEAM;
+    for (var j = 0u; j < 4u; j++) {
+      let c8 = min(u.g0 + j * TEAM + lane, u.g1 - 1u);  // as group_dots clamps
+      w[2u * j] = weights[u.mat + u.r0 * u.c8n + c8];
+      w[2u * j + 1u] = weights[u.mat + u.r1 * u.c8n + c8];
+    }
+  }
+  return w;
+}
+
+// Dots of the unit's two rows with xs, by this thread's team: two rows at once, twice the loads in
+// flight; with AHEAD the first trip from `ahead` (fetch_ahead of the same unit). Each subgroup's
+// partials in red[sg * 2 + r], after a barrier. Uniform trip count (subgroupAdd follows): lanes
+// past the row re-read its last group and multiply it by zero.
+fn team_dots(ids: Ids, u: Unit, ahead: Ahead) {
   let lane = ids.lid % TEAM;
-  let r1 = min(r0 + 1u, rows - 1u);
   // Four column groups per lane and trip, in four sums: their eight weight loads are independent,
   // so they are in flight together (the trip count is not a constant the compiler could unroll).
   var acc = array<vec2<f32>, 4>();
-  for (var c0 = g0; c0 < g1; c0 += 4u * TEAM) {
-    acc[0] += group_dots(mat, r0, r1, c8n, g1, c0 + lane);
-    acc[1] += group_dots(mat, r0, r1, c8n, g1, c0 + TEAM + lane);
-    acc[2] += group_dots(mat, r0, r1, c8n, g1, c0 + 2u * TEAM + lane);
-    acc[3] += group_dots(mat, r0, r1, c8n, g1, c0 + 3u * TEAM + lane);
+  var c0 = u.g0;
+  if (AHEAD) {
+    for (var j = 0u; j < 4u; j++) {
+      acc[j] += dots_of(unpack_group16(ahead[2u * j]), unpack_group16(ahead[2u * j + 1u]), u.g1, c0 + j * TEAM + lane);
+    }
+    c0 += 4u * TEAM;
+  }
+  for (; c0 < u.g1; c0 += 4u * TEAM) {
+    acc[0] += group_dots(u.mat, u.r0, u.r1, u.c8n, u.g1, c0 + lane);
+    acc[1] += group_dots(u.mat, u.r0, u.r1, u.c8n, u.g1, c0 + TEAM + lane);
+    acc[2] += group_dots(u.mat, u.r0, u.r1, u.c8n, u.g1, c0 + 2u * TEAM + lane);
+    acc[3] += group_dots(u.mat, u.r0, u.r1, u.c8n, u.g1, c0 + 3u * TEAM + lane);
   }
   let t = (acc[0] + acc[1]) + (acc[2] + acc[3]);
   let s = vec2<f32>(subgroupAdd(t.x), subgroupAdd(t.y));
@@ -279,6 +334,15 @@ fn team_dots_in(ids: Ids, mat: u32, r0: u32, rows: u32, cols: u32, g0: u32, g1: 
     red[2u * sg + 1u] = s.y;
   }
   workgroupBarrier();
+}
+
+// The next unit's ahead words (iteration it + 1 of a product of `units` units, whose unit is
+// `next`), or zeros where this workgroup has none: issued before the current unit's dots.
+fn fetch_next(ids: Ids, grid: Grid, it: u32, units: u32, next: Unit) -> Ahead {
+  if (!AHEAD || workgroup_idle(grid, it + 1u, units)) {
+    return Ahead();
+  }
+  return fetch_ahead(ids, next);
 }
 
 // Row r (0 or 1) of this thread's team: the sum of its subgroups' partials.
@@ -549,20 +613,25 @@ fn stage_attention(ids: Ids, pos: u32) {
         o += probs[h * nb + b] * vec4<f32>(load_f(at), load_f(at + 1u), load_f(at + 2u), load_f(at + 3u));
       }
     }
-    xs[i] = o.x;
-    xs[i + 1u] = o.y;
-    xs[i + 2u] = o.z;
-    xs[i + 3u] = o.w;
+    put_xs(i4, o);
   }
   workgroupBarrier();
+}
+
+// The unit of iteration `it` of add_product over the matrix at `mat`.
+fn add_unit(ids: Ids, grid: Grid, mat: u32, cols: u32, it: u32) -> Unit {
+  let units = (HIDDEN + 1u) / 2u;
+  return whole_rows(mat, 2u * min(unit_of(ids, grid, it), units - 1u), HIDDEN, cols);
 }
 
 // x += W v (o_proj, down_proj; v = live[at..], staged; or with `attention_parts` the combined
 // attention blocks), rows in pairs over the grid's teams; a row's residual word is only touched by
 // its team. Workgroups without a unit skip it, the staging too: every staging workgroup reads all
-// of v from L2. The residual is at x_at.
-fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, attention_parts: bool, pos: u32, x_at: u32) {
+// of v from L2. The residual is at x_at; `ahead`: fetch_ahead of the first unit.
+fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, attention_parts: bool, pos: u32, x_at: u32,
+               first: Ahead) {
   let units = (HIDDEN + 1u) / 2u;
+  var ahead = first;
   if (workgroup_idle(grid, 0u, units)) {
     return;
   }
@@ -577,7 +646,9 @@ fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, attention_par
     if (workgroup_idle(grid, it, units)) {
       break;
     }
-    team_dots(ids, mat, r0, HIDDEN, cols);
+    let next = fetch_next(ids, grid, it, units, add_unit(ids, grid, mat, cols, it + 1u));
+    team_dots(ids, add_unit(ids, grid, mat, cols, it), ahead);
+    ahead = next;
     if (ids.lid % TEAM == 0u && u < units) {
       store_f(x_at + r0, load_f(x_at + r0) + team_total(ids, 0u));
       if (r0 + 1u < HIDDEN) {
@@ -588,15 +659,37 @@ fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, attention_par
   }
 }
 
+// down_split's column groups a chunk, and its units.
+fn down_per() -> u32 {
+  let chunks = max(DOWN_SPLIT, 2u);  // (never called below 2; keeps the constant division defined)
+  return ((INTER + 7u) / 8u + chunks - 1u) / chunks;
+}
+fn down_units() -> u32 {
+  return (HIDDEN + 1u) / 2u * max(DOWN_SPLIT, 2u);
+}
+
+// The unit of iteration `it` of down_proj (of the matrix at `mat`), split or not.
+fn down_unit(ids: Ids, grid: Grid, mat: u32, it: u32) -> Unit {
+  if (DOWN_SPLIT < 2u) {
+    return add_unit(ids, grid, mat, INTER, it);
+  }
+  let pairs = (HIDDEN + 1u) / 2u;
+  let c8n = (INTER + 7u) / 8u;
+  let uc = min(unit_of(ids, grid, it), down_units() - 1u);
+  let chunk = uc / pairs;
+  let r0 = 2u * (uc % pairs);
+  return Unit(mat, r0, min(r0 + 1u, HIDDEN - 1u), c8n, chunk * down_per(), min(c8n, (chunk + 1u) * down_per()));
+}
+
 // down_proj split over columns (DOWN_SPLIT >= 2): unit u is row pair u % pairs of chunk u / pairs
 // (a workgroup's teams mostly share a chunk, and it stages only its units' chunks of the input);
 // each team stores its two partial dots at PDOWN_W, which the next stage adds to the residual.
-fn down_split(ids: Ids, grid: Grid, mat: u32) {
+fn down_split(ids: Ids, grid: Grid, mat: u32, first: Ahead) {
   let pairs = (HIDDEN + 1u) / 2u;
   let c8n = (INTER + 7u) / 8u;
-  let chunks = max(DOWN_SPLIT, 2u);  // (never called below 2; keeps the constant division defined)
-  let per = (c8n + chunks - 1u) / chunks;  // column groups a chunk
-  let units = pairs * chunks;
+  let per = down_per();
+  let units = down_units();
+  var ahead = first;
   for (var it = 0u; it < unit_iters(grid, units); it++) {
     if (workgroup_idle(grid, it, units)) {
       break;
@@ -610,17 +703,16 @@ fn down_split(ids: Ids, grid: Grid, mat: u32) {
       let inside = vec4<u32>(i, i + 1u, i + 2u, i + 3u) < vec4<u32>(INTER);
       let v = select(vec4<f32>(0.0), vec4<f32>(load_f(ACT_W + i), load_f(ACT_W + i + 1u), load_f(ACT_W + i + 2u), load_f(ACT_W + i + 3u)),
                      inside);
-      xs[i] = v.x;
-      xs[i + 1u] = v.y;
-      xs[i + 2u] = v.z;
-      xs[i + 3u] = v.w;
+      put_xs(i4, v);
     }
     workgroupBarrier();
     let u = unit_of(ids, grid, it);
     let uc = min(u, units - 1u);
     let chunk = uc / pairs;
     let r0 = 2u * (uc % pairs);
-    team_dots_in(ids, mat, r0, HIDDEN, INTER, chunk * per, min(c8n, (chunk + 1u) * per));
+    let next = fetch_next(ids, grid, it, units, down_unit(ids, grid, mat, it + 1u));
+    team_dots(ids, down_unit(ids, grid, mat, it), ahead);
+    ahead = next;
     if (ids.lid % TEAM == 0u && u < units) {
       let at = PDOWN_W + chunk * ((HIDDEN + 7u) / 8u * 8u) + r0;
       store_f(at, team_total(ids, 0u));
@@ -650,6 +742,31 @@ fn reduce_best(lid: u32, v: f32, i: u32) {
   }
 }
 
+// The units of Q/K/V, gate/up and the LM head (pairs of rows, all columns) for iteration `it`.
+fn qkv_unit(ids: Ids, grid: Grid, layer: u32, it: u32) -> Unit {
+  let rows = (HEADS + 2u * KV_HEADS) * HEAD_DIM;
+  return whole_rows(layer * LAYER_V4 + QKV_V4, 2u * min(unit_of(ids, grid, it), rows / 2u - 1u), rows, HIDDEN);
+}
+fn gate_up_unit(ids: Ids, grid: Grid, layer: u32, it: u32) -> Unit {
+  return whole_rows(layer * LAYER_V4 + GU_V4, 2u * min(unit_of(ids, grid, it), INTER - 1u), 2u * INTER, HIDDEN);
+}
+fn head_unit(ids: Ids, grid: Grid, it: u32) -> Unit {
+  let units = (VOCAB + 1u) / 2u;
+  return whole_rows(HEAD_V4, 2u * min(unit_of(ids, grid, it), units - 1u), VOCAB, HIDDEN);
+}
+
+// Grid barrier k with, between arrival and departure, the first unit's ahead words of the product
+// that follows it (`units` units, the first `first`); zeros where this workgroup has none.
+fn barrier_fetching(ids: Ids, grid: Grid, k: u32, units: u32, first: Unit) -> Ahead {
+  arrive(ids);
+  var ahead = Ahead();
+  if (AHEAD && !workgroup_idle(grid, 0u, units)) {
+    ahead = fetch_ahead(ids, first);
+  }
+  depart(ids, grid, k);
+  return ahead;
+}
+
 @compute @workgroup_size(WG)
 fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let grid = Grid(wid.x, groups.x);
@@ -659,7 +776,14 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
   let token = tokens[pos];
   let q_rows = HEADS * HEAD_DIM;
   let qkv_rows = q_rows + 2u * KV_HEADS * HEAD_DIM;
+  let o_units = (HIDDEN + 1u) / 2u;
+  let down_n = select(o_units, down_units(), DOWN_SPLIT >= 2u);
   var k = 0u;  // grid barriers passed
+  // The ahead words of the next product's first unit: fetched while waiting at the barrier before it.
+  var ahead = Ahead();
+  if (AHEAD && !workgroup_idle(grid, 0u, qkv_rows / 2u)) {
+    ahead = fetch_ahead(ids, qkv_unit(ids, grid, 0u, 0u));
+  }
   for (var layer = 0u; layer < LAYERS; layer++) {
     let mats = layer * LAYER_V4;
     let vs = layer * LAYER_F;
@@ -678,10 +802,12 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
           break;
         }
         let u = unit_of(ids, grid, it);
-        let ra = 2u * min(u, qkv_rows / 2u - 1u);
-        team_dots(ids, mats + QKV_V4, ra, qkv_rows, HIDDEN);
+        let next = fetch_next(ids, grid, it, qkv_rows / 2u, qkv_unit(ids, grid, layer, it + 1u));
+        let unit = qkv_unit(ids, grid, layer, it);
+        team_dots(ids, unit, ahead);
+        ahead = next;
         if (lane == 0u && u < qkv_rows / 2u) {
-          store_qkv(layer, ra, team_total(ids, 0u) * inv, team_total(ids, 1u) * inv, pos);
+          store_qkv(layer, unit.r0, team_total(ids, 0u) * inv, team_total(ids, 1u) * inv, pos);
         }
         workgroupBarrier();
       }
@@ -694,11 +820,11 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     } else {
       attention_split(ids, grid, layer, pos);
     }
-    grid_barrier(ids, grid, k);
+    ahead = barrier_fetching(ids, grid, k, o_units, add_unit(ids, grid, mats + O_V4, q_rows, 0u));
     k++;
     // 3: o_proj + residual.
-    add_product(ids, grid, mats + O_V4, ATT_W, q_rows, ATT_BLOCKS != 0u, pos, x_at);
-    grid_barrier(ids, grid, k);
+    add_product(ids, grid, mats + O_V4, ATT_W, q_rows, ATT_BLOCKS != 0u, pos, x_at, ahead);
+    ahead = barrier_fetching(ids, grid, k, INTER, gate_up_unit(ids, grid, layer, 0u));
     k++;
     // 4: gate/up + SiLU.
     let inv2 = stage(ids, grid, x_at, HIDDEN, vs + POST_NORM_F, VOCAB, false, 0u);
@@ -707,22 +833,28 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
         break;
       }
       let u = unit_of(ids, grid, it);
-      team_dots(ids, mats + GU_V4, 2u * min(u, INTER - 1u), 2u * INTER, HIDDEN);
+      let next = fetch_next(ids, grid, it, INTER, gate_up_unit(ids, grid, layer, it + 1u));
+      team_dots(ids, gate_up_unit(ids, grid, layer, it), ahead);
+      ahead = next;
       if (lane == 0u && u < INTER) {
         let g = team_total(ids, 0u) * inv2;
         store_f(ACT_W + u, g / (1.0 + exp(-g)) * (team_total(ids, 1u) * inv2));
       }
       workgroupBarrier();
     }
-    grid_barrier(ids, grid, k);
+    ahead = barrier_fetching(ids, grid, k, down_n, down_unit(ids, grid, mats + DOWN_V4, 0u));
     k++;
     // 5: down_proj + residual.
     if (DOWN_SPLIT >= 2u) {
-      down_split(ids, grid, mats + DOWN_V4);
+      down_split(ids, grid, mats + DOWN_V4, ahead);
     } else {
-      add_product(ids, grid, mats + DOWN_V4, ACT_W, INTER, false, pos, x_at);
+      add_product(ids, grid, mats + DOWN_V4, ACT_W, INTER, false, pos, x_at, ahead);
     }
-    grid_barrier(ids, grid, k);
+    if (layer + 1u < LAYERS) {
+      ahead = barrier_fetching(ids, grid, k, qkv_rows / 2u, qkv_unit(ids, grid, layer + 1u, 0u));
+    } else {
+      ahead = barrier_fetching(ids, grid, k, (VOCAB + 1u) / 2u, head_unit(ids, grid, 0u));
+    }
     k++;
   }
   // Final norm + LM head; each team's lane 0 keeps its best logit.
@@ -738,7 +870,9 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     }
     let u = unit_of(ids, grid, it);
     let r0 = 2u * min(u, units - 1u);
-    team_dots(ids, HEAD_V4, r0, VOCAB, HIDDEN);
+    let next = fetch_next(ids, grid, it, units, head_unit(ids, grid, it + 1u));
+    team_dots(ids, head_unit(ids, grid, it), ahead);
+    ahead = next;
     if (lane == 0u && u < units) {
       for (var r = 0u; r < 2u; r++) {
         let logit = team_total(ids, r) * inv;

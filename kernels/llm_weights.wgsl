@@ -125,6 +125,11 @@ fn weight_group(base: u32, row: u32, c8n: u32, c8: u32) -> array<vec4<f32>, 2> {
   if (WEIGHT_FORMAT == 0u) {
     return array<vec4<f32>, 2>(bitcast<vec4<f32>>(q), bitcast<vec4<f32>>(weights[at + 1u]));
   }
+  return unpack_group16(q);
+}
+
+// The 8 weights of a 16-bit format's group (WEIGHT_FORMAT 1 or 2), from its vec4.
+fn unpack_group16(q: vec4<u32>) -> array<vec4<f32>, 2> {
   if (WEIGHT_FORMAT == 2u) {
     let lo = bitcast<vec4<f32>>(q << vec4<u32>(16u));     // elements 0, 2, 4, 6
     let hi = bitcast<vec4<f32>>(q & vec4<u32>(0xffff0000u));  // elements 1, 3, 5, 7

@@ -115,13 +115,12 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // Test every variant of the dispatch (llm::PersistentVariant) against the step decoder, as above
-// (whose cases run the default, split+down=4: with one workgroup one block per head, in tiles;
-// 9 column groups in chunks of 3, the last empty): base (a
-// head per workgroup); attention split over positions (split=3: 31 positions in tiles of 10 (32
-// threads, 3 per position) or 21 give 2 blocks of 2 tiles or 2 of 1, combined by o_proj's staging;
-// split=1 one block); down_proj split over columns (down=N: 72 columns, 9 groups, in chunks of 5, 3
-// or 3 groups; 3 layers, so the residual moves X_W, X2_W, X_W and the final norm reads the last
-// layer's partials).
+// (whose cases run the default, split+down=4+ahead for 16-bit weights: with one workgroup one block per head,
+// in tiles; 9 column groups in chunks of 3, the last empty): base (a head per workgroup); attention split
+// over positions (split=3: 31 positions in tiles of 10 (32 threads, 3 per position) or 21 give 2 blocks of 2
+// tiles or 2 of 1, combined by o_proj's staging; split=1 one block); down_proj split over columns (down=N: 72
+// columns, 9 groups, in chunks of 5, 3 or 3 groups; 3 layers, so the residual moves X_W, X2_W, X_W and the
+// final norm reads the last layer's partials).
 struct VariantCase {
   const char* variant;
   WeightFormat dtype;
@@ -153,7 +152,10 @@ INSTANTIATE_TEST_SUITE_P(Variants, LlmPersistentVariant,
                                            VariantCase{"split=1", WeightFormat::BF16, 32},
                                            VariantCase{"down=2", WeightFormat::F32, 32},
                                            VariantCase{"split=3+down=4", WeightFormat::F16, 64},
-                                           VariantCase{"down=3", WeightFormat::Q8_0, 32}),
+                                           VariantCase{"down=3", WeightFormat::Q8_0, 32},
+                                           VariantCase{"ahead", WeightFormat::F16, 32},
+                                           VariantCase{"split=3+down=4+ahead", WeightFormat::BF16, 64},
+                                           VariantCase{"down=3+ahead", WeightFormat::F16, 32}),
                          [](const auto& info) {
                            std::string name = std::string(info.param.variant) + "_" +
                                               gpu::to_string(info.param.dtype) + "_wg" +
@@ -169,13 +171,15 @@ TEST(LlmPersistentDecodeRun, VariantNamesAndLimits) {
   EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("base")), "base");
   EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("down=3+split=18")), "split=18+down=3");
   EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("split")), "split");  // resolved by the decoder
+  EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("ahead+down=2")), "down=2+ahead");
   for (const char* bad : {"", "l2", "split=0", "split=x", "split+", "split=99999999999", "down=1", "down="}) {
     try {
       llm::parse_persistent_variant(bad);
       ADD_FAILURE() << "'" << bad << "' accepted";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("expected base, or split, split=N (N >= 1), down=N (N >= 2)"),
-                std::string::npos)
+      EXPECT_NE(
+          std::string(e.what()).find("expected base, or split, split=N (N >= 1), down=N (N >= 2), ahead"),
+          std::string::npos)
           << e.what();
     }
   }
@@ -204,27 +208,49 @@ TEST(LlmPersistentDecodeRun, VariantNamesAndLimits) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("head_dim (10) a multiple of 4"), std::string::npos) << e.what();
   }
+  try {
+    llm::PersistentDecoder d(
+        context(), cfg, weights.lookup(),
+        {.dtype = WeightFormat::Q8_0, .ctx = 8, .variant = llm::parse_persistent_variant("ahead")});
+    ADD_FAILURE() << "ahead accepted for q8_0 weights";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ahead loads 16-bit weights ahead; these are q8_0"),
+              std::string::npos)
+        << e.what();
+  }
   llm::PersistentDecoder by_default(context(), odd, odd_weights.lookup(), {.ctx = 8});
-  EXPECT_EQ(llm::to_string(by_default.variant()), "down=4");  // the default split needs head_dim % 4 == 0
+  // The default split needs head_dim % 4 == 0; the default loads 16-bit weights ahead, no others.
+  EXPECT_EQ(llm::to_string(by_default.variant()), "down=4+ahead");
+  for (const WeightFormat f : {WeightFormat::F32, WeightFormat::Q8_0}) {
+    llm::PersistentDecoder d(context(), cfg, weights.lookup(), {.dtype = f, .ctx = 8});
+    EXPECT_EQ(llm::to_string(d.variant()), "split=1+down=4") << gpu::to_string(f);
+  }
 }
 
 // Test the long-row and long-cache paths of the dispatch against the step decoder: a down_proj row
 // of 1,101 columns (138 column groups: two trips of four groups per lane of a 32-thread team, the
-// second partial) and 48 cache positions in one tile of 64 (the V sum's trips of four loads over
-// five parts of 12 dimensions, and its tail).
+// second partial; in chunks of 35 with the default down=4) and 48 cache positions in one tile of 64
+// (the V sum's trips of four loads over five parts of 12 dimensions, and its tail). With "ahead"
+// whole rows take their first trip from the words loaded ahead, the second from team_dots' loop.
 TEST(LlmPersistentDecodeRun, LongRowsAndLongCacheMatchTheStepDecoder) {
   auto cfg = small_llm_config(false, kVocab);
   cfg.intermediate_size = 1101;
   const auto weights = llm::HostWeights::random(cfg, 34);
   const uint32_t n = 42;
-  llm::PersistentDecoder d(context(), cfg, weights.lookup(),
-                           {.dtype = WeightFormat::F32, .ctx = 64, .workgroup_size = 64});
-  const Decoded got = run_persistent(d, n);
-  const Decoded steps = run_steps(cfg, weights, WeightFormat::F32, n);
-  EXPECT_EQ(got.tokens, steps.tokens);
-  ASSERT_EQ(got.logits.size(), steps.logits.size());
-  for (uint32_t i = 0; i < n; ++i)
-    EXPECT_LE(normalised_error<float>(got.logits[i], steps.logits[i]), 1e-5) << "step " << i;
+  for (const auto& [dtype, variant] :
+       {std::pair{WeightFormat::F32, "split+down=4"}, std::pair{WeightFormat::F16, "ahead"},
+        std::pair{WeightFormat::BF16, "split+down=4+ahead"}}) {
+    SCOPED_TRACE(variant);
+    llm::PersistentDecoder d(
+        context(), cfg, weights.lookup(),
+        {.dtype = dtype, .ctx = 64, .workgroup_size = 64, .variant = llm::parse_persistent_variant(variant)});
+    const Decoded got = run_persistent(d, n);
+    const Decoded steps = run_steps(cfg, weights, dtype, n);
+    EXPECT_EQ(got.tokens, steps.tokens);
+    ASSERT_EQ(got.logits.size(), steps.logits.size());
+    for (uint32_t i = 0; i < n; ++i)
+      EXPECT_LE(normalised_error<float>(got.logits[i], steps.logits[i]), 1e-5) << "step " << i;
+  }
 }
 
 // Test K positions per submit, a sequence continued by a second generate() (a chat turn), and

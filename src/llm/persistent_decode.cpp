@@ -46,7 +46,7 @@ uint32_t count_after(std::string_view part, std::string_view prefix) {
 }  // namespace
 
 PersistentVariant parse_persistent_variant(std::string_view s) {
-  PersistentVariant v{.split_auto = false, .down_split = 0};
+  PersistentVariant v{.split_auto = false, .down_split = 0, .ahead_auto = false};
   if (s == "base") return v;
   size_t at = 0;
   while (at <= s.size()) {
@@ -58,9 +58,11 @@ PersistentVariant parse_persistent_variant(std::string_view s) {
       v.attention_blocks = n;
     } else if (const uint32_t n = count_after(part, "down="); n >= 2) {
       v.down_split = n;
+    } else if (part == "ahead") {
+      v.ahead = true;
     } else {
       throw Error("--persistent-variant '" + std::string(s) + "': unknown part '" + std::string(part) +
-                  "'; expected base, or split, split=N (N >= 1), down=N (N >= 2) joined by '+'");
+                  "'; expected base, or split, split=N (N >= 1), down=N (N >= 2), ahead joined by '+'");
     }
     at = end + 1;
   }
@@ -73,6 +75,7 @@ std::string to_string(const PersistentVariant& v) {
   if (v.split_auto) add("split");
   if (v.attention_blocks) add("split=" + std::to_string(v.attention_blocks));
   if (v.down_split) add("down=" + std::to_string(v.down_split));
+  if (v.ahead) add("ahead");
   return s.empty() ? "base" : s;
 }
 
@@ -192,6 +195,16 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   o["XS_LEN"] = xs_len;
   o["ATT_BLOCKS"] = var.attention_blocks;
   o["DOWN_SPLIT"] = var.down_split;
+  const bool sixteen_bit =
+      stats_.weight_format == gpu::WeightFormat::F16 || stats_.weight_format == gpu::WeightFormat::BF16;
+  if (var.ahead_auto) {
+    var.ahead = sixteen_bit;
+    var.ahead_auto = false;  // resolved: variant() says whether
+  }
+  need(!var.ahead || sixteen_bit,
+       std::string("--persistent-variant ahead loads 16-bit weights ahead; these are ") +
+           gpu::to_string(stats_.weight_format));
+  o["AHEAD"] = var.ahead ? 1 : 0;
   kernel_ = &ctx.kernel(gpu::embedded_kernel("llm_persistent_decode", "decode_token", layout_));
   group_ = ctx.bind(*kernel_, {weights_, vectors_, live_, kv_, tokens_, control_});
 }

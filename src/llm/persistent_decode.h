@@ -37,10 +37,15 @@ struct PersistentVariant {
   // down_proj over (row pair, column chunk) units, this many chunks a row (>= 2; 0: whole rows),
   // the partial dots added to the residual where the next stage stages it.
   uint32_t down_split = 4;
+  // Each product's first weights loaded ahead of their use: while the workgroup waits at the grid
+  // barrier before the stage, and each later unit's during the previous unit's dots (16-bit
+  // weights only). ahead_auto (the default) turns it on where the weights are 16-bit.
+  bool ahead = false;
+  bool ahead_auto = true;
 };
-// "base" (a head per workgroup, whole rows), or '+'-joined "split", "split=N", "down=N" (what is
-// not named is off); throws Error naming the bad part. The default (PersistentVariant{}) is
-// "split+down=4", the fastest measured (docs/RESULTS.md).
+// "base" (a head per workgroup, whole rows), or '+'-joined "split", "split=N", "down=N", "ahead"
+// (what is not named is off); throws Error naming the bad part. The default (PersistentVariant{}) is
+// "split+down=4", plus "ahead" where the weights are 16-bit: the fastest measured (docs/RESULTS.md).
 PersistentVariant parse_persistent_variant(std::string_view s);
 std::string to_string(const PersistentVariant& v);
 
