@@ -544,14 +544,18 @@ fn attention_split(ids: Ids, grid: Grid, layer: u32, pos: u32) {
         let k = kv_at(layer, 0u, kvh, t0 + slot) + 4u * c;
         part_dot = dot(q, vec4<f32>(kvf(k), kvf(k + 1u), kvf(k + 2u), kvf(k + 3u)));
       }
-      red[lid] = part_dot;
+      // Quarter c of slot's dot at red[c * tile + slot]: the summing lanes (a slot each) then read
+      // consecutive words (at a stride of quads they would meet in a few banks).
+      if (slot < tile) {
+        red[c * tile + slot] = part_dot;
+      }
       workgroupBarrier();
       let mine = lid < tile && t0 + lid < p1;
       var s = STALL;
       if (mine) {
         var dsum = 0.0;
         for (var j = 0u; j < quads; j++) {
-          dsum += red[lid * quads + j];
+          dsum += red[j * tile + lid];
         }
         s = dsum * SCALE;
       }
