@@ -297,8 +297,8 @@ fn fetch_ahead(ids: Ids, u: Unit) -> Ahead {
     let lane = ids.lid % TEAM;
     for (var j = 0u; j < 4u; j++) {
       let c8 = min(u.g0 + j * TEAM + lane, u.g1 - 1u);  // as group_dots clamps
-      w[2u * j] = weights[u.mat + u.r0 * u.c8n + c8];
-      w[2u * j + 1u] = weights[u.mat + u.r1 * u.c8n + c8];
+      w[2u * j] = weights[weight_v4_at(u.mat, u.r0, u.c8n, c8)];
+      w[2u * j + 1u] = weights[weight_v4_at(u.mat, u.r1, u.c8n, c8)];
     }
   }
   return w;
@@ -631,11 +631,11 @@ fn add_unit(ids: Ids, grid: Grid, mat: u32, cols: u32, it: u32) -> Unit {
 // x += W v (o_proj, down_proj; v = live[at..], staged; or with `attention_parts` the combined
 // attention blocks), rows in pairs over the grid's teams; a row's residual word is only touched by
 // its team. Workgroups without a unit skip it, the staging too: every staging workgroup reads all
-// of v from L2. The residual is at x_at; `ahead`: fetch_ahead of the first unit.
+// of v from L2. The residual is at x_at; `fetched`: fetch_ahead of the first unit.
 fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, attention_parts: bool, pos: u32, x_at: u32,
-               first: Ahead) {
+               fetched: Ahead) {
   let units = (HIDDEN + 1u) / 2u;
-  var ahead = first;
+  var ahead = fetched;
   if (workgroup_idle(grid, 0u, units)) {
     return;
   }
@@ -645,13 +645,14 @@ fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, attention_par
     stage(ids, grid, at, cols, NO_NORM, VOCAB, false, 0u);
   }
   for (var it = 0u; it < unit_iters(grid, units); it++) {
-    let u = unit_of(ids, grid, it);
-    let r0 = 2u * min(u, units - 1u);
     if (workgroup_idle(grid, it, units)) {
       break;
     }
+    let u = unit_of(ids, grid, it);
+    let unit = add_unit(ids, grid, mat, cols, it);
+    let r0 = unit.r0;
     let next = fetch_next(ids, grid, it, units, add_unit(ids, grid, mat, cols, it + 1u));
-    team_dots(ids, add_unit(ids, grid, mat, cols, it), ahead);
+    team_dots(ids, unit, ahead);
     ahead = next;
     if (ids.lid % TEAM == 0u && u < units) {
       store_f(x_at + r0, load_f(x_at + r0) + team_total(ids, 0u));
@@ -687,13 +688,14 @@ fn down_unit(ids: Ids, grid: Grid, mat: u32, it: u32) -> Unit {
 
 // down_proj split over columns (DOWN_SPLIT >= 2): unit u is row pair u % pairs of chunk u / pairs
 // (a workgroup's teams mostly share a chunk, and it stages only its units' chunks of the input);
-// each team stores its two partial dots at PDOWN_W, which the next stage adds to the residual.
-fn down_split(ids: Ids, grid: Grid, mat: u32, first: Ahead) {
+// each team stores its two partial dots at PDOWN_W, which the next stage adds to the residual;
+// `fetched`: fetch_ahead of the first unit.
+fn down_split(ids: Ids, grid: Grid, mat: u32, fetched: Ahead) {
   let pairs = (HIDDEN + 1u) / 2u;
   let c8n = (INTER + 7u) / 8u;
   let per = down_per();
   let units = down_units();
-  var ahead = first;
+  var ahead = fetched;
   for (var it = 0u; it < unit_iters(grid, units); it++) {
     if (workgroup_idle(grid, it, units)) {
       break;
@@ -711,14 +713,13 @@ fn down_split(ids: Ids, grid: Grid, mat: u32, first: Ahead) {
     }
     workgroupBarrier();
     let u = unit_of(ids, grid, it);
-    let uc = min(u, units - 1u);
-    let chunk = uc / pairs;
-    let r0 = 2u * (uc % pairs);
+    let unit = down_unit(ids, grid, mat, it);
+    let r0 = unit.r0;
     let next = fetch_next(ids, grid, it, units, down_unit(ids, grid, mat, it + 1u));
-    team_dots(ids, down_unit(ids, grid, mat, it), ahead);
+    team_dots(ids, unit, ahead);
     ahead = next;
     if (ids.lid % TEAM == 0u && u < units) {
-      let at = PDOWN_W + chunk * ((HIDDEN + 7u) / 8u * 8u) + r0;
+      let at = PDOWN_W + unit.g0 / per * ((HIDDEN + 7u) / 8u * 8u) + r0;  // its chunk's partials
       store_f(at, team_total(ids, 0u));
       if (r0 + 1u < HIDDEN) {
         store_f(at + 1u, team_total(ids, 1u));
@@ -873,9 +874,10 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
       break;
     }
     let u = unit_of(ids, grid, it);
-    let r0 = 2u * min(u, units - 1u);
+    let unit = head_unit(ids, grid, it);
+    let r0 = unit.r0;
     let next = fetch_next(ids, grid, it, units, head_unit(ids, grid, it + 1u));
-    team_dots(ids, head_unit(ids, grid, it), ahead);
+    team_dots(ids, unit, ahead);
     ahead = next;
     if (lane == 0u && u < units) {
       for (var r = 0u; r < 2u; r++) {

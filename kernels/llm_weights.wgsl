@@ -114,13 +114,19 @@ fn quant_group(row: u32, c8n: u32, c8: u32) -> array<vec4<f32>, 2> {
   return array<vec4<f32>, 2>(xa * ds - mn, xb * ds - mn);
 }
 
+// The first vec4 of column group c8 of row `row` of an unquantized matrix (WEIGHT_FORMAT 0..2)
+// starting at vec4 `base`, whose rows are c8n groups long.
+fn weight_v4_at(base: u32, row: u32, c8n: u32, c8: u32) -> u32 {
+  return base + (row * c8n + c8) * weight_v4_per_group();
+}
+
 // The 8 weights of column group c8 of row `row` in the matrix starting at vec4 `base` whose rows
 // are c8n groups long.
 fn weight_group(base: u32, row: u32, c8n: u32, c8: u32) -> array<vec4<f32>, 2> {
   if (WEIGHT_FORMAT >= 3u) {
     return quant_group(4u * base + row * quant_planes(c8n).words, c8n, c8);
   }
-  let at = base + (row * c8n + c8) * weight_v4_per_group();
+  let at = weight_v4_at(base, row, c8n, c8);
   let q = weights[at];
   if (WEIGHT_FORMAT == 0u) {
     return array<vec4<f32>, 2>(bitcast<vec4<f32>>(q), bitcast<vec4<f32>>(weights[at + 1u]));
