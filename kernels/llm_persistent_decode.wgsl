@@ -46,7 +46,7 @@ override SPIN_LIMIT: u32 = 1048576u;
 // (workgroup 0 storing the sum in the other of two residual words, X_W and X2_W, layer by layer).
 override ATT_BLOCKS: u32 = 0u;
 override DOWN_SPLIT: u32 = 0u;
-// AHEAD (16-bit weights only): each product's first trip of weights is loaded before it is needed,
+// AHEAD (every format but f32, whose group is two vec4s): each product's first trip of weights is loaded before it is needed,
 // while the workgroup waits at the grid barrier before the stage, and each later unit's during the
 // previous unit's dots (fetch_ahead).
 override AHEAD: bool = false;
@@ -96,9 +96,13 @@ const FAILED_BASE = 0x10000u;  // above any barrier count (5 * layers + 1)  // b
 @group(0) @binding(3) var<storage, read_write> kv: array<atomic<u32>>;  // [layer][K, V][kv_heads][CTX][hd]
 @group(0) @binding(4) var<storage, read_write> tokens: array<u32>;      // [CTX + 1]
 // ctl: 0 barrier arrivals (zeroed before each dispatch), 1 FAILED_BASE - the first failed
-// barrier (0: none),
-// 2 pos, 3 tokens known (a position whose next token is known picks none).
+// barrier (0: none), 2 pos (PROBE_POS: the grid probe), 3 tokens known (a position whose next token
+// is known picks none), 4 the probe's spins.
 @group(0) @binding(5) var<storage, read_write> ctl: array<atomic<u32>>;
+// The grid probe: the dispatch only meets at one barrier, waiting at most ctl[4] spins, so the host
+// learns whether THIS kernel's workgroups (its registers and workgroup memory, not a lighter probe
+// kernel's) are co-resident at the grid's size.
+const PROBE_POS = 0xffffffffu;
 
 // The staged input vector of a product, by column group of 8: the group's first four elements at
 // xs[c8], its last four at xs[XS_LEN / 8 + c8], so that a team's lanes, which take consecutive
@@ -135,7 +139,7 @@ fn store_f(at: u32, v: f32) {
 // stage's weights) can be issued between them and complete while thread 0 waits.
 fn grid_barrier(ids: Ids, grid: Grid, k: u32) {
   arrive(ids);
-  depart(ids, grid, k);
+  depart(ids, grid, k, SPIN_LIMIT);
 }
 
 fn arrive(ids: Ids) {
@@ -146,12 +150,12 @@ fn arrive(ids: Ids) {
   }
 }
 
-fn depart(ids: Ids, grid: Grid, k: u32) {
+fn depart(ids: Ids, grid: Grid, k: u32, spins: u32) {
   if (ids.lid == 0u) {
     let everyone = (k + 1u) * grid.groups;
     var met = false;
     if (atomicLoad(&ctl[1]) == 0u) {  // after a failure nobody waits
-      for (var i = 0u; i < SPIN_LIMIT; i++) {
+      for (var i = 0u; i < spins; i++) {
         if (atomicLoad(&ctl[0]) >= everyone) {
           met = true;
           break;
@@ -287,8 +291,8 @@ fn whole_rows(mat: u32, r0: u32, rows: u32, cols: u32) -> Unit {
   return Unit(mat, r0, min(r0 + 1u, rows - 1u), c8n, 0u, c8n);
 }
 
-// The first trip of team_dots over a unit (per lane four column groups of both rows), as raw
-// 16-bit words, loaded ahead of their use (AHEAD; zeros otherwise).
+// The first trip of team_dots over a unit (per lane four column groups of both rows), as stored
+// (group_words), loaded ahead of their use (AHEAD; zeros otherwise).
 alias Ahead = array<vec4<u32>, 8>;
 
 fn fetch_ahead(ids: Ids, u: Unit) -> Ahead {
@@ -297,8 +301,8 @@ fn fetch_ahead(ids: Ids, u: Unit) -> Ahead {
     let lane = ids.lid % TEAM;
     for (var j = 0u; j < 4u; j++) {
       let c8 = min(u.g0 + j * TEAM + lane, u.g1 - 1u);  // as group_dots clamps
-      w[2u * j] = weights[weight_v4_at(u.mat, u.r0, u.c8n, c8)];
-      w[2u * j + 1u] = weights[weight_v4_at(u.mat, u.r1, u.c8n, c8)];
+      w[2u * j] = group_words(u.mat, u.r0, u.c8n, c8);
+      w[2u * j + 1u] = group_words(u.mat, u.r1, u.c8n, c8);
     }
   }
   return w;
@@ -316,7 +320,9 @@ fn team_dots(ids: Ids, u: Unit, ahead: Ahead) {
   var c0 = u.g0;
   if (AHEAD) {
     for (var j = 0u; j < 4u; j++) {
-      acc[j] += dots_of(unpack_group16(ahead[2u * j]), unpack_group16(ahead[2u * j + 1u]), u.g1, c0 + j * TEAM + lane);
+      let c = c0 + j * TEAM + lane;
+      let c8 = min(c, u.g1 - 1u);
+      acc[j] += dots_of(decode_group(ahead[2u * j], c8), decode_group(ahead[2u * j + 1u], c8), u.g1, c);
     }
     c0 += 4u * TEAM;
   }
@@ -768,7 +774,7 @@ fn barrier_fetching(ids: Ids, grid: Grid, k: u32, units: u32, first: Unit) -> Ah
   if (AHEAD && !workgroup_idle(grid, 0u, units)) {
     ahead = fetch_ahead(ids, first);
   }
-  depart(ids, grid, k);
+  depart(ids, grid, k, SPIN_LIMIT);
   return ahead;
 }
 
@@ -778,6 +784,11 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
   let lid = ids.lid;
   let lane = ids.lid % TEAM;
   let pos = uniform_ctl(ids, 2u);
+  if (pos == PROBE_POS) {
+    arrive(ids);
+    depart(ids, grid, 0u, uniform_ctl(ids, 4u));
+    return;
+  }
   let token = tokens[pos];
   let q_rows = HEADS * HEAD_DIM;
   let qkv_rows = q_rows + 2u * KV_HEADS * HEAD_DIM;

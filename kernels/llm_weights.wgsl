@@ -54,61 +54,75 @@ fn quant_planes(c8n: u32) -> QuantPlanes {
   return p;
 }
 
-// The f16 d of block b (formats with one f16 per block, two per word).
-fn quant_half(at: u32, b: u32) -> f32 {
-  return unpack2x16float(weight_word(at + b / 2u))[b % 2u];
-}
-
-// The 8 weights of group c8 of the quantized row starting at word `row`.
-fn quant_group(row: u32, c8n: u32, c8: u32) -> array<vec4<f32>, 2> {
+// The stored words of column group c8 of the quantized row starting at word `row`, one vec4 that
+// decode_quant() turns into its 8 weights: x the group's quants (q8_0: x, y), y the word of its
+// high bits (5-bit formats, q6_K), z the word of its sub-block scale (K formats), w the word of its
+// block's scales (each 0 where the format has none).
+fn quant_words(row: u32, c8n: u32, c8: u32) -> vec4<u32> {
   let f = WEIGHT_FORMAT;
   let p = quant_planes(c8n);
   let b = 8u * c8 / quant_block();
+  let half_scales = f == 3u || f == 4u || f == 6u || f == 10u;  // one f16 a block, two a word
+  let scale = weight_word(row + p.scale + select(b, b / 2u, half_scales));
+  if (f == 3u) {
+    return vec4<u32>(weight_word(row + 2u * c8), weight_word(row + 2u * c8 + 1u), 0u, scale);
+  }
+  var high = 0u;
+  if (f == 6u || f == 7u || f == 9u) {
+    high = weight_word(row + p.high + c8 / 4u);
+  } else if (f == 10u) {
+    high = weight_word(row + p.high + c8 / 2u);
+  }
+  var sub = 0u;
+  if (f >= 8u && f <= 10u) {  // a byte (q6_K) or half-word (q4_K, q5_K) a sub-block: c8 / 8 either way
+    sub = weight_word(row + p.sub + c8 / 8u);
+  }
+  return vec4<u32>(weight_word(row + c8), high, sub, scale);
+}
+
+// The 8 weights of column group c8 of a quantized row from its quant_words().
+fn decode_quant(w: vec4<u32>, c8: u32) -> array<vec4<f32>, 2> {
+  let f = WEIGHT_FORMAT;
+  let b = 8u * c8 / quant_block();
+  let d = unpack2x16float(w.w)[b % 2u];  // formats with one f16 a block
   if (f == 3u) {  // q8_0: int8 quants, sign-extended
     let up = vec4<u32>(24u, 16u, 8u, 0u);
-    let qa = bitcast<vec4<i32>>(vec4<u32>(weight_word(row + 2u * c8)) << up) >> vec4<u32>(24u);
-    let qb = bitcast<vec4<i32>>(vec4<u32>(weight_word(row + 2u * c8 + 1u)) << up) >> vec4<u32>(24u);
-    let d = quant_half(row + p.scale, b);
+    let qa = bitcast<vec4<i32>>(vec4<u32>(w.x) << up) >> vec4<u32>(24u);
+    let qb = bitcast<vec4<i32>>(vec4<u32>(w.y) << up) >> vec4<u32>(24u);
     return array<vec4<f32>, 2>(vec4<f32>(qa) * d, vec4<f32>(qb) * d);
   }
-  let w = vec4<u32>(weight_word(row + c8));
-  var qa = (w >> vec4<u32>(0u, 4u, 8u, 12u)) & vec4<u32>(15u);
-  var qb = (w >> vec4<u32>(16u, 20u, 24u, 28u)) & vec4<u32>(15u);
-  if (f == 6u || f == 7u || f == 9u) {  // the 5th bits: byte c8 of the high plane
-    let h = vec4<u32>(weight_word(row + p.high + c8 / 4u) >> (8u * (c8 % 4u)));
+  var qa = (vec4<u32>(w.x) >> vec4<u32>(0u, 4u, 8u, 12u)) & vec4<u32>(15u);
+  var qb = (vec4<u32>(w.x) >> vec4<u32>(16u, 20u, 24u, 28u)) & vec4<u32>(15u);
+  if (f == 6u || f == 7u || f == 9u) {  // the 5th bits: byte c8 % 4 of the high word
+    let h = vec4<u32>(w.y >> (8u * (c8 % 4u)));
     qa |= ((h >> vec4<u32>(0u, 1u, 2u, 3u)) & vec4<u32>(1u)) << vec4<u32>(4u);
     qb |= ((h >> vec4<u32>(4u, 5u, 6u, 7u)) & vec4<u32>(1u)) << vec4<u32>(4u);
   }
-  if (f == 10u) {  // q6_K's 2 high bits: half-word c8 of the high plane
-    let h = vec4<u32>(weight_word(row + p.high + c8 / 2u) >> (16u * (c8 % 2u)));
+  if (f == 10u) {  // q6_K's 2 high bits: half-word c8 % 2 of the high word
+    let h = vec4<u32>(w.y >> (16u * (c8 % 2u)));
     qa |= ((h >> vec4<u32>(0u, 2u, 4u, 6u)) & vec4<u32>(3u)) << vec4<u32>(4u);
     qb |= ((h >> vec4<u32>(8u, 10u, 12u, 14u)) & vec4<u32>(3u)) << vec4<u32>(4u);
   }
   let xa = vec4<f32>(qa);
   let xb = vec4<f32>(qb);
   if (f == 4u || f == 6u) {  // q4_0, q5_0: d (q - 8 or 16)
-    let d = quant_half(row + p.scale, b);
     let bias = select(8.0, 16.0, f == 6u);
     return array<vec4<f32>, 2>((xa - bias) * d, (xb - bias) * d);
   }
+  let dm = unpack2x16float(w.w);  // formats with a pair of f16 a block
   if (f == 5u || f == 7u) {  // q4_1, q5_1: d q + m
-    let dm = unpack2x16float(weight_word(row + p.scale + b));
     return array<vec4<f32>, 2>(xa * dm.x + dm.y, xb * dm.x + dm.y);
   }
   if (f == 11u) {  // q4_zp: d (q - z)
-    let dz = unpack2x16float(weight_word(row + p.scale + b));
-    return array<vec4<f32>, 2>((xa - dz.y) * dz.x, (xb - dz.y) * dz.x);
+    return array<vec4<f32>, 2>((xa - dm.y) * dm.x, (xb - dm.y) * dm.x);
   }
-  if (f == 10u) {  // q6_K: (d sc) (q - 32), sc the int8 of sub-block c8 / 2
-    let s = c8 / 2u;
-    let sc = bitcast<i32>(weight_word(row + p.sub + s / 4u) << (24u - 8u * (s % 4u))) >> 24u;
-    let ds = quant_half(row + p.scale, b) * f32(sc);
+  if (f == 10u) {  // q6_K: (d sc) (q - 32), sc the int8 of sub-block c8 / 2 (byte c8 / 2 % 4 of the word)
+    let sc = bitcast<i32>(w.z << (24u - 8u * (c8 / 2u % 4u))) >> 24u;
+    let ds = d * f32(sc);
     return array<vec4<f32>, 2>((xa - 32.0) * ds, (xb - 32.0) * ds);
   }
-  // q4_K, q5_K: (d sc) q - (dmin m), sc and m those of sub-block c8 / 4
-  let s = c8 / 4u;
-  let scm = weight_word(row + p.sub + s / 2u) >> (16u * (s % 2u));
-  let dm = unpack2x16float(weight_word(row + p.scale + b));
+  // q4_K, q5_K: (d sc) q - (dmin m), sc and m those of sub-block c8 / 4 (half-word c8 / 4 % 2)
+  let scm = w.z >> (16u * (c8 / 4u % 2u));
   let ds = dm.x * f32(scm & 0xffu);
   let mn = dm.y * f32((scm >> 8u) & 0xffu);
   return array<vec4<f32>, 2>(xa * ds - mn, xb * ds - mn);
@@ -120,18 +134,31 @@ fn weight_v4_at(base: u32, row: u32, c8n: u32, c8: u32) -> u32 {
   return base + (row * c8n + c8) * weight_v4_per_group();
 }
 
+// The stored words of column group c8 of row `row` in the matrix starting at vec4 `base` whose rows
+// are c8n groups long, as one vec4 (every format but f32, whose group is two): decode_group() gives
+// its 8 weights. Split so that a kernel can load groups ahead of their decode.
+fn group_words(base: u32, row: u32, c8n: u32, c8: u32) -> vec4<u32> {
+  if (WEIGHT_FORMAT >= 3u) {
+    return quant_words(4u * base + row * quant_planes(c8n).words, c8n, c8);
+  }
+  return weights[weight_v4_at(base, row, c8n, c8)];
+}
+
+fn decode_group(w: vec4<u32>, c8: u32) -> array<vec4<f32>, 2> {
+  if (WEIGHT_FORMAT >= 3u) {
+    return decode_quant(w, c8);
+  }
+  return unpack_group16(w);
+}
+
 // The 8 weights of column group c8 of row `row` in the matrix starting at vec4 `base` whose rows
 // are c8n groups long.
 fn weight_group(base: u32, row: u32, c8n: u32, c8: u32) -> array<vec4<f32>, 2> {
-  if (WEIGHT_FORMAT >= 3u) {
-    return quant_group(4u * base + row * quant_planes(c8n).words, c8n, c8);
-  }
-  let at = weight_v4_at(base, row, c8n, c8);
-  let q = weights[at];
   if (WEIGHT_FORMAT == 0u) {
-    return array<vec4<f32>, 2>(bitcast<vec4<f32>>(q), bitcast<vec4<f32>>(weights[at + 1u]));
+    let at = weight_v4_at(base, row, c8n, c8);
+    return array<vec4<f32>, 2>(bitcast<vec4<f32>>(weights[at]), bitcast<vec4<f32>>(weights[at + 1u]));
   }
-  return unpack_group16(q);
+  return decode_group(group_words(base, row, c8n, c8), c8);
 }
 
 // The 8 weights of a 16-bit format's group (WEIGHT_FORMAT 1 or 2), from its vec4.

@@ -115,7 +115,7 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // Test every variant of the dispatch (llm::PersistentVariant) against the step decoder, as above
-// (whose cases run the default, split+down=4+ahead for 16-bit weights: with one workgroup one block per head,
+// (whose cases run the default, split+down=4+ahead but for f32: with one workgroup one block per head,
 // in tiles; 9 column groups in chunks of 3, the last empty): base (a head per workgroup); attention split
 // over positions (split=3: 31 positions in tiles of 10 (32 threads, 3 per position) or 21 give 2 blocks of 2
 // tiles or 2 of 1, combined by o_proj's staging; split=1 one block); down_proj split over columns (down=N: 72
@@ -144,26 +144,26 @@ TEST_P(LlmPersistentVariant, MatchesStepDecoder) {
     EXPECT_LE(normalised_error<float>(got.logits[i], steps.logits[i]), 1e-5) << "step " << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, LlmPersistentVariant,
-                         ::testing::Values(VariantCase{"base", WeightFormat::F16, 32},
-                                           VariantCase{"base", WeightFormat::Q4_K, 64},
-                                           VariantCase{"split=3", WeightFormat::F32, 32},
-                                           VariantCase{"split=3", WeightFormat::F16, 64},
-                                           VariantCase{"split=1", WeightFormat::BF16, 32},
-                                           VariantCase{"down=2", WeightFormat::F32, 32},
-                                           VariantCase{"split=3+down=4", WeightFormat::F16, 64},
-                                           VariantCase{"down=3", WeightFormat::Q8_0, 32},
-                                           VariantCase{"ahead", WeightFormat::F16, 32},
-                                           VariantCase{"split=3+down=4+ahead", WeightFormat::BF16, 64},
-                                           VariantCase{"down=3+ahead", WeightFormat::F16, 32}),
-                         [](const auto& info) {
-                           std::string name = std::string(info.param.variant) + "_" +
-                                              gpu::to_string(info.param.dtype) + "_wg" +
-                                              std::to_string(info.param.workgroup_size);
-                           for (char& ch : name)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Variants, LlmPersistentVariant,
+    ::testing::Values(
+        VariantCase{"base", WeightFormat::F16, 32}, VariantCase{"base", WeightFormat::Q4_K, 64},
+        VariantCase{"split=3", WeightFormat::F32, 32}, VariantCase{"split=3", WeightFormat::F16, 64},
+        VariantCase{"split=1", WeightFormat::BF16, 32}, VariantCase{"down=2", WeightFormat::F32, 32},
+        VariantCase{"split=3+down=4", WeightFormat::F16, 64}, VariantCase{"down=3", WeightFormat::Q8_0, 32},
+        VariantCase{"ahead", WeightFormat::F16, 32},
+        VariantCase{"split=3+down=4+ahead", WeightFormat::BF16, 64},
+        VariantCase{"down=3+ahead", WeightFormat::F16, 32}, VariantCase{"ahead", WeightFormat::Q8_0, 32},
+        VariantCase{"ahead", WeightFormat::Q4_0, 64}, VariantCase{"split=3+ahead", WeightFormat::Q4_1, 32},
+        VariantCase{"ahead", WeightFormat::Q5_1, 32}, VariantCase{"down=3+ahead", WeightFormat::Q5_K, 64},
+        VariantCase{"down=3+ahead", WeightFormat::Q6_K, 32}, VariantCase{"ahead", WeightFormat::Q4_ZP, 32}),
+    [](const auto& info) {
+      std::string name = std::string(info.param.variant) + "_" + gpu::to_string(info.param.dtype) + "_wg" +
+                         std::to_string(info.param.workgroup_size);
+      for (char& ch : name)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return name;
+    });
 
 // Test the variant names: every part, their combinations, the grid's choice of blocks, and clear
 // errors for what is not a variant or cannot run.
@@ -211,19 +211,18 @@ TEST(LlmPersistentDecodeRun, VariantNamesAndLimits) {
   try {
     llm::PersistentDecoder d(
         context(), cfg, weights.lookup(),
-        {.dtype = WeightFormat::Q8_0, .ctx = 8, .variant = llm::parse_persistent_variant("ahead")});
-    ADD_FAILURE() << "ahead accepted for q8_0 weights";
+        {.dtype = WeightFormat::F32, .ctx = 8, .variant = llm::parse_persistent_variant("ahead")});
+    ADD_FAILURE() << "ahead accepted for f32 weights";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("ahead loads 16-bit weights ahead; these are q8_0"),
-              std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("one vec4; f32 weights take two"), std::string::npos) << e.what();
   }
   llm::PersistentDecoder by_default(context(), odd, odd_weights.lookup(), {.ctx = 8});
-  // The default split needs head_dim % 4 == 0; the default loads 16-bit weights ahead, no others.
+  // The default split needs head_dim % 4 == 0; the default loads every format but f32 ahead.
   EXPECT_EQ(llm::to_string(by_default.variant()), "down=4+ahead");
   for (const WeightFormat f : {WeightFormat::F32, WeightFormat::Q8_0}) {
     llm::PersistentDecoder d(context(), cfg, weights.lookup(), {.dtype = f, .ctx = 8});
-    EXPECT_EQ(llm::to_string(d.variant()), "split=1+down=4") << gpu::to_string(f);
+    EXPECT_EQ(llm::to_string(d.variant()), f == WeightFormat::F32 ? "split=1+down=4" : "split=1+down=4+ahead")
+        << gpu::to_string(f);
   }
 }
 
@@ -239,7 +238,8 @@ TEST(LlmPersistentDecodeRun, LongRowsAndLongCacheMatchTheStepDecoder) {
   const uint32_t n = 42;
   for (const auto& [dtype, variant] :
        {std::pair{WeightFormat::F32, "split+down=4"}, std::pair{WeightFormat::F16, "ahead"},
-        std::pair{WeightFormat::BF16, "split+down=4+ahead"}}) {
+        std::pair{WeightFormat::BF16, "split+down=4+ahead"}, std::pair{WeightFormat::Q8_0, "ahead"},
+        std::pair{WeightFormat::Q5_K, "split+down=4+ahead"}}) {
     SCOPED_TRACE(variant);
     llm::PersistentDecoder d(
         context(), cfg, weights.lookup(),
@@ -367,6 +367,34 @@ TEST(LlmPersistentDecodeRun, GridChoiceAndFallback) {
   EXPECT_EQ(none.workgroups, 0u);
   EXPECT_NE(none.reason.find("1 workgroups:"), std::string::npos) << none.reason;
   EXPECT_NE(none.reason.find("not co-resident"), std::string::npos) << none.reason;
+}
+
+// Test the decode kernel's own grid probe (fit_grid): a probe that may not wait fails at every grid,
+// halved down to 1, which is an Error that says so ("timed out": the session falls back to the step
+// decoder); a probe that may wait leaves a grid whose dispatches then run and decode as one workgroup
+// does (SwiftShader, whose few threads hold few workgroups at once, shrinks a grid of 8; the grid it
+// ends with is printed).
+TEST(LlmPersistentDecodeRun, GridFitsTheDecodeKernelItself) {
+  const auto cfg = small_llm_config(true, kVocab);
+  const auto weights = llm::HostWeights::random(cfg, 39);
+  try {
+    llm::PersistentDecoder d(context(), cfg, weights.lookup(),
+                             {.ctx = 64, .workgroups = 4, .fit_grid = true, .probe_spin = 0});
+    FAIL() << "a probe that may not wait passed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("timed out in the dispatch's own grid probe at every grid from 4 "
+                                         "workgroups down to 1 (0 spins)"),
+              std::string::npos)
+        << e.what();
+  }
+  llm::PersistentDecoder one(context(), cfg, weights.lookup(), {.dtype = WeightFormat::F16, .ctx = 64});
+  const auto want = run_persistent(one, 12, 4, false).tokens;
+  llm::PersistentDecoder fitted(
+      context(), cfg, weights.lookup(),
+      {.dtype = WeightFormat::F16, .ctx = 64, .workgroups = 8, .fit_grid = true, .probe_spin = 1u << 22});
+  std::printf("[ info ] a grid of 8 fitted to %u workgroups\n", fitted.workgroups());
+  EXPECT_GE(fitted.workgroups(), 1u);
+  EXPECT_EQ(run_persistent(fitted, 12, 4, false).tokens, want);
 }
 
 // Test the check that guards the persistent decode: it passes against the step decoder on the

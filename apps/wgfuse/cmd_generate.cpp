@@ -247,7 +247,7 @@ void add_generate(CLI::App& app, GlobalOptions& g) {
        "--persistent-variant",
        [lo](const std::string& v) { lo->s.persistent.variant = llm::parse_persistent_variant(v); },
        "--decode persistent, a measurement tool: base, or split, split=N, down=N, ahead joined by '+' "
-       "(llm::PersistentVariant; default: split+down=4, plus ahead for 16-bit weights)")
+       "(llm::PersistentVariant; default: split+down=4, plus ahead for every format but f32)")
       ->group("");
   c->add_option("--decode-check", lo->s.persistent.check_tokens,
                 "--decode persistent: greedy tokens whose tokens and logits must equal the step decoder's "

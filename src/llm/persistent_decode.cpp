@@ -20,6 +20,8 @@ using gpu::BufferUsage;
 constexpr uint32_t kStagesPerLayer = 5;
 constexpr uint32_t kFailedBase =
     0x10000;  // FAILED_BASE of the kernel: control word 1 = it - first failed barrier
+constexpr uint32_t kControlWords = 5;       // the kernel's ctl
+constexpr uint32_t kProbePos = 0xffffffff;  // PROBE_POS of the kernel: ctl[2] for the grid probe
 constexpr const char* kStageNames[kStagesPerLayer] = {"Q/K/V", "attention", "o_proj", "gate/up", "down_proj"};
 
 // What grid barrier k (0-based) ends, for the timeout message.
@@ -128,9 +130,12 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   // Attention blocks per head: split_auto gives each (head, block) a workgroup; stage_attention
   // weighs a head's blocks in probs[WG].
   PersistentVariant& var = opt_.variant;
-  if (var.split_auto) {
-    var.attention_blocks =
-        c.head_dim % 4 ? 0 : std::max<uint32_t>(1, std::min(wg, opt_.workgroups) / c.num_heads);
+  const bool blocks_auto = var.split_auto;
+  auto auto_blocks = [&] {
+    return c.head_dim % 4 ? 0 : std::max<uint32_t>(1, std::min(wg, opt_.workgroups) / c.num_heads);
+  };
+  if (blocks_auto) {
+    var.attention_blocks = auto_blocks();
     var.split_auto = false;  // resolved: variant() names the blocks
   }
   if (var.attention_blocks) {
@@ -170,7 +175,7 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   live_ = ctx.buffer(4 * words, BufferUsage::StorageIO, "llm.persistent.live");
   kv_ = ctx.buffer(4 * kv_words, BufferUsage::StorageIO, "llm.persistent.kv");
   tokens_ = ctx.buffer(4ull * pad8(uint64_t(opt_.ctx) + 1), BufferUsage::StorageIO, "llm.persistent.tokens");
-  control_ = ctx.buffer(16, BufferUsage::StorageIO, "llm.persistent.control");
+  control_ = ctx.buffer(4 * kControlWords, BufferUsage::StorageIO, "llm.persistent.control");
   const uint32_t zeros[4] = {0, 0, 0, 0};
   zero_ = ctx.upload<uint32_t>(zeros, BufferUsage::CopySrc, "llm.persistent.zero");
   stats_.kv_cache_bytes = kv_.size();
@@ -195,18 +200,45 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   o["XS_LEN"] = xs_len;
   o["ATT_BLOCKS"] = var.attention_blocks;
   o["DOWN_SPLIT"] = var.down_split;
-  const bool sixteen_bit =
-      stats_.weight_format == gpu::WeightFormat::F16 || stats_.weight_format == gpu::WeightFormat::BF16;
+  // ahead holds a column group's stored words in one vec4 (group_words): every format but f32.
+  const bool ahead_fits = stats_.weight_format != gpu::WeightFormat::F32;
   if (var.ahead_auto) {
-    var.ahead = sixteen_bit;
+    var.ahead = ahead_fits;
     var.ahead_auto = false;  // resolved: variant() says whether
   }
-  need(!var.ahead || sixteen_bit,
-       std::string("--persistent-variant ahead loads 16-bit weights ahead; these are ") +
-           gpu::to_string(stats_.weight_format));
+  need(!var.ahead || ahead_fits,
+       "--persistent-variant ahead holds a column group's stored words in one vec4; f32 weights take two "
+       "(store them in another --dtype, or name a variant without ahead)");
   o["AHEAD"] = var.ahead ? 1 : 0;
-  kernel_ = &ctx.kernel(gpu::embedded_kernel("llm_persistent_decode", "decode_token", layout_));
-  group_ = ctx.bind(*kernel_, {weights_, vectors_, live_, kv_, tokens_, control_});
+  // With fit_grid, halve the grid until this kernel's own workgroups are co-resident (the regions
+  // sized by the first grid hold those of every smaller one).
+  const uint32_t first_grid = opt_.workgroups;
+  for (;;) {
+    kernel_ = &ctx.kernel(gpu::embedded_kernel("llm_persistent_decode", "decode_token", layout_));
+    group_ = ctx.bind(*kernel_, {weights_, vectors_, live_, kv_, tokens_, control_});
+    if (!opt_.fit_grid || grid_fits(opt_.probe_spin)) break;
+    need(opt_.workgroups > 1,
+         "a grid barrier timed out in the dispatch's own grid probe at every grid from " +
+             std::to_string(first_grid) + " workgroups down to 1 (" + std::to_string(opt_.probe_spin) +
+             " spins); use --decode steps");
+    opt_.workgroups /= 2;
+    if (blocks_auto) {
+      var.attention_blocks = auto_blocks();
+      o["ATT_BLOCKS"] = var.attention_blocks;
+    }
+  }
+}
+
+bool PersistentDecoder::grid_fits(uint32_t spins) {
+  const uint32_t probe[kControlWords] = {0, 0, kProbePos, 0, spins};
+  ctx_->write(control_, 0, std::as_bytes(std::span(probe)));
+  gpu::Recorder rec(*ctx_);
+  rec.dispatch(*kernel_, group_, opt_.workgroups);
+  rec.submit();
+  const bool met = ctx_->read<uint32_t>(control_, 1, 1).at(0) == 0;
+  const uint32_t zeros[kControlWords] = {};
+  ctx_->write(control_, 0, std::as_bytes(std::span(zeros)));
+  return met;
 }
 
 void PersistentDecoder::upload_weights(const WeightLookup& weights) {

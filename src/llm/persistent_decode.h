@@ -38,14 +38,14 @@ struct PersistentVariant {
   // the partial dots added to the residual where the next stage stages it.
   uint32_t down_split = 4;
   // Each product's first weights loaded ahead of their use: while the workgroup waits at the grid
-  // barrier before the stage, and each later unit's during the previous unit's dots (16-bit
-  // weights only). ahead_auto (the default) turns it on where the weights are 16-bit.
+  // barrier before the stage, and each later unit's during the previous unit's dots (every
+  // format but f32). ahead_auto (the default) turns it on where the format allows it.
   bool ahead = false;
   bool ahead_auto = true;
 };
 // "base" (a head per workgroup, whole rows), or '+'-joined "split", "split=N", "down=N", "ahead"
 // (what is not named is off); throws Error naming the bad part. The default (PersistentVariant{}) is
-// "split+down=4", plus "ahead" where the weights are 16-bit: the fastest measured (docs/RESULTS.md).
+// "split+down=4", plus "ahead" where the weights are not f32: the fastest measured (docs/RESULTS.md).
 PersistentVariant parse_persistent_variant(std::string_view s);
 std::string to_string(const PersistentVariant& v);
 
@@ -57,6 +57,11 @@ struct PersistentOptions {
   // Atomic loads a workgroup spends waiting at one grid barrier before the dispatch gives up (an
   // Error after the submit, not a hang).
   uint32_t spin_limit = 1u << 22;
+  // Halve `workgroups` until the dispatch's own first grid barrier passes within probe_spin spins
+  // (check_grid_sync's kernel is lighter than this one's registers and workgroup memory, so more
+  // of its workgroups may be resident at once); throws Error ("timed out") when not even 1 does.
+  bool fit_grid = false;
+  uint32_t probe_spin = 1u << 20;
   PersistentVariant variant;
   std::function<void(uint64_t done, uint64_t total)> progress;  // upload bytes
 };
@@ -83,6 +88,9 @@ class PersistentDecoder : public Decoder {
 
  private:
   void upload_weights(const WeightLookup& weights);
+  // One dispatch of the grid probe (the kernel's PROBE_POS): whether every workgroup met at one
+  // barrier within `spins`. Leaves the control words zero.
+  bool grid_fits(uint32_t spins);
   // Decoder's hooks: the device position and the tokens known are control words 2 and 3; every
   // dispatch decodes the next position, and picks a token where the next is not known yet.
   void check(const GenerateOptions& opt) const override;

@@ -225,36 +225,38 @@ void Session::choose_decoder(std::span<const uint32_t> prompt, uint32_t n) {
     return fall_back("the matrices are stored in " + std::to_string(formats.size()) +
                      " formats (a GGUF file of mixed tensor types, or an AWQ/GPTQ folder's 4-bit layers "
                      "beside its f16 embedding); the one-dispatch decoder decodes one");
-  // Auto: at most 256 workgroups (2 per SM of an H100), since the probe's kernel is lighter than
-  // the decode's and may fit more at once; a decode barrier that then times out falls back.
+  // Auto: at most 256 workgroups (2 per SM of an H100) that the light probe passes, then halved
+  // until the decode kernel's own probe passes too (fit_grid); a barrier that times out falls back.
+  const bool auto_grid = opt_.persistent.workgroups == 0;
   const GridChoice grid = choose_grid(ctx, opt_.persistent.workgroups, wg, opt_.persistent.probe_spin, 256);
   if (grid.workgroups == 0) return fall_back(grid.reason);
-  persistent_ = std::make_unique<PersistentDecoder>(
-      ctx, files_.config(), [this](std::string_view name) { return files_.find(name); },
-      PersistentOptions{.dtype = opt_.dtype,
-                        .ctx = ctx_len_,
-                        .workgroups = grid.workgroups,
-                        .workgroup_size = wg,
-                        .variant = opt_.persistent.variant});
   const uint32_t checked = std::min(opt_.persistent.check_tokens, n);
-  if (checked) {
-    std::string diff;
-    try {
-      diff = compare_with_steps(*model_, *persistent_, prompt, checked, 1e-3);
-    } catch (const Error& e) {
-      if (std::string(e.what()).find("timed out") == std::string::npos) throw;
-      return fall_back(e.what());
-    }
-    if (!diff.empty())
-      throw Error("--decode persistent: the check against the step decoder failed at " + diff +
-                  " (--decode steps is the trusted path)");
+  std::string diff;
+  try {
+    persistent_ = std::make_unique<PersistentDecoder>(
+        ctx, files_.config(), [this](std::string_view name) { return files_.find(name); },
+        PersistentOptions{.dtype = opt_.dtype,
+                          .ctx = ctx_len_,
+                          .workgroups = grid.workgroups,
+                          .workgroup_size = wg,
+                          .fit_grid = auto_grid,
+                          .probe_spin = opt_.persistent.probe_spin,
+                          .variant = opt_.persistent.variant});
+    if (checked) diff = compare_with_steps(*model_, *persistent_, prompt, checked, 1e-3);
+  } catch (const Error& e) {
+    if (std::string(e.what()).find("timed out") == std::string::npos) throw;
+    return fall_back(e.what());
   }
-  notice("persistent decode: " + std::to_string(grid.workgroups) + " workgroups of " + std::to_string(wg) +
-         ", " + std::to_string(persistent_->barriers_per_token()) + " grid barriers per token, " +
-         std::to_string(checked) + " tokens checked, variant " + to_string(persistent_->variant()));
+  if (!diff.empty())
+    throw Error("--decode persistent: the check against the step decoder failed at " + diff +
+                " (--decode steps is the trusted path)");
+  notice("persistent decode: " + std::to_string(persistent_->workgroups()) + " workgroups of " +
+         std::to_string(wg) + ", " + std::to_string(persistent_->barriers_per_token()) +
+         " grid barriers per token, " + std::to_string(checked) + " tokens checked, variant " +
+         to_string(persistent_->variant()));
   model_.reset();  // checked: the step decoder's weights and cache are not needed any more
   choice_ = {.kind = DecoderKind::Persistent,
-             .workgroups = grid.workgroups,
+             .workgroups = persistent_->workgroups(),
              .workgroup_size = wg,
              .barriers_per_token = persistent_->barriers_per_token(),
              .checked_tokens = checked,
