@@ -412,6 +412,15 @@ TEST(LlmPersistentDecodeRun, CheckAgainstStepDecoderCatchesDifferences) {
   llm::PersistentDecoder off(context(), cfg, other.lookup(), {.dtype = WeightFormat::F16, .ctx = 64});
   const std::string diff = llm::compare_with_steps(steps, off, kPrompt, 8, 1e-4);
   EXPECT_NE(diff.find("step 0: logits differ"), std::string::npos) << diff;
+
+  // A persistent run that fails (here: weights whose products overflow, so no logit is finite) is a
+  // difference too.
+  auto broken = weights;
+  broken.transform([](float v) { return v * 1e30f; });
+  llm::PersistentDecoder nan(context(), cfg, broken.lookup(), {.dtype = WeightFormat::F32, .ctx = 64});
+  const std::string failed = llm::compare_with_steps(steps, nan, kPrompt, 8, 1e-4);
+  EXPECT_NE(failed.find("the persistent decoder's run: generated token 1"), std::string::npos) << failed;
+  EXPECT_TRUE(nan.sequence().empty());
 }
 
 }  // namespace

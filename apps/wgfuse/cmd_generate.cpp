@@ -251,7 +251,7 @@ void add_generate(CLI::App& app, GlobalOptions& g) {
       ->group("");
   c->add_option("--decode-check", lo->s.persistent.check_tokens,
                 "--decode persistent: greedy tokens whose tokens and logits must equal the step decoder's "
-                "before the run (0 = no check)")
+                "before the run, else the step decoder runs (0 = no check)")
       ->capture_default_str();
   c->callback([lo, o, &g] { generate(*lo, *o, g); });
 }

@@ -406,7 +406,17 @@ std::string compare_with_steps(Decoder& steps, Decoder& persistent, std::span<co
     decoder.reset();
     return r;
   };
-  const Run want = run(steps), got = run(persistent);
+  const Run want = run(steps);
+  Run got;
+  try {
+    got = run(persistent);
+  } catch (const Error& e) {
+    // A timeout stays an Error (the caller's fallback); anything else the dispatch got wrong (e.g.
+    // no finite logit) is a difference from the step decoder.
+    if (std::string(e.what()).find("timed out") != std::string::npos) throw;
+    persistent.reset();
+    return std::string("the persistent decoder's run: ") + e.what();
+  }
   for (size_t i = 0; i < std::min(want.tokens.size(), got.tokens.size()); ++i) {
     double scale = 0, err = 0;
     for (size_t j = 0; j < want.logits[i].size(); ++j) {

@@ -126,7 +126,8 @@ GridChoice choose_grid(gpu::Context& ctx, uint32_t requested, uint32_t workgroup
 
 // The check before a persistent decode is trusted: n greedy tokens after `prompt` from both
 // decoders (each is reset before and after), every step's logits compared (max |a - b| / max |b|
-// <= tol). Returns what differs, or empty when they agree. Throws what either decoder throws.
+// <= tol). Returns what differs (an Error of the persistent run, e.g. no finite logit, included), or
+// empty when they agree. Throws what the step decoder throws, and a grid barrier's timeout.
 std::string compare_with_steps(Decoder& steps, Decoder& persistent, std::span<const uint32_t> prompt,
                                uint32_t n, double tol);
 
