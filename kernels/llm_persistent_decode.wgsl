@@ -46,6 +46,8 @@ override SPIN_LIMIT: u32 = 1048576u;
 // (workgroup 0 storing the sum in the other of two residual words, X_W and X2_W, layer by layer).
 override ATT_BLOCKS: u32 = 0u;
 override DOWN_SPLIT: u32 = 0u;
+// K_ROUNDS (1 to 4): attention_split's tiles of up to K_ROUNDS rounds of positions.
+override K_ROUNDS: u32 = 1u;
 // AHEAD (every format but f32, whose group is two vec4s): each product's first trip of weights is loaded before it is needed,
 // while the workgroup waits at the grid barrier before the stage, and each later unit's during the
 // previous unit's dots (fetch_ahead).
@@ -419,7 +421,8 @@ fn kvf(at: u32) -> f32 {
 }
 
 // One output dimension's share of a tile's V sum: positions part, part + parts, ... below n of the
-// tile whose dimension's first word is at `v`, weighted by probs; four loads in flight per trip.
+// tile whose dimension's first word is at `v`, weighted by probs; four loads in flight per trip
+// (eight cost registers: the 0.5B decode kernel then fits one workgroup an SM instead of two).
 fn v_sum(v: u32, part: u32, parts: u32, n: u32) -> f32 {
   var a4 = vec4<f32>(0.0);
   var j = part;
@@ -520,14 +523,20 @@ fn part_at(h: u32, b: u32) -> u32 {
 // Attention split over positions (ATT_BLOCKS >= 1, flash-decoding): unit (head, block) per
 // workgroup and iteration; its tiles of positions take HEAD_DIM / 4 threads a position for the K
 // dot (four loads in flight each, summed through red), then the running max and sum as attention()
-// does. The block's unnormalised sums, max and sum of exp go to part_at(head, block);
-// stage_attention combines them.
+// does. A tile is up to K_ROUNDS rounds of WG / (HEAD_DIM / 4) positions, each thread's rounds'
+// loads in flight together: a tile costs the same few round trips to L2 and workgroup barriers
+// however many positions it holds, and long blocks take fewer tiles. The block's unnormalised
+// sums, max and sum of exp go to part_at(head, block); stage_attention combines them. The K-dot
+// quarters (K_ROUNDS * WG floats at most) go through xs, unused between the Q/K/V stage's products
+// and o_proj's staging: a larger `red` would cost the 0.5B kernel its second workgroup an SM.
 fn attention_split(ids: Ids, grid: Grid, layer: u32, pos: u32) {
   let lid = ids.lid;
   let len = pos + 1u;
   let split = att_split(len);
   let quads = HEAD_DIM / 4u;
-  let tile = WG / quads;
+  let slots = WG / quads;                     // positions of one round
+  let rounds = min(K_ROUNDS, quads);          // tile <= WG: a thread a position below
+  let tile = rounds * slots;
   let slot = lid / quads;
   let c = lid % quads;
   let parts = WG / HEAD_DIM;
@@ -539,21 +548,27 @@ fn attention_split(ids: Ids, grid: Grid, layer: u32, pos: u32) {
     let p0 = (u % split.x) * split.y;
     let p1 = min(len, p0 + split.y);
     var q = vec4<f32>(0.0);
-    if (slot < tile) {
+    if (slot < slots) {
       let at = Q_W + h * HEAD_DIM + 4u * c;
       q = vec4<f32>(load_f(at), load_f(at + 1u), load_f(at + 2u), load_f(at + 3u));
     }
     var st = vec3<f32>(STALL, 0.0, 0.0);  // running max, sum of exp, this thread's output share
     for (var t0 = p0; t0 < p1; t0 += tile) {
-      var part_dot = 0.0;
-      if (slot < tile && t0 + slot < p1) {
-        let k = kv_at(layer, 0u, kvh, t0 + slot) + 4u * c;
-        part_dot = dot(q, vec4<f32>(kvf(k), kvf(k + 1u), kvf(k + 2u), kvf(k + 3u)));
+      var kq = array<vec4<f32>, 4>();  // every round's loads first, then the dots
+      for (var r = 0u; r < rounds; r++) {
+        let p = t0 + r * slots + slot;
+        if (slot < slots && p < p1) {
+          let k = kv_at(layer, 0u, kvh, p) + 4u * c;
+          kq[r] = vec4<f32>(kvf(k), kvf(k + 1u), kvf(k + 2u), kvf(k + 3u));
+        }
       }
-      // Quarter c of slot's dot at red[c * tile + slot]: the summing lanes (a slot each) then read
-      // consecutive words (at a stride of quads they would meet in a few banks).
-      if (slot < tile) {
-        red[c * tile + slot] = part_dot;
+      // Quarter c of position i's dot at float c * tile + i of xs: the summing lanes (a position
+      // each) then read consecutive words (at a stride of quads they would meet in a few banks).
+      if (slot < slots) {
+        for (var r = 0u; r < rounds; r++) {
+          let i = c * tile + r * slots + slot;
+          xs[i / 4u][i % 4u] = dot(q, kq[r]);
+        }
       }
       workgroupBarrier();
       let mine = lid < tile && t0 + lid < p1;
@@ -561,7 +576,8 @@ fn attention_split(ids: Ids, grid: Grid, layer: u32, pos: u32) {
       if (mine) {
         var dsum = 0.0;
         for (var j = 0u; j < quads; j++) {
-          dsum += red[j * tile + lid];
+          let i = j * tile + lid;
+          dsum += xs[i / 4u][i % 4u];
         }
         s = dsum * SCALE;
       }

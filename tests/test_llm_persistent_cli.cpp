@@ -81,7 +81,8 @@ TEST(LlmPersistentCli, PersistentDecodeGivesTheStepDecodersTokens) {
   EXPECT_EQ(persistent.report["decode"]["checked_tokens"], 4);
   EXPECT_EQ(persistent.report["generated_ids"], steps.report["generated_ids"]);
   EXPECT_EQ(persistent.report["dispatches_per_token"], 1.0);
-  EXPECT_EQ(persistent.report["decode"]["variant"], "split=1+down=4");  // the default; 1 workgroup: 1 block
+  EXPECT_EQ(persistent.report["decode"]["variant"],
+            "split=1+down=4+rounds=4");  // the default; 1 workgroup: 1 block
 }
 
 // Test that --persistent-variant (a measurement tool) picks the variant, which passes the same check

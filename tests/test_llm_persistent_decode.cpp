@@ -115,12 +115,13 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // Test every variant of the dispatch (llm::PersistentVariant) against the step decoder, as above
-// (whose cases run the default, split+down=4+ahead but for f32: with one workgroup one block per head,
-// in tiles; 9 column groups in chunks of 3, the last empty): base (a head per workgroup); attention split
-// over positions (split=3: 31 positions in tiles of 10 (32 threads, 3 per position) or 21 give 2 blocks of 2
-// tiles or 2 of 1, combined by o_proj's staging; split=1 one block); down_proj split over columns (down=N: 72
-// columns, 9 groups, in chunks of 5, 3 or 3 groups; 3 layers, so the residual moves X_W, X2_W, X_W and the
-// final norm reads the last layer's partials).
+// (whose cases run the default, split+down=4+rounds=4+ahead but for f32: with one workgroup one block per
+// head, in tiles; 9 column groups in chunks of 3, the last empty): base (a head per workgroup); attention
+// split over positions (split=3: 31 positions in tiles of 10 (32 threads, 3 per position) or 21 give 2 blocks
+// of 2 tiles or 2 of 1, combined by o_proj's staging; split=1 one block; rounds=N up to N rounds of 10
+// positions a tile: split=1+rounds=2 takes the 31 in tiles of 20 and 11, split=3+rounds=3 each block in one
+// tile); down_proj split over columns (down=N: 72 columns, 9 groups, in chunks of 5, 3 or 3 groups; 3 layers,
+// so the residual moves X_W, X2_W, X_W and the final norm reads the last layer's partials).
 struct VariantCase {
   const char* variant;
   WeightFormat dtype;
@@ -156,7 +157,9 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{"down=3+ahead", WeightFormat::F16, 32}, VariantCase{"ahead", WeightFormat::Q8_0, 32},
         VariantCase{"ahead", WeightFormat::Q4_0, 64}, VariantCase{"split=3+ahead", WeightFormat::Q4_1, 32},
         VariantCase{"ahead", WeightFormat::Q5_1, 32}, VariantCase{"down=3+ahead", WeightFormat::Q5_K, 64},
-        VariantCase{"down=3+ahead", WeightFormat::Q6_K, 32}, VariantCase{"ahead", WeightFormat::Q4_ZP, 32}),
+        VariantCase{"down=3+ahead", WeightFormat::Q6_K, 32}, VariantCase{"ahead", WeightFormat::Q4_ZP, 32},
+        VariantCase{"split=1+rounds=2", WeightFormat::F16, 32},
+        VariantCase{"split=3+rounds=3+down=2", WeightFormat::F32, 32}),
     [](const auto& info) {
       std::string name = std::string(info.param.variant) + "_" + gpu::to_string(info.param.dtype) + "_wg" +
                          std::to_string(info.param.workgroup_size);
@@ -172,14 +175,17 @@ TEST(LlmPersistentDecodeRun, VariantNamesAndLimits) {
   EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("down=3+split=18")), "split=18+down=3");
   EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("split")), "split");  // resolved by the decoder
   EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("ahead+down=2")), "down=2+ahead");
-  for (const char* bad : {"", "l2", "split=0", "split=x", "split+", "split=99999999999", "down=1", "down="}) {
+  EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("rounds=3+split")), "split+rounds=3");
+  EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("rounds=1")), "base");
+  for (const char* bad : {"", "l2", "split=0", "split=x", "split+", "split=99999999999", "down=1",
+                          "down=", "rounds=0", "rounds=5"}) {
     try {
       llm::parse_persistent_variant(bad);
       ADD_FAILURE() << "'" << bad << "' accepted";
     } catch (const Error& e) {
-      EXPECT_NE(
-          std::string(e.what()).find("expected base, or split, split=N (N >= 1), down=N (N >= 2), ahead"),
-          std::string::npos)
+      EXPECT_NE(std::string(e.what()).find(
+                    "expected base, or split, split=N (N >= 1), down=N (N >= 2), rounds=N (1 to 4), ahead"),
+                std::string::npos)
           << e.what();
     }
   }
@@ -218,10 +224,11 @@ TEST(LlmPersistentDecodeRun, VariantNamesAndLimits) {
   }
   llm::PersistentDecoder by_default(context(), odd, odd_weights.lookup(), {.ctx = 8});
   // The default split needs head_dim % 4 == 0; the default loads every format but f32 ahead.
-  EXPECT_EQ(llm::to_string(by_default.variant()), "down=4+ahead");
+  EXPECT_EQ(llm::to_string(by_default.variant()), "down=4+ahead");  // no rounds without the split
   for (const WeightFormat f : {WeightFormat::F32, WeightFormat::Q8_0}) {
     llm::PersistentDecoder d(context(), cfg, weights.lookup(), {.dtype = f, .ctx = 8});
-    EXPECT_EQ(llm::to_string(d.variant()), f == WeightFormat::F32 ? "split=1+down=4" : "split=1+down=4+ahead")
+    EXPECT_EQ(llm::to_string(d.variant()),
+              f == WeightFormat::F32 ? "split=1+down=4+rounds=4" : "split=1+down=4+rounds=4+ahead")
         << gpu::to_string(f);
   }
 }

@@ -19,7 +19,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the output directory}"
 WGFUSE=${WGFUSE:-dist/wgfuse-linux-x64/wgfuse}
-VARIANTS=${VARIANTS:-steps base split split+down=4 split+down=4+ahead}
+VARIANTS=${VARIANTS:-steps base split split+down=4 split+down=4+ahead split+down=4+rounds=4+ahead}
 REPS=${REPS:-2}
 DTYPE=${DTYPE:-f16}
 N=${N:-128}

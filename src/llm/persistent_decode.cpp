@@ -48,7 +48,7 @@ uint32_t count_after(std::string_view part, std::string_view prefix) {
 }  // namespace
 
 PersistentVariant parse_persistent_variant(std::string_view s) {
-  PersistentVariant v{.split_auto = false, .down_split = 0, .ahead_auto = false};
+  PersistentVariant v{.split_auto = false, .down_split = 0, .attention_rounds = 1, .ahead_auto = false};
   if (s == "base") return v;
   size_t at = 0;
   while (at <= s.size()) {
@@ -60,11 +60,15 @@ PersistentVariant parse_persistent_variant(std::string_view s) {
       v.attention_blocks = n;
     } else if (const uint32_t n = count_after(part, "down="); n >= 2) {
       v.down_split = n;
+    } else if (const uint32_t n = count_after(part, "rounds="); n >= 1 && n <= 4) {
+      v.attention_rounds = n;
     } else if (part == "ahead") {
       v.ahead = true;
     } else {
-      throw Error("--persistent-variant '" + std::string(s) + "': unknown part '" + std::string(part) +
-                  "'; expected base, or split, split=N (N >= 1), down=N (N >= 2), ahead joined by '+'");
+      throw Error(
+          "--persistent-variant '" + std::string(s) + "': unknown part '" + std::string(part) +
+          "'; expected base, or split, split=N (N >= 1), down=N (N >= 2), rounds=N (1 to 4), ahead joined by "
+          "'+'");
     }
     at = end + 1;
   }
@@ -77,6 +81,7 @@ std::string to_string(const PersistentVariant& v) {
   if (v.split_auto) add("split");
   if (v.attention_blocks) add("split=" + std::to_string(v.attention_blocks));
   if (v.down_split) add("down=" + std::to_string(v.down_split));
+  if (v.attention_rounds > 1) add("rounds=" + std::to_string(v.attention_rounds));
   if (v.ahead) add("ahead");
   return s.empty() ? "base" : s;
 }
@@ -118,9 +123,15 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
            " (a row's team), >= head_dim (" + std::to_string(c.head_dim) +
            ") and <= maxComputeInvocationsPerWorkgroup (" +
            std::to_string(lim.max_compute_invocations_per_workgroup) + ")");
+  PersistentVariant& var = opt_.variant;
+  need(var.attention_rounds >= 1 && var.attention_rounds <= 4,
+       "attention rounds " + std::to_string(var.attention_rounds) + ", expected 1 to 4");
   const uint32_t q_rows = c.num_heads * c.head_dim;
-  const uint32_t xs_len = pad8(std::max({c.hidden_size, q_rows, c.intermediate_size}));
-  const uint64_t shared_bytes = 4ull * (xs_len + 2 * wg + wg + wg + c.head_dim + 1);
+  // xs also holds the split attention's K-dot quarters, up to rounds * wg floats.
+  const uint32_t xs_len =
+      pad8(std::max({c.hidden_size, q_rows, c.intermediate_size, var.attention_rounds * wg}));
+  const uint64_t shared_bytes =
+      4ull * (xs_len + 2 * wg + wg + wg + c.head_dim + 1);  // the kernel's var<workgroup>
   need(shared_bytes <= lim.max_compute_workgroup_storage_size,
        "a workgroup stages vectors of " + std::to_string(xs_len) +
            " floats: " + std::to_string(shared_bytes) +
@@ -129,7 +140,6 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
 
   // Attention blocks per head: split_auto gives each (head, block) a workgroup; stage_attention
   // weighs a head's blocks in probs[WG].
-  PersistentVariant& var = opt_.variant;
   const bool blocks_auto = var.split_auto;
   auto auto_blocks = [&] {
     return c.head_dim % 4 ? 0 : std::max<uint32_t>(1, std::min(wg, opt_.workgroups) / c.num_heads);
@@ -138,6 +148,7 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
     var.attention_blocks = auto_blocks();
     var.split_auto = false;  // resolved: variant() names the blocks
   }
+  if (!var.attention_blocks) var.attention_rounds = 1;  // rounds are the split attention's
   if (var.attention_blocks) {
     need(c.head_dim % 4 == 0, "attention split over positions needs head_dim (" + std::to_string(c.head_dim) +
                                   ") a multiple of 4 (--persistent-variant without split)");
@@ -200,6 +211,7 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   o["XS_LEN"] = xs_len;
   o["ATT_BLOCKS"] = var.attention_blocks;
   o["DOWN_SPLIT"] = var.down_split;
+  o["K_ROUNDS"] = var.attention_rounds;
   // ahead holds a column group's stored words in one vec4 (group_words): every format but f32.
   const bool ahead_fits = stats_.weight_format != gpu::WeightFormat::F32;
   if (var.ahead_auto) {

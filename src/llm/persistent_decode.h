@@ -37,15 +37,19 @@ struct PersistentVariant {
   // down_proj over (row pair, column chunk) units, this many chunks a row (>= 2; 0: whole rows),
   // the partial dots added to the residual where the next stage stages it.
   uint32_t down_split = 4;
+  // The split attention's K dot over this many rounds of positions a tile (1 to 4), each thread's
+  // rounds' loads in flight together: fewer tiles a block at long contexts, more registers.
+  uint32_t attention_rounds = 4;
   // Each product's first weights loaded ahead of their use: while the workgroup waits at the grid
   // barrier before the stage, and each later unit's during the previous unit's dots (every
   // format but f32). ahead_auto (the default) turns it on where the format allows it.
   bool ahead = false;
   bool ahead_auto = true;
 };
-// "base" (a head per workgroup, whole rows), or '+'-joined "split", "split=N", "down=N", "ahead"
+// "base" (a head per workgroup, whole rows), or '+'-joined "split", "split=N", "down=N", "rounds=N", "ahead"
 // (what is not named is off); throws Error naming the bad part. The default (PersistentVariant{}) is
-// "split+down=4", plus "ahead" where the weights are not f32: the fastest measured (docs/RESULTS.md).
+// "split+down=4+rounds=4", plus "ahead" where the weights are not f32: the fastest measured
+// (docs/RESULTS.md).
 PersistentVariant parse_persistent_variant(std::string_view s);
 std::string to_string(const PersistentVariant& v);
 
