@@ -1,0 +1,17 @@
+# Session 22 run 5: as run 4 with the V sums back to four loads in flight (eight raised the registers),
+# rounds 1 / 2 / 4 of the K dot: 0.5B f16 after 16 and 4,000 positions against 6e7e2fb (dist-main),
+# the grid each one fits.
+export BUNDLE=bundle4.tgz
+source .baseline/s22/common.sh
+R=$OUT/r5; mkdir -p $R
+M5=$(build 0.5b)
+PP="--decode persistent --decode-check 32"
+{
+for rep in 1; do
+  dec prev-pers dist-main $M5 16 128 $rep "$PP"
+  for r in 1 2 4; do dec pers-r$r dist $M5 16 128 $rep "$PP --persistent-variant split+down=4+ahead+rounds=$r"; done
+done
+for r in 1 2 4; do dec pers-r$r-4k dist $M5 4000 64 1 "$PP --persistent-variant split+down=4+ahead+rounds=$r"; done
+dec prev-pers-4k dist-main $M5 4000 64 1 "$PP"
+} 2>&1 | tee -a $R/decode.txt
+cd $OUT && tar czf r5.tgz r5 && rm -rf r5
