@@ -48,9 +48,9 @@ override ATT_BLOCKS: u32 = 0u;
 override DOWN_SPLIT: u32 = 0u;
 // K_ROUNDS (1 to 4): attention_split's tiles of up to K_ROUNDS rounds of positions.
 override K_ROUNDS: u32 = 1u;
-// AHEAD (every format but f32, whose group is two vec4s): each product's first trip of weights is loaded before it is needed,
-// while the workgroup waits at the grid barrier before the stage, and each later unit's during the
-// previous unit's dots (fetch_ahead).
+// AHEAD (every format but f32, whose group is two vec4s): each product's first trip of weights is
+// loaded before it is needed, while the workgroup waits at the grid barrier before the stage, and
+// each later unit's during the previous unit's dots (fetch_ahead).
 override AHEAD: bool = false;
 override HIDDEN: u32 = 8u;
 override INTER: u32 = 8u;
@@ -421,8 +421,7 @@ fn kvf(at: u32) -> f32 {
 }
 
 // One output dimension's share of a tile's V sum: positions part, part + parts, ... below n of the
-// tile whose dimension's first word is at `v`, weighted by probs; four loads in flight per trip
-// (eight cost registers: the 0.5B decode kernel then fits one workgroup an SM instead of two).
+// tile whose dimension's first word is at `v`, weighted by probs; four loads in flight per trip.
 fn v_sum(v: u32, part: u32, parts: u32, n: u32) -> f32 {
   var a4 = vec4<f32>(0.0);
   var j = part;
