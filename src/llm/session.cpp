@@ -248,8 +248,12 @@ void Session::choose_decoder(std::span<const uint32_t> prompt, uint32_t n) {
     return fall_back(e.what());
   }
   if (!diff.empty()) return fall_back("its check against the step decoder failed: " + diff);
+  const std::string fitted = persistent_->workgroups() == grid.workgroups
+                                 ? ""
+                                 : " (fitted to the decode kernel; the light probe passed " +
+                                       std::to_string(grid.workgroups) + " workgroups)";
   notice("persistent decode: " + std::to_string(persistent_->workgroups()) + " workgroups of " +
-         std::to_string(wg) + ", " + std::to_string(persistent_->barriers_per_token()) +
+         std::to_string(wg) + fitted + ", " + std::to_string(persistent_->barriers_per_token()) +
          " grid barriers per token, " + std::to_string(checked) + " tokens checked, variant " +
          to_string(persistent_->variant()));
   model_.reset();  // checked: the step decoder's weights and cache are not needed any more
