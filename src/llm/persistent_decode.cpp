@@ -126,18 +126,6 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   PersistentVariant& var = opt_.variant;
   need(var.attention_rounds >= 1 && var.attention_rounds <= 4,
        "attention rounds " + std::to_string(var.attention_rounds) + ", expected 1 to 4");
-  const uint32_t q_rows = c.num_heads * c.head_dim;
-  // xs also holds the split attention's K-dot quarters, up to rounds * wg floats.
-  const uint32_t xs_len =
-      pad8(std::max({c.hidden_size, q_rows, c.intermediate_size, var.attention_rounds * wg}));
-  const uint64_t shared_bytes =
-      4ull * (xs_len + 2 * wg + wg + wg + c.head_dim + 1);  // the kernel's var<workgroup>
-  need(shared_bytes <= lim.max_compute_workgroup_storage_size,
-       "a workgroup stages vectors of " + std::to_string(xs_len) +
-           " floats: " + std::to_string(shared_bytes) +
-           " bytes of workgroup memory, above maxComputeWorkgroupStorageSize (" +
-           std::to_string(lim.max_compute_workgroup_storage_size) + ")");
-
   // Attention blocks per head: split_auto gives each (head, block) a workgroup; stage_attention
   // weighs a head's blocks in probs[WG].
   const bool blocks_auto = var.split_auto;
@@ -157,6 +145,18 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
              std::to_string(c.num_heads) + " heads: at most the workgroup size (" + std::to_string(wg) +
              ") blocks in all");
   }
+
+  const uint32_t q_rows = c.num_heads * c.head_dim;
+  // xs also holds the split attention's K-dot quarters, up to rounds * wg floats (rounds resolved above).
+  const uint32_t xs_len =
+      pad8(std::max({c.hidden_size, q_rows, c.intermediate_size, var.attention_rounds * wg}));
+  const uint64_t shared_bytes =
+      4ull * (xs_len + 2 * wg + wg + wg + c.head_dim + 1);  // the kernel's var<workgroup>
+  need(shared_bytes <= lim.max_compute_workgroup_storage_size,
+       "a workgroup stages vectors of " + std::to_string(xs_len) +
+           " floats: " + std::to_string(shared_bytes) +
+           " bytes of workgroup memory, above maxComputeWorkgroupStorageSize (" +
+           std::to_string(lim.max_compute_workgroup_storage_size) + ")");
 
   const auto t0 = SteadyClock::now();
   upload_weights(weights);
