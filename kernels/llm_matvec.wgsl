@@ -168,8 +168,7 @@ fn dots_from(ids: Ids, row0: u32, c8_first: u32, col0: u32) {
 fn accumulate(acc: array<f32, MAX_RPT>, first: u32, c8: u32, xv: array<vec4<f32>, 2>) -> array<f32, MAX_RPT> {
   var sums = acc;
   for (var r = 0u; r < RPT; r++) {
-    let wv = w8(min(first + r, ROWS - 1u), c8);
-    sums[r] += dot(wv[0], xv[0]) + dot(wv[1], xv[1]);
+    sums[r] += group_dot(0u, min(first + r, ROWS - 1u), COLS8, c8, xv[0], xv[1]);
   }
   return sums;
 }

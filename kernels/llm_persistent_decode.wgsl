@@ -260,20 +260,17 @@ fn put_xs(i4: u32, v: vec4<f32>) {
   xs[i4 % 2u * (XS_LEN / 8u) + i4 / 2u] = v;
 }
 
-// Column group c of two rows (weights a, b) dotted with xs; zero from group `lim` on (the clamped
-// group re-read).
-fn dots_of(a: array<vec4<f32>, 2>, b: array<vec4<f32>, 2>, lim: u32, c: u32) -> vec2<f32> {
-  let c8 = min(c, lim - 1u);
+// Elements 0-3 and 4-7 of column group c8 of xs, zeros from group `lim` on (where c8 is clamped).
+fn xs_group(c8: u32, lim: u32, c: u32) -> array<vec4<f32>, 2> {
   let z = vec4<f32>(0.0);
-  let xa = select(z, xs[c8], c < lim);
-  let xb = select(z, xs[XS_LEN / 8u + c8], c < lim);
-  return vec2<f32>(dot(a[0], xa) + dot(a[1], xb), dot(b[0], xa) + dot(b[1], xb));
+  return array<vec4<f32>, 2>(select(z, xs[c8], c < lim), select(z, xs[XS_LEN / 8u + c8], c < lim));
 }
 
 // Column group c of rows r0 and r1 (c8n groups long) dotted with xs, zero from group lim <= c8n on.
 fn group_dots(mat: u32, r0: u32, r1: u32, c8n: u32, lim: u32, c: u32) -> vec2<f32> {
   let c8 = min(c, lim - 1u);
-  return dots_of(weight_group(mat, r0, c8n, c8), weight_group(mat, r1, c8n, c8), lim, c);
+  let x = xs_group(c8, lim, c);
+  return vec2<f32>(group_dot(mat, r0, c8n, c8, x[0], x[1]), group_dot(mat, r1, c8n, c8, x[0], x[1]));
 }
 
 // A team's unit of a product: rows r0 and r1 (r0 + 1, clamped to the matrix) of the matrix at
@@ -324,7 +321,8 @@ fn team_dots(ids: Ids, u: Unit, ahead: Ahead) {
     for (var j = 0u; j < 4u; j++) {
       let c = c0 + j * TEAM + lane;
       let c8 = min(c, u.g1 - 1u);
-      acc[j] += dots_of(decode_group(ahead[2u * j], c8), decode_group(ahead[2u * j + 1u], c8), u.g1, c);
+      let x = xs_group(c8, u.g1, c);
+      acc[j] += vec2<f32>(words_dot(ahead[2u * j], c8, x[0], x[1]), words_dot(ahead[2u * j + 1u], c8, x[0], x[1]));
     }
     c0 += 4u * TEAM;
   }

@@ -80,8 +80,17 @@ fn quant_words(row: u32, c8n: u32, c8: u32) -> vec4<u32> {
   return vec4<u32>(weight_word(row + c8), high, sub, scale);
 }
 
-// The 8 weights of column group c8 of a quantized row from its quant_words().
-fn decode_quant(w: vec4<u32>, c8: u32) -> array<vec4<f32>, 2> {
+// A quantized group as its 8 quants (less the format's bias) and the affine map that makes them
+// weights: weight i = q[i] * scale + offset (offset 0 where the format has none).
+struct QuantGroup {
+  lo: vec4<f32>,
+  hi: vec4<f32>,
+  scale: f32,
+  offset: f32,
+}
+
+// Column group c8 of a quantized row from its quant_words().
+fn quant_group(w: vec4<u32>, c8: u32) -> QuantGroup {
   let f = WEIGHT_FORMAT;
   let b = 8u * c8 / quant_block();
   let d = unpack2x16float(w.w)[b % 2u];  // formats with one f16 a block
@@ -89,7 +98,7 @@ fn decode_quant(w: vec4<u32>, c8: u32) -> array<vec4<f32>, 2> {
     let up = vec4<u32>(24u, 16u, 8u, 0u);
     let qa = bitcast<vec4<i32>>(vec4<u32>(w.x) << up) >> vec4<u32>(24u);
     let qb = bitcast<vec4<i32>>(vec4<u32>(w.y) << up) >> vec4<u32>(24u);
-    return array<vec4<f32>, 2>(vec4<f32>(qa) * d, vec4<f32>(qb) * d);
+    return QuantGroup(vec4<f32>(qa), vec4<f32>(qb), d, 0.0);
   }
   var qa = (vec4<u32>(w.x) >> vec4<u32>(0u, 4u, 8u, 12u)) & vec4<u32>(15u);
   var qb = (vec4<u32>(w.x) >> vec4<u32>(16u, 20u, 24u, 28u)) & vec4<u32>(15u);
@@ -107,25 +116,55 @@ fn decode_quant(w: vec4<u32>, c8: u32) -> array<vec4<f32>, 2> {
   let xb = vec4<f32>(qb);
   if (f == 4u || f == 6u) {  // q4_0, q5_0: d (q - 8 or 16)
     let bias = select(8.0, 16.0, f == 6u);
-    return array<vec4<f32>, 2>((xa - bias) * d, (xb - bias) * d);
-  }
-  let dm = unpack2x16float(w.w);  // formats with a pair of f16 a block
-  if (f == 5u || f == 7u) {  // q4_1, q5_1: d q + m
-    return array<vec4<f32>, 2>(xa * dm.x + dm.y, xb * dm.x + dm.y);
-  }
-  if (f == 11u) {  // q4_zp: d (q - z)
-    return array<vec4<f32>, 2>((xa - dm.y) * dm.x, (xb - dm.y) * dm.x);
+    return QuantGroup(xa - bias, xb - bias, d, 0.0);
   }
   if (f == 10u) {  // q6_K: (d sc) (q - 32), sc the int8 of sub-block c8 / 2 (byte c8 / 2 % 4 of the word)
     let sc = bitcast<i32>(w.z << (24u - 8u * (c8 / 2u % 4u))) >> 24u;
-    let ds = d * f32(sc);
-    return array<vec4<f32>, 2>((xa - 32.0) * ds, (xb - 32.0) * ds);
+    return QuantGroup(xa - 32.0, xb - 32.0, d * f32(sc), 0.0);
+  }
+  let dm = unpack2x16float(w.w);  // formats with a pair of f16 a block
+  if (f == 5u || f == 7u) {  // q4_1, q5_1: d q + m
+    return QuantGroup(xa, xb, dm.x, dm.y);
+  }
+  if (f == 11u) {  // q4_zp: d (q - z)
+    return QuantGroup(xa - dm.y, xb - dm.y, dm.x, 0.0);
   }
   // q4_K, q5_K: (d sc) q - (dmin m), sc and m those of sub-block c8 / 4 (half-word c8 / 4 % 2)
   let scm = w.z >> (16u * (c8 / 4u % 2u));
-  let ds = dm.x * f32(scm & 0xffu);
   let mn = dm.y * f32((scm >> 8u) & 0xffu);
-  return array<vec4<f32>, 2>(xa * ds - mn, xb * ds - mn);
+  return QuantGroup(xa, xb, dm.x * f32(scm & 0xffu), -mn);
+}
+
+// True for the formats whose weights have an offset (QuantGroup.offset).
+fn quant_has_offset() -> bool {
+  let f = WEIGHT_FORMAT;
+  return f == 5u || f == 7u || f == 8u || f == 9u;
+}
+
+// The 8 weights of column group c8 of a quantized row from its quant_words().
+fn decode_quant(w: vec4<u32>, c8: u32) -> array<vec4<f32>, 2> {
+  let g = quant_group(w, c8);
+  if (quant_has_offset()) {
+    return array<vec4<f32>, 2>(g.lo * g.scale + g.offset, g.hi * g.scale + g.offset);
+  }
+  return array<vec4<f32>, 2>(g.lo * g.scale, g.hi * g.scale);
+}
+
+// The dot of column group c8's weights, stored as the words w, with x (elements 0-3 xa, 4-7 xb).
+// A quantized group's scale and offset are applied once to its sums (scale . (q . x) + offset . sum
+// of x) rather than to each weight: not bit for bit decode_group()'s weights dotted with x, equal
+// within f32 rounding.
+fn words_dot(w: vec4<u32>, c8: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
+  if (WEIGHT_FORMAT < 3u) {
+    let g = unpack_group16(w);
+    return dot(g[0], xa) + dot(g[1], xb);
+  }
+  let g = quant_group(w, c8);
+  let qx = g.scale * (dot(g.lo, xa) + dot(g.hi, xb));
+  if (quant_has_offset()) {
+    return qx + g.offset * dot(xa + xb, vec4<f32>(1.0));
+  }
+  return qx;
 }
 
 // The first vec4 of column group c8 of row `row` of an unquantized matrix (WEIGHT_FORMAT 0..2)
@@ -159,6 +198,16 @@ fn weight_group(base: u32, row: u32, c8n: u32, c8: u32) -> array<vec4<f32>, 2> {
     return array<vec4<f32>, 2>(bitcast<vec4<f32>>(weights[at]), bitcast<vec4<f32>>(weights[at + 1u]));
   }
   return decode_group(group_words(base, row, c8n, c8), c8);
+}
+
+// The dot of column group c8 of row `row` (the matrix at vec4 `base`, rows c8n groups long) with x
+// (elements 0-3 xa, 4-7 xb), as words_dot() computes it.
+fn group_dot(base: u32, row: u32, c8n: u32, c8: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
+  if (WEIGHT_FORMAT == 0u) {
+    let g = weight_group(base, row, c8n, c8);
+    return dot(g[0], xa) + dot(g[1], xb);
+  }
+  return words_dot(group_words(base, row, c8n, c8), c8, xa, xb);
 }
 
 // The 8 weights of a 16-bit format's group (WEIGHT_FORMAT 1 or 2), from its vec4.
