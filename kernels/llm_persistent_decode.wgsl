@@ -62,7 +62,7 @@ override VOCAB: u32 = 1u;
 override CTX: u32 = 1u;
 override EPS: f32 = 1e-6;
 override SCALE: f32 = 1.0;          // 1 / sqrt(HEAD_DIM)
-override XS_LEN: u32 = 8u;          // staged vector floats: 8 * the largest COLS8 of any product
+override XS_LEN: u32 = 8u;          // staged vector floats (the host sizes it: the largest staged input)
 // Offsets, in vec4<u32> of `weights` (binding 0): layer l's matrices at l * LAYER_V4 + *_V4; the embedding and
 // the LM head (equal when tied).
 override LAYER_V4: u32 = 0u;
@@ -266,15 +266,16 @@ fn xs_group(c8: u32, lim: u32, c: u32) -> array<vec4<f32>, 2> {
   return array<vec4<f32>, 2>(select(z, xs[c8], c < lim), select(z, xs[XS_LEN / 8u + c8], c < lim));
 }
 
-// Column group c of rows r0 and r1 (c8n groups long) dotted with xs, zero from group lim <= c8n on.
-fn group_dots(mat: u32, r0: u32, r1: u32, c8n: u32, lim: u32, c: u32) -> vec2<f32> {
-  let c8 = min(c, lim - 1u);
-  let x = xs_group(c8, lim, c);
-  return vec2<f32>(group_dot(mat, r0, c8n, c8, x[0], x[1]), group_dot(mat, r1, c8n, c8, x[0], x[1]));
+// Column group c of the unit's rows dotted with xs, zero from group g1 on.
+fn group_dots(u: Unit, c: u32) -> vec2<f32> {
+  let c8 = min(c, u.g1 - 1u);
+  let x = xs_group(c8 - u.x0, u.g1, c);
+  return vec2<f32>(group_dot(u.mat, u.r0, u.c8n, c8, x[0], x[1]), group_dot(u.mat, u.r1, u.c8n, c8, x[0], x[1]));
 }
 
 // A team's unit of a product: rows r0 and r1 (r0 + 1, clamped to the matrix) of the matrix at
-// `mat`, whose rows are c8n column groups long, over column groups [g0, g1).
+// `mat`, whose rows are c8n column groups long, over column groups [g0, g1); xs holds the input
+// from column group x0 on.
 struct Unit {
   mat: u32,
   r0: u32,
@@ -282,12 +283,13 @@ struct Unit {
   c8n: u32,
   g0: u32,
   g1: u32,
+  x0: u32,
 }
 
 // The unit of rows r0, r0 + 1 of a `rows` x `cols` matrix, all its columns.
 fn whole_rows(mat: u32, r0: u32, rows: u32, cols: u32) -> Unit {
   let c8n = (cols + 7u) / 8u;
-  return Unit(mat, r0, min(r0 + 1u, rows - 1u), c8n, 0u, c8n);
+  return Unit(mat, r0, min(r0 + 1u, rows - 1u), c8n, 0u, c8n, 0u);
 }
 
 // The first trip of team_dots over a unit (per lane four column groups of both rows), as stored
@@ -321,16 +323,16 @@ fn team_dots(ids: Ids, u: Unit, ahead: Ahead) {
     for (var j = 0u; j < 4u; j++) {
       let c = c0 + j * TEAM + lane;
       let c8 = min(c, u.g1 - 1u);
-      let x = xs_group(c8, u.g1, c);
+      let x = xs_group(c8 - u.x0, u.g1, c);
       acc[j] += vec2<f32>(words_dot(ahead[2u * j], c8, x[0], x[1]), words_dot(ahead[2u * j + 1u], c8, x[0], x[1]));
     }
     c0 += 4u * TEAM;
   }
   for (; c0 < u.g1; c0 += 4u * TEAM) {
-    acc[0] += group_dots(u.mat, u.r0, u.r1, u.c8n, u.g1, c0 + lane);
-    acc[1] += group_dots(u.mat, u.r0, u.r1, u.c8n, u.g1, c0 + TEAM + lane);
-    acc[2] += group_dots(u.mat, u.r0, u.r1, u.c8n, u.g1, c0 + 2u * TEAM + lane);
-    acc[3] += group_dots(u.mat, u.r0, u.r1, u.c8n, u.g1, c0 + 3u * TEAM + lane);
+    acc[0] += group_dots(u, c0 + lane);
+    acc[1] += group_dots(u, c0 + TEAM + lane);
+    acc[2] += group_dots(u, c0 + 2u * TEAM + lane);
+    acc[3] += group_dots(u, c0 + 3u * TEAM + lane);
   }
   let t = (acc[0] + acc[1]) + (acc[2] + acc[3]);
   let s = vec2<f32>(subgroupAdd(t.x), subgroupAdd(t.y));
@@ -702,7 +704,18 @@ fn down_unit(ids: Ids, grid: Grid, mat: u32, it: u32) -> Unit {
   let uc = min(unit_of(ids, grid, it), down_units() - 1u);
   let chunk = uc / pairs;
   let r0 = 2u * (uc % pairs);
-  return Unit(mat, r0, min(r0 + 1u, HIDDEN - 1u), c8n, chunk * down_per(), min(c8n, (chunk + 1u) * down_per()));
+  return Unit(mat, r0, min(r0 + 1u, HIDDEN - 1u), c8n, chunk * down_per(), min(c8n, (chunk + 1u) * down_per()),
+              down_staged(grid, it).x);
+}
+
+// The column groups [x, y) of the input that down_split stages in iteration `it`, from xs's start:
+// the chunks of the workgroup's units (consecutive: one chunk, or more where they cross a chunk's
+// end; the host sizes xs for the most that any iteration stages).
+fn down_staged(grid: Grid, it: u32) -> vec2<u32> {
+  let pairs = (HIDDEN + 1u) / 2u;
+  let first = (it * grid.groups + grid.wid) * (WG / TEAM);
+  let last = min(first + WG / TEAM, down_units()) - 1u;
+  return vec2<u32>(first / pairs * down_per(), min((INTER + 7u) / 8u, (last / pairs + 1u) * down_per()));
 }
 
 // down_proj split over columns (DOWN_SPLIT >= 2): unit u is row pair u % pairs of chunk u / pairs
@@ -710,8 +723,6 @@ fn down_unit(ids: Ids, grid: Grid, mat: u32, it: u32) -> Unit {
 // each team stores its two partial dots at PDOWN_W, which the next stage adds to the residual;
 // `fetched`: fetch_ahead of the first unit.
 fn down_split(ids: Ids, grid: Grid, mat: u32, fetched: Ahead) {
-  let pairs = (HIDDEN + 1u) / 2u;
-  let c8n = (INTER + 7u) / 8u;
   let per = down_per();
   let units = down_units();
   var ahead = fetched;
@@ -719,16 +730,13 @@ fn down_split(ids: Ids, grid: Grid, mat: u32, fetched: Ahead) {
     if (workgroup_idle(grid, it, units)) {
       break;
     }
-    let first = (it * grid.groups + grid.wid) * (WG / TEAM);
-    let last = min(first + WG / TEAM, units) - 1u;
-    let g_lo = first / pairs * per;
-    let g_hi = min(c8n, (last / pairs + 1u) * per);
-    for (var i4 = 2u * g_lo + ids.lid; i4 < 2u * g_hi; i4 += WG) {
+    let g = down_staged(grid, it);
+    for (var i4 = 2u * g.x + ids.lid; i4 < 2u * g.y; i4 += WG) {
       let i = 4u * i4;
       let inside = vec4<u32>(i, i + 1u, i + 2u, i + 3u) < vec4<u32>(INTER);
       let v = select(vec4<f32>(0.0), vec4<f32>(load_f(ACT_W + i), load_f(ACT_W + i + 1u), load_f(ACT_W + i + 2u), load_f(ACT_W + i + 3u)),
                      inside);
-      put_xs(i4, v);
+      put_xs(i4 - 2u * g.x, v);
     }
     workgroupBarrier();
     let u = unit_of(ids, grid, it);

@@ -233,6 +233,21 @@ TEST(LlmPersistentDecodeRun, VariantNamesAndLimits) {
   }
 }
 
+// n tokens of a 64-thread persistent decoder of `variant` equal the step decoder's, logits within
+// 1e-5.
+void expect_steps_tokens(const llm::ModelConfig& cfg, const llm::HostWeights& weights, WeightFormat dtype,
+                         const char* variant, uint32_t n) {
+  llm::PersistentDecoder d(
+      context(), cfg, weights.lookup(),
+      {.dtype = dtype, .ctx = 64, .workgroup_size = 64, .variant = llm::parse_persistent_variant(variant)});
+  const Decoded got = run_persistent(d, n);
+  const Decoded steps = run_steps(cfg, weights, dtype, n);
+  EXPECT_EQ(got.tokens, steps.tokens);
+  ASSERT_EQ(got.logits.size(), steps.logits.size());
+  for (uint32_t i = 0; i < n; ++i)
+    EXPECT_LE(normalised_error<float>(got.logits[i], steps.logits[i]), 1e-5) << "step " << i;
+}
+
 // Test the long-row and long-cache paths of the dispatch against the step decoder: a down_proj row
 // of 1,101 columns (138 column groups: two trips of four groups per lane of a 32-thread team, the
 // second partial; in chunks of 35 with the default down=4) and 48 cache positions in one tile of 64
@@ -248,15 +263,23 @@ TEST(LlmPersistentDecodeRun, LongRowsAndLongCacheMatchTheStepDecoder) {
         std::pair{WeightFormat::BF16, "split+down=4+ahead"}, std::pair{WeightFormat::Q8_0, "ahead"},
         std::pair{WeightFormat::Q5_K, "split+down=4+ahead"}}) {
     SCOPED_TRACE(variant);
-    llm::PersistentDecoder d(
-        context(), cfg, weights.lookup(),
-        {.dtype = dtype, .ctx = 64, .workgroup_size = 64, .variant = llm::parse_persistent_variant(variant)});
-    const Decoded got = run_persistent(d, n);
-    const Decoded steps = run_steps(cfg, weights, dtype, n);
-    EXPECT_EQ(got.tokens, steps.tokens);
-    ASSERT_EQ(got.logits.size(), steps.logits.size());
-    for (uint32_t i = 0; i < n; ++i)
-      EXPECT_LE(normalised_error<float>(got.logits[i], steps.logits[i]), 1e-5) << "step " << i;
+    expect_steps_tokens(cfg, weights, dtype, variant, n);
+  }
+}
+
+// Test a split down_proj whose workgroups' units cross a chunk's end: 23 row pairs (hidden 46) in
+// teams of two, so one iteration stages two chunks of the input, and xs is sized for them alone
+// (560 of the 1,101 inputs with down=4, 736 with down=3), not for all of it.
+TEST(LlmPersistentDecodeRun, DownSplitStagesTheChunksItsUnitsCross) {
+  auto cfg = small_llm_config(false, kVocab);
+  cfg.hidden_size = 46;
+  cfg.intermediate_size = 1101;
+  const auto weights = llm::HostWeights::random(cfg, 35);
+  const uint32_t n = 12;
+  for (const auto& [dtype, variant] :
+       {std::pair{WeightFormat::F16, "down=4"}, std::pair{WeightFormat::Q8_0, "down=3+ahead"}}) {
+    SCOPED_TRACE(variant);
+    expect_steps_tokens(cfg, weights, dtype, variant, n);
   }
 }
 

@@ -147,9 +147,21 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   }
 
   const uint32_t q_rows = c.num_heads * c.head_dim;
-  // xs also holds the split attention's K-dot quarters, up to rounds * wg floats (rounds resolved above).
-  const uint32_t xs_len =
-      pad8(std::max({c.hidden_size, q_rows, c.intermediate_size, var.attention_rounds * wg}));
+  // xs stages each product's input: all of it, except that a split down_proj stages the chunks that
+  // one iteration's units touch (a workgroup's wg / team consecutive units, row pairs of a chunk
+  // and then of the next: the kernel's down_staged). It also holds the split attention's K-dot
+  // quarters, up to rounds * wg floats (rounds resolved above).
+  uint32_t down_input = c.intermediate_size;
+  if (var.down_split >= 2) {
+    const uint32_t pairs = (c.hidden_size + 1) / 2;
+    const uint32_t units = pairs * var.down_split;
+    const uint32_t chunk_groups = ((c.intermediate_size + 7) / 8 + var.down_split - 1) / var.down_split;
+    uint32_t spanned = 1;
+    for (uint32_t first = 0; first < units; first += wg / team)
+      spanned = std::max(spanned, (std::min(first + wg / team, units) - 1) / pairs - first / pairs + 1);
+    down_input = std::min(c.intermediate_size, 8 * chunk_groups * spanned);
+  }
+  const uint32_t xs_len = pad8(std::max({c.hidden_size, q_rows, down_input, var.attention_rounds * wg}));
   const uint64_t shared_bytes =
       4ull * (xs_len + 2 * wg + wg + wg + c.head_dim + 1);  // the kernel's var<workgroup>
   need(shared_bytes <= lim.max_compute_workgroup_storage_size,
