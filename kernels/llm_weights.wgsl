@@ -150,7 +150,8 @@ fn decode_quant(w: vec4<u32>, c8: u32) -> array<vec4<f32>, 2> {
   return array<vec4<f32>, 2>(g.lo * g.scale, g.hi * g.scale);
 }
 
-// The dot of column group c8's weights, stored as the words w, with x (elements 0-3 xa, 4-7 xb).
+// The dot of column group c8's weights, stored as the words w (group_words(): every format but
+// f32), with x (elements 0-3 xa, 4-7 xb).
 // A quantized group's scale and offset are applied once to its sums (scale . (q . x) + offset . sum
 // of x) rather than to each weight: not bit for bit decode_group()'s weights dotted with x, equal
 // within f32 rounding.
