@@ -101,7 +101,6 @@ inline ::testing::AssertionResult all_close(const std::vector<float>& got, const
                                        << want[first] << "; max relative error " << max_err << " > " << rtol;
 }
 
-// How many times `what` occurs in `text` (overlaps counted).
 // Runs `f`, which must throw a wgfuse::Error whose message contains every one of `parts`.
 inline ::testing::AssertionResult throws_error(const std::function<void()>& f,
                                                const std::vector<std::string>& parts) {
@@ -119,6 +118,7 @@ inline ::testing::AssertionResult throws_error(const std::function<void()>& f,
   return ::testing::AssertionFailure() << "no error";
 }
 
+// How many times `what` occurs in `text` (overlaps counted).
 inline size_t occurrences(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
