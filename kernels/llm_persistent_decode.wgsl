@@ -22,16 +22,27 @@
 // declared atomic and read and written ONLY through atomicLoad/atomicStore/atomicAdd: Tint emits
 // those as OpAtomic* at Device scope, which a GPU performs at the device-coherent level (on
 // NVIDIA, L2; never from a stale line of an SM's L1, which plain loads may hit). What relaxed
-// atomics still do not promise is that a workgroup's stores are performed before its arrival at
-// the barrier is seen: that rests on the storageBarrier() before the arrival and on in-order
-// completion of one SM's device-scope operations, a property of the driver and GPU. Hence the
-// check: the host compares tokens and logits with the step decoder before the dispatch is
-// trusted (PersistentDecoder, `wgfuse generate --decode persistent --decode-check N`).
+// atomics do not promise is that a workgroup's stores are performed before its arrival at the
+// barrier is seen (a store to one L2 slice may still be in flight when the arrival at another is
+// counted), and a release at device scope is what WGSL cannot express. So the readers check
+// instead: every word of `live` carries in its lowest mantissa bit (f32: one part in 2^23) a tag,
+// the parity of its write's number since the buffer was created (zero-filled: write 0, tag 0),
+// and a reader re-reads a word until it carries the tag of the write it follows (fresh4). The
+// word before that write has the other tag; the one before it, written at least five grid barriers
+// earlier, would need a store left unperformed across all of them. The numbers are known in advance:
+// a region's words are written the same number of times W in every dispatch (ctl[7] counts the
+// dispatches: write n of dispatch s is number s * W + n + 1), but for the attention blocks'
+// partials, whose count grows with the position: their tags at the dispatch's start are read
+// before its first barrier (part_t0), when no write of this dispatch can have reached them. The
+// current position's K and V go to the cache and, tagged, to CUR_W, where attention reads them.
+// The host still compares tokens and logits with the step decoder before the dispatch is trusted
+// (PersistentDecoder, `wgfuse generate --decode persistent --decode-check N`).
 // Weights, norms, biases and RoPE angles are read-only here (plain loads).
 //
 // Forward progress: a barrier's waiter spins at most SPIN_LIMIT atomic loads; one that gives up
 // records the barrier in ctl[1] and stops waiting at later ones, so the dispatch ends with an
-// error the host reports, instead of hanging the device.
+// error the host reports, instead of hanging the device. A reader waiting for a word's tag does
+// the same with ctl[6].
 enable subgroups;
 // #include "llm_weights.wgsl"
 
@@ -89,6 +100,15 @@ override BEST_W: u32 = 0u;    // per workgroup: best logit (bits), its index
 override X2_W: u32 = 0u;      // DOWN_SPLIT: the residual stream of odd layers [HIDDEN]
 override PDOWN_W: u32 = 0u;   // DOWN_SPLIT: down_proj's partial dots [DOWN_SPLIT][HIDDEN padded to 8]
 override PART_W: u32 = 0u;    // attention blocks' partials [HEADS][ATT_BLOCKS][HEAD_DIM + 2]: sums, max, sum of exp
+override CUR_W: u32 = 0u;     // the current position's K and V [K, V][KV_HEADS][HEAD_DIM]
+// Tests only (PersistentOptions::drop_stores): the stores into the live words [DROP_AT, DROP_END)
+// are left out in one layer, DROP_LAYER of the decoder's dispatches (layer_clock; the last layer's
+// include BEST_W's), so that their readers find the previous values, and must time out rather than
+// use them.
+override DROP_AT: u32 = 0u;
+override DROP_END: u32 = 0u;
+override DROP_LAYER: u32 = 0u;
+var<private> layer_clock: u32;  // dispatches before this one * LAYERS + the layer
 
 const STALL = -3.4e38;
 const FAILED_BASE = 0x10000u;  // above any barrier count (5 * layers + 1)  // below every logit and score, as the step kernels' initial maximum
@@ -99,7 +119,8 @@ const FAILED_BASE = 0x10000u;  // above any barrier count (5 * layers + 1)  // b
 @group(0) @binding(4) var<storage, read_write> tokens: array<u32>;      // [CTX + 1]
 // ctl: 0 barrier arrivals (zeroed before each dispatch), 1 FAILED_BASE - the first failed
 // barrier (0: none), 2 pos (PROBE_POS: the grid probe), 3 tokens known (a position whose next token
-// is known picks none), 4 the probe's spins.
+// is known picks none), 4 the probe's spins, 5 reads that found a word's previous write (each
+// counted once, however many re-reads it took), 6 1 once a read gave up, 7 decode dispatches run.
 @group(0) @binding(5) var<storage, read_write> ctl: array<atomic<u32>>;
 // The grid probe: the dispatch only meets at one barrier, waiting at most ctl[4] spins, so the host
 // learns whether THIS kernel's workgroups (its registers and workgroup memory, not a lighter probe
@@ -115,6 +136,7 @@ var<workgroup> best_i: array<u32, WG>;
 var<workgroup> probs: array<f32, WG>;      // attention: exp(s - m) of one tile of positions
 var<workgroup> qh: array<f32, HEAD_DIM>;   // attention: one head's query
 var<workgroup> shared_word: u32;
+var<workgroup> part_t0: array<atomic<u32>, (ATT_BLOCKS + 31u) / 32u + 1u>;  // block b's tag at the start: bit b
 
 // The thread's built-ins; the grid's (uniform) go apart in Grid: the uniformity analysis takes a
 // struct parameter as a whole.
@@ -128,11 +150,63 @@ struct Grid {
   groups: u32,  // workgroups in the dispatch
 }
 
-fn load_f(at: u32) -> f32 {
-  return bitcast<f32>(atomicLoad(&live[at]));
+// The tag of write n of a dispatch to a region whose writes before it have parity `base`.
+fn tag_of(base: u32, n: u32) -> u32 {
+  return (base + n + 1u) & 1u;
 }
-fn store_f(at: u32, v: f32) {
-  atomicStore(&live[at], bitcast<u32>(v));
+// The parities of the writes before this dispatch, s * W for each region's W: the regions written
+// once a layer (Q_W, CUR_W, ATT_W, ACT_W, PDOWN_W), the residual (X_W, X2_W: with DOWN_SPLIT twice in
+// the layers of each, an even count; else the embedding and twice a layer) and BEST_W (once).
+struct Bases {
+  layer: u32,
+  x: u32,
+  best: u32,
+}
+fn bases_of(s: u32) -> Bases {
+  let sp = s & 1u;
+  return Bases(sp & (LAYERS & 1u), select(sp, 0u, DOWN_SPLIT >= 2u), sp);
+}
+
+// The number of the residual's write that layer l's o_proj reads (the embedding, the previous
+// down_proj's or, with DOWN_SPLIT, its stage 1's store, in X_W and X2_W by turns); o_proj writes the
+// next, down_proj (without DOWN_SPLIT) the one after.
+fn x_in(l: u32) -> u32 {
+  return select(2u * l, 2u * (l / 2u), DOWN_SPLIT >= 2u);
+}
+
+fn store_t(at: u32, v: f32, tag: u32) {
+  if (at >= DROP_AT && at < DROP_END && layer_clock == DROP_LAYER) {
+    return;
+  }
+  atomicStore(&live[at], (bitcast<u32>(v) & ~1u) | tag);
+}
+fn live4(at: u32) -> vec4<u32> {
+  return vec4<u32>(atomicLoad(&live[at]), atomicLoad(&live[at + 1u]), atomicLoad(&live[at + 2u]), atomicLoad(&live[at + 3u]));
+}
+// Words at..at+3 of live as loaded (w), those `want` covers re-read until they carry `tag`; the
+// floats (the words `want` leaves out as loaded). Load first, check after: the loads of a stage
+// stay in flight together, and the check costs a compare where the words are fresh.
+fn fresh4(w: vec4<u32>, at: u32, tag: u32, want: vec4<bool>) -> vec4<f32> {
+  var v = w;
+  if (any(want & ((v & vec4<u32>(1u)) != vec4<u32>(tag)))) {
+    v = reread4(v, at, tag, want);
+  }
+  return bitcast<vec4<f32>>(v);
+}
+fn reread4(w: vec4<u32>, at: u32, tag: u32, want: vec4<bool>) -> vec4<u32> {
+  atomicAdd(&ctl[5], 1u);
+  var v = w;
+  for (var i = 0u; i < SPIN_LIMIT && atomicLoad(&ctl[6]) == 0u && atomicLoad(&ctl[1]) == 0u; i++) {
+    v = select(v, live4(at), want & ((v & vec4<u32>(1u)) != vec4<u32>(tag)));
+    if (!any(want & ((v & vec4<u32>(1u)) != vec4<u32>(tag)))) {
+      return v;
+    }
+  }
+  atomicStore(&ctl[6], 1u);
+  return v;
+}
+fn fresh(at: u32, tag: u32) -> f32 {
+  return fresh4(vec4<u32>(atomicLoad(&live[at]), 0u, 0u, 0u), at, tag, vec4<bool>(true, false, false, false)).x;
 }
 
 // Grid barrier number k of this dispatch. ctl[0] only grows within a dispatch: barrier k is
@@ -207,9 +281,11 @@ fn reduce(ids: Ids, v: f32, take_max: bool) -> f32 {
 // flight (atomic loads go to L2, whose latency dominates this staging).
 const NO_NORM = 0xffffffffu;
 // With `down_parts` (DOWN_SPLIT), v is live[at..] plus down_proj's partial dots, and workgroup 0
-// stores that sum, the new residual, at `store_at` (unless NOWHERE).
+// stores that sum, the new residual, at `store_at` (unless NOWHERE). tags: the tag v's words must
+// carry, the partials', the stores'.
 const NOWHERE = 0xffffffffu;
-fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u32, down_parts: bool, store_at: u32) -> f32 {
+fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u32, down_parts: bool, store_at: u32,
+         tags: vec3<u32>) -> f32 {
   let c8n = (cols + 7u) / 8u;
   var ss = 0.0;
   for (var i4 = ids.lid; i4 < 2u * c8n; i4 += WG) {
@@ -223,24 +299,34 @@ fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u3
       if (grid.wid == 0u) {
         for (var j = 0u; j < 4u; j++) {
           if (inside[j]) {
-            store_f(X_W + i + j, v[j]);
+            store_t(X_W + i + j, v[j], tags.z);
           }
         }
       }
     } else {
-      // Clamped reads past cols (inside the live buffer: every region is padded to 8), zeroed.
-      v = select(vec4<f32>(0.0), vec4<f32>(load_f(at + i), load_f(at + i + 1u), load_f(at + i + 2u), load_f(at + i + 3u)),
-                 inside);
-      if (down_parts) {
-        for (var c = 0u; c < DOWN_SPLIT; c++) {
-          let p = PDOWN_W + c * ((HIDDEN + 7u) / 8u * 8u) + i;
-          v += select(vec4<f32>(0.0), vec4<f32>(load_f(p), load_f(p + 1u), load_f(p + 2u), load_f(p + 3u)), inside);
+      // Clamped reads past cols (inside the live buffer: every region is padded to 8), zeroed. Every
+      // word loaded first; where one is stale (rare), again through fresh4, in the same order.
+      let w = live4(at + i);
+      var stale = inside & ((w & vec4<u32>(1u)) != vec4<u32>(tags.x));
+      v = select(vec4<f32>(0.0), bitcast<vec4<f32>>(w), inside);
+      let parts = select(0u, DOWN_SPLIT, down_parts);
+      let part_words = (HIDDEN + 7u) / 8u * 8u;
+      for (var c = 0u; c < parts; c++) {
+        let pw = live4(PDOWN_W + c * part_words + i);
+        stale |= inside & ((pw & vec4<u32>(1u)) != vec4<u32>(tags.y));
+        v += select(vec4<f32>(0.0), bitcast<vec4<f32>>(pw), inside);
+      }
+      if (any(stale)) {
+        v = select(vec4<f32>(0.0), fresh4(w, at + i, tags.x, inside), inside);
+        for (var c = 0u; c < parts; c++) {
+          let p = PDOWN_W + c * part_words + i;
+          v += select(vec4<f32>(0.0), fresh4(live4(p), p, tags.y, inside), inside);
         }
-        if (grid.wid == 0u && store_at != NOWHERE) {
-          for (var j = 0u; j < 4u; j++) {
-            if (inside[j]) {
-              store_f(store_at + i + j, v[j]);
-            }
+      }
+      if (down_parts && grid.wid == 0u && store_at != NOWHERE) {
+        for (var j = 0u; j < 4u; j++) {
+          if (inside[j]) {
+            store_t(store_at + i + j, v[j], tags.z);
           }
         }
       }
@@ -383,9 +469,9 @@ fn kv_at(layer: u32, which: u32, kv_head: u32, p: u32) -> u32 {
   return (((layer * 2u + which) * KV_HEADS + kv_head) * CTX + p) * HEAD_DIM;
 }
 
-// Packed Q/K/V rows ra, ra + 1 (dots already scaled): bias, RoPE, the store into q or the cache.
-// As store_qkv of llm_common.wgsl.
-fn store_qkv(layer: u32, ra: u32, a_dot: f32, b_dot: f32, pos: u32) {
+// Packed Q/K/V rows ra, ra + 1 (dots already scaled): bias, RoPE, the store into q, or into the cache
+// and CUR_W; `tag`: the stores' into live. As store_qkv of llm_common.wgsl.
+fn store_qkv(layer: u32, ra: u32, a_dot: f32, b_dot: f32, pos: u32, tag: u32) {
   let q_rows = HEADS * HEAD_DIM;
   let kv_rows = KV_HEADS * HEAD_DIM;
   let bias = layer * LAYER_F + BIAS_F;
@@ -400,19 +486,28 @@ fn store_qkv(layer: u32, ra: u32, a_dot: f32, b_dot: f32, pos: u32) {
     let ya = a * cs.x - b * cs.y;
     let yb = b * cs.x + a * cs.y;
     if (ra < q_rows) {
-      store_f(Q_W + head * HEAD_DIM + i, ya);
-      store_f(Q_W + head * HEAD_DIM + i + half_dim, yb);
+      store_t(Q_W + head * HEAD_DIM + i, ya, tag);
+      store_t(Q_W + head * HEAD_DIM + i + half_dim, yb, tag);
     } else {
       let at = kv_at(layer, 0u, head, pos) + i;
       atomicStore(&kv[at], bitcast<u32>(ya));
       atomicStore(&kv[at + half_dim], bitcast<u32>(yb));
+      store_t(cur_at(0u, head) + i, ya, tag);
+      store_t(cur_at(0u, head) + i + half_dim, yb, tag);
     }
   } else {
     let r = ra - q_rows - kv_rows;
     let at = kv_at(layer, 1u, r / HEAD_DIM, pos) + r % HEAD_DIM;
     atomicStore(&kv[at], bitcast<u32>(a));
     atomicStore(&kv[at + 1u], bitcast<u32>(b));
+    store_t(cur_at(1u, r / HEAD_DIM) + r % HEAD_DIM, a, tag);
+    store_t(cur_at(1u, r / HEAD_DIM) + r % HEAD_DIM + 1u, b, tag);
   }
+}
+
+// The current position's K (which 0) or V (1) of a kv head in CUR_W.
+fn cur_at(which: u32, kv_head: u32) -> u32 {
+  return CUR_W + (which * KV_HEADS + kv_head) * HEAD_DIM;
 }
 
 // A word of the KV cache as f32.
@@ -420,26 +515,45 @@ fn kvf(at: u32) -> f32 {
   return bitcast<f32>(atomicLoad(&kv[at]));
 }
 
+// The current position in a tile's V sum: its index in the tile (n or more: not in it), its V word
+// of this thread's output dimension in CUR_W (not the cache, whose store may not be seen yet), the
+// tag of that word.
+struct Cur {
+  j: u32,
+  at: u32,
+  tag: u32,
+}
+
 // One output dimension's share of a tile's V sum: positions part, part + parts, ... below n of the
 // tile whose dimension's first word is at `v`, weighted by probs; four loads in flight per trip.
-fn v_sum(v: u32, part: u32, parts: u32, n: u32) -> f32 {
+fn v_sum(v: u32, part: u32, parts: u32, n: u32, cur: Cur) -> f32 {
   var a4 = vec4<f32>(0.0);
   var j = part;
   for (; j + 3u * parts < n; j += 4u * parts) {
-    a4 += vec4<f32>(probs[j], probs[j + parts], probs[j + 2u * parts], probs[j + 3u * parts]) *
-          vec4<f32>(kvf(v + j * HEAD_DIM), kvf(v + (j + parts) * HEAD_DIM), kvf(v + (j + 2u * parts) * HEAD_DIM),
-                    kvf(v + (j + 3u * parts) * HEAD_DIM));
+    let js = vec4<u32>(j, j + parts, j + 2u * parts, j + 3u * parts);
+    var x = vec4<f32>(kvf(v + j * HEAD_DIM), kvf(v + (j + parts) * HEAD_DIM), kvf(v + (j + 2u * parts) * HEAD_DIM),
+                      kvf(v + (j + 3u * parts) * HEAD_DIM));
+    if (any(js == vec4<u32>(cur.j))) {
+      x = select(x, vec4<f32>(fresh(cur.at, cur.tag)), js == vec4<u32>(cur.j));
+    }
+    a4 += vec4<f32>(probs[js.x], probs[js.y], probs[js.z], probs[js.w]) * x;
   }
   for (; j < n; j += parts) {
-    a4.x += probs[j] * kvf(v + j * HEAD_DIM);
+    var x = kvf(v + j * HEAD_DIM);
+    if (j == cur.j) {
+      x = fresh(cur.at, cur.tag);
+    }
+    a4.x += probs[j] * x;
   }
   return a4.x + a4.y + a4.z + a4.w;
 }
 
 // One tile of the online softmax: the scores s (of positions where `valid`) update the running max
-// st.x, sum of exp st.y and this thread's output share st.z, whose V rows are n positions from `v`.
+// st.x, sum of exp st.y and this thread's output share st.z, whose V rows are n positions from `v`
+// (the current one's `cur`).
 // Ends with a barrier: probs and red are rewritten by the next tile.
-fn softmax_tile(ids: Ids, s: f32, valid: bool, st: ptr<function, vec3<f32>>, v: u32, part: u32, parts: u32, n: u32) {
+fn softmax_tile(ids: Ids, s: f32, valid: bool, st: ptr<function, vec3<f32>>, v: u32, part: u32, parts: u32, n: u32,
+                cur: Cur) {
   let m_new = max((*st).x, reduce(ids, s, true));
   let ex = select(0.0, exp(s - m_new), valid);
   probs[ids.lid] = ex;
@@ -447,7 +561,7 @@ fn softmax_tile(ids: Ids, s: f32, valid: bool, st: ptr<function, vec3<f32>>, v: 
   (*st).y = (*st).y * corr + reduce(ids, ex, false);
   (*st).z *= corr;
   if (part < parts) {
-    (*st).z += v_sum(v, part, parts, n);
+    (*st).z += v_sum(v, part, parts, n, cur);
   }
   (*st).x = m_new;
   workgroupBarrier();
@@ -460,7 +574,7 @@ fn softmax_tile(ids: Ids, s: f32, valid: bool, st: ptr<function, vec3<f32>>, v: 
 // K dot in four partial sums, the V sum split over WG / HEAD_DIM parts of the tile's positions with
 // four partial sums each, the parts added at the end. Not split along the cache: long contexts make
 // this stage long.
-fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32) {
+fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32, tag: u32) {
   let lid = ids.lid;
   let len = pos + 1u;
   let parts = WG / HEAD_DIM;
@@ -469,14 +583,20 @@ fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32) {
   for (var h = grid.wid; h < HEADS; h += grid.groups) {  // uniform: the workgroup's own heads
     let kvh = h / (HEADS / KV_HEADS);
     for (var e = lid; e < HEAD_DIM; e += WG) {
-      qh[e] = load_f(Q_W + h * HEAD_DIM + e);
+      qh[e] = fresh(Q_W + h * HEAD_DIM + e, tag);
     }
     workgroupBarrier();
     var st = vec3<f32>(STALL, 0.0, 0.0);  // running max, sum of exp, this thread's output share
     for (var t0 = 0u; t0 < len; t0 += WG) {
       let p = t0 + lid;
       var s = STALL;
-      if (p < len) {
+      if (p == pos) {  // its K from CUR_W
+        var dsum = 0.0;
+        for (var e = 0u; e < HEAD_DIM; e++) {
+          dsum += qh[e] * fresh(cur_at(0u, kvh) + e, tag);
+        }
+        s = dsum * SCALE;
+      } else if (p < len) {
         let k = kv_at(layer, 0u, kvh, p);
         var s4 = vec4<f32>(0.0);
         for (var e = 0u; e + 3u < HEAD_DIM; e += 4u) {
@@ -489,7 +609,8 @@ fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32) {
         }
         s = dsum * SCALE;
       }
-      softmax_tile(ids, s, p < len, &st, kv_at(layer, 1u, kvh, t0) + d, part, parts, min(WG, len - t0));
+      softmax_tile(ids, s, p < len, &st, kv_at(layer, 1u, kvh, t0) + d, part, parts, min(WG, len - t0),
+                   Cur(pos - t0, cur_at(1u, kvh) + d, tag));
     }
     // The parts' sums of output dimension d, through red.
     red[lid] = st.z;
@@ -499,7 +620,7 @@ fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32) {
       for (var q = 0u; q < parts; q++) {
         o += red[q * HEAD_DIM + lid];
       }
-      store_f(ATT_W + h * HEAD_DIM + lid, o / st.y);
+      store_t(ATT_W + h * HEAD_DIM + lid, o / st.y, tag);
     }
     workgroupBarrier();
   }
@@ -519,6 +640,19 @@ fn part_at(h: u32, b: u32) -> u32 {
   return PART_W + (h * ATT_BLOCKS + b) * (HEAD_DIM + 2u);
 }
 
+// Block b's partials (every head's, every word) are written together, once a layer while the
+// position has the block: one tag each, that of its word m at the dispatch's start (read before the
+// first barrier, load_part_t0), the parity of its writes before.
+fn load_part_t0(ids: Ids, pos: u32) {
+  if (ATT_BLOCKS != 0u && ids.lid < att_split(pos + 1u).x) {
+    let w = atomicLoad(&live[part_at(0u, ids.lid) + HEAD_DIM]);
+    atomicOr(&part_t0[ids.lid / 32u], (w & 1u) << (ids.lid % 32u));
+  }
+}
+fn part_base(b: u32) -> u32 {
+  return (atomicLoad(&part_t0[b / 32u]) >> (b % 32u)) & 1u;
+}
+
 // Attention split over positions (ATT_BLOCKS >= 1, flash-decoding): unit (head, block) per
 // workgroup and iteration; its tiles of positions take HEAD_DIM / 4 threads a position for the K
 // dot (four loads in flight each, summed through red), then the running max and sum as attention()
@@ -528,7 +662,7 @@ fn part_at(h: u32, b: u32) -> u32 {
 // sums, max and sum of exp go to part_at(head, block); stage_attention combines them. The K-dot
 // quarters (K_ROUNDS * WG floats at most) go through xs, unused between the Q/K/V stage's products
 // and o_proj's staging: a larger `red` would cost the 0.5B kernel its second workgroup an SM.
-fn attention_split(ids: Ids, grid: Grid, layer: u32, pos: u32) {
+fn attention_split(ids: Ids, grid: Grid, layer: u32, pos: u32, tag: u32) {
   let lid = ids.lid;
   let len = pos + 1u;
   let split = att_split(len);
@@ -549,7 +683,7 @@ fn attention_split(ids: Ids, grid: Grid, layer: u32, pos: u32) {
     var q = vec4<f32>(0.0);
     if (slot < slots) {
       let at = Q_W + h * HEAD_DIM + 4u * c;
-      q = vec4<f32>(load_f(at), load_f(at + 1u), load_f(at + 2u), load_f(at + 3u));
+      q = fresh4(live4(at), at, tag, vec4<bool>(true));
     }
     var st = vec3<f32>(STALL, 0.0, 0.0);  // running max, sum of exp, this thread's output share
     for (var t0 = p0; t0 < p1; t0 += tile) {
@@ -560,6 +694,11 @@ fn attention_split(ids: Ids, grid: Grid, layer: u32, pos: u32) {
           let k = kv_at(layer, 0u, kvh, p) + 4u * c;
           kq[r] = vec4<f32>(kvf(k), kvf(k + 1u), kvf(k + 2u), kvf(k + 3u));
         }
+      }
+      let rc = pos - t0;  // the current position's K from CUR_W
+      if (slot < slots && rc < tile && rc % slots == slot && pos < p1) {
+        let k = cur_at(0u, kvh) + 4u * c;
+        kq[rc / slots] = fresh4(live4(k), k, tag, vec4<bool>(true));
       }
       // Quarter c of position i's dot at float c * tile + i of xs: the summing lanes (a position
       // each) then read consecutive words (at a stride of quads they would meet in a few banks).
@@ -581,21 +720,23 @@ fn attention_split(ids: Ids, grid: Grid, layer: u32, pos: u32) {
         s = dsum * SCALE;
       }
       workgroupBarrier();  // reduce() rewrites red
-      softmax_tile(ids, s, mine, &st, kv_at(layer, 1u, kvh, t0) + d, part, parts, min(tile, p1 - t0));
+      softmax_tile(ids, s, mine, &st, kv_at(layer, 1u, kvh, t0) + d, part, parts, min(tile, p1 - t0),
+                   Cur(pos - t0, cur_at(1u, kvh) + d, tag));
     }
     red[lid] = st.z;
     workgroupBarrier();
     let at = part_at(h, u % split.x);
+    let part_tag = tag_of(part_base(u % split.x), layer);
     if (lid < HEAD_DIM) {
       var o = 0.0;
       for (var r = 0u; r < parts; r++) {
         o += red[r * HEAD_DIM + lid];
       }
-      store_f(at + lid, o);
+      store_t(at + lid, o, part_tag);
     }
     if (lid == 0u) {
-      store_f(at + HEAD_DIM, st.x);
-      store_f(at + HEAD_DIM + 1u, st.y);
+      store_t(at + HEAD_DIM, st.x, part_tag);
+      store_t(at + HEAD_DIM + 1u, st.y, part_tag);
     }
     workgroupBarrier();
   }
@@ -604,13 +745,15 @@ fn attention_split(ids: Ids, grid: Grid, layer: u32, pos: u32) {
 // xs = the attention output from attention_split's partials (zero past HEADS * HEAD_DIM): per head
 // the blocks' maxima and sums give each block's weight exp(m_b - m) / l, in probs; each output
 // element is the weighted sum of its blocks' (independent loads).
-fn stage_attention(ids: Ids, pos: u32) {
+fn stage_attention(ids: Ids, pos: u32, layer: u32) {
   let lid = ids.lid;
   let nb = att_split(pos + 1u).x;
   for (var i = lid; i < HEADS * nb; i += WG) {
-    let at = part_at(i / nb, i % nb);
-    probs[i] = load_f(at + HEAD_DIM);
-    red[i] = load_f(at + HEAD_DIM + 1u);
+    let at = part_at(i / nb, i % nb) + HEAD_DIM;
+    let ml = fresh4(vec4<u32>(atomicLoad(&live[at]), atomicLoad(&live[at + 1u]), 0u, 0u), at,
+                    tag_of(part_base(i % nb), layer), vec4<bool>(true, true, false, false));
+    probs[i] = ml.x;
+    red[i] = ml.y;
   }
   workgroupBarrier();
   for (var h = lid; h < HEADS; h += WG) {
@@ -633,9 +776,18 @@ fn stage_attention(ids: Ids, pos: u32) {
     var o = vec4<f32>(0.0);
     if (i < cols) {  // HEAD_DIM % 4 == 0: the four elements are one head's
       let h = i / HEAD_DIM;
+      var stale = false;  // every block's words loaded first; where one is stale (rare), again
       for (var b = 0u; b < nb; b++) {
-        let at = part_at(h, b) + i % HEAD_DIM;
-        o += probs[h * nb + b] * vec4<f32>(load_f(at), load_f(at + 1u), load_f(at + 2u), load_f(at + 3u));
+        let w = live4(part_at(h, b) + i % HEAD_DIM);
+        stale = stale || any((w & vec4<u32>(1u)) != vec4<u32>(tag_of(part_base(b), layer)));
+        o += probs[h * nb + b] * bitcast<vec4<f32>>(w);
+      }
+      if (stale) {
+        o = vec4<f32>(0.0);
+        for (var b = 0u; b < nb; b++) {
+          let at = part_at(h, b) + i % HEAD_DIM;
+          o += probs[h * nb + b] * fresh4(live4(at), at, tag_of(part_base(b), layer), vec4<bool>(true));
+        }
       }
     }
     put_xs(i4, o);
@@ -652,18 +804,19 @@ fn add_unit(ids: Ids, grid: Grid, mat: u32, cols: u32, it: u32) -> Unit {
 // x += W v (o_proj, down_proj; v = live[at..], staged; or with `attention_parts` the combined
 // attention blocks), rows in pairs over the grid's teams; a row's residual word is only touched by
 // its team. Workgroups without a unit skip it, the staging too: every staging workgroup reads all
-// of v from L2. The residual is at x_at; `fetched`: fetch_ahead of the first unit.
-fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, attention_parts: bool, pos: u32, x_at: u32,
-               fetched: Ahead) {
+// of v from L2. The residual is at x_at; tags: the one v's words carry (not with attention_parts:
+// their blocks' of `layer`), the residual's before and after; `fetched`: fetch_ahead of the first unit.
+fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, attention_parts: bool, pos: u32, layer: u32,
+               x_at: u32, tags: vec3<u32>, fetched: Ahead) {
   let units = (HIDDEN + 1u) / 2u;
   var ahead = fetched;
   if (workgroup_idle(grid, 0u, units)) {
     return;
   }
   if (attention_parts) {
-    stage_attention(ids, pos);
+    stage_attention(ids, pos, layer);
   } else {
-    stage(ids, grid, at, cols, NO_NORM, VOCAB, false, 0u);
+    stage(ids, grid, at, cols, NO_NORM, VOCAB, false, 0u, vec3<u32>(tags.x, 0u, 0u));
   }
   for (var it = 0u; it < unit_iters(grid, units); it++) {
     if (workgroup_idle(grid, it, units)) {
@@ -676,9 +829,12 @@ fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, attention_par
     team_dots(ids, unit, ahead);
     ahead = next;
     if (ids.lid % TEAM == 0u && u < units) {
-      store_f(x_at + r0, load_f(x_at + r0) + team_total(ids, 0u));
-      if (r0 + 1u < HIDDEN) {
-        store_f(x_at + r0 + 1u, load_f(x_at + r0 + 1u) + team_total(ids, 1u));
+      let two = r0 + 1u < HIDDEN;
+      let x = fresh4(vec4<u32>(atomicLoad(&live[x_at + r0]), atomicLoad(&live[x_at + r0 + 1u]), 0u, 0u), x_at + r0,
+                     tags.y, vec4<bool>(true, two, false, false));
+      store_t(x_at + r0, x.x + team_total(ids, 0u), tags.z);
+      if (two) {
+        store_t(x_at + r0 + 1u, x.y + team_total(ids, 1u), tags.z);
       }
     }
     workgroupBarrier();
@@ -721,8 +877,8 @@ fn down_staged(grid: Grid, it: u32) -> vec2<u32> {
 // down_proj split over columns (DOWN_SPLIT >= 2): unit u is row pair u % pairs of chunk u / pairs
 // (a workgroup's teams mostly share a chunk, and it stages only its units' chunks of the input);
 // each team stores its two partial dots at PDOWN_W, which the next stage adds to the residual;
-// `fetched`: fetch_ahead of the first unit.
-fn down_split(ids: Ids, grid: Grid, mat: u32, fetched: Ahead) {
+// `tag`: that of the input's words and of the stores; `fetched`: fetch_ahead of the first unit.
+fn down_split(ids: Ids, grid: Grid, mat: u32, tag: u32, fetched: Ahead) {
   let per = down_per();
   let units = down_units();
   var ahead = fetched;
@@ -734,8 +890,7 @@ fn down_split(ids: Ids, grid: Grid, mat: u32, fetched: Ahead) {
     for (var i4 = 2u * g.x + ids.lid; i4 < 2u * g.y; i4 += WG) {
       let i = 4u * i4;
       let inside = vec4<u32>(i, i + 1u, i + 2u, i + 3u) < vec4<u32>(INTER);
-      let v = select(vec4<f32>(0.0), vec4<f32>(load_f(ACT_W + i), load_f(ACT_W + i + 1u), load_f(ACT_W + i + 2u), load_f(ACT_W + i + 3u)),
-                     inside);
+      let v = select(vec4<f32>(0.0), fresh4(live4(ACT_W + i), ACT_W + i, tag, inside), inside);
       put_xs(i4 - 2u * g.x, v);
     }
     workgroupBarrier();
@@ -747,9 +902,9 @@ fn down_split(ids: Ids, grid: Grid, mat: u32, fetched: Ahead) {
     ahead = next;
     if (ids.lid % TEAM == 0u && u < units) {
       let at = PDOWN_W + unit.g0 / per * ((HIDDEN + 7u) / 8u * 8u) + r0;  // its chunk's partials
-      store_f(at, team_total(ids, 0u));
+      store_t(at, team_total(ids, 0u), tag);
       if (r0 + 1u < HIDDEN) {
-        store_f(at + 1u, team_total(ids, 1u));
+        store_t(at + 1u, team_total(ids, 1u), tag);
       }
     }
     workgroupBarrier();
@@ -811,6 +966,10 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     return;
   }
   let token = tokens[pos];
+  let dispatches = uniform_ctl(ids, 7u);
+  let bases = bases_of(dispatches);
+  layer_clock = dispatches * LAYERS;
+  load_part_t0(ids, pos);  // before the first barrier: see part_base
   let q_rows = HEADS * HEAD_DIM;
   let qkv_rows = q_rows + 2u * KV_HEADS * HEAD_DIM;
   let o_units = (HIDDEN + 1u) / 2u;
@@ -829,11 +988,15 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     let x_at = select(X_W, X2_W, DOWN_SPLIT >= 2u && layer % 2u == 1u);
     let x_prev = select(X_W, X2_W, x_at == X_W);
     let parts_in = DOWN_SPLIT >= 2u && layer > 0u;
+    layer_clock = dispatches * LAYERS + layer;
+    let lt = tag_of(bases.layer, layer);  // this layer's writes of the regions written once a layer
+    let x_read = select(x_in(layer), x_in(layer - 1u) + 1u, parts_in);  // (layer > 0: the residual staged)
     // 1: Q/K/V. Layer 0 stages the embedding row, and workgroup 0 stores it as the residual.
     // Workgroups without a Q/K/V unit skip the stage (workgroup 0 never does: it stores the embedding).
     if (!workgroup_idle(grid, 0u, qkv_rows / 2u)) {
       let inv = stage(ids, grid, select(x_at, x_prev, parts_in), HIDDEN, vs + IN_NORM_F, select(VOCAB, token, layer == 0u),
-                      parts_in, x_at);
+                      parts_in, x_at,
+                      vec3<u32>(tag_of(bases.x, x_read), tag_of(bases.layer, layer - 1u), tag_of(bases.x, x_in(layer))));
       for (var it = 0u; it < unit_iters(grid, qkv_rows / 2u); it++) {
         if (workgroup_idle(grid, it, qkv_rows / 2u)) {
           break;
@@ -844,7 +1007,7 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
         team_dots(ids, unit, ahead);
         ahead = next;
         if (lane == 0u && u < qkv_rows / 2u) {
-          store_qkv(layer, unit.r0, team_total(ids, 0u) * inv, team_total(ids, 1u) * inv, pos);
+          store_qkv(layer, unit.r0, team_total(ids, 0u) * inv, team_total(ids, 1u) * inv, pos, lt);
         }
         workgroupBarrier();
       }
@@ -853,18 +1016,20 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     k++;
     // 2: attention.
     if (ATT_BLOCKS == 0u) {
-      attention(ids, grid, layer, pos);
+      attention(ids, grid, layer, pos, lt);
     } else {
-      attention_split(ids, grid, layer, pos);
+      attention_split(ids, grid, layer, pos, lt);
     }
     ahead = barrier_fetching(ids, grid, k, o_units, add_unit(ids, grid, mats + O_V4, q_rows, 0u));
     k++;
     // 3: o_proj + residual.
-    add_product(ids, grid, mats + O_V4, ATT_W, q_rows, ATT_BLOCKS != 0u, pos, x_at, ahead);
+    add_product(ids, grid, mats + O_V4, ATT_W, q_rows, ATT_BLOCKS != 0u, pos, layer, x_at,
+                vec3<u32>(lt, tag_of(bases.x, x_in(layer)), tag_of(bases.x, x_in(layer) + 1u)), ahead);
     ahead = barrier_fetching(ids, grid, k, INTER, gate_up_unit(ids, grid, layer, 0u));
     k++;
     // 4: gate/up + SiLU.
-    let inv2 = stage(ids, grid, x_at, HIDDEN, vs + POST_NORM_F, VOCAB, false, 0u);
+    let inv2 = stage(ids, grid, x_at, HIDDEN, vs + POST_NORM_F, VOCAB, false, 0u,
+                     vec3<u32>(tag_of(bases.x, x_in(layer) + 1u), 0u, 0u));
     for (var it = 0u; it < unit_iters(grid, INTER); it++) {
       if (workgroup_idle(grid, it, INTER)) {
         break;
@@ -875,7 +1040,7 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
       ahead = next;
       if (lane == 0u && u < INTER) {
         let g = team_total(ids, 0u) * inv2;
-        store_f(ACT_W + u, g / (1.0 + exp(-g)) * (team_total(ids, 1u) * inv2));
+        store_t(ACT_W + u, g / (1.0 + exp(-g)) * (team_total(ids, 1u) * inv2), lt);
       }
       workgroupBarrier();
     }
@@ -883,9 +1048,10 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     k++;
     // 5: down_proj + residual.
     if (DOWN_SPLIT >= 2u) {
-      down_split(ids, grid, mats + DOWN_V4, ahead);
+      down_split(ids, grid, mats + DOWN_V4, lt, ahead);
     } else {
-      add_product(ids, grid, mats + DOWN_V4, ACT_W, INTER, false, pos, x_at, ahead);
+      add_product(ids, grid, mats + DOWN_V4, ACT_W, INTER, false, pos, layer, x_at,
+                  vec3<u32>(lt, tag_of(bases.x, x_in(layer) + 1u), tag_of(bases.x, x_in(layer) + 2u)), ahead);
     }
     if (layer + 1u < LAYERS) {
       ahead = barrier_fetching(ids, grid, k, qkv_rows / 2u, qkv_unit(ids, grid, layer + 1u, 0u));
@@ -897,7 +1063,9 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
   // Final norm + LM head; each team's lane 0 keeps its best logit.
   // With DOWN_SPLIT the last layer's residual plus its down_proj partials (stored nowhere).
   let x_last = select(X_W, X2_W, DOWN_SPLIT >= 2u && (LAYERS - 1u) % 2u == 1u);
-  let inv = stage(ids, grid, x_last, HIDDEN, FINAL_NORM_F, VOCAB, DOWN_SPLIT >= 2u, NOWHERE);
+  let x_final = x_in(LAYERS - 1u) + select(2u, 1u, DOWN_SPLIT >= 2u);
+  let inv = stage(ids, grid, x_last, HIDDEN, FINAL_NORM_F, VOCAB, DOWN_SPLIT >= 2u, NOWHERE,
+                  vec3<u32>(tag_of(bases.x, x_final), tag_of(bases.layer, LAYERS - 1u), 0u));
   var bv = STALL;
   var bi = 0xffffffffu;
   let units = (VOCAB + 1u) / 2u;
@@ -915,7 +1083,7 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
       for (var r = 0u; r < 2u; r++) {
         let logit = team_total(ids, r) * inv;
         if (r0 + r < VOCAB) {
-          store_f(LOGITS_W + r0 + r, logit);
+          atomicStore(&live[LOGITS_W + r0 + r], bitcast<u32>(logit));  // read by the host only: no tag
           if (better(logit, r0 + r, bv, bi)) {
             bv = logit;
             bi = r0 + r;
@@ -927,8 +1095,9 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
   }
   reduce_best(lid, bv, bi);
   if (lid == 0u) {
-    store_f(BEST_W + 2u * grid.wid, red[0]);
-    atomicStore(&live[BEST_W + 2u * grid.wid + 1u], best_i[0]);
+    let tag = tag_of(bases.best, 0u);
+    store_t(BEST_W + 2u * grid.wid, red[0], tag);
+    atomicStore(&live[BEST_W + 2u * grid.wid + 1u], (best_i[0] << 1u) | tag);  // an index below 2^31
   }
   grid_barrier(ids, grid, k);
   if (grid.wid != 0u) {
@@ -938,8 +1107,11 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
   bv = STALL;
   bi = 0xffffffffu;
   for (var i = lid; i < grid.groups; i += WG) {
-    let v = load_f(BEST_W + 2u * i);
-    let j = atomicLoad(&live[BEST_W + 2u * i + 1u]);
+    let at = BEST_W + 2u * i;
+    let w = fresh4(vec4<u32>(atomicLoad(&live[at]), atomicLoad(&live[at + 1u]), 0u, 0u), at, tag_of(bases.best, 0u),
+                   vec4<bool>(true, true, false, false));
+    let v = w.x;
+    let j = bitcast<u32>(w.y) >> 1u;
     if (better(v, j, bv, bi)) {
       bv = v;
       bi = j;
@@ -953,5 +1125,6 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
       atomicStore(&ctl[3], pos + 2u);
     }
     atomicStore(&ctl[2], pos + 1u);
+    atomicStore(&ctl[7], dispatches + 1u);  // every workgroup read it before the last barrier
   }
 }

@@ -101,6 +101,7 @@ TEST_P(LlmPersistentDecode, MatchesStepDecoderAndReference) {
   EXPECT_EQ(d.barriers_per_token(), 5 * cfg.num_layers + 1);
   EXPECT_EQ(s.prompt_tokens, kPrompt.size());
   EXPECT_EQ(s.decode_dispatches, n - 1);  // one dispatch per decoded token
+  EXPECT_EQ(s.stale_reads, 0u);           // one workgroup: its barriers order its own stores
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -357,6 +358,63 @@ TEST(LlmPersistentDecodeRun, BarrierTimeoutIsAnError) {
     FAIL() << "a broken decoder went on";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("timed out earlier"), std::string::npos) << e.what();
+  }
+}
+
+// Test that every region's readers check its words' tags (the kernel's "Visibility across
+// workgroups"): with the stores into one region left out in one layer (drop_stores), a reader
+// meets the region's previous value, which it would use without the check; it must time out
+// instead, and say so. Each region written once a layer and the residual (split down_proj: X_W and
+// X2_W by turns; base: X_W alone, and ATT_W instead of the attention blocks), dropped in the first
+// dispatch's second layer, or in a later dispatch of odd or even number, with 3 and 4 layers (the
+// tags' count of earlier writes turns on both parities).
+TEST(LlmPersistentDecodeRun, EveryReadOfAStaleWordTimesOut) {
+  enum Layers { Any, Even, Odd, Last };  // the layers of a dispatch that write the region
+  struct Drop {
+    const char* variant;
+    const char* region;
+    Layers written;
+  };
+  const Drop drops[] = {{"split=3+down=2", "Q_W", Any},
+                        {"split=3+down=2", "CUR_W", Any},
+                        {"split=3+down=2", "PART_W", Any},
+                        {"split=3+down=2", "ACT_W", Any},
+                        {"split=3+down=2", "PDOWN_W", Any},
+                        {"split=3+down=2", "X_W", Even},
+                        {"split=3+down=2", "X2_W", Odd},
+                        {"split=3+down=2", "BEST_W", Last},
+                        {"base", "ATT_W", Any},
+                        {"base", "X_W", Any}};
+  uint32_t turn = 0;
+  for (const uint32_t layers : {3u, 4u}) {
+    auto cfg = small_llm_config(false, kVocab);
+    cfg.num_layers = layers;
+    const auto weights = llm::HostWeights::random(cfg, 41);
+    for (const Drop& drop : drops) {
+      // Layer 1 of dispatch 0, layer 0 of dispatch 3 or the last layer of dispatch 4, or the
+      // nearest that writes the region.
+      const uint32_t point = turn++ % 3, dispatch = point == 0 ? 0 : point + 2;
+      uint32_t layer = point == 0 ? 1 : point == 1 ? 0 : layers - 1;
+      if (drop.written == Last) layer = layers - 1;
+      if (drop.written == Even && layer % 2 == 1) --layer;
+      if (drop.written == Odd && layer % 2 == 0) layer = layer + 1 < layers ? layer + 1 : layer - 1;
+      const uint32_t at = dispatch * layers + layer;
+      SCOPED_TRACE(std::string(drop.variant) + ", " + drop.region + " in layer " + std::to_string(layer) +
+                   " of dispatch " + std::to_string(dispatch) + ", " + std::to_string(layers) + " layers");
+      llm::PersistentDecoder d(context(), cfg, weights.lookup(),
+                               {.dtype = WeightFormat::F32,
+                                .ctx = 64,
+                                .workgroup_size = 32,
+                                .spin_limit = 64,
+                                .variant = llm::parse_persistent_variant(drop.variant),
+                                .drop_stores = llm::PersistentOptions::DropStores{drop.region, at}});
+      try {
+        d.generate(kPrompt, 4);
+        ADD_FAILURE() << "a stale word was read";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("a read timed out"), std::string::npos) << e.what();
+      }
+    }
   }
 }
 

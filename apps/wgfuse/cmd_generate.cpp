@@ -224,8 +224,8 @@ void add_generate(CLI::App& app, GlobalOptions& g) {
        "--decode", o->decode,
        "decode path: steps (a list of dispatches per token) | persistent (experimental: one dispatch "
        "per token whose workgroups meet at grid barriers; greedy only; falls back to steps where "
-       "the co-residency probe or the --decode-check fails; a rare wrong read between workgroups is "
-       "known, and tokens past the check are not compared)")
+       "the co-residency probe or the --decode-check fails; a word read before its writer's store "
+       "arrived is read again, counted in the JSON's decode.stale_reads)")
       ->check(CLI::IsMember({"steps", "persistent"}))
       ->capture_default_str();
   c->add_option("--persistent-wg", lo->s.persistent.workgroups,

@@ -64,6 +64,9 @@ struct DecoderStats {
   uint64_t decode_dispatches = 0, decode_submits = 0, decode_readbacks = 0, decode_tokens = 0,
            decode_steps = 0;
   uint64_t debug_readbacks = 0;  // logits read back since the last generate() began (on_logits, read_logits)
+  // The persistent decoder: reads of a word another workgroup wrote before a grid barrier that still
+  // found its previous value (and read again until the new one came), since the decoder was built.
+  uint64_t stale_reads = 0;
 };
 
 class Decoder {

@@ -20,7 +20,8 @@ using gpu::BufferUsage;
 constexpr uint32_t kStagesPerLayer = 5;
 constexpr uint32_t kFailedBase =
     0x10000;  // FAILED_BASE of the kernel: control word 1 = it - first failed barrier
-constexpr uint32_t kControlWords = 5;       // the kernel's ctl
+constexpr uint32_t kControlWords = 8;       // the kernel's ctl
+constexpr uint32_t kProbeWords = 5;         // those the grid probe sets: arrivals .. its spins
 constexpr uint32_t kProbePos = 0xffffffff;  // PROBE_POS of the kernel: ctl[2] for the grid probe
 constexpr const char* kStageNames[kStagesPerLayer] = {"Q/K/V", "attention", "o_proj", "gate/up", "down_proj"};
 
@@ -178,6 +179,11 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   uint64_t words = 0;
   auto region = [&](const char* name, uint64_t n) {
     layout_[name] = double(words);
+    if (opt_.drop_stores && opt_.drop_stores->region == name) {
+      layout_["DROP_AT"] = double(words);
+      layout_["DROP_END"] = double(words + n);
+      layout_["DROP_LAYER"] = opt_.drop_stores->layer;
+    }
     words += pad8(n);
   };
   region("X_W", c.hidden_size);
@@ -190,6 +196,9 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   region("PART_W", uint64_t(c.num_heads) * var.attention_blocks * (c.head_dim + 2));
   region("X2_W", var.down_split ? c.hidden_size : 0);
   region("PDOWN_W", uint64_t(var.down_split) * pad8(c.hidden_size));
+  region("CUR_W", 2ull * c.num_kv_heads * c.head_dim);
+  need(!opt_.drop_stores || layout_.contains("DROP_AT"),
+       "drop_stores: no live region '" + (opt_.drop_stores ? opt_.drop_stores->region : "") + "'");
   const uint64_t kv_words = 2ull * c.num_layers * c.num_kv_heads * opt_.ctx * c.head_dim;
   need(4 * kv_words <= lim.max_storage_buffer_binding_size,
        "the KV cache (" + std::to_string(4 * kv_words) + " bytes at --ctx " + std::to_string(opt_.ctx) +
@@ -254,13 +263,13 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
 }
 
 bool PersistentDecoder::grid_fits(uint32_t spins) {
-  const uint32_t probe[kControlWords] = {0, 0, kProbePos, 0, spins};
+  const uint32_t probe[kProbeWords] = {0, 0, kProbePos, 0, spins};
   ctx_->write(control_, 0, std::as_bytes(std::span(probe)));
   gpu::Recorder rec(*ctx_);
   rec.dispatch(*kernel_, group_, opt_.workgroups);
   rec.submit();
   const bool met = ctx_->read<uint32_t>(control_, 1, 1).at(0) == 0;
-  const uint32_t zeros[kControlWords] = {};
+  const uint32_t zeros[kProbeWords] = {};
   ctx_->write(control_, 0, std::as_bytes(std::span(zeros)));
   return met;
 }
@@ -385,13 +394,20 @@ void PersistentDecoder::record_steps(gpu::Recorder& rec, uint32_t, uint32_t k, c
 }
 
 void PersistentDecoder::record_status(gpu::Recorder& rec, const gpu::Buffer& staging) {
-  rec.copy(control_, 0, staging, 0, 16);
+  rec.copy(control_, 4, staging, 0, 4);   // the first barrier that timed out
+  rec.copy(control_, 20, staging, 4, 8);  // reads that found a stale word; whether one gave up
 }
 
 void PersistentDecoder::check_status(std::span<const uint32_t, 4> words) {
-  if (words[1] == 0) return;
+  stats_.stale_reads = words[1];
+  if (words[0] == 0 && words[2] == 0) return;
   broken_ = true;
-  const uint32_t k = kFailedBase - words[1];
+  if (words[0] == 0)  // (after a barrier's timeout, reads give up at once: the barrier is the cause)
+    throw Error(
+        "persistent decode: a read timed out: a word that another workgroup wrote before a grid barrier "
+        "still held its previous value after " +
+        std::to_string(opt_.spin_limit) + " re-reads; use --decode steps");
+  const uint32_t k = kFailedBase - words[0];
   throw Error("persistent decode: a grid barrier timed out (barrier " + std::to_string(k) + " of " +
               std::to_string(barriers_per_token()) + ", after " + barrier_name(k, cfg_.num_layers) +
               "): the " + std::to_string(opt_.workgroups) + " workgroups were not all resident within " +

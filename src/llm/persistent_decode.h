@@ -68,6 +68,14 @@ struct PersistentOptions {
   uint32_t probe_spin = 1u << 20;
   PersistentVariant variant;
   std::function<void(uint64_t done, uint64_t total)> progress;  // upload bytes
+  // Tests only: the kernel leaves out its stores into one region of its live words (a name of its
+  // layout: "Q_W", "X2_W", ...) in one layer, `layer` counting the layers of every dispatch of this
+  // decoder, so that the region's readers meet stale words and must time out.
+  struct DropStores {
+    std::string region;
+    uint32_t layer = 0;
+  };
+  std::optional<DropStores> drop_stores;
 };
 
 // Why the persistent decoder cannot run `c`'s architecture (its constructor refuses it with this),
@@ -103,7 +111,8 @@ class PersistentDecoder : public Decoder {
   void record_prompt_phase(gpu::Recorder& rec, const GenerateOptions& opt) override;
   void record_steps(gpu::Recorder& rec, uint32_t pos, uint32_t k, const GenerateOptions& opt) override;
   void record_dispatches(gpu::Recorder& rec, uint32_t count);
-  // Control words 0..3: word 1 names the first barrier that timed out (throws Error).
+  // Control word 1 names the first barrier that timed out, 6 says a read timed out (both throw
+  // Error); 5 counts the stale reads (stats().stale_reads).
   void record_status(gpu::Recorder& rec, const gpu::Buffer& staging) override;
   void check_status(std::span<const uint32_t, 4> words) override;
 
