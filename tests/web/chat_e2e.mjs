@@ -184,7 +184,8 @@ try {
                                null, {timeout: 120_000});
     const timing = await page.textContent('#timing');
     step(`turn ${turn}: ${timing}`);
-    assert.match(timing, /^\[\d+ prompt tokens \((\d+) cached\), first token in \d+ ms, prefill [\d.]+ tok\/s, 3 generated, decode [\d.]+ tok\/s, [\d.]+ dispatches\/token\]$/);
+    // (a turn's 3 tokens may come back within the page clock's resolution: "too short to time")
+    assert.match(timing, /^\[\d+ prompt tokens \((\d+) cached\), first token in \d+ ms, prefill [\d.]+ tok\/s, 3 generated, decode (?:[\d.]+ tok\/s|too short to time), [\d.]+ dispatches\/token\]$/);
     if (turn === 2) assert.ok(Number(/\((\d+) cached\)/.exec(timing)[1]) > 0, 'the second turn reuses the cache');
     await page.evaluate(() => (document.getElementById('timing').textContent = ''));
   }

@@ -189,9 +189,9 @@ async function generate(ids, {maxTokens, sample, onToken, logits, signal, stepsP
       cached_tokens: start,
       prefill_ms: tFirst - t0,
       first_token_ms: tFirst - tCall,  // the plan fetched and its new kernels compiled too
-      prefill_tok_s: (1e3 * fresh.length) / (tFirst - t0),
+      prefill_tok_s: perSecond(fresh.length, tFirst - t0),
       generated: generated.length,
-      decode_tok_s: steps > 0 ? (1e3 * steps) / decodeMs : 0,
+      decode_tok_s: steps > 0 ? perSecond(steps, decodeMs) : 0,
       dispatches_per_token: decodeSteps ? decodeDispatches / decodeSteps : 0,
       encode_ms_per_token: decodeSteps ? encodeMs / decodeSteps : 0,  // JS recording and submitting
       max_in_flight: maxInFlight,  // command buffers queued at once (the first token's read-back one)
@@ -199,10 +199,20 @@ async function generate(ids, {maxTokens, sample, onToken, logits, signal, stepsP
   };
 }
 
+// n per second over ms, or null where ms is 0: the clock (coarse in a page) saw no time pass, as when
+// a few decode tokens come back in one read-back with the first.
+function perSecond(n, ms) {
+  return ms > 0 ? (1e3 * n) / ms : null;
+}
+
+function rateText(r) {
+  return r === null ? 'too short to time' : `${r.toFixed(1)} tok/s`;
+}
+
 function timingLine(t) {
   return `[${t.prompt_tokens} prompt tokens (${t.cached_tokens} cached), first token in ${t.prefill_ms.toFixed(0)} ms, ` +
-      `prefill ${t.prefill_tok_s.toFixed(1)} tok/s, ` +
-      `${t.generated} generated, decode ${t.decode_tok_s.toFixed(1)} tok/s, ${t.dispatches_per_token.toFixed(1)} dispatches/token]`;
+      `prefill ${rateText(t.prefill_tok_s)}, ` +
+      `${t.generated} generated, decode ${rateText(t.decode_tok_s)}, ${t.dispatches_per_token.toFixed(1)} dispatches/token]`;
 }
 
 function addMessage(role, text) {
