@@ -183,12 +183,16 @@ fn store_t(at: u32, v: f32, tag: u32) {
 fn live4(at: u32) -> vec4<u32> {
   return vec4<u32>(atomicLoad(&live[at]), atomicLoad(&live[at + 1u]), atomicLoad(&live[at + 2u]), atomicLoad(&live[at + 3u]));
 }
+// Which of the words w do not carry `tag`: the previous write's, not yet overwritten where read.
+fn stale_words(w: vec4<u32>, tag: u32) -> vec4<bool> {
+  return (w & vec4<u32>(1u)) != vec4<u32>(tag);
+}
 // Words at..at+3 of live as loaded (w), those `want` covers re-read until they carry `tag`; the
 // floats (the words `want` leaves out as loaded). Load first, check after: the loads of a stage
 // stay in flight together, and the check costs a compare where the words are fresh.
 fn fresh4(w: vec4<u32>, at: u32, tag: u32, want: vec4<bool>) -> vec4<f32> {
   var v = w;
-  if (any(want & ((v & vec4<u32>(1u)) != vec4<u32>(tag)))) {
+  if (any(want & stale_words(v, tag))) {
     v = reread4(v, at, tag, want);
   }
   return bitcast<vec4<f32>>(v);
@@ -197,8 +201,8 @@ fn reread4(w: vec4<u32>, at: u32, tag: u32, want: vec4<bool>) -> vec4<u32> {
   atomicAdd(&ctl[5], 1u);
   var v = w;
   for (var i = 0u; i < SPIN_LIMIT && atomicLoad(&ctl[6]) == 0u && atomicLoad(&ctl[1]) == 0u; i++) {
-    v = select(v, live4(at), want & ((v & vec4<u32>(1u)) != vec4<u32>(tag)));
-    if (!any(want & ((v & vec4<u32>(1u)) != vec4<u32>(tag)))) {
+    v = select(v, live4(at), want & stale_words(v, tag));
+    if (!any(want & stale_words(v, tag))) {
       return v;
     }
   }
@@ -207,6 +211,11 @@ fn reread4(w: vec4<u32>, at: u32, tag: u32, want: vec4<bool>) -> vec4<u32> {
 }
 fn fresh(at: u32, tag: u32) -> f32 {
   return fresh4(vec4<u32>(atomicLoad(&live[at]), 0u, 0u, 0u), at, tag, vec4<bool>(true, false, false, false)).x;
+}
+// Words at and at + 1 (the second only with `second`), both loaded before either is checked.
+fn fresh2(at: u32, tag: u32, second: bool) -> vec2<f32> {
+  return fresh4(vec4<u32>(atomicLoad(&live[at]), atomicLoad(&live[at + 1u]), 0u, 0u), at, tag,
+                vec4<bool>(true, second, false, false)).xy;
 }
 
 // Grid barrier number k of this dispatch. ctl[0] only grows within a dispatch: barrier k is
@@ -307,13 +316,13 @@ fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u3
       // Clamped reads past cols (inside the live buffer: every region is padded to 8), zeroed. Every
       // word loaded first; where one is stale (rare), again through fresh4, in the same order.
       let w = live4(at + i);
-      var stale = inside & ((w & vec4<u32>(1u)) != vec4<u32>(tags.x));
+      var stale = inside & stale_words(w, tags.x);
       v = select(vec4<f32>(0.0), bitcast<vec4<f32>>(w), inside);
       let parts = select(0u, DOWN_SPLIT, down_parts);
       let part_words = (HIDDEN + 7u) / 8u * 8u;
       for (var c = 0u; c < parts; c++) {
         let pw = live4(PDOWN_W + c * part_words + i);
-        stale |= inside & ((pw & vec4<u32>(1u)) != vec4<u32>(tags.y));
+        stale |= inside & stale_words(pw, tags.y);
         v += select(vec4<f32>(0.0), bitcast<vec4<f32>>(pw), inside);
       }
       if (any(stale)) {
@@ -750,8 +759,7 @@ fn stage_attention(ids: Ids, pos: u32, layer: u32) {
   let nb = att_split(pos + 1u).x;
   for (var i = lid; i < HEADS * nb; i += WG) {
     let at = part_at(i / nb, i % nb) + HEAD_DIM;
-    let ml = fresh4(vec4<u32>(atomicLoad(&live[at]), atomicLoad(&live[at + 1u]), 0u, 0u), at,
-                    tag_of(part_base(i % nb), layer), vec4<bool>(true, true, false, false));
+    let ml = fresh2(at, tag_of(part_base(i % nb), layer), true);
     probs[i] = ml.x;
     red[i] = ml.y;
   }
@@ -779,7 +787,7 @@ fn stage_attention(ids: Ids, pos: u32, layer: u32) {
       var stale = false;  // every block's words loaded first; where one is stale (rare), again
       for (var b = 0u; b < nb; b++) {
         let w = live4(part_at(h, b) + i % HEAD_DIM);
-        stale = stale || any((w & vec4<u32>(1u)) != vec4<u32>(tag_of(part_base(b), layer)));
+        stale = stale || any(stale_words(w, tag_of(part_base(b), layer)));
         o += probs[h * nb + b] * bitcast<vec4<f32>>(w);
       }
       if (stale) {
@@ -830,8 +838,7 @@ fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, attention_par
     ahead = next;
     if (ids.lid % TEAM == 0u && u < units) {
       let two = r0 + 1u < HIDDEN;
-      let x = fresh4(vec4<u32>(atomicLoad(&live[x_at + r0]), atomicLoad(&live[x_at + r0 + 1u]), 0u, 0u), x_at + r0,
-                     tags.y, vec4<bool>(true, two, false, false));
+      let x = fresh2(x_at + r0, tags.y, two);
       store_t(x_at + r0, x.x + team_total(ids, 0u), tags.z);
       if (two) {
         store_t(x_at + r0 + 1u, x.y + team_total(ids, 1u), tags.z);
@@ -1108,8 +1115,7 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
   bi = 0xffffffffu;
   for (var i = lid; i < grid.groups; i += WG) {
     let at = BEST_W + 2u * i;
-    let w = fresh4(vec4<u32>(atomicLoad(&live[at]), atomicLoad(&live[at + 1u]), 0u, 0u), at, tag_of(bases.best, 0u),
-                   vec4<bool>(true, true, false, false));
+    let w = fresh2(at, tag_of(bases.best, 0u), true);
     let v = w.x;
     let j = bitcast<u32>(w.y) >> 1u;
     if (better(v, j, bv, bi)) {
