@@ -301,6 +301,11 @@ fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u3
     var v = vec4<f32>(0.0);
     let i = 4u * i4;
     let inside = vec4<u32>(i, i + 1u, i + 2u, i + 3u) < vec4<u32>(cols);
+    // The norm's loads before the tags' check: in flight with the vector's.
+    var norm = vec4<f32>(1.0);
+    if (norm_at != NO_NORM) {
+      norm = select(vec4<f32>(0.0), vec4<f32>(vecs[norm_at + i], vecs[norm_at + i + 1u], vecs[norm_at + i + 2u], vecs[norm_at + i + 3u]), inside);
+    }
     if (embed_token < VOCAB) {
       let g = weight_group(EMBED_V4, embed_token, c8n, i4 / 2u);
       v = select(g[1], g[0], i4 % 2u == 0u);
@@ -341,10 +346,7 @@ fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u3
       }
     }
     ss += dot(v, v);
-    if (norm_at != NO_NORM) {
-      v *= select(vec4<f32>(0.0), vec4<f32>(vecs[norm_at + i], vecs[norm_at + i + 1u], vecs[norm_at + i + 2u], vecs[norm_at + i + 3u]), inside);
-    }
-    put_xs(i4, v);
+    put_xs(i4, v * norm);
   }
   let total = reduce(ids, ss, false);  // its barriers also publish xs
   return select(1.0, inverseSqrt(total / f32(cols) + EPS), norm_at != NO_NORM);
@@ -524,13 +526,17 @@ fn kvf(at: u32) -> f32 {
   return bitcast<f32>(atomicLoad(&kv[at]));
 }
 
-// The current position in a tile's V sum: its index in the tile (n or more: not in it), its V word
-// of this thread's output dimension in CUR_W (not the cache, whose store may not be seen yet), the
-// tag of that word.
+// The current position in a tile's V sum: its index in the tile (n or more: not in it), and its V
+// word of this thread's output dimension in CUR_W (not the cache, whose store may not be seen yet):
+// as loaded when the head's work began (in flight with its other loads), its place, its tag.
 struct Cur {
   j: u32,
+  w: u32,
   at: u32,
   tag: u32,
+}
+fn cur_v(cur: Cur) -> f32 {
+  return fresh4(vec4<u32>(cur.w, 0u, 0u, 0u), cur.at, cur.tag, vec4<bool>(true, false, false, false)).x;
 }
 
 // One output dimension's share of a tile's V sum: positions part, part + parts, ... below n of the
@@ -543,14 +549,14 @@ fn v_sum(v: u32, part: u32, parts: u32, n: u32, cur: Cur) -> f32 {
     var x = vec4<f32>(kvf(v + j * HEAD_DIM), kvf(v + (j + parts) * HEAD_DIM), kvf(v + (j + 2u * parts) * HEAD_DIM),
                       kvf(v + (j + 3u * parts) * HEAD_DIM));
     if (any(js == vec4<u32>(cur.j))) {
-      x = select(x, vec4<f32>(fresh(cur.at, cur.tag)), js == vec4<u32>(cur.j));
+      x = select(x, vec4<f32>(cur_v(cur)), js == vec4<u32>(cur.j));
     }
     a4 += vec4<f32>(probs[js.x], probs[js.y], probs[js.z], probs[js.w]) * x;
   }
   for (; j < n; j += parts) {
     var x = kvf(v + j * HEAD_DIM);
     if (j == cur.j) {
-      x = fresh(cur.at, cur.tag);
+      x = cur_v(cur);
     }
     a4.x += probs[j] * x;
   }
@@ -591,6 +597,8 @@ fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32, tag: u32) {
   let part = lid / HEAD_DIM;
   for (var h = grid.wid; h < HEADS; h += grid.groups) {  // uniform: the workgroup's own heads
     let kvh = h / (HEADS / KV_HEADS);
+    let v_at = cur_at(1u, kvh) + d;
+    let v_word = atomicLoad(&live[v_at]);
     for (var e = lid; e < HEAD_DIM; e += WG) {
       qh[e] = fresh(Q_W + h * HEAD_DIM + e, tag);
     }
@@ -619,7 +627,7 @@ fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32, tag: u32) {
         s = dsum * SCALE;
       }
       softmax_tile(ids, s, p < len, &st, kv_at(layer, 1u, kvh, t0) + d, part, parts, min(WG, len - t0),
-                   Cur(pos - t0, cur_at(1u, kvh) + d, tag));
+                   Cur(pos - t0, v_word, v_at, tag));
     }
     // The parts' sums of output dimension d, through red.
     red[lid] = st.z;
@@ -689,25 +697,36 @@ fn attention_split(ids: Ids, grid: Grid, layer: u32, pos: u32, tag: u32) {
     let kvh = h / (HEADS / KV_HEADS);
     let p0 = (u % split.x) * split.y;
     let p1 = min(len, p0 + split.y);
-    var q = vec4<f32>(0.0);
+    // q, and the current position's V word of dimension d, loaded now and checked where used: in
+    // flight with the first tile's K loads.
+    let q_at = Q_W + h * HEAD_DIM + 4u * c;
+    var q_words = vec4<u32>(0u);
     if (slot < slots) {
-      let at = Q_W + h * HEAD_DIM + 4u * c;
-      q = fresh4(live4(at), at, tag, vec4<bool>(true));
+      q_words = live4(q_at);
     }
+    let v_at = cur_at(1u, kvh) + d;
+    let v_word = atomicLoad(&live[v_at]);
     var st = vec3<f32>(STALL, 0.0, 0.0);  // running max, sum of exp, this thread's output share
     for (var t0 = p0; t0 < p1; t0 += tile) {
       var kq = array<vec4<f32>, 4>();  // every round's loads first, then the dots
+      var k_cur = vec4<u32>(0u);       // the current position's K (from CUR_W), if this thread's
+      let rc = pos - t0;
+      let cur_here = slot < slots && rc < tile && rc % slots == slot && pos < p1;
       for (var r = 0u; r < rounds; r++) {
         let p = t0 + r * slots + slot;
         if (slot < slots && p < p1) {
-          let k = kv_at(layer, 0u, kvh, p) + 4u * c;
-          kq[r] = vec4<f32>(kvf(k), kvf(k + 1u), kvf(k + 2u), kvf(k + 3u));
+          if (p == pos) {
+            k_cur = live4(cur_at(0u, kvh) + 4u * c);
+          } else {
+            let k = kv_at(layer, 0u, kvh, p) + 4u * c;
+            kq[r] = vec4<f32>(kvf(k), kvf(k + 1u), kvf(k + 2u), kvf(k + 3u));
+          }
         }
       }
-      let rc = pos - t0;  // the current position's K from CUR_W
-      if (slot < slots && rc < tile && rc % slots == slot && pos < p1) {
-        let k = cur_at(0u, kvh) + 4u * c;
-        kq[rc / slots] = fresh4(live4(k), k, tag, vec4<bool>(true));
+      let q = fresh4(q_words, q_at, tag, vec4<bool>(slot < slots));
+      q_words = bitcast<vec4<u32>>(q);  // (re-read once at most)
+      if (cur_here) {
+        kq[rc / slots] = fresh4(k_cur, cur_at(0u, kvh) + 4u * c, tag, vec4<bool>(true));
       }
       // Quarter c of position i's dot at float c * tile + i of xs: the summing lanes (a position
       // each) then read consecutive words (at a stride of quads they would meet in a few banks).
@@ -730,7 +749,7 @@ fn attention_split(ids: Ids, grid: Grid, layer: u32, pos: u32, tag: u32) {
       }
       workgroupBarrier();  // reduce() rewrites red
       softmax_tile(ids, s, mine, &st, kv_at(layer, 1u, kvh, t0) + d, part, parts, min(tile, p1 - t0),
-                   Cur(pos - t0, cur_at(1u, kvh) + d, tag));
+                   Cur(pos - t0, v_word, v_at, tag));
     }
     red[lid] = st.z;
     workgroupBarrier();
