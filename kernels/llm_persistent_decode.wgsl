@@ -120,7 +120,8 @@ const FAILED_BASE = 0x10000u;  // above any barrier count (5 * layers + 1)  // b
 // ctl: 0 barrier arrivals (zeroed before each dispatch), 1 FAILED_BASE - the first failed
 // barrier (0: none), 2 pos (PROBE_POS: the grid probe), 3 tokens known (a position whose next token
 // is known picks none), 4 the probe's spins, 5 reads that found a word's previous write (each
-// counted once, however many re-reads it took), 6 1 once a read gave up, 7 decode dispatches run.
+// counted once, however many re-reads it took), 6 1 once a read gave up, 7 decode dispatches run,
+// 8.. those of 5 by region (region_of).
 @group(0) @binding(5) var<storage, read_write> ctl: array<atomic<u32>>;
 // The grid probe: the dispatch only meets at one barrier, waiting at most ctl[4] spins, so the host
 // learns whether THIS kernel's workgroups (its registers and workgroup memory, not a lighter probe
@@ -199,6 +200,7 @@ fn fresh4(w: vec4<u32>, at: u32, tag: u32, want: vec4<bool>) -> vec4<f32> {
 }
 fn reread4(w: vec4<u32>, at: u32, tag: u32, want: vec4<bool>) -> vec4<u32> {
   atomicAdd(&ctl[5], 1u);
+  atomicAdd(&ctl[8u + region_of(at)], 1u);
   var v = w;
   for (var i = 0u; i < SPIN_LIMIT && atomicLoad(&ctl[6]) == 0u && atomicLoad(&ctl[1]) == 0u; i++) {
     v = select(v, live4(at), want & stale_words(v, tag));
@@ -208,6 +210,11 @@ fn reread4(w: vec4<u32>, at: u32, tag: u32, want: vec4<bool>) -> vec4<u32> {
   }
   atomicStore(&ctl[6], 1u);
   return v;
+}
+// The region of live word `at`, in the host's order of them (10).
+fn region_of(at: u32) -> u32 {
+  return u32(at >= Q_W) + u32(at >= ATT_W) + u32(at >= ACT_W) + u32(at >= LOGITS_W) + u32(at >= BEST_W) +
+         u32(at >= PART_W) + u32(at >= X2_W) + u32(at >= PDOWN_W) + u32(at >= CUR_W);
 }
 fn fresh(at: u32, tag: u32) -> f32 {
   return fresh4(vec4<u32>(atomicLoad(&live[at]), 0u, 0u, 0u), at, tag, vec4<bool>(true, false, false, false)).x;

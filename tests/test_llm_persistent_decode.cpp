@@ -374,17 +374,18 @@ TEST(LlmPersistentDecodeRun, EveryReadOfAStaleWordTimesOut) {
     const char* variant;
     const char* region;
     Layers written;
+    const char* name;  // in stale_reads_by_region
   };
-  const Drop drops[] = {{"split=3+down=2", "Q_W", Any},
-                        {"split=3+down=2", "CUR_W", Any},
-                        {"split=3+down=2", "PART_W", Any},
-                        {"split=3+down=2", "ACT_W", Any},
-                        {"split=3+down=2", "PDOWN_W", Any},
-                        {"split=3+down=2", "X_W", Even},
-                        {"split=3+down=2", "X2_W", Odd},
-                        {"split=3+down=2", "BEST_W", Last},
-                        {"base", "ATT_W", Any},
-                        {"base", "X_W", Any}};
+  const Drop drops[] = {{"split=3+down=2", "Q_W", Any, "queries"},
+                        {"split=3+down=2", "CUR_W", Any, "current K/V"},
+                        {"split=3+down=2", "PART_W", Any, "attention blocks"},
+                        {"split=3+down=2", "ACT_W", Any, "mlp activation"},
+                        {"split=3+down=2", "PDOWN_W", Any, "down_proj partials"},
+                        {"split=3+down=2", "X_W", Even, "residual"},
+                        {"split=3+down=2", "X2_W", Odd, "residual of odd layers"},
+                        {"split=3+down=2", "BEST_W", Last, "best logits"},
+                        {"base", "ATT_W", Any, "attention output"},
+                        {"base", "X_W", Any, "residual"}};
   uint32_t turn = 0;
   for (const uint32_t layers : {3u, 4u}) {
     auto cfg = small_llm_config(false, kVocab);
@@ -414,6 +415,9 @@ TEST(LlmPersistentDecodeRun, EveryReadOfAStaleWordTimesOut) {
       } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("a read timed out"), std::string::npos) << e.what();
       }
+      // Counted where it was: in the region left out, and nowhere else.
+      EXPECT_EQ(d.stats().stale_reads_by_region.size(), 1u);
+      EXPECT_TRUE(d.stats().stale_reads_by_region.contains(drop.name)) << drop.name;
     }
   }
 }

@@ -12,7 +12,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "gpu/context.h"
@@ -67,6 +69,7 @@ struct DecoderStats {
   // The persistent decoder: reads of a word another workgroup wrote before a grid barrier that still
   // found its previous value (and read again until the new one came), since the decoder was built.
   uint64_t stale_reads = 0;
+  std::map<std::string, uint64_t> stale_reads_by_region;  // (regions with none left out)
 };
 
 class Decoder {

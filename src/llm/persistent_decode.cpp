@@ -20,7 +20,9 @@ using gpu::BufferUsage;
 constexpr uint32_t kStagesPerLayer = 5;
 constexpr uint32_t kFailedBase =
     0x10000;  // FAILED_BASE of the kernel: control word 1 = it - first failed barrier
-constexpr uint32_t kControlWords = 8;       // the kernel's ctl
+constexpr uint32_t kLiveRegions = 10;   // the kernel's regions of `live` (region_of)
+constexpr uint32_t kStaleByRegion = 8;  // the control word that counts region 0's stale reads
+constexpr uint32_t kControlWords = kStaleByRegion + kLiveRegions;  // the kernel's ctl
 constexpr uint32_t kProbeWords = 5;         // those the grid probe sets: arrivals .. its spins
 constexpr uint32_t kProbePos = 0xffffffff;  // PROBE_POS of the kernel: ctl[2] for the grid probe
 constexpr const char* kStageNames[kStagesPerLayer] = {"Q/K/V", "attention", "o_proj", "gate/up", "down_proj"};
@@ -177,8 +179,9 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
 
   // The live words: residual, q, attention output, act, logits, per-workgroup best logits.
   uint64_t words = 0;
-  auto region = [&](const char* name, uint64_t n) {
+  auto region = [&](const char* name, const char* what, uint64_t n) {
     layout_[name] = double(words);
+    region_names_.push_back(what);
     if (opt_.drop_stores && opt_.drop_stores->region == name) {
       layout_["DROP_AT"] = double(words);
       layout_["DROP_END"] = double(words + n);
@@ -186,17 +189,18 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
     }
     words += pad8(n);
   };
-  region("X_W", c.hidden_size);
-  region("Q_W", q_rows);
-  region("ATT_W", q_rows);
-  region("ACT_W", c.intermediate_size);
+  region("X_W", "residual", c.hidden_size);
+  region("Q_W", "queries", q_rows);
+  region("ATT_W", "attention output", q_rows);
+  region("ACT_W", "mlp activation", c.intermediate_size);
   logits_word_ = uint32_t(words);
-  region("LOGITS_W", c.vocab_size);
-  region("BEST_W", 2ull * opt_.workgroups);
-  region("PART_W", uint64_t(c.num_heads) * var.attention_blocks * (c.head_dim + 2));
-  region("X2_W", var.down_split ? c.hidden_size : 0);
-  region("PDOWN_W", uint64_t(var.down_split) * pad8(c.hidden_size));
-  region("CUR_W", 2ull * c.num_kv_heads * c.head_dim);
+  region("LOGITS_W", "logits", c.vocab_size);
+  region("BEST_W", "best logits", 2ull * opt_.workgroups);
+  region("PART_W", "attention blocks", uint64_t(c.num_heads) * var.attention_blocks * (c.head_dim + 2));
+  region("X2_W", "residual of odd layers", var.down_split ? c.hidden_size : 0);
+  region("PDOWN_W", "down_proj partials", uint64_t(var.down_split) * pad8(c.hidden_size));
+  region("CUR_W", "current K/V", 2ull * c.num_kv_heads * c.head_dim);
+  need(region_names_.size() == kLiveRegions, "the live regions do not match the kernel's");
   need(!opt_.drop_stores || layout_.contains("DROP_AT"),
        "drop_stores: no live region '" + (opt_.drop_stores ? opt_.drop_stores->region : "") + "'");
   const uint64_t kv_words = 2ull * c.num_layers * c.num_kv_heads * opt_.ctx * c.head_dim;
@@ -399,7 +403,12 @@ void PersistentDecoder::record_status(gpu::Recorder& rec, const gpu::Buffer& sta
 }
 
 void PersistentDecoder::check_status(std::span<const uint32_t, 4> words) {
-  stats_.stale_reads = words[1];
+  if (words[1] != stats_.stale_reads) {  // new ones: where (a read-back, rare)
+    stats_.stale_reads = words[1];
+    const auto by_region = ctx_->read<uint32_t>(control_, kStaleByRegion, kLiveRegions);
+    for (uint32_t r = 0; r < kLiveRegions; ++r)
+      if (by_region[r]) stats_.stale_reads_by_region[region_names_[r]] = by_region[r];
+  }
   if (words[0] == 0 && words[2] == 0) return;
   broken_ = true;
   if (words[0] == 0)  // (after a barrier's timeout, reads give up at once: the barrier is the cause)

@@ -112,13 +112,14 @@ class PersistentDecoder : public Decoder {
   void record_steps(gpu::Recorder& rec, uint32_t pos, uint32_t k, const GenerateOptions& opt) override;
   void record_dispatches(gpu::Recorder& rec, uint32_t count);
   // Control word 1 names the first barrier that timed out, 6 says a read timed out (both throw
-  // Error); 5 counts the stale reads (stats().stale_reads).
+  // Error); 5 counts the stale reads (stats().stale_reads), 8.. each live region's.
   void record_status(gpu::Recorder& rec, const gpu::Buffer& staging) override;
   void check_status(std::span<const uint32_t, 4> words) override;
 
   ModelConfig cfg_;
   PersistentOptions opt_;
-  std::map<std::string, double> layout_;  // the kernel's offsets and shapes
+  std::map<std::string, double> layout_;   // the kernel's offsets and shapes
+  std::vector<std::string> region_names_;  // the live regions in the kernel's order, for users
   gpu::Buffer weights_, vectors_, live_, kv_, tokens_, control_, zero_;
   const gpu::Kernel* kernel_ = nullptr;
   gpu::BindGroup group_;

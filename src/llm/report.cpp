@@ -195,7 +195,10 @@ nlohmann::json run_json(Session& s, std::span<const uint32_t> prompt, const Repl
   j["attn_fuse_max"] = o.attn_fuse_max;
   j["attn_short_max"] = o.attn_short_max;
   j["decode"] = decoder_json(s.decoder_choice());
-  if (s.decoder_choice().kind == DecoderKind::Persistent) j["decode"]["stale_reads"] = st.stale_reads;
+  if (s.decoder_choice().kind == DecoderKind::Persistent) {
+    j["decode"]["stale_reads"] = st.stale_reads;
+    j["decode"]["stale_reads_by_region"] = st.stale_reads_by_region;
+  }
   j["steps_per_submit"] = o.steps_per_submit;
   j["dtype"] = o.dtype ? gpu::to_string(*o.dtype) : "auto";  // as asked
   j["weight_format"] = gpu::to_string(st.weight_format);     // as stored (most of the bytes)
