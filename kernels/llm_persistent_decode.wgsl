@@ -26,10 +26,14 @@
 // barrier is seen (a store to one L2 slice may still be in flight when the arrival at another is
 // counted), and a release at device scope is what WGSL cannot express. So the readers check
 // instead: every word of `live` carries in its lowest mantissa bit (f32: one part in 2^23) a tag,
-// the parity of its write's number since the buffer was created (zero-filled: write 0, tag 0),
-// and a reader re-reads a word until it carries the tag of the write it follows (fresh4). The
-// word before that write has the other tag; the one before it, written at least five grid barriers
-// earlier, would need a store left unperformed across all of them. The numbers are known in advance:
+// the parity of its write's number since the buffer was last zeroed (write 0, tag 0), and a
+// reader checks that a word carries the tag of the write it follows (checked4). The word before
+// that write has the other tag; the one before it, written at least five grid barriers earlier,
+// would need a store left unperformed across all of them. A stale word is not waited for (a
+// re-read loop at every check, though never run, slowed the decode: RESULTS, session 26): it marks
+// the dispatch (ctl[6]), whose result the host then discards; the batch's later dispatches do
+// nothing, and the host runs the batch again from its first position with `live` zeroed and
+// ctl[7] at 0. The numbers are known in advance:
 // a region's words are written the same number of times W in every dispatch (ctl[7] counts the
 // dispatches: write n of dispatch s is number s * W + n + 1), but for the attention blocks'
 // partials, whose count grows with the position: their tags at the dispatch's start are read
@@ -41,8 +45,7 @@
 //
 // Forward progress: a barrier's waiter spins at most SPIN_LIMIT atomic loads; one that gives up
 // records the barrier in ctl[1] and stops waiting at later ones, so the dispatch ends with an
-// error the host reports, instead of hanging the device. A reader waiting for a word's tag does
-// the same with ctl[6].
+// error the host reports, instead of hanging the device.
 enable subgroups;
 // #include "llm_weights.wgsl"
 
@@ -102,16 +105,17 @@ override PDOWN_W: u32 = 0u;   // DOWN_SPLIT: down_proj's partial dots [DOWN_SPLI
 override PART_W: u32 = 0u;    // attention blocks' partials [HEADS][ATT_BLOCKS][HEAD_DIM + 2]: sums, max, sum of exp
 override CUR_W: u32 = 0u;     // the current position's K and V [K, V][KV_HEADS][HEAD_DIM]
 // Tests only (PersistentOptions::drop_stores): the stores into the live words [DROP_AT, DROP_END)
-// are left out in one layer, DROP_LAYER of the decoder's dispatches (layer_clock; the last layer's
-// include BEST_W's), so that their readers find the previous values, and must time out rather than
-// use them.
+// are left out in one layer, DROP_LAYER of the dispatches since `live` was zeroed (layer_clock; the
+// last layer's include BEST_W's), so that their readers find the previous values and the dispatch
+// is discarded rather than used; DROP_ONCE: only while no stale read has been counted.
 override DROP_AT: u32 = 0u;
 override DROP_END: u32 = 0u;
 override DROP_LAYER: u32 = 0u;
+override DROP_ONCE: bool = false;
 var<private> layer_clock: u32;  // dispatches before this one * LAYERS + the layer
 
-const STALL = -3.4e38;
-const FAILED_BASE = 0x10000u;  // above any barrier count (5 * layers + 1)  // below every logit and score, as the step kernels' initial maximum
+const STALL = -3.4e38;          // below every logit and score, as the step kernels' initial maximum
+const FAILED_BASE = 0x10000u;  // above any barrier count (5 * layers + 1)
 
 @group(0) @binding(1) var<storage, read> vecs: array<f32>;
 @group(0) @binding(2) var<storage, read_write> live: array<atomic<u32>>;
@@ -119,9 +123,9 @@ const FAILED_BASE = 0x10000u;  // above any barrier count (5 * layers + 1)  // b
 @group(0) @binding(4) var<storage, read_write> tokens: array<u32>;      // [CTX + 1]
 // ctl: 0 barrier arrivals (zeroed before each dispatch), 1 FAILED_BASE - the first failed
 // barrier (0: none), 2 pos (PROBE_POS: the grid probe), 3 tokens known (a position whose next token
-// is known picks none), 4 the probe's spins, 5 reads that found a word's previous write (each
-// counted once, however many re-reads it took), 6 1 once a read gave up, 7 decode dispatches run,
-// 8.. those of 5 by region (region_of).
+// is known picks none), 4 the probe's spins, 5 reads that found a word's previous write, 6 1 once
+// one did (the dispatches after it do nothing: the host runs them again), 7 decode dispatches run
+// since `live` was zeroed, 8.. those of 5 by region (region_of).
 @group(0) @binding(5) var<storage, read_write> ctl: array<atomic<u32>>;
 // The grid probe: the dispatch only meets at one barrier, waiting at most ctl[4] spins, so the host
 // learns whether THIS kernel's workgroups (its registers and workgroup memory, not a lighter probe
@@ -176,7 +180,7 @@ fn x_in(l: u32) -> u32 {
 }
 
 fn store_t(at: u32, v: f32, tag: u32) {
-  if (at >= DROP_AT && at < DROP_END && layer_clock == DROP_LAYER) {
+  if (at >= DROP_AT && at < DROP_END && layer_clock == DROP_LAYER && !(DROP_ONCE && atomicLoad(&ctl[5]) != 0u)) {
     return;
   }
   atomicStore(&live[at], (bitcast<u32>(v) & ~1u) | tag);
@@ -188,40 +192,31 @@ fn live4(at: u32) -> vec4<u32> {
 fn stale_words(w: vec4<u32>, tag: u32) -> vec4<bool> {
   return (w & vec4<u32>(1u)) != vec4<u32>(tag);
 }
-// Words at..at+3 of live as loaded (w), those `want` covers re-read until they carry `tag`; the
-// floats (the words `want` leaves out as loaded). Load first, check after: the loads of a stage
-// stay in flight together, and the check costs a compare where the words are fresh.
-fn fresh4(w: vec4<u32>, at: u32, tag: u32, want: vec4<bool>) -> vec4<f32> {
-  var v = w;
-  if (any(want & stale_words(v, tag))) {
-    v = reread4(v, at, tag, want);
+// Words at..at+3 of live as loaded (w) as floats; where one that `want` covers is stale, the dispatch
+// is marked for the host to discard (ctl[6]) and counted. Load first, check after: the loads of a
+// stage stay in flight together, and the check costs a compare.
+fn checked4(w: vec4<u32>, at: u32, tag: u32, want: vec4<bool>) -> vec4<f32> {
+  if (any(want & stale_words(w, tag))) {
+    mark_stale(at);
   }
-  return bitcast<vec4<f32>>(v);
+  return bitcast<vec4<f32>>(w);
 }
-fn reread4(w: vec4<u32>, at: u32, tag: u32, want: vec4<bool>) -> vec4<u32> {
+fn mark_stale(at: u32) {
   atomicAdd(&ctl[5], 1u);
   atomicAdd(&ctl[8u + region_of(at)], 1u);
-  var v = w;
-  for (var i = 0u; i < SPIN_LIMIT && atomicLoad(&ctl[6]) == 0u && atomicLoad(&ctl[1]) == 0u; i++) {
-    v = select(v, live4(at), want & stale_words(v, tag));
-    if (!any(want & stale_words(v, tag))) {
-      return v;
-    }
-  }
   atomicStore(&ctl[6], 1u);
-  return v;
 }
 // The region of live word `at`, in the host's order of them (10).
 fn region_of(at: u32) -> u32 {
   return u32(at >= Q_W) + u32(at >= ATT_W) + u32(at >= ACT_W) + u32(at >= LOGITS_W) + u32(at >= BEST_W) +
          u32(at >= PART_W) + u32(at >= X2_W) + u32(at >= PDOWN_W) + u32(at >= CUR_W);
 }
-fn fresh(at: u32, tag: u32) -> f32 {
-  return fresh4(vec4<u32>(atomicLoad(&live[at]), 0u, 0u, 0u), at, tag, vec4<bool>(true, false, false, false)).x;
+fn checked(at: u32, tag: u32) -> f32 {
+  return checked4(vec4<u32>(atomicLoad(&live[at]), 0u, 0u, 0u), at, tag, vec4<bool>(true, false, false, false)).x;
 }
 // Words at and at + 1 (the second only with `second`), both loaded before either is checked.
-fn fresh2(at: u32, tag: u32, second: bool) -> vec2<f32> {
-  return fresh4(vec4<u32>(atomicLoad(&live[at]), atomicLoad(&live[at + 1u]), 0u, 0u), at, tag,
+fn checked2(at: u32, tag: u32, second: bool) -> vec2<f32> {
+  return checked4(vec4<u32>(atomicLoad(&live[at]), atomicLoad(&live[at + 1u]), 0u, 0u), at, tag,
                 vec4<bool>(true, second, false, false)).xy;
 }
 
@@ -326,23 +321,22 @@ fn stage(ids: Ids, grid: Grid, at: u32, cols: u32, norm_at: u32, embed_token: u3
       }
     } else {
       // Clamped reads past cols (inside the live buffer: every region is padded to 8), zeroed. Every
-      // word loaded first; where one is stale (rare), again through fresh4, in the same order.
+      // word loaded first, checked after.
       let w = live4(at + i);
-      var stale = inside & stale_words(w, tags.x);
       v = select(vec4<f32>(0.0), bitcast<vec4<f32>>(w), inside);
       let parts = select(0u, DOWN_SPLIT, down_parts);
       let part_words = (HIDDEN + 7u) / 8u * 8u;
+      var stale_part = vec4<bool>(false);
       for (var c = 0u; c < parts; c++) {
         let pw = live4(PDOWN_W + c * part_words + i);
-        stale |= inside & stale_words(pw, tags.y);
+        stale_part |= inside & stale_words(pw, tags.y);
         v += select(vec4<f32>(0.0), bitcast<vec4<f32>>(pw), inside);
       }
-      if (any(stale)) {
-        v = select(vec4<f32>(0.0), fresh4(w, at + i, tags.x, inside), inside);
-        for (var c = 0u; c < parts; c++) {
-          let p = PDOWN_W + c * part_words + i;
-          v += select(vec4<f32>(0.0), fresh4(live4(p), p, tags.y, inside), inside);
-        }
+      if (any(inside & stale_words(w, tags.x))) {
+        mark_stale(at + i);
+      }
+      if (any(stale_part)) {
+        mark_stale(PDOWN_W + i);
       }
       if (down_parts && grid.wid == 0u && store_at != NOWHERE) {
         for (var j = 0u; j < 4u; j++) {
@@ -543,7 +537,7 @@ struct Cur {
   tag: u32,
 }
 fn cur_v(cur: Cur) -> f32 {
-  return fresh4(vec4<u32>(cur.w, 0u, 0u, 0u), cur.at, cur.tag, vec4<bool>(true, false, false, false)).x;
+  return checked4(vec4<u32>(cur.w, 0u, 0u, 0u), cur.at, cur.tag, vec4<bool>(true, false, false, false)).x;
 }
 
 // One output dimension's share of a tile's V sum: positions part, part + parts, ... below n of the
@@ -607,7 +601,7 @@ fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32, tag: u32) {
     let v_at = cur_at(1u, kvh) + d;
     let v_word = atomicLoad(&live[v_at]);
     for (var e = lid; e < HEAD_DIM; e += WG) {
-      qh[e] = fresh(Q_W + h * HEAD_DIM + e, tag);
+      qh[e] = checked(Q_W + h * HEAD_DIM + e, tag);
     }
     workgroupBarrier();
     var st = vec3<f32>(STALL, 0.0, 0.0);  // running max, sum of exp, this thread's output share
@@ -617,7 +611,7 @@ fn attention(ids: Ids, grid: Grid, layer: u32, pos: u32, tag: u32) {
       if (p == pos) {  // its K from CUR_W
         var dsum = 0.0;
         for (var e = 0u; e < HEAD_DIM; e++) {
-          dsum += qh[e] * fresh(cur_at(0u, kvh) + e, tag);
+          dsum += qh[e] * checked(cur_at(0u, kvh) + e, tag);
         }
         s = dsum * SCALE;
       } else if (p < len) {
@@ -730,10 +724,9 @@ fn attention_split(ids: Ids, grid: Grid, layer: u32, pos: u32, tag: u32) {
           }
         }
       }
-      let q = fresh4(q_words, q_at, tag, vec4<bool>(slot < slots));
-      q_words = bitcast<vec4<u32>>(q);  // (re-read once at most)
+      let q = checked4(q_words, q_at, tag, vec4<bool>(slot < slots && t0 == p0));  // (in the first tile)
       if (cur_here) {
-        kq[rc / slots] = fresh4(k_cur, cur_at(0u, kvh) + 4u * c, tag, vec4<bool>(true));
+        kq[rc / slots] = checked4(k_cur, cur_at(0u, kvh) + 4u * c, tag, vec4<bool>(true));
       }
       // Quarter c of position i's dot at float c * tile + i of xs: the summing lanes (a position
       // each) then read consecutive words (at a stride of quads they would meet in a few banks).
@@ -785,7 +778,7 @@ fn stage_attention(ids: Ids, pos: u32, layer: u32) {
   let nb = att_split(pos + 1u).x;
   for (var i = lid; i < HEADS * nb; i += WG) {
     let at = part_at(i / nb, i % nb) + HEAD_DIM;
-    let ml = fresh2(at, tag_of(part_base(i % nb), layer), true);
+    let ml = checked2(at, tag_of(part_base(i % nb), layer), true);
     probs[i] = ml.x;
     red[i] = ml.y;
   }
@@ -810,18 +803,14 @@ fn stage_attention(ids: Ids, pos: u32, layer: u32) {
     var o = vec4<f32>(0.0);
     if (i < cols) {  // HEAD_DIM % 4 == 0: the four elements are one head's
       let h = i / HEAD_DIM;
-      var stale = false;  // every block's words loaded first; where one is stale (rare), again
+      var stale = false;  // every block's words loaded first, checked after
       for (var b = 0u; b < nb; b++) {
         let w = live4(part_at(h, b) + i % HEAD_DIM);
         stale = stale || any(stale_words(w, tag_of(part_base(b), layer)));
         o += probs[h * nb + b] * bitcast<vec4<f32>>(w);
       }
       if (stale) {
-        o = vec4<f32>(0.0);
-        for (var b = 0u; b < nb; b++) {
-          let at = part_at(h, b) + i % HEAD_DIM;
-          o += probs[h * nb + b] * fresh4(live4(at), at, tag_of(part_base(b), layer), vec4<bool>(true));
-        }
+        mark_stale(part_at(h, 0u));
       }
     }
     put_xs(i4, o);
@@ -864,7 +853,7 @@ fn add_product(ids: Ids, grid: Grid, mat: u32, at: u32, cols: u32, attention_par
     ahead = next;
     if (ids.lid % TEAM == 0u && u < units) {
       let two = r0 + 1u < HIDDEN;
-      let x = fresh2(x_at + r0, tags.y, two);
+      let x = checked2(x_at + r0, tags.y, two);
       store_t(x_at + r0, x.x + team_total(ids, 0u), tags.z);
       if (two) {
         store_t(x_at + r0 + 1u, x.y + team_total(ids, 1u), tags.z);
@@ -923,7 +912,7 @@ fn down_split(ids: Ids, grid: Grid, mat: u32, tag: u32, fetched: Ahead) {
     for (var i4 = 2u * g.x + ids.lid; i4 < 2u * g.y; i4 += WG) {
       let i = 4u * i4;
       let inside = vec4<u32>(i, i + 1u, i + 2u, i + 3u) < vec4<u32>(INTER);
-      let v = select(vec4<f32>(0.0), fresh4(live4(ACT_W + i), ACT_W + i, tag, inside), inside);
+      let v = select(vec4<f32>(0.0), checked4(live4(ACT_W + i), ACT_W + i, tag, inside), inside);
       put_xs(i4 - 2u * g.x, v);
     }
     workgroupBarrier();
@@ -997,6 +986,9 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
     arrive(ids);
     depart(ids, grid, 0u, uniform_ctl(ids, 4u));
     return;
+  }
+  if (uniform_ctl(ids, 6u) != 0u) {
+    return;  // an earlier dispatch of the batch read a stale word: the host discards the batch
   }
   let token = tokens[pos];
   let dispatches = uniform_ctl(ids, 7u);
@@ -1141,7 +1133,7 @@ fn decode_token(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
   bi = 0xffffffffu;
   for (var i = lid; i < grid.groups; i += WG) {
     let at = BEST_W + 2u * i;
-    let w = fresh2(at, tag_of(bases.best, 0u), true);
+    let w = checked2(at, tag_of(bases.best, 0u), true);
     let v = w.x;
     let j = bitcast<u32>(w.y) >> 1u;
     if (better(v, j, bv, bi)) {

@@ -82,6 +82,7 @@ TEST(LlmPersistentCli, PersistentDecodeGivesTheStepDecodersTokens) {
   EXPECT_EQ(persistent.report["decode"]["stale_reads"], 0);  // one workgroup orders its own stores
   EXPECT_TRUE(persistent.report["decode"]["stale_reads_by_region"].is_object());
   EXPECT_TRUE(persistent.report["decode"]["stale_reads_by_region"].empty());
+  EXPECT_EQ(persistent.report["decode"]["batches_run_again"], 0);
   EXPECT_EQ(persistent.report["generated_ids"], steps.report["generated_ids"]);
   EXPECT_EQ(persistent.report["dispatches_per_token"], 1.0);
   EXPECT_EQ(persistent.report["decode"]["variant"],

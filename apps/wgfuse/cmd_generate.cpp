@@ -225,7 +225,8 @@ void add_generate(CLI::App& app, GlobalOptions& g) {
        "decode path: steps (a list of dispatches per token) | persistent (experimental: one dispatch "
        "per token whose workgroups meet at grid barriers; greedy only; falls back to steps where "
        "the co-residency probe or the --decode-check fails; a word read before its writer's store "
-       "arrived is read again, counted in the JSON's decode.stale_reads)")
+       "arrived discards the batch of tokens, which runs again: the JSON's decode.stale_reads and "
+       "decode.batches_run_again)")
       ->check(CLI::IsMember({"steps", "persistent"}))
       ->capture_default_str();
   c->add_option("--persistent-wg", lo->s.persistent.workgroups,

@@ -80,21 +80,26 @@ std::vector<uint32_t> Decoder::generate(std::span<const uint32_t> prompt, uint32
     rec.copy(tokens_buffer(), 4ull * at, staging_[slot], kStatusBytes, 4ull * count);
     rec.submit();
   };
-  // Reads a batch back and reports its tokens as far as they are wanted.
+  // Reads a batch back and reports its tokens as far as they are wanted; false when check_status
+  // discarded it.
   auto take = [&](uint32_t count, uint32_t slot) {
     const auto bytes = ctx_->map_read(staging_[slot], kStatusBytes + 4ull * count);
     std::vector<uint32_t> words(bytes.size() / 4);
     std::memcpy(words.data(), bytes.data(), bytes.size());
-    check_status(std::span<const uint32_t, 4>(words.data(), 4));
+    if (!check_status(std::span<const uint32_t, 4>(words.data(), 4))) return false;
     if (opt.on_logits) opt.on_logits(read_logits());
     for (size_t i = 4; i < words.size(); ++i) out.take(words[i]);
+    return true;
   };
 
   // The prompt phase: every unfed prompt position, then the first generated token.
   auto t0 = SteadyClock::now();
-  record_prompt_phase(rec, opt);
-  end_batch(first, 1, 0);
-  take(1, 0);
+  for (;;) {
+    record_prompt_phase(rec, opt);
+    end_batch(first, 1, 0);
+    if (take(1, 0)) break;
+    restart(fed_);
+  }
   stats_.prefill_ms = ms_since(t0);
 
   // The decode phase. A buffer whose tokens are no longer wanted (EOS, on_token said stop) still
@@ -119,7 +124,11 @@ std::vector<uint32_t> Decoder::generate(std::span<const uint32_t> prompt, uint32
     const Batch b = in_flight.front();
     in_flight.pop_front();
     ++stats_.decode_readbacks;
-    take(b.count, b.slot);
+    if (!take(b.count, b.slot)) {  // it and the batches after it run again (those did nothing)
+      in_flight.clear();
+      scheduled = uint32_t(out.ids().size());
+      restart(uint32_t(seq_.size()) - 1);  // the last token taken is fed next
+    }
   }
   stats_.decode_ms = ms_since(t0);
   stats_.decode_tokens = out.ids().size() - 1;

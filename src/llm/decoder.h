@@ -67,9 +67,12 @@ struct DecoderStats {
            decode_steps = 0;
   uint64_t debug_readbacks = 0;  // logits read back since the last generate() began (on_logits, read_logits)
   // The persistent decoder: reads of a word another workgroup wrote before a grid barrier that still
-  // found its previous value (and read again until the new one came), since the decoder was built.
+  // found its previous value (each discards its batch), since the decoder was built.
   uint64_t stale_reads = 0;
   std::map<std::string, uint64_t> stale_reads_by_region;  // (regions with none left out)
+  // Batches of tokens (the prompt phase, or K decode steps) whose dispatches read a stale word and
+  // were therefore discarded and run again, since the decoder was built.
+  uint64_t batches_run_again = 0;
 };
 
 class Decoder {
@@ -113,9 +116,13 @@ class Decoder {
   // Records k decode steps, the first feeding position pos, each picking the next token.
   virtual void record_steps(gpu::Recorder& rec, uint32_t pos, uint32_t k, const GenerateOptions& opt) = 0;
   // Up to 16 bytes of device state copied into the staging buffer's head with every batch of
-  // tokens and checked when it is read back (the persistent decoder's barrier status).
+  // tokens and checked when it is read back (the persistent decoder's barrier status). False: the
+  // batch's tokens are discarded, and so are those of the batches recorded after it; the decoder
+  // then runs again from the first token not taken, after restart(its position).
   virtual void record_status(gpu::Recorder&, const gpu::Buffer& /*staging*/) {}
-  virtual void check_status(std::span<const uint32_t, 4> /*words*/) {}
+  virtual bool check_status(std::span<const uint32_t, 4> /*words*/) { return true; }
+  // Readies the device to decode from position pos again (the tokens known: the sequence so far).
+  virtual void restart(uint32_t /*pos*/) {}
 
   // Checks ids (vocabulary, capacity), appends them, writes the unwritten tail to the device.
   void push_sequence(std::span<const uint32_t> ids);

@@ -23,6 +23,7 @@ constexpr uint32_t kFailedBase =
 constexpr uint32_t kLiveRegions = 10;   // the kernel's regions of `live` (region_of)
 constexpr uint32_t kStaleByRegion = 8;  // the control word that counts region 0's stale reads
 constexpr uint32_t kControlWords = kStaleByRegion + kLiveRegions;  // the kernel's ctl
+constexpr uint32_t kMostRunsDiscarded = 8;  // of one batch, each for a stale read, before an Error
 constexpr uint32_t kProbeWords = 5;         // those the grid probe sets: arrivals .. its spins
 constexpr uint32_t kProbePos = 0xffffffff;  // PROBE_POS of the kernel: ctl[2] for the grid probe
 constexpr const char* kStageNames[kStagesPerLayer] = {"Q/K/V", "attention", "o_proj", "gate/up", "down_proj"};
@@ -186,6 +187,7 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
       layout_["DROP_AT"] = double(words);
       layout_["DROP_END"] = double(words + n);
       layout_["DROP_LAYER"] = opt_.drop_stores->layer;
+      layout_["DROP_ONCE"] = opt_.drop_stores->once ? 1.0 : 0.0;
     }
     words += pad8(n);
   };
@@ -399,28 +401,46 @@ void PersistentDecoder::record_steps(gpu::Recorder& rec, uint32_t, uint32_t k, c
 
 void PersistentDecoder::record_status(gpu::Recorder& rec, const gpu::Buffer& staging) {
   rec.copy(control_, 4, staging, 0, 4);   // the first barrier that timed out
-  rec.copy(control_, 20, staging, 4, 8);  // reads that found a stale word; whether one gave up
+  rec.copy(control_, 20, staging, 4, 8);  // reads that found a stale word; whether this batch's did
 }
 
-void PersistentDecoder::check_status(std::span<const uint32_t, 4> words) {
+bool PersistentDecoder::check_status(std::span<const uint32_t, 4> words) {
   if (words[1] != stats_.stale_reads) {  // new ones: where (a read-back, rare)
     stats_.stale_reads = words[1];
     const auto by_region = ctx_->read<uint32_t>(control_, kStaleByRegion, kLiveRegions);
     for (uint32_t r = 0; r < kLiveRegions; ++r)
       if (by_region[r]) stats_.stale_reads_by_region[region_names_[r]] = by_region[r];
   }
-  if (words[0] == 0 && words[2] == 0) return;
-  broken_ = true;
-  if (words[0] == 0)  // (after a barrier's timeout, reads give up at once: the barrier is the cause)
-    throw Error(
-        "persistent decode: a read timed out: a word that another workgroup wrote before a grid barrier "
-        "still held its previous value after " +
-        std::to_string(opt_.spin_limit) + " re-reads; use --decode steps");
-  const uint32_t k = kFailedBase - words[0];
-  throw Error("persistent decode: a grid barrier timed out (barrier " + std::to_string(k) + " of " +
-              std::to_string(barriers_per_token()) + ", after " + barrier_name(k, cfg_.num_layers) +
-              "): the " + std::to_string(opt_.workgroups) + " workgroups were not all resident within " +
-              std::to_string(opt_.spin_limit) + " spins; use fewer workgroups or --decode steps");
+  if (words[0] != 0) {
+    broken_ = true;
+    const uint32_t k = kFailedBase - words[0];
+    throw Error("persistent decode: a grid barrier timed out (barrier " + std::to_string(k) + " of " +
+                std::to_string(barriers_per_token()) + ", after " + barrier_name(k, cfg_.num_layers) +
+                "): the " + std::to_string(opt_.workgroups) + " workgroups were not all resident within " +
+                std::to_string(opt_.spin_limit) + " spins; use fewer workgroups or --decode steps");
+  }
+  if (words[2] == 0) {
+    runs_discarded_in_a_row_ = 0;
+    return true;
+  }
+  if (++runs_discarded_in_a_row_ == kMostRunsDiscarded) {
+    broken_ = true;
+    throw Error("persistent decode: the reads timed out: " + std::to_string(kMostRunsDiscarded) +
+                " runs in a row of the same tokens read a word that another workgroup wrote before a grid "
+                "barrier still holding its previous value; use --decode steps");
+  }
+  return false;
+}
+
+void PersistentDecoder::restart(uint32_t pos) {
+  ++stats_.batches_run_again;
+  // The tags' numbers start again as at the buffer's creation: live zero, no dispatch run.
+  const std::vector<uint32_t> zero(live_.size() / 4);
+  ctx_->write(live_, 0, std::as_bytes(std::span(zero)));
+  const uint32_t position[2] = {pos, uint32_t(seq_.size())};  // ctl[2], ctl[3]: as set_position
+  const uint32_t fresh[2] = {0, 0};                           // ctl[6] (a stale read), ctl[7] (dispatches)
+  ctx_->write(control_, 8, std::as_bytes(std::span(position)));
+  ctx_->write(control_, 24, std::as_bytes(std::span(fresh)));
 }
 
 std::vector<float> PersistentDecoder::read_logits() {

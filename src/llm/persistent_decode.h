@@ -69,11 +69,13 @@ struct PersistentOptions {
   PersistentVariant variant;
   std::function<void(uint64_t done, uint64_t total)> progress;  // upload bytes
   // Tests only: the kernel leaves out its stores into one region of its live words (a name of its
-  // layout: "Q_W", "X2_W", ...) in one layer, `layer` counting the layers of every dispatch of this
-  // decoder, so that the region's readers meet stale words and must time out.
+  // layout: "Q_W", "X2_W", ...) in one layer, `layer` counting the layers of every dispatch since
+  // the decoder was built or last restarted, so that the region's readers meet stale words and the
+  // batch is discarded; `once`: only while no stale read has been counted (its second run is clean).
   struct DropStores {
     std::string region;
     uint32_t layer = 0;
+    bool once = false;
   };
   std::optional<DropStores> drop_stores;
 };
@@ -84,8 +86,9 @@ std::string persistent_unsupported(const ModelConfig& c);
 
 // Behind llm::Decoder: generate() as Model's (on_token, EOS ids, K = steps_per_submit dispatches
 // per submit, on_logits after every step, then K = 1), greedy only (options.picker must be
-// null); throws Error when a grid barrier timed out, and the decoder is then unusable. Its stats
-// count one dispatch per token.
+// null); a batch whose dispatches read a stale word is discarded and run again (stats:
+// stale_reads, batches_run_again). Throws Error when a grid barrier timed out or one batch was
+// discarded 8 times in a row, and the decoder is then unusable. Its stats count one dispatch per token.
 class PersistentDecoder : public Decoder {
  public:
   PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights,
@@ -111,10 +114,12 @@ class PersistentDecoder : public Decoder {
   void record_prompt_phase(gpu::Recorder& rec, const GenerateOptions& opt) override;
   void record_steps(gpu::Recorder& rec, uint32_t pos, uint32_t k, const GenerateOptions& opt) override;
   void record_dispatches(gpu::Recorder& rec, uint32_t count);
-  // Control word 1 names the first barrier that timed out, 6 says a read timed out (both throw
-  // Error); 5 counts the stale reads (stats().stale_reads), 8.. each live region's.
+  // Control word 1 names the first barrier that timed out (Error); 6 says that a read found a
+  // stale word, which discards the batch (Error after kMostRunsDiscarded in a row); 5 counts the
+  // stale reads (stats().stale_reads), 8.. each live region's.
   void record_status(gpu::Recorder& rec, const gpu::Buffer& staging) override;
-  void check_status(std::span<const uint32_t, 4> words) override;
+  bool check_status(std::span<const uint32_t, 4> words) override;
+  void restart(uint32_t pos) override;
 
   ModelConfig cfg_;
   PersistentOptions opt_;
@@ -125,6 +130,7 @@ class PersistentDecoder : public Decoder {
   gpu::BindGroup group_;
   uint32_t logits_word_ = 0;
   bool broken_ = false;
+  uint32_t runs_discarded_in_a_row_ = 0;
 };
 
 // The grid of a persistent decode: `requested` workgroups if check_grid_sync passes for them, or

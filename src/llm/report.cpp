@@ -198,6 +198,7 @@ nlohmann::json run_json(Session& s, std::span<const uint32_t> prompt, const Repl
   if (s.decoder_choice().kind == DecoderKind::Persistent) {
     j["decode"]["stale_reads"] = st.stale_reads;
     j["decode"]["stale_reads_by_region"] = st.stale_reads_by_region;
+    j["decode"]["batches_run_again"] = st.batches_run_again;
   }
   j["steps_per_submit"] = o.steps_per_submit;
   j["dtype"] = o.dtype ? gpu::to_string(*o.dtype) : "auto";  // as asked
