@@ -289,7 +289,8 @@ TEST(LlmPersistentDecodeRun, DownSplitStagesTheChunksItsUnitsCross) {
 }
 
 // Test K positions per submit, a sequence continued by a second generate() (a chat turn), and
-// an EOS id that stops generation with the tokens computed past it discarded.
+// an EOS id that stops generation with the tokens computed past it discarded, also where they
+// read a stale word.
 TEST(LlmPersistentDecodeRun, BatchesContinuationAndEos) {
   const auto cfg = small_llm_config(true, kVocab);
   const auto weights = llm::HostWeights::random(cfg, 33);
@@ -311,6 +312,28 @@ TEST(LlmPersistentDecodeRun, BatchesContinuationAndEos) {
   const auto stopped = e.generate(kPrompt, 20, {}, opt);
   const auto end = std::find(want.begin(), want.end(), want[4]) + 1;
   EXPECT_EQ(stopped, std::vector<uint32_t>(want.begin(), end));
+
+  // on_token stops at the 4th token, in the first decode batch, with the second in flight; where
+  // that one read a stale word (dispatch 16: the prompt takes 0..6, the first batch 7..14), which
+  // generate() never reads, the next turn's first batch is discarded and run again.
+  auto four = [](uint32_t& count) { return [&count](uint32_t) { return ++count < 4; }; };
+  opt.eos_ids.clear();
+  uint32_t clean_count = 0, count = 0;
+  llm::PersistentDecoder clean(context(), cfg, weights.lookup(), {.dtype = WeightFormat::F16, .ctx = 64});
+  const auto first_turn = clean.generate(kPrompt, 20, four(clean_count), opt);
+  EXPECT_EQ(first_turn, std::vector<uint32_t>(want.begin(), want.begin() + 4));
+  EXPECT_EQ(clean.stats().decode_steps, 16u);  // both batches ran
+  const auto second_turn = clean.generate(more, 6);
+  llm::PersistentDecoder f(
+      context(), cfg, weights.lookup(),
+      {.dtype = WeightFormat::F16,
+       .ctx = 64,
+       .drop_stores = llm::PersistentOptions::DropStores{"Q_W", 16 * cfg.num_layers + 1, true}});
+  EXPECT_EQ(f.generate(kPrompt, 20, four(count), opt), first_turn);
+  EXPECT_EQ(f.stats().batches_run_again, 0u);
+  EXPECT_EQ(f.generate(more, 6), second_turn);
+  EXPECT_EQ(f.stats().batches_run_again, 1u);
+  EXPECT_EQ(f.stats().stale_reads_by_region.size(), 1u);
 }
 
 // Test several workgroups where the co-residency probe passes: the tokens equal the one-workgroup
