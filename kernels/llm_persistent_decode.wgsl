@@ -212,7 +212,11 @@ fn region_of(at: u32) -> u32 {
          u32(at >= PART_W) + u32(at >= X2_W) + u32(at >= PDOWN_W) + u32(at >= CUR_W);
 }
 fn checked(at: u32, tag: u32) -> f32 {
-  return checked4(vec4<u32>(atomicLoad(&live[at]), 0u, 0u, 0u), at, tag, vec4<bool>(true, false, false, false)).x;
+  return checked_word(atomicLoad(&live[at]), at, tag);
+}
+// Word `at` of live as loaded (w), checked.
+fn checked_word(w: u32, at: u32, tag: u32) -> f32 {
+  return checked4(vec4<u32>(w, 0u, 0u, 0u), at, tag, vec4<bool>(true, false, false, false)).x;
 }
 // Words at and at + 1 (the second only with `second`), both loaded before either is checked.
 fn checked2(at: u32, tag: u32, second: bool) -> vec2<f32> {
@@ -537,7 +541,7 @@ struct Cur {
   tag: u32,
 }
 fn cur_v(cur: Cur) -> f32 {
-  return checked4(vec4<u32>(cur.w, 0u, 0u, 0u), cur.at, cur.tag, vec4<bool>(true, false, false, false)).x;
+  return checked_word(cur.w, cur.at, cur.tag);
 }
 
 // One output dimension's share of a tile's V sum: positions part, part + parts, ... below n of the

@@ -380,7 +380,11 @@ void PersistentDecoder::check(const GenerateOptions& opt) const {
 }
 
 void PersistentDecoder::set_position() {
-  const uint32_t words[2] = {fed_, uint32_t(seq_.size())};  // pos, tokens known
+  write_position(fed_);
+}
+
+void PersistentDecoder::write_position(uint32_t pos) {
+  const uint32_t words[2] = {pos, uint32_t(seq_.size())};  // ctl[2], ctl[3]: pos, tokens known
   ctx_->write(control_, 8, std::as_bytes(std::span(words)));
 }
 
@@ -437,9 +441,8 @@ void PersistentDecoder::restart(uint32_t pos) {
   // The tags' numbers start again as at the buffer's creation: live zero, no dispatch run.
   const std::vector<uint32_t> zero(live_.size() / 4);
   ctx_->write(live_, 0, std::as_bytes(std::span(zero)));
-  const uint32_t position[2] = {pos, uint32_t(seq_.size())};  // ctl[2], ctl[3]: as set_position
-  const uint32_t fresh[2] = {0, 0};                           // ctl[6] (a stale read), ctl[7] (dispatches)
-  ctx_->write(control_, 8, std::as_bytes(std::span(position)));
+  write_position(pos);
+  const uint32_t fresh[2] = {0, 0};  // ctl[6] (a stale read), ctl[7] (dispatches)
   ctx_->write(control_, 24, std::as_bytes(std::span(fresh)));
 }
 

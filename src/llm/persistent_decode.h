@@ -111,6 +111,7 @@ class PersistentDecoder : public Decoder {
   void check(const GenerateOptions& opt) const override;
   const gpu::Buffer& tokens_buffer() const override { return tokens_; }
   void set_position() override;
+  void write_position(uint32_t pos);  // control words 2, 3: the position to decode, the tokens known
   void record_prompt_phase(gpu::Recorder& rec, const GenerateOptions& opt) override;
   void record_steps(gpu::Recorder& rec, uint32_t pos, uint32_t k, const GenerateOptions& opt) override;
   void record_dispatches(gpu::Recorder& rec, uint32_t count);
