@@ -86,7 +86,7 @@ TEST(LlmPersistentCli, PersistentDecodeGivesTheStepDecodersTokens) {
   EXPECT_EQ(persistent.report["generated_ids"], steps.report["generated_ids"]);
   EXPECT_EQ(persistent.report["dispatches_per_token"], 1.0);
   EXPECT_EQ(persistent.report["decode"]["variant"],
-            "split=1+down=4+rounds=4");  // the default; 1 workgroup: 1 block
+            "split=1+down=2+rounds=4");  // the default; 1 workgroup: 1 block, its 8 teams: 2 chunks
 }
 
 // Test that --persistent-variant (a measurement tool) picks the variant, which passes the same check

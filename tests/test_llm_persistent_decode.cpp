@@ -120,8 +120,9 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // Test every variant of the dispatch (llm::PersistentVariant) against the step decoder, as above
-// (whose cases run the default, split+down=4+rounds=4+ahead but for f32: with one workgroup one block per
-// head, in tiles; 9 column groups in chunks of 3, the last empty): base (a head per workgroup); attention
+// (whose cases run the default, split+down+rounds=4+ahead but for f32: with one workgroup one block per
+// head, in tiles; its teams too few for one pass over 24 row pairs, so down=2: 9 column groups in chunks
+// of 5 and 4): base (a head per workgroup); attention
 // split over positions (split=3: 31 positions in tiles of 10 (32 threads, 3 per position) or 21 give 2 blocks
 // of 2 tiles or 2 of 1, combined by o_proj's staging; split=1 one block; rounds=N up to N rounds of 10
 // positions a tile: split=1+rounds=2 takes the 31 in tiles of 20 and 11, split=3+rounds=3 each block in one
@@ -179,6 +180,7 @@ TEST(LlmPersistentDecodeRun, VariantNamesAndLimits) {
   EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("base")), "base");
   EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("down=3+split=18")), "split=18+down=3");
   EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("split")), "split");  // resolved by the decoder
+  EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("down+ahead")), "down+ahead");  // the same
   EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("ahead+down=2")), "down=2+ahead");
   EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("rounds=3+split")), "split+rounds=3");
   EXPECT_EQ(llm::to_string(llm::parse_persistent_variant("rounds=1")), "base");
@@ -188,9 +190,10 @@ TEST(LlmPersistentDecodeRun, VariantNamesAndLimits) {
       llm::parse_persistent_variant(bad);
       ADD_FAILURE() << "'" << bad << "' accepted";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(
-                    "expected base, or split, split=N (N >= 1), down=N (N >= 2), rounds=N (1 to 4), ahead"),
-                std::string::npos)
+      EXPECT_NE(
+          std::string(e.what()).find(
+              "expected base, or split, split=N (N >= 1), down, down=N (N >= 2), rounds=N (1 to 4), ahead"),
+          std::string::npos)
           << e.what();
     }
   }
@@ -228,13 +231,22 @@ TEST(LlmPersistentDecodeRun, VariantNamesAndLimits) {
     EXPECT_NE(std::string(e.what()).find("one vec4; f32 weights take two"), std::string::npos) << e.what();
   }
   llm::PersistentDecoder by_default(context(), odd, odd_weights.lookup(), {.ctx = 8});
-  // The default split needs head_dim % 4 == 0; the default loads every format but f32 ahead.
-  EXPECT_EQ(llm::to_string(by_default.variant()), "down=4+ahead");  // no rounds without the split
+  // The default split needs head_dim % 4 == 0; the default loads every format but f32 ahead; one
+  // workgroup's 8 teams take 8 of the 24 row pairs in a pass, so down_proj splits in the fewest, 2.
+  EXPECT_EQ(llm::to_string(by_default.variant()), "down=2+ahead");  // no rounds without the split
   for (const WeightFormat f : {WeightFormat::F32, WeightFormat::Q8_0}) {
     llm::PersistentDecoder d(context(), cfg, weights.lookup(), {.dtype = f, .ctx = 8});
     EXPECT_EQ(llm::to_string(d.variant()),
-              f == WeightFormat::F32 ? "split=1+down=4+rounds=4" : "split=1+down=4+rounds=4+ahead")
+              f == WeightFormat::F32 ? "split=1+down=2+rounds=4" : "split=1+down=2+rounds=4+ahead")
         << gpu::to_string(f);
+  }
+  // The default down split: as many chunks (2 to 4) as one pass of the grid's teams (8 a workgroup)
+  // covers of the 24 row pairs' units.
+  for (const auto& [groups, down] : {std::pair{6u, "+down=2+"}, std::pair{9u, "+down=3+"},
+                                     std::pair{12u, "+down=4+"}, std::pair{64u, "+down=4+"}}) {
+    llm::PersistentDecoder d(context(), cfg, weights.lookup(), {.ctx = 8, .workgroups = groups});
+    EXPECT_NE(llm::to_string(d.variant()).find(down), std::string::npos)
+        << groups << " workgroups: " << llm::to_string(d.variant());
   }
 }
 
@@ -255,7 +267,7 @@ void expect_steps_tokens(const llm::ModelConfig& cfg, const llm::HostWeights& we
 
 // Test the long-row and long-cache paths of the dispatch against the step decoder: a down_proj row
 // of 1,101 columns (138 column groups: two trips of four groups per lane of a 32-thread team, the
-// second partial; in chunks of 35 with the default down=4) and 48 cache positions in one tile of 64
+// second partial; in chunks of 35 with down=4) and 48 cache positions in one tile of 64
 // (the V sum's trips of four loads over five parts of 12 dimensions, and its tail). With "ahead"
 // whole rows take their first trip from the words loaded ahead, the second from team_dots' loop.
 TEST(LlmPersistentDecodeRun, LongRowsAndLongCacheMatchTheStepDecoder) {

@@ -249,8 +249,8 @@ void add_generate(CLI::App& app, GlobalOptions& g) {
   c->add_option_function<std::string>(
        "--persistent-variant",
        [lo](const std::string& v) { lo->s.persistent.variant = llm::parse_persistent_variant(v); },
-       "--decode persistent, a measurement tool: base, or split, split=N, down=N, rounds=N, ahead "
-       "joined by '+' (llm::PersistentVariant; default: split+down=4+rounds=4, plus ahead for every "
+       "--decode persistent, a measurement tool: base, or split, split=N, down, down=N, rounds=N, ahead "
+       "joined by '+' (llm::PersistentVariant; default: split+down+rounds=4, plus ahead for every "
        "format but f32)")
       ->group("");
   c->add_option("--decode-check", lo->s.persistent.check_tokens,

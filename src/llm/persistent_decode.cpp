@@ -52,7 +52,7 @@ uint32_t count_after(std::string_view part, std::string_view prefix) {
 }  // namespace
 
 PersistentVariant parse_persistent_variant(std::string_view s) {
-  PersistentVariant v{.split_auto = false, .down_split = 0, .attention_rounds = 1, .ahead_auto = false};
+  PersistentVariant v{.split_auto = false, .down_auto = false, .attention_rounds = 1, .ahead_auto = false};
   if (s == "base") return v;
   size_t at = 0;
   while (at <= s.size()) {
@@ -62,6 +62,8 @@ PersistentVariant parse_persistent_variant(std::string_view s) {
       v.split_auto = true;
     } else if (const uint32_t n = count_after(part, "split="); n >= 1) {
       v.attention_blocks = n;
+    } else if (part == "down") {
+      v.down_auto = true;
     } else if (const uint32_t n = count_after(part, "down="); n >= 2) {
       v.down_split = n;
     } else if (const uint32_t n = count_after(part, "rounds="); n >= 1 && n <= 4) {
@@ -69,10 +71,9 @@ PersistentVariant parse_persistent_variant(std::string_view s) {
     } else if (part == "ahead") {
       v.ahead = true;
     } else {
-      throw Error(
-          "--persistent-variant '" + std::string(s) + "': unknown part '" + std::string(part) +
-          "'; expected base, or split, split=N (N >= 1), down=N (N >= 2), rounds=N (1 to 4), ahead joined by "
-          "'+'");
+      throw Error("--persistent-variant '" + std::string(s) + "': unknown part '" + std::string(part) +
+                  "'; expected base, or split, split=N (N >= 1), down, down=N (N >= 2), rounds=N (1 to 4), "
+                  "ahead joined by '+'");
     }
     at = end + 1;
   }
@@ -84,6 +85,7 @@ std::string to_string(const PersistentVariant& v) {
   auto add = [&](const std::string& part) { s += (s.empty() ? "" : "+") + part; };
   if (v.split_auto) add("split");
   if (v.attention_blocks) add("split=" + std::to_string(v.attention_blocks));
+  if (v.down_auto) add("down");
   if (v.down_split) add("down=" + std::to_string(v.down_split));
   if (v.attention_rounds > 1) add("rounds=" + std::to_string(v.attention_rounds));
   if (v.ahead) add("ahead");
@@ -148,6 +150,15 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
          "attention split into " + std::to_string(var.attention_blocks) + " blocks of " +
              std::to_string(c.num_heads) + " heads: at most the workgroup size (" + std::to_string(wg) +
              ") blocks in all");
+  }
+
+  // down_proj's chunks a row: as many (2 to 4) as let one pass of the grid's teams take every (row
+  // pair, chunk) unit; a second pass costs more than longer chunks save (RESULTS, session 27: 4 at
+  // Qwen2.5-0.5B's hidden size, 2 at 1.5B's, each 10-16% faster there than the other). From the
+  // first grid: the regions and xs sized for it serve a halved one.
+  if (var.down_auto) {
+    var.down_split = std::clamp<uint32_t>(opt_.workgroups * (wg / team) / ((c.hidden_size + 1) / 2), 2, 4);
+    var.down_auto = false;  // resolved: variant() names the chunks
   }
 
   const uint32_t q_rows = c.num_heads * c.head_dim;

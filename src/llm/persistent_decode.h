@@ -35,8 +35,10 @@ struct PersistentVariant {
   uint32_t attention_blocks = 0;
   bool split_auto = true;
   // down_proj over (row pair, column chunk) units, this many chunks a row (>= 2; 0: whole rows),
-  // the partial dots added to the residual where the next stage stages it.
-  uint32_t down_split = 4;
+  // the partial dots added to the residual where the next stage stages it. down_auto (the default)
+  // picks 2 to 4: as many as let one pass of the grid's teams take every unit.
+  uint32_t down_split = 0;
+  bool down_auto = true;
   // The split attention's K dot over this many rounds of positions a tile (1 to 4), each thread's
   // rounds' loads in flight together: fewer tiles a block at long contexts, more registers.
   uint32_t attention_rounds = 4;
@@ -46,10 +48,10 @@ struct PersistentVariant {
   bool ahead = false;
   bool ahead_auto = true;
 };
-// "base" (a head per workgroup, whole rows), or '+'-joined "split", "split=N", "down=N", "rounds=N", "ahead"
-// (what is not named is off); throws Error naming the bad part. The default (PersistentVariant{}) is
-// "split+down=4+rounds=4", plus "ahead" where the weights are not f32: the fastest measured
-// (docs/RESULTS.md).
+// "base" (a head per workgroup, whole rows), or '+'-joined "split", "split=N", "down", "down=N", "rounds=N",
+// "ahead" (what is not named is off); throws Error naming the bad part. The default
+// (PersistentVariant{}) is "split+down+rounds=4", plus "ahead" where the weights are not f32: the
+// fastest measured (docs/RESULTS.md).
 PersistentVariant parse_persistent_variant(std::string_view s);
 std::string to_string(const PersistentVariant& v);
 
