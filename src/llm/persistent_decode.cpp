@@ -153,9 +153,10 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   }
 
   // down_proj's chunks a row: as many (2 to 4) as let one pass of the grid's teams take every (row
-  // pair, chunk) unit; a second pass costs more than longer chunks save (RESULTS, session 27: 4 at
-  // Qwen2.5-0.5B's hidden size, 2 at 1.5B's, each 10-16% faster there than the other). From the
-  // first grid: the regions and xs sized for it serve a halved one.
+  // pair, chunk) unit. At Qwen2.5-1.5B's hidden size a second pass cost more than longer chunks save
+  // (2 chunks 10-16% faster than 4); at 0.5B's, 4 make one pass and 2 to 4 measured within 1%
+  // (RESULTS, sessions 21 and 27). From the first grid: the regions and xs sized for it serve a
+  // halved one.
   if (var.down_auto) {
     var.down_split = std::clamp<uint32_t>(opt_.workgroups * (wg / team) / ((c.hidden_size + 1) / 2), 2, 4);
     var.down_auto = false;  // resolved: variant() names the chunks
