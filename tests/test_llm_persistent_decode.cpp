@@ -304,7 +304,9 @@ TEST(LlmPersistentDecodeRun, DownSplitStagesTheChunksItsUnitsCross) {
 // an EOS id that stops generation with the tokens computed past it discarded, also where they
 // read a stale word.
 TEST(LlmPersistentDecodeRun, BatchesContinuationAndEos) {
-  const auto cfg = small_llm_config(true, kVocab);
+  // Untied: with a tied LM head this small random model repeats the prompt's last token, and
+  // tokens that are all alike would hide a batch's tokens in the wrong place.
+  const auto cfg = small_llm_config(false, kVocab);
   const auto weights = llm::HostWeights::random(cfg, 33);
   llm::PersistentDecoder one(context(), cfg, weights.lookup(), {.dtype = WeightFormat::F16, .ctx = 64});
   const auto want = run_persistent(one, 20, 1, false).tokens;
@@ -320,10 +322,13 @@ TEST(LlmPersistentDecodeRun, BatchesContinuationAndEos) {
   llm::PersistentDecoder e(context(), cfg, weights.lookup(), {.dtype = WeightFormat::F16, .ctx = 64});
   llm::GenerateOptions opt;
   opt.steps_per_submit = 8;
-  opt.eos_ids = {want[4]};
-  const auto stopped = e.generate(kPrompt, 20, {}, opt);
-  const auto end = std::find(want.begin(), want.end(), want[4]) + 1;
-  EXPECT_EQ(stopped, std::vector<uint32_t>(want.begin(), end));
+  // EOS: a token first generated inside the second decode batch (tokens 9..16: the prompt's, then
+  // batches of 8), not its first, so generate() stops in a batch whose later tokens were computed.
+  size_t at = 10;
+  while (at < 16 && std::find(want.begin(), want.end(), want[at]) != want.begin() + at) ++at;
+  ASSERT_LT(at, 16u) << "no token of the second batch is new: pick another seed";
+  opt.eos_ids = {want[at]};
+  EXPECT_EQ(e.generate(kPrompt, 20, {}, opt), std::vector<uint32_t>(want.begin(), want.begin() + at + 1));
 
   // on_token stops at the 4th token, in the first decode batch, with the second in flight; where
   // that one read a stale word (dispatch 16: the prompt takes 0..6, the first batch 7..14), which
