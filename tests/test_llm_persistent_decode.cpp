@@ -536,7 +536,7 @@ TEST(LlmPersistentDecodeRun, GridChoiceAndFallback) {
 // are the OS's to schedule: on a loaded machine one of two workgroups may wait for the other's core),
 // so there a timeout of a grid above 1 is accepted, as GridSyncWorksOrIsReported accepts it.
 TEST(LlmPersistentDecodeRun, GridFitsTheDecodeKernelItself) {
-  const auto cfg = small_llm_config(true, kVocab);
+  const auto cfg = small_llm_config(false, kVocab);  // untied: the tied one repeats the prompt's last token
   const auto weights = llm::HostWeights::random(cfg, 39);
   try {
     llm::PersistentDecoder d(context(), cfg, weights.lookup(),
