@@ -157,8 +157,9 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   // (2 chunks 10-16% faster than 4); at 0.5B's, 4 make one pass and 2 to 4 measured within 1%
   // (RESULTS, sessions 21 and 27). From the first grid: the regions and xs sized for it serve a
   // halved one.
+  const uint32_t pairs = (c.hidden_size + 1) / 2;  // down_proj's row pairs (the kernel's)
   if (var.down_auto) {
-    var.down_split = std::clamp<uint32_t>(opt_.workgroups * (wg / team) / ((c.hidden_size + 1) / 2), 2, 4);
+    var.down_split = std::clamp<uint32_t>(opt_.workgroups * (wg / team) / pairs, 2, 4);
     var.down_auto = false;  // resolved: variant() names the chunks
   }
 
@@ -169,7 +170,6 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   // quarters, up to rounds * wg floats (rounds resolved above).
   uint32_t down_input = c.intermediate_size;
   if (var.down_split >= 2) {
-    const uint32_t pairs = (c.hidden_size + 1) / 2;
     const uint32_t units = pairs * var.down_split;
     const uint32_t chunk_groups = ((c.intermediate_size + 7) / 8 + var.down_split - 1) / var.down_split;
     uint32_t spanned = 1;
