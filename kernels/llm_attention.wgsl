@@ -3,12 +3,12 @@
 // most SMs idle (14 busy of 132 on an H100 for Qwen2.5-0.5B).
 //   attend_chunk   workgroup (head group, chunk): for HEADS_PER_WG query heads of one kv group
 //                  and the cache positions [c * CHUNK, (c + 1) * CHUNK) up to pos, the chunk's max
-//                  score m, sum of exp(s - m) l, and un-normalised output sum exp(s - m) v.
+//                  score m, sum of exp(s - m) l, and un-normalised output sum exp(s - m) v; the
+//                  head group's last workgroup to finish combines the chunks that hold positions
+//                  <= pos: out = sum_c exp(m_c - M) o_c / sum_c exp(m_c - M) l_c, M = max_c m_c.
 //                  Chunks past pos exit at once: the step is recorded once for every position.
-//   attend_combine workgroup per head: out = sum_c exp(m_c - M) o_c / sum_c exp(m_c - M) l_c,
-//                  M = max_c m_c, over the chunks that hold positions <= pos.
 //   attend_short   workgroup per head, positions 0..pos < CHUNK in one pass: the output
-//                  itself, no partials and no combine dispatch (the short-context step).
+//                  itself, no partials (the short-context step).
 // Head h reads kv head h / GROUP (grouped-query attention); the query sits at pos (state word 0)
 // and the cache holds positions 0..pos, so the attention is causal by construction.
 // Heads of one workgroup read the same K/V rows: the second and later come from the SM's cache.
@@ -31,7 +31,9 @@ override PARTIAL: u32 = HEAD_DIM + 2u;  // one chunk's result: output[HEAD_DIM],
 @group(0) @binding(1) var<storage, read> k_cache: array<f32>;  // [kv_heads][CTX][hd]
 @group(0) @binding(2) var<storage, read> v_cache: array<f32>;
 @group(0) @binding(3) var<storage, read> state: array<u32>;    // word 0: pos
-@group(0) @binding(4) var<storage, read_write> partials: array<f32>;  // [heads][CHUNKS][PARTIAL]
+// attend_chunk's partials, [heads][CHUNKS][PARTIAL] f32 bits: atomic, so that the workgroup that
+// combines them reads them from the device-coherent level (below).
+@group(0) @binding(4) var<storage, read_write> partials: array<atomic<u32>>;
 
 var<workgroup> red: array<f32, WG>;
 
@@ -107,9 +109,22 @@ fn sum_slices(v: vec4<f32>, lid: u32) -> vec4<f32> {
   return sum;
 }
 
+// The combination without a dispatch of its own (a dependent dispatch costs more than the
+// combination: RESULTS, session 28). Each chunk workgroup exchanges its partials in (atomic
+// exchanges, performed at the device-coherent level, L2, before they return) and counts itself in
+// arrivals[head group] only once every exchange has returned (a branch on the old values); the
+// workgroup that counts last reads every chunk's partials with atomic loads (from L2, never a
+// stale line of its SM's cache), as written. Relaxed stores would promise no such order: in the
+// persistent decoder a reader after a grid barrier found words whose stores had not arrived
+// (RESULTS, session 24). The last one sets its counter back to zero for the next step.
+@group(0) @binding(5) var<storage, read_write> arrivals: array<atomic<u32>>;  // [head groups + 1]: then a sink
+@group(0) @binding(6) var<storage, read_write> chunk_out4: array<vec4<f32>>;  // [heads * HEAD_DIM / 4]
+var<workgroup> last_word: u32;
+
 @compute @workgroup_size(WG)
 fn attend_chunk(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
-                @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32) {
+                @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32,
+                @builtin(num_workgroups) groups: vec3<u32>) {
   let len = state[0] + 1u;
   let c = wid.y;
   let start = c * CHUNK;
@@ -138,6 +153,7 @@ fn attend_chunk(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
   }
   workgroupBarrier();
 
+  var old = 0u;  // the exchanged-out words, ORed: waited for before the arrival
   for (var g = 0u; g < HEADS_PER_WG; g++) {
     let row = g * CHUNK;
     var m = -3.4e38;
@@ -156,58 +172,89 @@ fn attend_chunk(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
     let sum = sum_slices(pv_part(kv + lid % D4, row, n, lid / D4), lid);
     let base = ((h0 + g) * CHUNKS + c) * PARTIAL;
     if (lid < D4) {
-      partials[base + 4u * lid] = sum.x;
-      partials[base + 4u * lid + 1u] = sum.y;
-      partials[base + 4u * lid + 2u] = sum.z;
-      partials[base + 4u * lid + 3u] = sum.w;
+      old |= atomicExchange(&partials[base + 4u * lid], bitcast<u32>(sum.x));
+      old |= atomicExchange(&partials[base + 4u * lid + 1u], bitcast<u32>(sum.y));
+      old |= atomicExchange(&partials[base + 4u * lid + 2u], bitcast<u32>(sum.z));
+      old |= atomicExchange(&partials[base + 4u * lid + 3u], bitcast<u32>(sum.w));
     }
     if (lid == 0u) {
-      partials[base + HEAD_DIM] = m;
-      partials[base + HEAD_DIM + 1u] = l;
+      old |= atomicExchange(&partials[base + HEAD_DIM], bitcast<u32>(m));
+      old |= atomicExchange(&partials[base + HEAD_DIM + 1u], bitcast<u32>(l));
     }
     workgroupBarrier();  // red4 and red are rewritten by the next head
   }
+
+  // The branch needs every exchange's result, so no thread reaches the barrier before its
+  // exchanges were performed (whatever the values: the sink's store is harmless).
+  if (old == 0xffffffffu) {
+    atomicStore(&arrivals[groups.x], old);
+  }
+  storageBarrier();
+  let chunks = (len - 1u) / CHUNK + 1u;  // those holding positions 0..pos
+  if (lid == 0u) {
+    last_word = select(0u, 1u, atomicAdd(&arrivals[wid.x], 1u) + 1u == chunks);
+  }
+  if (workgroupUniformLoad(&last_word) == 0u) {
+    return;
+  }
+  if (lid == 0u) {
+    atomicStore(&arrivals[wid.x], 0u);
+  }
+  for (var g = 0u; g < HEADS_PER_WG; g++) {
+    combine_head(h0 + g, chunks, lid, sg_lane, sg_size);
+  }
 }
 
-// attend_combine's bindings: the chunks' results, the state, the attention output.
-@group(0) @binding(0) var<storage, read> chunk_results: array<f32>;  // attend_chunk's partials
-@group(0) @binding(1) var<storage, read> combine_state: array<u32>;
-@group(0) @binding(2) var<storage, read_write> out4: array<vec4<f32>>;  // [heads * HEAD_DIM / 4]
+fn partial_at(at: u32) -> f32 {
+  return bitcast<f32>(atomicLoad(&partials[at]));
+}
 
-// Workgroup per head: M and L = sum_c exp(m_c - M) l_c through two workgroup reductions (a
-// thread per chunk), then thread (d4, slice) sums exp(m_c - M) o_c over chunks c = slice mod
-// SLICES, four chunks per iteration: a few dependent loads per thread, not a pass over the chunks.
-@compute @workgroup_size(WG)
-fn attend_combine(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
-                  @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32) {
-  let head = wid.x * CHUNKS * PARTIAL;
-  let chunks = combine_state[0] / CHUNK + 1u;  // those holding positions 0..pos
-  var m = -3.4e38;
-  for (var c = lid; c < chunks; c += WG) {
-    m = max(m, chunk_results[head + c * PARTIAL + HEAD_DIM]);
-  }
-  m = reduce(m, true, 0u, lid, sg_lane, sg_size);
-  var l = 0.0;
-  for (var c = lid; c < chunks; c += WG) {
-    let at = head + c * PARTIAL + HEAD_DIM;
-    l += exp(chunk_results[at] - m) * chunk_results[at + 1u];
-  }
-  l = reduce(l, false, WG / 2u, lid, sg_lane, sg_size);
+const COMBINE_BATCH = 8u;  // chunks a thread loads together: their loads in flight at once
 
+// chunk_out4's head h from the partials of its chunks 0..chunks - 1, in one pass over them:
+// thread (d4, slice) folds chunks slice, slice + SLICES, ... (COMBINE_BATCH at a time) into its
+// running maximum m, sum of exp(m_c - m) l_c and sum of exp(m_c - m) o_c[d4]; then M = max m over
+// the threads, and each thread's sums scaled by exp(m - M) are added up over the slices.
+fn combine_head(h: u32, chunks: u32, lid: u32, sg_lane: u32, sg_size: u32) {
+  let head = h * CHUNKS * PARTIAL;
   let d = 4u * (lid % D4);
+  let slice = lid / D4;
+  var m = -3.4e38;
+  var l = 0.0;
   var acc = vec4<f32>(0.0);
-  if (lid / D4 < SLICES) {
-    for (var c = lid / D4; c < chunks; c += SLICES) {
-      let at = head + c * PARTIAL;
-      let o = vec4<f32>(chunk_results[at + d], chunk_results[at + d + 1u], chunk_results[at + d + 2u],
-                        chunk_results[at + d + 3u]);
-      acc += exp(chunk_results[at + HEAD_DIM] - m) * o;
+  if (slice < SLICES) {
+    for (var c0 = slice; c0 < chunks; c0 += COMBINE_BATCH * SLICES) {
+      var o: array<vec4<f32>, COMBINE_BATCH>;
+      var ml: array<vec2<f32>, COMBINE_BATCH>;
+      for (var j = 0u; j < COMBINE_BATCH; j++) {
+        let c = c0 + j * SLICES;
+        o[j] = vec4<f32>(0.0);
+        ml[j] = vec2<f32>(-3.4e38, 0.0);  // past the last chunk: weight exp(-3.4e38 - m) = 0
+        if (c < chunks) {
+          let at = head + c * PARTIAL;
+          o[j] = vec4<f32>(partial_at(at + d), partial_at(at + d + 1u), partial_at(at + d + 2u), partial_at(at + d + 3u));
+          ml[j] = vec2<f32>(partial_at(at + HEAD_DIM), partial_at(at + HEAD_DIM + 1u));
+        }
+      }
+      for (var j = 0u; j < COMBINE_BATCH; j++) {
+        let mn = max(m, ml[j].x);
+        let keep = exp(m - mn);
+        let add = exp(ml[j].x - mn);
+        l = l * keep + ml[j].y * add;
+        acc = acc * keep + o[j] * add;
+        m = mn;
+      }
     }
   }
-  let sum = sum_slices(acc, lid);
+  let big_m = reduce(m, true, 0u, lid, sg_lane, sg_size);
+  let scale = exp(m - big_m);  // 0 for a thread without chunks
+  // L: each slice's sum once (its thread d4 = 0).
+  let big_l = reduce(select(0.0, l * scale, lid % D4 == 0u && slice < SLICES), false, WG / 2u, lid, sg_lane, sg_size);
+  let sum = sum_slices(acc * scale, lid);
   if (lid < D4) {
-    out4[wid.x * D4 + lid] = sum / l;
+    chunk_out4[h * D4 + lid] = sum / big_l;
   }
+  workgroupBarrier();  // red and red4 are rewritten by the next head
 }
 
 // ---- attend_short: one pass per head while the cache is short ----

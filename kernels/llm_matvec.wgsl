@@ -36,7 +36,6 @@ override NORM_X: bool = false;    // x * norm_w is staged in workgroup memory, t
 override SPAN8: u32 = COLS8;      // column groups a row's dot covers (attend_o: its slice of W_o)
 override ATTEND_X: bool = false;  // attend_o: x is the attention output staged in os
 override OS_LEN: u32 = 1u;        // attend_o: HPW * HEAD_DIM
-override COMBINE_X: bool = false; // o_proj_combine: x is attend_chunk's partials, combined into xs
 
 const MAX_RPT = 4u;
 
@@ -57,7 +56,7 @@ fn x8(c8: u32, valid: bool, col0: u32) -> array<vec4<f32>, 2> {
     }
     return array<vec4<f32>, 2>(vec4<f32>(v[0], v[1], v[2], v[3]), vec4<f32>(v[4], v[5], v[6], v[7]));
   }
-  if ((NORM_X && !DIRECT_X) || COMBINE_X) {
+  if (NORM_X && !DIRECT_X) {
     let z = vec4<f32>(0.0);
     return array<vec4<f32>, 2>(select(z, xs[2u * c8], valid), select(z, xs[2u * c8 + 1u], valid));
   }
@@ -265,8 +264,8 @@ fn matvec_residual(ids: Ids) {
 
 // ==== The fused layer of the short-context decode step (DecodeKernels::attend_o) ====
 // Per layer: qkv_rope; attend_o; gate_up_silu_sum; matvec_residual_to: 4 dispatches, where the
-// split path takes 6 (attend_chunk, attend_combine, o_proj + residual, gate_up_silu, down +
-// residual). Each dispatch boundary costs a GPU 4-13 us (launch, ramp, drain) whatever its bytes.
+// split path takes 5 (attention, o_proj + residual, gate_up_silu, down + residual). Each dispatch
+// boundary costs a GPU 4-13 us (launch, ramp, drain) whatever its bytes.
 
 // ---- matvec_residual_to: out = base + W x (down_proj: the next layer's residual stream) ----
 // base and out are different buffers: a workgroup writes rows that others never read.
@@ -424,63 +423,4 @@ fn attend_o(ids: Ids) {
   if (lid < ROWS_PER_WG && row0 + lid < ROWS) {
     o_parts[g * PART_STRIDE + row0 + lid] = row_total(lid, ids.sg_size);
   }
-}
-
-// ==== The split layer with attend_combine folded in (long contexts) ====
-// ---- o_proj_combine: resid += W_o combine(attend_chunk's partials) ----
-// Every workgroup combines the chunks of every head into xs (what attend_combine would write to
-// the attention output) before its rows: heads * chunks * (HEAD_DIM + 2) floats from L2 per
-// workgroup, so the host gives it few, large row blocks.
-override CHUNK: u32 = 64u;    // attend_chunk's cache positions per chunk
-override CHUNKS: u32 = 1u;    // chunks of the capacity: the partials' stride per head
-override HEADS: u32 = 1u;
-override PARTIAL: u32 = HEAD_DIM + 2u;  // one chunk's result: output[HEAD_DIM], m, l
-@group(0) @binding(3) var<storage, read> combine_state: array<u32>;  // word 0: pos
-// The partials come through binding 1 (xin, vec4s): [HEADS][CHUNKS][PARTIAL] floats.
-fn chunk_value(i: u32) -> f32 {
-  return xin[i / 4u][i % 4u];
-}
-
-var<workgroup> head_max: array<f32, HEADS>;
-var<workgroup> head_sum: array<f32, HEADS>;
-
-fn stage_combined(ids: Ids) {
-  let chunks = combine_state[0] / CHUNK + 1u;  // those holding positions 0..pos
-  for (var h = ids.lid; h < HEADS; h += WG) {
-    var m = -3.4e38;
-    for (var c = 0u; c < chunks; c++) {
-      m = max(m, chunk_value((h * CHUNKS + c) * PARTIAL + HEAD_DIM));
-    }
-    var l = 0.0;
-    for (var c = 0u; c < chunks; c++) {
-      let base = (h * CHUNKS + c) * PARTIAL;
-      l += exp(chunk_value(base + HEAD_DIM) - m) * chunk_value(base + HEAD_DIM + 1u);
-    }
-    head_max[h] = m;
-    head_sum[h] = l;
-  }
-  workgroupBarrier();
-  for (var i = ids.lid; i < XS_V4; i += WG) {
-    var v = vec4<f32>(0.0);
-    for (var j = 0u; j < 4u; j++) {
-      let e = 4u * i + j;
-      if (e < COLS) {
-        let h = e / HEAD_DIM;
-        var acc = 0.0;
-        for (var c = 0u; c < chunks; c++) {
-          let base = (h * CHUNKS + c) * PARTIAL;
-          acc += exp(chunk_value(base + HEAD_DIM) - head_max[h]) * chunk_value(base + e % HEAD_DIM);
-        }
-        v[j] = acc / head_sum[h];
-      }
-    }
-    xs[i] = v;
-  }
-  workgroupBarrier();
-}
-
-@compute @workgroup_size(WG)
-fn o_proj_combine(ids: Ids) {
-  stage_combined(ids);
-  add_rows_to_resid(ids, row_dots(ids));
 }

@@ -297,8 +297,8 @@ TEST(GenerateCli, QuantizedAtLoadMovesFewerBytes) {
 }
 
 // Test that --fusion none (split layers, attention in one pass), none switching to attention in
-// chunks of 3 positions at position 6 (--attn-short-max 6), full (fused) and full switching to split
-// attention with o_proj_combine at position 6 generate the same greedy tokens, with the dispatch
+// chunks of 3 positions at position 6 (--attn-short-max 6), full (fused) and full switching to the
+// split layer at position 6 generate the same greedy tokens, with the dispatch
 // counts and the position where the second count starts in --json.
 TEST(GenerateCli, FusionNoneAndFullGiveTheSameTokens) {
   const fs::path out = fs::temp_directory_path() / ("wgfuse_fusion_" + std::to_string(getpid()) + ".json");
@@ -313,9 +313,9 @@ TEST(GenerateCli, FusionNoneAndFullGiveTheSameTokens) {
              full = run("--fusion full"), mixed = run("--fusion full --attn-fuse-max 6 --attn-chunk 3");
   const uint32_t layers = tiny_config(kSmallVocab).num_layers;
   EXPECT_EQ(none["dispatches_per_step"], 1 + 5 * layers + 3);       // attend_short
-  EXPECT_EQ(none["dispatches_per_step_long"], 1 + 6 * layers + 3);  // chunks + combine
+  EXPECT_EQ(none["dispatches_per_step_long"], 1 + 5 * layers + 3);  // split attention
   EXPECT_EQ(full["dispatches_per_step"], 1 + 4 * layers + 3);
-  EXPECT_EQ(full["dispatches_per_step_long"], 1 + 5 * layers + 3);                       // o_proj_combine
+  EXPECT_EQ(full["dispatches_per_step_long"], 1 + 5 * layers + 3);                       // split
   EXPECT_EQ(none["dispatches_long_from"], std::min(512u, none["ctx"].get<uint32_t>()));  // --attn-short-max
   EXPECT_EQ(crossing["dispatches_long_from"], 6);
   EXPECT_EQ(mixed["dispatches_long_from"], 6);

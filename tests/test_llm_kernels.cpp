@@ -476,7 +476,9 @@ void check_decode_attention(
 
 // Test decode attention split along the cache against the reference: per layout (heads on kv
 // heads, head_dim, capacity, chunk, heads per workgroup), positions at and around chunk edges.
-// The partials hold NaN, so combining a chunk that was not written fails.
+// The partials hold NaN, so combining a chunk that was not written (or before it was) fails; the
+// arrival counters are shared by all positions of a layout, so each dispatch must leave them at
+// zero for the next one's last workgroup to combine (and they must be zero at the end).
 TEST(LlmKernels, AttentionSplitAlongTheCache) {
   struct Case {
     AttentionLayout layout;
@@ -487,20 +489,30 @@ TEST(LlmKernels, AttentionSplitAlongTheCache) {
       {{4, 2, 12, 53}, {.chunk = 16}, {0, 1, 15, 16, 17, 36, 52}},
       {{6, 2, 12, 53}, {.chunk = 16, .heads_per_wg = 3}, {0, 1, 15, 16, 17, 41}},
       {{6, 1, 64, 29}, {.chunk = 7, .heads_per_wg = 2}, {0, 6, 7, 8, 28}},
-      {{4, 2, 12, 131}, {}, {63, 64, 65, 130}},  // the default split
+      {{4, 2, 12, 131}, {}, {63, 64, 65, 130}},      // the default split
+      {{14, 2, 64, 4096}, {}, {3999}},               // Qwen2.5-0.5B at 4,000 positions: 63 chunks a head
+      {{14, 2, 64, 4096}, {.chunk = 256}, {3999}},   // a workgroup of 256 threads
+      {{12, 2, 128, 4096}, {.chunk = 100}, {2999}},  // Qwen2.5-1.5B's heads, 128 threads for 100 positions
+      {{3, 1, 16, 300}, {.chunk = 1}, {299}},        // 300 chunks: more than the workgroup's 64 threads
   };
   for (const Case& cs : cases) {
     SCOPED_TRACE("chunk " + std::to_string(cs.split.chunk) + ", heads per workgroup " +
                  std::to_string(cs.split.heads_per_wg));
+    auto c = attention_config();
+    c.num_heads = cs.layout.heads;
+    const auto arrivals = context().buffer(4 * llm::DecodeKernels::attend_arrivals_words(c, cs.split),
+                                           BufferUsage::StorageIO, "arrivals");
     for (uint32_t pos : cs.positions)
       check_decode_attention(cs.layout, pos,
                              [&](llm::DecodeKernels& k, const llm::ModelConfig& c, auto& q, auto& kc,
                                  auto& vc, auto& state, auto& out) {
-                               return k.attend(q, kc, vc, state,
-                                               poisoned(llm::DecodeKernels::attend_partials_words(
-                                                   c, cs.layout.ctx_len, cs.split)),
-                                               out, c, cs.layout.ctx_len, cs.split);
+                               const auto partials = poisoned(
+                                   llm::DecodeKernels::attend_partials_words(c, cs.layout.ctx_len, cs.split));
+                               return std::vector{k.attend(q, kc, vc, state, partials, arrivals, out, c,
+                                                           cs.layout.ctx_len, cs.split)};
                              });
+    const auto counts = context().read<uint32_t>(arrivals, 0, c.num_heads / cs.split.heads_per_wg);
+    EXPECT_EQ(counts, std::vector<uint32_t>(counts.size(), 0u)) << "arrival counters left behind";
   }
 }
 
@@ -552,9 +564,8 @@ TEST(LlmKernels, AttentionShortBoundIsChecked) {
 // The fused short-context layer after qkv_rope: attend_o (attention times W_o, a partial per kv
 // head), gate_up_silu_sum (x + partials -> x_next, then rmsnorm, gate/up, SiLU), down into
 // x_out = x_next + W_down act; against the reference and against the split sequence (attend,
-// o_proj + residual, gate_up_silu, down + residual) on the same buffers; and the long-context
-// o_proj_combine on the split sequence's chunk partials. Cache slots past pos and every output
-// hold NaN beforehand.
+// o_proj + residual, gate_up_silu, down + residual) on the same buffers. Cache slots past pos and
+// every output hold NaN beforehand.
 struct FusedLayerCase {
   uint32_t heads, kv_heads, hd, hidden, inter, ctx_len;
   std::vector<uint32_t> positions;
@@ -615,18 +626,14 @@ void check_fused_layer(WeightFormat t, const FusedLayerCase& f) {
     const llm::AttentionSplit split{.chunk = 16};
     auto att_buf = poisoned(q_rows), act_split = poisoned(f.inter);
     auto chunks = poisoned(llm::DecodeKernels::attend_partials_words(c, f.ctx_len, split));
-    auto steps = k.attend(q_buf, k_buf, v_buf, state, chunks, att_buf, c, f.ctx_len, split);
-    steps.push_back(k.matvec_residual(w_o.view, att_buf, x_buf, f.hidden, q_rows));
-    steps.push_back(k.gate_up_silu(w_gu.view, x_buf, nw_buf, act_split, f.inter, f.hidden, 1e-6));
-    steps.push_back(k.matvec_residual(w_down.view, act_split, x_buf, f.hidden, f.inter));
-    run(steps);
+    auto arrivals = context().buffer(4 * llm::DecodeKernels::attend_arrivals_words(c, split),
+                                     BufferUsage::StorageIO, "arrivals");
+    run({k.attend(q_buf, k_buf, v_buf, state, chunks, arrivals, att_buf, c, f.ctx_len, split),
+         k.matvec_residual(w_o.view, att_buf, x_buf, f.hidden, q_rows),
+         k.gate_up_silu(w_gu.view, x_buf, nw_buf, act_split, f.inter, f.hidden, 1e-6),
+         k.matvec_residual(w_down.view, act_split, x_buf, f.hidden, f.inter)});
     EXPECT_TRUE(close_normalised(fused, as_double(context().read<float>(x_buf, 0, f.hidden)), 1e-5))
         << "fused vs split";
-
-    // The long-context layer's o_proj_combine on the chunks attend left: x + W_o attention.
-    auto x_long = llm::upload_padded(context(), "x", x);
-    run({k.o_proj_combine(w_o.view, chunks, x_long, state, c, f.ctx_len, split)});
-    EXPECT_TRUE(close_normalised(context().read<float>(x_long, 0, f.hidden), x1, 1e-5)) << "o_proj_combine";
   }
 }
 
@@ -685,7 +692,7 @@ TEST(LlmKernels, AttentionSplitIsChecked) {
   auto b = poisoned(8);
   auto expect_error = [&](llm::AttentionSplit split, const std::string& what) {
     try {
-      k.attend(b, b, b, b, b, b, c, 16, split);
+      k.attend(b, b, b, b, b, b, b, c, 16, split);
       FAIL() << "accepted; expected an error about " << what;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();

@@ -99,9 +99,10 @@ TEST(LlmModelRun, KStepsPerSubmitCountsAndTokens) {
   EXPECT_EQ(got, want);
   EXPECT_EQ(streamed, got);
   const auto& s = model.stats();
-  // Split layers (the default), attention in one pass (attend_short), in two at long contexts.
+  // Split layers (the default), attention in one pass (attend_short), split along the cache at long
+  // contexts: one dispatch either way.
   EXPECT_EQ(s.dispatches_per_step, 1 + 5 * cfg.num_layers + 1 + 2);
-  EXPECT_EQ(s.dispatches_per_step_long, 1 + 6 * cfg.num_layers + 1 + 2);
+  EXPECT_EQ(s.dispatches_per_step_long, 1 + 5 * cfg.num_layers + 1 + 2);
   EXPECT_EQ(s.decode_tokens, 31u);  // the first token ends the prompt phase
   EXPECT_EQ(s.decode_steps, 31u);
   EXPECT_EQ(s.decode_submits, 4u);  // ceil(31 / 8)
@@ -112,9 +113,9 @@ TEST(LlmModelRun, KStepsPerSubmitCountsAndTokens) {
 }
 
 // Test that the fused layers (attend_o: 4 dispatches a layer), the split ones (--fusion none:
-// 5 with attention in one pass, 6 in chunks with --attn-short-max 0), split layers that switch
+// 5 with attention in one pass, 5 in chunks with --attn-short-max 0), split layers that switch
 // from one pass to chunks at position 20 (--attn-short-max 20) and fused layers that switch to
-// split attention with o_proj_combine (5) at position 20 (--attn-fuse-max 20), the last two with
+// split ones at position 20 (--attn-fuse-max 20), the last two with
 // the prompt fed one decode step at a time and chunks of 16 positions, give the same 24 greedy
 // tokens as the reference on the stored weights, and logits within f32 rounding of each other at
 // every step.
@@ -147,7 +148,7 @@ TEST_P(LlmModel, FusedAndSplitLayersAgree) {
   const Run mixed = generate(
       {.fusion = llm::Fusion::Full, .attn_fuse_max = 20, .prefill_chunk = 0, .attention = {.chunk = 16}});
   EXPECT_EQ(split.dispatches, 1 + 5 * cfg.num_layers + 3);
-  EXPECT_EQ(chunked.dispatches, 1 + 6 * cfg.num_layers + 3);
+  EXPECT_EQ(chunked.dispatches, 1 + 5 * cfg.num_layers + 3);
   EXPECT_EQ(fused.dispatches, 1 + 4 * cfg.num_layers + 3);
   auto stored = reference(cfg, as_stored(weights, dtype), 64);
   const auto want = stored.greedy(kPrompt, n);

@@ -352,12 +352,12 @@ llm::ModelConfig qwen2_untied() {
 // Two prefill chunks (4 + 3 tokens); attend_short below position 9, then split attention.
 const llm::ModelOptions kChunkedShortThenSplit{
     .attn_short_max = 9, .ctx = 16, .prefill_chunk = 4, .attention = {.chunk = 8}};
-// The prompt through decode steps; fused layers below position 9, then o_proj_combine.
-const llm::ModelOptions kStepwiseFusedThenLong{.fusion = llm::Fusion::Full,
-                                               .attn_fuse_max = 9,
-                                               .ctx = 16,
-                                               .prefill_chunk = 0,
-                                               .attention = {.chunk = 8}};
+// The prompt through decode steps; fused layers below position 9, then split ones.
+const llm::ModelOptions kStepwiseFusedThenSplit{.fusion = llm::Fusion::Full,
+                                                .attn_fuse_max = 9,
+                                                .ctx = 16,
+                                                .prefill_chunk = 0,
+                                                .attention = {.chunk = 8}};
 // One tiled prefill chunk (no short passes), every product split along K in 2 (o, down and Q/K/V,
 // whose sums of squares travel with the slices), in a context long enough for the slices' sums.
 const llm::ModelOptions kTiledSplit{
@@ -383,15 +383,15 @@ INSTANTIATE_TEST_SUITE_P(
                            gpu::WeightFormat::F16,
                            kChunkedShortThenSplit,
                            {}},
-                      Case{"qwen2_bf16_stepwise_fused_then_long_sampled", qwen2_untied,
-                           gpu::WeightFormat::BF16, kStepwiseFusedThenLong, kSampling},
+                      Case{"qwen2_bf16_stepwise_fused_then_split_sampled", qwen2_untied,
+                           gpu::WeightFormat::BF16, kStepwiseFusedThenSplit, kSampling},
                       Case{"qwen3_bf16_chunked_short_then_split",
                            test::qwen3_config,
                            gpu::WeightFormat::BF16,
                            kChunkedShortThenSplit,
                            {}},
-                      Case{"qwen3_f16_stepwise_fused_then_long_sampled", test::qwen3_config,
-                           gpu::WeightFormat::F16, kStepwiseFusedThenLong, kSampling},
+                      Case{"qwen3_f16_stepwise_fused_then_split_sampled", test::qwen3_config,
+                           gpu::WeightFormat::F16, kStepwiseFusedThenSplit, kSampling},
                       Case{"llama_f16_chunked_short_then_split",
                            test::llama_config,
                            gpu::WeightFormat::F16,

@@ -66,7 +66,8 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
   c->add_option("--steps-per-submit", o.s.steps_per_submit, "decode steps recorded into one command buffer")
       ->check(CLI::Range(1u, 256u))
       ->capture_default_str();
-  c->add_option("--attn-chunk", o.s.attention.chunk, "decode attention: KV-cache positions per workgroup")
+  c->add_option("--attn-chunk", o.s.attention.chunk,
+                "decode attention: KV-cache positions per workgroup (a thread each, up to 256 threads)")
       ->check(CLI::Range(1u, 4096u))
       ->capture_default_str();
   c->add_option(
@@ -75,7 +76,7 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   c->add_option("--fusion", o.fusion,
-                "decode layers: none (split, 6 dispatches a layer: the fastest measured) | full (attention "
+                "decode layers: none (split, 5 dispatches a layer: the fastest measured) | full (attention "
                 "fused with o_proj, 4 a layer; slower on the H100, docs/RESULTS.md)")
       ->check(CLI::IsMember({"none", "full"}))
       ->capture_default_str();

@@ -279,27 +279,6 @@ gpu::Dispatch DecodeKernels::attend_o(const gpu::TensorView& w_o, const gpu::Bin
   return s;
 }
 
-// Blocks of 32 rows (8 teams of 32 threads, 4 rows each): every workgroup combines all of the
-// chunk partials (at 4,096 positions, Qwen2.5-0.5B: 14 heads x 64 chunks x 66 floats = 236 KB
-// from L2), so few workgroups: 28 for 0.5B, 48 for 1.5B.
-gpu::Dispatch DecodeKernels::o_proj_combine(const gpu::TensorView& w_o, const gpu::Binding& partials,
-                                            const gpu::Binding& resid, const gpu::Binding& state,
-                                            const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
-  MatvecTuning t{.team = std::max<uint32_t>(32, min_team_), .rows_per_team = 4, .workgroup = 256};
-  t.workgroup = std::max(t.workgroup, t.team);
-  if (forced_) t = *forced_;
-  const uint32_t q_rows = c.num_heads * c.head_dim;
-  return matvec_tuned(t, "o_proj_combine", w_o, c.hidden_size, q_rows, false, 0.0, false,
-                      32ull * ceil_div(q_rows, 8) + 8ull * c.num_heads,
-                      {{"COMBINE_X", 1},
-                       {"XS_V4", 2 * ceil_div(q_rows, 8)},
-                       {"HEAD_DIM", c.head_dim},
-                       {"HEADS", c.num_heads},
-                       {"CHUNK", split.chunk},
-                       {"CHUNKS", attend_chunks(c, ctx_len, split)}},
-                      {partials, resid, state});
-}
-
 gpu::Dispatch DecodeKernels::gate_up_silu_sum(const gpu::TensorView& w, const gpu::Binding& x,
                                               const gpu::Binding& o_parts, const gpu::Binding& norm,
                                               const gpu::Binding& act, const gpu::Binding& x_next,
@@ -311,11 +290,14 @@ gpu::Dispatch DecodeKernels::gate_up_silu_sum(const gpu::TensorView& w, const gp
 const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const ModelConfig& c, uint32_t ctx_len,
                                             AttentionSplit split, uint32_t short_max,
                                             uint32_t prompt_queries) {
-  // attend_chunk: a power of two >= head_dim. attend_combine and attend_short: 256 threads, several
-  // per output vec4, that share the chunks or positions (or one per vec4 of a larger head).
-  const bool wide = entry == "attend_combine" || entry == "attend_short";
-  const uint32_t wg = wide ? std::max<uint32_t>(256, std::bit_ceil(c.head_dim / 4))
-                           : std::max<uint32_t>(64, std::bit_ceil(c.head_dim));
+  // attend_chunk: a power of two >= head_dim, and up to 256 a thread per position of the chunk
+  // (longer chunks, fewer of them for the last workgroup to combine, at the same work a thread).
+  // attend_short: 256 threads, several per output vec4, that share the positions (or one per vec4
+  // of a larger head).
+  const bool wide = entry == "attend_short";
+  const uint32_t wg =
+      wide ? std::max<uint32_t>(256, std::bit_ceil(c.head_dim / 4))
+           : std::max({64u, std::bit_ceil(c.head_dim), std::min(std::bit_ceil(split.chunk), 256u)});
   if (wg > ctx_->limits().max_compute_invocations_per_workgroup)
     throw Error("head_dim " + std::to_string(c.head_dim) + " needs attention workgroups of " +
                 std::to_string(wg) + " invocations, over maxComputeInvocationsPerWorkgroup");
@@ -361,29 +343,19 @@ uint64_t DecodeKernels::attend_partials_words(const ModelConfig& c, uint32_t ctx
   return uint64_t(c.num_heads) * attend_chunks(c, ctx_len, split) * (c.head_dim + 2);
 }
 
-gpu::Dispatch DecodeKernels::attend_chunks(const gpu::Binding& q, const gpu::Binding& k_cache,
-                                           const gpu::Binding& v_cache, const gpu::Binding& state,
-                                           const gpu::Binding& partials, const ModelConfig& c,
-                                           uint32_t ctx_len, AttentionSplit split) {
+uint64_t DecodeKernels::attend_arrivals_words(const ModelConfig& c, AttentionSplit split) {
+  return c.num_heads / split.heads_per_wg + 1;  // a counter per head group, then the kernel's sink
+}
+
+gpu::Dispatch DecodeKernels::attend(const gpu::Binding& q, const gpu::Binding& k_cache,
+                                    const gpu::Binding& v_cache, const gpu::Binding& state,
+                                    const gpu::Binding& partials, const gpu::Binding& arrivals,
+                                    const gpu::Binding& out, const ModelConfig& c, uint32_t ctx_len,
+                                    AttentionSplit split) {
   // Every chunk of the capacity is dispatched; those past pos exit at once.
   return {&attention("attend_chunk", c, ctx_len, split),
-          {q, k_cache, v_cache, state, partials},
+          {q, k_cache, v_cache, state, partials, arrivals, out},
           {c.num_heads / split.heads_per_wg, attend_chunks(c, ctx_len, split)}};
-}
-
-gpu::Dispatch DecodeKernels::attend_combine(const gpu::Binding& partials, const gpu::Binding& state,
-                                            const gpu::Binding& out, const ModelConfig& c, uint32_t ctx_len,
-                                            AttentionSplit split) {
-  return {&attention("attend_combine", c, ctx_len, split), {partials, state, out}, {c.num_heads}};
-}
-
-std::vector<gpu::Dispatch> DecodeKernels::attend(const gpu::Binding& q, const gpu::Binding& k_cache,
-                                                 const gpu::Binding& v_cache, const gpu::Binding& state,
-                                                 const gpu::Binding& partials, const gpu::Binding& out,
-                                                 const ModelConfig& c, uint32_t ctx_len,
-                                                 AttentionSplit split) {
-  return {attend_chunks(q, k_cache, v_cache, state, partials, c, ctx_len, split),
-          attend_combine(partials, state, out, c, ctx_len, split)};
 }
 
 gpu::Dispatch DecodeKernels::attend_short(const gpu::Binding& q, const gpu::Binding& k_cache,

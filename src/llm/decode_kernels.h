@@ -133,30 +133,22 @@ class DecodeKernels {
   gpu::Dispatch gate_up_silu_sum(const gpu::TensorView& w, const gpu::Binding& x, const gpu::Binding& o_parts,
                                  const gpu::Binding& norm, const gpu::Binding& act,
                                  const gpu::Binding& x_next, const ModelConfig& cfg);
-  // Decode attention of q (at pos) over the cache, split along the cache: the chunks (into
-  // `partials`, attend_partials_words floats), then their combination into out; attend() is both.
-  gpu::Dispatch attend_chunks(const gpu::Binding& q, const gpu::Binding& k_cache, const gpu::Binding& v_cache,
-                              const gpu::Binding& state, const gpu::Binding& partials, const ModelConfig& cfg,
-                              uint32_t ctx_len, AttentionSplit split = {});
-  gpu::Dispatch attend_combine(const gpu::Binding& partials, const gpu::Binding& state,
-                               const gpu::Binding& out, const ModelConfig& cfg, uint32_t ctx_len,
-                               AttentionSplit split = {});
-  std::vector<gpu::Dispatch> attend(const gpu::Binding& q, const gpu::Binding& k_cache,
-                                    const gpu::Binding& v_cache, const gpu::Binding& state,
-                                    const gpu::Binding& partials, const gpu::Binding& out,
-                                    const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split = {});
+  // Decode attention of q (at pos) over the cache, split along the cache, in one dispatch:
+  // workgroups of (head group, chunk) write their chunk's partials (`partials`,
+  // attend_partials_words floats) and the head group's last one to finish combines them into out;
+  // `arrivals` (attend_arrivals_words words, zeros) counts them and is zeros again afterwards.
+  gpu::Dispatch attend(const gpu::Binding& q, const gpu::Binding& k_cache, const gpu::Binding& v_cache,
+                       const gpu::Binding& state, const gpu::Binding& partials, const gpu::Binding& arrivals,
+                       const gpu::Binding& out, const ModelConfig& cfg, uint32_t ctx_len,
+                       AttentionSplit split = {});
   static uint64_t attend_partials_words(const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split);
+  static uint64_t attend_arrivals_words(const ModelConfig& cfg, AttentionSplit split);
   // The same in one dispatch, a workgroup per head over positions 0..pos, for pos < max_positions
   // (its scores stay in workgroup memory; the caller switches to attend() from there on: the
   // kernel reads at most max_positions positions).
   gpu::Dispatch attend_short(const gpu::Binding& q, const gpu::Binding& k_cache, const gpu::Binding& v_cache,
                              const gpu::Binding& state, const gpu::Binding& out, const ModelConfig& cfg,
                              uint32_t ctx_len, uint32_t max_positions);
-  // resid += W_o attention, the attention combined from attend()'s chunk partials by every
-  // workgroup itself (attend_combine folded into o_proj: the split layer in 5 dispatches).
-  gpu::Dispatch o_proj_combine(const gpu::TensorView& w_o, const gpu::Binding& partials,
-                               const gpu::Binding& resid, const gpu::Binding& state, const ModelConfig& cfg,
-                               uint32_t ctx_len, AttentionSplit split = {});
   // Chunks of the cache capacity; throws Error when the split does not fit the model.
   static uint32_t attend_chunks(const ModelConfig& cfg, uint32_t ctx_len, AttentionSplit split);
   // x = embedding[tokens[pos]]; with prompt_rows = T > 0, rows t < T of x (rows padded to 8)

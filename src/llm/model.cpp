@@ -133,6 +133,7 @@ Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, Mo
   act_ = scratch("llm.act", c.intermediate_size);
   att_partials_ =
       scratch("llm.attention_partials", DecodeKernels::attend_partials_words(c, ctx_len_, opt_.attention));
+  att_arrivals_ = scratch("llm.attention_arrivals", DecodeKernels::attend_arrivals_words(c, opt_.attention));
   if (opt_.fusion == Fusion::Full) {
     x_next_ = scratch("llm.x_next", c.hidden_size);
     o_parts_ = scratch("llm.o_parts", DecodeKernels::attend_o_parts_words(c));
@@ -289,11 +290,9 @@ namespace {
 enum class Stage {
   QkvRope,        // RMSNorm + Q/K/V + bias + RoPE + KV-cache append (q, k raw with per-head norms)
   QkNormRope,     // per-head q/k norms then RoPE (architectures with qk_norm)
-  AttendChunks,   // attention split along the cache (partials)
-  AttendCombine,  // the partials combined per head
+  Attend,         // attention split along the cache, the chunks combined by the last of each head
   AttendShort,    // attention in one dispatch per head (short caches)
   OProj,          // x += W_o attention
-  OProjCombine,   // x += W_o (the partials combined in its prologue)
   AttendO,        // attention times W_o, a partial per kv head
   GateUpSilu,     // act = silu(gate) * up of RMSNorm(x)
   GateUpSiluSum,  // x_next = x + the partials; act = silu(gate) * up of RMSNorm(x_next)
@@ -308,16 +307,13 @@ std::vector<Stage> stages(Model::LayerVariant v, bool qk_norm) {
   if (qk_norm) out.push_back(QkNormRope);
   switch (v) {
     case Model::LayerVariant::Split:
-      out.insert(out.end(), {AttendChunks, AttendCombine, OProj, GateUpSilu, Down});
+      out.insert(out.end(), {Attend, OProj, GateUpSilu, Down});
       return out;
     case Model::LayerVariant::Short:
       out.insert(out.end(), {AttendShort, OProj, GateUpSilu, Down});
       return out;
     case Model::LayerVariant::Fused:
       out.insert(out.end(), {AttendO, GateUpSiluSum, DownFromNext});
-      return out;
-    case Model::LayerVariant::Long:
-      out.insert(out.end(), {AttendChunks, OProjCombine, GateUpSilu, Down});
       return out;
   }
   throw Error("unknown layer variant");
@@ -341,7 +337,7 @@ gpu::Plan Model::layers_plan(LayerVariant v) {
                 {"embed", embedding_.row_bytes + vec(c.hidden_size)});
   for (const Layer& l : layers_) {
     // Bytes each stage must move: its weights once, its vectors read and written.
-    const uint64_t o_proj = l.o.bytes + vec(q_rows + 2 * c.hidden_size), combine = vec(q_rows),
+    const uint64_t o_proj = l.o.bytes + vec(q_rows + 2 * c.hidden_size),
                    parts = vec(DecodeKernels::attend_o_parts_words(c));
     for (Stage s : layer_stages) {
       switch (s) {
@@ -354,14 +350,10 @@ gpu::Plan Model::layers_plan(LayerVariant v) {
           plan.dispatch(k.qk_norm_rope(l.qk_norm, rope_, state_, q_, l.k_cache, c, ctx_len_),
                         {"qk_norm_rope", vec(2 * (q_rows + kv_rows) + 2 * c.head_dim + c.head_dim)});
           break;
-        case Stage::AttendChunks:
-          plan.dispatch(
-              k.attend_chunks(q_, l.k_cache, l.v_cache, state_, att_partials_, c, ctx_len_, opt_.attention),
-              {"attention", vec(q_rows), kv_per_position});
-          break;
-        case Stage::AttendCombine:
-          plan.dispatch(k.attend_combine(att_partials_, state_, att_, c, ctx_len_, opt_.attention),
-                        {"attention_combine", combine});
+        case Stage::Attend:
+          plan.dispatch(k.attend(q_, l.k_cache, l.v_cache, state_, att_partials_, att_arrivals_, att_, c,
+                                 ctx_len_, opt_.attention),
+                        {"attention", vec(2 * q_rows), kv_per_position});
           break;
         case Stage::AttendShort:
           plan.dispatch(k.attend_short(q_, l.k_cache, l.v_cache, state_, att_, c, ctx_len_, short_max()),
@@ -369,10 +361,6 @@ gpu::Plan Model::layers_plan(LayerVariant v) {
           break;
         case Stage::OProj:
           plan.dispatch(k.matvec_residual(l.o, att_, x_, c.hidden_size, q_rows), {"o_proj+residual", o_proj});
-          break;
-        case Stage::OProjCombine:
-          plan.dispatch(k.o_proj_combine(l.o, att_partials_, x_, state_, c, ctx_len_, opt_.attention),
-                        {"o_proj_combine", o_proj + combine});
           break;
         case Stage::AttendO:
           plan.dispatch(k.attend_o(l.o, q_, l.k_cache, l.v_cache, state_, o_parts_, c, ctx_len_),
@@ -409,7 +397,7 @@ void Model::build_plans() {
   // Which layer variant decodes which positions.
   std::vector<std::pair<LayerVariant, uint32_t>> from;
   if (opt_.fusion == Fusion::Full)
-    from = {{LayerVariant::Fused, 0}, {LayerVariant::Long, opt_.attn_fuse_max}};
+    from = {{LayerVariant::Fused, 0}, {LayerVariant::Split, opt_.attn_fuse_max}};
   else if (short_max() > 0)
     from = {{LayerVariant::Short, 0}, {LayerVariant::Split, short_max()}};
   else

@@ -7,12 +7,12 @@
 //   (greedy argmax, or the sampler). Every variant of the layer starts with the projection:
 //   qkv_rope, and for per-head q/k norms (Qwen3) qkv_rope storing the raw heads, then
 //   qk_norm_rope. Then:
-//   split: attention (chunks), attention_combine, o_proj + residual, gate_up_silu,
-//     down + residual; short (below attn_short_max positions): attention in one dispatch;
+//   split: attention (chunks of the cache, combined by the last workgroup of each head), o_proj +
+//     residual, gate_up_silu, down + residual; short (below attn_short_max positions): attention
+//     in one dispatch per head;
 //   fused (Fusion::Full below attn_fuse_max positions): attend_o (attention times W_o, a partial
 //     per kv head), gate_up_silu_sum (residual + partials into x_next), down + residual
-//     (x = x_next + W_down act); long (Fusion::Full from attn_fuse_max on): the split layer with
-//     attention_combine folded into o_proj (o_proj_combine).
+//     (x = x_next + W_down act); from attn_fuse_max on, the split layer.
 // The step reads and advances a device-side decode state (state word 0 = pos), and the picker
 // writes tokens[pos + 1], which the next step's embedding reads: K steps go into one command
 // buffer with no host sync, and the host reads the tokens back once per K steps.
@@ -39,8 +39,7 @@
 namespace wgfuse::llm {
 
 // Fusion::Full decodes positions below attn_fuse_max with the fused layer (4 dispatches), later
-// ones with split attention and the combination folded into o_proj (5); Fusion::None always with
-// the split layer as it was (6), for comparison.
+// ones with the split layer; Fusion::None with the short layer, then the split one (5 each).
 enum class Fusion { None, Full };
 Fusion parse_fusion(std::string_view s);  // "none" | "full"; throws Error otherwise
 
@@ -49,15 +48,14 @@ struct ModelOptions {
   // own 16-bit type (storage_format()).
   std::optional<gpu::WeightFormat> dtype;
   // None by default: on the H100 (2026-11-22, 0.5B f16) the split layers ran 905 tok/s, Full
-  // with attend_o 774, Full with o_proj_combine at every position 905 short and 548 vs 717 at
-  // 4,000 positions: fewer dispatches did not make a faster step (docs/RESULTS.md).
+  // with attend_o 774: fewer dispatches did not make a faster step (docs/RESULTS.md).
   Fusion fusion = Fusion::None;
   // Positions from which Fusion::Full uses the split attention: attend_o redoes a group's whole
   // attention in every row block, cheap only while the cache is short (an estimate; measure it
   // with `generate --attn-fuse-max`).
   uint32_t attn_fuse_max = 512;
   // Fusion::None: positions below which each layer's decode attention is one dispatch per head
-  // (attend_short) instead of chunks and their combination (2 dispatches); 0 = always split.
+  // (attend_short) instead of split along the cache; 0 = always split.
   // Capped at Model::kAttendShortSpan / head_dim (docs/RESULTS.md, sessions 4 and 20).
   uint32_t attn_short_max = 512;
   uint32_t ctx = 4096;  // KV-cache positions; at most max_position_embeddings
@@ -179,7 +177,7 @@ class Model : public Decoder {
   DecodeBuffers decode_buffers() const { return {logits_, tokens_, state_}; }
   // The layer variants of the decode step, each from a position on (the first from 0): what
   // decodes position pos is the last whose `from` <= pos.
-  enum class LayerVariant { Split, Short, Fused, Long };
+  enum class LayerVariant { Split, Short, Fused };
   struct DecodeVariant {
     LayerVariant variant;
     uint32_t from;
@@ -247,7 +245,7 @@ class Model : public Decoder {
   std::vector<Layer> layers_;
   gpu::TensorView embedding_, lm_head_, final_norm_;  // views of the weight arena
   gpu::Buffer rope_;
-  gpu::Buffer x_, q_, att_, act_, att_partials_, logits_, part_v_, part_i_, tokens_, state_;
+  gpu::Buffer x_, q_, att_, act_, att_partials_, att_arrivals_, logits_, part_v_, part_i_, tokens_, state_;
   gpu::Buffer x_next_, o_parts_;  // the fused layer: the residual stream after attention, attend_o's partials
   gpu::Buffer x_rows_, q_rows_, att_rows_, act_rows_;  // prefill activations [chunk][width]
   gpu::Buffer k_slices_;                               // prefill: the K-split products' sums per slice

@@ -40,8 +40,6 @@ const char* variant_name(Model::LayerVariant v) {
       return "short";
     case Model::LayerVariant::Fused:
       return "fused";
-    case Model::LayerVariant::Long:
-      return "long";
   }
   return "?";
 }
