@@ -24,12 +24,14 @@ namespace fs = std::filesystem;
 
 constexpr uint32_t kVocab = 301;
 
-// The folder, written once per test binary and removed at exit.
+// The folder, written once per test binary and removed at exit. Its LM head is its own: with the
+// head tied to the embedding a random model repeats the prompt's last token, and tests that compare
+// tokens would compare nothing.
 const fs::path& model_dir() {
   struct Folder {
     fs::path path = fs::temp_directory_path() / ("wgfuse_session_" + std::to_string(getpid()));
     Folder() {
-      llm::write_random_model(path, test::small_llm_config(true, kVocab), llm::DType::F32, 41);
+      llm::write_random_model(path, test::small_llm_config(false, kVocab), llm::DType::F32, 41);
       test::write_byte_level_qwen_tokenizer(path);
     }
     ~Folder() { fs::remove_all(path); }
