@@ -499,7 +499,7 @@ TEST(LlmKernels, AttentionSplitAlongTheCache) {
     SCOPED_TRACE("chunk " + std::to_string(cs.split.chunk) + ", heads per workgroup " +
                  std::to_string(cs.split.heads_per_wg));
     auto c = attention_config();
-    c.num_heads = cs.layout.heads;
+    c.num_heads = cs.layout.heads, c.num_kv_heads = cs.layout.kv_heads, c.head_dim = cs.layout.hd;
     const auto arrivals = context().buffer(4 * llm::DecodeKernels::attend_arrivals_words(c, cs.split),
                                            BufferUsage::StorageIO, "arrivals");
     for (uint32_t pos : cs.positions)

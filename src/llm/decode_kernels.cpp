@@ -330,12 +330,21 @@ const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const Mode
   return ctx_->kernel(gpu::embedded_kernel("llm_attention", entry, std::move(o)));
 }
 
-uint32_t DecodeKernels::attend_chunks(const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
-  if (split.chunk == 0) throw Error("attention chunk (--attn-chunk) must be at least 1 cache position");
+namespace {
+// The split attention's head groups (workgroups along x, and their arrival counters); throws
+// Error when heads_per_wg does not divide the query heads of a kv head.
+uint32_t head_groups(const ModelConfig& c, AttentionSplit split) {
   const uint32_t group = c.num_heads / c.num_kv_heads;
   if (split.heads_per_wg == 0 || group % split.heads_per_wg)
     throw Error("attention heads per workgroup (--attn-heads " + std::to_string(split.heads_per_wg) +
                 ") must divide the query heads per kv head (" + std::to_string(group) + ")");
+  return c.num_heads / split.heads_per_wg;
+}
+}  // namespace
+
+uint32_t DecodeKernels::attend_chunks(const ModelConfig& c, uint32_t ctx_len, AttentionSplit split) {
+  if (split.chunk == 0) throw Error("attention chunk (--attn-chunk) must be at least 1 cache position");
+  head_groups(c, split);
   return ceil_div(ctx_len, split.chunk);
 }
 
@@ -344,7 +353,7 @@ uint64_t DecodeKernels::attend_partials_words(const ModelConfig& c, uint32_t ctx
 }
 
 uint64_t DecodeKernels::attend_arrivals_words(const ModelConfig& c, AttentionSplit split) {
-  return c.num_heads / split.heads_per_wg + 1;  // a counter per head group, then the kernel's sink
+  return head_groups(c, split) + 1;  // a counter per head group, then the kernel's sink
 }
 
 gpu::Dispatch DecodeKernels::attend(const gpu::Binding& q, const gpu::Binding& k_cache,
@@ -355,7 +364,7 @@ gpu::Dispatch DecodeKernels::attend(const gpu::Binding& q, const gpu::Binding& k
   // Every chunk of the capacity is dispatched; those past pos exit at once.
   return {&attention("attend_chunk", c, ctx_len, split),
           {q, k_cache, v_cache, state, partials, arrivals, out},
-          {c.num_heads / split.heads_per_wg, attend_chunks(c, ctx_len, split)}};
+          {head_groups(c, split), attend_chunks(c, ctx_len, split)}};
 }
 
 gpu::Dispatch DecodeKernels::attend_short(const gpu::Binding& q, const gpu::Binding& k_cache,
