@@ -565,6 +565,77 @@ TEST(LlmPersistentDecodeRun, GridFitsTheDecodeKernelItself) {
   }
 }
 
+// Test a persistent decoder on a step decoder's matrices (matrices_from: no second upload) that
+// hands its prompts to it (take_prompts_from): the model's prefill feeds a prompt's positions but the
+// last, and the persistent decoder goes on from their K/V. Over a conversation of turns, each
+// continuing the sequence, every turn's tokens and logits must equal those of a persistent decoder
+// with its own matrices that feeds every position itself: after a first prompt (also against the
+// reference), a later one (the model's cache first given the positions the persistent decoder
+// generated), one too short to hand over, and one after someone else used the model (its cache
+// then rebuilt from 0).
+class LlmPersistentHandOver : public ::testing::TestWithParam<WeightFormat> {};
+
+TEST_P(LlmPersistentHandOver, StepDecoderTakesThePrompts) {
+  const WeightFormat dtype = GetParam();
+  const auto cfg = small_llm_config(false, kVocab);
+  const auto weights = llm::HostWeights::random(cfg, 41);
+  llm::Model model(context(), cfg, weights.lookup(), {.dtype = dtype, .ctx = 64});
+  llm::PersistentOptions po{.dtype = dtype, .ctx = 64, .workgroup_size = 64};
+  llm::PersistentDecoder alone(context(), cfg, weights.lookup(), po);
+  po.matrices_from = &model;
+  llm::PersistentDecoder handed(context(), cfg, weights.lookup(), po);
+  handed.take_prompts_from(&model);
+  // The matrices counted once: the model's buffers and this decoder's own but the matrices.
+  EXPECT_LT(handed.stats().gpu_memory_bytes,
+            model.stats().gpu_memory_bytes + alone.stats().gpu_memory_bytes - alone.stats().weight_bytes / 2);
+  EXPECT_EQ(handed.stats().weight_bytes_per_token, alone.stats().weight_bytes_per_token);
+
+  const uint32_t n = 6;
+  auto turn = [&](const std::vector<uint32_t>& prompt, const char* what) {
+    const Decoded want = [&] {
+      Decoded r;
+      llm::GenerateOptions opt;
+      opt.on_logits = [&](std::span<const float> l) { r.logits.emplace_back(l.begin(), l.end()); };
+      r.tokens = alone.generate(prompt, n, {}, opt);
+      return r;
+    }();
+    Decoded got;
+    llm::GenerateOptions opt;
+    opt.on_logits = [&](std::span<const float> l) { got.logits.emplace_back(l.begin(), l.end()); };
+    got.tokens = handed.generate(prompt, n, {}, opt);
+    EXPECT_EQ(got.tokens, want.tokens) << what;
+    for (uint32_t i = 0; i < n && i < got.logits.size() && i < want.logits.size(); ++i)
+      EXPECT_LE(normalised_error<float>(got.logits[i], want.logits[i]), 1e-5) << what << ", step " << i;
+    return got;
+  };
+
+  const Decoded first = turn(kPrompt, "first prompt");
+  EXPECT_EQ(handed.stats().prompt_tokens, kPrompt.size());
+  EXPECT_EQ(model.length(), kPrompt.size() - 1);  // the model fed all but the last position
+  const llm::HostWeights stored = test::as_stored(weights, dtype);
+  llm::ref::Decoder exact(cfg, llm::ref::Weights::load(cfg, stored.lookup()), 64);
+  EXPECT_EQ(first.tokens, exact.greedy(kPrompt, n));
+
+  const std::vector<uint32_t> later = {11, 250, 3, 97, 180};
+  turn(later, "later prompt");
+  EXPECT_EQ(handed.stats().prompt_tokens, later.size() + 1);  // and the last token generated before
+  EXPECT_EQ(model.length(), kPrompt.size() + n + later.size() - 1);
+  EXPECT_EQ(model.sequence(),
+            std::vector<uint32_t>(handed.sequence().begin(), handed.sequence().begin() + model.length()));
+
+  const uint32_t fed = model.length();
+  turn({17, 4}, "short prompt");
+  EXPECT_EQ(model.length(), fed);  // two positions: through the persistent dispatch
+
+  model.reset();
+  model.generate(std::vector<uint32_t>{5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}, 4);
+  turn({200, 150, 100, 50, 25, 12}, "prompt after another use of the model");
+}
+
+INSTANTIATE_TEST_SUITE_P(Storage, LlmPersistentHandOver,
+                         ::testing::Values(WeightFormat::F32, WeightFormat::Q8_0),
+                         [](const auto& info) { return std::string(gpu::to_string(info.param)); });
+
 // Test the check that guards the persistent decode: it passes against the step decoder on the
 // same weights and names the first differing step against a model with other weights.
 TEST(LlmPersistentDecodeRun, CheckAgainstStepDecoderCatchesDifferences) {

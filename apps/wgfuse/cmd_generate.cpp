@@ -223,8 +223,9 @@ void add_generate(CLI::App& app, GlobalOptions& g) {
   c->add_option(
        "--decode", o->decode,
        "decode path: steps (a list of dispatches per token) | persistent (experimental: one dispatch "
-       "per token whose workgroups meet at grid barriers; faster than steps at Qwen2.5-0.5B's size, slower "
-       "at 1.5B's on the H200 measured (docs/RESULTS.md); greedy only; falls back to steps where "
+       "per token whose workgroups meet at grid barriers, the prompt through the step decoder's prefill; "
+       "faster than steps at Qwen2.5-0.5B's size and short contexts, slower at 1.5B's and at long "
+       "contexts on the H200 measured (docs/RESULTS.md); greedy only; falls back to steps where "
        "the co-residency probe or the --decode-check fails; a word read before its writer's store "
        "arrived discards the batch of tokens, which runs again: the JSON's decode.stale_reads and "
        "decode.batches_run_again)")

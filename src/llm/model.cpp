@@ -536,6 +536,12 @@ gpu::Plan Model::short_prompt_chunk(uint32_t T) {
   return plan;
 }
 
+Model::Matrices Model::matrices() const {
+  Matrices m{.embedding = embedding_, .lm_head = lm_head_};
+  for (const Layer& l : layers_) m.layers.push_back({l.qkv, l.o, l.gate_up, l.down});
+  return m;
+}
+
 void Model::reset() {
   Decoder::reset();
   logits_fresh_ = false;

@@ -175,6 +175,22 @@ class Model : public Decoder {
   // cache rows). Needs timestamp queries.
   PrefillProfile profile_prefill(uint32_t reps);
   DecodeBuffers decode_buffers() const { return {logits_, tokens_, state_}; }
+  // The matrices as the weight arena placed them (Q/K/V and gate/up packed: llm/architecture.h),
+  // for a decoder that binds the same buffer (PersistentOptions::matrices_from).
+  struct LayerMatrices {
+    gpu::TensorView qkv, o, gate_up, down;
+  };
+  struct Matrices {
+    std::vector<LayerMatrices> layers;
+    gpu::TensorView embedding, lm_head;
+  };
+  Matrices matrices() const;
+  // Layer l's KV cache: f32 [kv heads][capacity()][head_dim] each, K after RoPE.
+  struct LayerCache {
+    const gpu::Buffer& k;
+    const gpu::Buffer& v;
+  };
+  LayerCache kv_cache(uint32_t layer) const { return {layers_.at(layer).k_cache, layers_.at(layer).v_cache}; }
   // The layer variants of the decode step, each from a position on (the first from 0): what
   // decodes position pos is the last whose `from` <= pos.
   enum class LayerVariant { Split, Short, Fused };

@@ -1,12 +1,15 @@
 #include "llm/persistent_decode.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
+#include <set>
 
 #include "gpu/recorder.h"
 #include "llm/architecture.h"
 #include "llm/generated_tokens.h"
+#include "llm/model.h"
 #include "llm/rope.h"
 #include "llm/weight_loader.h"
 #include "util/clock.h"
@@ -229,7 +232,7 @@ PersistentDecoder::PersistentDecoder(gpu::Context& ctx, ModelConfig cfg, const W
   const uint32_t zeros[4] = {0, 0, 0, 0};
   zero_ = ctx.upload<uint32_t>(zeros, BufferUsage::CopySrc, "llm.persistent.zero");
   stats_.kv_cache_bytes = kv_.size();
-  stats_.gpu_memory_bytes = weights_.size() + vectors_.size() + live_.size() + kv_.size() + tokens_.size();
+  stats_.gpu_memory_bytes = own_memory_bytes();
   stats_.dispatches_per_step = 1;
 
   auto& o = layout_;
@@ -300,14 +303,6 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   const ModelTensors t(c, weights);  // every tensor found and shape-checked before anything is uploaded
   // The matrices: one arena that must be one buffer (one binding), layer after layer, then the
   // embedding and the LM head; the kernel finds them by offsets (in vec4s) as pipeline constants.
-  WeightLoader w(*ctx_, opt_.dtype, {.label = "llm.persistent.weights"});
-  auto packed = [&](std::string name, const PackedMatrix& m) {
-    return w.matrix(std::move(name), m.sources, m.rows, H, m.source_row);
-  };
-  struct LayerIds {
-    WeightLoader::TensorId qkv, o, gu, down;
-  };
-  std::vector<LayerIds> ids;
   // The vectors: per layer the two norms and the Q/K/V bias (packed order), the final norm, the
   // RoPE table (llm/rope.h, as Model's).
   const uint32_t H8 = pad8(H), B8 = pad8(qkv_rows);
@@ -321,58 +316,92 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   auto put = [&](uint64_t at, const TensorRef& tr) {
     tensor_row(tr, 0, std::span(vecs).subspan(at, tr.elements()));
   };
-
   for (uint32_t l = 0; l < c.num_layers; ++l) {
     const uint64_t vbase = uint64_t(l) * (2 * H8 + B8);
     put(vbase, t(AttnNorm, l));
     put(vbase + H8, t(FfnNorm, l));
     const std::vector<float> bias = packed_qkv_bias(t, c, l);
     std::copy(bias.begin(), bias.end(), vecs.begin() + ptrdiff_t(vbase + 2 * H8));
-    LayerIds m{};
-    const std::string name = "layer" + std::to_string(l) + ".";
-    m.qkv = packed(name + "qkv", packed_qkv(t, c, l));
-    m.o = w.matrix(name + "o_proj", {&t(O, l)}, H, q_rows);
-    m.gu = packed(name + "gate_up", packed_gate_up(t, c, l));
-    m.down = w.matrix(name + "down_proj", {&t(Down, l)}, H, I);
-    ids.push_back(m);
   }
-  const auto embed_id = w.matrix("embedding", {&t(Embedding)}, c.vocab_size, H);
-  const TensorRef* head = t.find(LmHead);
-  const auto head_id = head ? w.matrix("lm_head", {head}, c.vocab_size, H) : embed_id;
-  stats_.weight_formats = w.formats();
+
+  // The matrices: the step decoder's arena, or one of this decoder's own that must be one buffer
+  // (one binding), layer after layer, then the embedding and the LM head.
+  Model::Matrices m;
+  uint64_t arena_bytes = 0, buffer_cap = 0;
+  size_t buffers = 1;
+  if (opt_.matrices_from) {
+    const Model& model = *opt_.matrices_from;
+    need(model.config().num_layers == c.num_layers && model.config().hidden_size == H &&
+             model.config().intermediate_size == I && model.config().vocab_size == c.vocab_size,
+         "the step decoder whose matrices it would share has another model's configuration");
+    m = model.matrices();
+    stats_.weight_formats = model.stats().weight_formats;
+    std::set<uint64_t> ids;
+    for (const auto& l : m.layers)
+      for (const gpu::TensorView* v : {&l.qkv, &l.o, &l.gate_up, &l.down}) ids.insert(v->buffer.id());
+    ids.insert(m.embedding.buffer.id());
+    ids.insert(m.lm_head.buffer.id());
+    buffers = ids.size();
+    arena_bytes = model.stats().weight_bytes;
+    buffer_cap = m.embedding.buffer.size();
+  } else {
+    WeightLoader w(*ctx_, opt_.dtype, {.label = "llm.persistent.weights"});
+    auto packed = [&](std::string name, const PackedMatrix& pm) {
+      return w.matrix(std::move(name), pm.sources, pm.rows, H, pm.source_row);
+    };
+    std::vector<std::array<WeightLoader::TensorId, 4>> ids;
+    for (uint32_t l = 0; l < c.num_layers; ++l) {
+      const std::string name = "layer" + std::to_string(l) + ".";
+      ids.push_back({packed(name + "qkv", packed_qkv(t, c, l)),
+                     w.matrix(name + "o_proj", {&t(O, l)}, H, q_rows),
+                     packed(name + "gate_up", packed_gate_up(t, c, l)),
+                     w.matrix(name + "down_proj", {&t(Down, l)}, H, I)});
+    }
+    const auto embed_id = w.matrix("embedding", {&t(Embedding)}, c.vocab_size, H);
+    const TensorRef* head = t.find(LmHead);
+    const auto head_id = head ? w.matrix("lm_head", {head}, c.vocab_size, H) : embed_id;
+    stats_.weight_formats = w.formats();
+    buffers = w.arena().buffers();
+    arena_bytes = w.arena().total_bytes();
+    buffer_cap = w.arena().max_buffer_bytes();
+    if (stats_.weight_formats.size() == 1 && buffers == 1) w.load(opt_.progress);  // else refused below
+    for (const auto& l : ids) m.layers.push_back({w.view(l[0]), w.view(l[1]), w.view(l[2]), w.view(l[3])});
+    m.embedding = w.view(embed_id);
+    m.lm_head = w.view(head_id);
+  }
   stats_.weight_format = stats_.weight_formats.at(0).format;
   need(stats_.weight_formats.size() == 1, "the matrices are stored in " +
                                               std::to_string(stats_.weight_formats.size()) +
                                               " formats (a GGUF file of mixed tensor types, or an AWQ/GPTQ "
                                               "folder's 4-bit layers beside its f16 embedding): the "
                                               "one-dispatch decoder decodes one; use --decode steps");
-  need(w.arena().buffers() == 1,
-       "the packed weights (" + std::to_string(w.arena().total_bytes()) +
-           " bytes planned) must be one binding, but pass the per-buffer cap of " +
-           std::to_string(w.arena().max_buffer_bytes()) +
-           " bytes (min of maxStorageBufferBindingSize and maxBufferSize); use --decode steps");
+  need(buffers == 1, "the packed weights (" + std::to_string(arena_bytes) +
+                         " bytes) must be one binding, but pass the per-buffer cap of " +
+                         std::to_string(buffer_cap) +
+                         " bytes (min of maxStorageBufferBindingSize and maxBufferSize); use --decode steps");
   // Offsets in vec4s; every layer's matrices lie at the same distances (the arena places equal
   // tensors alike), which the kernel's single LAYER_V4 stride relies on.
-  auto v4 = [&](WeightLoader::TensorId id) { return w.arena().view(id).offset / 16; };
-  const uint64_t layer_v4 = c.num_layers > 1 ? v4(ids[1].qkv) - v4(ids[0].qkv) : 0;
+  auto v4 = [](const gpu::TensorView& v) { return v.offset / 16; };
+  const auto& l0 = m.layers[0];
+  const uint64_t layer_v4 = c.num_layers > 1 ? v4(m.layers[1].qkv) - v4(l0.qkv) : 0;
   for (uint32_t l = 0; l < c.num_layers; ++l) {
-    const LayerIds& m = ids[l];
-    need(v4(m.qkv) == l * layer_v4 && v4(m.o) - v4(m.qkv) == v4(ids[0].o) &&
-             v4(m.gu) - v4(m.qkv) == v4(ids[0].gu) && v4(m.down) - v4(m.qkv) == v4(ids[0].down),
+    const auto& ml = m.layers[l];
+    const uint64_t shift = l * layer_v4;
+    need(v4(ml.qkv) == v4(l0.qkv) + shift && v4(ml.o) == v4(l0.o) + shift &&
+             v4(ml.gate_up) == v4(l0.gate_up) + shift && v4(ml.down) == v4(l0.down) + shift,
          "layer " + std::to_string(l) + "'s matrices are not placed like layer 0's");
+    for (const gpu::TensorView* v : {&ml.qkv, &ml.o, &ml.gate_up, &ml.down})
+      stats_.weight_bytes_per_token += v->bytes;
   }
   layout_["LAYER_V4"] = double(layer_v4);
-  layout_["QKV_V4"] = 0;
-  layout_["O_V4"] = double(v4(ids[0].o));
-  layout_["GU_V4"] = double(v4(ids[0].gu));
-  layout_["DOWN_V4"] = double(v4(ids[0].down));
-  layout_["EMBED_V4"] = double(v4(embed_id));
-  layout_["HEAD_V4"] = double(v4(head_id));
-  w.load(opt_.progress);
-  for (const LayerIds& m : ids)
-    for (auto id : {m.qkv, m.o, m.gu, m.down}) stats_.weight_bytes_per_token += w.view(id).bytes;
-  stats_.weight_bytes_per_token += w.view(head_id).bytes + w.view(embed_id).row_bytes;
-  weights_ = w.arena().buffer(0);
+  layout_["QKV_V4"] = double(v4(l0.qkv));  // layer 0's: the kernel adds l * LAYER_V4
+  layout_["O_V4"] = double(v4(l0.o));
+  layout_["GU_V4"] = double(v4(l0.gate_up));
+  layout_["DOWN_V4"] = double(v4(l0.down));
+  layout_["EMBED_V4"] = double(v4(m.embedding));
+  layout_["HEAD_V4"] = double(v4(m.lm_head));
+  stats_.weight_bytes_per_token += m.lm_head.bytes + m.embedding.row_bytes;
+  weights_ = m.embedding.buffer;
   stats_.weight_bytes = weights_.size();
   const uint64_t final_at = uint64_t(2 * H8 + B8) * c.num_layers;
   put(final_at, t(FinalNorm));
@@ -407,7 +436,75 @@ void PersistentDecoder::record_dispatches(gpu::Recorder& rec, uint32_t count) {
   }
 }
 
+void PersistentDecoder::reset() {
+  Decoder::reset();
+  model_level_ = 0;
+}
+
+void PersistentDecoder::take_prompts_from(Model* model) {
+  if (model) {
+    const ModelConfig& m = model->config();
+    need(m.num_layers == cfg_.num_layers && m.num_kv_heads == cfg_.num_kv_heads &&
+             m.head_dim == cfg_.head_dim && m.hidden_size == cfg_.hidden_size &&
+             m.vocab_size == cfg_.vocab_size,
+         "the step decoder that takes the prompts has another model's configuration");
+    need(model->capacity() == opt_.ctx, "the step decoder that takes the prompts holds " +
+                                            std::to_string(model->capacity()) + " positions, this decoder " +
+                                            std::to_string(opt_.ctx));
+  }
+  prompt_model_ = model;
+  model_level_ = 0;
+  stats_.gpu_memory_bytes = own_memory_bytes() + (model ? model->stats().gpu_memory_bytes : 0);
+}
+
+uint64_t PersistentDecoder::own_memory_bytes() const {
+  return (opt_.matrices_from ? 0 : weights_.size()) + vectors_.size() + live_.size() + kv_.size() +
+         tokens_.size();
+}
+
+void PersistentDecoder::copy_kv(gpu::Recorder& rec, uint32_t from, uint32_t to, CopyTo where) const {
+  const uint64_t row = 4ull * cfg_.head_dim, bytes = row * (to - from);
+  for (uint32_t l = 0; l < cfg_.num_layers; ++l) {
+    const Model::LayerCache cache = prompt_model_->kv_cache(l);
+    for (uint32_t which = 0; which < 2; ++which) {
+      const gpu::Buffer& theirs = which == 0 ? cache.k : cache.v;
+      for (uint32_t h = 0; h < cfg_.num_kv_heads; ++h) {
+        // Both [kv heads][ctx][head_dim] per layer and K/V; here all layers' in one buffer.
+        const uint64_t at_model = (uint64_t(h) * opt_.ctx + from) * row;
+        const uint64_t at_here =
+            (((uint64_t(l) * 2 + which) * cfg_.num_kv_heads + h) * opt_.ctx + from) * row;
+        if (where == CopyTo::Model)
+          rec.copy(kv_, at_here, theirs, at_model, bytes);
+        else
+          rec.copy(theirs, at_model, kv_, at_here, bytes);
+      }
+    }
+  }
+}
+
 void PersistentDecoder::record_prompt_phase(gpu::Recorder& rec, const GenerateOptions&) {
+  const uint32_t unfed = uint32_t(seq_.size()) - fed_;
+  if (prompt_model_ && unfed >= kHandOverPositions) {
+    // The model's cache level with this one's (only what it lacks: a chat's later turns add the
+    // positions this decoder generated), then its prefill of all but the last position, whose
+    // K/V come back here; the last goes through this decoder's dispatch, which picks the token.
+    Model& m = *prompt_model_;
+    const auto& theirs = m.sequence();
+    if (m.length() < model_level_ || !std::equal(seq_.begin(), seq_.begin() + model_level_, theirs.begin()))
+      model_level_ = 0;  // someone else used the model since
+    model_level_ = std::min(model_level_, fed_);
+    if (model_level_ < fed_) {
+      copy_kv(rec, model_level_, fed_, CopyTo::Model);
+      rec.submit();  // before the model's prefill reads them
+    }
+    const uint32_t last = uint32_t(seq_.size()) - 1;
+    m.resume(std::span(seq_).first(fed_), fed_);
+    m.feed(std::span(seq_).subspan(fed_, last - fed_));
+    copy_kv(rec, fed_, last, CopyTo::Here);  // submitted after the model's prefill
+    model_level_ = last;
+    fed_ = last;
+    set_position();
+  }
   record_dispatches(rec, uint32_t(seq_.size()) - fed_);  // the last position picks the first token
 }
 

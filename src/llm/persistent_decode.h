@@ -4,8 +4,9 @@
 // one packed buffer. Beside llm::Model, which stays the reference: a grid barrier is only
 // trustworthy where check_grid_sync (persistent.h) passed for the grid, and the results only
 // where they were checked equal to Model's (`wgfuse generate --decode persistent`).
-// The prompt goes through the same dispatch, one position at a time (a position whose next token
-// is already known picks none).
+// A prompt goes through the same dispatch, one position at a time (a position whose next token is
+// already known picks none), unless a step decoder takes it (take_prompts_from): then its prefill
+// feeds every prompt position but the last, and their K/V are copied into this decoder's cache.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,8 @@
 #include "llm/reference.h"
 
 namespace wgfuse::llm {
+
+class Model;
 
 // The decode's variants, chosen at run time (pipeline constants) so one build measures them against
 // each other: `wgfuse generate --decode persistent --persistent-variant split+down=3`.
@@ -70,6 +73,10 @@ struct PersistentOptions {
   uint32_t probe_spin = 1u << 20;
   PersistentVariant variant;
   std::function<void(uint64_t done, uint64_t total)> progress;  // upload bytes
+  // A step decoder whose weight arena (one buffer) this decoder binds instead of uploading the
+  // matrices again (their format is then the model's, dtype unused); the norms and biases still come
+  // from the WeightLookup. It must outlive this decoder. nullptr: this decoder uploads its own.
+  const Model* matrices_from = nullptr;
   // Tests only: the kernel leaves out its stores into one region of its live words (a name of its
   // layout: "Q_W", "X2_W", ...) in one layer, `layer` counting the layers of every dispatch since
   // the decoder was built or last restarted, so that the region's readers meet stale words and the
@@ -102,9 +109,20 @@ class PersistentDecoder : public Decoder {
   const PersistentVariant& variant() const { return opt_.variant; }  // split_auto resolved into blocks
   uint32_t barriers_per_token() const;        // grid barriers inside one dispatch: 5 per layer + 1
   std::vector<float> read_logits() override;  // the logits of the last position computed
+  void reset() override;
+  // From now on a prompt phase of at least kHandOverPositions unfed positions feeds all of them but
+  // the last through `model`'s prefill (tiled products instead of one dispatch a position), its KV
+  // cache first brought level with this decoder's; the positions' K/V are then copied here. The
+  // model must have this decoder's configuration and capacity and stay alive while attached; its
+  // sequence is this decoder's to set. nullptr: every position through this decoder's dispatch.
+  void take_prompts_from(Model* model);
+  // A short prefill pass costs about as much as a few of this decoder's positions (docs/RESULTS.md).
+  static constexpr uint32_t kHandOverPositions = 4;
 
  private:
   void upload_weights(const WeightLookup& weights);
+  // This decoder's buffers, shared matrices not counted (its stats add an attached model's).
+  uint64_t own_memory_bytes() const;
   // One dispatch of the grid probe (the kernel's PROBE_POS): whether every workgroup met at one
   // barrier within `spins`. Leaves the control words zero.
   bool grid_fits(uint32_t spins);
@@ -117,6 +135,10 @@ class PersistentDecoder : public Decoder {
   void record_prompt_phase(gpu::Recorder& rec, const GenerateOptions& opt) override;
   void record_steps(gpu::Recorder& rec, uint32_t pos, uint32_t k, const GenerateOptions& opt) override;
   void record_dispatches(gpu::Recorder& rec, uint32_t count);
+  // Records copies of positions [from, to) of every layer's K and V between this decoder's cache
+  // and prompt_model_'s.
+  enum class CopyTo { Model, Here };
+  void copy_kv(gpu::Recorder& rec, uint32_t from, uint32_t to, CopyTo where) const;
   // Control word 1 names the first barrier that timed out (Error); 6 says that a read found a
   // stale word, which discards the batch (Error after kMostRunsDiscarded in a row); 5 counts the
   // stale reads (stats().stale_reads), 8.. each live region's.
@@ -134,6 +156,8 @@ class PersistentDecoder : public Decoder {
   uint32_t logits_word_ = 0;
   bool broken_ = false;
   uint32_t runs_discarded_in_a_row_ = 0;
+  Model* prompt_model_ = nullptr;
+  uint32_t model_level_ = 0;  // positions 0.. of prompt_model_'s cache that equal this decoder's
 };
 
 // The grid of a persistent decode: `requested` workgroups if check_grid_sync passes for them, or

@@ -142,9 +142,8 @@ Decoder& Session::decoder() {
 }
 
 Model& Session::step_decoder() {
-  if (!model_)
-    throw Error(ctx_ ? "the step decoder was released for the persistent decoder"
-                     : "the session is not loaded (Session::load)");
+  if (!model_) throw Error("the session is not loaded (Session::load)");
+  if (persistent_) throw Error("the step decoder feeds the persistent decoder's prompts: it is not free");
   return *model_;
 }
 
@@ -187,7 +186,7 @@ void Session::apply_sampling() {
   sampler_->set_params(params_);
   picker_.reset();
   if (params_.temperature != 0) {
-    if (!model_) throw Error("sampling needs the step decoder (--decode persistent is greedy only)");
+    if (persistent_) throw Error("sampling needs the step decoder (--decode persistent is greedy only)");
     const auto b = model_->decode_buffers();
     picker_.emplace(sampler_->plan(b.logits, b.tokens, b.state));
   }
@@ -218,6 +217,7 @@ void Session::choose_decoder(std::span<const uint32_t> prompt, uint32_t n) {
   auto fall_back = [&](const std::string& why) {
     notice("--decode persistent cannot run here, using the step decoder: " + why);
     persistent_.reset();
+    model_->reset();  // a check that failed may have left the prompt it took from the persistent decoder
     choice_ = {.kind = DecoderKind::Steps, .fallback_reason = why};
   };
   if (const std::string why = persistent_unsupported(files_.config()); !why.empty()) return fall_back(why);
@@ -241,7 +241,9 @@ void Session::choose_decoder(std::span<const uint32_t> prompt, uint32_t n) {
                           .workgroup_size = wg,
                           .fit_grid = auto_grid,
                           .probe_spin = opt_.persistent.probe_spin,
-                          .variant = opt_.persistent.variant});
+                          .variant = opt_.persistent.variant,
+                          .matrices_from = model_.get()});
+    persistent_->take_prompts_from(model_.get());  // checked as it runs
     if (checked) diff = compare_with_steps(*model_, *persistent_, prompt, checked, 1e-3);
   } catch (const Error& e) {
     if (std::string(e.what()).find("timed out") == std::string::npos) throw;
@@ -256,7 +258,6 @@ void Session::choose_decoder(std::span<const uint32_t> prompt, uint32_t n) {
          std::to_string(wg) + fitted + ", " + std::to_string(persistent_->barriers_per_token()) +
          " grid barriers per token, " + std::to_string(checked) + " tokens checked, variant " +
          to_string(persistent_->variant()));
-  model_.reset();  // checked: the step decoder's weights and cache are not needed any more
   choice_ = {.kind = DecoderKind::Persistent,
              .workgroups = persistent_->workgroups(),
              .workgroup_size = wg,
@@ -373,13 +374,15 @@ Reply Session::chat(std::string_view user, uint32_t n, const Stream& stream) {
 }
 
 PrefillProfile Session::profile_prefill(uint32_t reps) {
-  if (!model_)
+  if (!model_) throw Error("the session is not loaded (Session::load)");
+  if (persistent_)
     throw Error("--profile-prefill times the step decoder's kernels: not with --decode persistent");
   return model_->profile_prefill(reps);
 }
 
 DecodeProfile Session::profile(uint32_t reps) {
-  if (!model_) throw Error("--profile times the step decoder's kernels: not with --decode persistent");
+  if (!model_) throw Error("the session is not loaded (Session::load)");
+  if (persistent_) throw Error("--profile times the step decoder's kernels: not with --decode persistent");
   return model_->profile_decode(picker_ ? &*picker_ : nullptr, reps);
 }
 

@@ -2,7 +2,8 @@
 // that `wgfuse generate`, `wgfuse chat`, a server and the tests use one assembly:
 //   the files (config, tensors, tokenizer, chat template, stop ids, generation_config.json),
 //   the sampling settings (options over generation_config.json over greedy) and the GPU sampler,
-//   the decoder: the step decoder (llm::Model), or the persistent decoder where it may run.
+//   the decoder: the step decoder (llm::Model), or the persistent decoder where it may run (its
+//   prompts then through the step decoder's prefill).
 // The constructor reads and checks everything without touching the GPU, so that bad input fails
 // before gigabytes are uploaded; load() then builds the decoder on a device.
 #pragma once
@@ -122,7 +123,7 @@ class Session {
   gpu::Context& context() const;
   Decoder& decoder();  // after load()
   // The step decoder (its weights, buffers and plans: a server's batched decoder and the chat
-  // page's assets share them); an Error once the persistent decoder replaced it.
+  // page's assets share them); an Error once the persistent decoder took it for its prompts.
   Model& step_decoder();
   const DecoderChoice& decoder_choice() const { return choice_; }
 
@@ -186,7 +187,7 @@ class Session {
   uint32_t ctx_len_;
   std::optional<ChatTemplate> template_;
   gpu::Context* ctx_ = nullptr;
-  std::unique_ptr<Model> model_;  // released once the persistent decoder is checked
+  std::unique_ptr<Model> model_;  // the step decoder, or the persistent decoder's prompt feeder
   std::unique_ptr<Sampler> sampler_;
   std::optional<gpu::Plan> picker_;  // the sampler's plan on the step decoder's buffers; none: greedy
   std::unique_ptr<PersistentDecoder> persistent_;
