@@ -95,12 +95,18 @@ TEST(LlmSession, GeneratesFromIdsAndText) {
 }
 
 // Test a two-turn chat: the history keeps both exchanges, and the second reply equals a direct
-// step decoder run on the whole rendered conversation.
-TEST(LlmSession, ChatKeepsTheHistory) {
-  llm::Session s(options());
+// step decoder run on the whole rendered conversation; with the persistent decoder too, each
+// turn's prompt through the step decoder's prefill (the caches' handing over across turns:
+// LlmPersistentHandOver).
+class LlmSessionChat : public ::testing::TestWithParam<llm::DecoderKind> {};
+
+TEST_P(LlmSessionChat, ChatKeepsTheHistory) {
+  llm::Session s(options(GetParam()));
   s.load(test::context());
   s.new_chat("Be brief.");
   const llm::Reply first = s.chat("Hi", 4);
+  if (s.decoder_choice().kind != GetParam())
+    GTEST_SKIP() << "the persistent decoder cannot run here: " << s.decoder_choice().fallback_reason;
   const llm::Reply second = s.chat("And then?", 4);
   ASSERT_EQ(s.history().size(), 5u);
   EXPECT_EQ(s.history()[0].content, "Be brief.");
@@ -120,6 +126,12 @@ TEST(LlmSession, ChatKeepsTheHistory) {
   EXPECT_EQ(direct.generate(ids, 4, {}, go), second.ids);
   EXPECT_LE(s.decoder().stats().prompt_tokens, ids.size());  // a common prefix is not fed again
 }
+
+INSTANTIATE_TEST_SUITE_P(Decoders, LlmSessionChat,
+                         ::testing::Values(llm::DecoderKind::Steps, llm::DecoderKind::Persistent),
+                         [](const auto& info) {
+                           return std::string(info.param == llm::DecoderKind::Steps ? "steps" : "persistent");
+                         });
 
 // Test that the step decoder and the persistent decoder, behind llm::Decoder and behind the
 // session, give the reference's greedy tokens, and that their stats mean the same.
