@@ -39,8 +39,8 @@ void PrintTo(const Case& c, std::ostream* os) {
 class LlmModel : public ::testing::TestWithParam<Case> {};
 
 // Test 32 greedy tokens and every step's logits against the reference. Decode attention in one
-// pass (attend_short) below position 20, then in chunks of 16 positions (the sequence spans 3),
-// the tied model with both heads of a kv group in one workgroup.
+// pass (attend_short) below position 20, then in chunks of 16 positions, from position 28 in chunks
+// of 32 (the sequence spans 2), the tied model with both heads of a kv group in one workgroup.
 TEST_P(LlmModel, LogitsAndGreedyTokensMatchTheReference) {
   const auto [dtype, tied] = GetParam();
   const auto cfg = small_llm_config(tied);
@@ -49,6 +49,7 @@ TEST_P(LlmModel, LogitsAndGreedyTokensMatchTheReference) {
   llm::Model model(context(), cfg, weights.lookup(),
                    {.dtype = dtype,
                     .attn_short_max = 20,
+                    .attn_long_from = 28,
                     .ctx = 64,
                     .attention = {.chunk = 16, .heads_per_wg = tied ? 2u : 1u}});
 
@@ -117,7 +118,8 @@ TEST(LlmModelRun, KStepsPerSubmitCountsAndTokens) {
 // 5 with attention in one pass, 5 in chunks with --attn-short-max 0), split layers that switch
 // from one pass to chunks at position 20 (--attn-short-max 20) and fused layers that switch to
 // split ones at position 20 (--attn-fuse-max 20), the last two with
-// the prompt fed one decode step at a time and chunks of 16 positions, give the same 24 greedy
+// the prompt fed one decode step at a time and chunks of 16 positions (32 from position 26: the
+// split_long variant), give the same 24 greedy
 // tokens as the reference on the stored weights, and logits within f32 rounding of each other at
 // every step.
 TEST_P(LlmModel, FusedAndSplitLayersAgree) {
@@ -143,11 +145,17 @@ TEST_P(LlmModel, FusedAndSplitLayersAgree) {
   };
   const Run split = generate({.fusion = llm::Fusion::None});
   const Run chunked = generate({.fusion = llm::Fusion::None, .attn_short_max = 0});
-  const Run crossing = generate(
-      {.fusion = llm::Fusion::None, .attn_short_max = 20, .prefill_chunk = 0, .attention = {.chunk = 16}});
+  const Run crossing = generate({.fusion = llm::Fusion::None,
+                                 .attn_short_max = 20,
+                                 .attn_long_from = 26,
+                                 .prefill_chunk = 0,
+                                 .attention = {.chunk = 16}});
   const Run fused = generate({.fusion = llm::Fusion::Full});
-  const Run mixed = generate(
-      {.fusion = llm::Fusion::Full, .attn_fuse_max = 20, .prefill_chunk = 0, .attention = {.chunk = 16}});
+  const Run mixed = generate({.fusion = llm::Fusion::Full,
+                              .attn_fuse_max = 20,
+                              .attn_long_from = 26,
+                              .prefill_chunk = 0,
+                              .attention = {.chunk = 16}});
   EXPECT_EQ(split.dispatches, 1 + 5 * cfg.num_layers + 3);
   EXPECT_EQ(chunked.dispatches, 1 + 5 * cfg.num_layers + 3);
   EXPECT_EQ(fused.dispatches, 1 + 4 * cfg.num_layers + 3);

@@ -349,9 +349,10 @@ llm::ModelConfig qwen2_untied() {
   return c;
 }
 
-// Two prefill chunks (4 + 3 tokens); attend_short below position 9, then split attention.
+// Two prefill chunks (4 + 3 tokens); attend_short below position 9, then split attention, from
+// position 10 in chunks twice as long (split_long).
 const llm::ModelOptions kChunkedShortThenSplit{
-    .attn_short_max = 9, .ctx = 16, .prefill_chunk = 4, .attention = {.chunk = 8}};
+    .attn_short_max = 9, .attn_long_from = 10, .ctx = 16, .prefill_chunk = 4, .attention = {.chunk = 8}};
 // The prompt through decode steps; fused layers below position 9, then split ones.
 const llm::ModelOptions kStepwiseFusedThenSplit{.fusion = llm::Fusion::Full,
                                                 .attn_fuse_max = 9,

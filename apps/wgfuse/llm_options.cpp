@@ -86,6 +86,10 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
        "(a workgroup per head; at most 32768 / head_dim: 512 at head_dim 64, 256 at 128, and 4096 by "
        "workgroup memory); 0 = always split along the cache")
       ->capture_default_str();
+  c->add_option("--attn-long-from", o.s.attn_long_from,
+                "positions from which decode attention takes chunks of twice --attn-chunk (fewer to "
+                "combine; faster from ~2,000 positions on the H200 measured); 0 = never")
+      ->capture_default_str();
   c->add_option("--attn-fuse-max", o.s.attn_fuse_max,
                 "with --fusion full: positions from which decode attention is split along the cache again")
       ->capture_default_str();

@@ -290,14 +290,16 @@ gpu::Dispatch DecodeKernels::gate_up_silu_sum(const gpu::TensorView& w, const gp
 const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const ModelConfig& c, uint32_t ctx_len,
                                             AttentionSplit split, uint32_t short_max,
                                             uint32_t prompt_queries) {
-  // attend_chunk: a power of two >= head_dim, and up to 256 a thread per position of the chunk
-  // (longer chunks, fewer of them for the last workgroup to combine, at the same work a thread).
+  // attend_chunk: a power of two >= head_dim, at least 128 (the V sum and the combination in more
+  // slices: faster at 64-position chunks than 64 threads, docs/RESULTS.md session 29), and up to
+  // 256 a thread per position of the chunk (longer chunks, fewer of them for the last workgroup to
+  // combine, at the same work a thread).
   // attend_short: 256 threads, several per output vec4, that share the positions (or one per vec4
   // of a larger head).
   const bool wide = entry == "attend_short";
   const uint32_t wg =
       wide ? std::max<uint32_t>(256, std::bit_ceil(c.head_dim / 4))
-           : std::max({64u, std::bit_ceil(c.head_dim), std::min(std::bit_ceil(split.chunk), 256u)});
+           : std::max({128u, std::bit_ceil(c.head_dim), std::min(std::bit_ceil(split.chunk), 256u)});
   if (wg > ctx_->limits().max_compute_invocations_per_workgroup)
     throw Error("head_dim " + std::to_string(c.head_dim) + " needs attention workgroups of " +
                 std::to_string(wg) + " invocations, over maxComputeInvocationsPerWorkgroup");

@@ -41,6 +41,10 @@ struct AttentionSplit {
   uint32_t chunk = 64;
   uint32_t heads_per_wg = 1;
 };
+// The split of long caches (ModelOptions::attn_long_from): chunks twice as long.
+inline AttentionSplit long_attention(AttentionSplit s) {
+  return {.chunk = 2 * s.chunk, .heads_per_wg = s.heads_per_wg};
+}
 
 // A tile of the prefill products (kernels/llm_matmul.wgsl): tokens x rows of the output per
 // workgroup of tokens * rows / (32 token_groups) threads, each thread 4 tokens (8 with 2 token

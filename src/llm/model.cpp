@@ -291,6 +291,7 @@ enum class Stage {
   QkvRope,        // RMSNorm + Q/K/V + bias + RoPE + KV-cache append (q, k raw with per-head norms)
   QkNormRope,     // per-head q/k norms then RoPE (architectures with qk_norm)
   Attend,         // attention split along the cache, the chunks combined by the last of each head
+  AttendLong,     // the same in chunks twice as long
   AttendShort,    // attention in one dispatch per head (short caches)
   OProj,          // x += W_o attention
   AttendO,        // attention times W_o, a partial per kv head
@@ -308,6 +309,9 @@ std::vector<Stage> stages(Model::LayerVariant v, bool qk_norm) {
   switch (v) {
     case Model::LayerVariant::Split:
       out.insert(out.end(), {Attend, OProj, GateUpSilu, Down});
+      return out;
+    case Model::LayerVariant::SplitLong:
+      out.insert(out.end(), {AttendLong, OProj, GateUpSilu, Down});
       return out;
     case Model::LayerVariant::Short:
       out.insert(out.end(), {AttendShort, OProj, GateUpSilu, Down});
@@ -351,9 +355,11 @@ gpu::Plan Model::layers_plan(LayerVariant v) {
                         {"qk_norm_rope", vec(2 * (q_rows + kv_rows) + 2 * c.head_dim + c.head_dim)});
           break;
         case Stage::Attend:
-          plan.dispatch(k.attend(q_, l.k_cache, l.v_cache, state_, att_partials_, att_arrivals_, att_, c,
-                                 ctx_len_, opt_.attention),
-                        {"attention", vec(2 * q_rows), kv_per_position});
+        case Stage::AttendLong:
+          plan.dispatch(
+              k.attend(q_, l.k_cache, l.v_cache, state_, att_partials_, att_arrivals_, att_, c, ctx_len_,
+                       s == Stage::Attend ? opt_.attention : long_attention(opt_.attention)),
+              {"attention", vec(2 * q_rows), kv_per_position});
           break;
         case Stage::AttendShort:
           plan.dispatch(k.attend_short(q_, l.k_cache, l.v_cache, state_, att_, c, ctx_len_, short_max()),
@@ -402,6 +408,8 @@ void Model::build_plans() {
     from = {{LayerVariant::Short, 0}, {LayerVariant::Split, short_max()}};
   else
     from = {{LayerVariant::Split, 0}};
+  if (opt_.attn_long_from > from.back().second && opt_.attn_long_from < ctx_len_)
+    from.push_back({LayerVariant::SplitLong, opt_.attn_long_from});
   for (auto [v, pos] : from) variants_.push_back({v, pos, layers_plan(v)});
   head_.dispatch(
       k.matvec_norm(lm_head_, x_, final_norm_, logits_, c.vocab_size, c.hidden_size, c.rms_norm_eps),
@@ -416,8 +424,10 @@ void Model::build_plans() {
   advance_.build();
   const size_t per_token = head_.dispatches() + argmax_.dispatches();
   stats_.dispatches_per_step = uint32_t(decode_body(0).dispatches() + per_token);
-  stats_.dispatches_per_step_long = uint32_t(variants_.back().body.dispatches() + per_token);
-  stats_.long_from = variants_.back().from;
+  // The long list: where the layer's dispatches change (split_long has split's).
+  const DecodeVariant& changed = variants_.size() > 1 ? variants_[1] : variants_[0];
+  stats_.dispatches_per_step_long = uint32_t(changed.body.dispatches() + per_token);
+  stats_.long_from = changed.from;
   // The prefill pipelines of a whole chunk and of the short passes are compiled now, not inside
   // the first (timed) prompt.
   if (opt_.prefill_chunk) prompt_chunk(std::min(opt_.prefill_chunk, ctx_len_));

@@ -8,8 +8,9 @@
 //   qkv_rope, and for per-head q/k norms (Qwen3) qkv_rope storing the raw heads, then
 //   qk_norm_rope. Then:
 //   split: attention (chunks of the cache, combined by the last workgroup of each head), o_proj +
-//     residual, gate_up_silu, down + residual; short (below attn_short_max positions): attention
-//     in one dispatch per head;
+//     residual, gate_up_silu, down + residual; split_long (from attn_long_from positions): the
+//     same in chunks twice as long; short (below attn_short_max positions): attention in one
+//     dispatch per head;
 //   fused (Fusion::Full below attn_fuse_max positions): attend_o (attention times W_o, a partial
 //     per kv head), gate_up_silu_sum (residual + partials into x_next), down + residual
 //     (x = x_next + W_down act); from attn_fuse_max on, the split layer.
@@ -58,6 +59,11 @@ struct ModelOptions {
   // (attend_short) instead of split along the cache; 0 = always split.
   // Capped at Model::kAttendShortSpan / head_dim (docs/RESULTS.md, sessions 4 and 20).
   uint32_t attn_short_max = 512;
+  // Positions from which the split attention takes chunks of twice attention.chunk: fewer for each
+  // head's last workgroup to combine, where the cache is long enough to fill the GPU with them
+  // (faster from ~2,000 positions on the H200, slower at 1,000: docs/RESULTS.md, session 29);
+  // 0 = never.
+  uint32_t attn_long_from = 2048;
   uint32_t ctx = 4096;  // KV-cache positions; at most max_position_embeddings
   // Prompt tokens per prefill submit (tiled matrix-matrix kernels); 0 feeds prompts through
   // decode steps instead, one position at a time.
@@ -193,7 +199,7 @@ class Model : public Decoder {
   LayerCache kv_cache(uint32_t layer) const { return {layers_.at(layer).k_cache, layers_.at(layer).v_cache}; }
   // The layer variants of the decode step, each from a position on (the first from 0): what
   // decodes position pos is the last whose `from` <= pos.
-  enum class LayerVariant { Split, Short, Fused };
+  enum class LayerVariant { Split, SplitLong, Short, Fused };
   struct DecodeVariant {
     LayerVariant variant;
     uint32_t from;

@@ -36,6 +36,8 @@ const char* variant_name(Model::LayerVariant v) {
   switch (v) {
     case Model::LayerVariant::Split:
       return "split";
+    case Model::LayerVariant::SplitLong:
+      return "split_long";
     case Model::LayerVariant::Short:
       return "short";
     case Model::LayerVariant::Fused:

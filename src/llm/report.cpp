@@ -194,6 +194,7 @@ nlohmann::json run_json(Session& s, std::span<const uint32_t> prompt, const Repl
   j["fusion"] = fusion_name(o.fusion);
   j["attn_fuse_max"] = o.attn_fuse_max;
   j["attn_short_max"] = o.attn_short_max;
+  j["attn_long_from"] = o.attn_long_from;
   j["decode"] = decoder_json(s.decoder_choice());
   if (s.decoder_choice().kind == DecoderKind::Persistent) {
     j["decode"]["stale_reads"] = st.stale_reads;

@@ -117,6 +117,7 @@ void Session::load(gpu::Context& ctx) {
   mo.fusion = opt_.fusion;
   mo.attn_fuse_max = opt_.attn_fuse_max;
   mo.attn_short_max = opt_.attn_short_max;
+  mo.attn_long_from = opt_.attn_long_from;
   mo.prefill_chunk = opt_.prefill_chunk;
   mo.prefill_short_max = opt_.prefill_short_max;
   mo.binding_limit = opt_.binding_limit;

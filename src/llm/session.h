@@ -67,6 +67,7 @@ struct SessionOptions {
   Fusion fusion = Fusion::None;
   uint32_t attn_fuse_max = ModelOptions{}.attn_fuse_max;
   uint32_t attn_short_max = ModelOptions{}.attn_short_max;
+  uint32_t attn_long_from = ModelOptions{}.attn_long_from;
   uint32_t prefill_chunk = ModelOptions{}.prefill_chunk;
   uint32_t prefill_short_max = ModelOptions{}.prefill_short_max;
   uint64_t binding_limit = 0;  // ModelOptions::binding_limit: plan for a browser's limits (serve --limits)
