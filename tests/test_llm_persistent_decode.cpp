@@ -5,6 +5,7 @@
 // One workgroup is always co-resident with itself, so the grid barriers are exercised without
 // depending on SwiftShader's scheduling; several workgroups run where the probe passes, and a
 // barrier that then times out must be reported, never give wrong tokens.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -630,6 +631,27 @@ TEST_P(LlmPersistentHandOver, StepDecoderTakesThePrompts) {
   model.reset();
   model.generate(std::vector<uint32_t>{5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}, 4);
   turn({200, 150, 100, 50, 25, 12}, "prompt after another use of the model");
+}
+
+// Test that a step decoder whose matrices lie in several buffers (a binding limit below the
+// arena's size) is refused as the persistent decoder's weights, saying why.
+TEST(LlmPersistentDecodeRun, SharedMatricesMustBeOneBuffer) {
+  const auto cfg = small_llm_config(false, kVocab);
+  const auto weights = llm::HostWeights::random(cfg, 43);
+  llm::Model split(context(), cfg, weights.lookup(),
+                   {.dtype = WeightFormat::F16, .ctx = 64, .binding_limit = 64 * 1024});
+  ASSERT_GT(std::count_if(split.buffers().begin(), split.buffers().end(),
+                          [](const llm::NamedBuffer& b) { return b.name.starts_with("weights."); }),
+            1);
+  try {
+    llm::PersistentDecoder d(context(), cfg, weights.lookup(),
+                             {.dtype = WeightFormat::F16, .ctx = 64, .matrices_from = &split});
+    ADD_FAILURE() << "matrices in several buffers were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the step decoder's matrices lie in"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("--decode steps"), std::string::npos) << e.what();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Storage, LlmPersistentHandOver,

@@ -327,8 +327,7 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   // The matrices: the step decoder's arena, or one of this decoder's own that must be one buffer
   // (one binding), layer after layer, then the embedding and the LM head.
   Model::Matrices m;
-  uint64_t arena_bytes = 0, buffer_cap = 0;
-  size_t buffers = 1;
+  std::string split_why;  // why the matrices are not in one buffer (one binding), if they are not
   if (opt_.matrices_from) {
     const Model& model = *opt_.matrices_from;
     need(model.config().num_layers == c.num_layers && model.config().hidden_size == H &&
@@ -341,9 +340,9 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
       for (const gpu::TensorView* v : {&l.qkv, &l.o, &l.gate_up, &l.down}) ids.insert(v->buffer.id());
     ids.insert(m.embedding.buffer.id());
     ids.insert(m.lm_head.buffer.id());
-    buffers = ids.size();
-    arena_bytes = model.stats().weight_bytes;
-    buffer_cap = m.embedding.buffer.size();
+    if (ids.size() > 1)
+      split_why = "the step decoder's matrices lie in " + std::to_string(ids.size()) +
+                  " buffers (its per-buffer cap: the device's binding limit or serve --limits')";
   } else {
     WeightLoader w(*ctx_, opt_.dtype, {.label = "llm.persistent.weights"});
     auto packed = [&](std::string name, const PackedMatrix& pm) {
@@ -361,10 +360,11 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
     const TensorRef* head = t.find(LmHead);
     const auto head_id = head ? w.matrix("lm_head", {head}, c.vocab_size, H) : embed_id;
     stats_.weight_formats = w.formats();
-    buffers = w.arena().buffers();
-    arena_bytes = w.arena().total_bytes();
-    buffer_cap = w.arena().max_buffer_bytes();
-    if (stats_.weight_formats.size() == 1 && buffers == 1) w.load(opt_.progress);  // else refused below
+    if (w.arena().buffers() > 1)
+      split_why = "the packed weights (" + std::to_string(w.arena().total_bytes()) +
+                  " bytes) pass the per-buffer cap of " + std::to_string(w.arena().max_buffer_bytes()) +
+                  " bytes (min of maxStorageBufferBindingSize and maxBufferSize)";
+    if (stats_.weight_formats.size() == 1 && split_why.empty()) w.load(opt_.progress);  // else refused below
     for (const auto& l : ids) m.layers.push_back({w.view(l[0]), w.view(l[1]), w.view(l[2]), w.view(l[3])});
     m.embedding = w.view(embed_id);
     m.lm_head = w.view(head_id);
@@ -375,10 +375,7 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
                                               " formats (a GGUF file of mixed tensor types, or an AWQ/GPTQ "
                                               "folder's 4-bit layers beside its f16 embedding): the "
                                               "one-dispatch decoder decodes one; use --decode steps");
-  need(buffers == 1, "the packed weights (" + std::to_string(arena_bytes) +
-                         " bytes) must be one binding, but pass the per-buffer cap of " +
-                         std::to_string(buffer_cap) +
-                         " bytes (min of maxStorageBufferBindingSize and maxBufferSize); use --decode steps");
+  need(split_why.empty(), split_why + ", and the one-dispatch decoder binds them as one; use --decode steps");
   // Offsets in vec4s; every layer's matrices lie at the same distances (the arena places equal
   // tensors alike), which the kernel's single LAYER_V4 stride relies on.
   auto v4 = [](const gpu::TensorView& v) { return v.offset / 16; };
