@@ -301,8 +301,6 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   const uint32_t qkv_rows = q_rows + 2 * kv_rows, H = c.hidden_size, I = c.intermediate_size;
   using enum TensorRole;
   const ModelTensors t(c, weights);  // every tensor found and shape-checked before anything is uploaded
-  // The matrices: one arena that must be one buffer (one binding), layer after layer, then the
-  // embedding and the LM head; the kernel finds them by offsets (in vec4s) as pipeline constants.
   // The vectors: per layer the two norms and the Q/K/V bias (packed order), the final norm, the
   // RoPE table (llm/rope.h, as Model's).
   const uint32_t H8 = pad8(H), B8 = pad8(qkv_rows);
@@ -324,8 +322,9 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
     std::copy(bias.begin(), bias.end(), vecs.begin() + ptrdiff_t(vbase + 2 * H8));
   }
 
-  // The matrices: the step decoder's arena, or one of this decoder's own that must be one buffer
-  // (one binding), layer after layer, then the embedding and the LM head.
+  // The matrices: the step decoder's arena, or one of this decoder's own (layer after layer, then
+  // the embedding and the LM head), in one buffer (one binding); the kernel finds them by offsets
+  // (in vec4s) as pipeline constants.
   Model::Matrices m;
   std::string split_why;  // why the matrices are not in one buffer (one binding), if they are not
   if (opt_.matrices_from) {
