@@ -119,7 +119,7 @@ TEST(LlmModelRun, KStepsPerSubmitCountsAndTokens) {
 // from one pass to chunks at position 20 (--attn-short-max 20) and fused layers that switch to
 // split ones at position 20 (--attn-fuse-max 20), the last two with
 // the prompt fed one decode step at a time and chunks of 16 positions (32 from position 26: the
-// split_long variant), give the same 24 greedy
+// split_long variant; with --attn-long-from 8, from position 20 at once), give the same 24 greedy
 // tokens as the reference on the stored weights, and logits within f32 rounding of each other at
 // every step.
 TEST_P(LlmModel, FusedAndSplitLayersAgree) {
@@ -131,6 +131,7 @@ TEST_P(LlmModel, FusedAndSplitLayersAgree) {
     std::vector<uint32_t> tokens;
     std::vector<std::vector<float>> logits;
     uint32_t dispatches;
+    std::vector<std::pair<llm::Model::LayerVariant, uint32_t>> variants;  // and where each begins
   };
   auto generate = [&](llm::ModelOptions o) {
     o.dtype = dtype;
@@ -141,6 +142,7 @@ TEST_P(LlmModel, FusedAndSplitLayersAgree) {
     opt.on_logits = [&](std::span<const float> l) { r.logits.emplace_back(l.begin(), l.end()); };
     r.tokens = model.generate(kPrompt, n, {}, opt);
     r.dispatches = model.stats().dispatches_per_step;
+    for (const auto& v : model.decode_variants()) r.variants.push_back({v.variant, v.from});
     return r;
   };
   const Run split = generate({.fusion = llm::Fusion::None});
@@ -150,6 +152,11 @@ TEST_P(LlmModel, FusedAndSplitLayersAgree) {
                                  .attn_long_from = 26,
                                  .prefill_chunk = 0,
                                  .attention = {.chunk = 16}});
+  const Run long_at_once = generate({.fusion = llm::Fusion::None,
+                                     .attn_short_max = 20,
+                                     .attn_long_from = 8,
+                                     .prefill_chunk = 0,
+                                     .attention = {.chunk = 16}});
   const Run fused = generate({.fusion = llm::Fusion::Full});
   const Run mixed = generate({.fusion = llm::Fusion::Full,
                               .attn_fuse_max = 20,
@@ -159,12 +166,20 @@ TEST_P(LlmModel, FusedAndSplitLayersAgree) {
   EXPECT_EQ(split.dispatches, 1 + 5 * cfg.num_layers + 3);
   EXPECT_EQ(chunked.dispatches, 1 + 5 * cfg.num_layers + 3);
   EXPECT_EQ(fused.dispatches, 1 + 4 * cfg.num_layers + 3);
+  using enum llm::Model::LayerVariant;
+  const std::vector<std::pair<llm::Model::LayerVariant, uint32_t>> crossing_variants = {
+      {Short, 0}, {Split, 20}, {SplitLong, 26}};
+  const std::vector<std::pair<llm::Model::LayerVariant, uint32_t>> long_variants = {{Short, 0},
+                                                                                    {SplitLong, 20}};
+  EXPECT_EQ(crossing.variants, crossing_variants);
+  EXPECT_EQ(long_at_once.variants, long_variants);
   auto stored = reference(cfg, as_stored(weights, dtype), 64);
   const auto want = stored.greedy(kPrompt, n);
   ASSERT_EQ(split.logits.size(), n);
   for (const auto& [name, r] : {std::pair<std::string, const Run&>{"split", split},
                                 {"chunked", chunked},
                                 {"crossing", crossing},
+                                {"long_at_once", long_at_once},
                                 {"fused", fused},
                                 {"mixed", mixed}}) {
     EXPECT_EQ(r.tokens, want) << name;

@@ -408,8 +408,13 @@ void Model::build_plans() {
     from = {{LayerVariant::Short, 0}, {LayerVariant::Split, short_max()}};
   else
     from = {{LayerVariant::Split, 0}};
-  if (opt_.attn_long_from > from.back().second && opt_.attn_long_from < ctx_len_)
-    from.push_back({LayerVariant::SplitLong, opt_.attn_long_from});
+  // Long chunks from attn_long_from, or wherever the split begins if that is later.
+  if (opt_.attn_long_from && opt_.attn_long_from < ctx_len_) {
+    if (opt_.attn_long_from > from.back().second)
+      from.push_back({LayerVariant::SplitLong, opt_.attn_long_from});
+    else if (from.back().first == LayerVariant::Split)
+      from.back().first = LayerVariant::SplitLong;
+  }
   for (auto [v, pos] : from) variants_.push_back({v, pos, layers_plan(v)});
   head_.dispatch(
       k.matvec_norm(lm_head_, x_, final_norm_, logits_, c.vocab_size, c.hidden_size, c.rms_norm_eps),

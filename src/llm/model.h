@@ -59,10 +59,10 @@ struct ModelOptions {
   // (attend_short) instead of split along the cache; 0 = always split.
   // Capped at Model::kAttendShortSpan / head_dim (docs/RESULTS.md, sessions 4 and 20).
   uint32_t attn_short_max = 512;
-  // Positions from which the split attention takes chunks of twice attention.chunk: fewer for each
-  // head's last workgroup to combine, where the cache is long enough to fill the GPU with them
-  // (faster from ~2,000 positions on the H200, slower at 1,000: docs/RESULTS.md, session 29);
-  // 0 = never.
+  // Positions from which the split attention takes chunks of twice attention.chunk (from where the
+  // split begins, if that is later): fewer for each head's last workgroup to combine, where the
+  // cache is long enough to fill the GPU with them (faster from ~2,000 positions on the H200,
+  // slower at 1,000: docs/RESULTS.md, session 29); 0 = never.
   uint32_t attn_long_from = 2048;
   uint32_t ctx = 4096;  // KV-cache positions; at most max_position_embeddings
   // Prompt tokens per prefill submit (tiled matrix-matrix kernels); 0 feeds prompts through
