@@ -23,6 +23,7 @@ struct RopeScaling {
   double mscale = 0.0, mscale_all_dim = 0.0;  // yarn, 0 = absent
   bool truncate = true;                       // yarn: round the correction range to whole dims
   std::vector<double> freq_factors;           // Factors: head_dim / 2 of them
+  bool operator==(const RopeScaling&) const = default;
 };
 
 struct ModelConfig {
@@ -39,6 +40,7 @@ struct ModelConfig {
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
   RopeScaling rope_scaling;
+  bool operator==(const ModelConfig&) const = default;
 };
 
 }  // namespace wgfuse::llm

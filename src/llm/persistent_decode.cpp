@@ -329,8 +329,7 @@ void PersistentDecoder::upload_weights(const WeightLookup& weights) {
   std::string split_why;  // why the matrices are not in one buffer (one binding), if they are not
   if (opt_.matrices_from) {
     const Model& model = *opt_.matrices_from;
-    need(model.config().num_layers == c.num_layers && model.config().hidden_size == H &&
-             model.config().intermediate_size == I && model.config().vocab_size == c.vocab_size,
+    need(model.config() == c,
          "the step decoder whose matrices it would share has another model's configuration");
     m = model.matrices();
     stats_.weight_formats = model.stats().weight_formats;
@@ -439,10 +438,7 @@ void PersistentDecoder::reset() {
 
 void PersistentDecoder::take_prompts_from(Model* model) {
   if (model) {
-    const ModelConfig& m = model->config();
-    need(m.num_layers == cfg_.num_layers && m.num_kv_heads == cfg_.num_kv_heads &&
-             m.head_dim == cfg_.head_dim && m.hidden_size == cfg_.hidden_size &&
-             m.vocab_size == cfg_.vocab_size,
+    need(model->config() == cfg_,
          "the step decoder that takes the prompts has another model's configuration");
     need(model->capacity() == opt_.ctx, "the step decoder that takes the prompts holds " +
                                             std::to_string(model->capacity()) + " positions, this decoder " +
