@@ -73,25 +73,40 @@ var<workgroup> q_group: array<vec4<f32>, HEADS_PER_WG * D4>;
 var<workgroup> chunk_p: array<f32, HEADS_PER_WG * CHUNK>;  // scores, then exp(s - m)
 var<workgroup> red4: array<vec4<f32>, WG>;
 
+// V vec4s a thread has in flight at once. The V sum loads its positions in batches of V_BATCH
+// (a round trip to memory each), and the kernels request the first batch before the softmax,
+// which it does not need, so that it arrives while the reductions run.
+const V_BATCH = 16u;
+
+// Thread (d4, slice)'s V vec4s of positions t = t0 + slice + j SLICES (j < V_BATCH) below n,
+// zero elsewhere; v_row is the first position's vec4 d4.
+fn v_batch(v_row: u32, t0: u32, n: u32, slice: u32) -> array<vec4<f32>, V_BATCH> {
+  var v: array<vec4<f32>, V_BATCH>;
+  for (var j = 0u; j < V_BATCH; j++) {
+    let t = t0 + slice + j * SLICES;
+    if (slice < SLICES && t < n) {  // slice >= SLICES: WG is not a multiple of D4, the last threads idle
+      v[j] = v4_cache[v_row + t * D4];
+    }
+  }
+  return v;
+}
+
 // Thread (d4, slice)'s part of sum_t p_t v_t over positions t = slice, slice + SLICES, ... < n:
-// p_t = chunk_p[p_row + t], v_t = v4_cache[v_row + t * D4] (v_row: the first position's vec4 d4).
-// Four positions per iteration, so that four V loads are in flight at once.
-fn pv_part(v_row: u32, p_row: u32, n: u32, slice: u32) -> vec4<f32> {
+// p_t = chunk_p[p_row + t], v_t from v_batch(); `first` is the batch of positions below
+// V_BATCH SLICES, already requested.
+fn pv_part(first: array<vec4<f32>, V_BATCH>, v_row: u32, p_row: u32, n: u32, slice: u32) -> vec4<f32> {
   var acc = vec4<f32>(0.0);
-  if (slice >= SLICES) {
-    return acc;  // WG is not a multiple of D4: the last threads idle
-  }
-  var t = slice;
-  for (; t + 3u * SLICES < n; t += 4u * SLICES) {
-    let v0 = v4_cache[v_row + t * D4];
-    let v1 = v4_cache[v_row + (t + SLICES) * D4];
-    let v2 = v4_cache[v_row + (t + 2u * SLICES) * D4];
-    let v3 = v4_cache[v_row + (t + 3u * SLICES) * D4];
-    acc += chunk_p[p_row + t] * v0 + chunk_p[p_row + t + SLICES] * v1 +
-           chunk_p[p_row + t + 2u * SLICES] * v2 + chunk_p[p_row + t + 3u * SLICES] * v3;
-  }
-  for (; t < n; t += SLICES) {
-    acc += chunk_p[p_row + t] * v4_cache[v_row + t * D4];
+  var v = first;
+  for (var t0 = 0u; t0 < n; t0 += V_BATCH * SLICES) {
+    if (t0 > 0u) {
+      v = v_batch(v_row, t0, n, slice);
+    }
+    for (var j = 0u; j < V_BATCH; j++) {
+      let t = t0 + slice + j * SLICES;
+      if (slice < SLICES && t < n) {
+        acc += chunk_p[p_row + t] * v[j];
+      }
+    }
   }
   return acc;
 }
@@ -151,6 +166,8 @@ fn attend_chunk(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
       chunk_p[i] = (s.x + s.y + s.z + s.w) * SCALE;
     }
   }
+  // Every head of the workgroup reads the same V rows: one first batch for all.
+  let v_first = v_batch(kv + lid % D4, 0u, n, lid / D4);
   workgroupBarrier();
 
   var old = 0u;  // the exchanged-out words, ORed: waited for before the arrival
@@ -169,7 +186,7 @@ fn attend_chunk(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
     }
     l = reduce(l, false, WG / 2u, lid, sg_lane, sg_size);  // its barrier also publishes chunk_p
 
-    let sum = sum_slices(pv_part(kv + lid % D4, row, n, lid / D4), lid);
+    let sum = sum_slices(pv_part(v_first, kv + lid % D4, row, n, lid / D4), lid);
     let base = ((h0 + g) * CHUNKS + c) * PARTIAL;
     if (lid < D4) {
       old |= atomicExchange(&partials[base + 4u * lid], bitcast<u32>(sum.x));
@@ -261,8 +278,8 @@ fn combine_head(h: u32, chunks: u32, lid: u32, sg_lane: u32, sg_size: u32) {
 // Workgroup h over positions 0..pos < CHUNK (the host sets CHUNK to the bound): scores of
 // positions t = lid, lid + WG, ... (q and the K row read straight from memory: every load of a
 // thread is independent), the softmax through two subgroup reductions, then pv_part and the
-// slices added in workgroup memory. Dependent steps: K loads, 2 barriers, V loads, 1 barrier, the
-// store.
+// slices added in workgroup memory. Dependent steps: K loads (V's first batch with them), 2
+// barriers, V's further batches (past V_BATCH SLICES positions), 1 barrier, the store.
 @group(0) @binding(4) var<storage, read_write> short_out: array<vec4<f32>>;  // [heads * HEAD_DIM / 4]
 
 @compute @workgroup_size(WG)
@@ -271,6 +288,7 @@ fn attend_short(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
   let h = wid.x;
   let len = min(state[0] + 1u, CHUNK);
   let kv = (h / GROUP) * CTX * D4;
+  let v_first = v_batch(kv + lid % D4, 0u, len, lid / D4);  // before the scores: it needs none
   var m = -3.4e38;
   for (var t = lid; t < len; t += WG) {
     var s = vec4<f32>(0.0);
@@ -289,7 +307,7 @@ fn attend_short(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
     l += e;
   }
   l = reduce(l, false, WG / 2u, lid, sg_lane, sg_size);  // its barrier also publishes chunk_p
-  let sum = sum_slices(pv_part(kv + lid % D4, 0u, len, lid / D4), lid);
+  let sum = sum_slices(pv_part(v_first, kv + lid % D4, 0u, len, lid / D4), lid);
   if (lid < D4) {
     short_out[h * D4 + lid] = sum / l;
   }

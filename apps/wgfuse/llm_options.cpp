@@ -83,7 +83,7 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
   c->add_option(
        "--attn-short-max", o.s.attn_short_max,
        "with --fusion none: positions below which decode attention is one dispatch per layer "
-       "(a workgroup per head; at most 32768 / head_dim: 512 at head_dim 64, 256 at 128, and 4096 by "
+       "(a workgroup per head; at most 16384 / head_dim: 256 at head_dim 64, 128 at 128, and 4096 by "
        "workgroup memory); 0 = always split along the cache")
       ->capture_default_str();
   c->add_option("--attn-long-from", o.s.attn_long_from,

@@ -57,8 +57,8 @@ struct ModelOptions {
   uint32_t attn_fuse_max = 512;
   // Fusion::None: positions below which each layer's decode attention is one dispatch per head
   // (attend_short) instead of split along the cache; 0 = always split.
-  // Capped at Model::kAttendShortSpan / head_dim (docs/RESULTS.md, sessions 4 and 20).
-  uint32_t attn_short_max = 512;
+  // Capped at Model::kAttendShortSpan / head_dim (docs/RESULTS.md, sessions 4, 20 and 30).
+  uint32_t attn_short_max = 256;
   // Positions from which the split attention takes chunks of twice attention.chunk (from where the
   // split begins, if that is later): fewer for each head's last workgroup to combine, where the
   // cache is long enough to fill the GPU with them (faster from ~2,000 positions on the H200,
@@ -222,8 +222,8 @@ class Model : public Decoder {
   uint64_t residual_row_bytes() const { return 4ull * pad8(cfg_.hidden_size); }
   // attend_short's workgroup reads a head's K and V rows alone: positions x head_dim floats of
   // each. Past this many the split along the cache is as fast or faster (0.5B, head_dim 64:
-  // 512 positions; 1.5B, head_dim 128: from ~256 on).
-  static constexpr uint32_t kAttendShortSpan = 512 * 64;
+  // from between 200 and 300 positions on the H200; 1.5B, head_dim 128: level at 200).
+  static constexpr uint32_t kAttendShortSpan = 256 * 64;
   uint32_t short_max() const;  // attend_short's positions: 0 = not used
 
  private:
