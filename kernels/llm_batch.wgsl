@@ -620,9 +620,12 @@ fn qkv_rope_rows(ids: Ids, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_w
 // order. In a round a thread scores positions lid, lid + HWG, ... (its key rows read as vec4s, the
 // loads independent), the round's max and sum go through subgroup reductions and one partial per
 // subgroup, and thread (d4, slice) sums p v over positions slice, slice + SLICES, ... for vec4 d4
-// of the output, four positions at a time (four V loads in flight); the slices' sums are added
-// once, after the last round (each was rescaled alike).
+// of the output; the slices' sums are added once, after the last round (each was rescaled alike).
+// A thread's V rows of a round are loaded V_BATCH at a time, all in flight, and the first batch is
+// requested before the round's softmax, which it does not need: a round costs the trip of its K
+// and V loads, not one per four positions (as attend_chunk in llm_attention.wgsl).
 const ROUND: u32 = 256u;  // positions per round, a multiple of HWG
+const V_BATCH: u32 = 16u;
 override SCALE: f32 = 1.0;  // 1 / sqrt(HEAD_DIM)
 override GROUP: u32 = 1u;   // HEADS / KV_HEADS
 override HEAD_V4: u32 = 1u;  // HEAD_DIM / 4, at most HWG
@@ -638,6 +641,19 @@ var<workgroup> probs: array<f32, ROUND>;
 var<workgroup> part_max: array<f32, SG_PARTS>;
 var<workgroup> part_sum: array<f32, SG_PARTS>;
 var<workgroup> slice_sums: array<vec4<f32>, HWG>;
+
+// Thread (d4, slice)'s V vec4s of round positions t = t0 + slice + j SLICES (j < V_BATCH) below n,
+// zero elsewhere; v_row is the round's first position's vec4 d4.
+fn round_v(v_row: u32, t0: u32, n: u32, slice: u32) -> array<vec4<f32>, V_BATCH> {
+  var v: array<vec4<f32>, V_BATCH>;
+  for (var j = 0u; j < V_BATCH; j++) {
+    let t = t0 + slice + j * SLICES;
+    if (slice < SLICES && t < n) {
+      v[j] = v_att[v_row + t * HEAD_V4];
+    }
+  }
+  return v;
+}
 
 @compute @workgroup_size(HWG)
 fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
@@ -669,6 +685,8 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
       probs[t] = s;
       s_max = max(s_max, s);
     }
+    let v_row = cache + p0 * HEAD_V4 + d4;
+    var v = round_v(v_row, 0u, n, slice);
     let sg_max = subgroupMax(s_max);
     if (sg_lane == 0u) {
       part_max[sg] = sg_max;
@@ -697,18 +715,15 @@ fn attend_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     let rescale = exp(m - m_new);
     l = l * rescale + round_sum;
     var pv = vec4<f32>(0.0);
-    if (slice < SLICES) {
-      let v_row = cache + p0 * HEAD_V4 + d4;
-      var t = slice;
-      for (; t + 3u * SLICES < n; t += 4u * SLICES) {
-        let v0 = v_att[v_row + t * HEAD_V4];
-        let v1 = v_att[v_row + (t + SLICES) * HEAD_V4];
-        let v2 = v_att[v_row + (t + 2u * SLICES) * HEAD_V4];
-        let v3 = v_att[v_row + (t + 3u * SLICES) * HEAD_V4];
-        pv += probs[t] * v0 + probs[t + SLICES] * v1 + probs[t + 2u * SLICES] * v2 + probs[t + 3u * SLICES] * v3;
+    for (var t0 = 0u; t0 < n; t0 += V_BATCH * SLICES) {
+      if (t0 > 0u) {
+        v = round_v(v_row, t0, n, slice);
       }
-      for (; t < n; t += SLICES) {
-        pv += probs[t] * v_att[v_row + t * HEAD_V4];
+      for (var j = 0u; j < V_BATCH; j++) {
+        let t = t0 + slice + j * SLICES;
+        if (slice < SLICES && t < n) {
+          pv += probs[t] * v[j];
+        }
       }
     }
     acc = acc * rescale + pv;

@@ -123,33 +123,37 @@ INSTANTIATE_TEST_SUITE_P(
 
 // Test that attention past its first round of cache positions (ROUND in kernels/llm_batch.wgsl:
 // 256) keeps the online softmax right: a stream decoding at positions 270.. beside a short one,
-// its last two steps in one submit.
+// its last two steps in one submit. head_dim 12 takes a round's V rows in one batch a thread,
+// head_dim 128 in two (V_BATCH 16 of 8 slices).
 TEST(LlmBatchRun, LongContextAttendsInRounds) {
-  auto cfg = test::small_llm_config(false);
-  cfg.max_position_embeddings = 512;
-  const auto weights = llm::HostWeights::random(cfg, 73);
-  constexpr uint32_t kCtx = 280;
-  llm::Model model(context(), cfg, weights.lookup(),
-                   {.dtype = WeightFormat::F32, .ctx = kCtx, .prefill_chunk = 96});
-  std::vector<uint32_t> prompt(271);
-  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = uint32_t(i * 37 + 11) % cfg.vocab_size;
-  constexpr uint32_t kTokens = 3;
-  const auto single = model.generate(prompt, kTokens);
-  llm::BatchDecoder batch(model, 2);
-  batch.start(0, std::vector<uint32_t>{5, 6, 7});
-  batch.start(1, prompt);
-  llm::ref::Decoder ref(cfg, llm::ref::Weights::load(cfg, weights.lookup()), kCtx);
-  llm::ref::Vec want = ref.prefill(prompt);
-  // One step, then the other two in one submit (steps chained on the GPU).
-  std::vector<uint32_t> got = {batch.step()[1]};
-  EXPECT_LE(normalised_error(batch.read_logits(1), want), 1e-4) << "token 0";
-  for (const auto& step : batch.steps(kTokens - 1)) {
-    EXPECT_NE(step[0], llm::BatchDecoder::kNoToken);
-    want = ref.forward(got.back());
-    got.push_back(step[1]);
+  for (const uint32_t hd : {12u, 128u}) {
+    SCOPED_TRACE("head_dim " + std::to_string(hd));
+    auto cfg = test::small_llm_config(false);
+    cfg.max_position_embeddings = 512, cfg.head_dim = hd;
+    const auto weights = llm::HostWeights::random(cfg, 73);
+    constexpr uint32_t kCtx = 280;
+    llm::Model model(context(), cfg, weights.lookup(),
+                     {.dtype = WeightFormat::F32, .ctx = kCtx, .prefill_chunk = 96});
+    std::vector<uint32_t> prompt(271);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = uint32_t(i * 37 + 11) % cfg.vocab_size;
+    constexpr uint32_t kTokens = 3;
+    const auto single = model.generate(prompt, kTokens);
+    llm::BatchDecoder batch(model, 2);
+    batch.start(0, std::vector<uint32_t>{5, 6, 7});
+    batch.start(1, prompt);
+    llm::ref::Decoder ref(cfg, llm::ref::Weights::load(cfg, weights.lookup()), kCtx);
+    llm::ref::Vec want = ref.prefill(prompt);
+    // One step, then the other two in one submit (steps chained on the GPU).
+    std::vector<uint32_t> got = {batch.step()[1]};
+    EXPECT_LE(normalised_error(batch.read_logits(1), want), 1e-4) << "token 0";
+    for (const auto& step : batch.steps(kTokens - 1)) {
+      EXPECT_NE(step[0], llm::BatchDecoder::kNoToken);
+      want = ref.forward(got.back());
+      got.push_back(step[1]);
+    }
+    EXPECT_LE(normalised_error(batch.read_logits(1), want), 1e-4) << "the last token";
+    EXPECT_EQ(got, single);
   }
-  EXPECT_LE(normalised_error(batch.read_logits(1), want), 1e-4) << "the last token";
-  EXPECT_EQ(got, single);
 }
 
 // Test that a prompt joining in parts (begin, then prefill of at most 5 tokens between steps)
