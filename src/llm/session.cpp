@@ -357,12 +357,18 @@ Reply Session::chat(std::string_view user, uint32_t n, const Stream& stream) {
       history_.erase(history_.begin() + long(first), history_.begin() + long(first) + 2);
       ++dropped;
     }
-    // The decoder's sequence is the previous render plus the reply; reuse it only as a prefix.
+    // The decoder's sequence is the previous render plus the reply: the positions it shares with
+    // this render stay in the KV cache. A reply whose text does not encode back to its ids (a
+    // special token, a character split across tokens) then costs the tokens from there on, not
+    // the whole conversation.
     Decoder& d = decoder();
     const auto& seq = d.sequence();
-    const bool prefix = seq.size() <= ids.size() && std::equal(seq.begin(), seq.end(), ids.begin());
-    if (!prefix) d.reset();
-    const size_t reused = prefix ? seq.size() : 0;
+    size_t reused = size_t(std::mismatch(seq.begin(), seq.end(), ids.begin(), ids.end()).first - seq.begin());
+    if (reused < seq.size()) {
+      // Only fed positions are in the cache, and at least one token goes through the prompt.
+      reused = std::min<size_t>({reused, d.length(), ids.size() - 1});
+      d.resume(std::span(ids).first(reused), uint32_t(reused));
+    }
     Reply r = generate(std::span(ids).subspan(reused), std::min(n, room(ids.size())), stream);
     r.dropped_exchanges = dropped;
     history_.push_back({"assistant", r.text});
