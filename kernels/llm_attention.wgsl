@@ -459,7 +459,20 @@ fn attend_prompt(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_i
 // repeats): staging a group's heads in one workgroup would multiply the q tile by GROUP (7 for
 // Qwen2.5-0.5B) and not fit. Tiles are dispatched last first: the causal tiles near the end of
 // the prompt have the most keys.
+// Split along the keys (SPLITS > 1, grid z): a short prompt's few query tiles would each run all
+// of their key tiles one after another (the last tile's chain bounds the dispatch while most SMs
+// idle), so workgroup z takes key tiles z n / SPLITS .. (z + 1) n / SPLITS - 1 of the n its query
+// tile needs and writes its rows' unnormalised sums, running max m and sum l into tile_parts
+// (none for an empty share: m stays at the floor, l at 0); attend_prompt_combine adds them up.
 override TQ: u32 = 64u;
+override SPLITS: u32 = 1u;
+override HEADS: u32 = 1u;
+// [SPLITS][HEADS][rows][HD4 + 1], rows = the chunk's queries in whole tiles (a runtime length, so
+// that prompts of any length share the pipelines): a row's output vec4s, then (m, l, 0, 0).
+@group(0) @binding(5) var<storage, read_write> tile_parts: array<vec4<f32>>;
+fn tile_part(split: u32, h: u32, t: u32, rows: u32) -> u32 {
+  return ((split * HEADS + h) * rows + t) * (HD4 + 1u);
+}
 const TK: u32 = 32u;
 override TV: u32 = (HD4 + 7u) / 8u;  // output vec4s a thread, per row
 override BFLY: u32 = 8u;             // lanes of a row's max through shuffles: 1, 2, 4 or 8
@@ -522,12 +535,21 @@ fn attend_prompt_tiled(@builtin(local_invocation_index) lid: u32, @builtin(workg
   let T = state[2];
   let start = state[1];
   let keys = start + min(q_first + TQ, T);  // positions the tile's queries attend to, at most
+  // This workgroup's keys: all, or its share of whole key tiles (so no key past its share is
+  // staged where a query could count it).
+  var k_begin = 0u;
+  var k_end = keys;
+  if (SPLITS > 1u) {
+    let n = (keys + TK - 1u) / TK;
+    k_begin = wid.z * n / SPLITS * TK;
+    k_end = min(keys, (wid.z + 1u) * n / SPLITS * TK);
+  }
   let kv4 = (h / GROUP) * CTX * HD4;
   var k_next: array<vec4<f32>, 4>;
   var v_next: array<vec4<f32>, 4>;
   if (KV_PARTS == 1u) {
-    k_next = load_kv(kv4, 0u, keys, lid, 0u, false);
-    v_next = load_kv(kv4, 0u, keys, lid, 0u, true);
+    k_next = load_kv(kv4, k_begin, k_end, lid, 0u, false);
+    v_next = load_kv(kv4, k_begin, k_end, lid, 0u, true);
   }
   for (var e = lid; e < TQ * HD4; e += TQ * 2u) {
     let i = e / HD4;
@@ -543,9 +565,9 @@ fn attend_prompt_tiled(@builtin(local_invocation_index) lid: u32, @builtin(workg
   var m = array<f32, 4>(-3.4e38, -3.4e38, -3.4e38, -3.4e38);
   var l = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
   var acc: array<array<vec4<f32>, 4>, 4>;  // [row][output vec4 cg + 8 n]
-  for (var k0 = 0u; k0 < keys; k0 += TK) {
+  for (var k0 = k_begin; k0 < k_end; k0 += TK) {
     workgroupBarrier();  // the previous tile's V and probabilities are read (and tq_tile written)
-    stage_kv(&k_next, kv4, k0, keys, lid, false);
+    stage_kv(&k_next, kv4, k0, k_end, lid, false);
     workgroupBarrier();
     var s = array<array<f32, 4>, 4>();  // [row][key cg + 8 j]
     for (var d = 0u; d < HD4; d++) {
@@ -603,7 +625,7 @@ fn attend_prompt_tiled(@builtin(local_invocation_index) lid: u32, @builtin(workg
       tp_tile[(cg + 8u * j) * TP_STRIDE + rg] = p;
     }
     workgroupBarrier();  // probabilities written; K read by everyone
-    stage_kv(&v_next, kv4, k0, keys, lid, true);
+    stage_kv(&v_next, kv4, k0, k_end, lid, true);
     workgroupBarrier();
     for (var j = 0u; j < TK; j++) {
       var vr: array<vec4<f32>, 4>;
@@ -622,12 +644,48 @@ fn attend_prompt_tiled(@builtin(local_invocation_index) lid: u32, @builtin(workg
   for (var i = 0u; i < 4u; i++) {
     let t = q_first + 4u * rg + i;
     if (t < T) {
+      let part = tile_part(wid.z, h, t, groups.y * TQ);
       for (var n = 0u; n < TV; n++) {
         let d = cg + 8u * n;
         if (d < HD4) {
-          out_rows[t * (OUT_STRIDE / 4u) + h * HD4 + d] = acc[i][n] / l[i];
+          if (SPLITS > 1u) {
+            tile_parts[part + d] = acc[i][n];
+          } else {
+            out_rows[t * (OUT_STRIDE / 4u) + h * HD4 + d] = acc[i][n] / l[i];
+          }
         }
+      }
+      if (SPLITS > 1u && cg == 0u) {
+        tile_parts[part + HD4] = vec4<f32>(m[i], l[i], 0.0, 0.0);
       }
     }
   }
+}
+
+// attend_prompt_tiled's split partials of query t, head h, output vec4 d added up: out = sum_z
+// exp(m_z - M) o_z / sum_z exp(m_z - M) l_z, M = max_z m_z (every query has a key in some share,
+// so M is a score). A thread per (t, h, d): grid ceil(HEADS HD4 / 64) x the chunk's tokens.
+@compute @workgroup_size(64)
+fn attend_prompt_combine(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let hd = gid.x;
+  let t = gid.y;
+  if (hd >= HEADS * HD4 || t >= state[2]) {
+    return;
+  }
+  let h = hd / HD4;
+  let rows = (state[2] + TQ - 1u) / TQ * TQ;
+  var big_m = -3.4e38;
+  for (var z = 0u; z < SPLITS; z++) {
+    big_m = max(big_m, tile_parts[tile_part(z, h, t, rows) + HD4].x);
+  }
+  var o = vec4<f32>(0.0);
+  var l = 0.0;
+  for (var z = 0u; z < SPLITS; z++) {
+    let part = tile_part(z, h, t, rows);
+    let ml = tile_parts[part + HD4];
+    let w = exp(ml.x - big_m);
+    l += w * ml.y;
+    o += w * tile_parts[part + hd % HD4];
+  }
+  out_rows[t * (OUT_STRIDE / 4u) + hd] = o / l;
 }

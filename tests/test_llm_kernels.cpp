@@ -938,20 +938,26 @@ TEST(LlmKernels, PromptTileChoiceAndLimits) {
   EXPECT_EQ(k.residual_prompt(w.view, buf, buf, buf, 512, 96, 400, 1000).size(), 1u);
 }
 
-// Test prefill attention, both kernels (the tiled one at each tile it has): T queries at positions p0 .. p0 +
-// T - 1 (state word 1 = p0: the chunk starts after p0 cached positions), each over positions 0 .. its own:
-// cache slots from p0 + T on hold NaN, and each query must ignore its successors' keys (causal). Heads on kv
-// heads: 4 on 2 at head_dim 12 or 128, 14 on 2 at 64 (Qwen2.5-0.5B), or as many kv heads as heads
-// (no grouping). Several query and key blocks (16 x 16) and tiles (up to 64 x 32), a chunk start
-// inside a key tile, lengths that fill no tile.
+// Test prefill attention, both kernels (the tiled one at each tile it has, its keys shared out or
+// not): T queries at positions p0 .. p0 + T - 1 (state word 1 = p0: the chunk starts after p0
+// cached positions), each over positions 0 .. its own: cache slots from p0 + T on hold NaN, and each
+// query must ignore its successors' keys (causal). Heads on kv heads: 4 on 2 at head_dim 12 or 128,
+// 14 on 2 at 64 (Qwen2.5-0.5B), or as many kv heads as heads (no grouping). Several query and key
+// blocks (16 x 16) and tiles (up to 64 x 32), a chunk start inside a key tile, lengths that fill no
+// tile; splits that leave some workgroups no key tile, a query none in its share, and an odd split.
 struct PromptAttentionCase {
   uint32_t T, hd, p0;
   bool grouped = true;
 };
-// The kernel: 0 = blocks, else tiled with this many queries a workgroup.
-class LlmPromptAttention : public ::testing::TestWithParam<std::tuple<PromptAttentionCase, uint32_t>> {};
+// The kernel: queries 0 = blocks, else tiled with this many queries a workgroup, its keys split
+// `splits` ways (0: the rule).
+struct PromptAttentionKernel {
+  uint32_t queries, splits;
+};
+class LlmPromptAttention
+    : public ::testing::TestWithParam<std::tuple<PromptAttentionCase, PromptAttentionKernel>> {};
 TEST_P(LlmPromptAttention, IsCausalOverTheCache) {
-  const auto [param, tiled_queries] = GetParam();
+  const auto [param, kernel] = GetParam();
   const auto [T, hd, p0, grouped] = param;
   auto c = attention_config();
   if (hd == 64) c.num_heads = 14, c.head_dim = 64;
@@ -970,14 +976,26 @@ TEST_P(LlmPromptAttention, IsCausalOverTheCache) {
   const uint32_t state[4] = {0, p0, T, 0};
   auto out = token_rows(std::vector<float>(T * q_rows, kNaN), T, q_rows);
   llm::DecodeKernels k(context());
-  if (tiled_queries && !k.prompt_attention_fits(tiled_queries, hd))
-    GTEST_SKIP() << "tiles of " << tiled_queries << " queries at head_dim " << hd
+  if (kernel.queries && !k.prompt_attention_fits(kernel.queries, hd))
+    GTEST_SKIP() << "tiles of " << kernel.queries << " queries at head_dim " << hd
                  << " do not fit this device's workgroup memory";
-  const auto kind = tiled_queries ? llm::PromptAttention::Tiled : llm::PromptAttention::Blocks;
-  run({k.attend_prompt(llm::upload_padded(context(), "q", q), llm::upload_padded(context(), "k", kc),
-                       llm::upload_padded(context(), "v", vc),
-                       context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"), out, c, ctx_len, T,
-                       kind, tiled_queries)});
+  const auto kind = kernel.queries ? llm::PromptAttention::Tiled : llm::PromptAttention::Blocks;
+  // Room for the most partials; poisoned, so that a share's row left unwritten would show.
+  const uint64_t parts_words =
+      llm::DecodeKernels::prompt_attention_parts_words(c, T, std::max(kernel.queries, 16u), 8);
+  auto parts = poisoned(parts_words);
+  const auto steps =
+      k.attend_prompt(llm::upload_padded(context(), "q", q), llm::upload_padded(context(), "k", kc),
+                      llm::upload_padded(context(), "v", vc),
+                      context().upload<uint32_t>(state, BufferUsage::StorageIO, "state"), out, parts,
+                      parts_words, c, ctx_len, T, kind, kernel.queries, kernel.splits);
+  const uint32_t splits = kernel.splits ? kernel.splits
+                          : kernel.queries
+                              ? llm::DecodeKernels::prompt_attention_splits(c.num_heads, T, kernel.queries)
+                              : 1;
+  ASSERT_EQ(steps.size(), splits > 1 ? 2u : 1u);
+  EXPECT_EQ(steps[0].grid.z, splits);
+  run(steps);
   std::vector<double> want;
   for (uint32_t t = 0; t < T; ++t) {
     auto o = ref::attention(as_double({q.begin() + t * q_rows, q.begin() + (t + 1) * q_rows}), as_double(kc),
@@ -994,12 +1012,18 @@ INSTANTIATE_TEST_SUITE_P(
                                          PromptAttentionCase{133, 64, 5}, PromptAttentionCase{300, 64, 70},
                                          PromptAttentionCase{40, 128, 5},
                                          PromptAttentionCase{133, 128, 37, false}),
-                       ::testing::Values(0u, 16u, 32u, 64u)),
+                       ::testing::Values(PromptAttentionKernel{0, 1}, PromptAttentionKernel{16, 1},
+                                         PromptAttentionKernel{32, 1}, PromptAttentionKernel{64, 1},
+                                         PromptAttentionKernel{16, 0}, PromptAttentionKernel{32, 3},
+                                         PromptAttentionKernel{64, 8})),
     [](const auto& info) {
       const auto& p = std::get<0>(info.param);
+      const auto& kernel = std::get<1>(info.param);
       return std::to_string(p.T) + "tokens_hd" + std::to_string(p.hd) + "_from" + std::to_string(p.p0) +
              (p.grouped ? "" : "_ungrouped") +
-             (std::get<1>(info.param) ? "_tiled" + std::to_string(std::get<1>(info.param)) : "_blocks");
+             (kernel.queries ? "_tiled" + std::to_string(kernel.queries) +
+                                   (kernel.splits ? "_split" + std::to_string(kernel.splits) : "_rule")
+                             : "_blocks");
     });
 
 // Test that the prefill attention's option and tile size are checked: an unknown kernel name and
@@ -1017,10 +1041,17 @@ TEST(LlmKernels, PromptAttentionChoiceIsChecked) {
   auto b = poisoned(8);
   llm::DecodeKernels k(context());
   try {
-    k.attend_prompt(b, b, b, b, b, attention_config(), 4, 1, llm::PromptAttention::Tiled, 48);
+    k.attend_prompt(b, b, b, b, b, b, 8, attention_config(), 4, 1, llm::PromptAttention::Tiled, 48);
     FAIL() << "tiles of 48 queries were accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("not 48"), std::string::npos) << e.what();
+  }
+  try {
+    k.attend_prompt(b, b, b, b, b, b, 8, attention_config(), 4, 1, llm::PromptAttention::Tiled, 64,
+                    llm::DecodeKernels::kPromptAttentionMaxSplits + 1);
+    FAIL() << "a split of 9 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not 9"), std::string::npos) << e.what();
   }
 }
 
@@ -1031,7 +1062,7 @@ TEST(LlmKernels, AttentionPromptRefusesAnOddHeadDim) {
   auto b = poisoned(8);
   llm::DecodeKernels k(context());
   try {
-    k.attend_prompt(b, b, b, b, b, c, 4, 1);
+    k.attend_prompt(b, b, b, b, b, b, 8, c, 4, 1);
     FAIL() << "head_dim 10 was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("head_dim 10"), std::string::npos) << e.what();

@@ -109,8 +109,14 @@ void add_llm_options(CLI::App* c, LlmOptions& o) {
                 "1 to 8 (at most as many as their sums fit)")
       ->capture_default_str();
   c->add_option("--prefill-attention", o.prefill_attention,
-                "prefill attention kernel: auto (tiled for chunks of 1,024 tokens or more, else blocks), "
+                "prefill attention kernel: auto (tiled for chunks of 192 tokens or more, else blocks), "
                 "blocks (16 queries x 16 keys a workgroup) or tiled (up to 64 queries x 32 keys)")
+      ->capture_default_str();
+  c->add_option("--prefill-attention-splits", o.s.prefill_attention_splits,
+                "tiled prefill attention: workgroups that share out a tile's keys, their partials added "
+                "by a second dispatch (short prompts fill the GPU); 0 = the rule (2 where the tiles "
+                "make fewer than 512 workgroups, else 1)")
+      ->check(CLI::Range(0u, llm::DecodeKernels::kPromptAttentionMaxSplits))
       ->capture_default_str();
 }
 std::unique_ptr<llm::Session> open_session(LlmOptions lo, const std::string& decode) {

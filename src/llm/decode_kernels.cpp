@@ -289,7 +289,7 @@ gpu::Dispatch DecodeKernels::gate_up_silu_sum(const gpu::TensorView& w, const gp
 
 const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const ModelConfig& c, uint32_t ctx_len,
                                             AttentionSplit split, uint32_t short_max,
-                                            uint32_t prompt_queries) {
+                                            PromptAttentionTile prompt) {
   // attend_chunk: a power of two >= head_dim, at least 128 (the V sum and the combination in more
   // slices: faster at 64-position chunks than 64 threads, docs/RESULTS.md session 29), and up to
   // 256 a thread per position of the chunk (longer chunks, fewer of them for the last workgroup to
@@ -326,7 +326,9 @@ const gpu::Kernel& DecodeKernels::attention(const std::string& entry, const Mode
                                   {"CHUNK", split.chunk},
                                   {"CHUNKS", chunks},
                                   {"HEADS_PER_WG", split.heads_per_wg},
-                                  {"TQ", prompt_queries}};
+                                  {"TQ", prompt.queries},
+                                  {"SPLITS", prompt.splits},
+                                  {"HEADS", c.num_heads}};
   // Only for the kernel that shuffles: a plan file's device needs subgroups of its largest BFLY.
   if (entry == "attend_prompt_tiled") o["BFLY"] = prompt_row_lanes();
   return ctx_->kernel(gpu::embedded_kernel("llm_attention", entry, std::move(o)));
@@ -380,20 +382,22 @@ gpu::Dispatch DecodeKernels::attend_short(const gpu::Binding& q, const gpu::Bind
   return gpu::Dispatch{&k, {q, k_cache, v_cache, state, out}, {c.num_heads}};
 }
 
-gpu::Dispatch DecodeKernels::attend_prompt(const gpu::Binding& q, const gpu::Binding& k_cache,
-                                           const gpu::Binding& v_cache, const gpu::Binding& state,
-                                           const gpu::Binding& out, const ModelConfig& c, uint32_t ctx_len,
-                                           uint32_t T, PromptAttention kind, uint32_t tiled_queries) {
+std::vector<gpu::Dispatch> DecodeKernels::attend_prompt(const gpu::Binding& q, const gpu::Binding& k_cache,
+                                                        const gpu::Binding& v_cache,
+                                                        const gpu::Binding& state, const gpu::Binding& out,
+                                                        const gpu::Binding& parts, uint64_t parts_words,
+                                                        const ModelConfig& c, uint32_t ctx_len, uint32_t T,
+                                                        PromptAttention kind, uint32_t tiled_queries,
+                                                        uint32_t splits) {
   if (c.head_dim % 4 != 0 || c.head_dim > 128)
     throw Error("prefill attention needs head_dim a multiple of 4 and at most 128 (head_dim " +
                 std::to_string(c.head_dim) +
                 "); feed the prompt through decode steps instead (prefill chunk 0)");
   if (kind == PromptAttention::Auto)
-    kind = T >= kPromptTiledMinTokens && prompt_attention_queries(c.head_dim, c.num_heads, T)
-               ? PromptAttention::Tiled
-               : PromptAttention::Blocks;
+    kind = T >= kPromptTiledMinTokens && prompt_attention_queries(c.head_dim) ? PromptAttention::Tiled
+                                                                              : PromptAttention::Blocks;
   if (kind == PromptAttention::Tiled) {
-    const uint32_t tq = tiled_queries ? tiled_queries : prompt_attention_queries(c.head_dim, c.num_heads, T);
+    const uint32_t tq = tiled_queries ? tiled_queries : prompt_attention_queries(c.head_dim);
     if (tq != 16 && tq != 32 && tq != 64 && tq != 0)
       throw Error("tiled prefill attention takes 16, 32 or 64 queries a workgroup, not " +
                   std::to_string(tq));
@@ -402,15 +406,40 @@ gpu::Dispatch DecodeKernels::attend_prompt(const gpu::Binding& q, const gpu::Bin
                   " needs more than maxComputeWorkgroupStorageSize = " +
                   std::to_string(ctx_->limits().max_compute_workgroup_storage_size) +
                   " bytes of workgroup memory; use --prefill-attention blocks");
-    auto& k = attention("attend_prompt_tiled", c, ctx_len, {}, 0, tq);
-    return gpu::Dispatch{&k, {q, k_cache, v_cache, state, out}, {c.num_heads, ceil_div(T, tq)}};
+    if (splits > kPromptAttentionMaxSplits)
+      throw Error("tiled prefill attention splits a tile's keys at most " +
+                  std::to_string(kPromptAttentionMaxSplits) + " ways, not " + std::to_string(splits));
+    const uint32_t tiles = ceil_div(T, tq);
+    uint32_t s = splits ? splits : prompt_attention_splits(c.num_heads, T, tq);
+    s = uint32_t(std::clamp<uint64_t>(parts_words / prompt_attention_parts_words(c, T, tq, 1), 1, s));
+    const PromptAttentionTile tile{.queries = tq, .splits = s};
+    auto& k = attention("attend_prompt_tiled", c, ctx_len, {}, 0, tile);
+    std::vector<gpu::Dispatch> steps{
+        gpu::Dispatch{&k, {q, k_cache, v_cache, state, out, parts}, {c.num_heads, tiles, s}}};
+    if (s > 1) {
+      auto& combine = attention("attend_prompt_combine", c, ctx_len, {}, 0, tile);
+      steps.push_back(gpu::Dispatch{
+          &combine,
+          {gpu::Binding::unused(), gpu::Binding::unused(), gpu::Binding::unused(), state, out, parts},
+          {ceil_div(c.num_heads * c.head_dim / 4, 64), T}});
+    }
+    return steps;
   }
   // Blocks of 16 queries x 16 keys (llm_attention.wgsl PQ, PK), q and k rows padded by a vec4.
   constexpr uint32_t block = 16;
   const uint64_t hd4 = c.head_dim / 4;
   check_workgroup_memory("attend_prompt", c.head_dim, 16 * block * (3 * hd4 + 2) + 2 * 4 * block * block);
   auto& k = attention("attend_prompt", c, ctx_len);
-  return gpu::Dispatch{&k, {q, k_cache, v_cache, state, out}, {c.num_heads, ceil_div(T, block)}};
+  return {gpu::Dispatch{&k, {q, k_cache, v_cache, state, out}, {c.num_heads, ceil_div(T, block)}}};
+}
+
+uint32_t DecodeKernels::prompt_attention_splits(uint32_t heads, uint32_t T, uint32_t queries) {
+  return uint64_t(heads) * ceil_div(T, queries) < kPromptAttentionSplitBelow ? 2 : 1;
+}
+
+uint64_t DecodeKernels::prompt_attention_parts_words(const ModelConfig& c, uint32_t T, uint32_t queries,
+                                                     uint32_t splits) {
+  return uint64_t(splits) * c.num_heads * ceil_div(T, queries) * queries * (c.head_dim + 4);
 }
 
 uint32_t DecodeKernels::prompt_row_lanes() const {
@@ -425,14 +454,10 @@ bool DecodeKernels::prompt_attention_fits(uint32_t queries, uint32_t head_dim) c
          ctx_->limits().max_compute_workgroup_storage_size;
 }
 
-uint32_t DecodeKernels::prompt_attention_queries(uint32_t head_dim, uint32_t heads, uint32_t T) const {
-  uint32_t fits = 0;
-  for (uint32_t tq : {64u, 32u, 16u}) {
-    if (!prompt_attention_fits(tq, head_dim)) continue;
-    if (uint64_t(heads) * ceil_div(T, tq) >= kPromptMinWorkgroups) return tq;
-    fits = tq;
-  }
-  return fits;
+uint32_t DecodeKernels::prompt_attention_queries(uint32_t head_dim) const {
+  for (uint32_t tq : {64u, 32u, 16u})
+    if (prompt_attention_fits(tq, head_dim)) return tq;
+  return 0;
 }
 
 PromptAttention parse_prompt_attention(std::string_view s, std::string_view what) {

@@ -64,9 +64,15 @@ enum class PromptProduct { Qkv, GateUp, Residual };
 PromptTile parse_prompt_tile(std::string_view s, std::string_view what);
 
 // Which kernel attends a prompt's queries (kernels/llm_attention.wgsl): attend_prompt (blocks of
-// 16 queries x 16 keys) or attend_prompt_tiled (tiles of up to 64 queries x 32 keys, 4 x 4 a thread).
+// 16 queries x 16 keys) or attend_prompt_tiled (tiles of up to 64 queries x 32 keys, 4 x 4 a thread,
+// a tile's keys shared out among several workgroups at short prompts).
 // Auto: Tiled for chunks of at least DecodeKernels::kPromptTiledMinTokens queries, else Blocks.
 enum class PromptAttention { Auto, Blocks, Tiled };
+// attend_prompt_tiled's workgroups: `queries` a tile (16, 32 or 64), `splits` workgroups sharing
+// out a tile's keys (1: none; else attend_prompt_combine adds up their partials).
+struct PromptAttentionTile {
+  uint32_t queries = 64, splits = 1;
+};
 // "auto", "blocks" or "tiled"; `what` (an option's name) goes into the error.
 PromptAttention parse_prompt_attention(std::string_view s, std::string_view what);
 
@@ -193,15 +199,30 @@ class DecodeKernels {
   std::vector<gpu::Dispatch> residual_prompt(const gpu::TensorView& w, const gpu::Binding& x,
                                              const gpu::Binding& resid, const gpu::Binding& parts,
                                              uint32_t part_tokens, uint32_t rows, uint32_t cols, uint32_t T);
-  gpu::Dispatch attend_prompt(const gpu::Binding& q, const gpu::Binding& k_cache, const gpu::Binding& v_cache,
-                              const gpu::Binding& state, const gpu::Binding& out, const ModelConfig& cfg,
-                              uint32_t ctx_len, uint32_t T, PromptAttention kind = PromptAttention::Auto,
-                              uint32_t tiled_queries = 0);  // Tiled: 16, 32 or 64; 0 = the rule below
+  // Causal attention of a chunk's T queries (q rows) over the cache into out: one dispatch, or
+  // with the tiled kernel's keys split (`splits`; 0: the rule below, fewer where the partials do
+  // not fit parts_words floats of `parts`) a second that adds the partials up.
+  std::vector<gpu::Dispatch> attend_prompt(const gpu::Binding& q, const gpu::Binding& k_cache,
+                                           const gpu::Binding& v_cache, const gpu::Binding& state,
+                                           const gpu::Binding& out, const gpu::Binding& parts,
+                                           uint64_t parts_words, const ModelConfig& cfg, uint32_t ctx_len,
+                                           uint32_t T, PromptAttention kind = PromptAttention::Auto,
+                                           uint32_t tiled_queries = 0,  // Tiled: 16, 32 or 64; 0 = the rule
+                                           uint32_t splits = 0);
   // attend_prompt_tiled's queries per workgroup: the largest of 64, 32, 16 whose tiles fit the
-  // device's workgroup memory and that still makes kPromptMinWorkgroups workgroups for `heads`
-  // heads over T queries, else the smallest that fits; 0 if none fits.
-  uint32_t prompt_attention_queries(uint32_t head_dim, uint32_t heads, uint32_t T) const;
+  // device's workgroup memory; 0 if none fits.
+  uint32_t prompt_attention_queries(uint32_t head_dim) const;
   bool prompt_attention_fits(uint32_t queries, uint32_t head_dim) const;
+  // The rule's split of a tile's keys for `heads` heads over T queries in tiles of `queries`: 2
+  // where the tiles alone make fewer than kPromptAttentionSplitBelow workgroups, else none
+  // (measured on the H200, docs/RESULTS.md session 31: 2 ways faster than 4 and 8 at 512 and
+  // 1,024 tokens of Qwen2.5-0.5B, and than none up to 2,048; at 4,000 level).
+  static uint32_t prompt_attention_splits(uint32_t heads, uint32_t T, uint32_t queries);
+  // The floats of the partials of T queries split `splits` ways.
+  static uint64_t prompt_attention_parts_words(const ModelConfig& cfg, uint32_t T, uint32_t queries,
+                                               uint32_t splits);
+  static constexpr uint32_t kPromptAttentionSplitBelow = 512;
+  static constexpr uint32_t kPromptAttentionMaxSplits = 8;
   // attend_prompt_tiled's lanes that take a row's max through subgroup shuffles: min(8, the
   // adapter's smallest subgroup), a power of two.
   uint32_t prompt_row_lanes() const;
@@ -225,10 +246,10 @@ class DecodeKernels {
   static constexpr uint32_t kPromptMaxKSplit = 8;
   static constexpr uint32_t kPromptMinSliceSteps = 8;
   static constexpr uint32_t kPromptQkvKSplit = 4;
-  // PromptAttention::Auto takes the tiled kernel from this chunk length on. The H100 measured
-  // tiled faster at 1,024 and 4,000 tokens, blocks as fast (0.5B) or faster (1.5B) at 512
-  // (docs/RESULTS.md, session 15); the crossing between 512 and 1,024 was not measured.
-  static constexpr uint32_t kPromptTiledMinTokens = 1024;
+  // PromptAttention::Auto takes the tiled kernel from this chunk length on. With its keys split
+  // the H200 measured it faster than blocks at 200 to 2,048 tokens (0.5B; 1.5B at 512) and slower
+  // at 100 (docs/RESULTS.md, session 31; unsplit, blocks had been level at 512, session 15).
+  static constexpr uint32_t kPromptTiledMinTokens = 192;
   // Every later prompt product uses `tile` instead of prompt_tile() (tests: each tile shape), the
   // residual ones and Q/K/V split K at most tile.k_split ways (0: 1; fewer where the slices' sums
   // would not fit their buffer). Throws Error for an unsupported tile.
@@ -271,7 +292,7 @@ class DecodeKernels {
   // short_max > 0: attend_short's kernel for that many positions (its CHUNK).
   const gpu::Kernel& attention(const std::string& entry, const ModelConfig& cfg, uint32_t ctx_len,
                                AttentionSplit split = {}, uint32_t short_max = 0,
-                               uint32_t prompt_queries = 64);
+                               PromptAttentionTile prompt = {});
   void check_workgroup_memory(const std::string& entry, uint32_t cols, uint64_t bytes) const;
   gpu::Context* ctx_;
   PromptTile forced_tile_{};  // tokens == 0: prompt_tile() decides

@@ -33,11 +33,12 @@ struct BufferSize {
   uint64_t words, ctx_words;
 };
 
-// A prefill product that may be split along K (Q/K/V, o, down): its products, and with a split the
-// sum of the slices (NAME_sum).
-void dispatch_split(gpu::Plan& plan, std::vector<gpu::Dispatch> steps, const std::string& name) {
+// A prefill step that may take a second dispatch: a product split along K (Q/K/V, o, down) and the
+// sum of its slices (NAME_sum), or the split attention and its combination (NAME_combine).
+void dispatch_split(gpu::Plan& plan, std::vector<gpu::Dispatch> steps, const std::string& name,
+                    const std::string& second = "_sum") {
   plan.dispatch(steps[0], {name});
-  if (steps.size() > 1) plan.dispatch(steps[1], {name + "_sum"});
+  if (steps.size() > 1) plan.dispatch(steps[1], {name + second});
 }
 
 uint64_t binding_cap(const gpu::Limits& lim, uint64_t binding_limit) {
@@ -151,9 +152,16 @@ Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, Mo
     att_rows_ = scratch("llm.prefill.attention", rows * pad8(q_rows));
     act_rows_ = scratch("llm.prefill.act", rows * pad8(c.intermediate_size));
     // The K-split products' sums per slice (o, down; Q/K/V with a word more a row): as many rows
-    // of hidden_size as the activations (the K split of a chunk of T tokens is at most rows / T).
+    // of hidden_size as the activations (the K split of a chunk of T tokens is at most rows / T);
+    // the split prefill attention's partials at the rule's split of any chunk.
     prompt_rows_ = uint32_t(rows);
-    k_slices_ = scratch("llm.prefill.k_slices", rows * pad8(c.hidden_size));
+    uint64_t slice_words = rows * pad8(c.hidden_size);
+    if (const uint32_t tq = DecodeKernels(ctx).prompt_attention_queries(c.head_dim))
+      for (uint32_t T = tq; T <= rows; T += tq)
+        slice_words =
+            std::max(slice_words, DecodeKernels::prompt_attention_parts_words(
+                                      c, T, tq, DecodeKernels::prompt_attention_splits(c.num_heads, T, tq)));
+    k_slices_ = scratch("llm.prefill.k_slices", slice_words);
     if (opt_.prefill_short_max) {
       const uint32_t passes = ceil_div(opt_.prefill_short_max, kShortPassTokens);
       pass_records_ = scratch("llm.prefill.pass_records", passes * kPassRecordWords);
@@ -473,9 +481,11 @@ gpu::Plan& Model::prompt_chunk(uint32_t T) {
     if (qk_norm)
       plan.dispatch(k.qk_norm_rope(l.qk_norm, rope_, state_, q_rows_, l.k_cache, c, ctx_len_, T),
                     {"qk_norm_rope"});
-    plan.dispatch(k.attend_prompt(q_rows_, l.k_cache, l.v_cache, state_, att_rows_, c, ctx_len_, T,
-                                  opt_.prefill_attention),
-                  {"attention"});
+    dispatch_split(
+        plan,
+        k.attend_prompt(q_rows_, l.k_cache, l.v_cache, state_, att_rows_, k_slices_, k_slices_.size() / 4, c,
+                        ctx_len_, T, opt_.prefill_attention, 0, opt_.prefill_attention_splits),
+        "attention", "_combine");
     dispatch_split(
         plan, k.residual_prompt(l.o, att_rows_, x_rows_, k_slices_, prompt_rows_, c.hidden_size, q_rows, T),
         "o_proj+residual");
@@ -533,9 +543,11 @@ gpu::Plan Model::short_prompt_chunk(uint32_t T) {
                                    {q, l.k_cache, l.v_cache, rope_, l.qkv_bias}, rope_epilogue),
                       {"qkv_rope"});
       }
-      plan.dispatch(k.attend_prompt(q, l.k_cache, l.v_cache, pass_state, att, c, ctx_len_, kShortPassTokens,
-                                    opt_.prefill_attention),
-                    {"attention"});
+      dispatch_split(plan,
+                     k.attend_prompt(q, l.k_cache, l.v_cache, pass_state, att, k_slices_,
+                                     k_slices_.size() / 4, c, ctx_len_, kShortPassTokens,
+                                     opt_.prefill_attention, 0, opt_.prefill_attention_splits),
+                     "attention", "_combine");
       plan.dispatch(
           rows.product("residual_rows", l.o, att, att_stride, att, records, {x}, out_stride(x_stride)),
           {"o_proj+residual"});

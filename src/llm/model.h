@@ -76,6 +76,9 @@ struct ModelOptions {
   uint32_t prefill_short_max = 64;
   PromptTile prefill_tile;  // forced on every prompt product; tokens == 0: DecodeKernels::prompt_tile
   PromptAttention prefill_attention = PromptAttention::Auto;
+  // Workgroups that share out a tiled prefill attention tile's keys, 1 to
+  // DecodeKernels::kPromptAttentionMaxSplits; 0: DecodeKernels::prompt_attention_splits.
+  uint32_t prefill_attention_splits = 0;
   AttentionSplit attention;  // how decode attention is split along the cache
   // Plans for a device granting at most this many bytes per buffer and per binding (a browser's
   // limits: `serve --limits`); 0: this device's. The weight arena is split into buffers within it;

@@ -123,6 +123,7 @@ void Session::load(gpu::Context& ctx) {
   mo.binding_limit = opt_.binding_limit;
   mo.prefill_tile = opt_.prefill_tile;
   mo.prefill_attention = opt_.prefill_attention;
+  mo.prefill_attention_splits = opt_.prefill_attention_splits;
   mo.progress = opt_.progress;
   model_ = std::make_unique<Model>(
       ctx, files_.config(), [this](std::string_view name) { return files_.find(name); }, mo);

@@ -73,6 +73,7 @@ struct SessionOptions {
   uint64_t binding_limit = 0;  // ModelOptions::binding_limit: plan for a browser's limits (serve --limits)
   PromptTile prefill_tile;     // tokens == 0: the rule (DecodeKernels::prompt_tile)
   PromptAttention prefill_attention = ModelOptions{}.prefill_attention;
+  uint32_t prefill_attention_splits = ModelOptions{}.prefill_attention_splits;
   SamplingOverrides sampling;
   DecoderKind decoder = DecoderKind::Steps;
   PersistentChoice persistent;
