@@ -322,9 +322,9 @@ INSTANTIATE_TEST_SUITE_P(Quantized, LlmKernel, ::testing::ValuesIn(test::quantiz
 
 // Every matrix-vector kernel under tunings that cover its cases: a row in several passes of its
 // team (team 32, 64), in one pass with idle lanes (128, 256), 1 to 32 rows per workgroup, teams
-// of several subgroups; the RMSNorm kernels with x read directly and staged. Shapes: 601 columns (not a
-// multiple of 8, nor of any team's span), rows not a multiple of any workgroup's rows (37; gate/up 2 x 37;
-// Q/K/V 84).
+// of several subgroups; the RMSNorm kernels with x read directly and staged; f32, f16 and q8_0
+// weights. Shapes: 601 columns (not a multiple of 8, nor of any team's span), rows not a multiple of
+// any workgroup's rows (37; gate/up 2 x 37; Q/K/V 84).
 class LlmMatvecTuned : public ::testing::TestWithParam<std::tuple<WeightFormat, llm::MatvecTuning>> {
  protected:
   static constexpr uint32_t kCols = 601;
@@ -373,12 +373,13 @@ TEST_P(LlmMatvecTuned, QkvRope) {
 
 INSTANTIATE_TEST_SUITE_P(
     Tunings, LlmMatvecTuned,
-    ::testing::Combine(::testing::Values(WeightFormat::F32, WeightFormat::F16),
+    ::testing::Combine(::testing::Values(WeightFormat::F32, WeightFormat::F16, WeightFormat::Q8_0),
                        ::testing::Values(llm::MatvecTuning{32, 1, 32}, llm::MatvecTuning{32, 2, 128},
                                          llm::MatvecTuning{32, 4, 256}, llm::MatvecTuning{64, 3, 64},
                                          llm::MatvecTuning{64, 4, 128}, llm::MatvecTuning{128, 2, 256},
                                          llm::MatvecTuning{256, 1, 256}, llm::MatvecTuning{256, 4, 256},
                                          llm::MatvecTuning{32, 2, 128, true},
+                                         llm::MatvecTuning{32, 4, 256, true},  // a quantized LM head's
                                          llm::MatvecTuning{64, 3, 64, true},
                                          llm::MatvecTuning{128, 2, 256, true},
                                          llm::MatvecTuning{256, 4, 256, true})),
@@ -437,6 +438,29 @@ TEST(LlmMatvecTuning, RuleAtQwenShapes) {
         EXPECT_EQ(r, k.matvec_tuning(rows, cols, WeightFormat::F16));
       }
     }
+  }
+}
+
+// Test the rule's LM head by format: quantized weights take the smallest team with 4 rows each, f16
+// teams of at least 64 with 2 (x staged in both; the shapes measured fastest, RESULTS session 31),
+// and every one is runnable with the grid in thousands of workgroups.
+TEST(LlmMatvecTuning, QuantizedLmHeadTakesFourRowsATeam) {
+  llm::DecodeKernels k(context());
+  const uint32_t smallest = std::max(32u, std::bit_ceil(context().adapter().subgroup_max_size));
+  for (uint32_t cols : {896u, 1536u}) {
+    SCOPED_TRACE(std::to_string(cols) + " columns");
+    for (WeightFormat t : {WeightFormat::Q8_0, WeightFormat::Q5_0, WeightFormat::Q4_K, WeightFormat::Q6_K}) {
+      const auto q = k.matvec_tuning(151936, cols, t);
+      EXPECT_EQ(q.rows_per_team, 4u) << q.name();
+      EXPECT_TRUE(q.staged_x) << q.name();
+      EXPECT_EQ(q.team, k.matvec_tuning(1152, cols, t).team) << q.name();  // the loads' rule, not 64
+      EXPECT_GE(q.team, smallest) << q.name();
+      EXPECT_EQ(q.workgroup % q.team, 0u) << q.name();
+      EXPECT_GE(llm::ceil_div(151936, q.rows_per_workgroup()), 1024u) << q.name();
+    }
+    const auto f = k.matvec_tuning(151936, cols, WeightFormat::F16);
+    EXPECT_EQ(f.rows_per_team, 2u) << f.name();
+    EXPECT_GE(f.team, 64u) << f.name();
   }
 }
 

@@ -74,7 +74,11 @@ std::string MatvecTuning::name() const {
 // - Vocabulary-sized matrices (the LM head, >= kLmHeadRows rows: tens of thousands of workgroups
 //   either way) with rows of at least 64 loads: teams of at least 64 threads doing 2 rows each,
 //   measured best on the H100 for Qwen2.5-0.5B f16 (90.2 us; team 32 x 4 rows was bimodal,
-//   93-220 us). Shorter rows would leave lanes of a 64-thread team idle.
+//   93-220 us). Shorter rows would leave lanes of a 64-thread team idle. Quantized weights keep
+//   the smallest team, 4 rows each (each lane more groups in flight, a quarter of the workgroups
+//   staging x): the kernel benchmark on the H200 measured that the fastest for q8_0 and q5_0 at
+//   both Qwen2.5 sizes, where the f16 shape left a quarter of the time on the table
+//   (docs/RESULTS.md, session 31).
 // - x is staged, except in matrices of at least kDirectBytes: x read by each lane, from
 //   128-thread workgroups with 2 rows per team. Measured on the H100 in the decode step: Qwen2.5-
 //   1.5B f16 (gate/up 55 MB) 507 tok/s [506-510] against 482 [460-505] staged (gate/up alone
@@ -88,9 +92,10 @@ MatvecTuning DecodeKernels::matvec_tuning(uint32_t rows, uint32_t cols, gpu::Wei
   t.team = std::max<uint32_t>(32, min_team_);
   while (t.team < kMaxThreads && t.team * kLoadsPerRow < loads) t.team *= 2;
   if (rows >= kLmHeadRows && loads >= 64) {
-    t.team = std::max(t.team, 64u);
+    const bool quantized = gpu::is_quantized(format);
+    if (!quantized) t.team = std::max(t.team, 64u);
     t.workgroup = std::max(t.team, kMaxThreads);
-    t.rows_per_team = 2;
+    t.rows_per_team = quantized ? 4 : 2;
     t.staged_x = true;
     return t;
   }
