@@ -462,15 +462,16 @@ fn attend_prompt(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_i
 // Split along the keys (SPLITS > 1, grid z): a short prompt's few query tiles would each run all
 // of their key tiles one after another (the last tile's chain bounds the dispatch while most SMs
 // idle), so workgroup z takes key tiles z n / SPLITS .. (z + 1) n / SPLITS - 1 of the n its query
-// tile needs and writes its rows' unnormalised sums, running max m and sum l into tile_parts
-// (none for an empty share: m stays at the floor, l at 0); attend_prompt_combine adds them up.
+// tile needs and writes its rows' unnormalised sums, running max m and sum l into tile_parts (an
+// empty share writes m at its floor, l and the sums 0); attend_prompt_combine adds them up.
 override TQ: u32 = 64u;
 override SPLITS: u32 = 1u;
 override HEADS: u32 = 1u;
-// [SPLITS][HEADS][rows][HD4 + 1], rows = the chunk's queries in whole tiles (a runtime length, so
+// [SPLITS][HEADS][rows][HD4 + 1], rows = the chunk's queries in whole tiles (from state word 2, so
 // that prompts of any length share the pipelines): a row's output vec4s, then (m, l, 0, 0).
 @group(0) @binding(5) var<storage, read_write> tile_parts: array<vec4<f32>>;
-fn tile_part(split: u32, h: u32, t: u32, rows: u32) -> u32 {
+fn tile_part(split: u32, h: u32, t: u32) -> u32 {
+  let rows = (state[2] + TQ - 1u) / TQ * TQ;
   return ((split * HEADS + h) * rows + t) * (HD4 + 1u);
 }
 const TK: u32 = 32u;
@@ -644,7 +645,7 @@ fn attend_prompt_tiled(@builtin(local_invocation_index) lid: u32, @builtin(workg
   for (var i = 0u; i < 4u; i++) {
     let t = q_first + 4u * rg + i;
     if (t < T) {
-      let part = tile_part(wid.z, h, t, groups.y * TQ);
+      let part = tile_part(wid.z, h, t);
       for (var n = 0u; n < TV; n++) {
         let d = cg + 8u * n;
         if (d < HD4) {
@@ -673,15 +674,14 @@ fn attend_prompt_combine(@builtin(global_invocation_id) gid: vec3<u32>) {
     return;
   }
   let h = hd / HD4;
-  let rows = (state[2] + TQ - 1u) / TQ * TQ;
   var big_m = -3.4e38;
   for (var z = 0u; z < SPLITS; z++) {
-    big_m = max(big_m, tile_parts[tile_part(z, h, t, rows) + HD4].x);
+    big_m = max(big_m, tile_parts[tile_part(z, h, t) + HD4].x);
   }
   var o = vec4<f32>(0.0);
   var l = 0.0;
   for (var z = 0u; z < SPLITS; z++) {
-    let part = tile_part(z, h, t, rows);
+    let part = tile_part(z, h, t);
     let ml = tile_parts[part + HD4];
     let w = exp(ml.x - big_m);
     l += w * ml.y;
