@@ -6,6 +6,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -1077,6 +1078,23 @@ TEST(LlmKernels, PromptAttentionChoiceIsChecked) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("not 9"), std::string::npos) << e.what();
   }
+}
+
+// Test that a device requested with less workgroup memory than the adapter offers (wgfuse serve
+// plans for browsers) gets that limit, and that the tiled prefill attention then takes a smaller
+// tile that fits it.
+TEST(LlmKernels, PromptAttentionTileFitsARequestedWorkgroupMemory) {
+  gpu::ContextOptions o;
+  const char* a = std::getenv("WGFUSE_TEST_ADAPTER");
+  o.adapter = gpu::parse_adapter_choice(a && *a ? a : "auto");
+  o.quiet = true;
+  o.max_compute_workgroup_storage_size = 16384;
+  gpu::Context small(o);
+  EXPECT_EQ(small.limits().max_compute_workgroup_storage_size, 16384u);
+  const uint32_t tq = llm::DecodeKernels(small).prompt_attention_queries(64);
+  ASSERT_NE(tq, 0u);
+  EXPECT_TRUE(llm::DecodeKernels(small).prompt_attention_fits(tq, 64));
+  EXPECT_LT(tq, llm::DecodeKernels(context()).prompt_attention_queries(64));
 }
 
 // Test that a head_dim the prefill attention cannot tile is a clear error.

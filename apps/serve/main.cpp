@@ -95,7 +95,11 @@ struct ModelServing {
     if (dtype != "auto") session.dtype = gpu::parse_weight_format(dtype, "--dtype");
     session.notice = [](const std::string& s) { std::fprintf(stderr, "wgfuse serve: %s\n", s.c_str()); };
     model = std::make_unique<llm::Session>(session);  // checks the files before the GPU is touched
-    ctx = std::make_unique<gpu::Context>(gpu::ContextOptions{.adapter = gpu::parse_adapter_choice(adapter)});
+    // The chat page runs plans made from this device's kernels in a browser, and desktop browsers
+    // offer at most 32 KiB of workgroup memory: kernels sized by the limit (the tiled prefill
+    // attention's tile) must fit that, whatever this GPU grants.
+    ctx = std::make_unique<gpu::Context>(gpu::ContextOptions{.adapter = gpu::parse_adapter_choice(adapter),
+                                                             .max_compute_workgroup_storage_size = 32768});
     try {
       model->load(*ctx);
     } catch (const Error& e) {

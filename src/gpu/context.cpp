@@ -378,6 +378,9 @@ void Context::request_device(const ContextOptions& options) {
   if (options.max_storage_buffer_binding_size)
     adapter_limits.maxStorageBufferBindingSize = std::min<uint64_t>(
         adapter_limits.maxStorageBufferBindingSize, options.max_storage_buffer_binding_size);
+  if (options.max_compute_workgroup_storage_size)
+    adapter_limits.maxComputeWorkgroupStorageSize =
+        std::min(adapter_limits.maxComputeWorkgroupStorageSize, options.max_compute_workgroup_storage_size);
 
   // Dawn rounds timestamps down to 2^16 ns by default (a browser's defence against timing
   // attacks); a benchmark needs them exact.

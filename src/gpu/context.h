@@ -43,6 +43,9 @@ struct ContextOptions {
   // Requests at most this maxStorageBufferBindingSize (0: the adapter's maximum, like every other
   // limit). Tests use it to get a binding limit below maxBufferSize, as discrete GPUs have.
   uint64_t max_storage_buffer_binding_size = 0;
+  // Requests at most this maxComputeWorkgroupStorageSize (0: the adapter's maximum), so that
+  // kernels chosen by the limit also fit a device that grants less (wgfuse serve: a browser's).
+  uint32_t max_compute_workgroup_storage_size = 0;
   // Dawn device toggles to enable besides ours, e.g. "disable_robustness" (native only, never a
   // default: an explicit opt-in of a command) or "dump_shaders" (Dawn logs each shader it
   // compiles; the log reaches stderr under --verbose). Dawn ignores, with a warning, names it
