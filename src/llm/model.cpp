@@ -153,14 +153,17 @@ Model::Model(gpu::Context& ctx, ModelConfig cfg, const WeightLookup& weights, Mo
     act_rows_ = scratch("llm.prefill.act", rows * pad8(c.intermediate_size));
     // The K-split products' sums per slice (o, down; Q/K/V with a word more a row): as many rows
     // of hidden_size as the activations (the K split of a chunk of T tokens is at most rows / T);
-    // the split prefill attention's partials at the rule's split of any chunk.
+    // the split prefill attention's partials at the rule's split of any chunk, as far as a binding
+    // allows (the split takes fewer ways where they do not fit).
     prompt_rows_ = uint32_t(rows);
     uint64_t slice_words = rows * pad8(c.hidden_size);
+    const uint64_t binding_words = binding_cap(ctx.limits(), opt_.binding_limit) / 4 / 8 * 8;
     if (const uint32_t tq = DecodeKernels(ctx).prompt_attention_queries(c.head_dim))
       for (uint32_t T = tq; T <= rows; T += tq)
-        slice_words =
-            std::max(slice_words, DecodeKernels::prompt_attention_parts_words(
-                                      c, T, tq, DecodeKernels::prompt_attention_splits(c.num_heads, T, tq)));
+        slice_words = std::max(
+            slice_words, std::min(binding_words,
+                                  DecodeKernels::prompt_attention_parts_words(
+                                      c, T, tq, DecodeKernels::prompt_attention_splits(c.num_heads, T, tq))));
     k_slices_ = scratch("llm.prefill.k_slices", slice_words);
     if (opt_.prefill_short_max) {
       const uint32_t passes = ceil_div(opt_.prefill_short_max, kShortPassTokens);
