@@ -20,14 +20,20 @@
 
 namespace wgfuse::test {
 
-// The adapter under test: WGFUSE_TEST_ADAPTER (auto | gpu | cpu), default auto, which is
-// SwiftShader on a machine without a GPU.
+// Options for a context on the adapter under test: WGFUSE_TEST_ADAPTER (auto | gpu | cpu), default
+// auto, which is SwiftShader on a machine without a GPU; no note on stderr when that is the CPU.
+inline gpu::ContextOptions context_options() {
+  gpu::ContextOptions o;
+  const char* a = std::getenv("WGFUSE_TEST_ADAPTER");
+  o.adapter = gpu::parse_adapter_choice(a && *a ? a : "auto");
+  o.quiet = true;
+  return o;
+}
+
+// The context on the adapter under test (context_options()), shared by the tests.
 inline gpu::Context& context() {
   static gpu::Context ctx = [] {
-    gpu::ContextOptions o;
-    const char* a = std::getenv("WGFUSE_TEST_ADAPTER");
-    o.adapter = gpu::parse_adapter_choice(a && *a ? a : "auto");
-    o.quiet = true;
+    gpu::ContextOptions o = context_options();
     o.timeout = std::chrono::milliseconds(300'000);
     return gpu::Context(o);
   }();

@@ -6,7 +6,6 @@
 #include <array>
 #include <bit>
 #include <cmath>
-#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -1084,10 +1083,7 @@ TEST(LlmKernels, PromptAttentionChoiceIsChecked) {
 // plans for browsers) gets that limit, and that the tiled prefill attention then takes a smaller
 // tile that fits it.
 TEST(LlmKernels, PromptAttentionTileFitsARequestedWorkgroupMemory) {
-  gpu::ContextOptions o;
-  const char* a = std::getenv("WGFUSE_TEST_ADAPTER");
-  o.adapter = gpu::parse_adapter_choice(a && *a ? a : "auto");
-  o.quiet = true;
+  gpu::ContextOptions o = test::context_options();
   o.max_compute_workgroup_storage_size = 16384;
   gpu::Context small(o);
   EXPECT_EQ(small.limits().max_compute_workgroup_storage_size, 16384u);

@@ -132,10 +132,7 @@ TEST(Errors, ValidationErrorIsThrownAtTheNextSyncPoint) {
 // as on discrete GPUs, and a bind-group cache of 8.
 gpu::Context& limited_context() {
   static gpu::Context ctx = [] {
-    gpu::ContextOptions o;
-    const char* a = std::getenv("WGFUSE_TEST_ADAPTER");
-    o.adapter = gpu::parse_adapter_choice(a && *a ? a : "auto");
-    o.quiet = true;
+    gpu::ContextOptions o = test::context_options();
     o.bind_group_cache_capacity = 8;
     o.max_storage_buffer_binding_size = 128u << 20;
     return gpu::Context(o);
